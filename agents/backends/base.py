@@ -1,0 +1,207 @@
+"""The chat-backend contract: messages in, a normalized :class:`Completion` out.
+
+Every backend (OpenAI-compatible HTTP, the embedded local model, the scripted test
+double, the disk cache) implements :class:`ChatBackend`. Control flow follows the
+exception type:
+
+* :class:`BackendError`: the model or server failed (timeout, HTTP 5xx or 429 after
+  the bounded retries, connection refused). Callers record it and fall back.
+* :class:`BackendConfigError`: our configuration is wrong (no API key, bad key, unknown
+  model, malformed request). It is raised to the user, never swallowed.
+* A reply that does not parse is not an exception: ``Completion.parsed`` is None and
+  the caller feeds back an error and retries (see DESIGN.md, "LLM backends").
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+from abc import ABC, abstractmethod
+from dataclasses import asdict, dataclass
+from typing import Any
+
+Message = dict[str, str]
+"""One chat message: ``{"role": "system" | "user" | "assistant", "content": str}``."""
+
+__all__ = [
+    "BackendConfigError",
+    "BackendError",
+    "ChatBackend",
+    "Completion",
+    "Message",
+    "Usage",
+    "parse_json_reply",
+]
+
+
+class BackendError(Exception):
+    """The model server failed after bounded retries; record it and fall back.
+
+    Attributes:
+        reason: Short human-readable cause, e.g. ``"HTTP 500: boom"`` or ``"timeout"``.
+        kind: One of ``"timeout"``, ``"http"``, ``"connection"``, ``"scripted"``.
+        status: The HTTP status for ``kind == "http"``, else None.
+    """
+
+    def __init__(self, reason: str, *, kind: str = "http", status: int | None = None) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.kind = kind
+        self.status = status
+
+
+class BackendConfigError(ValueError):
+    """The backend is misconfigured (missing/bad key, unknown model, bad request)."""
+
+
+@dataclass(frozen=True)
+class Usage:
+    """Tokens a backend reports for one or more calls; add them to sum."""
+
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+    @property
+    def total(self) -> int:
+        """Prompt plus completion tokens."""
+        return self.prompt_tokens + self.completion_tokens
+
+    def __add__(self, other: Usage) -> Usage:
+        if not isinstance(other, Usage):
+            return NotImplemented
+        return Usage(
+            self.prompt_tokens + other.prompt_tokens,
+            self.completion_tokens + other.completion_tokens,
+        )
+
+
+@dataclass
+class Completion:
+    """One normalized model reply.
+
+    Attributes:
+        text: The assistant message text, exactly as returned.
+        parsed: The JSON object in ``text`` when a schema was requested and the text
+            holds one (see :func:`parse_json_reply`), else None. Not validated.
+        usage: Tokens reported by the backend.
+        latency: Wall-clock seconds of the call (0.0 for a cache hit).
+        raw: The wire response as a dict, when there was one.
+        cached: True when served from a :class:`~.cache.CachedBackend`.
+        model: The model that answered.
+    """
+
+    text: str
+    parsed: dict[str, Any] | None
+    usage: Usage
+    latency: float
+    raw: dict[str, Any] | None
+    cached: bool = False
+    model: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-serializable dict (inverse of :meth:`from_dict`)."""
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Completion:
+        """Rebuild a completion written by :meth:`to_dict`."""
+        return cls(**{**data, "usage": Usage(**data["usage"])})
+
+
+_FENCE = re.compile(r"```(?:json|JSON)?\s*\n?(.*?)```", re.DOTALL)
+
+
+def parse_json_reply(text: str) -> dict[str, Any] | None:
+    """Extract one JSON object from a model reply, or None.
+
+    Accepts a bare object, an object inside a Markdown code fence (```json ... ```),
+    or an object with prose before or after it (the first ``{`` that starts a valid
+    object wins). Top-level arrays and scalars give None.
+    """
+    candidates = [text.strip()] + [m.strip() for m in _FENCE.findall(text)]
+    for candidate in candidates:
+        try:
+            value = json.loads(candidate)
+        except ValueError:
+            continue
+        if isinstance(value, dict):
+            return value
+    decoder = json.JSONDecoder()
+    start = text.find("{")
+    while start != -1:
+        try:
+            value, _ = decoder.raw_decode(text, start)
+        except ValueError:
+            start = text.find("{", start + 1)
+            continue
+        if isinstance(value, dict):
+            return value
+        start = text.find("{", start + 1)
+    return None
+
+
+class ChatBackend(ABC):
+    """A chat model: ``complete(messages, schema=...) -> Completion``, sync and async.
+
+    Subclasses set ``name`` (the backend kind) and ``model`` (the model answering),
+    and implement :meth:`complete`. The default :meth:`acomplete` runs
+    :meth:`complete` in a worker thread; backends with a native async client
+    override it.
+    """
+
+    name: str = "base"
+    model: str = ""
+
+    @abstractmethod
+    def complete(
+        self,
+        messages: list[Message],
+        *,
+        schema: dict[str, Any] | None = None,
+        temperature: float = 0.0,
+        max_tokens: int = 256,
+        seed: int | None = None,
+    ) -> Completion:
+        """Send one chat request and return the normalized reply.
+
+        Args:
+            messages: Chat messages, oldest first.
+            schema: A JSON schema (e.g. ``Model.model_json_schema()``) the reply must
+                follow; when given, ``Completion.parsed`` holds the parsed object.
+            temperature: Sampling temperature; 0.0 for (near-)greedy decoding.
+            max_tokens: Upper bound on completion tokens.
+            seed: Sampling seed, where the server supports one.
+
+        Raises:
+            BackendError: The server failed after bounded retries.
+            BackendConfigError: The backend is misconfigured.
+        """
+
+    async def acomplete(
+        self,
+        messages: list[Message],
+        *,
+        schema: dict[str, Any] | None = None,
+        temperature: float = 0.0,
+        max_tokens: int = 256,
+        seed: int | None = None,
+    ) -> Completion:
+        """Async :meth:`complete` (same arguments, same errors)."""
+        return await asyncio.to_thread(
+            self.complete,
+            messages,
+            schema=schema,
+            temperature=temperature,
+            max_tokens=max_tokens,
+            seed=seed,
+        )
+
+    def close(self) -> None:  # noqa: B027  (optional hook, default no-op)
+        """Release clients, files or processes held by this backend."""
+
+    def __enter__(self) -> ChatBackend:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
