@@ -1,0 +1,175 @@
+"""OpenAIBackend against the fault-injecting server: wire format, fallbacks, errors."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+
+import pytest
+
+from orgteams.agents.backends import BackendConfigError, BackendError, OpenAIBackend, Usage
+
+SCHEMA = {
+    "title": "Act",
+    "type": "object",
+    "properties": {"action": {"type": "string", "enum": ["a", "b"]}},
+    "required": ["action"],
+}
+MESSAGES = [{"role": "user", "content": "Pick a or b."}]
+
+
+def make(server, **kwargs) -> OpenAIBackend:
+    kwargs = {"timeout": 2.0, "max_retries": 1, **kwargs}
+    return OpenAIBackend("fake-model", base_url=server.base_url, api_key="sk-test", **kwargs)
+
+
+def test_ok_returns_parsed_reply_usage_and_raw(fault_server):
+    backend = make(fault_server)
+    reply = backend.complete(MESSAGES, schema=SCHEMA, seed=3)
+    assert reply.text == '{"action": "a"}'
+    assert reply.parsed == {"action": "a"}
+    assert reply.usage == Usage(11, 5)
+    assert reply.model == "fake-model"
+    assert reply.raw["id"] == "chatcmpl-fault"
+    assert not reply.cached and reply.latency > 0
+    sent = fault_server.requests[0]
+    assert sent["response_format"]["type"] == "json_schema"
+    assert sent["response_format"]["json_schema"]["schema"] == SCHEMA
+    assert sent["seed"] == 3 and sent["max_tokens"] == 256
+    assert backend.mode == "json_schema"
+
+
+def test_without_schema_parsed_is_none_and_no_response_format(fault_server):
+    reply = make(fault_server).complete(MESSAGES)
+    assert reply.parsed is None
+    assert "response_format" not in fault_server.requests[0]
+
+
+def test_auto_falls_back_to_json_object_and_remembers(fault_server):
+    fault_server.mode = "reject_json_schema"
+    backend = make(fault_server)
+    assert backend.complete(MESSAGES, schema=SCHEMA).parsed == {"action": "a"}
+    assert backend.mode == "json_object"
+    formats = [r["response_format"]["type"] for r in fault_server.requests]
+    # json_schema is tried (1 + max_retries attempts), then json_object once.
+    assert formats == ["json_schema", "json_schema", "json_object"]
+    assert fault_server.requests[-1]["response_format"]["schema"] == SCHEMA
+    backend.complete(MESSAGES, schema=SCHEMA)
+    assert fault_server.requests[-1]["response_format"]["type"] == "json_object"
+    assert len(fault_server.requests) == 4
+
+
+def test_auto_falls_back_to_prompt_mode(fault_server):
+    fault_server.mode = "reject_response_format"
+    backend = make(fault_server)
+    assert backend.complete(MESSAGES, schema=SCHEMA).parsed == {"action": "a"}
+    assert backend.mode == "prompt"
+    last = fault_server.requests[-1]
+    assert "response_format" not in last
+    assert last["messages"][-1]["role"] == "system"
+    assert '"enum": ["a", "b"]' in last["messages"][-1]["content"]
+
+
+def test_fixed_mode_does_not_fall_back(fault_server):
+    fault_server.mode = "reject_json_schema"
+    backend = make(fault_server, structured="json_schema")
+    with pytest.raises(BackendError, match=re.escape("HTTP 500: ")):
+        backend.complete(MESSAGES, schema=SCHEMA)
+
+
+def test_http500_raises_backend_error_after_bounded_retries(fault_server):
+    fault_server.mode = "http500"
+    backend = make(fault_server)
+    with pytest.raises(BackendError) as info:
+        backend.complete(MESSAGES)
+    assert info.value.kind == "http" and info.value.status == 500
+    assert info.value.reason == "HTTP 500: injected failure"
+    assert len(fault_server.requests) == 2  # 1 try + max_retries=1
+
+
+def test_http500_in_auto_mode_tries_every_mode_then_raises(fault_server):
+    fault_server.mode = "http500"
+    backend = make(fault_server, max_retries=0)
+    with pytest.raises(BackendError, match=re.escape("HTTP 500: injected failure")):
+        backend.complete(MESSAGES, schema=SCHEMA)
+    assert len(fault_server.requests) == 3
+    assert backend.mode == "json_schema"  # nothing worked, nothing remembered
+
+
+def test_timeout_raises_backend_error(fault_server):
+    fault_server.mode = "timeout"
+    fault_server.delay = 1.0
+    backend = make(fault_server, timeout=0.2, max_retries=1)
+    with pytest.raises(BackendError, match=re.escape("timeout after 0.2s x 2 attempts")) as info:
+        backend.complete(MESSAGES)
+    assert info.value.kind == "timeout"
+
+
+def test_connection_refused_raises_backend_error():
+    backend = OpenAIBackend(
+        "m", base_url="http://127.0.0.1:9/v1", api_key="k", timeout=1.0, max_retries=0
+    )
+    with pytest.raises(BackendError, match=re.escape("connection failed to http://127.0.0.1:9/v1")):
+        backend.complete(MESSAGES)
+
+
+def test_invalid_json_keeps_text_and_parsed_none(fault_server):
+    fault_server.mode = "invalid_json"
+    reply = make(fault_server).complete(MESSAGES, schema=SCHEMA)
+    assert reply.text == "Sure! I would pick a."
+    assert reply.parsed is None
+
+
+def test_async_complete_and_usage_sums(fault_server):
+    backend = make(fault_server)
+
+    async def run() -> list:
+        return await asyncio.gather(*(backend.acomplete(MESSAGES, schema=SCHEMA) for _ in range(4)))
+
+    replies = asyncio.run(run())
+    assert all(r.parsed == {"action": "a"} for r in replies)
+    assert sum((r.usage for r in replies), Usage()) == Usage(44, 20)
+    # A second event loop gets a fresh async client.
+    assert asyncio.run(run())[0].parsed == {"action": "a"}
+
+
+def test_async_falls_back_like_sync(fault_server):
+    fault_server.mode = "reject_json_schema"
+    backend = make(fault_server)
+    reply = asyncio.run(backend.acomplete(MESSAGES, schema=SCHEMA))
+    assert reply.parsed == {"action": "a"} and backend.mode == "json_object"
+
+
+def test_config_errors_are_exact(monkeypatch):
+    with pytest.raises(BackendConfigError, match=re.escape("No model name: pass model=...")):
+        OpenAIBackend()
+    with pytest.raises(BackendConfigError, match=re.escape("No API key for api.openai.com")):
+        OpenAIBackend("gpt-4o-mini")
+    with pytest.raises(
+        BackendConfigError,
+        match=re.escape("structured must be 'auto' or one of json_schema, json_object, prompt"),
+    ):
+        OpenAIBackend("m", base_url="http://x/v1", structured="grammar")
+
+
+def test_config_from_environment(monkeypatch, fault_server):
+    monkeypatch.setenv("ORGTEAMS_MODEL", "env-model")
+    monkeypatch.setenv("ORGTEAMS_BASE_URL", fault_server.base_url)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-env-key")
+    backend = OpenAIBackend(max_retries=0)
+    assert backend.model == "env-model" and backend.base_url == fault_server.base_url
+    assert backend.complete(MESSAGES).model == "env-model"
+    assert fault_server.auth_headers[-1] == "Bearer sk-env-key"
+
+
+def test_client_errors_are_config_errors(fault_server):
+    fault_server.mode = "reject_response_format"
+    backend = make(fault_server, structured="json_object")
+    with pytest.raises(BackendConfigError, match=re.escape("HTTP 400 from 'fake-model': ")):
+        backend.complete(MESSAGES, schema=SCHEMA)
+
+
+def test_repr_masks_key(fault_server):
+    backend = make(fault_server)
+    assert "sk-test" not in repr(backend)
+    assert "api_key='***'" in repr(backend)
