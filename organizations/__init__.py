@@ -1,0 +1,73 @@
+"""Organizations: specs, the named library, turn-taking protocols and metrics.
+
+>>> from orgteams.organizations import load_organization
+>>> team = ["agent_0", "agent_1", "agent_2"]
+>>> load_organization("leader").resolve(team).leaders
+('agent_0',)
+"""
+
+from orgteams.organizations.graph_metrics import centralization, hierarchy_depth, spectral_gap
+from orgteams.organizations.library import (
+    list_organizations,
+    load_organization,
+    organization_path,
+)
+from orgteams.organizations.metrics import (
+    EpisodeMetrics,
+    aggregate,
+    comm_tokens_per_step,
+    communication_graph,
+    episode_metrics,
+    role_stability_index,
+)
+from orgteams.organizations.protocols import (
+    ElectionRecord,
+    Output,
+    Stage,
+    election_due,
+    leader_for_round,
+    record_election,
+    resolve_claims,
+    route,
+    schedule,
+    tally,
+    visible_outputs,
+)
+from orgteams.organizations.spec import (
+    PROTOCOLS,
+    SELF_CHOSEN,
+    Organization,
+    ResolvedOrganization,
+    display_names,
+)
+
+__all__ = [
+    "PROTOCOLS",
+    "SELF_CHOSEN",
+    "ElectionRecord",
+    "EpisodeMetrics",
+    "Organization",
+    "Output",
+    "ResolvedOrganization",
+    "Stage",
+    "aggregate",
+    "centralization",
+    "comm_tokens_per_step",
+    "communication_graph",
+    "display_names",
+    "election_due",
+    "episode_metrics",
+    "hierarchy_depth",
+    "leader_for_round",
+    "list_organizations",
+    "load_organization",
+    "organization_path",
+    "record_election",
+    "resolve_claims",
+    "role_stability_index",
+    "route",
+    "schedule",
+    "spectral_gap",
+    "tally",
+    "visible_outputs",
+]
