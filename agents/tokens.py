@@ -11,7 +11,7 @@ Two methods, chosen once per process on first use:
   ``llama_cpp.Llama(path, vocab_only=True)`` (no weights loaded; ~80 us a message).
   Needs the ``local`` extra.
 * ``"regex-approx-v1"``: a deterministic approximation used when that extra is not
-  installed. Each run of letters counts ``1 + (len - 1) // 6`` tokens (long words
+  installed. Each run of letters counts ``1 + (len - 1) // 8`` tokens (long words
   split into word pieces), each digit counts 1 (SmolLM2 splits digits), and every
   other non-space character counts 1. Whitespace is free.
 
@@ -48,7 +48,7 @@ _counter: tuple[str, Callable[[str], int]] | None = None
 def _regex_count(text: str) -> int:
     total = 0
     for piece in _PIECE.findall(text):
-        total += 1 + (len(piece) - 1) // 6 if piece[0].isalpha() else 1
+        total += 1 + (len(piece) - 1) // 8 if piece[0].isalpha() else 1
     return total
 
 

@@ -1,0 +1,84 @@
+"""The embedded model end to end: real llama.cpp server, real SmolLM2, JSON grammar."""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+import urllib.error
+import urllib.request
+
+import pytest
+
+from orgteams.agents.backends import LocalBackend, LocalServer, LocalServerError, make_backend
+from orgteams.agents.backends.local import smollm2_path
+
+
+def _missing() -> str | None:
+    if importlib.util.find_spec("llama_cpp") is None:
+        return 'llama-cpp-python not installed (pip install "orgteams[local]")'
+    try:
+        smollm2_path()
+    except FileNotFoundError as exc:
+        return str(exc)
+    return None
+
+
+pytestmark = [
+    pytest.mark.local_llm,
+    pytest.mark.skipif(_missing() is not None, reason=str(_missing())),
+]
+
+SCHEMA = {
+    "type": "object",
+    "properties": {"action": {"type": "string", "enum": ["a", "b"]}},
+    "required": ["action"],
+}
+
+
+@pytest.fixture(scope="module")
+def server():
+    with LocalServer() as srv:
+        yield srv
+
+
+def test_complete_returns_schema_valid_json(server):
+    backend = LocalBackend(server)
+    reply = backend.complete(
+        [
+            {"role": "system", "content": "You choose actions. Answer in JSON."},
+            {"role": "user", "content": 'Choose action "a" or "b".'},
+        ],
+        schema=SCHEMA,
+        max_tokens=10_000,  # capped by the backend
+        seed=0,
+    )
+    assert reply.parsed is not None, reply.text
+    assert reply.parsed["action"] in ("a", "b")
+    assert reply.usage.prompt_tokens > 0 and reply.usage.completion_tokens > 0
+    assert reply.model == "smollm2-135m-instruct"
+    assert backend.mode == "json_object"
+
+
+def test_server_shuts_down_on_close():
+    srv = LocalServer()
+    url = f"{srv.base_url}/models"
+    assert srv.alive
+    srv.close()
+    assert not srv.alive and srv.process.returncode is not None
+    with pytest.raises(urllib.error.URLError):
+        urllib.request.urlopen(url, timeout=2)
+
+
+def test_shared_server_is_reused():
+    first = LocalServer.shared()
+    assert LocalServer.shared() is first
+    backend = make_backend("local")
+    assert isinstance(backend, LocalBackend) and backend.server is first
+    first.close()
+
+
+def test_bad_model_file_reports_server_output(tmp_path):
+    bogus = tmp_path / "not-a-model.gguf"
+    bogus.write_bytes(b"definitely not gguf")
+    with pytest.raises(LocalServerError, match=re.escape("llama_cpp.server exited with code")):
+        LocalServer(bogus, startup_timeout=60)
