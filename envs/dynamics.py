@@ -1,0 +1,167 @@
+"""Pure dynamics: ``transition(state, joint_action) -> (state, events)``.
+
+One tick runs in explicit phases, as in Overcooked-AI:
+
+1. interact: open / close / pick / put, in agent-index order (so when two agents
+   reach for the same object, the lower index gets it and the other's action is an
+   ``invalid_action`` event);
+2. move: all moves resolve simultaneously; an agent moves only into a free,
+   walkable cell that no lower-index agent also claims; swaps are refused; a
+   blocked move is a ``collision`` (with an agent) or ``invalid_action`` (wall);
+3. effects: goal progress, ``subgoal_done`` / ``subgoal_undone`` events.
+
+Nothing here draws random numbers: the same state and actions give the same result.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+
+from orgteams.envs.actions import ACTIONS, HAND_CAPACITY, NUM_ACTIONS, Verb
+from orgteams.envs.state import HouseholdState, goal_progress, is_walkable
+
+EVENT_TYPES = ("picked", "placed", "opened", "closed", "subgoal_done", "subgoal_undone",
+               "collision", "invalid_action")
+
+
+@dataclass(frozen=True)
+class Event:
+    """Something that happened in a tick. ``agent`` is an index (-1 for the team)."""
+
+    type: str
+    agent: int
+    obj: int = -1
+    furniture: int = -1
+    door: int = -1
+    other: int = -1  # the other agent of a collision; the predicate of a subgoal event
+    reason: str = ""
+
+    def to_dict(self) -> dict:
+        return {k: v for k, v in asdict(self).items() if v not in (-1, "")}
+
+
+def transition(state: HouseholdState, joint_action: Sequence[int]
+               ) -> tuple[HouseholdState, list[Event]]:
+    """Advance one tick. ``joint_action[i]`` is agent i's action id."""
+    scene = state.scene
+    n = len(state.agent_pos)
+    if len(joint_action) != n:
+        raise ValueError(f"joint action has {len(joint_action)} entries for {n} agents")
+    hands = list(state.hands)
+    contents = list(state.contents)
+    cont_open = list(state.container_open)
+    door_open = list(state.door_open)
+    events: list[Event] = []
+    moving: dict[int, int] = {}
+    pos = state.agent_pos
+    deltas = scene.deltas
+
+    for a, act_id in enumerate(joint_action):
+        if act_id == 0:
+            continue
+        if not 0 <= act_id < NUM_ACTIONS:
+            raise ValueError(f"agent {a}: action {act_id!r} is outside the action space "
+                             f"Discrete({NUM_ACTIONS})")
+        verb, d, idx = ACTIONS[act_id]
+        target = pos[a] + deltas[d]
+        if verb == Verb.MOVE:
+            moving[a] = target
+            continue
+        furn = scene.furniture_at.get(target, -1)
+        door = scene.door_at.get(target, -1)
+
+        def bad(reason: str, a=a, furn=furn, door=door) -> None:
+            events.append(Event("invalid_action", a, furniture=furn, door=door, reason=reason))
+
+        if verb in (Verb.OPEN, Verb.CLOSE):
+            want = verb == Verb.OPEN
+            if door >= 0:
+                if door_open[door] == want:
+                    bad(f"door already {'open' if want else 'closed'}")
+                elif not want and target in pos:
+                    bad("someone is standing in the doorway")
+                else:
+                    door_open[door] = want
+                    events.append(Event("opened" if want else "closed", a, door=door))
+            elif furn >= 0 and scene.is_container[furn]:
+                if cont_open[furn] == want:
+                    bad(f"container already {'open' if want else 'closed'}")
+                else:
+                    cont_open[furn] = want
+                    events.append(Event("opened" if want else "closed", a, furniture=furn))
+            else:
+                bad("nothing to open or close there")
+        elif furn < 0:
+            bad("no furniture there")
+        elif not cont_open[furn]:
+            bad("the container is closed")
+        elif verb == Verb.PICK:
+            if idx >= len(contents[furn]):
+                bad(f"no object in slot {idx}")
+            elif len(hands[a]) >= HAND_CAPACITY:
+                bad("both hands are full")
+            else:
+                obj = contents[furn][idx]
+                contents[furn] = contents[furn][:idx] + contents[furn][idx + 1:]
+                hands[a] = hands[a] + (obj,)
+                events.append(Event("picked", a, obj=obj, furniture=furn))
+        else:  # PUT
+            if idx >= len(hands[a]):
+                bad(f"hand slot {idx} is empty")
+            elif len(contents[furn]) >= scene.capacity[furn]:
+                bad("no room left there")
+            else:
+                obj = hands[a][idx]
+                hands[a] = hands[a][:idx] + hands[a][idx + 1:]
+                contents[furn] = contents[furn] + (obj,)
+                events.append(Event("placed", a, obj=obj, furniture=furn))
+
+    new = HouseholdState(scene, state.tick + 1, pos, hands, contents, cont_open, door_open,
+                         progress=state.progress)
+    if moving:
+        new.agent_pos = _resolve_moves(new, moving, events)
+    if any(e.type in ("picked", "placed") for e in events):
+        new.progress = goal_progress(new)
+        for i, (before, after) in enumerate(zip(state.progress, new.progress)):
+            if after != before:
+                kind = "subgoal_done" if after > before else "subgoal_undone"
+                events.append(Event(kind, -1, other=i, reason=str(scene.goal[i])))
+    return new, events
+
+
+def _resolve_moves(state: HouseholdState, moving: dict[int, int], events: list[Event]
+                   ) -> list[int]:
+    """Simultaneous moves without two agents in a cell, swaps or wall-walking."""
+    pos = list(state.agent_pos)
+    occupant = {c: a for a, c in enumerate(pos)}
+    want: dict[int, int] = {}
+    for a, target in moving.items():
+        if is_walkable(state, target):
+            want[a] = target
+        else:
+            events.append(Event("invalid_action", a, reason="cannot walk there"))
+    # Same-target conflicts: the lowest agent index keeps its claim.
+    claimed: dict[int, int] = {}
+    for a in sorted(want):
+        t = want[a]
+        if t in claimed:
+            events.append(Event("collision", a, other=claimed[t], reason="same target cell"))
+        else:
+            claimed[t] = a
+    want = {a: t for t, a in claimed.items()}
+    # Drop moves into cells whose occupant stays (or swaps), until nothing changes.
+    changed = True
+    while changed:
+        changed = False
+        for a, t in list(want.items()):
+            b = occupant.get(t)
+            if b is None or b == a:
+                continue
+            if b not in want or want[b] == pos[a]:
+                del want[a]
+                events.append(Event("collision", a, other=b, reason="cell occupied"))
+                changed = True
+    for a, t in want.items():
+        pos[a] = t
+    return pos

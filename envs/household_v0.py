@@ -1,0 +1,70 @@
+"""household_v0: a gridworld household for teams of agents (PettingZoo).
+
+Description
+    A house of named rooms (kitchen, living room, bedroom, bathroom, and more)
+    joined by doors. Furniture is either a surface (kitchen table, coffee table,
+    sofa...) or a container that opens and closes (fridge, dishwasher, cabinets...).
+    Small objects (cupcake, plate, wine glass...) lie on surfaces, inside
+    containers, or in agents' hands (two each). Each episode draws a goal of 3-5
+    object predicates from the task, e.g. ``ON(cupcake, coffee_table): 2``.
+    Agents see only the room they stand in; closed containers hide their contents.
+
+Action Space
+    ``Discrete(53)`` per agent; ``orgteams.envs.actions`` encodes and decodes.
+
+    ======  ==========  ==================================================
+    id      action      effect
+    ======  ==========  ==================================================
+    0       wait        nothing
+    1-4     move(d)     step north / east / south / west
+    5-8     open(d)     open the door or container in direction d
+    9-12    close(d)    close it
+    13-20   put(d, h)   put the object in hand slot h on/in furniture d
+    21-52   pick(d, k)  pick the k-th listed object on/in furniture d
+    ======  ==========  ==================================================
+
+    An impossible action (picking where nothing is) is a no-op reported as an
+    ``invalid_action`` event in ``infos[agent]["events"]``; an id outside the space
+    raises ``ValueError``.
+
+Observation Encoding
+    ``obs_mode="array"`` (default): a ``Dict`` with an egocentric ``image``
+    (``(2r+1, 2r+1, 4+K)`` uint8; channels tile, room type, agents, furniture type,
+    then per object class counts), ``hands`` and ``goal``; see
+    ``orgteams.envs.observations``. ``obs_mode="text"``: the text that
+    ``env.unwrapped.describe(agent)`` returns. ``full_observability=True`` shows
+    the whole house (debugging, RL baselines).
+
+Rewards
+    A shared team reward: 1.0 at the tick the goal is complete. With
+    ``reward_shaping=True``, also +1/units for each goal unit placed (and -1/units
+    for one taken away).
+
+Termination
+    All agents terminate when every goal predicate holds; all are truncated at the
+    task's tick limit for the layout (``max_ticks`` overrides it).
+
+Layouts and Tasks
+    Layouts: ``studio``, ``apartment``, ``house`` (``assets/layouts``), any YAML
+    path, or ``generated:<rooms>:<seed>`` for a procedural house. Tasks:
+    ``prepare_afternoon_tea``, ``put_dishwasher_easy``, ``put_dishwasher_hard``,
+    ``prepare_food``, ``put_fridge``, ``setup_table``, ``read_book``, ``watch_tv``.
+"""
+
+from __future__ import annotations
+
+from pettingzoo.utils import parallel_to_aec
+
+from orgteams.envs.household import HouseholdEnv
+
+raw_env = HouseholdEnv
+
+
+def parallel_env(**kwargs) -> HouseholdEnv:
+    """The Parallel API env; keyword arguments as :class:`HouseholdEnv`."""
+    return HouseholdEnv(**kwargs)
+
+
+def env(**kwargs):
+    """The AEC API env (PettingZoo's parallel_to_aec over :func:`parallel_env`)."""
+    return parallel_to_aec(HouseholdEnv(**kwargs))

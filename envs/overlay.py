@@ -1,0 +1,39 @@
+"""What a team layer may ask the renderer to draw on top of the world.
+
+The env knows nothing of LLMs; a team runner fills an :class:`Overlay` (latest
+message per agent, markers such as "abstained" or "idle", a round counter) and the
+renderers draw it: speech bubbles, a message log panel, agent markers.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class SpokenMessage:
+    sender: str  # agent id, e.g. "agent_0"
+    receivers: tuple[str, ...]  # agent ids; all teammates for a broadcast
+    text: str
+    round: int = 0
+
+
+@dataclass
+class Overlay:
+    """Speech and markers to draw. ``log`` keeps the latest ``log_size`` messages."""
+
+    latest: dict[str, SpokenMessage] = field(default_factory=dict)
+    log: deque = field(default_factory=lambda: deque(maxlen=12))
+    markers: dict[str, str] = field(default_factory=dict)  # agent id -> "abstained" | "idle"
+    caption: str = ""  # e.g. "round 4 - communicate"
+
+    def say(self, message: SpokenMessage) -> None:
+        self.latest[message.sender] = message
+        self.log.append(message)
+
+    def clear(self) -> None:
+        self.latest.clear()
+        self.log.clear()
+        self.markers.clear()
+        self.caption = ""
