@@ -15,7 +15,7 @@ def render_ansi(state: HouseholdState) -> str:
     lay = scene.layout
     cat = load_catalog().furniture
     rows = [list(line) for line in lay.grid]
-    for r, row in enumerate(rows):
+    for row in rows:
         for c, ch in enumerate(row):
             if ch.islower():
                 row[c] = "."

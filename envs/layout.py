@@ -198,7 +198,7 @@ def _parse(lines, room_legend, furn_legend, name, source, description, require_r
     for r, c, ftype in furn_cells:
         adj = [int(room_map[x, y]) for x, y in neighbours(r, c) if tiles[x, y] == FLOOR]
         if not adj:
-            raise _err(source, r, c, f"{ftype} has no floor cell next to it, so nobody can reach it")
+            raise _err(source, r, c, f"{ftype} has no floor cell next to it: nobody can reach it")
         room = Counter(adj).most_common(1)[0][0]
         room_map[r, c] = room
         seen[ftype] += 1
