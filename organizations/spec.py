@@ -308,6 +308,16 @@ class Organization(BaseModel):
         data = self.model_dump(mode="json", by_alias=True)
         return yaml.dump(data, Dumper=_BlockDumper, sort_keys=False, allow_unicode=True, width=100)
 
+    def updated(self, **changes: Any) -> Organization:
+        """A validated copy with ``changes`` (``model_copy(update=...)`` skips validation).
+
+        Raises:
+            ValueError: A change is invalid, e.g. ``"organization 'leader': field
+                'protocol': unknown protocol ..."``.
+        """
+        data = {**self.model_dump(mode="json", by_alias=True), **changes}
+        return Organization.from_dict(data, source=f"organization {self.name!r}")
+
     def diff(self, other: Organization) -> dict[str, tuple[Any, Any]]:
         """Changed top-level fields as ``{field: (self_value, other_value)}`` (JSON values)."""
         mine, theirs = self.model_dump(mode="json"), other.model_dump(mode="json")
