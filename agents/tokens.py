@@ -25,6 +25,7 @@ from __future__ import annotations
 import os
 import re
 import threading
+import warnings
 from collections.abc import Callable
 from functools import lru_cache
 
@@ -62,7 +63,16 @@ def _bpe_counter() -> Callable[[str], int] | None:
         path = smollm2_path()
     except (ImportError, FileNotFoundError):
         return None
-    vocab = llama_cpp.Llama(model_path=str(path), vocab_only=True, verbose=False)
+    try:
+        vocab = llama_cpp.Llama(model_path=str(path), vocab_only=True, verbose=False)
+    except (AttributeError, OSError, ValueError, RuntimeError) as exc:
+        # A broken install must not stop a run; the recorded name says what was used.
+        warnings.warn(
+            f"SmolLM2 tokenizer failed to load ({exc}); counting with {REGEX_NAME}",
+            RuntimeWarning,
+            stacklevel=3,
+        )
+        return None
 
     def count(text: str) -> int:
         return len(vocab.tokenize(text.encode("utf-8"), add_bos=False, special=False))

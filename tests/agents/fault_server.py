@@ -12,6 +12,10 @@ Runs stdlib ``http.server`` on 127.0.0.1 in a daemon thread. Set ``server.mode``
 * ``"reject_response_format"``: HTTP 400 for any ``response_format``.
 
 Every chat request body is appended to ``server.requests``.
+
+Run as a script (``python fault_server.py --port N [--model PATH] ...``) it stands in
+for ``python -m llama_cpp.server`` in tests of the local-server process management:
+it exits with an error when the model file starts with ``b"crash"``.
 """
 
 from __future__ import annotations
@@ -95,10 +99,16 @@ class FaultServer(ThreadingHTTPServer):
 
     daemon_threads = True
 
-    def __init__(self, mode: str = "ok", reply_text: str = '{"action": "a"}', delay: float = 2.0):
+    def __init__(
+        self,
+        mode: str = "ok",
+        reply_text: str = '{"action": "a"}',
+        delay: float = 2.0,
+        port: int = 0,
+    ) -> None:
         if mode not in MODES:
             raise ValueError(f"unknown mode {mode!r}; known: {', '.join(MODES)}")
-        super().__init__(("127.0.0.1", 0), _Handler)
+        super().__init__(("127.0.0.1", port), _Handler)
         self.mode = mode
         self.reply_text = reply_text
         self.delay = delay
@@ -125,3 +135,22 @@ class FaultServer(ThreadingHTTPServer):
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _main() -> None:
+    import argparse
+    import sys
+
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--model", default="")
+    args, _ = parser.parse_known_args()
+    if args.model and open(args.model, "rb").read(5) == b"crash":
+        print("error loading model: invalid magic", file=sys.stderr)
+        sys.exit(3)
+    server = FaultServer(port=args.port)
+    server._thread.join()
+
+
+if __name__ == "__main__":
+    _main()
