@@ -236,12 +236,38 @@ class LocalBackend(OpenAIBackend):
             structured="json_object",
         )
 
-    def complete(self, messages: list[Message], **kwargs: Any) -> Completion:
+    def complete(
+        self,
+        messages: list[Message],
+        *,
+        schema: dict[str, Any] | None = None,
+        temperature: float = 0.0,
+        max_tokens: int = 256,
+        seed: int | None = None,
+    ) -> Completion:
         """:meth:`OpenAIBackend.complete` with ``max_tokens`` capped."""
-        kwargs["max_tokens"] = min(kwargs.get("max_tokens", 256), self.max_tokens_cap)
-        return super().complete(messages, **kwargs)
+        return super().complete(
+            messages,
+            schema=schema,
+            temperature=temperature,
+            max_tokens=min(max_tokens, self.max_tokens_cap),
+            seed=seed,
+        )
 
-    async def acomplete(self, messages: list[Message], **kwargs: Any) -> Completion:
+    async def acomplete(
+        self,
+        messages: list[Message],
+        *,
+        schema: dict[str, Any] | None = None,
+        temperature: float = 0.0,
+        max_tokens: int = 256,
+        seed: int | None = None,
+    ) -> Completion:
         """:meth:`OpenAIBackend.acomplete` with ``max_tokens`` capped."""
-        kwargs["max_tokens"] = min(kwargs.get("max_tokens", 256), self.max_tokens_cap)
-        return await super().acomplete(messages, **kwargs)
+        return await super().acomplete(
+            messages,
+            schema=schema,
+            temperature=temperature,
+            max_tokens=min(max_tokens, self.max_tokens_cap),
+            seed=seed,
+        )
