@@ -33,11 +33,11 @@ from orgteams.organizations.protocols import (
     tally,
     visible_outputs,
 )
+from orgteams.organizations.resolved import ResolvedOrganization
 from orgteams.organizations.spec import (
     PROTOCOLS,
     SELF_CHOSEN,
     Organization,
-    ResolvedOrganization,
     display_names,
 )
 

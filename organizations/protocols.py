@@ -35,7 +35,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from orgteams.organizations.spec import ResolvedOrganization
+from orgteams.organizations.resolved import ResolvedOrganization
 
 Sees = Literal["all_prior", "none_this_round", "intentions", "plan", "claims"]
 Kind = Literal["message", "intention", "claim", "vote", "plan"]

@@ -1,0 +1,228 @@
+"""An organization fixed for one team: leaders, roles, channels, graph, instructions."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any
+
+import networkx as nx
+
+from orgteams.envs._util import did_you_mean
+from orgteams.organizations.spec import (
+    _AGENT_ID,
+    SELF_CHOSEN,
+    Organization,
+    _fragments,
+    compile_template,
+    display_names,
+    share_count,
+)
+
+
+@dataclass(frozen=True)
+class ResolvedOrganization:
+    """An organization fixed for one team: leaders, roles, channels, graph, instructions.
+
+    Attributes:
+        organization: The spec it came from.
+        team: Agent ids in speaking order.
+        tiers: ``(role, agents)`` per topology tier, top first (empty unless kind 'tiers').
+        leaders: Agents of every tier but the last, top first.
+        roles: Role of every agent (``"self-chosen"`` when agents choose their own).
+        reports_to: Each agent's direct leader, or ``None``.
+        graph: Leader -> member edges (chain: agent_i -> agent_{i+1}); do not mutate.
+    """
+
+    organization: Organization
+    team: tuple[str, ...]
+    tiers: tuple[tuple[str, tuple[str, ...]], ...]
+    leaders: tuple[str, ...]
+    roles: dict[str, str]
+    reports_to: dict[str, str | None]
+    graph: nx.DiGraph = field(repr=False)
+
+    @classmethod
+    def build(
+        cls, org: Organization, team: list[str], leaders: list[str] | None = None
+    ) -> ResolvedOrganization:
+        """Resolve ``org`` for ``team``; see :meth:`Organization.resolve`."""
+        team = list(team)
+        if len(set(team)) != len(team):
+            raise ValueError(f"organization {org.name!r}: team has duplicate agents: {team}")
+        if len(team) < org.min_agents:
+            raise ValueError(
+                f"organization {org.name!r} needs at least {org.min_agents} agents, got {len(team)}"
+            )
+        graph = nx.DiGraph()
+        graph.add_nodes_from(team)
+        reports_to: dict[str, str | None] = dict.fromkeys(team)
+        roles = dict.fromkeys(team, org.topology.member_role)
+        tiers: list[tuple[str, tuple[str, ...]]] = []
+        if org.topology.kind == "tiers":
+            tiers = _fill_tiers(org, team, leaders)
+            above: tuple[str, ...] = ()
+            for role, agents in tiers:
+                roles.update(dict.fromkeys(agents, role))
+                if above:
+                    for boss, member in _equal_shares(above, agents):
+                        reports_to[member] = boss
+                        graph.add_edge(boss, member)
+                above = agents or above
+        elif leaders:
+            raise ValueError(f"organization {org.name!r} has no leader tier to replace")
+        elif org.topology.kind == "chain":
+            nx.add_path(graph, team)
+        if isinstance(org.roles, dict):
+            roles.update({a: r for a, r in org.roles.items() if a in roles})
+        elif org.roles == SELF_CHOSEN:
+            roles = dict.fromkeys(team, SELF_CHOSEN)
+        top = tuple(a for _, agents in tiers[:-1] for a in agents)
+        return cls(org, tuple(team), tuple(tiers), top, roles, reports_to, graph)
+
+    # ------------------------------------------------------------------ queries
+    def role_of(self, agent: str) -> str:
+        """The role of ``agent`` (``"self-chosen"`` when agents pick their own)."""
+        return self.roles[self._known(agent)]
+
+    def display_name(self, agent: str) -> str:
+        """``agent_2`` -> ``Charlie``; ids that are not ``agent_<i>`` are their own label."""
+        match = _AGENT_ID.fullmatch(agent)
+        return display_names(int(match.group(1)) + 1)[-1] if match else agent
+
+    def members_of(self, leader: str) -> list[str]:
+        """Agents that report directly to ``leader``, in team order."""
+        self._known(leader)
+        return [a for a in self.team if self.reports_to[a] == leader]
+
+    @cached_property
+    def _allowed(self) -> frozenset[tuple[str, str]]:
+        org, team = self.organization, self.team
+        if org.channels == "all":
+            return frozenset((a, b) for a in team for b in team if a != b)
+        if org.channels == "none":
+            return frozenset()
+        if org.channels == "topology":
+            edges = set(self.graph.edges)
+            return frozenset(edges | {(b, a) for a, b in edges})
+        return frozenset(
+            (a, b)
+            for ch in org.channels
+            for a in self._endpoint(ch.sender)
+            for b in self._endpoint(ch.receiver)
+            if a != b
+        )
+
+    def can_message(self, sender: str, receiver: str) -> bool:
+        """Whether ``sender`` may message ``receiver`` under the organization's channels."""
+        return (self._known(sender), self._known(receiver)) in self._allowed
+
+    def instruction_for(self, agent: str) -> str:
+        """The organization prompt for ``agent``: the rendered template, rules, abstention."""
+        import jinja2
+
+        org = self.organization
+        try:
+            text = compile_template(org.instruction).render(**self._context(agent)).strip()
+        except jinja2.UndefinedError as exc:
+            raise ValueError(
+                f"organization {org.name!r}: field 'instruction': {exc.message}"
+            ) from None
+        parts = [text] if text else []
+        frag = _fragments()
+        if org.rules:
+            parts.append("\n".join([frag["rules_header"], *(f"- {r}" for r in org.rules)]))
+        if org.allow_abstain:
+            parts.append(frag["abstain"])
+        return "\n\n".join(parts)
+
+    def with_leaders(self, leaders: list[str]) -> ResolvedOrganization:
+        """The same team with ``leaders`` in the top tier (after an election or hand-over)."""
+        return self.build(self.organization, list(self.team), leaders)
+
+    # ------------------------------------------------------------------ helpers
+    def _known(self, agent: str) -> str:
+        if agent not in self.reports_to:
+            raise ValueError(
+                f"unknown agent {agent!r}.{did_you_mean(agent, self.team)} "
+                f"Team: {', '.join(self.team)}"
+            )
+        return agent
+
+    def _endpoint(self, name: str) -> list[str]:
+        if name == "*":
+            return list(self.team)
+        if _AGENT_ID.fullmatch(name):
+            return [name] if name in self.reports_to else []
+        declared = {t.role for t in self.organization.topology.tiers}
+        declared |= {self.organization.topology.member_role, *self.roles.values()}
+        if name not in declared:
+            raise ValueError(
+                f"organization {self.organization.name!r}: field 'channels': unknown role or "
+                f"agent {name!r}.{did_you_mean(name, declared)}"
+            )
+        return [a for a in self.team if self.roles[a] == name]
+
+    def _context(self, agent: str) -> dict[str, Any]:
+        org, name = self.organization, self.display_name
+        boss = self.reports_to[self._known(agent)]
+        i = self.team.index(agent)
+        chain = [self.team[j] for j in (i - 1, i + 1) if 0 <= j < len(self.team)]
+        top = self.tiers[0][1] if self.tiers else ()
+        return {
+            "me": name(agent),
+            "agent": agent,
+            "role": self.roles[agent],
+            "names": [name(a) for a in self.team],
+            "n": len(self.team),
+            "leader": name(top[0]) if top else None,
+            "leaders": [name(a) for a in self.leaders],
+            "top_leaders": [name(a) for a in top],
+            "boss": name(boss) if boss else None,
+            "reports": [name(a) for a in self.members_of(agent)],
+            "tiers": [(role, [name(a) for a in agents]) for role, agents in self.tiers],
+            "neighbours": [name(a) for a in chain] if org.topology.kind == "chain" else [],
+            "mission": org.mission,
+            "rules": org.rules,
+            "allow_abstain": org.allow_abstain,
+            "batch_size": org.batch_size,
+            "election_every": org.election_every,
+            "leadership_every": org.leadership_every,
+        }
+
+
+def _fill_tiers(
+    org: Organization, team: list[str], leaders: list[str] | None
+) -> list[tuple[str, tuple[str, ...]]]:
+    """Place agents into tiers in team order; ``leaders`` replaces the first tier."""
+    left, tiers = list(team), []
+    for i, tier in enumerate(org.topology.tiers):
+        named = leaders if i == 0 and leaders else tier.agents
+        if named is not None:
+            missing = [a for a in named if a not in team]
+            if missing:
+                raise ValueError(
+                    f"organization {org.name!r}: tier {tier.role!r} names "
+                    f"{', '.join(missing)}, not in the team of {len(team)}"
+                )
+            chosen = [a for a in dict.fromkeys(named) if a in left]
+        elif tier.count == "rest":
+            chosen = list(left)
+        elif isinstance(tier.count, int):
+            chosen = left[: tier.count]
+        else:
+            chosen = left[: share_count(tier.count, len(left))]
+        left = [a for a in left if a not in chosen]
+        tiers.append((tier.role, tuple(chosen)))
+    return tiers
+
+
+def _equal_shares(bosses: tuple[str, ...], members: tuple[str, ...]) -> list[tuple[str, str]]:
+    """Contiguous equal shares of ``members`` per boss; the first bosses take the remainder."""
+    q, r = divmod(len(members), len(bosses))
+    pairs, start = [], 0
+    for j, boss in enumerate(bosses):
+        size = q + (1 if j < r else 0)
+        pairs += [(boss, m) for m in members[start : start + size]]
+        start += size
+    return pairs
