@@ -7,7 +7,8 @@ Grid characters:
 ``+``  door, initially closed
 ``=``  door, initially open
 `` `` outside the house (never walkable)
-a-z   floor of a room; the file's ``rooms`` legend names it
+a-z   floor of a room; the file's ``rooms`` legend names it (any single lowercase
+      letter works, e.g. Greek ``α``: generated houses of more than 26 rooms use them)
 A-Z   one piece of furniture; the file's ``furniture`` legend gives its type
 ====  =====================================================
 
@@ -142,12 +143,14 @@ def _parse(lines, room_legend, furn_legend, name, source, description, require_r
         if len(ch) != 1 or not ch.islower():
             raise _err(source, None, None, f"room key {ch!r} must be one lowercase letter")
         if room_type(rname) not in catalog.room_colors:
-            raise unknown_name("room type", room_type(rname), catalog.room_colors)
+            raise ValueError(f"{source}: "
+                             f"{unknown_name('room type', room_type(rname), catalog.room_colors)}")
     for ch, ftype in furn_legend.items():
         if len(ch) != 1 or not ch.isupper():
             raise _err(source, None, None, f"furniture key {ch!r} must be one uppercase letter")
         if ftype not in catalog.furniture:
-            raise unknown_name("furniture type", ftype, catalog.furniture)
+            raise ValueError(f"{source}: "
+                             f"{unknown_name('furniture type', ftype, catalog.furniture)}")
 
     room_names = tuple(dict.fromkeys(room_legend.values()))
     room_index = {n: i for i, n in enumerate(room_names)}
