@@ -1,0 +1,63 @@
+"""Team members and their chat-model backends.
+
+Importing this package is light: it does not import ``openai``, ``llama_cpp``,
+``jinja2`` or ``pygame`` (each is imported when first used).
+
+>>> from orgteams.agents import LLMAgent, ScriptedBackend
+>>> agent = LLMAgent("agent_0", ScriptedBackend())
+"""
+
+from orgteams.agents.agent_base import (
+    ActContext,
+    ActDecision,
+    CommunicateContext,
+    CommunicateDecision,
+    DecisionRecord,
+    DialogueLog,
+    OutgoingMessage,
+    ReceivedMessage,
+    TeamMember,
+)
+from orgteams.agents.backends import (
+    BackendConfigError,
+    BackendError,
+    ChatBackend,
+    Completion,
+    ScriptedBackend,
+    Usage,
+    make_backend,
+)
+from orgteams.agents.decisions import ReplyError, ReplySpec, act_spec, communicate_spec
+from orgteams.agents.human_agent import HumanAgent
+from orgteams.agents.llm_agent import LLMAgent, safe_action
+from orgteams.agents.prompts import PromptError, PromptTemplates, default_templates, letters
+
+__all__ = [
+    "ActContext",
+    "ActDecision",
+    "BackendConfigError",
+    "BackendError",
+    "ChatBackend",
+    "CommunicateContext",
+    "CommunicateDecision",
+    "Completion",
+    "DecisionRecord",
+    "DialogueLog",
+    "HumanAgent",
+    "LLMAgent",
+    "OutgoingMessage",
+    "PromptError",
+    "PromptTemplates",
+    "ReceivedMessage",
+    "ReplyError",
+    "ReplySpec",
+    "ScriptedBackend",
+    "TeamMember",
+    "Usage",
+    "act_spec",
+    "communicate_spec",
+    "default_templates",
+    "letters",
+    "make_backend",
+    "safe_action",
+]

@@ -1,0 +1,308 @@
+"""The interface every team member implements (LLM, planner, human, random).
+
+A team runner drives members through decision rounds (DESIGN.md, "Time"): in the
+communicate phase it calls :meth:`TeamMember.communicate` with a
+:class:`CommunicateContext` (what the organization and protocol allow this agent now),
+delivers the resulting messages with :meth:`TeamMember.receive`, and in the act phase
+calls :meth:`TeamMember.act`. Every decision carries a :class:`DecisionRecord` for the
+step log: the prompt, the raw replies, the parsed reply, any fallback and its reason,
+token usage and latency. Members of different kinds can therefore be mixed in a team.
+
+:class:`DialogueLog` is the shared memory of what a member heard, said and did; the
+belief of where things are lives in the env (``env.memory(agent)``).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
+
+from orgteams.agents.backends.base import Message, Usage
+
+if TYPE_CHECKING:  # the env layer is imported lazily; agents only read from it
+    from orgteams.envs.highlevel import HighLevelEnv
+
+__all__ = [
+    "ActContext",
+    "ActDecision",
+    "CommunicateContext",
+    "CommunicateDecision",
+    "DecisionRecord",
+    "DialogueEntry",
+    "DialogueLog",
+    "OutgoingMessage",
+    "ReceivedMessage",
+    "StageKind",
+    "TeamMember",
+]
+
+StageKind = Literal["message", "intention", "claim", "vote", "plan"]
+Everyone = Literal["everyone"]
+
+
+@dataclass(frozen=True)
+class OutgoingMessage:
+    """A message an agent wants to send; the runner routes it along allowed channels.
+
+    Attributes:
+        receivers: Agent ids, or ``"everyone"`` (every other team member).
+        text: What is said.
+        kind: ``"text"`` for free text (structured kinds are used by planner agents).
+        content: Structured payload for non-text kinds.
+    """
+
+    receivers: tuple[str, ...] | Everyone
+    text: str
+    kind: str = "text"
+    content: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def tokens(self) -> int:
+        """Tokens of ``text`` with the one counter (:func:`orgteams.agents.tokens.count_tokens`)."""
+        from orgteams.agents.tokens import count_tokens
+
+        return count_tokens(self.text)
+
+
+@dataclass(frozen=True)
+class ReceivedMessage:
+    """A message delivered to an agent (or one it sent itself, for its own log)."""
+
+    sender: str
+    receivers: tuple[str, ...] | Everyone
+    text: str
+    round: int
+    kind: str = "text"
+    content: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def from_message(cls, message: Any, round: int) -> ReceivedMessage:
+        """From an :class:`orgteams.agents.messages.Message`; ``text`` is its rendering."""
+        receivers = message.receivers
+        return cls(message.sender, receivers if isinstance(receivers, str) else tuple(receivers),
+                   message.render(), round, message.kind, dict(message.content))
+
+
+@dataclass
+class DecisionRecord:
+    """Everything about one decision, for the step log.
+
+    Attributes:
+        phase: ``"communicate"`` or ``"act"``.
+        agent: The deciding agent id.
+        round: The decision round.
+        prompt: The messages of the first request (corrections are in ``replies`` order).
+        replies: Raw reply text of every attempt, in order (human input for humans).
+        errors: Why each rejected attempt was rejected (one per rejected reply).
+        parsed: The validated reply as a dict, or None when the agent fell back.
+        fallback: Why the declared safe decision was taken, or None.
+        error: The backend error that caused a fallback, if any.
+        notes: Non-fatal adjustments, e.g. dropped unknown receivers.
+        usage: Tokens of all model calls of this decision, summed.
+        latency: Seconds spent in model calls (or waiting for the human).
+        wall: Seconds of the whole decision, framework included.
+        retries: Attempts after the first.
+        model: The model that answered ("human", "planner", ...).
+        cached_calls: How many calls were served from a cache.
+    """
+
+    phase: str
+    agent: str
+    round: int
+    prompt: list[Message] = field(default_factory=list)
+    replies: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    parsed: dict[str, Any] | None = None
+    fallback: str | None = None
+    error: str | None = None
+    notes: list[str] = field(default_factory=list)
+    usage: Usage = field(default_factory=Usage)
+    latency: float = 0.0
+    wall: float = 0.0
+    retries: int = 0
+    model: str = ""
+    cached_calls: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-serializable dict (usage as ``{"prompt_tokens", "completion_tokens"}``)."""
+        return asdict(self)
+
+
+@dataclass
+class ActContext:
+    """What the runner tells an agent for its act phase.
+
+    Attributes:
+        round: The decision round.
+        agent: The deciding agent id.
+        name: Its display name.
+        team: Agent id -> display name, every member (the agent included).
+        instruction: The organization's rendered instruction ("" for ``none``).
+        role: Its assigned or granted role, or None.
+        abstained: The agent abstained this round (it should wait).
+    """
+
+    round: int
+    agent: str
+    name: str
+    team: dict[str, str]
+    instruction: str = ""
+    role: str | None = None
+    abstained: bool = False
+
+
+@dataclass
+class CommunicateContext:
+    """What the runner tells an agent for one communicate-phase stage.
+
+    Attributes:
+        round, agent, name, team, instruction, role: As in :class:`ActContext`; ``role``
+            is None when the agent chooses its own.
+        allow_abstain: The agent may abstain from this round.
+        self_chosen_roles: The agent chooses (or claims) its own role.
+        can_message: Agent ids this agent may message.
+        visible_this_round: Earlier outputs of this round the protocol lets it see, as
+            dicts with ``sender``, ``receivers``, ``text``, ``role``, ``abstained``.
+        stage_kind: ``"message"``, ``"intention"``, ``"claim"``, ``"vote"`` or ``"plan"``.
+        candidates: Agent ids that may be voted for (``stage_kind == "vote"``).
+    """
+
+    round: int
+    agent: str
+    name: str
+    team: dict[str, str]
+    instruction: str = ""
+    role: str | None = None
+    allow_abstain: bool = False
+    self_chosen_roles: bool = False
+    can_message: list[str] = field(default_factory=list)
+    visible_this_round: list[dict[str, Any]] = field(default_factory=list)
+    stage_kind: StageKind = "message"
+    candidates: list[str] | None = None
+
+    def act_context(self) -> ActContext:
+        """The matching :class:`ActContext` (used when the runner gives none to ``act``)."""
+        return ActContext(self.round, self.agent, self.name, dict(self.team),
+                          self.instruction, self.role)
+
+
+@dataclass
+class CommunicateDecision:
+    """An agent's output for one communicate stage.
+
+    Attributes:
+        messages: What it sends (empty: silence).
+        role: The role it chose or claims, or None.
+        abstain: It abstains from this round.
+        vote: The agent id it votes for (vote stages), or None.
+        thoughts: Its stated reasoning (logged, never sent).
+        record: The decision record.
+    """
+
+    messages: list[OutgoingMessage]
+    role: str | None
+    abstain: bool
+    vote: str | None
+    thoughts: str
+    record: DecisionRecord
+
+    @property
+    def silent(self) -> bool:
+        """Nothing is sent."""
+        return not self.messages
+
+
+@dataclass
+class ActDecision:
+    """An agent's high-level action for this round (an ``HighLevelAction.id``)."""
+
+    action_id: str
+    thoughts: str
+    record: DecisionRecord
+
+
+@runtime_checkable
+class TeamMember(Protocol):
+    """A team member of any kind; the team runner only uses these methods."""
+
+    agent_id: str
+
+    def reset(self) -> None:
+        """Forget the last episode (dialogue and action history)."""
+
+    def observe(self, env: HighLevelEnv) -> None:
+        """Update internal state from the env after a step (belief is ``env.memory(agent)``)."""
+
+    def receive(self, messages: list[ReceivedMessage]) -> None:
+        """Hear messages delivered to this agent."""
+
+    async def communicate(self, ctx: CommunicateContext, env: HighLevelEnv) -> CommunicateDecision:
+        """Decide what to say (or vote, claim, abstain) in one communicate stage."""
+
+    async def act(
+        self, env: HighLevelEnv, round: int, ctx: ActContext | None = None
+    ) -> ActDecision:
+        """Pick one of ``env.available_actions(agent_id)`` by id."""
+
+
+@dataclass(frozen=True)
+class DialogueEntry:
+    """One line of dialogue memory."""
+
+    round: int
+    sender: str
+    receivers: tuple[str, ...] | Everyone
+    text: str
+
+
+class DialogueLog:
+    """What a member heard and said, and the actions it took, in bounded windows.
+
+    Args:
+        dialogue_window: How many latest messages to keep (the paper: 12).
+        action_window: How many latest own actions to keep (the paper: 20).
+    """
+
+    def __init__(self, dialogue_window: int = 12, action_window: int = 20) -> None:
+        if dialogue_window < 0 or action_window < 0:
+            raise ValueError(
+                f"windows must be >= 0, got dialogue_window={dialogue_window}, "
+                f"action_window={action_window}"
+            )
+        self.dialogue: deque[DialogueEntry] = deque(maxlen=dialogue_window)
+        self.actions: deque[tuple[int, str]] = deque(maxlen=action_window)
+
+    def clear(self) -> None:
+        """Forget everything."""
+        self.dialogue.clear()
+        self.actions.clear()
+
+    def heard(self, messages: list[ReceivedMessage]) -> None:
+        """Remember delivered messages."""
+        for m in messages:
+            self.dialogue.append(DialogueEntry(m.round, m.sender, m.receivers, m.text))
+
+    def said(self, round: int, sender: str, messages: list[OutgoingMessage]) -> None:
+        """Remember what this agent sent."""
+        for m in messages:
+            self.dialogue.append(DialogueEntry(round, sender, m.receivers, m.text))
+
+    def acted(self, round: int, label: str) -> None:
+        """Remember an action taken (its label, e.g. ``[goexplore] <kitchen>``)."""
+        self.actions.append((round, label))
+
+    def dialogue_lines(self, names: dict[str, str], me: str) -> list[str]:
+        """``Round 3, Alice to Bob, Charlie: text`` per remembered message, oldest first."""
+        def label(agent: str) -> str:
+            return "you" if agent == me else names.get(agent, agent)
+
+        lines = []
+        for e in self.dialogue:
+            to = "everyone" if e.receivers == "everyone" else ", ".join(map(label, e.receivers))
+            lines.append(f"Round {e.round}, {label(e.sender)} to {to}: {e.text}")
+        return lines
+
+    def action_lines(self) -> list[str]:
+        """``Round 2: [goexplore] <kitchen>`` per remembered action, oldest first."""
+        return [f"Round {r}: {label}" for r, label in self.actions]

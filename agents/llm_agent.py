@@ -1,0 +1,323 @@
+"""The LLM team member: a chat model decides what to say, then which action to take.
+
+Each decision renders a prompt from the templates in ``assets/prompts`` (see
+:mod:`orgteams.agents.prompts`), asks the agent's own backend for one JSON object
+with a schema built for this call (:mod:`orgteams.agents.decisions`), and validates
+the reply. An invalid reply gets one actionable correction message and at most
+``max_retries`` more attempts; after that, or when the backend fails
+(:class:`~orgteams.agents.backends.BackendError`), the agent takes the declared safe
+decision (act: ``continue`` when busy, else ``wait``; communicate: silence) and the
+:class:`~orgteams.agents.agent_base.DecisionRecord` says why, with every raw reply.
+It never picks a random action.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from orgteams.agents.agent_base import (
+    ActContext,
+    ActDecision,
+    CommunicateContext,
+    CommunicateDecision,
+    DecisionRecord,
+    DialogueLog,
+    OutgoingMessage,
+    ReceivedMessage,
+)
+from orgteams.agents.backends.base import BackendError, ChatBackend, Message, parse_json_reply
+from orgteams.agents.decisions import (
+    ParsedCommunicate,
+    ReplyError,
+    ReplySpec,
+    act_spec,
+    communicate_spec,
+    parse_act,
+    parse_communicate,
+)
+from orgteams.agents.prompts import PromptTemplates, action_options, default_templates, situation
+
+if TYPE_CHECKING:
+    from orgteams.envs.highlevel import HighLevelAction, HighLevelEnv
+
+__all__ = ["LLMAgent", "safe_action"]
+
+T = TypeVar("T")
+
+
+def safe_action(actions: list[HighLevelAction]) -> tuple[str, str | None]:
+    """The declared safe action: ``continue`` when busy, else ``wait``.
+
+    Returns:
+        ``(action_id, note)``; ``note`` says so when neither is offered (``wait`` is
+        returned anyway: the env treats it as standing still).
+    """
+    ids = [a.id for a in actions]
+    for candidate in ("continue", "wait"):
+        if candidate in ids:
+            return candidate, None
+    return "wait", f"'wait' is not among the available actions {ids}"
+
+
+class LLMAgent:
+    """A team member driven by a chat model.
+
+    Args:
+        agent_id: ``agent_<i>``.
+        backend: This agent's model (teams may mix models).
+        name: Display name; default: the name the runner gives in the contexts.
+        temperature, max_tokens, seed: Passed to every model call.
+        dialogue_window: Latest messages shown in prompts (the paper: 12).
+        action_window: Latest own actions shown in prompts (the paper: 20).
+        max_retries: Extra attempts after an invalid reply (each after a correction).
+        templates: Prompt templates; default: the shipped ones.
+    """
+
+    def __init__(
+        self,
+        agent_id: str,
+        backend: ChatBackend,
+        *,
+        name: str | None = None,
+        temperature: float = 0.0,
+        max_tokens: int = 320,
+        dialogue_window: int = 12,
+        action_window: int = 20,
+        max_retries: int = 1,
+        seed: int | None = None,
+        templates: PromptTemplates | None = None,
+    ) -> None:
+        if max_retries < 0:
+            raise ValueError(f"max_retries must be >= 0, got {max_retries}")
+        if max_tokens < 1:
+            raise ValueError(f"max_tokens must be >= 1, got {max_tokens}")
+        self.agent_id = agent_id
+        self.backend = backend
+        self.name = name
+        self.temperature = temperature
+        self.max_tokens = max_tokens
+        self.max_retries = max_retries
+        self.seed = seed
+        self.templates = templates or default_templates()
+        self.log = DialogueLog(dialogue_window, action_window)
+        self._context: ActContext | None = None
+
+    def __repr__(self) -> str:
+        return f"LLMAgent({self.agent_id!r}, model={self.backend.model!r})"
+
+    # ------------------------------------------------------------ TeamMember
+    def reset(self) -> None:
+        """Forget the dialogue and action history of the last episode."""
+        self.log.clear()
+        self._context = None
+
+    def observe(self, env: HighLevelEnv) -> None:
+        """Nothing to copy: the belief is read from ``env.memory(agent)`` when prompting."""
+
+    def receive(self, messages: list[ReceivedMessage]) -> None:
+        """Remember delivered messages (its own are already remembered when sent)."""
+        self.log.heard([m for m in messages if m.sender != self.agent_id])
+
+    async def communicate(self, ctx: CommunicateContext, env: HighLevelEnv) -> CommunicateDecision:
+        """Decide what to say in one stage (see :class:`CommunicateContext`)."""
+        started = time.perf_counter()
+        ctx = self._named(ctx)
+        self._context = ctx.act_context()
+        record = DecisionRecord("communicate", self.agent_id, ctx.round, model=self.backend.model)
+        receivers = tuple(ctx.team.get(a, a) for a in ctx.can_message)
+        candidates = tuple(ctx.team.get(a, a) for a in ctx.candidates or ())
+        if ctx.stage_kind in ("message", "plan") and not (
+            receivers or ctx.allow_abstain or ctx.self_chosen_roles
+        ):
+            record.notes.append("no teammate may be messaged: silent without a model call")
+            record.wall = time.perf_counter() - started
+            return CommunicateDecision([], None, False, None, "", record)
+        spec = communicate_spec(
+            ctx.stage_kind,
+            receivers,
+            allow_abstain=ctx.allow_abstain,
+            self_chosen_roles=ctx.self_chosen_roles,
+            candidates=candidates,
+        )
+        options = action_options(env.available_actions(self.agent_id))
+        variables = situation(env, self._context, self.log, options)
+        variables.update(
+            stage_kind=ctx.stage_kind,
+            visible=_visible_lines(ctx),
+            receivers=list(receivers),
+            candidates=list(candidates),
+            allow_abstain=ctx.allow_abstain,
+            self_chosen_roles=ctx.self_chosen_roles,
+            example=spec.example,
+        )
+        prompt = self._prompt("communicate", variables)
+        reply = await self._decide(
+            record, prompt, spec,
+            lambda parsed: parse_communicate(
+                parsed, spec, ctx.team, ctx.can_message, ctx.candidates
+            ),
+        )
+        if reply is None:
+            reply = ParsedCommunicate()
+            if ctx.stage_kind == "vote":
+                record.notes.append("no vote cast")
+        else:
+            record.notes += reply.notes
+        messages = (
+            [OutgoingMessage(reply.receivers, reply.message)]
+            if reply.message and reply.receivers and not reply.abstain
+            else []
+        )
+        if reply.abstain and reply.message:
+            record.notes.append("abstained: message not sent")
+        self.log.said(ctx.round, self.agent_id, messages)
+        record.wall = time.perf_counter() - started
+        return CommunicateDecision(
+            messages, reply.role, reply.abstain, reply.vote, reply.thoughts, record
+        )
+
+    async def act(
+        self, env: HighLevelEnv, round: int, ctx: ActContext | None = None
+    ) -> ActDecision:
+        """Pick one available high-level action by id.
+
+        Args:
+            env: The high-level env.
+            round: The decision round.
+            ctx: Who the agent is; default: the context of its latest communicate call
+                (or just its id and name when there was none).
+        """
+        started = time.perf_counter()
+        ctx = self._act_context(ctx, round)
+        record = DecisionRecord("act", self.agent_id, round, model=self.backend.model)
+        actions = env.available_actions(self.agent_id)
+        options = action_options(actions)
+        if ctx.abstained or not options:
+            action_id, note = safe_action(actions)
+            record.notes.append("abstained this round" if ctx.abstained else "no actions offered")
+            record.notes += [note] if note else []
+            return self._acted(ActDecision(action_id, "", record), actions, started)
+        spec = act_spec(tuple(letter for letter, _ in options))
+        variables = situation(env, ctx, self.log, options)
+        variables.update(example=spec.example, letters=[letter for letter, _ in options])
+        prompt = self._prompt("act", variables)
+        triples = [(letter, a.id, a.label) for letter, a in options]
+        reply = await self._decide(record, prompt, spec, lambda p: parse_act(p, spec, triples))
+        if reply is None:
+            action_id, note = safe_action(actions)
+            record.notes += [note] if note else []
+            decision = ActDecision(action_id, "", record)
+        else:
+            action_id, thoughts, notes = reply
+            record.notes += notes
+            decision = ActDecision(action_id, thoughts, record)
+        return self._acted(decision, actions, started)
+
+    # ------------------------------------------------------------ helpers
+    def _named(self, ctx: CommunicateContext) -> CommunicateContext:
+        if self.name and ctx.name != self.name:
+            ctx.name = self.name
+            ctx.team = {**ctx.team, self.agent_id: self.name}
+        return ctx
+
+    def _act_context(self, ctx: ActContext | None, round: int) -> ActContext:
+        if ctx is None:
+            last = self._context
+            name = self.name or (last.name if last else self.agent_id)
+            team = dict(last.team) if last else {self.agent_id: name}
+            ctx = ActContext(round, self.agent_id, name, team,
+                             last.instruction if last else "", last.role if last else None)
+        elif self.name:
+            ctx.name, ctx.team = self.name, {**ctx.team, self.agent_id: self.name}
+        self._context = ActContext(ctx.round, ctx.agent, ctx.name, ctx.team,
+                                   ctx.instruction, ctx.role)
+        return ctx
+
+    def _acted(
+        self, decision: ActDecision, actions: list[HighLevelAction], started: float
+    ) -> ActDecision:
+        label = next((a.label for a in actions if a.id == decision.action_id),
+                     decision.action_id)
+        self.log.acted(decision.record.round, label)
+        decision.record.wall = time.perf_counter() - started
+        return decision
+
+    def _prompt(self, phase: str, variables: dict[str, Any]) -> list[Message]:
+        return [
+            {"role": "system", "content": self.templates.render("system", **variables)},
+            {"role": "user", "content": self.templates.render(phase, **variables)},
+        ]
+
+    async def _decide(
+        self,
+        record: DecisionRecord,
+        prompt: list[Message],
+        spec: ReplySpec,
+        parse: Callable[[Any], T],
+    ) -> T | None:
+        """Ask, validate, correct and retry; None means: take the safe decision."""
+        record.prompt = list(prompt)
+        conversation = list(prompt)
+        for attempt in range(self.max_retries + 1):
+            try:
+                completion = await self.backend.acomplete(
+                    conversation,
+                    schema=spec.schema,
+                    temperature=self.temperature,
+                    max_tokens=self.max_tokens,
+                    seed=self.seed,
+                )
+            except BackendError as exc:
+                record.error = f"{exc.kind}: {exc.reason}"
+                record.fallback = f"backend error ({exc.kind})"
+                return None
+            record.usage += completion.usage
+            record.latency += completion.latency
+            record.cached_calls += int(completion.cached)
+            record.model = completion.model or record.model
+            record.replies.append(completion.text)
+            parsed = completion.parsed
+            if parsed is None:
+                parsed = parse_json_reply(completion.text)
+            try:
+                result = parse(parsed)
+            except ReplyError as exc:
+                record.errors.append(str(exc))
+                if attempt < self.max_retries:
+                    record.retries += 1
+                    correction = self.templates.render(
+                        "correction", error=str(exc), example=spec.example, hint=spec.hint
+                    )
+                    conversation += [
+                        {"role": "assistant", "content": completion.text},
+                        {"role": "user", "content": correction},
+                    ]
+                continue
+            record.parsed = parsed
+            return result
+        record.fallback = f"invalid reply after {self.max_retries + 1} attempt(s)"
+        return None
+
+
+def _visible_lines(ctx: CommunicateContext) -> list[str]:
+    """This round's visible outputs as ``Alice (leader) to everyone: text`` lines."""
+    lines = []
+    for out in ctx.visible_this_round:
+        sender = out.get("sender", "?")
+        who = "You" if sender == ctx.agent else ctx.team.get(sender, sender)
+        if out.get("role"):
+            who += f" ({out['role']})"
+        if out.get("abstained"):
+            lines.append(f"{who} abstained.")
+            continue
+        receivers = out.get("receivers", "everyone")
+        to = (
+            "everyone"
+            if receivers in ("everyone", None)
+            else ", ".join(ctx.team.get(r, r) for r in receivers)
+        )
+        text = out.get("text", "")
+        lines.append(f"{who} to {to}: {text}" if text else f"{who} stayed silent.")
+    return lines

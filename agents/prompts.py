@@ -1,0 +1,167 @@
+"""Prompt templates as data: Jinja2 files in ``assets/prompts/``, rendered strictly.
+
+Templates (``*.j2``) are rendered with ``StrictUndefined``, so a variable missing from
+the context is an error that names the template, never a silently empty prompt.
+
+* ``system.j2``: who the agent is and that it answers in JSON.
+* ``communicate.j2`` / ``act.j2``: the paper's Communicator / Actor prompts
+  (organization instruction, name and teammates, goal and progress, belief, what it
+  sees, the lettered actions, the latest dialogue and own actions).
+* ``correction.j2``: the one actionable message after an invalid reply.
+
+:func:`situation` gathers the variables both phase templates share from the env.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import lru_cache
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from orgteams.agents.agent_base import ActContext, DialogueLog
+
+if TYPE_CHECKING:
+    from orgteams.envs.highlevel import HighLevelAction, HighLevelEnv
+
+__all__ = [
+    "PromptError",
+    "action_options",
+    "PromptTemplates",
+    "default_templates",
+    "letters",
+    "situation",
+]
+
+
+class PromptError(ValueError):
+    """A prompt template is missing, malformed, or lacks a variable."""
+
+
+def letters(n: int) -> list[str]:
+    """Option letters: ``A..Z``, then ``AA, AB, ...`` (spreadsheet style)."""
+    out = []
+    for i in range(n):
+        label, k = "", i + 1
+        while k:
+            k, r = divmod(k - 1, 26)
+            label = chr(65 + r) + label
+        out.append(label)
+    return out
+
+
+class PromptTemplates:
+    """The prompt templates of one folder (default: the shipped ``assets/prompts``).
+
+    Args:
+        directory: A folder of ``<name>.j2`` files; None for the shipped ones. A user
+            folder may hold only some templates: the rest come from the shipped folder.
+
+    Raises:
+        PromptError: A template does not compile (with file and line).
+    """
+
+    def __init__(self, directory: str | Path | None = None) -> None:
+        import jinja2
+
+        from orgteams.envs._util import asset_dir
+
+        shipped = asset_dir("prompts")
+        folders = [Path(directory), shipped] if directory is not None else [shipped]
+        self._env = jinja2.Environment(
+            loader=jinja2.FileSystemLoader([str(f) for f in folders]),
+            undefined=jinja2.StrictUndefined,
+            trim_blocks=True,
+            lstrip_blocks=True,
+            keep_trailing_newline=False,
+            autoescape=False,
+        )
+        self._env.filters["tojson"] = lambda v: json.dumps(v, ensure_ascii=False)
+        self._cache: dict[str, Any] = {}
+
+    @property
+    def names(self) -> list[str]:
+        """Template names available (without ``.j2``)."""
+        return sorted({n.removesuffix(".j2") for n in self._env.list_templates(extensions=["j2"])})
+
+    def _template(self, name: str) -> Any:
+        import jinja2
+
+        if name not in self._cache:
+            try:
+                self._cache[name] = self._env.get_template(f"{name}.j2")
+            except jinja2.TemplateNotFound:
+                raise PromptError(
+                    f"no prompt template {name!r}; known: {', '.join(self.names)}"
+                ) from None
+            except jinja2.TemplateSyntaxError as exc:
+                raise PromptError(
+                    f"prompt template {exc.filename or name}: syntax error at line "
+                    f"{exc.lineno}: {exc.message}"
+                ) from None
+        return self._cache[name]
+
+    def render(self, name: str, /, **variables: Any) -> str:
+        """Render template ``name`` with ``variables``.
+
+        Raises:
+            PromptError: Unknown template, syntax error, or a variable is missing.
+        """
+        import jinja2
+
+        try:
+            return self._template(name).render(**variables).strip()
+        except jinja2.UndefinedError as exc:
+            raise PromptError(f"prompt template {name}.j2: {exc.message}") from None
+
+
+@lru_cache(maxsize=1)
+def default_templates() -> PromptTemplates:
+    """The shipped templates (compiled once per process)."""
+    return PromptTemplates()
+
+
+def _progress_text(env: HighLevelEnv) -> str:
+    progress = env.base.progress()
+    done, total = progress["units_done"], progress["units_total"]
+    remaining = "; ".join(progress["remaining"]) or "nothing"
+    return f"{done} of {total} goal items done. Still to do: {remaining}."
+
+
+def action_options(actions: list[HighLevelAction]) -> list[tuple[str, HighLevelAction]]:
+    """``[(letter, action), ...]`` in the env's order."""
+    return list(zip(letters(len(actions)), actions))
+
+
+def situation(
+    env: HighLevelEnv,
+    ctx: ActContext,
+    log: DialogueLog,
+    options: list[tuple[str, HighLevelAction]],
+) -> dict[str, Any]:
+    """The template variables shared by the communicate and act prompts.
+
+    Args:
+        env: The high-level env (belief from ``env.memory``, view from ``env.base``).
+        ctx: Who the agent is this round.
+        log: Its dialogue and action memory.
+        options: The lettered available actions (:func:`action_options`).
+    """
+    agent = ctx.agent
+    return {
+        "round": ctx.round,
+        "name": ctx.name,
+        "role": ctx.role,
+        "instruction": ctx.instruction.strip(),
+        "teammates": [n for a, n in ctx.team.items() if a != agent],
+        "team_size": len(ctx.team),
+        "goal": env.base.describe_goal(),
+        "progress": _progress_text(env),
+        "belief": env.memory(agent).render_text().strip() or "Nothing yet.",
+        "observation": env.base.describe(agent).strip(),
+        "actions": [(letter, a.label) for letter, a in options],
+        "dialogue": log.dialogue_lines(ctx.team, agent),
+        "dialogue_window": log.dialogue.maxlen,
+        "action_history": log.action_lines(),
+        "action_window": log.actions.maxlen,
+    }
