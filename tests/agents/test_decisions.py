@@ -1,0 +1,156 @@
+"""Reply schemas built per call, validation, receiver mapping and error texts."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from orgteams.agents.backends.scripted import minimal_instance
+from orgteams.agents.decisions import (
+    MESSAGE_MAX_CHARS,
+    THOUGHTS_MAX_CHARS,
+    ReplyError,
+    act_spec,
+    communicate_spec,
+    parse_act,
+    parse_communicate,
+)
+
+TEAM = {"agent_0": "Alice", "agent_1": "Bob", "agent_2": "Charlie"}
+OPTIONS = [
+    ("A", "explore:kitchen", "[goexplore] <kitchen>"),
+    ("B", "check:fridge", "[gocheck] <fridge>"),
+    ("C", "wait", "[wait]"),
+]
+
+
+def test_act_schema_is_an_enum_of_letters_with_bounded_thoughts():
+    spec = act_spec(("A", "B", "C"))
+    assert spec.schema == {
+        "type": "object",
+        "properties": {
+            "action": {"type": "string", "enum": ["A", "B", "C"]},
+            "thoughts": {"type": "string", "maxLength": THOUGHTS_MAX_CHARS},
+        },
+        "required": ["action", "thoughts"],
+        "additionalProperties": False,
+    }
+    assert spec.hint == "action must be one of A, B, C"
+
+
+def test_communicate_schema_lacks_abstain_and_role_unless_allowed():
+    plain = communicate_spec("message", ("Bob", "Charlie"))
+    assert list(plain.schema["properties"]) == ["receivers", "message", "thoughts"]
+    full = communicate_spec("message", ("Bob",), allow_abstain=True, self_chosen_roles=True)
+    assert list(full.schema["properties"]) == ["abstain", "role", "receivers", "message",
+                                               "thoughts"]
+    assert full.schema["properties"]["receivers"]["items"]["enum"] == ["Bob", "everyone"]
+    assert full.schema["properties"]["message"]["maxLength"] == MESSAGE_MAX_CHARS
+
+
+def test_stage_kinds_shape_the_schema():
+    assert list(communicate_spec("vote", (), candidates=("Alice", "Bob")).schema["properties"]) \
+        == ["vote", "thoughts"]
+    assert list(communicate_spec("claim", ("Bob",)).schema["properties"]) == [
+        "role", "message", "thoughts"]
+    assert list(communicate_spec("intention", ("Bob",)).schema["properties"]) == [
+        "message", "thoughts"]
+    with pytest.raises(ValueError, match=re.escape("unknown stage kind 'chat'")):
+        communicate_spec("chat", ())
+    with pytest.raises(ValueError, match=re.escape("a vote stage needs candidates")):
+        communicate_spec("vote", ())
+
+
+def test_minimal_instances_of_every_schema_validate():
+    spec = act_spec(("A", "B", "C"))
+    assert parse_act(minimal_instance(spec.schema), spec, OPTIONS)[0] == "explore:kitchen"
+    spec = communicate_spec("message", ("Bob", "Charlie"), allow_abstain=True,
+                            self_chosen_roles=True)
+    reply = parse_communicate(minimal_instance(spec.schema), spec, TEAM, ["agent_1", "agent_2"])
+    assert reply.message == "" and reply.abstain is False and reply.role is None
+
+
+@pytest.mark.parametrize("given", ["B", "b", "B.", "check:fridge", "[gocheck] <fridge>"])
+def test_act_accepts_letter_id_or_label(given):
+    action, thoughts, notes = parse_act({"action": given, "thoughts": "t"},
+                                        act_spec(("A", "B", "C")), OPTIONS)
+    assert action == "check:fridge" and thoughts == "t"
+    assert notes == ([] if given.rstrip(".").lower() == "b" else
+                     [f"action given as {given!r}, matched to B"])
+
+
+def test_act_errors_are_written_for_the_model():
+    spec = act_spec(("A", "B", "C"))
+    with pytest.raises(ReplyError, match=re.escape("action 'Z' is not one of A, B, C")):
+        parse_act({"action": "Z"}, spec, OPTIONS)
+    with pytest.raises(ReplyError, match=re.escape("missing field 'action'")):
+        parse_act({"thoughts": "hm"}, spec, OPTIONS)
+    with pytest.raises(ReplyError, match=re.escape("it is not a JSON object")):
+        parse_act(None, spec, OPTIONS)
+    with pytest.raises(ReplyError, match=re.escape("field 'action': Input should be a valid")):
+        parse_act({"action": 3}, spec, OPTIONS)
+
+
+def test_long_thoughts_are_cut_and_noted():
+    _, thoughts, notes = parse_act({"action": "A", "thoughts": "x" * 500},
+                                   act_spec(("A", "B", "C")), OPTIONS)
+    assert len(thoughts) == THOUGHTS_MAX_CHARS
+    assert notes == [f"thoughts cut from 500 to {THOUGHTS_MAX_CHARS} characters"]
+
+
+def test_receivers_map_names_to_ids_and_drop_unknown():
+    spec = communicate_spec("message", ("Bob", "Charlie"))
+    reply = parse_communicate(
+        {"receivers": ["bob", "Dave", "agent_2", "Bob"], "message": " go ", "thoughts": ""},
+        spec, TEAM, ["agent_1", "agent_2"],
+    )
+    assert reply.receivers == ("agent_1", "agent_2") and reply.message == "go"
+    assert reply.notes == ["dropped receiver 'Dave': not a teammate you may message"]
+
+
+def test_everyone_and_forbidden_channels():
+    spec = communicate_spec("message", ("Bob",))
+    reply = parse_communicate({"receivers": ["everyone"], "message": "hi"}, spec, TEAM,
+                              ["agent_1"])
+    assert reply.receivers == "everyone"
+    with pytest.raises(ReplyError, match=re.escape(
+            "receivers ['Charlie'] name no teammate you may message; use names from Bob, "
+            "everyone")):
+        parse_communicate({"receivers": ["Charlie"], "message": "hi"}, spec, TEAM, ["agent_1"])
+
+
+def test_silence_needs_no_receivers():
+    spec = communicate_spec("message", ("Bob",))
+    reply = parse_communicate({"receivers": [], "message": ""}, spec, TEAM, ["agent_1"])
+    assert reply.receivers == () and reply.message == ""
+
+
+def test_too_long_message_is_rejected():
+    spec = communicate_spec("message", ("Bob",))
+    with pytest.raises(ReplyError, match=re.escape(
+            f"field 'message': String should have at most {MESSAGE_MAX_CHARS} characters")):
+        parse_communicate({"receivers": ["Bob"], "message": "x" * 400}, spec, TEAM, ["agent_1"])
+
+
+def test_fields_not_offered_are_ignored_and_noted():
+    spec = communicate_spec("message", ("Bob",))
+    reply = parse_communicate({"abstain": True, "role": "boss", "receivers": ["Bob"],
+                               "message": "hi"}, spec, TEAM, ["agent_1"])
+    assert reply.abstain is False and reply.role is None
+    assert reply.notes == ["ignored field 'abstain': not offered in this stage",
+                           "ignored field 'role': not offered in this stage"]
+
+
+def test_votes_map_to_candidate_ids():
+    spec = communicate_spec("vote", (), candidates=("Alice", "Bob"))
+    assert parse_communicate({"vote": "Bob"}, spec, TEAM, [], ["agent_0", "agent_1"]).vote \
+        == "agent_1"
+    with pytest.raises(ReplyError, match=re.escape("vote 'Charlie' is not one of Alice, Bob")):
+        parse_communicate({"vote": "Charlie"}, spec, TEAM, [], ["agent_0", "agent_1"])
+
+
+def test_intentions_and_claims_are_public():
+    spec = communicate_spec("claim", ("Bob",))
+    reply = parse_communicate({"role": " scout ", "message": "I scout"}, spec, TEAM, ["agent_1"])
+    assert reply.role == "scout" and reply.receivers == "everyone"
