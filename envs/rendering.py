@@ -1,0 +1,245 @@
+"""Pygame rendering of the household: a live window (``"human"``) or frames (``"rgb_array"``).
+
+:class:`PygameRenderer` is what :meth:`HouseholdEnv.render` uses. The picture:
+walls, doors (open/closed), rooms tinted and named, furniture (containers drawn
+open or closed), small objects as lettered icons, agents as numbered discs in their
+own colours with names and held objects, optionally each agent's field of view,
+and a side panel with the goal progress, tick counter, team and message log. The
+team runner's :class:`~orgteams.envs.overlay.Overlay` adds speech bubbles, markers
+("abstained", "idle") and a caption.
+
+pygame is imported lazily: the core install does not have it, and an env with
+``render_mode=None`` never loads it. Only ``pygame.display`` (human mode) and
+``pygame.font`` are initialised; there is no sound card.
+
+Example::
+
+    env = household_v0.parallel_env(layout="studio", render_mode="rgb_array")
+    env.reset(seed=0)
+    frame = env.render()            # (H, W, 3) uint8
+    attach_renderer(env, show_fov=True)   # options the env constructor does not take
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import numpy as np
+
+from orgteams.envs.overlay import Overlay
+from orgteams.envs.render_panel import draw_help, draw_panel
+from orgteams.envs.render_style import MIN_HEIGHT, PANEL_WIDTH, Text, cell_size_for
+from orgteams.envs.render_world import (
+    draw_agents,
+    draw_bubbles,
+    draw_dynamic,
+    draw_fov,
+    draw_static,
+    draw_tails,
+    layout_bubbles,
+)
+from orgteams.envs.state import HouseholdState
+
+INSTALL_HINT = "pip install 'orgteams[render]'"
+MODES = ("human", "rgb_array")
+MARGIN = 10
+
+
+def import_pygame():
+    """The pygame module, or an ``ImportError`` that says how to install it."""
+    os.environ.setdefault("PYGAME_HIDE_SUPPORT_PROMPT", "1")
+    try:
+        import pygame
+    except ImportError as exc:
+        raise ImportError("rendering with pygame (render_mode 'human' or 'rgb_array') needs "
+                          f"pygame, which is not installed: {INSTALL_HINT}") from exc
+    return pygame
+
+
+class PygameRenderer:
+    """Draws :class:`HouseholdState` frames; one per env, created on the first render.
+
+    Args:
+        render_mode: ``"human"`` opens a window and redraws it at ``fps``;
+            ``"rgb_array"`` draws off-screen and returns ``(H, W, 3)`` uint8 arrays.
+        fps: frame-rate cap of the human window (``render`` sleeps to keep it).
+        cell_size: pixels per grid cell; by default chosen from the layout size.
+        show_fov: highlight what each agent sees (key F toggles it in the window).
+        fov_agents: agent indices whose view to show; ``None`` means all agents.
+        font_path: a TTF file; missing or unreadable falls back to pygame's font.
+        manage_events: in human mode, read the window's events in ``render``
+            (close button, F). A caller with its own event loop (the play loop)
+            passes ``False`` and forwards events to :meth:`handle_event`.
+
+    After the user closes the window, :attr:`closed` is True and ``render`` draws
+    nothing and returns ``None``: the caller can notice and stop.
+    """
+
+    def __init__(self, render_mode: str = "rgb_array", fps: int = 10, *,
+                 cell_size: int | None = None, show_fov: bool = False,
+                 fov_agents: list[int] | None = None, font_path: str | None = None,
+                 manage_events: bool = True, title: str = "orgteams household"):
+        if render_mode not in MODES:
+            raise ValueError(f"PygameRenderer render_mode must be one of {MODES}, "
+                             f"got {render_mode!r}")
+        if fps <= 0:
+            raise ValueError(f"fps must be positive, got {fps}")
+        self.pg = import_pygame()
+        self.render_mode, self.fps = render_mode, fps
+        self.cell_size, self.show_fov, self.fov_agents = cell_size, show_fov, fov_agents
+        self.manage_events, self.title = manage_events, title
+        self.help_lines: list[str] | None = None  # drawn as a centred box when set
+        self.footer: list[str] = []  # extra lines at the bottom of the panel
+        self.closed = False
+        self.frames = 0
+        self.pg.font.init()
+        if render_mode == "human":
+            self.pg.display.init()
+        self.text = Text(self.pg, font_path)
+        self._window = None
+        self._clock = None
+        self._layout_key: tuple | None = None
+        self._static = None
+        self._fov_cache: dict = {}
+
+    # ---- public API ----
+    def render(self, state: HouseholdState, overlay: Overlay | None = None,
+               names: list[str] | None = None) -> np.ndarray | None:
+        """Draw ``state``; the frame as an array in rgb_array mode, else ``None``."""
+        if self.closed:
+            return None
+        if self.render_mode == "human" and self.manage_events:
+            self.pump()
+            if self.closed:
+                return None
+        canvas = self.draw(state, overlay, names)
+        self.frames += 1
+        if self.render_mode == "rgb_array":
+            return to_array(self.pg, canvas)
+        self._show(canvas)
+        return None
+
+    def draw(self, state: HouseholdState, overlay: Overlay | None = None,
+             names: list[str] | None = None):
+        """The frame as a pygame Surface (no window involved)."""
+        pg = self.pg
+        n = len(state.agent_pos)
+        names = list(names) if names else [f"agent_{i}" for i in range(n)]
+        cell = self._prepare(state)
+        map_surf = self._static.copy()
+        draw_dynamic(pg, self.text, map_surf, state, cell)
+        if self.show_fov:
+            agents = [a for a in (self.fov_agents or range(n)) if 0 <= a < n]
+            draw_fov(pg, map_surf, state, cell, agents, self._fov_cache)
+        bubbles = []
+        if overlay is not None and overlay.latest:
+            index = {f"agent_{i}": i for i in range(n)}
+            bubbles = layout_bubbles(pg, self.text, map_surf, state, cell, overlay, names, index)
+            draw_tails(pg, map_surf, bubbles)
+        draw_agents(pg, self.text, map_surf, state, cell, names, overlay)
+        draw_bubbles(pg, self.text, map_surf, bubbles)
+        canvas = pg.Surface(self._size)
+        canvas.fill((32, 36, 44))
+        canvas.blit(map_surf, (MARGIN, MARGIN))
+        panel = canvas.subsurface((self._size[0] - PANEL_WIDTH, 0, PANEL_WIDTH, self._size[1]))
+        footer = list(self.footer)
+        if self.render_mode == "human":
+            footer.append(f"F: field of view ({'on' if self.show_fov else 'off'})")
+        draw_panel(pg, self.text, panel, state, overlay, names, footer)
+        if self.help_lines:
+            draw_help(pg, self.text, canvas, self.help_lines)
+        return canvas
+
+    def handle_event(self, event: Any) -> bool:
+        """React to a window event (close button, F); True when it was used."""
+        pg = self.pg
+        if event.type == pg.QUIT:
+            self.close()
+            return True
+        if event.type == pg.KEYDOWN and event.key == pg.K_f:
+            self.toggle_fov()
+            return True
+        return False
+
+    def pump(self) -> None:
+        """Read pending window events so the window stays responsive."""
+        for event in self.pg.event.get():
+            self.handle_event(event)
+
+    def toggle_fov(self) -> None:
+        self.show_fov = not self.show_fov
+
+    def close(self) -> None:
+        """Close the window (if any). Safe to call twice; later renders do nothing."""
+        if self._window is not None:
+            self.pg.display.quit()
+            self._window = None
+        self.closed = True
+
+    @property
+    def size(self) -> tuple[int, int]:
+        """(width, height) of the frames, known after the first render."""
+        return self._size
+
+    # ---- internals ----
+    def _prepare(self, state: HouseholdState) -> int:
+        layout = state.scene.layout
+        key = (id(layout), layout.name, layout.grid)
+        if key != self._layout_key:
+            cell = self.cell_size or cell_size_for(layout.width, layout.height)
+            self._cell = cell
+            self._static = draw_static(self.pg, self.text, layout, cell)
+            self._fov_cache = {}
+            width = layout.width * cell + 2 * MARGIN + PANEL_WIDTH
+            height = max(layout.height * cell + 2 * MARGIN, MIN_HEIGHT)
+            # Even sizes: video encoders (yuv420p) need them.
+            self._size = (width + width % 2, height + height % 2)
+            self._layout_key = key
+        return self._cell
+
+    def _show(self, canvas) -> None:
+        pg = self.pg
+        if self._window is None or self._window.get_size() != canvas.get_size():
+            self._window = pg.display.set_mode(canvas.get_size())
+            pg.display.set_caption(self.title)
+            self._clock = pg.time.Clock()
+        self._window.blit(canvas, (0, 0))
+        pg.display.flip()
+        self._clock.tick(self.fps)
+
+
+def to_array(pg: Any, surface) -> np.ndarray:
+    """A Surface as an ``(H, W, 3)`` uint8 array (a copy)."""
+    w, h = surface.get_size()
+    tobytes = getattr(pg.image, "tobytes", None) or pg.image.tostring
+    return np.frombuffer(tobytes(surface, "RGB"), dtype=np.uint8).reshape(h, w, 3).copy()
+
+
+def attach_renderer(env: Any, **options: Any) -> PygameRenderer:
+    """Give ``env`` a renderer with options its constructor does not take.
+
+    ``options`` are :class:`PygameRenderer` keywords (``show_fov``, ``fov_agents``,
+    ``cell_size``, ``font_path``...). The env's own render mode and fps are used.
+    """
+    raw = env.unwrapped
+    if raw.render_mode not in MODES:
+        raise ValueError(f"attach_renderer needs render_mode 'human' or 'rgb_array', "
+                         f"got {raw.render_mode!r}")
+    if raw._renderer is not None:
+        raw._renderer.close()
+    options.setdefault("fps", raw.render_fps)
+    raw._renderer = PygameRenderer(raw.render_mode, **options)
+    return raw._renderer
+
+
+def window_closed(env: Any) -> bool:
+    """True when the env's human window was closed by the user (stop stepping)."""
+    renderer = getattr(env.unwrapped, "_renderer", None)
+    return renderer is not None and renderer.closed
+
+
+def render_frame(state: HouseholdState, overlay: Overlay | None = None,
+                 names: list[str] | None = None, **options: Any) -> np.ndarray:
+    """One off-screen frame of ``state`` (for replays and tools); options as the renderer."""
+    return PygameRenderer("rgb_array", **options).render(state, overlay, names)
