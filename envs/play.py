@@ -1,0 +1,239 @@
+"""Play the household with the keyboard while a policy drives the other agents.
+
+Turn-based: each of your actions is one tick for everyone; the window redraws
+at ``fps`` in between so it stays responsive. Keys (H shows them in the window):
+
+==================  =============================================================
+arrows              move
+Shift + arrow       use what is there: open a closed door or container, else put
+                    what you hold (hand slot 1), else pick up (selected slot)
+O / C + arrow       open / close the door or container in that direction
+G + arrow           pick up (grab) the selected slot from the furniture there
+P + arrow           put the selected hand slot on/in the furniture there
+1-8                 select the slot for the next pick or put (default 1)
+Space or .          wait one tick
+F                   field of view on/off      H   help on/off
+R                   new episode (once one is over)
+Q / Escape          quit (Escape first cancels a pending O/C/G/P)
+==================  =============================================================
+
+Tests drive it headless (``SDL_VIDEODRIVER=dummy``): post key events with
+``pygame.event.post`` (or call :meth:`PlaySession.handle_event`) and call
+:meth:`PlaySession.tick` or ``run(max_frames=N)``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from orgteams.envs.actions import HAND_CAPACITY, Verb, decode, encode
+from orgteams.envs.layout import DIRECTIONS
+from orgteams.envs.rendering import PygameRenderer
+from orgteams.envs.state import is_walkable
+from orgteams.envs.video import Policy, resolve_policy
+
+HELP_LINES = [
+    "Keys",
+    "arrows            move",
+    "Shift + arrow     use: open / put / pick up",
+    "O / C + arrow     open / close door or container",
+    "G + arrow         pick up the selected slot",
+    "P + arrow         put the selected hand slot",
+    "1-8               select slot (default 1)",
+    "Space or .        wait one tick",
+    "F  field of view   H  this help",
+    "R  new episode (when over)   Q / Esc  quit",
+]
+VERB_KEYS = {"o": Verb.OPEN, "c": Verb.CLOSE, "g": Verb.PICK, "p": Verb.PUT}
+
+
+class PlaySession:
+    """One person plays ``human_agent``; ``others`` acts for everyone else.
+
+    Args:
+        env: a household env to play in; by default one is built from ``layout``,
+            ``task`` and ``num_agents`` (and closed by :meth:`close`).
+        human_agent: the agent the keyboard controls, e.g. ``"agent_0"``.
+        others: ``"random"`` or a callable ``(agent_id, env) -> action``
+            (planner and LLM agents plug in here); ``env`` is the unwrapped env.
+        seed: episode seed (R starts the next seed).
+        fps: window frame rate.
+        show_fov: start with your field of view highlighted.
+        display_names: labels for the agents (e.g. ``["You", "Bob", "Carol"]``).
+        pump_events: read window events in :meth:`tick`; ``False`` leaves it to
+            the caller, who passes each event to :meth:`handle_event`.
+    """
+
+    def __init__(self, env: Any = None, *, layout: str = "studio",
+                 task: str = "prepare_afternoon_tea", num_agents: int = 3,
+                 human_agent: str = "agent_0", others: str | Policy = "random",
+                 seed: int = 0, fps: int = 30, show_fov: bool = True,
+                 display_names: list[str] | None = None, pump_events: bool = True):
+        self._owned = env is None
+        if env is None:
+            from orgteams.envs import household_v0
+
+            env = household_v0.parallel_env(layout=layout, task=task, num_agents=num_agents)
+        self.env, self.raw = env, env.unwrapped
+        if human_agent not in self.raw.possible_agents:
+            raise ValueError(f"human_agent {human_agent!r} is not one of "
+                             f"{self.raw.possible_agents}")
+        self.human = human_agent
+        self.index = self.raw.agent_index[human_agent]
+        self.policy = resolve_policy(others, seed)
+        self.seed, self.pump_events = seed, pump_events
+        self.renderer = PygameRenderer("human", fps=fps, show_fov=show_fov,
+                                       fov_agents=[self.index], manage_events=False,
+                                       title=f"orgteams play - you are {human_agent}")
+        self.running = True
+        self.frames = 0
+        self.pending: Verb | None = None
+        self.slot = 0
+        self.message = ""
+        self._queued: int | None = None
+        self.env.reset(seed=seed)
+        if display_names is not None:
+            self.raw.display_names = list(display_names)
+
+    # ---- input ----
+    def handle_event(self, event: Any) -> None:
+        """Turn one pygame event into a queued action or a setting change."""
+        pg = self.renderer.pg
+        if event.type == pg.QUIT:
+            self.running = False
+        if event.type != pg.KEYDOWN:
+            return
+        key = event.key
+        arrows = {pg.K_UP: 0, pg.K_RIGHT: 1, pg.K_DOWN: 2, pg.K_LEFT: 3}
+        name = pg.key.name(key)
+        if key == pg.K_ESCAPE and self.pending is not None:
+            self.pending, self.message = None, "cancelled"
+        elif key in (pg.K_q, pg.K_ESCAPE):
+            self.running = False
+        elif key == pg.K_h:
+            self.renderer.help_lines = None if self.renderer.help_lines else HELP_LINES
+        elif key == pg.K_f:
+            self.renderer.toggle_fov()
+        elif key == pg.K_r and not self.env.agents:
+            self.seed += 1
+            self.env.reset(seed=self.seed)
+            self.message = f"new episode (seed {self.seed})"
+        elif name in VERB_KEYS:
+            self.pending = VERB_KEYS[name]
+            self.message = f"{self.pending.name.lower()}: now press an arrow"
+        elif name.isdigit() and 1 <= int(name) <= 8:
+            self.slot = int(name) - 1
+            self.message = f"slot {self.slot + 1} selected"
+        elif key in (pg.K_SPACE, pg.K_PERIOD):
+            self._queued = 0
+        elif key in arrows:
+            self._arrow(arrows[key], bool(getattr(event, "mod", 0) & pg.KMOD_SHIFT))
+
+    def _arrow(self, d: int, shift: bool) -> None:
+        if self.pending is not None:
+            verb, self.pending = self.pending, None
+            index = self.slot if verb in (Verb.PICK, Verb.PUT) else 0
+            if verb == Verb.PUT and index >= HAND_CAPACITY:
+                self.message = f"you have {HAND_CAPACITY} hand slots: press 1 or 2"
+                return
+            self._queued = encode(verb, d, index)
+        elif shift:
+            self._queued = self.use_action(d)
+        else:
+            self._queued = encode(Verb.MOVE, d)
+
+    def use_action(self, d: int) -> int | None:
+        """The obvious action towards direction ``d`` (Shift + arrow), or None."""
+        state = self.raw.world
+        scene = state.scene
+        dr, dc = DIRECTIONS[d]
+        cell = state.agent_pos[self.index] + dr * scene.width + dc
+        door = scene.door_at.get(cell)
+        if door is not None:
+            return encode(Verb.CLOSE if state.door_open[door] else Verb.OPEN, d)
+        f = scene.furniture_at.get(cell)
+        if f is None:
+            self.message = "nothing to use there" if not is_walkable(state, cell) else ""
+            return encode(Verb.MOVE, d) if is_walkable(state, cell) else None
+        if scene.is_container[f] and not state.container_open[f]:
+            return encode(Verb.OPEN, d)
+        if state.hands[self.index]:
+            return encode(Verb.PUT, d, 0)
+        if state.contents[f]:
+            return encode(Verb.PICK, d, min(self.slot, len(state.contents[f]) - 1))
+        if scene.is_container[f]:
+            return encode(Verb.CLOSE, d)
+        self.message = "nothing there to pick up"
+        return None
+
+    # ---- loop ----
+    def tick(self) -> bool:
+        """One frame: read events, play a queued action, redraw. False once quit."""
+        if self.pump_events and self.running:
+            for event in self.renderer.pg.event.get():
+                self.handle_event(event)
+        if not self.running:
+            return False
+        if self._queued is not None and self.env.agents:
+            self.step(self._queued)
+        self._queued = None
+        self.renderer.footer = self._status()
+        self.renderer.render(self.raw.world, self.raw.overlay, self.raw.display_names)
+        self.frames += 1
+        return self.running and not self.renderer.closed
+
+    def step(self, action: int) -> None:
+        """Play ``action`` for the human and the policy's actions for the others."""
+        actions = {a: (action if a == self.human else int(self.policy(a, self.raw)))
+                   for a in self.env.agents}
+        _, _, _, _, infos = self.env.step(actions)
+        self.slot = 0
+        events = infos.get(self.human, {}).get("events", [])
+        bad = [e for e in events if e.get("type") in ("invalid_action", "collision")]
+        reason = bad[0].get("reason") or bad[0]["type"] if bad else ""
+        self.message = f"{decode(action)}" + (f" - not possible: {reason}" if bad else "")
+
+    def run(self, max_frames: int | None = None) -> dict[str, Any]:
+        """Loop until quit (or ``max_frames``); returns a summary and closes."""
+        while (max_frames is None or self.frames < max_frames) and self.tick():
+            pass
+        summary = self.summary()
+        self.close()
+        return summary
+
+    def summary(self) -> dict[str, Any]:
+        world = self.raw.world
+        return {"ticks": world.tick, "success": world.success, "frames": self.frames,
+                "seed": self.seed, "quit": not self.running}
+
+    def close(self) -> None:
+        self.renderer.close()
+        if self._owned:
+            self.env.close()
+
+    def _status(self) -> list[str]:
+        names = self.raw.display_names or self.raw.possible_agents
+        lines = [f"You: {names[self.index]} ({self.human}). H: help, Q: quit"]
+        if not self.env.agents:
+            done = "goal complete!" if self.raw.world.success else "time is up."
+            lines.append(f"Episode over: {done} R: new episode")
+        elif self.pending is not None:
+            lines.append(f"{self.pending.name.lower()} slot {self.slot + 1}: press an arrow")
+        elif self.message:
+            lines.append(self.message)
+        return lines
+
+
+def play(layout: str = "studio", task: str = "prepare_afternoon_tea", num_agents: int = 3,
+         human_agent: str = "agent_0", others: str | Policy = "random", seed: int = 0,
+         fps: int = 30, show_fov: bool = True, max_frames: int | None = None,
+         display_names: list[str] | None = None) -> dict[str, Any]:
+    """Open a window and play ``human_agent`` with the keyboard (see module docstring).
+
+    Returns ``{"ticks", "success", "frames", "seed", "quit"}`` when the player quits
+    (Q, Escape, the close button) or after ``max_frames`` frames.
+    """
+    session = PlaySession(layout=layout, task=task, num_agents=num_agents,
+                          human_agent=human_agent, others=others, seed=seed, fps=fps,
+                          show_fov=show_fov, display_names=display_names)
+    return session.run(max_frames=max_frames)

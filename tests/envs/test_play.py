@@ -1,0 +1,140 @@
+"""Keyboard play loop, headless: key presses are injected as pygame events."""
+
+import os
+
+os.environ["SDL_VIDEODRIVER"] = "dummy"
+os.environ["SDL_AUDIODRIVER"] = "dummy"
+os.environ.setdefault("PYGAME_HIDE_SUPPORT_PROMPT", "1")
+
+import pytest  # noqa: E402
+
+pygame = pytest.importorskip("pygame")
+
+from orgteams.envs.actions import Verb, encode  # noqa: E402
+from orgteams.envs.layout import DIRECTIONS  # noqa: E402
+from orgteams.envs.play import HELP_LINES, PlaySession, play  # noqa: E402
+from orgteams.envs.state import is_walkable  # noqa: E402
+
+ARROWS = (pygame.K_UP, pygame.K_RIGHT, pygame.K_DOWN, pygame.K_LEFT)
+
+
+def wait_policy(agent, env):
+    return 0
+
+
+def key(k, mod=0):
+    return pygame.event.Event(pygame.KEYDOWN, key=k, mod=mod)
+
+
+def free_direction(session):
+    state = session.raw.world
+    pos = state.agent_pos[session.index]
+    for d, (dr, dc) in enumerate(DIRECTIONS):
+        cell = pos + dr * state.scene.width + dc
+        if is_walkable(state, cell) and cell not in state.agent_pos:
+            return d, cell
+    pytest.skip("the human agent is boxed in at this seed")
+
+
+@pytest.fixture
+def session():
+    s = PlaySession(layout="studio", others=wait_policy, seed=0, fps=240)
+    yield s
+    s.close()
+
+
+def test_arrow_key_event_moves_the_agent(session):
+    d, target = free_direction(session)
+    pygame.event.post(key(ARROWS[d]))
+    assert session.tick()
+    assert session.raw.world.agent_pos[session.index] == target
+    assert session.raw.world.tick == 1
+
+
+def test_no_key_means_no_tick(session):
+    for _ in range(3):
+        session.tick()
+    assert session.raw.world.tick == 0 and session.frames == 3
+
+
+def test_verb_then_arrow_queues_that_action(session):
+    session.handle_event(key(pygame.K_o))
+    assert session.pending == Verb.OPEN
+    session.handle_event(key(pygame.K_RIGHT))
+    assert session._queued == encode(Verb.OPEN, 1)
+    session.handle_event(key(pygame.K_3))
+    session.handle_event(key(pygame.K_g))
+    session.handle_event(key(pygame.K_LEFT))
+    assert session._queued == encode(Verb.PICK, 3, 2)
+    session.handle_event(key(pygame.K_SPACE))
+    assert session._queued == 0
+
+
+def test_escape_cancels_a_pending_verb_then_quits(session):
+    session.handle_event(key(pygame.K_p))
+    session.handle_event(key(pygame.K_ESCAPE))
+    assert session.pending is None and session.running
+    session.handle_event(key(pygame.K_ESCAPE))
+    assert not session.running
+    assert session.tick() is False
+
+
+def test_shift_arrow_opens_a_closed_door():
+    s = PlaySession(layout="studio", others=wait_policy, seed=0, fps=240)
+    state = s.raw.world
+    scene = state.scene
+    door = next(i for i, o in enumerate(state.door_open) if not o)
+    r, c = scene.layout.doors[door].cell
+    d, stand = next((d, (r - dr) * scene.width + (c - dc))
+                    for d, (dr, dc) in enumerate(DIRECTIONS)
+                    if scene.floor[(r - dr) * scene.width + (c - dc)])
+    pos = list(state.agent_pos)
+    if stand in pos:
+        pos[pos.index(stand)] = pos[s.index]
+    pos[s.index] = stand
+    s.raw.world = type(state)(scene, state.tick, pos, state.hands, state.contents,
+                              state.container_open, state.door_open)
+    s.handle_event(key(ARROWS[d], pygame.KMOD_LSHIFT))
+    assert s._queued == encode(Verb.OPEN, d)
+    s.tick()
+    assert s.raw.world.door_open[door]
+    s.close()
+
+
+def test_help_and_fov_toggles(session):
+    session.handle_event(key(pygame.K_h))
+    assert session.renderer.help_lines == HELP_LINES
+    fov = session.renderer.show_fov
+    session.handle_event(key(pygame.K_f))
+    assert session.renderer.show_fov is not fov
+    session.tick()
+    session.handle_event(key(pygame.K_h))
+    assert session.renderer.help_lines is None
+
+
+def test_q_and_window_close_quit_cleanly():
+    for event in (key(pygame.K_q), pygame.event.Event(pygame.QUIT)):
+        s = PlaySession(layout="studio", others="random", seed=1, fps=240)
+        s.tick()
+        pygame.event.post(event)
+        summary = s.run(max_frames=50)
+        assert summary["quit"] and summary["frames"] == 1
+        assert pygame.display.get_surface() is None
+
+
+def test_play_runs_headless_with_max_frames():
+    summary = play(layout="studio", num_agents=2, human_agent="agent_1", seed=2, fps=240,
+                   max_frames=5)
+    assert summary == {"ticks": 0, "success": False, "frames": 5, "seed": 2, "quit": False}
+    assert pygame.display.get_surface() is None
+
+
+def test_space_waits_one_tick_for_everyone(session):
+    pygame.event.post(key(pygame.K_SPACE))
+    summary = session.run(max_frames=4)
+    assert summary["ticks"] == 1 and summary["frames"] == 4
+
+
+def test_unknown_human_agent_is_rejected():
+    with pytest.raises(ValueError, match="human_agent 'agent_9' is not one of"):
+        PlaySession(layout="studio", human_agent="agent_9")
