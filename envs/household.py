@@ -189,5 +189,6 @@ class HouseholdEnv(ParallelEnv):
     def _observations(self) -> dict[str, Any]:
         if self.obs_mode == "text":
             return {a: self.describe(a) for a in self.agents}
-        observe = self._observer.observe
-        return {a: observe(self.world, self.agent_index[a]) for a in self.agents}
+        index = self.agent_index
+        obs = self._observer.observe_many(self.world, [index[a] for a in self.agents])
+        return dict(zip(self.agents, obs))

@@ -107,6 +107,7 @@ class Layout:
             name=data.get("name", Path(source).stem),
             source=source,
             description=data.get("description", ""),
+            require_rooms=bool(data.get("require_rooms", True)),
         )
 
     @classmethod
@@ -245,6 +246,8 @@ def _parse(lines, room_legend, furn_legend, name, source, description, require_r
 
     raw = {"name": name, "description": description, "rooms": room_legend,
            "furniture": furn_legend, "grid": "\n".join(lines)}
+    if not require_rooms:  # so that from_dict(to_dict()) accepts the same grid again
+        raw["require_rooms"] = False
     return Layout(name=name, source=source, grid=tuple(lines), room_legend=room_legend,
                   furniture_legend=furn_legend, rooms=room_names, tiles=tiles,
                   room_map=room_map, furniture=tuple(furniture), doors=tuple(doors),

@@ -79,8 +79,37 @@ class ArrayObserver:
         self.goal_rows = [(cat.class_id(p.cls) + 1, cat.furniture_type_id(p.target) + 1)
                           for p in scene.goal]
         self._masks: dict[int, np.ndarray] = {}
-        self._cache_key: object = None
+        # The state itself (not its id, which Python reuses once it is freed) keys the cache.
+        self._cached_state: HouseholdState | None = None
         self._padded: np.ndarray | None = None
+        # Speed: the padded features live in one preallocated buffer that each new state
+        # overwrites (no np.pad per tick), with one extra all-zero row at the end. An agent's
+        # image is then one gather of buffer rows: ``_visible[view]`` maps each padded cell
+        # to itself when the view sees it, else to that zero row (masking for free).
+        r = view_radius
+        ph, pw = h + 2 * r, w + 2 * r
+        padded_base = np.zeros((ph, pw, BASE_CHANNELS + k), np.uint8)
+        padded_base[r:r + h, r:r + w] = base
+        self._padded_base = padded_base
+        self._flat_ext = np.zeros((ph * pw + 1, BASE_CHANNELS + k), np.uint8)
+        self._flat_buffer = self._flat_ext[:-1]
+        self._buffer = self._flat_buffer.reshape(ph, pw, -1)
+        cells = np.arange(h * w)
+        self._pad_index = (cells // w + r) * pw + cells % w + r
+        self._top_left = self._pad_index - (r * pw + r)  # padded index of the window corner
+        self._door_pad = self._pad_index[self.door_flat]
+        self._container_pad = self._pad_index[self.container_flat[self.container_cells]]
+        self._pad_list = self._pad_index.tolist()
+        self._furniture_pad = self._pad_index[self.container_flat].tolist()
+        self._obj_channel = (self.obj_class + BASE_CHANNELS).tolist()
+        side = 2 * r + 1
+        self._offsets = (np.arange(side)[:, None] * pw + np.arange(side)).ravel()
+        n_views = len(lay.rooms) + len(lay.doors)
+        self._visible = np.zeros((n_views, ph * pw), np.intp)
+        self._visible_ready = [False] * n_views
+        self._view_list = [scene.view_of_cell.get(c, -1) for c in range(h * w)]
+        self._goal_state: HouseholdState | None = None
+        self._goal: np.ndarray | None = None
 
     def view_mask(self, view: int) -> np.ndarray:
         """(H + 2r, W + 2r) bool, padded: the cells visible from a view."""
@@ -101,46 +130,77 @@ class ArrayObserver:
         return self._masks[view]
 
     def _features(self, state: HouseholdState) -> np.ndarray:
-        """Padded (H + 2r, W + 2r, C) features of the whole house for this state."""
-        key = (id(state), state.tick)
-        if key == self._cache_key:
+        """Padded (H + 2r, W + 2r, C) features of the whole house for this state.
+
+        The array is a reused buffer: valid until the next call with another state.
+        """
+        if state is self._cached_state:
             return self._padded
-        lay = self.scene.layout
-        feat = self.base.copy()
-        if len(self.door_flat):
-            feat[self.door_flat, 0] = T_DOOR_CLOSED + np.array(state.door_open, np.uint8)
-        if len(self.container_cells):
+        buf = self._buffer
+        np.copyto(buf, self._padded_base)
+        flat = self._flat_buffer
+        if len(self._door_pad):
+            flat[self._door_pad, 0] = T_DOOR_CLOSED + np.array(state.door_open, np.uint8)
+        if len(self._container_pad):
             opened = np.array(state.container_open, np.uint8)[self.container_cells]
-            feat[self.container_flat[self.container_cells], 0] = T_CLOSED + opened
-        for a, cell in enumerate(state.agent_pos):
-            feat[cell, 2] = 2
-            for o in state.hands[a]:
-                feat[cell, BASE_CHANNELS + self.obj_class[o]] += 1
+            flat[self._container_pad, 0] = T_CLOSED + opened
+        pad, channel = self._pad_list, self._obj_channel
+        agent_cells = [pad[c] for c in state.agent_pos]
+        flat[agent_cells, 2] = 2
+        rows: list[int] = []
+        cols: list[int] = []
+        for a, held in enumerate(state.hands):
+            for o in held:
+                rows.append(agent_cells[a])
+                cols.append(channel[o])
+        container_open, furn_pad = state.container_open, self._furniture_pad
         for f, inside in enumerate(state.contents):
-            if inside and state.container_open[f]:
-                cell = self.container_flat[f]
+            if inside and container_open[f]:
+                cell = furn_pad[f]
                 for o in inside:
-                    feat[cell, BASE_CHANNELS + self.obj_class[o]] += 1
-        img = feat.reshape(lay.height, lay.width, -1)
-        r = self.r
-        self._padded = np.pad(img, ((r, r), (r, r), (0, 0)))
-        self._cache_key = key
-        return self._padded
+                    rows.append(cell)
+                    cols.append(channel[o])
+        if rows:
+            np.add.at(flat, (rows, cols), 1)
+        self._padded = buf
+        self._cached_state = state
+        return buf
+
+    def _goal_array(self, state: HouseholdState) -> np.ndarray:
+        if state is not self._goal_state:
+            goal = np.zeros((MAX_GOAL, 3), np.uint8)
+            for i, ((cls, target), pred, have) in enumerate(
+                    zip(self.goal_rows, self.scene.goal, state.progress)):
+                goal[i] = (cls, target, pred.count - have)
+            self._goal, self._goal_state = goal, state
+        return self._goal
 
     def observe(self, state: HouseholdState, agent: int) -> dict[str, np.ndarray]:
         """The observation of agent index ``agent``."""
-        padded = self._features(state)
-        row, col = state.agent_cell(agent)
+        return self.observe_many(state, [agent])[0]
+
+    def observe_many(self, state: HouseholdState, agents: list[int]
+                     ) -> list[dict[str, np.ndarray]]:
+        """The observations of several agent indices, built together (one gather)."""
+        self._features(state)
+        pos = [state.agent_pos[a] for a in agents]
+        views = [self._view_list[p] for p in pos]
+        ready = self._visible_ready
+        for v in views:
+            if not ready[v]:
+                mask = self.view_mask(v).ravel()
+                self._visible[v] = np.where(mask, np.arange(mask.size), mask.size)
+                ready[v] = True
+        corners = self._top_left[pos]
+        index = self._visible[np.array(views)[:, None], corners[:, None] + self._offsets]
         side = 2 * self.r + 1
-        view = self.scene.view_of_cell[state.agent_pos[agent]]
-        mask = self.view_mask(view)[row:row + side, col:col + side]
-        image = padded[row:row + side, col:col + side] * mask[..., None]
-        image[self.r, self.r, 2] = 1
-        hands = np.zeros(HAND_CAPACITY, np.uint8)
-        for i, o in enumerate(state.hands[agent]):
-            hands[i] = self.obj_class[o] + 1
-        goal = np.zeros((MAX_GOAL, 3), np.uint8)
-        for i, ((cls, target), pred, have) in enumerate(
-                zip(self.goal_rows, self.scene.goal, state.progress)):
-            goal[i] = (cls, target, pred.count - have)
-        return {"image": image, "hands": hands, "goal": goal}
+        images = np.take(self._flat_ext, index, axis=0).reshape(len(pos), side, side, -1)
+        images[:, self.r, self.r, 2] = 1
+        n = len(agents)
+        hands = np.zeros((n, HAND_CAPACITY), np.uint8)
+        obj_class = self.obj_class
+        for i, a in enumerate(agents):
+            for j, o in enumerate(state.hands[a]):
+                hands[i, j] = obj_class[o] + 1
+        goals = np.repeat(self._goal_array(state)[None], n, axis=0)
+        return [{"image": images[i], "hands": hands[i], "goal": goals[i]} for i in range(n)]

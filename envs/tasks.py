@@ -115,6 +115,9 @@ def task_from_dict(data: dict, source: str = "<dict>") -> TaskSpec:
     extra = set(data) - known
     if extra:
         raise ValueError(f"{source}: unknown field(s) {sorted(extra)}; known: {sorted(known)}")
+    missing = sorted(k for k in ("name", "description") if k not in data)
+    if missing:
+        raise ValueError(f"{source}: missing field(s) {missing}")
     if not data.get("candidates"):
         raise ValueError(f"{source}: field 'candidates' must list at least one predicate")
     kw = dict(data)

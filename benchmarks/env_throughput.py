@@ -1,0 +1,172 @@
+"""Environment throughput: household_v0 side by side with peer environments.
+
+Random valid actions (drawn ahead of time from each env's action space), no
+rendering, array observations. Prints agent-steps per second (ticks x agents) for
+household_v0 at 3, 8, 64 and 256 agents and for the peers that are installed
+(PettingZoo MPE ``simple_spread``, MiniGrid ``MiniGrid-MultiRoom-N6-v0``,
+Overcooked-AI ``cramped_room``), the ratio of ours at 3 agents to each peer, the
+per-tick cost per agent from 3 to 256 agents on one large generated house, and the
+time of ``env.unwrapped.describe(agent)``. Nothing is asserted: it measures.
+
+Run: ``python benchmarks/env_throughput.py [--seconds 2]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+import timeit
+from collections.abc import Callable
+
+import numpy as np
+
+from orgteams.envs import household_v0
+from orgteams.envs.actions import NUM_ACTIONS
+
+BIG_LAYOUT = "generated:32:0"
+TASK = "prepare_afternoon_tea"
+
+
+def _timed(step: Callable[[int], int], seconds: float) -> tuple[float, int]:
+    """Call ``step(i)`` (returns agent-steps done) for about ``seconds``; agent-steps/s."""
+    done, i = 0, 0
+    start = time.perf_counter()
+    while True:
+        for _ in range(50):
+            done += step(i)
+            i += 1
+        elapsed = time.perf_counter() - start
+        if elapsed >= seconds:
+            return done / elapsed, i
+
+
+def household_rate(num_agents: int, layout: str, seconds: float) -> tuple[float, float]:
+    """(agent-steps/s, microseconds per tick) of household_v0 with random actions."""
+    env = household_v0.parallel_env(layout=layout, task=TASK, num_agents=num_agents)
+    env.reset(seed=0)
+    agents = list(env.possible_agents)
+    table = np.random.default_rng(0).integers(0, NUM_ACTIONS, size=(4096, num_agents)).tolist()
+
+    def step(i: int) -> int:
+        if not env.agents:
+            env.reset()
+        env.step(dict(zip(agents, table[i % 4096])))
+        return num_agents
+
+    rate, ticks = _timed(step, seconds)
+    return rate, 1e6 * num_agents / rate
+
+
+def mpe_step_fn() -> tuple[Callable[[int], int], str]:
+    try:
+        from mpe2 import simple_spread_v3
+        source = "mpe2"
+    except ImportError:
+        from pettingzoo.mpe import simple_spread_v3  # older PettingZoo ships MPE itself
+        source = "pettingzoo.mpe"
+    env = simple_spread_v3.parallel_env(N=3, max_cycles=25)
+    env.reset(seed=0)
+    agents = list(env.possible_agents)
+    table = np.random.default_rng(0).integers(0, 5, size=(4096, len(agents))).tolist()
+
+    def step(i: int) -> int:
+        if not env.agents:
+            env.reset()
+        env.step(dict(zip(agents, table[i % 4096])))
+        return len(agents)
+
+    return step, f"simple_spread_v3 N=3 ({source})"
+
+
+def minigrid_step_fn() -> tuple[Callable[[int], int], str]:
+    import gymnasium as gym
+    import minigrid  # noqa: F401  (registers the MiniGrid envs)
+
+    env = gym.make("MiniGrid-MultiRoom-N6-v0")
+    env.reset(seed=0)
+    table = np.random.default_rng(0).integers(0, env.action_space.n, size=4096).tolist()
+
+    def step(i: int) -> int:
+        _, _, term, trunc, _ = env.step(table[i % 4096])
+        if term or trunc:
+            env.reset()
+        return 1
+
+    return step, "MiniGrid-MultiRoom-N6-v0 (1 agent)"
+
+
+def overcooked_step_fn() -> tuple[Callable[[int], int], str]:
+    note = ""
+    if not hasattr(np, "Inf"):  # overcooked-ai 1.1 still uses np.Inf, removed in NumPy 2
+        np.Inf = np.inf
+        note = ", np.Inf shim"
+    from overcooked_ai_py.mdp.actions import Action
+    from overcooked_ai_py.mdp.overcooked_env import OvercookedEnv
+    from overcooked_ai_py.mdp.overcooked_mdp import OvercookedGridworld
+
+    mdp = OvercookedGridworld.from_layout_name("cramped_room")
+    env = OvercookedEnv.from_mdp(mdp, horizon=400, info_level=0)
+    env.reset()
+    acts = Action.ALL_ACTIONS
+    table = np.random.default_rng(0).integers(0, len(acts), size=(4096, 2)).tolist()
+
+    def step(i: int) -> int:
+        a, b = table[i % 4096]
+        state, _, done, _ = env.step((acts[a], acts[b]))
+        mdp.lossless_state_encoding(state)  # the array observation RL code uses
+        if done:
+            env.reset()
+        return 2
+
+    return step, f"cramped_room (2 agents, lossless encoding{note})"
+
+
+def describe_us(num_agents: int, layout: str) -> float:
+    env = household_v0.parallel_env(layout=layout, task=TASK, num_agents=num_agents)
+    env.reset(seed=0)
+    for _ in range(20):
+        env.step({a: 1 + (i % 4) for i, a in enumerate(env.agents)})
+    n = 2000
+    return 1e6 * min(timeit.repeat(lambda: env.unwrapped.describe("agent_0"), number=n,
+                                   repeat=3)) / n
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seconds", type=float, default=2.0, help="time per measurement")
+    args = parser.parse_args(argv)
+    sec = args.seconds
+
+    print(f"household_v0 throughput (task {TASK}, random actions, array obs, {sec:g} s each)")
+    print(f"{'env':<48} {'agents':>6} {'agent-steps/s':>14}")
+    ours = {}
+    for n, layout in ((3, "apartment"), (8, "apartment"), (64, BIG_LAYOUT), (256, BIG_LAYOUT)):
+        rate, _ = household_rate(n, layout, sec)
+        ours[n] = rate
+        print(f"{'household_v0 ' + layout:<48} {n:>6} {rate:>14,.0f}")
+
+    print("\npeers (same machine, same run)")
+    for label, make in (("MPE", mpe_step_fn), ("MiniGrid", minigrid_step_fn),
+                        ("Overcooked-AI", overcooked_step_fn)):
+        try:
+            step, name = make()
+        except Exception as exc:  # a peer that will not install or import is skipped
+            print(f"{label + ':':<15} skipped ({type(exc).__name__}: {exc})")
+            continue
+        rate, _ = _timed(step, sec)
+        print(f"{label + ' ' + name:<48} {'':>6} {rate:>14,.0f}   "
+              f"ours@3 / this = {ours[3] / rate:.1f}x")
+
+    print(f"\nper-tick cost per agent on {BIG_LAYOUT}")
+    print(f"{'agents':>6} {'us/tick':>10} {'us/tick/agent':>14}")
+    for n in (3, 8, 16, 32, 64, 128, 256):
+        _, per_tick = household_rate(n, BIG_LAYOUT, sec / 2)
+        print(f"{n:>6} {per_tick:>10.1f} {per_tick / n:>14.2f}")
+
+    print("\nenv.unwrapped.describe(agent) time")
+    for n, layout in ((3, "apartment"), (256, BIG_LAYOUT)):
+        print(f"  {n:>3} agents on {layout:<16} {describe_us(n, layout):8.1f} us")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,262 @@
+"""The PettingZoo contract: conformance tests, seeding, rewards, termination, errors."""
+
+from __future__ import annotations
+
+import functools
+import re
+
+import numpy as np
+import pytest
+from pettingzoo.test import api_test, parallel_api_test, parallel_seed_test, seed_test
+
+from orgteams.envs import HouseholdEnv, household_v0, list_layouts
+from orgteams.envs.actions import NUM_ACTIONS, Verb, encode
+from orgteams.envs.state import HouseholdState
+from orgteams.envs.tasks import task_from_dict
+
+LAYOUTS = list_layouts()
+S = 2  # south
+
+
+def small_task(units: int = 1):
+    return task_from_dict({"name": "apple_on_table", "description": "one class, one target",
+                           "candidates": ["ON(apple, kitchen_table)"], "units": [units, units],
+                           "max_per_predicate": units, "extra_objects": 0, "distractors": 0})
+
+
+def one_put_from(env: HouseholdEnv, held: int) -> None:
+    """Reach in: agent 0 stands north of the kitchen table holding ``held`` apples."""
+    data = env.world.to_dict()
+    data["contents"] = [[] for _ in data["contents"]]
+    data["hands"] = [list(range(held))] + [[] for _ in data["hands"][1:]]
+    data["agent_pos"][0] = [2, 3]
+    env.world = HouseholdState.from_dict(data, scene=env.world.scene)
+
+
+# ---- conformance ----
+
+@pytest.mark.parametrize("obs_mode", ["array", "text"])
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_parallel_api(layout, obs_mode):
+    parallel_api_test(household_v0.parallel_env(layout=layout, obs_mode=obs_mode),
+                      num_cycles=100)
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_aec_api(layout):
+    # Array mode only: PettingZoo's api_test reads ``.dtype`` off every observation,
+    # which a Text observation (a str) does not have.
+    api_test(household_v0.env(layout=layout), num_cycles=60)
+
+
+@pytest.mark.parametrize("obs_mode", ["array", "text"])
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_seeding(layout, obs_mode):
+    parallel_seed_test(functools.partial(household_v0.parallel_env, layout=layout,
+                                         obs_mode=obs_mode), num_cycles=60)
+    seed_test(functools.partial(household_v0.env, layout=layout, obs_mode=obs_mode),
+              num_cycles=60)
+
+
+def _rollout(layout: str, obs_mode: str, ticks: int = 200):
+    env = household_v0.parallel_env(layout=layout, obs_mode=obs_mode, num_agents=3,
+                                     max_ticks=10_000)
+    rng = np.random.default_rng(123)
+    obs, infos = env.reset(seed=42)
+    trace = [(obs, infos)]
+    for _ in range(ticks):
+        actions = {a: int(rng.integers(NUM_ACTIONS)) for a in env.agents}
+        trace.append(env.step(actions))
+        if not env.agents:
+            break
+    return trace
+
+
+def _same(a, b) -> bool:
+    if isinstance(a, dict):
+        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
+    if isinstance(a, list | tuple):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+    if isinstance(a, np.ndarray):
+        return a.dtype == b.dtype and np.array_equal(a, b)
+    return a == b
+
+
+@pytest.mark.parametrize("obs_mode", ["array", "text"])
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_same_seed_same_episode(layout, obs_mode):
+    first, second = _rollout(layout, obs_mode), _rollout(layout, obs_mode)
+    assert len(first) == 201
+    assert _same(first, second)
+    events = [e for _, _, _, _, infos in first[1:] for i in infos.values() for e in i["events"]]
+    assert events, "random actions should cause at least some events"
+
+
+def test_different_seeds_differ():
+    env = household_v0.parallel_env(layout="apartment")
+    a = env.reset(seed=1)[0]
+    b = env.reset(seed=2)[0]
+    assert not _same(a, b)
+
+
+# ---- spaces and metadata ----
+
+@pytest.mark.parametrize("obs_mode", ["array", "text"])
+def test_spaces_are_cached(obs_mode):
+    env = household_v0.parallel_env(obs_mode=obs_mode, num_agents=2)
+    for agent in env.possible_agents:
+        assert env.observation_space(agent) is env.observation_space(agent)
+        assert env.action_space(agent) is env.action_space(agent)
+        assert env.action_space(agent).n == NUM_ACTIONS
+
+
+def test_metadata_and_agents():
+    env = household_v0.parallel_env(num_agents=4)
+    assert env.metadata["name"] == "household_v0"
+    assert env.metadata["is_parallelizable"] is True
+    assert set(env.metadata["render_modes"]) == {"human", "rgb_array", "ansi"}
+    assert env.possible_agents == ["agent_0", "agent_1", "agent_2", "agent_3"]
+    assert env.agents == []
+    env.reset(seed=0)
+    assert env.agents == env.possible_agents
+    assert household_v0.raw_env is HouseholdEnv
+
+
+def test_docstring_headings():
+    doc = household_v0.__doc__
+    for heading in ("Description", "Action Space", "Observation Encoding", "Rewards",
+                    "Termination", "Layouts and Tasks"):
+        assert re.search(rf"^{heading}$", doc, re.MULTILINE), heading
+    for name in LAYOUTS:
+        assert f"``{name}``" in doc
+
+
+# ---- rewards, termination, truncation ----
+
+def test_termination_on_success(two_rooms):
+    env = HouseholdEnv(layout=two_rooms, task=small_task(1), num_agents=2)
+    env.reset(seed=0)
+    one_put_from(env, held=1)
+    obs, rew, term, trunc, infos = env.step({"agent_0": encode(Verb.PUT, S, 0),
+                                             "agent_1": 0})
+    assert rew == {"agent_0": 1.0, "agent_1": 1.0}
+    assert term == {"agent_0": True, "agent_1": True}
+    assert trunc == {"agent_0": False, "agent_1": False}
+    assert [e["type"] for e in infos["agent_0"]["events"]] == ["placed", "subgoal_done"]
+    assert [e["type"] for e in infos["agent_1"]["events"]] == ["subgoal_done"]
+    assert env.agents == []
+    assert env.world.success
+    assert env.progress()["units_done"] == env.progress()["units_total"] == 1
+    with pytest.raises(RuntimeError, match=re.escape(
+            "the episode is over; call reset() to start a new one")):
+        env.step({})
+
+
+@pytest.mark.parametrize("shaping, rewards", [(False, [0.0, 1.0, 0.0]),
+                                              (True, [0.5, 1.5, None])])
+def test_reward_shaping(two_rooms, shaping, rewards):
+    env = HouseholdEnv(layout=two_rooms, task=small_task(2), num_agents=1,
+                       reward_shaping=shaping)
+    env.reset(seed=0)
+    one_put_from(env, held=2)
+    put = {"agent_0": encode(Verb.PUT, S, 0)}
+    _, rew, term, _, _ = env.step(put)
+    assert rew == {"agent_0": rewards[0]} and term == {"agent_0": False}
+    _, rew, term, _, _ = env.step(put)
+    assert rew == {"agent_0": rewards[1]} and term == {"agent_0": True}
+
+
+def test_shaping_takes_back_a_removed_unit(two_rooms):
+    env = HouseholdEnv(layout=two_rooms, task=small_task(2), num_agents=1,
+                       reward_shaping=True)
+    env.reset(seed=0)
+    one_put_from(env, held=2)
+    env.step({"agent_0": encode(Verb.PUT, S, 0)})
+    _, rew, _, _, _ = env.step({"agent_0": encode(Verb.PICK, S, 0)})
+    assert rew == {"agent_0": -0.5}
+
+
+def test_truncation_at_max_ticks():
+    env = household_v0.parallel_env(layout="studio", num_agents=2, max_ticks=5)
+    env.reset(seed=3)
+    for tick in range(1, 6):
+        _, rew, term, trunc, infos = env.step({a: 0 for a in env.agents})
+        assert infos["agent_0"]["tick"] == tick
+        assert term == {"agent_0": False, "agent_1": False}
+        assert trunc == {"agent_0": tick == 5, "agent_1": tick == 5}
+        assert rew == {"agent_0": 0.0, "agent_1": 0.0}
+    assert env.agents == []
+
+
+def test_default_truncation_is_the_task_step_limit():
+    env = household_v0.parallel_env(layout="studio", num_agents=1)
+    env.reset(seed=0)
+    assert env.world.scene.step_limit == 400
+    env.world.tick = 399
+    _, _, _, trunc, _ = env.step({"agent_0": 0})
+    assert trunc == {"agent_0": True}
+
+
+# ---- errors ----
+
+@pytest.mark.parametrize("bad", [NUM_ACTIONS, -1, 2.0, "wait", None])
+def test_invalid_action_names_the_agent(bad):
+    env = household_v0.parallel_env(num_agents=2)
+    env.reset(seed=0)
+    with pytest.raises(ValueError, match=re.escape(
+            f"agent_1: action {bad!r} is outside the action space Discrete(53); "
+            "see orgteams.envs.actions")):
+        env.step({"agent_0": 0, "agent_1": bad})
+
+
+def test_numpy_actions_are_accepted():
+    env = household_v0.parallel_env(num_agents=1)
+    env.reset(seed=0)
+    env.step({"agent_0": np.int64(1)})
+    env.step({"agent_0": np.array(2)})
+    assert env.world.tick == 2
+
+
+def test_unknown_agent():
+    env = household_v0.parallel_env(num_agents=1)
+    env.reset(seed=0)
+    with pytest.raises(ValueError, match=re.escape(
+            "unknown agent 'agent_9'; agents are ['agent_0']")):
+        env.step({"agent_9": 0})
+
+
+def test_step_before_reset():
+    env = household_v0.parallel_env()
+    with pytest.raises(RuntimeError, match=re.escape("call reset() before step()")):
+        env.step({"agent_0": 0})
+
+
+@pytest.mark.parametrize("kwargs, msg", [
+    ({"obs_mode": "pixels"}, "obs_mode must be one of ('array', 'text'), got 'pixels'"),
+    ({"render_mode": "gif"}, "render_mode must be None or one of ('human', 'rgb_array', "
+                             "'ansi'), got 'gif'"),
+    ({"num_agents": 0}, "num_agents must be a positive integer, got 0"),
+    ({"view_radius": 0}, "view_radius must be >= 1, got 0"),
+])
+def test_constructor_validation(kwargs, msg):
+    with pytest.raises(ValueError, match=re.escape(msg)):
+        household_v0.parallel_env(**kwargs)
+
+
+def test_text_observations_are_the_description():
+    env = household_v0.parallel_env(layout="studio", obs_mode="text", num_agents=2)
+    obs, _ = env.reset(seed=5)
+    for agent in env.agents:
+        assert obs[agent] == env.describe(agent)
+        assert obs[agent].startswith(f"You are {agent}, ")
+        assert env.observation_space(agent).contains(obs[agent])
+
+
+def test_ansi_render():
+    env = household_v0.parallel_env(layout="studio", render_mode="ansi", num_agents=2)
+    env.reset(seed=0)
+    text = env.render()
+    lines = text.splitlines()
+    assert len(lines[0]) == env.layout.width
+    assert lines[env.layout.height].startswith("tick 0/400  goal: ")
