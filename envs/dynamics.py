@@ -119,7 +119,7 @@ def transition(state: HouseholdState, joint_action: Sequence[int]
                 contents[furn] = contents[furn] + (obj,)
                 events.append(Event("placed", a, obj=obj, furniture=furn))
 
-    new = HouseholdState(scene, state.tick + 1, pos, hands, contents, cont_open, door_open,
+    new = HouseholdState(scene, state.tick + 1, list(pos), hands, contents, cont_open, door_open,
                          progress=state.progress)
     if moving:
         new.agent_pos = _resolve_moves(new, moving, events)
