@@ -23,6 +23,7 @@ import asyncio
 import inspect
 import time
 from collections.abc import Awaitable, Callable
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from orgteams.agents.agent_base import (
@@ -98,8 +99,8 @@ class HumanAgent:
     async def communicate(self, ctx: CommunicateContext, env: HighLevelEnv) -> CommunicateDecision:
         """Ask the person what to say (or vote, claim, abstain)."""
         started = time.perf_counter()
-        if self.name:
-            ctx.name, ctx.team = self.name, {**ctx.team, self.agent_id: self.name}
+        if self.name:  # a copy: the runner's context is shared
+            ctx = replace(ctx, name=self.name, team={**ctx.team, self.agent_id: self.name})
         self._context = ctx.act_context()
         record = DecisionRecord("communicate", self.agent_id, ctx.round, model="human")
         shown = self._situation(env, self._context)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from orgteams.agents.agent_base import (
@@ -217,9 +218,8 @@ class LLMAgent:
 
     # ------------------------------------------------------------ helpers
     def _named(self, ctx: CommunicateContext) -> CommunicateContext:
-        if self.name and ctx.name != self.name:
-            ctx.name = self.name
-            ctx.team = {**ctx.team, self.agent_id: self.name}
+        if self.name and ctx.name != self.name:  # a copy: the runner's context is shared
+            return replace(ctx, name=self.name, team={**ctx.team, self.agent_id: self.name})
         return ctx
 
     def _act_context(self, ctx: ActContext | None, round: int) -> ActContext:
@@ -230,7 +230,7 @@ class LLMAgent:
             ctx = ActContext(round, self.agent_id, name, team,
                              last.instruction if last else "", last.role if last else None)
         elif self.name:
-            ctx.name, ctx.team = self.name, {**ctx.team, self.agent_id: self.name}
+            ctx = replace(ctx, name=self.name, team={**ctx.team, self.agent_id: self.name})
         self._context = ActContext(ctx.round, ctx.agent, ctx.name, ctx.team,
                                    ctx.instruction, ctx.role)
         return ctx
