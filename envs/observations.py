@@ -100,6 +100,12 @@ class ArrayObserver:
         self._door_pad = self._pad_index[self.door_flat]
         self._container_pad = self._pad_index[self.container_flat[self.container_cells]]
         self._pad_list = self._pad_index.tolist()
+        # Doors and containers: one scatter of "closed + is_open" into channel 0 per tick.
+        self._container_list = self.container_cells.tolist()
+        self._switch_pad = np.concatenate([self._door_pad, self._container_pad]).astype(np.intp)
+        self._switch_base = np.array([T_DOOR_CLOSED] * len(self._door_pad)
+                                     + [T_CLOSED] * len(self._container_pad), np.uint8)
+        self._n_switches = len(self._switch_pad)
         self._furniture_pad = self._pad_index[self.container_flat].tolist()
         self._obj_channel = (self.obj_class + BASE_CHANNELS).tolist()
         side = 2 * r + 1
@@ -108,7 +114,7 @@ class ArrayObserver:
         self._visible = np.zeros((n_views, ph * pw), np.intp)
         self._visible_ready = [False] * n_views
         self._view_list = [scene.view_of_cell.get(c, -1) for c in range(h * w)]
-        self._goal_state: HouseholdState | None = None
+        self._goal_progress: tuple[int, ...] | None = None
         self._goal: np.ndarray | None = None
 
     def view_mask(self, view: int) -> np.ndarray:
@@ -139,11 +145,10 @@ class ArrayObserver:
         buf = self._buffer
         np.copyto(buf, self._padded_base)
         flat = self._flat_buffer
-        if len(self._door_pad):
-            flat[self._door_pad, 0] = T_DOOR_CLOSED + np.array(state.door_open, np.uint8)
-        if len(self._container_pad):
-            opened = np.array(state.container_open, np.uint8)[self.container_cells]
-            flat[self._container_pad, 0] = T_CLOSED + opened
+        if self._n_switches:
+            opened = state.container_open
+            flags = [*state.door_open, *(opened[i] for i in self._container_list)]
+            flat[self._switch_pad, 0] = self._switch_base + np.array(flags, np.uint8)
         pad, channel = self._pad_list, self._obj_channel
         agent_cells = [pad[c] for c in state.agent_pos]
         flat[agent_cells, 2] = 2
@@ -160,19 +165,23 @@ class ArrayObserver:
                 for o in inside:
                     rows.append(cell)
                     cols.append(channel[o])
-        if rows:
+        if len(rows) > 16:
             np.add.at(flat, (rows, cols), 1)
+        else:  # a few scalar increments are cheaper than one ufunc.at call
+            for row, col in zip(rows, cols):
+                flat[row, col] += 1
         self._padded = buf
         self._cached_state = state
         return buf
 
     def _goal_array(self, state: HouseholdState) -> np.ndarray:
-        if state is not self._goal_state:
+        """The goal rows; they depend on the goal progress only, so they are cached on it."""
+        if state.progress != self._goal_progress:
             goal = np.zeros((MAX_GOAL, 3), np.uint8)
             for i, ((cls, target), pred, have) in enumerate(
                     zip(self.goal_rows, self.scene.goal, state.progress)):
                 goal[i] = (cls, target, pred.count - have)
-            self._goal, self._goal_state = goal, state
+            self._goal, self._goal_progress = goal, state.progress
         return self._goal
 
     def observe(self, state: HouseholdState, agent: int) -> dict[str, np.ndarray]:
