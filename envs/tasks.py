@@ -18,6 +18,8 @@ from orgteams.envs._util import asset_dir, asset_names, unknown_name
 from orgteams.envs.catalog import load_catalog
 
 RELATIONS = ("on", "inside")
+# At most this many predicates in one goal (array observations have one row each).
+MAX_GOAL_PREDICATES = 5
 
 
 @dataclass(frozen=True)
@@ -75,7 +77,8 @@ class TaskSpec:
         i = 0
         while remaining > 0:
             grow = [p for p in counts if counts[p] < self.max_per_predicate]
-            if i < len(order) and (not grow or rng.random() < 0.6):
+            can_add = i < len(order) and len(counts) < MAX_GOAL_PREDICATES
+            if can_add and (not grow or rng.random() < 0.6):
                 counts[pool[order[i]]] = 1
                 i += 1
             elif grow:
@@ -126,6 +129,10 @@ def task_from_dict(data: dict, source: str = "<dict>") -> TaskSpec:
     kw["units"] = tuple(data.get("units", (3, 5)))
     if not 1 <= kw["units"][0] <= kw["units"][1]:
         raise ValueError(f"{source}: field 'units' must be [min, max] with 1 <= min <= max")
+    most = MAX_GOAL_PREDICATES * kw.get("max_per_predicate", 2)
+    if kw["units"][1] > most:
+        raise ValueError(f"{source}: field 'units' allows at most {most} units "
+                         f"({MAX_GOAL_PREDICATES} predicates x max_per_predicate)")
     return TaskSpec(**kw, source=source)
 
 

@@ -12,7 +12,13 @@ from orgteams.envs import HouseholdEnv
 from orgteams.envs.catalog import load_catalog
 from orgteams.envs.episode import make_episode
 from orgteams.envs.layout import list_layouts, load_layout
-from orgteams.envs.tasks import Predicate, list_tasks, load_task, task_from_dict
+from orgteams.envs.tasks import (
+    MAX_GOAL_PREDICATES,
+    Predicate,
+    list_tasks,
+    load_task,
+    task_from_dict,
+)
 
 SRC = "t.yaml"
 BASE = {"name": "t", "description": "a test task", "candidates": ["ON(cupcake, coffee_table)"]}
@@ -170,16 +176,21 @@ def test_malformed_task_files(tmp_path):
     assert load_task(path).units == (2, 2)
 
 
-@pytest.mark.xfail(strict=True, raises=IndexError,
-                   reason="BUG: a goal with more than observations.MAX_GOAL (5) predicates "
-                          "overflows the goal array; tasks do not cap it")
-def test_goal_with_more_than_five_predicates():
+def test_goal_never_has_more_than_five_predicates():
     classes = ["cupcake", "pudding", "apple", "juice", "wine", "plate", "fork"]
     task = task_from_dict(with_fields(
         candidates=[f"ON({c}, coffee_table)" for c in classes], units=[7, 7]), SRC)
     env = HouseholdEnv(layout="apartment", task=task)
     for seed in range(10):
         env.reset(seed=seed)
+        assert len(env.world.scene.goal) <= MAX_GOAL_PREDICATES
+        assert sum(p.count for p in env.world.scene.goal) == 7
+
+
+def test_units_beyond_what_five_predicates_can_hold_are_rejected():
+    with raises(f"{SRC}: field 'units' allows at most 10 units "
+                "(5 predicates x max_per_predicate)"):
+        task_from_dict(with_fields(units=[3, 11]), SRC)
 
 
 # ---- episodes ----
