@@ -177,8 +177,8 @@ def draw_fov(pg: Any, surf, state: HouseholdState, cell: int, agents, cache: dic
         mask = np.isin(lay.room_map, sorted(seen)) | (lay.tiles == WALL) | (lay.tiles == OUTSIDE)
         for r, c in np.argwhere(~mask):
             fog.fill((15, 18, 25, 115), (c * cell, r * cell, cell, cell))
-        cache[key] = fog
-    surf.blit(cache[key], (0, 0))
+        cache[key] = _cropped(fog)
+    surf.blit(*cache[key])
     for a, v in zip(agents, views):
         key = ("tint", v, a)
         if key not in cache:
@@ -186,8 +186,14 @@ def draw_fov(pg: Any, surf, state: HouseholdState, cell: int, agents, cache: dic
             color = (*agent_color(a), 38)
             for r, c in np.argwhere(np.isin(lay.room_map, scene.view_rooms(v))):
                 tint.fill(color, (c * cell, r * cell, cell, cell))
-            cache[key] = tint
-        surf.blit(cache[key], (0, 0))
+            cache[key] = _cropped(tint)
+        surf.blit(*cache[key])
+
+
+def _cropped(surface) -> tuple:
+    """(smallest sub-surface with visible pixels, its position): cheaper alpha blits."""
+    rect = surface.get_bounding_rect()
+    return surface.subsurface(rect).copy(), rect.topleft
 
 
 def draw_agents(pg: Any, text: Text, surf, state: HouseholdState, cell: int,

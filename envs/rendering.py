@@ -23,13 +23,14 @@ Example::
 from __future__ import annotations
 
 import os
+import sys
 from typing import Any
 
 import numpy as np
 
 from orgteams.envs.overlay import Overlay
 from orgteams.envs.render_panel import draw_help, draw_panel
-from orgteams.envs.render_style import MIN_HEIGHT, PANEL_WIDTH, Text, cell_size_for
+from orgteams.envs.render_style import BACKGROUND, MIN_HEIGHT, PANEL_WIDTH, Text, cell_size_for
 from orgteams.envs.render_world import (
     draw_agents,
     draw_bubbles,
@@ -102,6 +103,7 @@ class PygameRenderer:
         self._layout_key: tuple | None = None
         self._static = None
         self._fov_cache: dict = {}
+        self._overdrawn = False
 
     # ---- public API ----
     def render(self, state: HouseholdState, overlay: Overlay | None = None,
@@ -122,12 +124,20 @@ class PygameRenderer:
 
     def draw(self, state: HouseholdState, overlay: Overlay | None = None,
              names: list[str] | None = None):
-        """The frame as a pygame Surface (no window involved)."""
+        """The frame as a pygame Surface (no window involved).
+
+        The surface is reused: it is valid until the next ``draw`` or ``render``.
+        """
         pg = self.pg
         n = len(state.agent_pos)
         names = list(names) if names else [f"agent_{i}" for i in range(n)]
         cell = self._prepare(state)
-        map_surf = self._static.copy()
+        canvas = self._canvas
+        if self._overdrawn:  # the help box covered the margins: repaint them
+            canvas.fill(BACKGROUND)
+            self._overdrawn = False
+        map_surf = self._map
+        map_surf.blit(self._static, (0, 0))
         draw_dynamic(pg, self.text, map_surf, state, cell)
         if self.show_fov:
             agents = [a for a in (self.fov_agents or range(n)) if 0 <= a < n]
@@ -139,16 +149,14 @@ class PygameRenderer:
             draw_tails(pg, map_surf, bubbles)
         draw_agents(pg, self.text, map_surf, state, cell, names, overlay)
         draw_bubbles(pg, self.text, map_surf, bubbles)
-        canvas = pg.Surface(self._size)
-        canvas.fill((32, 36, 44))
-        canvas.blit(map_surf, (MARGIN, MARGIN))
-        panel = canvas.subsurface((self._size[0] - PANEL_WIDTH, 0, PANEL_WIDTH, self._size[1]))
+        panel = self._panel
         footer = list(self.footer)
         if self.render_mode == "human":
             footer.append(f"F: field of view ({'on' if self.show_fov else 'off'})")
         draw_panel(pg, self.text, panel, state, overlay, names, footer)
         if self.help_lines:
             draw_help(pg, self.text, canvas, self.help_lines)
+            self._overdrawn = True
         return canvas
 
     def handle_event(self, event: Any) -> bool:
@@ -195,6 +203,12 @@ class PygameRenderer:
             height = max(layout.height * cell + 2 * MARGIN, MIN_HEIGHT)
             # Even sizes: video encoders (yuv420p) need them.
             self._size = (width + width % 2, height + height % 2)
+            # One canvas reused every frame; the map and panel are views into it.
+            self._canvas = self.pg.Surface(self._size)
+            self._canvas.fill(BACKGROUND)
+            self._map = self._canvas.subsurface((MARGIN, MARGIN, *self._static.get_size()))
+            self._panel = self._canvas.subsurface(
+                (self._size[0] - PANEL_WIDTH, 0, PANEL_WIDTH, self._size[1]))
             self._layout_key = key
         return self._cell
 
@@ -212,6 +226,16 @@ class PygameRenderer:
 def to_array(pg: Any, surface) -> np.ndarray:
     """A Surface as an ``(H, W, 3)`` uint8 array (a copy)."""
     w, h = surface.get_size()
+    shifts = surface.get_shifts()[:3]
+    if surface.get_bitsize() == 32 and sys.byteorder == "little" and surface.get_pitch() == 4 * w:
+        # Four times faster than image.tobytes: one strided read per channel.
+        rows = pg.surfarray.pixels2d(surface).T  # (H, W) uint32, C-contiguous
+        channels = rows.view(np.uint8).reshape(h, w, 4)
+        out = np.empty((h, w, 3), np.uint8)
+        for k, shift in enumerate(shifts):
+            out[..., k] = channels[..., shift // 8]
+        del rows, channels  # release the surface lock
+        return out
     tobytes = getattr(pg.image, "tobytes", None) or pg.image.tostring
     return np.frombuffer(tobytes(surface, "RGB"), dtype=np.uint8).reshape(h, w, 3).copy()
 

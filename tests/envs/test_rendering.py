@@ -138,6 +138,17 @@ def test_field_of_view_option_changes_the_frame():
     env.close()
 
 
+def test_help_box_is_drawn_and_fully_removed():
+    env = make_env()
+    renderer = attach_renderer(env)
+    plain = env.render()
+    renderer.help_lines = ["Keys", "arrows  move"]
+    assert not np.array_equal(plain, env.render())
+    renderer.help_lines = None
+    np.testing.assert_array_equal(plain, env.render())
+    env.close()
+
+
 @pytest.mark.parametrize("layout", ["apartment", "house"])
 def test_larger_layouts_render(layout):
     env = make_env(layout=layout)
