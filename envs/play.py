@@ -32,17 +32,19 @@ from orgteams.envs.rendering import PygameRenderer
 from orgteams.envs.state import is_walkable
 from orgteams.envs.video import Policy, resolve_policy
 
-HELP_LINES = [
+HELP_LINES = [  # "key<TAB>what it does": the help box draws two columns
     "Keys",
-    "arrows            move",
-    "Shift + arrow     use: open / put / pick up",
-    "O / C + arrow     open / close door or container",
-    "G + arrow         pick up the selected slot",
-    "P + arrow         put the selected hand slot",
-    "1-8               select slot (default 1)",
-    "Space or .        wait one tick",
-    "F  field of view   H  this help",
-    "R  new episode (when over)   Q / Esc  quit",
+    "arrows\tmove",
+    "Shift + arrow\tuse: open / put / pick up",
+    "O / C + arrow\topen / close a door or container",
+    "G + arrow\tpick up the selected slot",
+    "P + arrow\tput the selected hand slot",
+    "1 - 8\tselect the slot (default 1)",
+    "Space or .\twait one tick",
+    "F\tfield of view on / off",
+    "H\tthis help",
+    "R\tnew episode (when one is over)",
+    "Q / Esc\tquit",
 ]
 VERB_KEYS = {"o": Verb.OPEN, "c": Verb.CLOSE, "g": Verb.PICK, "p": Verb.PUT}
 

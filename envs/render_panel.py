@@ -57,22 +57,28 @@ def draw_panel(pg: Any, text: Text, surf, state: HouseholdState, overlay: Overla
     w, h = surf.get_size()
     cur = _Cursor(pg, text, surf, PAD, PAD, w - 2 * PAD, h - PAD)
     scene = state.scene
-    cur.line(f"{scene.layout.name}  |  {scene.task.replace('_', ' ')}", 17, bold=True)
+    for s in text.wrap(scene.task.replace("_", " "), 17, cur.width, 2):
+        cur.line(s, 17, bold=True)
     done = state.success
     status = "goal complete" if done else f"tick {state.tick} / {scene.step_limit}"
-    cur.line(status, BODY, DONE_GREEN if done else PANEL_TEXT, bold=done)
+    rect = text.blit(surf, status, (cur.x, cur.y), BODY, DONE_GREEN if done else PANEL_TEXT,
+                     bold=True)
+    text.blit(surf, f"in the {scene.layout.name}", (rect.right + 8, cur.y), BODY, PANEL_MUTED)
+    cur.y += BODY + 4
     if overlay is not None and overlay.caption:
         for s in text.wrap(overlay.caption, BODY, cur.width, 2):
             cur.line(s, BODY, (70, 90, 150), bold=True)
     _goals(cur, state)
     _team(cur, state, names, overlay)
     footer_h = len(footer) * (SMALL + 3)
+    bottom = h - PAD - footer_h
     legend_h = _legend_height(state)
-    log_bottom = h - PAD - footer_h - (legend_h if h - cur.y > legend_h + 150 else 0)
-    if overlay is not None:
-        _messages(cur, overlay, names, log_bottom)
-    if log_bottom < h - PAD - footer_h:
-        cur.y = log_bottom
+    if overlay is not None and overlay.log:
+        _messages(cur, overlay, names, bottom)  # messages first; the legend if room is left
+    elif overlay is not None and bottom - cur.y > legend_h + 60:
+        _messages(cur, overlay, names, bottom)
+    if bottom - cur.y >= legend_h:
+        cur.y = bottom - legend_h
         _legend(cur, state)
     for k, s in enumerate(footer):
         text.blit(surf, s, (PAD, h - PAD - footer_h + k * (SMALL + 3)), SMALL, PANEL_MUTED)
@@ -134,8 +140,8 @@ def _team(cur: _Cursor, state: HouseholdState, names: list[str], overlay) -> Non
 
 def _messages(cur: _Cursor, overlay: Overlay, names: list[str], bottom: int) -> None:
     index = {f"agent_{i}": i for i in range(len(names))}
-    cur.header("messages", f"{len(overlay.log)} shown" if overlay.log else "")
     if not overlay.log:
+        cur.header("messages")
         cur.line("no messages yet", SMALL, PANEL_MUTED)
         return
     # Newest at the bottom; drop the oldest that do not fit.
@@ -149,9 +155,12 @@ def _messages(cur: _Cursor, overlay: Overlay, names: list[str], bottom: int) -> 
         lines = cur.text.wrap(msg.text, SMALL, cur.width - 10, 3)
         blocks.append((msg.sender, f"{who} -> {to}", lines))
     heights = [SMALL + 4 + len(lines) * (SMALL + 2) + 4 for _, _, lines in blocks]
-    while blocks and sum(heights) > bottom - cur.y:
+    room = bottom - cur.y - (SMALL + 18)  # less the header
+    while blocks and sum(heights) > room:
         blocks.pop(0)
         heights.pop(0)
+    cur.header("messages", f"latest {len(blocks)} of {len(overlay.log)}"
+               if len(blocks) < len(overlay.log) else f"{len(blocks)}")
     for (sender, head, lines), _ in zip(blocks, heights):
         color = agent_color(index.get(sender, 0))
         top = cur.y
@@ -187,17 +196,23 @@ def _legend(cur: _Cursor, state: HouseholdState) -> None:
 
 
 def draw_help(pg: Any, text: Text, surf, lines: list[str]) -> None:
-    """A centred, translucent box listing keys (the play loop's H overlay)."""
+    """A centred, translucent box listing keys; ``"key\tmeaning"`` lines get two columns."""
     size = 16
-    width = max(text.width(s, size) for s in lines) + 40
-    height = len(lines) * (size + 6) + 30
-    box = pg.Rect(0, 0, width, height)
+    rows = [s.split("\t", 1) for s in lines]
+    key_w = max((text.width(r[0], size, True) for r in rows if len(r) == 2), default=0) + 24
+    width = max(key_w + text.width(r[1], size) if len(r) == 2 else text.width(r[0], size, True)
+                for r in rows) + 40
+    step = text.font(size).get_linesize() + 4
+    box = pg.Rect(0, 0, width, len(rows) * step + 26)
     box.center = surf.get_rect().center
-    shadow = pg.Surface(box.size, pg.SRCALPHA)
-    shadow.fill((20, 22, 30, 225))
-    surf.blit(shadow, box)
+    shade_box = pg.Surface(box.size, pg.SRCALPHA)
+    shade_box.fill((20, 22, 30, 230))
+    surf.blit(shade_box, box)
     pg.draw.rect(surf, (200, 200, 210), box, 2, border_radius=6)
-    for k, s in enumerate(lines):
-        bold = k == 0
-        text.blit(surf, s, (box.x + 20, box.y + 15 + k * (size + 6)), size,
-                  (255, 230, 150) if bold else (235, 235, 240), bold)
+    for k, row in enumerate(rows):
+        y = box.y + 13 + k * step
+        if len(row) == 1:
+            text.blit(surf, row[0], (box.x + 20, y), size, (255, 230, 150), True)
+            continue
+        text.blit(surf, row[0], (box.x + 20, y), size, (255, 230, 150), True)
+        text.blit(surf, row[1], (box.x + 20 + key_w, y), size, (235, 235, 240))

@@ -32,7 +32,7 @@ _AGENT_BASE = ((31, 119, 180), (214, 39, 40), (44, 160, 44), (148, 103, 189),
                (188, 189, 34), (127, 127, 127))
 
 PANEL_WIDTH = 340
-MIN_HEIGHT = 560
+MIN_HEIGHT = 680
 MAX_MAP = (980, 760)  # pixels the map may take before cells shrink
 CELL_RANGE = (18, 48)
 

@@ -92,7 +92,11 @@ def icon(pg: Any, text: Text, target, cls: str, rect) -> None:
 
 
 def _icon_grid(rect, n: int, pad: int):
-    cols = 1 if n <= 1 else 2 if n <= 4 else 3
+    if n == 1:  # one object: centred, with the furniture still showing round it
+        size = int(rect.width * 0.6)
+        yield rect.centerx - size // 2, rect.centery - size // 2, size
+        return
+    cols = 2 if n <= 4 else 3
     inner = rect.inflate(-2 * pad, -2 * pad)
     size = (min(inner.width, inner.height) - (cols - 1)) // cols
     for k in range(n):
@@ -212,8 +216,8 @@ def draw_agents(pg: Any, text: Text, surf, state: HouseholdState, cell: int,
                   bold=True, anchor="center")
         size = max(8, int(cell * 0.42))
         for k, obj in enumerate(state.hands[a][:2]):
-            irect = pg.Rect(rect.right - size + 2 - k * (size - 2), rect.bottom - size + 2,
-                            size, size)
+            # Held objects sit at the disc's right, clear of the name tag and marker.
+            irect = pg.Rect(rect.right - size + 3, rect.y + 1 + k * (size + 1), size, size)
             pg.draw.rect(surf, (255, 255, 255), irect.inflate(2, 2), border_radius=size // 4)
             icon(pg, text, surf, classes[obj], irect)
         _name_tag(pg, text, surf, names[a], (rect.centerx, rect.y - 1), label_size, color)

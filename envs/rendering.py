@@ -206,7 +206,9 @@ class PygameRenderer:
             # One canvas reused every frame; the map and panel are views into it.
             self._canvas = self.pg.Surface(self._size)
             self._canvas.fill(BACKGROUND)
-            self._map = self._canvas.subsurface((MARGIN, MARGIN, *self._static.get_size()))
+            map_w, map_h = self._static.get_size()
+            top = max(MARGIN, (self._size[1] - map_h) // 2)  # centred beside the panel
+            self._map = self._canvas.subsurface((MARGIN, top, map_w, map_h))
             self._panel = self._canvas.subsurface(
                 (self._size[0] - PANEL_WIDTH, 0, PANEL_WIDTH, self._size[1]))
             self._layout_key = key
