@@ -116,6 +116,23 @@ class Scene:
         return tuple(tuple(x) for x in out)
 
     @cached_property
+    def doors_of_room(self) -> tuple[tuple[int, ...], ...]:
+        """Per room, the indices of the doors in its walls (ascending)."""
+        out: list[list[int]] = [[] for _ in self.layout.rooms]
+        for i, d in enumerate(self.layout.doors):
+            for r in dict.fromkeys(d.rooms):
+                out[r].append(i)
+        return tuple(tuple(x) for x in out)
+
+    @cached_property
+    def view_array(self) -> np.ndarray:
+        """``view_of_cell`` as an array over flat cells (-1 where no one can stand)."""
+        views = np.full(self.layout.height * self.layout.width, -1, np.int64)
+        for cell, view in self.view_of_cell.items():
+            views[cell] = view
+        return views
+
+    @cached_property
     def floor_cells(self) -> np.ndarray:
         return np.flatnonzero(np.frombuffer(self.floor, dtype=np.uint8))
 
