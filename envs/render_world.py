@@ -209,7 +209,7 @@ def draw_agents(pg: Any, text: Text, surf, state: HouseholdState, cell: int,
         r, c = divmod(pos, state.scene.width)
         rect = pg.Rect(c * cell, r * cell, cell, cell)
         color = agent_color(a)
-        radius = int(cell * 0.38)
+        radius = int(cell * (0.38 if cell >= 30 else 0.47))  # small cells: bigger discs
         pg.draw.circle(surf, (255, 255, 255), rect.center, radius + 2)
         pg.draw.circle(surf, color, rect.center, radius)
         text.blit(surf, str(a), rect.center, max(11, int(cell * 0.5)), text_color_on(color),
