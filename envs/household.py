@@ -42,7 +42,8 @@ class HouseholdEnv(ParallelEnv):
                  "prepare_afternoon_tea", num_agents: int = 3, obs_mode: str = "array",
                  render_mode: str | None = None, view_radius: int = 7,
                  full_observability: bool = False, reward_shaping: bool = False,
-                 max_ticks: int | None = None, render_fps: int | None = None):
+                 max_ticks: int | None = None, render_fps: int | None = None,
+                 render_options: dict | None = None):
         if obs_mode not in OBS_MODES:
             raise ValueError(f"obs_mode must be one of {OBS_MODES}, got {obs_mode!r}")
         if render_mode is not None and render_mode not in RENDER_MODES:
@@ -62,6 +63,8 @@ class HouseholdEnv(ParallelEnv):
         self.view_radius, self.full_observability = view_radius, full_observability
         self.reward_shaping, self.max_ticks = reward_shaping, max_ticks
         self.render_fps = render_fps or self.metadata["render_fps"]
+        # Passed to PygameRenderer: show_fov, fov_agents, cell_size, font_path, title.
+        self.render_options = dict(render_options or {})
         self.possible_agents = [f"agent_{i}" for i in range(int(num_agents))]
         self.agent_index = {a: i for i, a in enumerate(self.possible_agents)}
         self.agents: list[str] = []
@@ -146,7 +149,8 @@ class HouseholdEnv(ParallelEnv):
         if self._renderer is None:
             from orgteams.envs.rendering import PygameRenderer
 
-            self._renderer = PygameRenderer(self.render_mode, fps=self.render_fps)
+            self._renderer = PygameRenderer(self.render_mode, fps=self.render_fps,
+                                            **self.render_options)
         return self._renderer.render(self.world, self.overlay, self.display_names)
 
     def close(self):
