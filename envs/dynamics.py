@@ -73,36 +73,35 @@ def transition(state: HouseholdState, joint_action: Sequence[int]
         furn = scene.furniture_at.get(target, -1)
         door = scene.door_at.get(target, -1)
 
-        def bad(reason: str, a=a, furn=furn, door=door) -> None:
-            events.append(Event("invalid_action", a, furniture=furn, door=door, reason=reason))
-
         if verb in (Verb.OPEN, Verb.CLOSE):
             want = verb == Verb.OPEN
             if door >= 0:
                 if door_open[door] == want:
-                    bad(f"door already {'open' if want else 'closed'}")
+                    _invalid(events, a, furn, door,
+                             f"door already {'open' if want else 'closed'}")
                 elif not want and target in pos:
-                    bad("someone is standing in the doorway")
+                    _invalid(events, a, furn, door, "someone is standing in the doorway")
                 else:
                     door_open[door] = want
                     events.append(Event("opened" if want else "closed", a, door=door))
             elif furn >= 0 and scene.is_container[furn]:
                 if cont_open[furn] == want:
-                    bad(f"container already {'open' if want else 'closed'}")
+                    _invalid(events, a, furn, door,
+                             f"container already {'open' if want else 'closed'}")
                 else:
                     cont_open[furn] = want
                     events.append(Event("opened" if want else "closed", a, furniture=furn))
             else:
-                bad("nothing to open or close there")
+                _invalid(events, a, furn, door, "nothing to open or close there")
         elif furn < 0:
-            bad("no furniture there")
+            _invalid(events, a, furn, door, "no furniture there")
         elif not cont_open[furn]:
-            bad("the container is closed")
+            _invalid(events, a, furn, door, "the container is closed")
         elif verb == Verb.PICK:
             if idx >= len(contents[furn]):
-                bad(f"no object in slot {idx}")
+                _invalid(events, a, furn, door, f"no object in slot {idx}")
             elif len(hands[a]) >= HAND_CAPACITY:
-                bad("both hands are full")
+                _invalid(events, a, furn, door, "both hands are full")
             else:
                 obj = contents[furn][idx]
                 contents[furn] = contents[furn][:idx] + contents[furn][idx + 1:]
@@ -110,9 +109,9 @@ def transition(state: HouseholdState, joint_action: Sequence[int]
                 events.append(Event("picked", a, obj=obj, furniture=furn))
         else:  # PUT
             if idx >= len(hands[a]):
-                bad(f"hand slot {idx} is empty")
+                _invalid(events, a, furn, door, f"hand slot {idx} is empty")
             elif len(contents[furn]) >= scene.capacity[furn]:
-                bad("no room left there")
+                _invalid(events, a, furn, door, "no room left there")
             else:
                 obj = hands[a][idx]
                 hands[a] = hands[a][:idx] + hands[a][idx + 1:]
@@ -130,6 +129,11 @@ def transition(state: HouseholdState, joint_action: Sequence[int]
                 kind = "subgoal_done" if after > before else "subgoal_undone"
                 events.append(Event(kind, -1, other=i, reason=str(scene.goal[i])))
     return new, events
+
+
+def _invalid(events: list[Event], a: int, furn: int, door: int, reason: str) -> None:
+    """Record agent ``a``'s impossible interaction (a module function: no closure per agent)."""
+    events.append(Event("invalid_action", a, furniture=furn, door=door, reason=reason))
 
 
 def _resolve_moves(state: HouseholdState, moving: dict[int, int], events: list[Event]
