@@ -108,23 +108,29 @@ class HouseholdEnv(ParallelEnv):
             raise RuntimeError("call reset() before step()")
         if not self.agents:
             raise RuntimeError("the episode is over; call reset() to start a new one")
+        index = self.agent_index
         joint = [0] * len(self.possible_agents)
         for agent, action in actions.items():
-            if agent not in self.agent_index:
+            i = index.get(agent)
+            if i is None:
                 raise ValueError(f"unknown agent {agent!r}; agents are {self.possible_agents}")
-            joint[self.agent_index[agent]] = self._check_action(agent, action)
+            # Speed: a plain in-range int (the common case) needs no further checks.
+            if type(action) is not int or not 0 <= action < NUM_ACTIONS:
+                action = self._check_action(agent, action)
+            joint[i] = action
         before = self.world
         self.world, events = transition(before, joint)
         done = self.world.success
         limit = self.max_ticks or self.world.scene.step_limit
-        truncated = self.world.tick >= limit and not done
+        tick = self.world.tick
+        truncated = tick >= limit and not done
         rewards = self._rewards(before, events, done)
-        per_agent: dict[int, list[dict]] = {i: [] for i in range(len(joint))}
+        per_agent: list[list[dict]] = [[] for _ in joint]
+        everyone = range(len(joint))
         for e in events:
-            for i in (per_agent if e.agent < 0 else (e.agent,)):
+            for i in (everyone if e.agent < 0 else (e.agent,)):
                 per_agent[i].append(e.to_dict())
-        infos = {a: {"events": per_agent[self.agent_index[a]], "tick": self.world.tick}
-                 for a in self.agents}
+        infos = {a: {"events": per_agent[index[a]], "tick": tick} for a in self.agents}
         obs = self._observations()
         terms = {a: done for a in self.agents}
         truncs = {a: truncated for a in self.agents}

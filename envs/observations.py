@@ -110,10 +110,10 @@ class ArrayObserver:
         self._obj_channel = (self.obj_class + BASE_CHANNELS).tolist()
         side = 2 * r + 1
         self._offsets = (np.arange(side)[:, None] * pw + np.arange(side)).ravel()
-        n_views = len(lay.rooms) + len(lay.doors)
-        self._visible = np.zeros((n_views, ph * pw), np.intp)
-        self._visible_ready = [False] * n_views
-        self._view_list = [scene.view_of_cell.get(c, -1) for c in range(h * w)]
+        # Per standing cell, the buffer rows of its masked window, filled on first use.
+        self._windows = np.zeros((h * w, side * side), np.intp)
+        self._window_ready = np.zeros(h * w, bool)
+        self._everyone: list[int] = []
         self._goal_progress: tuple[int, ...] | None = None
         self._goal: np.ndarray | None = None
 
@@ -174,6 +174,16 @@ class ArrayObserver:
         self._cached_state = state
         return buf
 
+    def _fill_window(self, cell: int) -> None:
+        """Buffer rows of the window around ``cell``; rows the view hides -> the zero row."""
+        if self._window_ready[cell]:
+            return
+        view = self.scene.view_of_cell[cell]
+        rows = self._top_left[cell] + self._offsets
+        visible = self.view_mask(view).ravel()[rows]
+        self._windows[cell] = np.where(visible, rows, len(self._flat_buffer))
+        self._window_ready[cell] = True
+
     def _goal_array(self, state: HouseholdState) -> np.ndarray:
         """The goal rows; they depend on the goal progress only, so they are cached on it."""
         if state.progress != self._goal_progress:
@@ -192,18 +202,16 @@ class ArrayObserver:
                      ) -> list[dict[str, np.ndarray]]:
         """The observations of several agent indices, built together (one gather)."""
         self._features(state)
-        pos = [state.agent_pos[a] for a in agents]
-        views = [self._view_list[p] for p in pos]
-        ready = self._visible_ready
-        for v in views:
-            if not ready[v]:
-                mask = self.view_mask(v).ravel()
-                self._visible[v] = np.where(mask, np.arange(mask.size), mask.size)
-                ready[v] = True
-        corners = self._top_left[pos]
-        index = self._visible[np.array(views)[:, None], corners[:, None] + self._offsets]
+        pos = state.agent_pos
+        if len(self._everyone) != len(pos):
+            self._everyone = list(range(len(pos)))
+        cells = np.array(pos if agents == self._everyone else [pos[a] for a in agents])
+        if not self._window_ready[cells].all():
+            for cell in cells.tolist():
+                self._fill_window(cell)
         side = 2 * self.r + 1
-        images = np.take(self._flat_ext, index, axis=0).reshape(len(pos), side, side, -1)
+        images = np.take(self._flat_ext, self._windows[cells], axis=0).reshape(
+            len(cells), side, side, -1)
         images[:, self.r, self.r, 2] = 1
         n = len(agents)
         hands = np.zeros((n, HAND_CAPACITY), np.uint8)
