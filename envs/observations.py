@@ -210,7 +210,7 @@ class ArrayObserver:
             for cell in cells.tolist():
                 self._fill_window(cell)
         side = 2 * self.r + 1
-        images = np.take(self._flat_ext, self._windows[cells], axis=0).reshape(
+        images = self._flat_ext.take(self._windows[cells], axis=0).reshape(
             len(cells), side, side, -1)
         images[:, self.r, self.r, 2] = 1
         n = len(agents)
@@ -219,5 +219,5 @@ class ArrayObserver:
         for i, a in enumerate(agents):
             for j, o in enumerate(state.hands[a]):
                 hands[i, j] = obj_class[o] + 1
-        goals = np.repeat(self._goal_array(state)[None], n, axis=0)
+        goals = self._goal_array(state)[None].repeat(n, axis=0)
         return [{"image": images[i], "hands": hands[i], "goal": goals[i]} for i in range(n)]
