@@ -106,6 +106,9 @@ class ArrayObserver:
         self._switch_base = np.array([T_DOOR_CLOSED] * len(self._door_pad)
                                      + [T_CLOSED] * len(self._container_pad), np.uint8)
         self._n_switches = len(self._switch_pad)
+        self._flat_base = padded_base.reshape(ph * pw, -1)
+        self._layer = np.empty_like(self._flat_base)
+        self._layer_key: tuple | None = None
         self._furniture_pad = self._pad_index[self.container_flat].tolist()
         self._obj_channel = (self.obj_class + BASE_CHANNELS).tolist()
         side = 2 * r + 1
@@ -135,6 +138,34 @@ class ArrayObserver:
             self._masks[view] = np.pad(mask, self.r)
         return self._masks[view]
 
+    def _furniture_layer(self, state: HouseholdState) -> np.ndarray:
+        """Flat base features plus doors, containers and what lies on or in furniture.
+
+        Cached on the values of ``door_open``, ``container_open`` and ``contents``, which
+        most ticks leave unchanged, so a tick usually only redraws the agents.
+        """
+        key = (state.door_open, state.container_open, state.contents)
+        if key == self._layer_key:
+            return self._layer
+        layer = self._layer
+        np.copyto(layer, self._flat_base)
+        opened = state.container_open
+        if self._n_switches:
+            flags = [*state.door_open, *(opened[i] for i in self._container_list)]
+            layer[self._switch_pad, 0] = self._switch_base + np.array(flags, np.uint8)
+        rows: list[int] = []
+        cols: list[int] = []
+        channel, furn_pad = self._obj_channel, self._furniture_pad
+        for f, inside in enumerate(state.contents):
+            if inside and opened[f]:
+                cell = furn_pad[f]
+                for o in inside:
+                    rows.append(cell)
+                    cols.append(channel[o])
+        _add_ones(layer, rows, cols)
+        self._layer_key = (list(state.door_open), list(opened), list(state.contents))
+        return layer
+
     def _features(self, state: HouseholdState) -> np.ndarray:
         """Padded (H + 2r, W + 2r, C) features of the whole house for this state.
 
@@ -143,12 +174,8 @@ class ArrayObserver:
         if state is self._cached_state:
             return self._padded
         buf = self._buffer
-        np.copyto(buf, self._padded_base)
         flat = self._flat_buffer
-        if self._n_switches:
-            opened = state.container_open
-            flags = [*state.door_open, *(opened[i] for i in self._container_list)]
-            flat[self._switch_pad, 0] = self._switch_base + np.array(flags, np.uint8)
+        np.copyto(flat, self._furniture_layer(state))
         pad, channel = self._pad_list, self._obj_channel
         agent_cells = [pad[c] for c in state.agent_pos]
         flat[agent_cells, 2] = 2
@@ -158,18 +185,7 @@ class ArrayObserver:
             for o in held:
                 rows.append(agent_cells[a])
                 cols.append(channel[o])
-        container_open, furn_pad = state.container_open, self._furniture_pad
-        for f, inside in enumerate(state.contents):
-            if inside and container_open[f]:
-                cell = furn_pad[f]
-                for o in inside:
-                    rows.append(cell)
-                    cols.append(channel[o])
-        if len(rows) > 16:
-            np.add.at(flat, (rows, cols), 1)
-        else:  # a few scalar increments are cheaper than one ufunc.at call
-            for row, col in zip(rows, cols):
-                flat[row, col] += 1
+        _add_ones(flat, rows, cols)
         self._padded = buf
         self._cached_state = state
         return buf
@@ -221,3 +237,12 @@ class ArrayObserver:
                 hands[i, j] = obj_class[o] + 1
         goals = self._goal_array(state)[None].repeat(n, axis=0)
         return [{"image": images[i], "hands": hands[i], "goal": goals[i]} for i in range(n)]
+
+
+def _add_ones(flat: np.ndarray, rows: list[int], cols: list[int]) -> None:
+    """``flat[rows[i], cols[i]] += 1`` for every i, repeated pairs counted each time."""
+    if len(rows) > 16:
+        np.add.at(flat, (rows, cols), 1)
+    else:  # a few scalar increments are cheaper than one ufunc.at call
+        for row, col in zip(rows, cols):
+            flat[row, col] += 1
