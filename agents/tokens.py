@@ -22,6 +22,7 @@ force the approximation (e.g. to compare with a run made without the extra).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import threading
@@ -46,6 +47,23 @@ _lock = threading.Lock()
 _counter: tuple[str, Callable[[str], int]] | None = None
 
 
+@contextlib.contextmanager
+def _quiet_stderr():
+    """Silence file descriptor 2 (C-level logging) for the duration of the block."""
+    try:
+        saved = os.dup(2)
+    except OSError:  # no real stderr (embedded interpreters): nothing to silence
+        yield
+        return
+    try:
+        with open(os.devnull, "w") as devnull:
+            os.dup2(devnull.fileno(), 2)
+            yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+
+
 def _regex_count(text: str) -> int:
     total = 0
     for piece in _PIECE.findall(text):
@@ -64,7 +82,8 @@ def _bpe_counter() -> Callable[[str], int] | None:
     except (ImportError, FileNotFoundError):
         return None
     try:
-        vocab = llama_cpp.Llama(model_path=str(path), vocab_only=True, verbose=False)
+        with _quiet_stderr():  # llama.cpp prints a context warning from C even when quiet
+            vocab = llama_cpp.Llama(model_path=str(path), vocab_only=True, verbose=False)
     except (AttributeError, OSError, ValueError, RuntimeError) as exc:
         # A broken install must not stop a run; the recorded name says what was used.
         warnings.warn(
