@@ -1,0 +1,342 @@
+"""PlannerAgent: a competent scripted teammate over :class:`HighLevelEnv`.
+
+It keeps a belief of where objects are (its env memory plus what teammates said),
+and each time it must decide it picks, in order:
+
+1. an ``assign`` it received from a leader and has not done yet;
+2. ``grab`` the nearest known object that the goal still needs and nobody else has
+   claimed (while a hand is free);
+3. ``put`` what it holds on the nearest furniture of the goal's target type;
+4. ``explore`` the nearest room not fully observed that nobody else claimed
+   (the room it stands in first);
+5. ``wait``.
+
+It says what it does in small structured :class:`~orgteams.agents.messages.Message`
+s: ``claim`` for each object it goes to grab and each room it goes to explore,
+``found`` for goal objects it sees, ``done`` when it placed one, ``release`` when
+it gives up. Two claims on one object: the earlier tick wins, then the lower
+agent index. A leader (``role="leader"``) assigns the nearest needed object (else
+the nearest unexplored room) to each teammate that needs a decision, by distance,
+instead of everyone claiming greedily; the leader reads teammates' positions from
+the world, as a leader watching its team would.
+
+:func:`run_team` runs one episode of planners with everyone hearing everyone.
+"""
+
+from __future__ import annotations
+
+from orgteams.agents.messages import EVERYONE, Message
+from orgteams.envs.highlevel import HighLevelEnv
+
+ROLES = ("member", "leader")
+
+
+def _index(agent: str) -> int:
+    return int(agent.rpartition("_")[2])
+
+
+class PlannerAgent:
+    """Scripted expert. ``act(env)`` returns a high-level action id."""
+
+    def __init__(self, agent_id: str, role: str = "member"):
+        if role not in ROLES:
+            raise ValueError(f"role must be one of {ROLES}, got {role!r}")
+        self.agent_id, self.role = agent_id, role
+        self.claims: dict[str, tuple[str, int]] = {}  # object -> (agent, tick)
+        self.room_claims: dict[str, str] = {}  # agent -> room it explores
+        self.assignment: dict | None = None
+        self.assigned: dict[str, str] = {}  # leader: object or "room:<r>" -> agent
+        self._heard: list[Message] = []
+        self._outbox: list[Message] = []
+        self._announced: set[tuple[str, str]] = set()
+        self._placed: set[str] = set()
+        self._last_action = ""
+
+    # ---- messages ----
+    def receive(self, messages: list[Message]) -> None:
+        """Take in teammates' messages (applied to the env memory at the next call)."""
+        for m in messages:
+            if m.sender == self.agent_id or not m.addressed_to(self.agent_id):
+                continue
+            c = m.content
+            if m.kind == "claim" and "object" in c:
+                tick = int(c.get("tick", 0))
+                mine = self.claims.get(c["object"])
+                if mine is None or mine[0] != self.agent_id or (tick, _index(m.sender)) < (
+                        mine[1], _index(self.agent_id)):
+                    self.claims[c["object"]] = (m.sender, tick)
+            elif m.kind == "claim" and "room" in c:
+                self.room_claims[m.sender] = c["room"]
+            elif m.kind == "release":
+                if "object" in c and self.claims.get(c["object"], ("",))[0] == m.sender:
+                    del self.claims[c["object"]]
+                    self.assigned.pop(c["object"], None)
+                if "room" in c and self.room_claims.get(m.sender) == c["room"]:
+                    del self.room_claims[m.sender]
+            elif m.kind == "done":
+                self.claims.pop(c["object"], None)
+                self.assigned.pop(c["object"], None)
+                self._placed.add(c["object"])
+            elif m.kind == "assign" and c.get("agent") == self.agent_id:
+                self.assignment = dict(c)
+            self._heard.append(m)
+
+    def _apply_heard(self, env: HighLevelEnv) -> None:
+        mem = env.memory(self.agent_id)
+        for m in self._heard:
+            c = m.content
+            try:
+                if m.kind == "found":
+                    mem.note_object(c["object"], c["location"], c.get("tick"))
+                elif m.kind == "done":
+                    mem.note_object(c["object"], c["location"], c.get("tick"))
+            except (KeyError, ValueError):
+                continue  # a malformed or stale note is ignored, not fatal
+        self._heard.clear()
+
+    def _say(self, kind: str, receivers=EVERYONE, **content) -> None:
+        self._outbox.append(Message(self.agent_id, receivers, kind, content))
+
+    def communicate(self, env: HighLevelEnv, inbox: list[Message]) -> list[Message]:
+        """Read ``inbox``; return this agent's messages for this round."""
+        self.receive(inbox)
+        self._apply_heard(env)
+        self._announce(env)
+        if self.role == "leader":
+            self._lead(env)
+        if env.needs_decision(self.agent_id):
+            self._decide(env, claim=True)
+        out, self._outbox = self._outbox, []
+        return out
+
+    def _announce(self, env: HighLevelEnv) -> None:
+        mem = env.memory(self.agent_id)
+        wanted = self._wanted_classes(env)
+        for obj, b in mem.objects.items():
+            if (b.source == "seen" and b.kind == "furniture" and obj.rpartition("_")[0] in wanted
+                    and (obj, b.location) not in self._announced):
+                self._announced.add((obj, b.location))
+                self._say("found", object=obj, location=b.location, tick=b.tick)
+
+    # ---- acting ----
+    def act(self, env: HighLevelEnv) -> str:
+        """The high-level action id for this round (``continue`` while a plan runs)."""
+        self._apply_heard(env)
+        me = self.agent_id
+        if not env.needs_decision(me):
+            current = env.current(me)
+            lost = (current is not None and current.kind == "grab"
+                    and self.claims.get(current.target, (me,))[0] != me)
+            if not lost:
+                return "continue"
+        action = self._decide(env, claim=True)
+        self._last_action = action
+        return action
+
+    def _decide(self, env: HighLevelEnv, claim: bool) -> str:
+        """Choose an action; with ``claim`` queue the claim messages it implies."""
+        self._note_results(env)
+        valid = {a.id for a in env.available_actions(self.agent_id)}
+        choice = self._from_assignment(env, valid) or self._grab_or_put(env, valid) \
+            or self._explore(env, valid) or "wait"
+        if claim:
+            self._claim(env, choice)
+        return choice
+
+    def _claim(self, env: HighLevelEnv, choice: str) -> None:
+        kind, _, target = choice.partition(":")
+        tick = env.base.world.tick
+        if kind == "grab" and self.claims.get(target, ("",))[0] != self.agent_id:
+            self.claims[target] = (self.agent_id, tick)
+            self._say("claim", object=target, target=self._target_of(env, target), tick=tick)
+        elif kind == "explore" and self.room_claims.get(self.agent_id) != target:
+            self.room_claims[self.agent_id] = target
+            self._say("claim", room=target)
+
+    def _note_results(self, env: HighLevelEnv) -> None:
+        """Turn this agent's finished plans into done / release messages."""
+        mem = env.memory(self.agent_id)
+        me = self.agent_id
+        for obj, (who, _) in list(self.claims.items()):
+            if who != me:
+                continue
+            belief = mem.objects.get(obj)
+            if belief is not None and belief.kind == "furniture" and self._on_target(env, obj):
+                del self.claims[obj]
+                self._placed.add(obj)
+                self._say("done", object=obj, location=belief.location, tick=belief.tick,
+                          target=self._target_of(env, obj))
+            elif belief is None or (belief.kind == "agent" and belief.location != me) or (
+                    belief.kind == "furniture" and env.needs_decision(me)
+                    and self._last_action == f"grab:{obj}"):
+                del self.claims[obj]
+                self._say("release", object=obj)
+
+    # ---- goal bookkeeping ----
+    def _goal(self, env: HighLevelEnv):
+        world = env.base.world
+        return world.scene.goal, world.progress
+
+    def _wanted_classes(self, env: HighLevelEnv) -> set[str]:
+        goal, progress = self._goal(env)
+        return {p.cls for p, have in zip(goal, progress) if have < p.count}
+
+    def _target_of(self, env: HighLevelEnv, obj: str) -> str:
+        cls = obj.rpartition("_")[0]
+        goal, _ = self._goal(env)
+        return next((p.target for p in goal if p.cls == cls), "")
+
+    def _on_target(self, env: HighLevelEnv, obj: str) -> bool:
+        mem = env.memory(self.agent_id)
+        b = mem.objects.get(obj)
+        if b is None or b.kind != "furniture":
+            return False
+        target = self._target_of(env, obj)
+        f = mem.furniture.get(b.location)
+        ftype = f.type if f else b.location.rstrip("_0123456789")
+        return bool(target) and ftype == target
+
+    def _remaining(self, env: HighLevelEnv, exclude_claims_of: str | None = None
+                   ) -> dict[str, int]:
+        """Units each class still needs after what is held and claimed by others."""
+        goal, progress = self._goal(env)
+        need: dict[str, int] = {}
+        for p, have in zip(goal, progress):
+            need[p.cls] = need.get(p.cls, 0) + p.count - have
+        for obj in env.memory(self.agent_id).held:
+            cls = obj.rpartition("_")[0]
+            if cls in need:
+                need[cls] -= 1
+        for obj, (who, _) in self.claims.items():
+            cls = obj.rpartition("_")[0]
+            if who not in (self.agent_id, exclude_claims_of) and cls in need \
+                    and obj not in self._placed:
+                need[cls] -= 1
+        return need
+
+    def _candidates(self, env: HighLevelEnv, agent: str | None = None) -> list[str]:
+        """Known objects the goal still needs that nobody else claimed."""
+        me = agent or self.agent_id
+        mem = env.memory(self.agent_id)
+        need = self._remaining(env)
+        out = []
+        for obj, b in mem.objects.items():
+            cls = obj.rpartition("_")[0]
+            if (b.kind == "furniture" and need.get(cls, 0) > 0 and not self._on_target(env, obj)
+                    and self.claims.get(obj, (me,))[0] == me
+                    and self.assigned.get(obj, me) == me):
+                out.append(obj)
+        return sorted(out)
+
+    def _dist(self, env: HighLevelEnv, agent: str, furniture: str) -> int:
+        world = env.base.world
+        f = next(i for i, x in enumerate(world.scene.layout.furniture) if x.name == furniture)
+        here = world.agent_pos[env.base.agent_index[agent]]
+        return env.nav.distance(here, env.nav.furniture_goal(f))
+
+    def _room_dist(self, env: HighLevelEnv, agent: str, room: str) -> int:
+        world = env.base.world
+        here = world.agent_pos[env.base.agent_index[agent]]
+        return env.nav.distance(here, env.nav.room_goal(world.scene.layout.rooms.index(room)))
+
+    # ---- choices ----
+    def _from_assignment(self, env: HighLevelEnv, valid: set[str]) -> str | None:
+        a, self.assignment = self.assignment, None
+        if a is None or a["action"] not in valid:
+            return None
+        kind, _, target = a["action"].partition(":")
+        mem = env.memory(self.agent_id)
+        if kind == "grab" and (len(mem.held) >= 2 or self._on_target(env, target)
+                               or self.claims.get(target, (self.agent_id,))[0] != self.agent_id):
+            return None
+        if kind == "explore" and mem.room_explored(target):
+            return None
+        return a["action"]
+
+    def _grab_or_put(self, env: HighLevelEnv, valid: set[str]) -> str | None:
+        mem = env.memory(self.agent_id)
+        me = self.agent_id
+        if len(mem.held) < 2:
+            cands = [o for o in self._candidates(env) if f"grab:{o}" in valid]
+            if cands:
+                best = min(cands, key=lambda o: (self._dist(env, me, mem.objects[o].location), o))
+                return f"grab:{best}"
+        if not mem.held:
+            return None
+        goal, _ = self._goal(env)
+        held_cls = {o.rpartition("_")[0] for o in mem.held}
+        targets = {p.target for p in goal if p.cls in held_cls}
+        spots = [b.name for b in mem.furniture.values() if b.type in targets
+                 and f"put:{b.name}" in valid]
+        if not spots and targets:
+            return None  # the target furniture is not seen yet: explore to find it
+        if not spots:  # nothing held is wanted: set it down on the nearest free surface
+            spots = [b.name for b in mem.furniture.values() if f"put:{b.name}" in valid
+                     and b.type not in {p.target for p in goal}]
+        if not spots:
+            return None
+        return f"put:{min(spots, key=lambda f: (self._dist(env, me, f), f))}"
+
+    def _explore(self, env: HighLevelEnv, valid: set[str], agent: str | None = None,
+                 taken: set[str] = frozenset()) -> str | None:
+        me = agent or self.agent_id
+        mem = env.memory(self.agent_id)
+        others = {r for a, r in self.room_claims.items() if a != me} | set(taken)
+        rooms = [r for r in mem.rooms if not mem.room_explored(r) and f"explore:{r}" in valid]
+        free = [r for r in rooms if r not in others] or rooms
+        if not free:
+            return None
+        return f"explore:{min(free, key=lambda r: (self._room_dist(env, me, r), r))}"
+
+    # ---- leader ----
+    def _lead(self, env: HighLevelEnv) -> None:
+        """Assign each teammate that must decide the nearest open subgoal."""
+        team = [a for a in env.agents if a != self.agent_id and env.needs_decision(a)]
+        rooms_taken = {k[5:] for k, v in self.assigned.items() if k.startswith("room:")}
+        valid = {a.id for a in env.available_actions(self.agent_id)}
+        for agent in team:
+            cands = [o for o in self._candidates(env, agent) if self.assigned.get(o) is None]
+            if cands:
+                mem = env.memory(self.agent_id)
+                obj = min(cands, key=lambda o: (self._dist(env, agent, mem.objects[o].location), o))
+                self.assigned[obj] = agent
+                self._say("assign", (agent,), agent=agent, action=f"grab:{obj}",
+                          target=self._target_of(env, obj))
+                continue
+            explore = self._explore(env, valid, agent, rooms_taken)
+            if explore:
+                room = explore.partition(":")[2]
+                for k in [k for k, v in self.assigned.items() if v == agent and k[:5] == "room:"]:
+                    del self.assigned[k]
+                self.assigned[f"room:{room}"] = agent
+                rooms_taken.add(room)
+                self._say("assign", (agent,), agent=agent, action=explore)
+
+
+def run_team(env: HighLevelEnv, agents: list, seed: int | None = None,
+             max_rounds: int = 100_000) -> dict:
+    """One episode: each round every agent speaks in order (everyone hears everyone,
+    later speakers hear earlier ones at once), then every agent acts."""
+    env.reset(seed=seed)
+    inbox: dict[str, list[Message]] = {a.agent_id: [] for a in agents}
+    messages = words = 0
+    while env.agents and env.rounds < max_rounds:
+        for agent in agents:
+            if not hasattr(agent, "communicate"):
+                continue
+            said = agent.communicate(env, inbox[agent.agent_id])
+            inbox[agent.agent_id] = []
+            for m in said:
+                messages += 1
+                words += len(m.render().split())
+                for other in agents:
+                    if other is not agent and m.addressed_to(other.agent_id):
+                        inbox[other.agent_id].append(m)
+        actions = {a.agent_id: a.act(env) for a in agents if a.agent_id in env.agents}
+        env.step(actions)
+    success = bool(env.base.world.success)
+    return {"ticks": env.ticks, "rounds": env.rounds, "success": success,
+            "messages": messages, "message_words": words}
+
+
+__all__ = ["PlannerAgent", "ROLES", "run_team"]

@@ -1,0 +1,505 @@
+"""High-level actions over the household: a PettingZoo ParallelEnv in decision rounds.
+
+Each agent picks a :class:`HighLevelAction` (the paper's ``[goexplore] <kitchen>``,
+``[gocheck] <fridge>``, ``[gograb] <cupcake_1>``, ``[goput] <coffee_table>``,
+``[wait]``), which runs over several primitive ticks of the wrapped
+:class:`~orgteams.envs.household.HouseholdEnv`. One :meth:`HighLevelEnv.step` (a
+*decision round*) runs ticks until at least one agent finished or failed its plan
+(so needs a new decision), or the episode ends; it always runs at least one tick.
+
+====================  =====================================================================
+id                    what the plan does
+====================  =====================================================================
+``explore:<room>``    walk into the room, then open each container there never seen open,
+                      nearest first; done when every container there has been observed
+``goto:<room>``       walk into the room
+``check:<furn>``      walk next to the container and open it
+``grab:<obj>``        walk to where the agent believes the object is, open its container if
+                      needed, pick it; fails ("cupcake_1 is not on the kitchen_table any
+                      more", "both hands are full") when that is impossible
+``put:<furn>``        walk there, open it if it is a container, put every held object the goal
+                      wants on/in that furniture type; when none of the held objects match,
+                      put all held objects there; fails when it is full or hands are empty
+``wait``              wait one tick
+``continue``          keep the current plan (only while one is running)
+====================  =====================================================================
+
+Available actions come from the agent's :class:`~orgteams.envs.memory.AgentMemory`
+only: ``explore``/``goto`` every room of the floor plan, ``check`` every container
+seen, ``grab`` every object believed on/in a piece of furniture, ``put`` every
+piece of furniture seen (while holding something). An agent that needs a decision
+and is given none waits one tick. Navigation is :mod:`orgteams.envs.navigation`;
+a walk that makes no progress for long fails with a reason (never a hang).
+"""
+
+from __future__ import annotations
+
+import string
+from collections.abc import Callable, Generator
+from dataclasses import dataclass
+from typing import Any
+
+from gymnasium import spaces
+from pettingzoo import ParallelEnv
+
+from orgteams.envs._util import did_you_mean
+from orgteams.envs.actions import Verb, encode
+from orgteams.envs.household import TEXT_SPACE_LENGTH, HouseholdEnv
+from orgteams.envs.memory import AgentMemory
+from orgteams.envs.navigation import INF, navigator
+from orgteams.envs.state import is_walkable
+
+KINDS = ("explore", "goto", "check", "grab", "put", "wait", "continue")
+LABELS = {"explore": "goexplore", "goto": "goto", "check": "gocheck", "grab": "gograb",
+          "put": "goput", "wait": "wait", "continue": "continue"}
+STATUSES = ("running", "done", "failed", "idle")
+PLAN_TICK_LIMIT = 400  # a plan running this long fails ("gave up"): a hard bound
+STUCK_LIMIT = 25  # ticks a walk may go without getting closer before it fails
+DEFER_TICKS = 12  # how long an agent gives way to one it could not push aside
+
+
+@dataclass(frozen=True)
+class HighLevelAction:
+    """One high-level action; ``id`` is what agents send to :meth:`HighLevelEnv.step`."""
+
+    id: str
+    kind: str
+    target: str
+    label: str
+
+    @classmethod
+    def make(cls, kind: str, target: str = "") -> HighLevelAction:
+        ident = f"{kind}:{target}" if target else kind
+        label = f"[{LABELS[kind]}] <{target}>" if target else f"[{LABELS[kind]}]"
+        return cls(ident, kind, target, label)
+
+
+class PlanFailed(Exception):
+    """A plan cannot go on; the message is the reason shown to the agent."""
+
+
+@dataclass
+class _Runner:
+    action: HighLevelAction | None = None
+    plan: Generator[int, None, None] | None = None
+    status: str = "idle"
+    failure_reason: str = ""
+    pending: int = 0
+    ticks: int = 0
+    idle: bool = False
+
+
+Plan = Generator[int, None, None]
+
+
+class HighLevelEnv(ParallelEnv):
+    """Decision rounds of high-level actions over a :class:`HouseholdEnv`."""
+
+    metadata = {"name": "household_highlevel_v0", "render_modes": ["human", "rgb_array", "ansi"],
+                "is_parallelizable": True}
+
+    def __init__(self, base: HouseholdEnv | None = None, **household_kwargs: Any):
+        if base is not None and household_kwargs:
+            raise ValueError("pass either base= or HouseholdEnv keyword arguments, not both")
+        if base is None:
+            household_kwargs.setdefault("obs_mode", "text")
+            base = HouseholdEnv(**household_kwargs)
+        self.base = base
+        self.possible_agents = list(base.possible_agents)
+        self.agents: list[str] = []
+        self.render_mode = base.render_mode
+        self._obs_space = spaces.Text(TEXT_SPACE_LENGTH, charset=string.printable)
+        self._act_space = spaces.Text(128, charset=string.ascii_letters + string.digits + ":_")
+        self._memories: dict[str, AgentMemory] = {}
+        self._runners: dict[str, _Runner] = {}
+        self._defer: dict[str, tuple[str, int]] = {}
+        self.ticks = 0
+        self.rounds = 0
+        self.plan_seconds = 0.0  # reserved for benchmarks (set by profilers)
+        # Called after every tick as on_tick(before, joint_actions, after, events):
+        # demonstrations and profilers hook in here.
+        self.on_tick: Callable[..., None] | None = None
+
+    # ---- PettingZoo API ----
+    def observation_space(self, agent: str) -> spaces.Space:
+        return self._obs_space
+
+    def action_space(self, agent: str) -> spaces.Space:
+        return self._act_space
+
+    def reset(self, seed: int | None = None, options: dict | None = None):
+        self.base.reset(seed=seed, options=options)
+        world = self.base.world
+        self.nav = navigator(world.scene.layout)
+        self.agents = list(self.base.agents)
+        self._memories = {a: AgentMemory(world.scene, i, self.possible_agents)
+                          for i, a in enumerate(self.possible_agents)}
+        for mem in self._memories.values():
+            mem.update(world)
+        self._runners = {a: _Runner() for a in self.possible_agents}
+        self._defer: dict[str, tuple[str, int]] = {}  # agent -> (gives way to, until tick)
+        self.ticks = 0
+        self.rounds = 0
+        events = {a: [] for a in self.agents}
+        return self._observations(), {a: self._info(a, 0, events[a]) for a in self.agents}
+
+    def step(self, actions: dict[str, str]):
+        if self.base.world is None:
+            raise RuntimeError("call reset() before step()")
+        if not self.agents:
+            raise RuntimeError("the episode is over; call reset() to start a new one")
+        chosen = self._validate(actions)
+        for agent, action in chosen.items():
+            self._start(agent, action)
+        for agent in self.agents:
+            r = self._runners[agent]
+            if not r.idle and r.status != "running" and agent not in chosen:
+                self._start(agent, HighLevelAction.make("wait"))
+        self.rounds += 1
+        events: dict[str, list[dict]] = {a: [] for a in self.agents}
+        total_reward, elapsed = 0.0, 0
+        terms = truncs = {a: False for a in self.agents}
+        live = [a for a in self.agents if not self._runners[a].idle]
+        while True:
+            before = self.base.world
+            joint = {a: (r.pending if r.status == "running" and not r.idle else 0)
+                     for a, r in ((a, self._runners[a]) for a in self.agents)}
+            self._make_way(joint)
+            _, rew, terms, truncs, infos = self.base.step(joint)
+            elapsed += 1
+            total_reward += next(iter(rew.values()), 0.0)
+            world = self.base.world
+            for a, info in infos.items():
+                events[a].extend(dict(e, tick=world.tick) for e in info["events"])
+            if self.on_tick is not None:
+                self.on_tick(before, joint, world, infos)
+            for mem in self._memories.values():
+                mem.update(world)
+            for a in live:
+                if self._runners[a].status == "running":
+                    self._advance(a)
+            if not self.base.agents or not live:
+                break
+            if any(self._runners[a].status != "running" for a in live):
+                break
+        self.ticks = self.base.world.tick
+        agents = list(self.agents)
+        if not self.base.agents:
+            self.agents = []
+        obs = self._observations(agents)
+        infos = {a: self._info(a, elapsed, events[a]) for a in agents}
+        return (obs, {a: total_reward for a in agents}, dict(terms), dict(truncs), infos)
+
+    def render(self):
+        return self.base.render()
+
+    def close(self):
+        self.base.close()
+
+    # ---- queries ----
+    def memory(self, agent: str) -> AgentMemory:
+        return self._memories[agent]
+
+    def needs_decision(self, agent: str) -> bool:
+        r = self._runners.get(agent)
+        if r is None:
+            raise ValueError(f"unknown agent {agent!r}; agents are {self.possible_agents}")
+        return bool(self.agents) and not r.idle and r.status != "running"
+
+    def current(self, agent: str) -> HighLevelAction | None:
+        r = self._runners[agent]
+        return r.action if r.status == "running" else None
+
+    def set_idle(self, agent: str, idle: bool) -> None:
+        """An idle agent waits every tick and never needs a decision."""
+        r = self._runners[agent]
+        r.idle = idle
+        r.plan, r.action, r.pending, r.status, r.failure_reason = None, None, 0, "idle", ""
+
+    def available_actions(self, agent: str) -> list[HighLevelAction]:
+        """The actions ``agent`` may choose now, derived only from its memory."""
+        mem = self._memories[agent]
+        make = HighLevelAction.make
+        out = [make("explore", r) for r in mem.rooms] + [make("goto", r) for r in mem.rooms]
+        seen = mem.furniture
+        furn = [f.name for f in self.base.world.scene.layout.furniture if f.name in seen]
+        out += [make("check", f) for f in furn if seen[f].is_container]
+        for obj in self.base.world.scene.objects:
+            belief = mem.objects.get(obj)
+            if belief is not None and belief.kind == "furniture":
+                out.append(make("grab", obj))
+        if mem.held:
+            out += [make("put", f) for f in furn]
+        out.append(make("wait"))
+        if self._runners[agent].status == "running":
+            out.append(make("continue"))
+        return out
+
+    # ---- internals: choosing and running plans ----
+    def _validate(self, actions: dict[str, str]) -> dict[str, HighLevelAction]:
+        chosen = {}
+        for agent, ident in actions.items():
+            if agent not in self._runners:
+                raise ValueError(f"unknown agent {agent!r}; agents are {self.possible_agents}")
+            if agent not in self.agents:
+                continue
+            if isinstance(ident, HighLevelAction):
+                ident = ident.id
+            if self._runners[agent].idle and ident in ("continue", "wait", None):
+                continue
+            available = {a.id: a for a in self.available_actions(agent)}
+            if ident not in available:
+                raise ValueError(
+                    f"{agent}: unknown or unavailable action {ident!r}."
+                    f"{did_you_mean(str(ident), available)} Valid ids for {agent}: "
+                    f"{', '.join(available)}")
+            if ident != "continue":
+                chosen[agent] = available[ident]
+        return chosen
+
+    def _start(self, agent: str, action: HighLevelAction) -> None:
+        r = self._runners[agent]
+        if r.idle:
+            raise ValueError(f"{agent} is idle: set_idle({agent!r}, False) before giving it "
+                             f"{action.id!r}")
+        r.action, r.status, r.failure_reason, r.ticks = action, "running", "", 0
+        r.plan = getattr(self, f"_plan_{action.kind}")(agent, action.target)
+        self._advance(agent)
+
+    def _advance(self, agent: str) -> None:
+        r = self._runners[agent]
+        try:
+            if r.ticks >= PLAN_TICK_LIMIT:
+                raise PlanFailed(f"gave up {r.action.id} after {r.ticks} ticks")
+            r.pending = next(r.plan)
+            r.ticks += 1
+        except StopIteration:
+            r.status, r.pending, r.plan = "done", 0, None
+        except PlanFailed as exc:
+            r.status, r.pending, r.plan, r.failure_reason = "failed", 0, None, str(exc)
+
+    def _waiting(self, agent: str) -> bool:
+        r = self._runners[agent]
+        return r.idle or r.status != "running" or r.action.kind == "wait"
+
+    def _yielding(self, agent: str) -> tuple[frozenset[int], frozenset[int]]:
+        """Cells of waiting teammates, and of lower-priority (higher index) ones."""
+        pos = self.base.world.agent_pos
+        index = self.base.agent_index
+        waiting = frozenset(pos[index[a]] for a in self.agents
+                            if a != agent and self._waiting(a))
+        lower = frozenset(pos[index[a]] for a in self.agents
+                          if a != agent and self._outranks(agent, a))
+        return waiting, lower
+
+    def _outranks(self, a: str, b: str) -> bool:
+        """Whether ``a`` may push ``b`` aside: lower index wins, unless one defers."""
+        tick = self.base.world.tick
+        if self._defer.get(a, ("", -1))[0] == b and self._defer[a][1] > tick:
+            return False
+        if self._defer.get(b, ("", -1))[0] == a and self._defer[b][1] > tick:
+            return True
+        index = self.base.agent_index
+        return index[a] < index[b]
+
+    def _make_way(self, joint: dict[str, int]) -> None:
+        """Push aside whoever stands where a higher-priority agent walks this tick.
+
+        A waiting agent, or one of higher index that is only waiting or walking,
+        steps to a free cell beside it (or pushes the next one along, two deep).
+        """
+        world = self.base.world
+        index = self.base.agent_index
+        pos = world.agent_pos
+        at = {pos[index[a]]: a for a in self.agents}
+        taken = set(pos)
+        for mover in sorted(joint, key=index.get):
+            act = joint[mover]
+            if not 1 <= act <= 4:
+                continue
+            into = pos[index[mover]] + world.scene.deltas[act - 1]
+            b = at.get(into)
+            here = pos[index[mover]]
+            if b is None or not self._pushable(b, mover, joint):
+                continue
+            if self._push(b, here, mover, joint, taken, at, depth=2):
+                continue
+            # b is boxed in: the mover gives way to b for a while (b may push it back).
+            self._defer[mover] = (b, world.tick + DEFER_TICKS)
+            if self._waiting(b):
+                # b is in a dead end: the mover steps aside and b comes out behind it.
+                side = [(d, n) for d, n in self.nav.neighbours[here]
+                        if n != into and n not in taken and is_walkable(world, n)]
+                if side:
+                    d, n = side[0]
+                    joint[mover] = encode(Verb.MOVE, d)
+                    joint[b] = encode(Verb.MOVE, self.nav.direction_to(into, here))
+                    taken.add(n)
+
+    def _pushable(self, b: str, mover: str, joint: dict[str, int]) -> bool:
+        return joint[b] <= 4 and (self._waiting(b) or self._outranks(mover, b))
+
+    def _push(self, b: str, away: int, mover: str, joint: dict[str, int], taken: set[int],
+              at: dict[int, str], depth: int) -> bool:
+        world = self.base.world
+        cell = world.agent_pos[self.base.agent_index[b]]
+        ahead = 2 * cell - away
+        options = [(d, n) for d, n in self.nav.neighbours[cell]
+                   if n != away and is_walkable(world, n)]
+        # Prefer floor to doorways, and the side to straight ahead of the mover.
+        options.sort(key=lambda dn: (not self.nav.is_floor[dn[1]], dn[1] == ahead))
+        for d, n in options:
+            if n not in taken:
+                joint[b] = encode(Verb.MOVE, d)
+                taken.add(n)
+                return True
+        if depth > 0:
+            for d, n in options:
+                c = at.get(n)
+                if c is not None and c != mover and self._pushable(c, mover, joint) \
+                        and self._push(c, cell, mover, joint, taken, at, depth - 1):
+                    joint[b] = encode(Verb.MOVE, d)
+                    return True
+        return False
+
+    def _info(self, agent: str, elapsed: int, events: list[dict]) -> dict:
+        r = self._runners[agent]
+        return {"needs_decision": self.needs_decision(agent), "status": r.status,
+                "failure_reason": r.failure_reason, "ticks_elapsed": elapsed,
+                "events": events, "available": self.available_actions(agent),
+                "current": self.current(agent)}
+
+    def _observations(self, agents: list[str] | None = None) -> dict[str, str]:
+        return {a: self.base.describe(a) for a in (self.agents if agents is None else agents)}
+
+    # ---- plans: generators yielding primitive action ids ----
+    def _walk(self, agent: str, goals: frozenset[int], what: str) -> Plan:
+        """Walk until standing on one of ``goals``; fail when no progress is made."""
+        walker = self.nav.walker(self.base.agent_index[agent], goals)
+        best, since_best = INF, 0
+        while True:
+            world = self.base.world
+            d = walker.remaining(world)
+            if d == 0:
+                return
+            if d >= INF:
+                raise PlanFailed(f"no path to {what}")
+            if d < best:
+                best, since_best = d, 0
+            else:
+                since_best += 1
+                if since_best > STUCK_LIMIT:
+                    raise PlanFailed(f"could not reach {what}: blocked for {since_best} ticks")
+            act = walker.next_action(world, *self._yielding(agent))
+            if act < 0:
+                raise PlanFailed(f"no path to {what}")
+            yield act
+
+    def _furniture(self, name: str) -> int:
+        for i, f in enumerate(self.base.world.scene.layout.furniture):
+            if f.name == name:
+                return i
+        raise PlanFailed(f"there is no {name}")
+
+    def _face(self, agent: str, f: int) -> int:
+        world = self.base.world
+        cell = world.scene.layout.furniture[f].cell
+        here = world.agent_pos[self.base.agent_index[agent]]
+        return self.nav.direction_to(here, cell[0] * world.scene.width + cell[1])
+
+    def _open(self, agent: str, f: int) -> Plan:
+        """Open container ``f`` (already adjacent) if the agent sees it closed."""
+        mem = self._memories[agent]
+        name = self.base.world.scene.layout.furniture[f].name
+        for _ in range(3):
+            if mem.furniture[name].open:
+                return
+            yield encode(Verb.OPEN, self._face(agent, f))
+        raise PlanFailed(f"could not open the {name}")
+
+    def _plan_wait(self, agent: str, target: str) -> Plan:
+        yield 0
+
+    def _plan_goto(self, agent: str, target: str) -> Plan:
+        room = self.base.world.scene.layout.rooms.index(target)
+        yield from self._walk(agent, self.nav.room_goal(room), f"the {target}")
+
+    def _plan_explore(self, agent: str, target: str) -> Plan:
+        yield from self._plan_goto(agent, target)
+        mem = self._memories[agent]
+        a = self.base.agent_index[agent]
+        while True:
+            todo = [self._furniture(n) for n in mem.containers_unobserved(target)]
+            if not todo:
+                return
+            here = self.base.world.agent_pos[a]
+            f = min(todo, key=lambda i: self.nav.distance(here, self.nav.furniture_goal(i)))
+            name = self.base.world.scene.layout.furniture[f].name
+            yield from self._walk(agent, self.nav.furniture_goal(f), f"the {name}")
+            yield from self._open(agent, f)
+
+    def _plan_check(self, agent: str, target: str) -> Plan:
+        f = self._furniture(target)
+        yield from self._walk(agent, self.nav.furniture_goal(f), f"the {target}")
+        yield from self._open(agent, f)
+
+    def _plan_grab(self, agent: str, target: str) -> Plan:
+        mem = self._memories[agent]
+        a = self.base.agent_index[agent]
+        scene = self.base.world.scene
+        obj = scene.objects.index(target)
+        last_place = "place it was"
+        walk, walk_to = None, ""
+        while True:
+            world = self.base.world
+            if obj in world.hands[a]:
+                return
+            if len(world.hands[a]) >= 2:
+                raise PlanFailed("both hands are full")
+            belief = mem.objects.get(target)
+            if belief is None or belief.kind != "furniture":
+                raise PlanFailed(f"{target} is not {last_place} any more"
+                                 if belief is None else f"{target} is held by {belief.location}")
+            f = self._furniture(belief.location)
+            prep = "in" if scene.is_container[f] else "on"
+            last_place = f"{prep} the {belief.location}"
+            goals = self.nav.furniture_goal(f)
+            if self.nav.distance(world.agent_pos[a], goals) > 0:
+                # One walking step at a time, so a changed belief re-targets the walk.
+                if walk is None or walk_to != belief.location:
+                    walk, walk_to = self._walk(agent, goals, f"the {belief.location}"), belief.location
+                step = next(walk, None)
+                if step is not None:
+                    yield step
+                    continue
+            if not mem.furniture[belief.location].open:
+                yield from self._open(agent, f)
+                continue
+            if obj not in world.contents[f]:  # seen not there: memory forgets it
+                raise PlanFailed(f"{target} is not {last_place} any more")
+            yield encode(Verb.PICK, self._face(agent, f), world.contents[f].index(obj))
+            if obj not in self.base.world.hands[a] and obj in self.base.world.contents[f]:
+                raise PlanFailed(f"could not pick {target}")
+
+    def _plan_put(self, agent: str, target: str) -> Plan:
+        a = self.base.agent_index[agent]
+        scene = self.base.world.scene
+        f = self._furniture(target)
+        held = self.base.world.hands[a]
+        if not held:
+            raise PlanFailed("hands are empty: nothing to put")
+        ftype = scene.layout.furniture[f].type
+        wanted_classes = {p.cls for p in scene.goal if p.target == ftype}
+        objs = [o for o in held if scene.object_class[o] in wanted_classes] or list(held)
+        yield from self._walk(agent, self.nav.furniture_goal(f), f"the {target}")
+        yield from self._open(agent, f)
+        for obj in objs:
+            world = self.base.world
+            if obj not in world.hands[a]:
+                continue
+            if len(world.contents[f]) >= scene.capacity[f]:
+                raise PlanFailed(f"the {target} is full")
+            yield encode(Verb.PUT, self._face(agent, f), world.hands[a].index(obj))
+
+
+__all__ = ["HighLevelAction", "HighLevelEnv", "KINDS", "PlanFailed", "STATUSES"]
