@@ -37,7 +37,8 @@ class Message:
 
     def __post_init__(self) -> None:
         if self.kind not in MESSAGE_KINDS:
-            raise ValueError(f"message kind {self.kind!r} must be one of {', '.join(MESSAGE_KINDS)}")
+            raise ValueError(f"message kind {self.kind!r} must be one of "
+                             f"{', '.join(MESSAGE_KINDS)}")
         if isinstance(self.receivers, str) and self.receivers != EVERYONE:
             raise ValueError(f"receivers must be a tuple of agent names or {EVERYONE!r}, "
                              f"got {self.receivers!r}")

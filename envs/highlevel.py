@@ -467,7 +467,8 @@ class HighLevelEnv(ParallelEnv):
             if self.nav.distance(world.agent_pos[a], goals) > 0:
                 # One walking step at a time, so a changed belief re-targets the walk.
                 if walk is None or walk_to != belief.location:
-                    walk, walk_to = self._walk(agent, goals, f"the {belief.location}"), belief.location
+                    walk_to = belief.location
+                    walk = self._walk(agent, goals, f"the {walk_to}")
                 step = next(walk, None)
                 if step is not None:
                     yield step
