@@ -76,8 +76,7 @@ def model_decisions(n: int) -> tuple[list[float], int]:
     with LocalServer() as server:
         agent = LLMAgent("agent_0", LocalBackend(server), seed=0, max_tokens=160)
         env = _env()
-        asyncio.run(_decisions(agent, env, 1))  # warm-up
-        records = asyncio.run(_decisions(agent, env, n))
+        records = asyncio.run(_decisions(agent, env, n + 1))[1:]  # first one: warm-up
     return [rec.wall for rec in records], sum(rec.fallback is None for rec in records)
 
 

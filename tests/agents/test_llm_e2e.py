@@ -17,6 +17,8 @@ from test_prompts import TEAM, FakeEnv, comm_ctx
 
 from orgteams.agents import LLMAgent
 
+ROUNDS = 1
+
 
 def _local_missing() -> str | None:
     if importlib.util.find_spec("llama_cpp") is None:
@@ -41,6 +43,7 @@ def _openai_backend(server, **kwargs):
 @pytest.mark.local_llm
 @pytest.mark.skipif(_local_missing() is not None, reason=str(_local_missing()))
 def test_smollm2_agents_play_a_few_rounds():
+    # ~820 prompt tokens a decision: ~10-15 s each on a busy 2-core CPU, so keep it short.
     from orgteams.agents.backends import LocalBackend, LocalServer
     from orgteams.envs.highlevel import HighLevelEnv
 
@@ -63,8 +66,11 @@ def test_smollm2_agents_play_a_few_rounds():
             records.extend(d.record for d in acts)
             return {a: d.action_id for a, d in zip(deciding, acts)}
 
-        for r in range(2):
-            env.step(asyncio.run(one_round(r)))
+        async def play() -> None:  # one event loop: the async HTTP client is bound to it
+            for r in range(ROUNDS):
+                env.step(await one_round(r))
+
+        asyncio.run(play())
     assert len(records) >= 4
     for rec in records:
         assert rec.fallback is None, (rec.phase, rec.errors, rec.replies)
