@@ -1,0 +1,5 @@
+import sys
+
+from orgteams.cli import main
+
+sys.exit(main())

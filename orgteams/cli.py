@@ -1,0 +1,191 @@
+"""The ``orgteams`` command line: run, play, record, demos, list.
+
+Every command that produces results accepts ``--json`` and then prints exactly one
+JSON object on stdout (the episode summary for ``run``), so scripts can consume it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+
+def _print_json(obj: Any) -> None:
+    print(json.dumps(obj, default=str))
+
+
+def _round_printer(names: dict[str, str] | None = None):
+    """A live one-line-per-event printer for ``orgteams run`` (stderr, so --json stays clean)."""
+    def show(round_: int, records: list[dict]) -> None:
+        for r in records:
+            who = r.get("agent", "team")
+            if r.get("phase") == "communicate" and r.get("message"):
+                to = ", ".join(r.get("delivered") or []) or "nobody"
+                print(f"  r{round_:<3} {who} -> {to}: {r['message'][:100]}", file=sys.stderr)
+            elif r.get("phase") == "act":
+                extra = f"  [fallback: {r['fallback']}]" if r.get("fallback") else ""
+                print(f"  r{round_:<3} {who} does {r.get('action')} "
+                      f"({r.get('status')}, tick {r.get('tick')}){extra}", file=sys.stderr)
+            elif r.get("record") == "event":
+                print(f"  r{round_:<3} event {r.get('type')}: "
+                      f"{ {k: v for k, v in r.items() if k not in ('record', 'type')} }",
+                      file=sys.stderr)
+    return show
+
+
+SUMMARY_ROWS = ("success", "ticks", "rounds", "units_done", "units_total",
+                "message_tokens_sent", "message_tokens_delivered", "comm_tokens_per_step",
+                "llm_prompt_tokens", "llm_completion_tokens", "cost_usd", "fallback_count",
+                "abstention_rate", "duplicate_rate", "hierarchy_depth", "spectral_gap",
+                "election_count", "tokenizer", "wall_seconds", "log_path")
+
+
+def _print_summary(summary: dict) -> None:
+    try:
+        from rich.console import Console
+        from rich.table import Table
+
+        table = Table(title=f"{summary['task']} on {summary['layout']}, "
+                            f"{summary['organization']} ({summary['num_agents']} agents)")
+        table.add_column("metric")
+        table.add_column("value", justify="right")
+        for k in SUMMARY_ROWS:
+            v = summary.get(k)
+            table.add_row(k, f"{v:.3f}" if isinstance(v, float) else str(v))
+        Console().print(table)
+    except ImportError:  # rich is in the report extra
+        for k in SUMMARY_ROWS:
+            print(f"{k:>26}: {summary.get(k)}")
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from orgteams.team import run_episode
+
+    result = run_episode(
+        task=args.task, layout=args.layout, organization=args.org, agents=args.agents,
+        backend=args.backend, seed=args.seed, max_rounds=args.max_rounds,
+        max_ticks=args.max_ticks, render=args.render, video=args.video,
+        log_path=args.log or "auto", shocks=args.shock, monitor=args.monitor or None,
+        cache=args.cache, on_round=None if args.quiet else _round_printer())
+    if args.json:
+        _print_json(result.summary)
+    else:
+        _print_summary(result.summary)
+    return 0
+
+
+def cmd_play(args: argparse.Namespace) -> int:
+    from orgteams.envs.play import play
+
+    out = play(layout=args.layout, task=args.task, num_agents=args.agents,
+               human_agent=args.agent, seed=args.seed, fps=args.fps)
+    _print_json(out) if args.json else print(out)
+    return 0
+
+
+def cmd_record(args: argparse.Namespace) -> int:
+    from orgteams.envs.video import record_episode
+
+    frames = record_episode({"layout": args.layout, "task": args.task,
+                             "num_agents": args.agents}, "random", args.out, seed=args.seed,
+                            max_ticks=args.max_ticks)
+    out = {"path": args.out, "frames": frames}
+    _print_json(out) if args.json else print(f"wrote {frames} frames to {args.out}")
+    return 0
+
+
+def cmd_demos(args: argparse.Namespace) -> int:
+    from orgteams.demos import collect_demos
+
+    out = collect_demos(args.layout, args.task, args.agents, range(args.seeds), args.out)
+    _print_json(out) if args.json else print(out)
+    return 0
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    from orgteams.envs import list_layouts, list_tasks
+    from orgteams.organizations import list_organizations
+
+    what = {"layouts": list_layouts() + ["generated:<rooms>:<seed>"], "tasks": list_tasks(),
+            "organizations": list_organizations()}
+    chosen = {args.what: what[args.what]} if args.what else what
+    if args.json:
+        _print_json(chosen)
+    else:
+        for k, v in chosen.items():
+            print(f"{k}: {', '.join(v)}")
+    return 0
+
+
+def _common(p: argparse.ArgumentParser, agents: int = 3) -> None:
+    p.add_argument("--task", default="prepare_afternoon_tea")
+    p.add_argument("--layout", default="apartment")
+    p.add_argument("--agents", type=int, default=agents)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="orgteams", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("run", help="play one episode of a team under an organization")
+    _common(p)
+    p.add_argument("--org", default="leader", help="organization name or YAML path")
+    p.add_argument("--backend", default="local",
+                   help="member spec for all agents or a comma list per agent: local, "
+                        "openai:<model>, planner, random, human, scripted")
+    p.add_argument("--max-rounds", type=int, default=None)
+    p.add_argument("--max-ticks", type=int, default=None)
+    p.add_argument("--render", choices=["human"], default=None, help="live pygame window")
+    p.add_argument("--video", default=None, help="record every tick to this .mp4/.gif")
+    p.add_argument("--log", default=None, help="JSONL episode log path (default under runs/)")
+    p.add_argument("--shock", action="append", default=[],
+                   help="remove:agent_1@5 or substitute:agent_1=planner@5 (repeatable)")
+    p.add_argument("--monitor", action="store_true",
+                   help="capability-threshold monitor: fall back to coordinator when needed")
+    p.add_argument("--cache", default=None, help="SQLite response cache for LLM calls")
+    p.add_argument("--quiet", action="store_true", help="no live round-by-round output")
+    p.set_defaults(func=cmd_run)
+
+    p = sub.add_parser("play", help="control one agent with the keyboard in a window")
+    _common(p)
+    p.set_defaults(layout="studio")
+    p.add_argument("--agent", default="agent_0")
+    p.add_argument("--fps", type=int, default=30)
+    p.set_defaults(func=cmd_play)
+
+    p = sub.add_parser("record", help="record a random-policy episode to MP4/GIF")
+    _common(p)
+    p.add_argument("--out", required=True)
+    p.add_argument("--max-ticks", type=int, default=None)
+    p.set_defaults(func=cmd_record)
+
+    p = sub.add_parser("demos", help="roll out planner teams and save demonstrations")
+    _common(p)
+    p.add_argument("--seeds", type=int, default=10)
+    p.add_argument("--out", required=True)
+    p.set_defaults(func=cmd_demos)
+
+    p = sub.add_parser("list", help="list layouts, tasks and organizations")
+    p.add_argument("what", nargs="?", choices=["layouts", "tasks", "organizations"])
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_list)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return args.func(args)
+    except (ValueError, FileNotFoundError) as exc:
+        # Bad input (unknown names, malformed files): one clear line, no traceback.
+        print(f"orgteams {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,129 @@
+"""Build teams and run episodes in a few lines (the Python face of ``orgteams run``).
+
+>>> from orgteams import run_episode
+>>> result = run_episode(task="prepare_afternoon_tea", layout="studio", organization="leader",
+...                      agents=3, backend="planner", seed=0)
+>>> result.summary["success"], result.summary["ticks"]
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from orgteams.envs._util import unknown_name
+from orgteams.envs.highlevel import HighLevelEnv
+from orgteams.organizations.library import load_organization
+from orgteams.organizations.monitor import MonitorConfig
+from orgteams.organizations.runner import EpisodeResult, TeamRunner
+from orgteams.organizations.shocks import Shock
+from orgteams.organizations.spec import Organization
+
+MEMBER_KINDS = ("planner", "random", "human", "local", "scripted", "openai")
+_BACKENDS: dict[str, Any] = {}  # one backend (and one local server) per spec per process
+
+
+def _backend(spec: str, cache: str | Path | None):
+    key = f"{spec}|{cache}"
+    if key not in _BACKENDS:
+        from orgteams.agents.backends import make_backend
+
+        _BACKENDS[key] = make_backend({"backend": spec.split(":")[0], **(
+            {"model": spec.split(":", 1)[1]} if ":" in spec else {}), **(
+            {"cache": str(cache)} if cache else {})})
+    return _BACKENDS[key]
+
+
+def build_member(agent_id: str, spec: str, *, leader: bool = False, seed: int | None = None,
+                 cache: str | Path | None = None, **llm_kwargs: Any):
+    """A team member from a spec: ``planner``, ``random``, ``human``, ``local``,
+    ``scripted`` or ``openai:<model>`` (any OpenAI-compatible server, see README)."""
+    kind = spec.split(":", 1)[0]
+    if kind not in MEMBER_KINDS:
+        raise unknown_name("member kind", kind, MEMBER_KINDS)
+    if kind == "planner":
+        from orgteams.agents.planner_member import PlannerMember
+
+        return PlannerMember(agent_id, leader=leader)
+    if kind == "random":
+        from orgteams.agents.planner_member import RandomMember
+
+        return RandomMember(agent_id, seed)
+    if kind == "human":
+        from orgteams.agents.human_agent import HumanAgent
+
+        return HumanAgent(agent_id)
+    from orgteams.agents.llm_agent import LLMAgent
+
+    return LLMAgent(agent_id, _backend(spec, cache), seed=seed, **llm_kwargs)
+
+
+def build_team(specs: str | list[str], num_agents: int, organization: Organization,
+               seed: int | None = None, cache: str | Path | None = None) -> dict[str, Any]:
+    """Members for ``agent_0..agent_{n-1}``: one spec for all, or a comma list / list per agent."""
+    if isinstance(specs, str):
+        specs = [s.strip() for s in specs.split(",")]
+    if len(specs) == 1:
+        specs = specs * num_agents
+    if len(specs) != num_agents:
+        raise ValueError(f"got {len(specs)} member specs for {num_agents} agents; give one "
+                         "spec for all or one per agent")
+    team = [f"agent_{i}" for i in range(num_agents)]
+    leaders = set(organization.resolve(team).leaders)
+    return {a: build_member(a, s, leader=a in leaders, seed=seed, cache=cache)
+            for a, s in zip(team, specs)}
+
+
+def default_log_path(task: str, organization: str, seed: int | None, root: str | Path = "runs"
+                     ) -> Path:
+    stamp = datetime.now().strftime("%Y%m%d-%H%M%S-%f")
+    return Path(root) / f"{stamp}_{task}_{organization}_s{seed}" / "episode.jsonl"
+
+
+def run_episode(task: str = "prepare_afternoon_tea", layout: str = "apartment",
+                organization: str | Organization = "leader", agents: int = 3,
+                backend: str | list[str] = "local", seed: int | None = 0,
+                max_rounds: int | None = None, max_ticks: int | None = None,
+                render: str | None = None, video: str | Path | None = None,
+                log_path: str | Path | None = "auto", shocks: list[Shock | str] = (),
+                monitor: MonitorConfig | bool | None = None, cache: str | Path | None = None,
+                on_round=None, render_options: dict | None = None) -> EpisodeResult:
+    """Play one episode of a team under an organization and return its summary and log.
+
+    Args:
+        backend: One member spec for every agent, a comma list, or a list per agent.
+        render: ``"human"`` for a live window, None for none.
+        video: Record an MP4/GIF of every tick to this path.
+        log_path: JSONL episode log; ``"auto"`` puts it under ``runs/``; None keeps it in memory.
+        shocks: :class:`Shock` objects or CLI strings (``remove:agent_1@5``).
+        monitor: Capability-threshold monitor: True for defaults, or a MonitorConfig.
+    """
+    org = organization if isinstance(organization, Organization) else load_organization(
+        organization)
+    render_mode = render or ("rgb_array" if video else None)
+    env = HighLevelEnv(layout=layout, task=task, num_agents=agents, render_mode=render_mode,
+                       max_ticks=max_ticks, render_options=render_options)
+    members = build_team(backend, agents, org, seed=seed, cache=cache)
+    if log_path == "auto":
+        log_path = default_log_path(task, org.name, seed)
+    recorder = None
+    if video:
+        from orgteams.envs.video import VideoRecorder
+
+        recorder = VideoRecorder(video, fps=env.base.render_fps)
+        env.on_tick = lambda *_: recorder.add_frame(env.base.render())
+    runner = TeamRunner(env, org, members, max_rounds=max_rounds, log_path=log_path,
+                        shocks=[Shock.parse(s) if isinstance(s, str) else s for s in shocks],
+                        monitor=MonitorConfig() if monitor is True else (monitor or None),
+                        member_factory=lambda a, spec: build_member(a, spec, cache=cache),
+                        on_round=on_round)
+    try:
+        result = runner.run(seed)
+    finally:
+        if recorder is not None:
+            result_frames = recorder.close()
+        env.close()
+    if recorder is not None:
+        result.summary["video"] = {"path": str(video), "frames": result_frames}
+    return result
