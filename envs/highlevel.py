@@ -47,7 +47,8 @@ from orgteams.envs.actions import Verb, encode
 from orgteams.envs.household import TEXT_SPACE_LENGTH, HouseholdEnv
 from orgteams.envs.memory import AgentMemory
 from orgteams.envs.navigation import INF, navigator
-from orgteams.envs.state import is_walkable
+from orgteams.envs.observations import ArrayObserver
+from orgteams.envs.state import HouseholdState, is_walkable
 
 KINDS = ("explore", "goto", "check", "grab", "put", "wait", "continue")
 LABELS = {"explore": "goexplore", "goto": "goto", "check": "gocheck", "grab": "gograb",
@@ -129,6 +130,23 @@ class HighLevelEnv(ParallelEnv):
 
     def reset(self, seed: int | None = None, options: dict | None = None):
         self.base.reset(seed=seed, options=options)
+        return self._start_episode()
+
+    def load_state(self, state: HouseholdState):
+        """Start an episode from a given world state (tests, replays); returns reset()'s pair.
+
+        The state's scene must have this env's number of agents.
+        """
+        if len(state.agent_pos) != len(self.possible_agents):
+            raise ValueError(f"state has {len(state.agent_pos)} agents, env has "
+                             f"{len(self.possible_agents)}")
+        self.base.world = state
+        self.base.agents = list(self.base.possible_agents)
+        self.base._observer = ArrayObserver(state.scene, self.base.view_radius,
+                                            self.base.full_observability)
+        return self._start_episode()
+
+    def _start_episode(self):
         world = self.base.world
         self.nav = navigator(world.scene.layout)
         self.agents = list(self.base.agents)
@@ -280,16 +298,15 @@ class HighLevelEnv(ParallelEnv):
 
     def _waiting(self, agent: str) -> bool:
         r = self._runners[agent]
-        return r.idle or r.status != "running" or r.action.kind == "wait"
+        return not r.idle and (r.status != "running" or r.action.kind == "wait")
 
     def _yielding(self, agent: str) -> tuple[frozenset[int], frozenset[int]]:
         """Cells of waiting teammates, and of lower-priority (higher index) ones."""
         pos = self.base.world.agent_pos
         index = self.base.agent_index
-        waiting = frozenset(pos[index[a]] for a in self.agents
-                            if a != agent and self._waiting(a))
-        lower = frozenset(pos[index[a]] for a in self.agents
-                          if a != agent and self._outranks(agent, a))
+        others = [a for a in self.agents if a != agent and not self._runners[a].idle]
+        waiting = frozenset(pos[index[a]] for a in others if self._waiting(a))
+        lower = frozenset(pos[index[a]] for a in others if self._outranks(agent, a))
         return waiting, lower
 
     def _outranks(self, a: str, b: str) -> bool:
@@ -337,7 +354,9 @@ class HighLevelEnv(ParallelEnv):
                     taken.add(n)
 
     def _pushable(self, b: str, mover: str, joint: dict[str, int]) -> bool:
-        return joint[b] <= 4 and (self._waiting(b) or self._outranks(mover, b))
+        # An idle (removed) agent never moves: it is an obstacle, not a teammate.
+        return joint[b] <= 4 and not self._runners[b].idle and (
+            self._waiting(b) or self._outranks(mover, b))
 
     def _push(self, b: str, away: int, mover: str, joint: dict[str, int], taken: set[int],
               at: dict[int, str], depth: int) -> bool:
