@@ -131,7 +131,15 @@ class TeamRunner:
                 log.write({"record": "summary", **summary})
         finally:
             log.close()
+            await self._close_async_clients()
         return EpisodeResult(summary, log.records, self.log_path)
+
+    async def _close_async_clients(self) -> None:
+        """Async HTTP clients belong to this episode's event loop: close them with it."""
+        backends = {id(b): b for m in self.members.values()
+                    if (b := getattr(m, "backend", None)) is not None}
+        for backend in backends.values():
+            await backend.aclose()
 
     # ---- rounds ----
     def _event(self, log: EpisodeLog, round_: int, type_: str, **data: Any) -> None:

@@ -200,6 +200,9 @@ class ChatBackend(ABC):
     def close(self) -> None:  # noqa: B027  (optional hook, default no-op)
         """Release clients, files or processes held by this backend."""
 
+    async def aclose(self) -> None:  # noqa: B027  (optional hook, default no-op)
+        """Release async clients bound to the running event loop (call before it ends)."""
+
     def __enter__(self) -> ChatBackend:
         return self
 

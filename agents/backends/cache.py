@@ -146,6 +146,9 @@ class CachedBackend(ChatBackend):
         self._store(key, completion)
         return completion
 
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
     def close(self) -> None:
         """Close the SQLite connection and the inner backend."""
         with self._lock:

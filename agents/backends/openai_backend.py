@@ -307,6 +307,12 @@ class OpenAIBackend(ChatBackend):
             return self._to_completion(response, schema, started)
         raise RuntimeError("unreachable: the last mode never falls back")
 
+    async def aclose(self) -> None:
+        """Close the async client while its event loop still runs (no 'loop is closed')."""
+        if self._aclient is not None and self._aloop is asyncio.get_running_loop():
+            await self._aclient.close()
+            self._aclient = None
+
     def close(self) -> None:
         """Close the HTTP clients."""
         self._client.close()
