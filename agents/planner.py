@@ -51,6 +51,7 @@ class PlannerAgent:
         self._announced: set[tuple[str, str]] = set()
         self._placed: set[str] = set()
         self._last_action = ""
+        self._intent: str | None = None  # decided (and claimed) while communicating
 
     # ---- messages ----
     def receive(self, messages: list[Message]) -> None:
@@ -105,7 +106,7 @@ class PlannerAgent:
         if self.role == "leader":
             self._lead(env)
         if env.needs_decision(self.agent_id):
-            self._decide(env, claim=True)
+            self._intent = self._decide(env, claim=True)
         out, self._outbox = self._outbox, []
         return out
 
@@ -129,7 +130,13 @@ class PlannerAgent:
                     and self.claims.get(current.target, (me,))[0] != me)
             if not lost:
                 return "continue"
-        action = self._decide(env, claim=True)
+        intent, self._intent = self._intent, None
+        valid = {a.id for a in env.available_actions(me)}
+        kind, _, target = (intent or "").partition(":")
+        if intent in valid and (kind != "grab" or self.claims.get(target, ("",))[0] == me):
+            action = intent  # what this agent announced; nobody outranked its claim
+        else:
+            action = self._decide(env, claim=True)
         self._last_action = action
         return action
 
@@ -146,6 +153,11 @@ class PlannerAgent:
     def _claim(self, env: HighLevelEnv, choice: str) -> None:
         kind, _, target = choice.partition(":")
         tick = env.base.world.tick
+        held = env.memory(self.agent_id).held
+        for obj, (who, _) in list(self.claims.items()):
+            if who == self.agent_id and obj not in held and choice != f"grab:{obj}":
+                del self.claims[obj]  # no longer going for it: let others have it
+                self._say("release", object=obj)
         if kind == "grab" and self.claims.get(target, ("",))[0] != self.agent_id:
             self.claims[target] = (self.agent_id, tick)
             self._say("claim", object=target, target=self._target_of(env, target), tick=tick)
