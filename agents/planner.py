@@ -87,8 +87,9 @@ class PlannerAgent:
         for m in self._heard:
             c = m.content
             try:
-                if m.kind == "found":
-                    mem.note_object(c["object"], c["location"], c.get("tick"))
+                if m.kind == "found" or (m.kind == "assign" and "location" in c):
+                    obj = c["object"] if m.kind == "found" else c["action"].partition(":")[2]
+                    mem.note_object(obj, c["location"], c.get("tick"))
                 elif m.kind == "done":
                     mem.note_object(c["object"], c["location"], c.get("tick"))
             except (KeyError, ValueError):
@@ -313,7 +314,8 @@ class PlannerAgent:
                 obj = min(cands, key=lambda o: (self._dist(env, agent, mem.objects[o].location), o))
                 self.assigned[obj] = agent
                 self._say("assign", (agent,), agent=agent, action=f"grab:{obj}",
-                          target=self._target_of(env, obj))
+                          target=self._target_of(env, obj), location=mem.objects[obj].location,
+                          tick=mem.objects[obj].tick)
                 continue
             explore = self._explore(env, valid, agent, rooms_taken)
             if explore:

@@ -1,0 +1,127 @@
+"""PlannerAgent (alone, in teams, led), its messages, RandomAgent, and the task table."""
+
+from __future__ import annotations
+
+import statistics
+
+import pytest
+
+from orgteams.agents.messages import Message
+from orgteams.agents.planner import PlannerAgent, run_team
+from orgteams.agents.random_agent import RandomAgent
+from orgteams.envs import list_tasks
+from orgteams.envs.highlevel import HighLevelEnv
+
+
+def _cell(layout: str, task: str, n: int, seeds, leader: bool = False) -> list[dict]:
+    env = HighLevelEnv(layout=layout, task=task, num_agents=n)
+    return [run_team(env, [PlannerAgent(f"agent_{i}", "leader" if leader and i == 0
+                                        else "member") for i in range(n)], seed=s)
+            for s in seeds]
+
+
+def _check_task(layout: str, task: str, seeds) -> None:
+    solo = _cell(layout, task, 1, seeds)
+    team = _cell(layout, task, 3, seeds)
+    assert all(r["success"] for r in solo), (layout, task, solo)
+    assert all(r["success"] for r in team), (layout, task, team)
+    mean_solo = statistics.fmean(r["ticks"] for r in solo)
+    mean_team = statistics.fmean(r["ticks"] for r in team)
+    assert mean_team < mean_solo, (layout, task, mean_team, mean_solo)
+
+
+@pytest.mark.parametrize("task", list_tasks())
+def test_planners_solve_every_task_on_studio(task):
+    _check_task("studio", task, range(3))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("layout", ["studio", "apartment", "house"])
+def test_planners_solve_every_task_over_20_seeds(layout):
+    for task in list_tasks():
+        _check_task(layout, task, range(20))
+
+
+def test_a_leader_team_solves_tasks():
+    results = _cell("apartment", "put_fridge", 3, range(3), leader=True)
+    assert all(r["success"] for r in results)
+
+
+def test_second_speaker_hears_the_claim_and_picks_another_object():
+    env = HighLevelEnv(layout="studio", task="setup_table", num_agents=2)
+    env.reset(seed=0)
+    a, b = PlannerAgent("agent_0"), PlannerAgent("agent_1")
+    mem_a, mem_b = env.memory("agent_0"), env.memory("agent_1")
+    # Both know the same two objects (as if both had seen them).
+    scene = env.base.world.scene
+    wanted = {p.cls for p in scene.goal}
+    objs = [o for o in scene.objects if o.rpartition("_")[0] in wanted]
+    where = {o: scene.layout.furniture[env.base.world.where(i)[1]].name
+             for i, o in enumerate(scene.objects) if o in objs}
+    for o in objs:
+        mem_a.note_object(o, where[o])
+        mem_b.note_object(o, where[o])
+    said_a = a.communicate(env, [])
+    said_b = b.communicate(env, said_a)
+    claims_a = {m.content["object"] for m in said_a if m.kind == "claim" and "object" in m.content}
+    claims_b = {m.content["object"] for m in said_b if m.kind == "claim" and "object" in m.content}
+    assert claims_a and claims_b and not claims_a & claims_b
+    act_a, act_b = a.act(env), b.act(env)
+    assert act_a.startswith("grab:") and act_b.startswith("grab:") and act_a != act_b
+
+
+def test_simultaneous_claims_the_lower_index_wins():
+    b = PlannerAgent("agent_1")
+    b.claims["cupcake_1"] = ("agent_1", 5)
+    b.receive([Message("agent_0", "everyone", "claim",
+                       {"object": "cupcake_1", "target": "coffee_table", "tick": 5})])
+    assert b.claims["cupcake_1"] == ("agent_0", 5)
+    a = PlannerAgent("agent_0")
+    a.claims["cupcake_1"] = ("agent_0", 5)
+    a.receive([Message("agent_1", "everyone", "claim", {"object": "cupcake_1", "tick": 5})])
+    assert a.claims["cupcake_1"] == ("agent_0", 5)
+
+
+def test_leader_assigns_and_member_follows():
+    env = HighLevelEnv(layout="studio", task="prepare_food", num_agents=2)
+    env.reset(seed=1)
+    leader, member = PlannerAgent("agent_0", role="leader"), PlannerAgent("agent_1")
+    scene = env.base.world.scene
+    # The leader alone knows where a wanted object is; the member has not seen it.
+    obj = next(o for i, o in enumerate(scene.objects)
+               if o.rpartition("_")[0] in {p.cls for p in scene.goal}
+               and o not in env.memory("agent_1").objects)
+    where = scene.layout.furniture[env.base.world.where(scene.objects.index(obj))[1]].name
+    env.memory("agent_0").note_object(obj, where)
+    said = leader.communicate(env, [])
+    assigns = [m for m in said if m.kind == "assign"]
+    assert len(assigns) == 1 and assigns[0].receivers == ("agent_1",)
+    assert assigns[0].render().startswith("agent_1: ")
+    assert assigns[0].content["action"] == f"grab:{obj}"
+    member.communicate(env, said)
+    assert env.memory("agent_1").location_of(obj) == where  # heard from the leader
+    assert member.act(env) == f"grab:{obj}"
+
+
+def test_message_rendering():
+    m = Message("agent_0", "everyone", "claim", {"object": "cupcake_2", "target": "coffee_table"})
+    assert m.render() == "claim cupcake_2 -> coffee_table"
+    assert Message("agent_0", "everyone", "found",
+                   {"object": "apple_1", "location": "fridge"}).render() == "seen apple_1 in fridge"
+    assert Message("agent_0", ("agent_1",), "assign",
+                   {"agent": "agent_1", "action": "grab:cupcake_2",
+                    "target": "coffee_table"}).render() == "agent_1: grab cupcake_2 -> coffee_table"
+    assert Message("agent_0", "everyone", "text", text="hello").render() == "hello"
+    with pytest.raises(ValueError, match="message kind 'shout' must be one of"):
+        Message("agent_0", "everyone", "shout")
+    with pytest.raises(ValueError, match="receivers must be a tuple"):
+        Message("agent_0", "agent_1", "text")
+    with pytest.raises(ValueError, match="role must be one of"):
+        PlannerAgent("agent_0", role="boss")
+
+
+def test_random_agent_plays_valid_actions():
+    env = HighLevelEnv(layout="studio", num_agents=2, max_ticks=60)
+    result = run_team(env, [RandomAgent("agent_0", seed=0), RandomAgent("agent_1", seed=1)],
+                      seed=0)
+    assert result["ticks"] <= 60 and result["messages"] == 0
