@@ -328,9 +328,13 @@ class PlannerAgent:
 
 
 def run_team(env: HighLevelEnv, agents: list, seed: int | None = None,
-             max_rounds: int = 100_000) -> dict:
+             max_rounds: int = 100_000, decisions: list | None = None) -> dict:
     """One episode: each round every agent speaks in order (everyone hears everyone,
-    later speakers hear earlier ones at once), then every agent acts."""
+    later speakers hear earlier ones at once), then every agent acts.
+
+    When ``decisions`` is a list, ``(tick, round, agent, action_id)`` is appended for
+    every action other than ``continue``.
+    """
     env.reset(seed=seed)
     inbox: dict[str, list[Message]] = {a.agent_id: [] for a in agents}
     messages = words = 0
@@ -347,6 +351,9 @@ def run_team(env: HighLevelEnv, agents: list, seed: int | None = None,
                     if other is not agent and m.addressed_to(other.agent_id):
                         inbox[other.agent_id].append(m)
         actions = {a.agent_id: a.act(env) for a in agents if a.agent_id in env.agents}
+        if decisions is not None:
+            decisions.extend((env.ticks, env.rounds, a, act) for a, act in actions.items()
+                             if act != "continue")
         env.step(actions)
     success = bool(env.base.world.success)
     return {"ticks": env.ticks, "rounds": env.rounds, "success": success,

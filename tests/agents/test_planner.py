@@ -125,3 +125,23 @@ def test_random_agent_plays_valid_actions():
     result = run_team(env, [RandomAgent("agent_0", seed=0), RandomAgent("agent_1", seed=1)],
                       seed=0)
     assert result["ticks"] <= 60 and result["messages"] == 0
+
+
+def test_collect_demos_writes_npz_and_index(tmp_path):
+    import json
+
+    import numpy as np
+
+    from orgteams.demos import INDEX_FILE, collect_demos
+
+    records = collect_demos("studio", "put_fridge", 2, [0, 1], tmp_path)
+    lines = [json.loads(x) for x in (tmp_path / INDEX_FILE).read_text().splitlines()]
+    assert lines == records and [r["seed"] for r in lines] == [0, 1]
+    data = np.load(tmp_path / records[0]["file"])
+    t = records[0]["ticks"]
+    assert data["obs_image"].shape[:2] == (t, 2) and data["actions"].shape == (t, 2)
+    assert data["rewards"][-1] == 1.0 and records[0]["success"]
+    assert len(json.loads(str(data["events"]))) == t
+    assert all(a.split(":")[0] in ("explore", "goto", "check", "grab", "put", "wait")
+               for a in data["decision_action"])
+    assert (np.diff(data["decision_tick"]) >= 0).all()
