@@ -34,6 +34,7 @@ a walk that makes no progress for long fails with a reason (never a hang).
 
 from __future__ import annotations
 
+import functools
 import string
 from collections.abc import Callable, Generator
 from dataclasses import dataclass
@@ -69,6 +70,7 @@ class HighLevelAction:
     label: str
 
     @classmethod
+    @functools.lru_cache(maxsize=4096)  # noqa: B019 - immutable values, bounded cache
     def make(cls, kind: str, target: str = "") -> HighLevelAction:
         ident = f"{kind}:{target}" if target else kind
         label = f"[{LABELS[kind]}] <{target}>" if target else f"[{LABELS[kind]}]"
