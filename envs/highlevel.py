@@ -30,6 +30,17 @@ seen, ``grab`` every object believed on/in a piece of furniture, ``put`` every
 piece of furniture seen (while holding something). An agent that needs a decision
 and is given none waits one tick. Navigation is :mod:`orgteams.envs.navigation`;
 a walk that makes no progress for long fails with a reason (never a hang).
+
+Crowding: a lower agent index has right of way. An agent that is waiting (its plan
+is ``wait`` or it awaits a decision), or has a higher index and is only walking,
+is pushed one cell aside when a teammate walks into it (its tick becomes that
+move); an agent boxed into a dead end is given way instead. Idle agents
+(:meth:`HighLevelEnv.set_idle`) never move: they are obstacles.
+
+Extras beyond the PettingZoo API: :meth:`HighLevelEnv.load_state` starts from a
+given world state; ``on_tick(before, joint_actions, after, infos)`` is called after
+every tick when set (demonstrations, profilers); ``nav`` is the layout's
+:class:`~orgteams.envs.navigation.Navigator`.
 """
 
 from __future__ import annotations
@@ -118,7 +129,6 @@ class HighLevelEnv(ParallelEnv):
         self._defer: dict[str, tuple[str, int]] = {}
         self.ticks = 0
         self.rounds = 0
-        self.plan_seconds = 0.0  # reserved for benchmarks (set by profilers)
         # Called after every tick as on_tick(before, joint_actions, after, events):
         # demonstrations and profilers hook in here.
         self.on_tick: Callable[..., None] | None = None
