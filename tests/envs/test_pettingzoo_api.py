@@ -12,7 +12,7 @@ from pettingzoo.test import api_test, parallel_api_test, parallel_seed_test, see
 from orgteams.envs import HouseholdEnv, household_v0, list_layouts
 from orgteams.envs.actions import NUM_ACTIONS, Verb, encode
 from orgteams.envs.state import HouseholdState
-from orgteams.envs.tasks import task_from_dict
+from orgteams.envs.tasks import load_task, task_from_dict
 
 LAYOUTS = list_layouts()
 S = 2  # south
@@ -192,8 +192,9 @@ def test_truncation_at_max_ticks():
 def test_default_truncation_is_the_task_step_limit():
     env = household_v0.parallel_env(layout="studio", num_agents=1)
     env.reset(seed=0)
-    assert env.world.scene.step_limit == 400
-    env.world.tick = 399
+    limit = load_task("prepare_afternoon_tea").step_limits["studio"]
+    assert env.world.scene.step_limit == limit
+    env.world.tick = limit - 1
     _, _, _, trunc, _ = env.step({"agent_0": 0})
     assert trunc == {"agent_0": True}
 
@@ -259,4 +260,5 @@ def test_ansi_render():
     text = env.render()
     lines = text.splitlines()
     assert len(lines[0]) == env.layout.width
-    assert lines[env.layout.height].startswith("tick 0/400  goal: ")
+    limit = env.world.scene.step_limit
+    assert lines[env.layout.height].startswith(f"tick 0/{limit}  goal: ")

@@ -99,8 +99,10 @@ def test_predicate_text_and_dict():
 
 def test_step_limit_scales_with_rooms():
     task = load_task("prepare_afternoon_tea")
-    assert task.step_limit("studio", 4) == 400
-    assert task.step_limit("house", 9) == 600
+    assert task.step_limit("studio", 4) == task.step_limits["studio"]  # from the file
+    # a layout the file does not list: the default, scaled by rooms beyond six
+    assert task.step_limit("generated:4:0", 4) == task.default_step_limit
+    assert task.step_limit("generated:9:0", 9) == int(task.default_step_limit * 1.5)
     custom = task_from_dict(with_fields(step_limits={"studio": 50}), SRC)
     assert custom.step_limit("studio", 4) == 50
 
