@@ -40,13 +40,18 @@ def _to_message(m: ReceivedMessage | dict) -> Message | None:
 
 
 class PlannerMember:
-    """A :class:`PlannerAgent` on a team. ``leader=True`` makes it assign subgoals."""
+    """A :class:`PlannerAgent` on a team. ``leader=True`` makes it assign subgoals.
+
+    ``claims=False`` models a team with no agreed way of working (the ``none``
+    organization): planners still share what they find, but neither announce nor
+    respect claims, so two of them may chase the same object.
+    """
 
     model = "planner"
     acts_every_round = True  # it may drop a plan whose object a teammate claimed first
 
-    def __init__(self, agent_id: str, leader: bool = False):
-        self.agent_id = agent_id
+    def __init__(self, agent_id: str, leader: bool = False, claims: bool = True):
+        self.agent_id, self.claims = agent_id, claims
         self.planner = PlannerAgent(agent_id, role="leader" if leader else "member")
         self._seen: set[tuple] = set()
 
@@ -64,6 +69,8 @@ class PlannerMember:
     def _fresh(self, messages: list[Message]) -> list[Message]:
         out = []
         for m in messages:
+            if not self.claims and m.kind in ("claim", "release"):
+                continue
             key = (m.sender, m.kind, tuple(sorted(m.content.items())))
             if key not in self._seen:
                 self._seen.add(key)
@@ -82,7 +89,8 @@ class PlannerMember:
             record.wall = time.perf_counter() - start
             return CommunicateDecision([], None, False, vote, "", record)
         inbox = self._fresh([x for m in ctx.visible_this_round if (x := _to_message(m))])
-        said = self.planner.communicate(env, inbox)
+        said = [m for m in self.planner.communicate(env, inbox)
+                if self.claims or m.kind not in ("claim", "release")]
         out = [OutgoingMessage(m.receivers, m.render(), m.kind, dict(m.content)) for m in said]
         record.parsed = {"messages": [m.to_dict() for m in said]}
         record.wall = time.perf_counter() - start

@@ -165,9 +165,10 @@ class TeamRunner:
 
     def _set_leaders(self, leaders: list[str]) -> None:
         self.resolved = self.resolved.with_leaders(leaders)
+        top = set(self.resolved.tiers[0][1]) if len(self.resolved.tiers) > 1 else set()
         for a, m in self.members.items():
-            if hasattr(m, "set_leader"):
-                m.set_leader(a in self.resolved.leaders)
+            if hasattr(m, "set_leader"):  # planners: only the top tier assigns work
+                m.set_leader(a in top)
 
     def _update_leadership(self, round_: int, log: EpisodeLog) -> None:
         if round_ == 0:

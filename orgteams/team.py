@@ -36,16 +36,18 @@ def _backend(spec: str, cache: str | Path | None):
 
 
 def build_member(agent_id: str, spec: str, *, leader: bool = False, seed: int | None = None,
-                 cache: str | Path | None = None, **llm_kwargs: Any):
+                 cache: str | Path | None = None, claims: bool = True, **llm_kwargs: Any):
     """A team member from a spec: ``planner``, ``random``, ``human``, ``local``,
-    ``scripted`` or ``openai:<model>`` (any OpenAI-compatible server, see README)."""
+    ``scripted`` or ``openai:<model>`` (any OpenAI-compatible server, see README).
+
+    ``leader`` and ``claims`` only matter to planners (see :class:`PlannerMember`)."""
     kind = spec.split(":", 1)[0]
     if kind not in MEMBER_KINDS:
         raise unknown_name("member kind", kind, MEMBER_KINDS)
     if kind == "planner":
         from orgteams.agents.planner_member import PlannerMember
 
-        return PlannerMember(agent_id, leader=leader)
+        return PlannerMember(agent_id, leader=leader, claims=claims)
     if kind == "random":
         from orgteams.agents.planner_member import RandomMember
 
@@ -70,8 +72,12 @@ def build_team(specs: str | list[str], num_agents: int, organization: Organizati
         raise ValueError(f"got {len(specs)} member specs for {num_agents} agents; give one "
                          "spec for all or one per agent")
     team = [f"agent_{i}" for i in range(num_agents)]
-    leaders = set(organization.resolve(team).leaders)
-    return {a: build_member(a, s, leader=a in leaders, seed=seed, cache=cache)
+    resolved = organization.resolve(team)
+    top = set(resolved.tiers[0][1]) if len(resolved.tiers) > 1 else set()
+    # Planners follow the organization: with no instruction at all (``none``) nobody
+    # agreed to announce or respect claims.
+    claims = bool(organization.instruction.strip())
+    return {a: build_member(a, s, leader=a in top, seed=seed, cache=cache, claims=claims)
             for a, s in zip(team, specs)}
 
 

@@ -1,0 +1,46 @@
+"""Organizations change what planner teams do, measured over seeds (not hard-coded)."""
+
+from __future__ import annotations
+
+import statistics
+
+import pytest
+
+from orgteams.organizations import load_organization
+from orgteams.team import build_team, run_episode
+
+
+def _mean(org: str, key: str, seeds: int, layout: str = "studio") -> float:
+    return statistics.mean(
+        run_episode(task="prepare_afternoon_tea", layout=layout, organization=org, agents=3,
+                    backend="planner", seed=s, log_path=None).summary[key]
+        for s in range(seeds))
+
+
+@pytest.mark.slow
+def test_leader_reduces_duplicated_work_against_none_over_20_seeds():
+    none, leader = (_mean(o, "duplicate_decisions", 20) for o in ("none", "leader"))
+    print(f"mean duplicated decisions over 20 seeds: none {none:.2f}, leader {leader:.2f}")
+    assert leader < none
+
+
+def test_planner_team_roles_follow_the_organization():
+    team = build_team("planner", 3, load_organization("leader"))
+    assert [m.planner.role for m in team.values()] == ["leader", "member", "member"]
+    assert all(m.claims for m in team.values())
+    unorganized = build_team("planner", 3, load_organization("none"))
+    assert not any(m.claims for m in unorganized.values())
+    with pytest.raises(ValueError, match="got 2 member specs for 3 agents"):
+        build_team("planner,planner", 3, load_organization("none"))
+    with pytest.raises(ValueError, match=r"Unknown member kind 'planer'. Did you mean 'planner'"):
+        build_team("planer", 3, load_organization("none"))
+
+
+def test_every_organization_runs_a_planner_team_to_success():
+    for org in ("none", "leader", "elected_leader", "chain", "pyramid", "dynamic",
+                "coordinator", "broadcast", "shared", "sequential", "batched_sequential",
+                "claim_shared", "dual_leader", "decentralized", "leader_with_correction"):
+        s = run_episode(task="put_dishwasher_easy", layout="studio", organization=org, agents=3,
+                        backend="planner", seed=3, log_path=None).summary
+        assert s["success"], org
+        assert s["ticks"] <= s["step_limit"]
