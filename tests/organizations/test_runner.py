@@ -209,3 +209,19 @@ def test_members_must_match_the_team():
     env = HighLevelEnv(layout="studio", num_agents=2)
     with pytest.raises(ValueError, match=r"members must cover exactly the env's agents"):
         TeamRunner(env, load_organization("none"), {"agent_0": Recorder("agent_0")})
+
+
+def test_live_view_shows_the_round_messages():
+    pytest.importorskip("pygame")
+    env = HighLevelEnv(layout="studio", task="prepare_afternoon_tea", num_agents=3,
+                       render_mode="rgb_array")
+    members = {f"agent_{i}": Recorder(f"agent_{i}") for i in range(3)}
+    TeamRunner(env, load_organization("none"), members, max_rounds=1).run(seed=0)
+    overlay = env.base.overlay
+    assert [(m.sender, m.receivers) for m in overlay.log][:2] == [
+        ("agent_0", ("agent_1", "agent_2")), ("agent_1", ("agent_0", "agent_2"))]
+    assert overlay.latest["agent_2"].text == "hi from agent_2"
+    with_speech = env.render()
+    overlay.clear()
+    assert (env.render() != with_speech).any()
+    env.close()

@@ -1,0 +1,71 @@
+"""The orgteams command line: --json output, clear errors, the main subcommands."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from orgteams.cli import main
+from orgteams.organizations.team_log import read_log
+
+
+def run_json(capsys, *argv: str) -> dict:
+    assert main([*argv, "--json"]) == 0
+    out = capsys.readouterr().out.strip().splitlines()
+    assert len(out) == 1, out  # exactly one JSON object on stdout
+    return json.loads(out[0])
+
+
+def test_run_prints_the_episode_summary_and_writes_the_log(capsys, tmp_path):
+    log = tmp_path / "ep.jsonl"
+    s = run_json(capsys, "run", "--backend", "planner", "--layout", "studio", "--org", "leader",
+                 "--seed", "2", "--log", str(log), "--quiet")
+    assert s["success"] is True and s["organization"] == "leader"
+    assert s["ticks"] > 0 and s["rounds"] > 0
+    records = list(read_log(log))
+    assert records[-1]["record"] == "summary" and records[-1]["ticks"] == s["ticks"]
+    assert {r["phase"] for r in records if "phase" in r} == {"communicate", "act"}
+
+
+def test_run_with_shock_and_monitor_flags(capsys, tmp_path):
+    s = run_json(capsys, "run", "--backend", "planner", "--layout", "studio", "--org",
+                 "sequential", "--shock", "remove:agent_2@1", "--monitor", "--max-rounds", "4",
+                 "--log", str(tmp_path / "e.jsonl"), "--quiet")
+    assert s["shocks"][0]["kind"] == "remove" and s["shocks"][0]["agent"] == "agent_2"
+    assert s["rounds"] == 4
+
+
+def test_unknown_organization_is_one_clear_line(capsys):
+    assert main(["run", "--backend", "planner", "--org", "leadr", "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert "orgteams run: error: Unknown organization 'leadr'. Did you mean 'leader'?" in err
+    assert "Traceback" not in err
+
+
+def test_unknown_layout_and_bad_shock(capsys):
+    assert main(["run", "--backend", "planner", "--layout", "apartmnt", "--quiet"]) == 2
+    assert "Did you mean 'apartment'?" in capsys.readouterr().err
+    assert main(["run", "--backend", "planner", "--shock", "boom", "--quiet"]) == 2
+    assert "malformed shock 'boom'" in capsys.readouterr().err
+
+
+def test_list(capsys):
+    out = run_json(capsys, "list")
+    assert "apartment" in out["layouts"] and "sequential" in out["organizations"]
+    assert "prepare_afternoon_tea" in out["tasks"]
+
+
+def test_record_writes_a_video(capsys, tmp_path):
+    pytest.importorskip("imageio")
+    path = tmp_path / "ep.gif"
+    out = run_json(capsys, "record", "--layout", "studio", "--out", str(path),
+                   "--max-ticks", "5")
+    assert out["frames"] == 6 and path.stat().st_size > 0
+
+
+def test_demos(capsys, tmp_path):
+    out = run_json(capsys, "demos", "--layout", "studio", "--task", "put_dishwasher_easy",
+                   "--seeds", "1", "--out", str(tmp_path / "demos"))
+    assert (tmp_path / "demos" / "index.jsonl").exists()
+    assert out
