@@ -29,7 +29,8 @@ only: ``explore``/``goto`` every room of the floor plan, ``check`` every contain
 seen, ``grab`` every object believed on/in a piece of furniture, ``put`` every
 piece of furniture seen (while holding something). An agent that needs a decision
 and is given none waits one tick. Navigation is :mod:`orgteams.envs.navigation`;
-a walk that makes no progress for long fails with a reason (never a hang).
+a walk that makes no progress for long fails with a reason (never a hang). The
+plans themselves (generators of primitive actions) are :mod:`orgteams.envs.plans`.
 
 Crowding: a lower agent index has right of way. An agent that is waiting (its plan
 is ``wait`` or it awaits a decision), or has a higher index and is only walking,
@@ -47,7 +48,7 @@ from __future__ import annotations
 
 import functools
 import string
-from collections.abc import Callable, Generator
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -58,16 +59,15 @@ from orgteams.envs._util import did_you_mean
 from orgteams.envs.actions import Verb, encode
 from orgteams.envs.household import TEXT_SPACE_LENGTH, HouseholdEnv
 from orgteams.envs.memory import AgentMemory
-from orgteams.envs.navigation import INF, navigator
+from orgteams.envs.navigation import navigator
 from orgteams.envs.observations import ArrayObserver
+from orgteams.envs.plans import PLAN_TICK_LIMIT, PLANS, STUCK_LIMIT, PlanFailed, Runner
 from orgteams.envs.state import HouseholdState, is_walkable
 
 KINDS = ("explore", "goto", "check", "grab", "put", "wait", "continue")
 LABELS = {"explore": "goexplore", "goto": "goto", "check": "gocheck", "grab": "gograb",
           "put": "goput", "wait": "wait", "continue": "continue"}
 STATUSES = ("running", "done", "failed", "idle")
-PLAN_TICK_LIMIT = 400  # a plan running this long fails ("gave up"): a hard bound
-STUCK_LIMIT = 25  # ticks a walk may go without getting closer before it fails
 DEFER_TICKS = 12  # how long an agent gives way to one it could not push aside
 
 
@@ -86,24 +86,6 @@ class HighLevelAction:
         ident = f"{kind}:{target}" if target else kind
         label = f"[{LABELS[kind]}] <{target}>" if target else f"[{LABELS[kind]}]"
         return cls(ident, kind, target, label)
-
-
-class PlanFailed(Exception):
-    """A plan cannot go on; the message is the reason shown to the agent."""
-
-
-@dataclass
-class _Runner:
-    action: HighLevelAction | None = None
-    plan: Generator[int, None, None] | None = None
-    status: str = "idle"
-    failure_reason: str = ""
-    pending: int = 0
-    ticks: int = 0
-    idle: bool = False
-
-
-Plan = Generator[int, None, None]
 
 
 class HighLevelEnv(ParallelEnv):
@@ -125,7 +107,7 @@ class HighLevelEnv(ParallelEnv):
         self._obs_space = spaces.Text(TEXT_SPACE_LENGTH, charset=string.printable)
         self._act_space = spaces.Text(128, charset=string.ascii_letters + string.digits + ":_")
         self._memories: dict[str, AgentMemory] = {}
-        self._runners: dict[str, _Runner] = {}
+        self._runners: dict[str, Runner] = {}
         self._defer: dict[str, tuple[str, int]] = {}
         self.ticks = 0
         self.rounds = 0
@@ -166,7 +148,7 @@ class HighLevelEnv(ParallelEnv):
                           for i, a in enumerate(self.possible_agents)}
         for mem in self._memories.values():
             mem.update(world)
-        self._runners = {a: _Runner() for a in self.possible_agents}
+        self._runners = {a: Runner() for a in self.possible_agents}
         self._defer: dict[str, tuple[str, int]] = {}  # agent -> (gives way to, until tick)
         self.ticks = 0
         self.rounds = 0
@@ -206,8 +188,9 @@ class HighLevelEnv(ParallelEnv):
             for mem in self._memories.values():
                 mem.update(world)
             for a in live:
-                if self._runners[a].status == "running":
-                    self._advance(a)
+                r = self._runners[a]
+                if r.status == "running":
+                    r.advance()
             if not self.base.agents or not live:
                 break
             if any(self._runners[a].status != "running" for a in live):
@@ -293,27 +276,18 @@ class HighLevelEnv(ParallelEnv):
             raise ValueError(f"{agent} is idle: set_idle({agent!r}, False) before giving it "
                              f"{action.id!r}")
         r.action, r.status, r.failure_reason, r.ticks = action, "running", "", 0
-        r.plan = getattr(self, f"_plan_{action.kind}")(agent, action.target)
-        self._advance(agent)
-
-    def _advance(self, agent: str) -> None:
-        r = self._runners[agent]
-        try:
-            if r.ticks >= PLAN_TICK_LIMIT:
-                raise PlanFailed(f"gave up {r.action.id} after {r.ticks} ticks")
-            r.pending = next(r.plan)
-            r.ticks += 1
-        except StopIteration:
-            r.status, r.pending, r.plan = "done", 0, None
-        except PlanFailed as exc:
-            r.status, r.pending, r.plan, r.failure_reason = "failed", 0, None, str(exc)
+        r.plan = PLANS[action.kind](self, agent, action.target)
+        r.advance()
 
     def _waiting(self, agent: str) -> bool:
         r = self._runners[agent]
         return not r.idle and (r.status != "running" or r.action.kind == "wait")
 
-    def _yielding(self, agent: str) -> tuple[frozenset[int], frozenset[int]]:
-        """Cells of waiting teammates, and of lower-priority (higher index) ones."""
+    def yielding_cells(self, agent: str) -> tuple[frozenset[int], frozenset[int]]:
+        """Cells of waiting teammates, and of lower-priority (higher index) ones.
+
+        A walking ``agent`` may walk into these: they will be pushed aside (plans use it).
+        """
         pos = self.base.world.agent_pos
         index = self.base.agent_index
         others = [a for a in self.agents if a != agent and not self._runners[a].idle]
@@ -403,135 +377,6 @@ class HighLevelEnv(ParallelEnv):
     def _observations(self, agents: list[str] | None = None) -> dict[str, str]:
         return {a: self.base.describe(a) for a in (self.agents if agents is None else agents)}
 
-    # ---- plans: generators yielding primitive action ids ----
-    def _walk(self, agent: str, goals: frozenset[int], what: str) -> Plan:
-        """Walk until standing on one of ``goals``; fail when no progress is made."""
-        walker = self.nav.walker(self.base.agent_index[agent], goals)
-        best, since_best = INF, 0
-        while True:
-            world = self.base.world
-            d = walker.remaining(world)
-            if d == 0:
-                return
-            if d >= INF:
-                raise PlanFailed(f"no path to {what}")
-            if d < best:
-                best, since_best = d, 0
-            else:
-                since_best += 1
-                if since_best > STUCK_LIMIT:
-                    raise PlanFailed(f"could not reach {what}: blocked for {since_best} ticks")
-            act = walker.next_action(world, *self._yielding(agent))
-            if act < 0:
-                raise PlanFailed(f"no path to {what}")
-            yield act
 
-    def _furniture(self, name: str) -> int:
-        for i, f in enumerate(self.base.world.scene.layout.furniture):
-            if f.name == name:
-                return i
-        raise PlanFailed(f"there is no {name}")
-
-    def _face(self, agent: str, f: int) -> int:
-        world = self.base.world
-        cell = world.scene.layout.furniture[f].cell
-        here = world.agent_pos[self.base.agent_index[agent]]
-        return self.nav.direction_to(here, cell[0] * world.scene.width + cell[1])
-
-    def _open(self, agent: str, f: int) -> Plan:
-        """Open container ``f`` (already adjacent) if the agent sees it closed."""
-        mem = self._memories[agent]
-        name = self.base.world.scene.layout.furniture[f].name
-        for _ in range(3):
-            if mem.furniture[name].open:
-                return
-            yield encode(Verb.OPEN, self._face(agent, f))
-        raise PlanFailed(f"could not open the {name}")
-
-    def _plan_wait(self, agent: str, target: str) -> Plan:
-        yield 0
-
-    def _plan_goto(self, agent: str, target: str) -> Plan:
-        room = self.base.world.scene.layout.rooms.index(target)
-        yield from self._walk(agent, self.nav.room_goal(room), f"the {target}")
-
-    def _plan_explore(self, agent: str, target: str) -> Plan:
-        yield from self._plan_goto(agent, target)
-        mem = self._memories[agent]
-        a = self.base.agent_index[agent]
-        while True:
-            todo = [self._furniture(n) for n in mem.containers_unobserved(target)]
-            if not todo:
-                return
-            here = self.base.world.agent_pos[a]
-            f = min(todo, key=lambda i: self.nav.distance(here, self.nav.furniture_goal(i)))
-            name = self.base.world.scene.layout.furniture[f].name
-            yield from self._walk(agent, self.nav.furniture_goal(f), f"the {name}")
-            yield from self._open(agent, f)
-
-    def _plan_check(self, agent: str, target: str) -> Plan:
-        f = self._furniture(target)
-        yield from self._walk(agent, self.nav.furniture_goal(f), f"the {target}")
-        yield from self._open(agent, f)
-
-    def _plan_grab(self, agent: str, target: str) -> Plan:
-        mem = self._memories[agent]
-        a = self.base.agent_index[agent]
-        scene = self.base.world.scene
-        obj = scene.objects.index(target)
-        last_place = "place it was"
-        walk, walk_to = None, ""
-        while True:
-            world = self.base.world
-            if obj in world.hands[a]:
-                return
-            if len(world.hands[a]) >= 2:
-                raise PlanFailed("both hands are full")
-            belief = mem.objects.get(target)
-            if belief is None or belief.kind != "furniture":
-                raise PlanFailed(f"{target} is not {last_place} any more"
-                                 if belief is None else f"{target} is held by {belief.location}")
-            f = self._furniture(belief.location)
-            prep = "in" if scene.is_container[f] else "on"
-            last_place = f"{prep} the {belief.location}"
-            goals = self.nav.furniture_goal(f)
-            if self.nav.distance(world.agent_pos[a], goals) > 0:
-                # One walking step at a time, so a changed belief re-targets the walk.
-                if walk is None or walk_to != belief.location:
-                    walk_to = belief.location
-                    walk = self._walk(agent, goals, f"the {walk_to}")
-                step = next(walk, None)
-                if step is not None:
-                    yield step
-                    continue
-            if not mem.furniture[belief.location].open:
-                yield from self._open(agent, f)
-                continue
-            if obj not in world.contents[f]:  # seen not there: memory forgets it
-                raise PlanFailed(f"{target} is not {last_place} any more")
-            yield encode(Verb.PICK, self._face(agent, f), world.contents[f].index(obj))
-            if obj not in self.base.world.hands[a] and obj in self.base.world.contents[f]:
-                raise PlanFailed(f"could not pick {target}")
-
-    def _plan_put(self, agent: str, target: str) -> Plan:
-        a = self.base.agent_index[agent]
-        scene = self.base.world.scene
-        f = self._furniture(target)
-        held = self.base.world.hands[a]
-        if not held:
-            raise PlanFailed("hands are empty: nothing to put")
-        ftype = scene.layout.furniture[f].type
-        wanted_classes = {p.cls for p in scene.goal if p.target == ftype}
-        objs = [o for o in held if scene.object_class[o] in wanted_classes] or list(held)
-        yield from self._walk(agent, self.nav.furniture_goal(f), f"the {target}")
-        yield from self._open(agent, f)
-        for obj in objs:
-            world = self.base.world
-            if obj not in world.hands[a]:
-                continue
-            if len(world.contents[f]) >= scene.capacity[f]:
-                raise PlanFailed(f"the {target} is full")
-            yield encode(Verb.PUT, self._face(agent, f), world.hands[a].index(obj))
-
-
-__all__ = ["HighLevelAction", "HighLevelEnv", "KINDS", "PlanFailed", "STATUSES"]
+__all__ = ["HighLevelAction", "HighLevelEnv", "KINDS", "PLAN_TICK_LIMIT", "PlanFailed", "STATUSES",
+           "STUCK_LIMIT"]
