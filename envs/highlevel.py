@@ -101,6 +101,9 @@ class HighLevelEnv(ParallelEnv):
             household_kwargs.setdefault("obs_mode", "text")
             base = HouseholdEnv(**household_kwargs)
         self.base = base
+        # Observations are built here, once per decision round (_observations), so the
+        # base env skips its own on every tick (its step() returns None per agent).
+        base._observe = False
         self.possible_agents = list(base.possible_agents)
         self.agents: list[str] = []
         self.render_mode = base.render_mode

@@ -81,6 +81,10 @@ class HouseholdEnv(ParallelEnv):
         self.world: HouseholdState | None = None
         self._observer: ArrayObserver | None = None
         self._renderer = None
+        # Private switch for wrappers that build their own observations (HighLevelEnv):
+        # when False, reset() and step() return None for every agent instead of an
+        # observation nobody reads. Users of this env never need to touch it.
+        self._observe = True
 
     # ---- PettingZoo API ----
     def observation_space(self, agent: str) -> spaces.Space:
@@ -197,6 +201,8 @@ class HouseholdEnv(ParallelEnv):
         return reward
 
     def _observations(self) -> dict[str, Any]:
+        if not self._observe:
+            return dict.fromkeys(self.agents)
         if self.obs_mode == "text":
             return {a: self.describe(a) for a in self.agents}
         index = self.agent_index
