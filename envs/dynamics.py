@@ -15,8 +15,9 @@ Nothing here draws random numbers: the same state and actions give the same resu
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 from orgteams.envs.actions import ACTIONS, HAND_CAPACITY, NUM_ACTIONS, Verb
 from orgteams.envs.state import HouseholdState, goal_progress, is_walkable
@@ -38,9 +39,20 @@ class Event:
     reason: str = ""
 
     def to_dict(self) -> dict:
-        # The fields are flat ints and strs, so __dict__ (in field order) equals asdict()
-        # here at a tenth of the cost; step() calls this for every event.
-        return {k: v for k, v in self.__dict__.items() if v not in (-1, "")}
+        """The fields that are set (not -1 or ""), in field order; a new dict each call."""
+        return dict(self._set_fields)
+
+    @functools.cached_property
+    def _set_fields(self) -> dict:
+        # Speed: computed once per event (events are immutable and _event reuses them),
+        # stored in the instance __dict__ beside the fields (not one of them).
+        return {k: v for k in _FIELD_NAMES if (v := getattr(self, k)) not in (-1, "")}
+
+
+_FIELD_NAMES = tuple(f.name for f in fields(Event))
+# Speed: events are immutable values, and the same ones recur tick after tick (an agent
+# bumping into a wall), so they are built once and shared.
+_event = functools.lru_cache(maxsize=8192)(Event)
 
 
 def transition(state: HouseholdState, joint_action: Sequence[int]
@@ -54,6 +66,7 @@ def transition(state: HouseholdState, joint_action: Sequence[int]
     contents = list(state.contents)
     cont_open = list(state.container_open)
     door_open = list(state.door_open)
+    objects_moved = False  # something was picked or put: goal progress may change
     events: list[Event] = []
     moving: dict[int, int] = {}
     pos = state.agent_pos
@@ -83,14 +96,14 @@ def transition(state: HouseholdState, joint_action: Sequence[int]
                     _invalid(events, a, furn, door, "someone is standing in the doorway")
                 else:
                     door_open[door] = want
-                    events.append(Event("opened" if want else "closed", a, door=door))
+                    events.append(_event("opened" if want else "closed", a, door=door))
             elif furn >= 0 and scene.is_container[furn]:
                 if cont_open[furn] == want:
                     _invalid(events, a, furn, door,
                              f"container already {'open' if want else 'closed'}")
                 else:
                     cont_open[furn] = want
-                    events.append(Event("opened" if want else "closed", a, furniture=furn))
+                    events.append(_event("opened" if want else "closed", a, furniture=furn))
             else:
                 _invalid(events, a, furn, door, "nothing to open or close there")
         elif furn < 0:
@@ -103,37 +116,39 @@ def transition(state: HouseholdState, joint_action: Sequence[int]
             elif len(hands[a]) >= HAND_CAPACITY:
                 _invalid(events, a, furn, door, "both hands are full")
             else:
+                objects_moved = True
                 obj = contents[furn][idx]
                 contents[furn] = contents[furn][:idx] + contents[furn][idx + 1:]
                 hands[a] = hands[a] + (obj,)
-                events.append(Event("picked", a, obj=obj, furniture=furn))
+                events.append(_event("picked", a, obj=obj, furniture=furn))
         else:  # PUT
             if idx >= len(hands[a]):
                 _invalid(events, a, furn, door, f"hand slot {idx} is empty")
             elif len(contents[furn]) >= scene.capacity[furn]:
                 _invalid(events, a, furn, door, "no room left there")
             else:
+                objects_moved = True
                 obj = hands[a][idx]
                 hands[a] = hands[a][:idx] + hands[a][idx + 1:]
                 contents[furn] = contents[furn] + (obj,)
-                events.append(Event("placed", a, obj=obj, furniture=furn))
+                events.append(_event("placed", a, obj=obj, furniture=furn))
 
     new = HouseholdState(scene, state.tick + 1, list(pos), hands, contents, cont_open, door_open,
                          progress=state.progress)
     if moving:
         new.agent_pos = _resolve_moves(new, moving, events)
-    if any(e.type in ("picked", "placed") for e in events):
+    if objects_moved:
         new.progress = goal_progress(new)
         for i, (before, after) in enumerate(zip(state.progress, new.progress)):
             if after != before:
                 kind = "subgoal_done" if after > before else "subgoal_undone"
-                events.append(Event(kind, -1, other=i, reason=str(scene.goal[i])))
+                events.append(_event(kind, -1, other=i, reason=str(scene.goal[i])))
     return new, events
 
 
 def _invalid(events: list[Event], a: int, furn: int, door: int, reason: str) -> None:
     """Record agent ``a``'s impossible interaction (a module function: no closure per agent)."""
-    events.append(Event("invalid_action", a, furniture=furn, door=door, reason=reason))
+    events.append(_event("invalid_action", a, furniture=furn, door=door, reason=reason))
 
 
 def _resolve_moves(state: HouseholdState, moving: dict[int, int], events: list[Event]
@@ -146,13 +161,13 @@ def _resolve_moves(state: HouseholdState, moving: dict[int, int], events: list[E
         if is_walkable(state, target):
             want[a] = target
         else:
-            events.append(Event("invalid_action", a, reason="cannot walk there"))
+            events.append(_event("invalid_action", a, reason="cannot walk there"))
     # Same-target conflicts: the lowest agent index keeps its claim.
     claimed: dict[int, int] = {}
     for a in sorted(want):
         t = want[a]
         if t in claimed:
-            events.append(Event("collision", a, other=claimed[t], reason="same target cell"))
+            events.append(_event("collision", a, other=claimed[t], reason="same target cell"))
         else:
             claimed[t] = a
     want = {a: t for t, a in claimed.items()}
@@ -166,7 +181,7 @@ def _resolve_moves(state: HouseholdState, moving: dict[int, int], events: list[E
                 continue
             if b not in want or want[b] == pos[a]:
                 del want[a]
-                events.append(Event("collision", a, other=b, reason="cell occupied"))
+                events.append(_event("collision", a, other=b, reason="cell occupied"))
                 changed = True
     for a, t in want.items():
         pos[a] = t

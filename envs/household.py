@@ -134,11 +134,12 @@ class HouseholdEnv(ParallelEnv):
         for e in events:
             for i in (everyone if e.agent < 0 else (e.agent,)):
                 per_agent[i].append(e.to_dict())
-        infos = {a: {"events": per_agent[index[a]], "tick": tick} for a in self.agents}
+        agents = self.agents
+        infos = {a: {"events": per_agent[index[a]], "tick": tick} for a in agents}
         obs = self._observations()
-        terms = {a: done for a in self.agents}
-        truncs = {a: truncated for a in self.agents}
-        rew = {a: rewards for a in self.agents}
+        terms = dict.fromkeys(agents, done)
+        truncs = dict.fromkeys(agents, truncated)
+        rew = dict.fromkeys(agents, rewards)
         if done or truncated:
             self.agents = []
         if self.render_mode == "human":

@@ -9,6 +9,7 @@ Cells are flat indices ``row * width + col`` so that moving is one addition.
 
 from __future__ import annotations
 
+import operator
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -90,6 +91,11 @@ class Scene:
         return self.layout.room_map.ravel()
 
     @cached_property
+    def goal_counts(self) -> tuple[int, ...]:
+        """Units each goal predicate needs (``p.count`` per predicate)."""
+        return tuple(p.count for p in self.goal)
+
+    @cached_property
     def goal_targets(self) -> tuple[frozenset[int], ...]:
         """Per goal predicate, the furniture indices that satisfy its target."""
         return tuple(frozenset(i for i, f in enumerate(self.layout.furniture)
@@ -167,7 +173,7 @@ class HouseholdState:
 
     @property
     def success(self) -> bool:
-        return all(have >= p.count for have, p in zip(self.progress, self.scene.goal))
+        return all(map(operator.ge, self.progress, self.scene.goal_counts))
 
     def where(self, obj: int) -> tuple[str, int]:
         """``("furniture", i)`` or ``("agent", i)`` for an object id."""
