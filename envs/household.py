@@ -99,7 +99,7 @@ class HouseholdEnv(ParallelEnv):
         self.world = make_episode(self.layout, self.task, len(self.possible_agents),
                                   self.np_random)
         self._observer = ArrayObserver(self.world.scene, self.view_radius,
-                                       self.full_observability)
+                                       self.full_observability, previous=self._observer)
         self.agents = list(self.possible_agents)
         self.overlay.clear()
         infos = {a: {"events": [], "tick": 0} for a in self.agents}

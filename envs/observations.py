@@ -53,7 +53,11 @@ def observation_space(view_radius: int) -> spaces.Dict:
 class ArrayObserver:
     """Builds array observations for one scene; static parts are computed once."""
 
-    def __init__(self, scene: Scene, view_radius: int, full_observability: bool = False):
+    def __init__(self, scene: Scene, view_radius: int, full_observability: bool = False,
+                 previous: ArrayObserver | None = None):
+        """``previous``: the observer of an earlier episode; when it has the same layout,
+        view radius and observability, its view masks and windows (which depend on
+        nothing else) are reused instead of being built again."""
         self.scene, self.r, self.full = scene, view_radius, full_observability
         cat = load_catalog()
         lay = scene.layout
@@ -76,6 +80,7 @@ class ArrayObserver:
                                         for f in lay.furniture], int)
         self.door_flat = np.array([d.cell[0] * w + d.cell[1] for d in lay.doors], int)
         self.obj_class = np.array([cat.class_id(c) for c in scene.object_class], int)
+        self._obj_class_list = self.obj_class.tolist()
         self.goal_rows = [(cat.class_id(p.cls) + 1, cat.furniture_type_id(p.target) + 1)
                           for p in scene.goal]
         self._masks: dict[int, np.ndarray] = {}
@@ -109,13 +114,22 @@ class ArrayObserver:
         self._flat_base = padded_base.reshape(ph * pw, -1)
         self._layer = np.empty_like(self._flat_base)
         self._layer_key: tuple | None = None
+        # Speed: the buffer holds the layer plus the agents; while the layer is unchanged,
+        # a new state only restores the rows its predecessor's agents touched.
+        self._layer_version = 0
+        self._buffer_version = -1
+        self._agent_rows: list[int] = []
         self._furniture_pad = self._pad_index[self.container_flat].tolist()
         self._obj_channel = (self.obj_class + BASE_CHANNELS).tolist()
         side = 2 * r + 1
         self._offsets = (np.arange(side)[:, None] * pw + np.arange(side)).ravel()
         # Per standing cell, the buffer rows of its masked window, filled on first use.
         self._windows = np.zeros((h * w, side * side), np.intp)
-        self._window_ready = np.zeros(h * w, bool)
+        self._window_ready: set[int] = set()
+        if (previous is not None and previous.scene.layout is lay
+                and previous.r == view_radius and previous.full == full_observability):
+            self._masks, self._windows = previous._masks, previous._windows
+            self._window_ready = previous._window_ready
         self._everyone: list[int] = []
         self._goal_progress: tuple[int, ...] | None = None
         self._goal: np.ndarray | None = None
@@ -164,6 +178,7 @@ class ArrayObserver:
                     cols.append(channel[o])
         _add_ones(layer, rows, cols)
         self._layer_key = (list(state.door_open), list(opened), list(state.contents))
+        self._layer_version += 1
         return layer
 
     def _features(self, state: HouseholdState) -> np.ndarray:
@@ -175,9 +190,16 @@ class ArrayObserver:
             return self._padded
         buf = self._buffer
         flat = self._flat_buffer
-        np.copyto(flat, self._furniture_layer(state))
+        layer = self._furniture_layer(state)
+        if self._buffer_version != self._layer_version:
+            np.copyto(flat, layer)
+            self._buffer_version = self._layer_version
+        else:  # same layer: only undo the previous agents (their mark and held objects)
+            old = self._agent_rows
+            flat[old] = layer[old]
         pad, channel = self._pad_list, self._obj_channel
         agent_cells = [pad[c] for c in state.agent_pos]
+        self._agent_rows = agent_cells
         flat[agent_cells, 2] = 2
         rows: list[int] = []
         cols: list[int] = []
@@ -192,13 +214,13 @@ class ArrayObserver:
 
     def _fill_window(self, cell: int) -> None:
         """Buffer rows of the window around ``cell``; rows the view hides -> the zero row."""
-        if self._window_ready[cell]:
+        if cell in self._window_ready:
             return
         view = self.scene.view_of_cell[cell]
         rows = self._top_left[cell] + self._offsets
         visible = self.view_mask(view).ravel()[rows]
         self._windows[cell] = np.where(visible, rows, len(self._flat_buffer))
-        self._window_ready[cell] = True
+        self._window_ready.add(cell)
 
     def _goal_array(self, state: HouseholdState) -> np.ndarray:
         """The goal rows; they depend on the goal progress only, so they are cached on it."""
@@ -221,9 +243,9 @@ class ArrayObserver:
         pos = state.agent_pos
         if len(self._everyone) != len(pos):
             self._everyone = list(range(len(pos)))
-        cells = np.array(pos if agents == self._everyone else [pos[a] for a in agents])
-        if not self._window_ready[cells].all():
-            for cell in cells.tolist():
+        cells = pos if agents == self._everyone else [pos[a] for a in agents]
+        if not self._window_ready.issuperset(cells):
+            for cell in cells:
                 self._fill_window(cell)
         side = 2 * self.r + 1
         images = self._flat_ext.take(self._windows[cells], axis=0).reshape(
@@ -231,7 +253,7 @@ class ArrayObserver:
         images[:, self.r, self.r, 2] = 1
         n = len(agents)
         hands = np.zeros((n, HAND_CAPACITY), np.uint8)
-        obj_class = self.obj_class
+        obj_class = self._obj_class_list
         for i, a in enumerate(agents):
             for j, o in enumerate(state.hands[a]):
                 hands[i, j] = obj_class[o] + 1
