@@ -105,6 +105,11 @@ class LLMAgent:
         self.log = DialogueLog(dialogue_window, action_window)
         self._context: ActContext | None = None
 
+    @property
+    def model(self) -> str:
+        """The model name of this agent's backend (recorded in summaries)."""
+        return self.backend.model
+
     def __repr__(self) -> str:
         return f"LLMAgent({self.agent_id!r}, model={self.backend.model!r})"
 

@@ -44,3 +44,14 @@ def test_every_organization_runs_a_planner_team_to_success():
                         backend="planner", seed=3, log_path=None).summary
         assert s["success"], org
         assert s["ticks"] <= s["step_limit"]
+
+
+def test_a_team_can_mix_planner_llm_and_random_members():
+    result = run_episode(task="put_dishwasher_easy", layout="studio", organization="leader",
+                         agents=3, backend="planner,scripted,random", seed=0, max_rounds=3,
+                         log_path=None)
+    s = result.summary
+    assert s["members"] == {"agent_0": "planner", "agent_1": "scripted", "agent_2": "random"}
+    models = {r["agent"]: r["model"] for r in result.records if r.get("phase") == "act"}
+    assert models.get("agent_1") == "scripted" and models.get("agent_0") == "planner"
+    assert s["fallback_count"] == 0  # the scripted double answers every schema validly
