@@ -2,9 +2,12 @@
 
 :class:`HumanAgent` shows the situation compactly (goal, what it sees and knows, the
 latest messages, the lettered actions) through ``output_fn`` and reads answers
-through ``input_fn``. Both are plain callables, so a GUI (the pygame window) can
-supply them; ``input_fn`` may also be ``async``. A sync ``input_fn`` runs in a worker
-thread so LLM teammates keep thinking while the person types.
+through ``input_fn``. Both are plain callables, so a GUI can supply them: the pygame
+window does (:class:`~orgteams.agents.window_input.WindowInput`, used by
+``orgteams run --render human --backend human,...``). ``input_fn`` may also be
+``async`` (it then runs on the event loop, as the window's must); a sync
+``input_fn`` runs in a worker thread so LLM teammates keep thinking while the
+person types.
 
 Answers:
 
@@ -43,7 +46,9 @@ from orgteams.agents.prompts import action_options
 if TYPE_CHECKING:
     from orgteams.envs.highlevel import HighLevelEnv
 
-__all__ = ["HumanAgent"]
+__all__ = ["ACT_PROMPT", "HumanAgent"]
+
+ACT_PROMPT = "Your action (letter): "  # the act question (a window answers Escape with wait)
 
 InputFn = Callable[[str], "str | Awaitable[str]"]
 
@@ -153,7 +158,7 @@ class HumanAgent:
             return action.id
 
         try:
-            action_id = await self._ask(record, "Your action (letter): ", parse)
+            action_id = await self._ask(record, ACT_PROMPT, parse)
         except _Closed as exc:
             record.fallback = str(exc)
             action_id = safe_action(actions)[0]

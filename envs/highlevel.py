@@ -22,7 +22,15 @@ id                    what the plan does
                       put all held objects there; fails when it is full or hands are empty
 ``wait``              wait one tick
 ``continue``          keep the current plan (only while one is running)
+``primitive:<id>``    play primitive action ``<id>`` (:mod:`orgteams.envs.actions`) for
+                      exactly one tick; never listed in :meth:`~HighLevelEnv.available_actions`
+                      (LLM prompts are unchanged): it lets a person at the keyboard (or a
+                      per-tick policy) play beside planners, who keep their plans
 ====================  =====================================================================
+
+A ``primitive:<id>`` agent is never pushed aside and is not walked into: its tick
+is exactly the action it chose, and the round ends after that one tick (it needs a
+new decision), so such a player decides every tick.
 
 Available actions come from the agent's :class:`~orgteams.envs.memory.AgentMemory`
 only: ``explore``/``goto`` every room of the floor plan, ``check`` every container
@@ -64,9 +72,10 @@ from orgteams.envs.observations import ArrayObserver
 from orgteams.envs.plans import PLAN_TICK_LIMIT, PLANS, STUCK_LIMIT, PlanFailed, Runner
 from orgteams.envs.state import HouseholdState, is_walkable
 
-KINDS = ("explore", "goto", "check", "grab", "put", "wait", "continue")
+KINDS = ("explore", "goto", "check", "grab", "put", "wait", "continue", "primitive")
 LABELS = {"explore": "goexplore", "goto": "goto", "check": "gocheck", "grab": "gograb",
-          "put": "goput", "wait": "wait", "continue": "continue"}
+          "put": "goput", "wait": "wait", "continue": "continue", "primitive": "primitive"}
+PRIMITIVE = "primitive:"  # prefix of the one-tick primitive kind (never offered)
 STATUSES = ("running", "done", "failed", "idle")
 DEFER_TICKS = 12  # how long an agent gives way to one it could not push aside
 
@@ -263,6 +272,9 @@ class HighLevelEnv(ParallelEnv):
                 ident = ident.id
             if self._runners[agent].idle and ident in ("continue", "wait", None):
                 continue
+            if isinstance(ident, str) and ident.startswith(PRIMITIVE):
+                chosen[agent] = self._primitive(agent, ident)
+                continue
             available = {a.id: a for a in self.available_actions(agent)}
             if ident not in available:
                 raise ValueError(
@@ -272,6 +284,15 @@ class HighLevelEnv(ParallelEnv):
             if ident != "continue":
                 chosen[agent] = available[ident]
         return chosen
+
+    def _primitive(self, agent: str, ident: str) -> HighLevelAction:
+        n = self.base.action_space(agent).n
+        target = ident[len(PRIMITIVE):]
+        if not (target.isascii() and target.isdigit() and int(target) < n):
+            raise ValueError(f"{agent}: bad primitive action {ident!r}: expected "
+                             f"'primitive:<id>' with an integer id from 0 to {n - 1} "
+                             "(see orgteams.envs.actions)")
+        return HighLevelAction.make("primitive", str(int(target)))
 
     def _start(self, agent: str, action: HighLevelAction) -> None:
         r = self._runners[agent]
@@ -286,6 +307,11 @@ class HighLevelEnv(ParallelEnv):
         r = self._runners[agent]
         return not r.idle and (r.status != "running" or r.action.kind == "wait")
 
+    def _movable(self, agent: str) -> bool:
+        """Whether teammates may push ``agent`` aside: not idle, not playing primitives."""
+        r = self._runners[agent]
+        return not r.idle and not (r.status == "running" and r.action.kind == "primitive")
+
     def yielding_cells(self, agent: str) -> tuple[frozenset[int], frozenset[int]]:
         """Cells of waiting teammates, and of lower-priority (higher index) ones.
 
@@ -293,7 +319,7 @@ class HighLevelEnv(ParallelEnv):
         """
         pos = self.base.world.agent_pos
         index = self.base.agent_index
-        others = [a for a in self.agents if a != agent and not self._runners[a].idle]
+        others = [a for a in self.agents if a != agent and self._movable(a)]
         waiting = frozenset(pos[index[a]] for a in others if self._waiting(a))
         lower = frozenset(pos[index[a]] for a in others if self._outranks(agent, a))
         return waiting, lower
@@ -343,8 +369,9 @@ class HighLevelEnv(ParallelEnv):
                     taken.add(n)
 
     def _pushable(self, b: str, mover: str, joint: dict[str, int]) -> bool:
-        # An idle (removed) agent never moves: it is an obstacle, not a teammate.
-        return joint[b] <= 4 and not self._runners[b].idle and (
+        # An idle (removed) agent never moves: it is an obstacle, not a teammate; nor is
+        # one playing primitive actions moved against its choice.
+        return joint[b] <= 4 and self._movable(b) and (
             self._waiting(b) or self._outranks(mover, b))
 
     def _push(self, b: str, away: int, mover: str, joint: dict[str, int], taken: set[int],
@@ -381,5 +408,5 @@ class HighLevelEnv(ParallelEnv):
         return {a: self.base.describe(a) for a in (self.agents if agents is None else agents)}
 
 
-__all__ = ["HighLevelAction", "HighLevelEnv", "KINDS", "PLAN_TICK_LIMIT", "PlanFailed", "STATUSES",
-           "STUCK_LIMIT"]
+__all__ = ["HighLevelAction", "HighLevelEnv", "KINDS", "PLAN_TICK_LIMIT", "PRIMITIVE", "PlanFailed",
+           "STATUSES", "STUCK_LIMIT"]

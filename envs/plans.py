@@ -7,7 +7,7 @@ once per tick: each ``yield`` is the agent's primitive action id for that tick
 the world after every tick, so they react to what teammates changed.
 
 ``PLANS`` maps each action kind (``explore``, ``goto``, ``check``, ``grab``, ``put``,
-``wait``) to its plan function ``plan(env, agent, target) -> Plan``. A
+``wait``, ``primitive``) to its plan function ``plan(env, agent, target) -> Plan``. A
 :class:`Runner` holds one agent's current plan and its status.
 """
 
@@ -113,6 +113,11 @@ def plan_wait(env: HighLevelEnv, agent: str, target: str) -> Plan:
     yield 0
 
 
+def plan_primitive(env: HighLevelEnv, agent: str, target: str) -> Plan:
+    """Exactly one tick of primitive action ``target`` (validated by the env)."""
+    yield int(target)
+
+
 def plan_goto(env: HighLevelEnv, agent: str, target: str) -> Plan:
     room = env.base.world.scene.layout.rooms.index(target)
     yield from walk(env, agent, env.nav.room_goal(room), f"the {target}")
@@ -203,7 +208,7 @@ def plan_put(env: HighLevelEnv, agent: str, target: str) -> Plan:
 
 PLANS: dict[str, Callable[[HighLevelEnv, str, str], Plan]] = {
     "explore": plan_explore, "goto": plan_goto, "check": plan_check, "grab": plan_grab,
-    "put": plan_put, "wait": plan_wait,
+    "put": plan_put, "wait": plan_wait, "primitive": plan_primitive,
 }
 
 __all__ = ["PLANS", "PLAN_TICK_LIMIT", "STUCK_LIMIT", "Plan", "PlanFailed", "Runner", "walk",

@@ -17,6 +17,12 @@ R                   new episode (once one is over)
 Q / Escape          quit (Escape first cancels a pending O/C/G/P)
 ==================  =============================================================
 
+Teammates that think in high-level actions (planners, LLM agents) play through
+:class:`~orgteams.envs.highlevel.HighLevelEnv`: pass ``teammates`` (a
+:class:`Teammates`, e.g. :class:`orgteams.play_team.PlannerTeammates`) and each of
+your keys becomes ``primitive:<id>``, one tick, while the teammates keep their plans
+running over the same tick (``orgteams play --others planner``).
+
 Tests drive it headless (``SDL_VIDEODRIVER=dummy``): post key events with
 ``pygame.event.post`` (or call :meth:`PlaySession.handle_event`) and call
 :meth:`PlaySession.tick` or ``run(max_frames=N)``.
@@ -24,9 +30,10 @@ Tests drive it headless (``SDL_VIDEODRIVER=dummy``): post key events with
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Protocol
 
 from orgteams.envs.actions import HAND_CAPACITY, Verb, decode, encode
+from orgteams.envs.highlevel import PRIMITIVE, HighLevelEnv
 from orgteams.envs.layout import DIRECTIONS
 from orgteams.envs.rendering import PygameRenderer
 from orgteams.envs.state import is_walkable
@@ -49,6 +56,20 @@ HELP_LINES = [  # "key<TAB>what it does": the help box draws two columns
 VERB_KEYS = {"o": Verb.OPEN, "c": Verb.CLOSE, "g": Verb.PICK, "p": Verb.PUT}
 
 
+class Teammates(Protocol):
+    """High-level teammates of the keyboard player (planners, LLM agents).
+
+    Called once per tick (one decision round of a :class:`HighLevelEnv` whose human
+    agent plays ``primitive:<id>``) with the env and the live teammates' ids; returns
+    a high-level action id per teammate (``continue`` keeps a running plan; a
+    teammate left out waits when it needs a decision). ``reset`` starts a new episode.
+    """
+
+    def __call__(self, env: HighLevelEnv, agents: list[str]) -> dict[str, str]: ...
+
+    def reset(self) -> None: ...
+
+
 class PlaySession:
     """One person plays ``human_agent``; ``others`` acts for everyone else.
 
@@ -56,8 +77,10 @@ class PlaySession:
         env: a household env to play in; by default one is built from ``layout``,
             ``task`` and ``num_agents`` (and closed by :meth:`close`).
         human_agent: the agent the keyboard controls, e.g. ``"agent_0"``.
-        others: ``"random"`` or a callable ``(agent_id, env) -> action``
-            (planner and LLM agents plug in here); ``env`` is the unwrapped env.
+        others: ``"random"`` or a callable ``(agent_id, env) -> action`` deciding each
+            tick for everyone else; ``env`` is the unwrapped env.
+        teammates: high-level teammates instead of ``others`` (see :class:`Teammates`);
+            the env is then a :class:`HighLevelEnv` (built here, or passed as ``env``).
         seed: episode seed (R starts the next seed).
         fps: window frame rate.
         show_fov: start with your field of view highlighted.
@@ -69,20 +92,27 @@ class PlaySession:
     def __init__(self, env: Any = None, *, layout: str = "studio",
                  task: str = "prepare_afternoon_tea", num_agents: int = 3,
                  human_agent: str = "agent_0", others: str | Policy = "random",
+                 teammates: Teammates | None = None,
                  seed: int = 0, fps: int = 30, show_fov: bool = True,
                  display_names: list[str] | None = None, pump_events: bool = True):
         self._owned = env is None
-        if env is None:
+        if env is None and teammates is not None:
+            env = HighLevelEnv(layout=layout, task=task, num_agents=num_agents)
+        elif env is None:
             from orgteams.envs import household_v0
 
             env = household_v0.parallel_env(layout=layout, task=task, num_agents=num_agents)
-        self.env, self.raw = env, env.unwrapped
+        if teammates is not None and not isinstance(env, HighLevelEnv):
+            raise TypeError(f"teammates play in a HighLevelEnv, got env {type(env).__name__}")
+        self.teammates = teammates
+        self.env = env
+        self.raw = env.base if isinstance(env, HighLevelEnv) else env.unwrapped
         if human_agent not in self.raw.possible_agents:
             raise ValueError(f"human_agent {human_agent!r} is not one of "
                              f"{self.raw.possible_agents}")
         self.human = human_agent
         self.index = self.raw.agent_index[human_agent]
-        self.policy = resolve_policy(others, seed)
+        self.policy = resolve_policy(others, seed) if teammates is None else None
         self.seed, self.pump_events = seed, pump_events
         self.renderer = PygameRenderer("human", fps=fps, show_fov=show_fov,
                                        fov_agents=[self.index], manage_events=False,
@@ -93,7 +123,7 @@ class PlaySession:
         self.slot = 0
         self.message = ""
         self._queued: int | None = None
-        self.env.reset(seed=seed)
+        self._reset(seed)
         if display_names is not None:
             self.raw.display_names = list(display_names)
 
@@ -118,7 +148,7 @@ class PlaySession:
             self.renderer.toggle_fov()
         elif key == pg.K_r and not self.env.agents:
             self.seed += 1
-            self.env.reset(seed=self.seed)
+            self._reset(self.seed)
             self.message = f"new episode (seed {self.seed})"
         elif name in VERB_KEYS:
             self.pending = VERB_KEYS[name]
@@ -184,10 +214,19 @@ class PlaySession:
         self.frames += 1
         return self.running and not self.renderer.closed
 
+    def _reset(self, seed: int) -> None:
+        self.env.reset(seed=seed)
+        if self.teammates is not None:
+            self.teammates.reset()
+
     def step(self, action: int) -> None:
-        """Play ``action`` for the human and the policy's actions for the others."""
-        actions = {a: (action if a == self.human else int(self.policy(a, self.raw)))
-                   for a in self.env.agents}
+        """Play ``action`` for the human and the others' choices, for one tick."""
+        if self.teammates is not None:
+            others = [a for a in self.env.agents if a != self.human]
+            actions = {**self.teammates(self.env, others), self.human: f"{PRIMITIVE}{action}"}
+        else:
+            actions = {a: (action if a == self.human else int(self.policy(a, self.raw)))
+                       for a in self.env.agents}
         _, _, _, _, infos = self.env.step(actions)
         self.slot = 0
         events = infos.get(self.human, {}).get("events", [])
@@ -229,13 +268,21 @@ class PlaySession:
 def play(layout: str = "studio", task: str = "prepare_afternoon_tea", num_agents: int = 3,
          human_agent: str = "agent_0", others: str | Policy = "random", seed: int = 0,
          fps: int = 30, show_fov: bool = True, max_frames: int | None = None,
-         display_names: list[str] | None = None) -> dict[str, Any]:
+         display_names: list[str] | None = None,
+         teammates: Teammates | None = None) -> dict[str, Any]:
     """Open a window and play ``human_agent`` with the keyboard (see module docstring).
+
+    ``others`` drives the other agents tick by tick; ``teammates`` (high-level, e.g.
+    planners) replaces it, see :class:`PlaySession`.
 
     Returns ``{"ticks", "success", "frames", "seed", "quit"}`` when the player quits
     (Q, Escape, the close button) or after ``max_frames`` frames.
     """
     session = PlaySession(layout=layout, task=task, num_agents=num_agents,
-                          human_agent=human_agent, others=others, seed=seed, fps=fps,
+                          human_agent=human_agent, others=others, teammates=teammates,
+                          seed=seed, fps=fps,
                           show_fov=show_fov, display_names=display_names)
     return session.run(max_frames=max_frames)
+
+
+__all__ = ["HELP_LINES", "PlaySession", "Teammates", "play"]

@@ -18,12 +18,18 @@ Example::
     env.reset(seed=0)
     frame = env.render()            # (H, W, 3) uint8
     attach_renderer(env, show_fov=True)   # options the env constructor does not take
+
+A :class:`TextEntry` set as ``renderer.entry`` is drawn as a box over the map and
+receives the window's typing (TEXTINPUT characters, Enter, Backspace, Escape):
+:mod:`orgteams.agents.window_input` uses it to ask a person in the window.
 """
 
 from __future__ import annotations
 
+import math
 import os
 import sys
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -56,6 +62,70 @@ def import_pygame():
         raise ImportError("rendering with pygame (render_mode 'human' or 'rgb_array') needs "
                           f"pygame, which is not installed: {INSTALL_HINT}") from exc
     return pygame
+
+
+@dataclass
+class TextEntry:
+    """A one-line answer box drawn over the map while a person is asked something.
+
+    Characters come from TEXTINPUT events (what SDL sends for typing); KEYDOWN
+    handles Enter (``answer`` becomes the text), Backspace and Escape (``answer``
+    becomes ``escape_answer``, e.g. silence or ``wait``).
+    """
+
+    title: str
+    prompt: str
+    lines: list[str] = field(default_factory=list)  # the options or recent messages
+    escape_answer: str = ""
+    note: str = ""  # the last error or remark, drawn in red
+    text: str = ""
+    answer: str | None = None
+
+    def handle_event(self, pg: Any, event: Any) -> bool:
+        """Take one typing event; True when it was used."""
+        if event.type == pg.TEXTINPUT:
+            self.text += event.text
+            return True
+        if event.type != pg.KEYDOWN:
+            return False
+        if event.key in (pg.K_RETURN, pg.K_KP_ENTER):
+            self.answer = self.text
+        elif event.key == pg.K_BACKSPACE:
+            self.text = self.text[:-1]
+        elif event.key == pg.K_ESCAPE:
+            self.answer = self.escape_answer
+        return True  # other keys (F...) are typing, not window commands
+
+
+def draw_entry(pg: Any, text: Text, surf, entry: TextEntry, width: int) -> None:
+    """The entry box along the bottom of ``surf``, ``width`` pixels wide; options in columns."""
+    size, pad = 15, 12
+    step = text.font(size).get_linesize() + 2
+    col_w = max((text.width(s, size) for s in entry.lines), default=0) + 24
+    cols = max(1, min(len(entry.lines), (width - 2 * pad) // max(col_w, 1)))
+    rows = min(math.ceil(len(entry.lines) / cols), 14)
+    shown = entry.lines[:rows * cols]
+    if len(shown) < len(entry.lines):
+        shown[-1] = f"... {len(entry.lines) - len(shown) + 1} more: type the id"
+    rows_total = 1 + rows + 1 + bool(entry.note)
+    box = pg.Rect(MARGIN, 0, width, rows_total * step + 2 * pad + 6)
+    box.bottom = surf.get_height() - MARGIN
+    shade = pg.Surface(box.size, pg.SRCALPHA)
+    shade.fill((20, 22, 30, 235))
+    surf.blit(shade, box)
+    pg.draw.rect(surf, (255, 230, 150), box, 2, border_radius=6)
+    x, y = box.x + pad, box.y + pad
+    text.blit(surf, entry.title, (x, y), size, (255, 230, 150), True)
+    for k, line in enumerate(shown):
+        col, row = divmod(k, rows)
+        text.blit(surf, line, (x + col * col_w, y + (1 + row) * step), size, (235, 235, 240))
+    y += (1 + rows) * step + 6
+    typed = f"{entry.prompt}{entry.text}_"
+    while len(typed) > 1 and text.width(typed, size, True) > width - 2 * pad:
+        typed = "..." + typed[4:]  # keep the end (what is being typed) visible
+    text.blit(surf, typed, (x, y), size, (255, 255, 255), True)
+    if entry.note:
+        text.blit(surf, entry.note, (x, y + step), size, (255, 130, 120))
 
 
 class PygameRenderer:
@@ -92,6 +162,7 @@ class PygameRenderer:
         self.manage_events, self.title = manage_events, title
         self.help_lines: list[str] | None = None  # drawn as a centred box when set
         self.footer: list[str] = []  # extra lines at the bottom of the panel
+        self.entry: TextEntry | None = None  # a question box over the map, gets the typing
         self.closed = False
         self.frames = 0
         self.pg.font.init()
@@ -157,13 +228,21 @@ class PygameRenderer:
         if self.help_lines:
             draw_help(pg, self.text, canvas, self.help_lines)
             self._overdrawn = True
+        if self.entry is not None:
+            draw_entry(pg, self.text, canvas, self.entry, canvas.get_width() - PANEL_WIDTH
+                       - 2 * MARGIN)
+            self._overdrawn = True
         return canvas
 
     def handle_event(self, event: Any) -> bool:
-        """React to a window event (close button, F); True when it was used."""
+        """React to a window event (close button, F, typing into :attr:`entry`).
+
+        True when it was used."""
         pg = self.pg
         if event.type == pg.QUIT:
             self.close()
+            return True
+        if self.entry is not None and self.entry.handle_event(pg, event):
             return True
         if event.type == pg.KEYDOWN and event.key == pg.K_f:
             self.toggle_fov()
@@ -256,6 +335,18 @@ def attach_renderer(env: Any, **options: Any) -> PygameRenderer:
         raw._renderer.close()
     options.setdefault("fps", raw.render_fps)
     raw._renderer = PygameRenderer(raw.render_mode, **options)
+    return raw._renderer
+
+
+def window_renderer(env: Any) -> PygameRenderer | None:
+    """The human-window renderer of ``env`` (a household or high-level env), opened now.
+
+    None when the env does not render in human mode."""
+    raw = getattr(env, "base", env).unwrapped
+    if raw.render_mode != "human":
+        return None
+    if raw._renderer is None:
+        raw.render()
     return raw._renderer
 
 

@@ -77,10 +77,10 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_play(args: argparse.Namespace) -> int:
-    from orgteams.envs.play import play
+    from orgteams.play_team import play_with
 
-    out = play(layout=args.layout, task=args.task, num_agents=args.agents,
-               human_agent=args.agent, seed=args.seed, fps=args.fps)
+    out = play_with(args.others, layout=args.layout, task=args.task, num_agents=args.agents,
+                    human_agent=args.agent, seed=args.seed, fps=args.fps)
     _print_json(out) if args.json else print(out)
     return 0
 
@@ -155,6 +155,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(layout="studio")
     p.add_argument("--agent", default="agent_0")
     p.add_argument("--fps", type=int, default=30)
+    p.add_argument("--others", choices=["random", "planner"], default="random",
+                   help="who drives the other agents: random primitive actions, or planners "
+                        "(high-level plans; your keys play one tick each)")
     p.set_defaults(func=cmd_play)
 
     p = sub.add_parser("record", help="record a random-policy episode to MP4/GIF")

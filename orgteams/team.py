@@ -36,11 +36,15 @@ def _backend(spec: str, cache: str | Path | None):
 
 
 def build_member(agent_id: str, spec: str, *, leader: bool = False, seed: int | None = None,
-                 cache: str | Path | None = None, claims: bool = True, **llm_kwargs: Any):
+                 cache: str | Path | None = None, claims: bool = True,
+                 env: HighLevelEnv | None = None, **llm_kwargs: Any):
     """A team member from a spec: ``planner``, ``random``, ``human``, ``local``,
     ``scripted`` or ``openai:<model>`` (any OpenAI-compatible server, see README).
 
-    ``leader`` and ``claims`` only matter to planners (see :class:`PlannerMember`)."""
+    ``leader`` and ``claims`` only matter to planners (see :class:`PlannerMember`).
+    ``env`` only matters to ``human``: when it renders in human mode the person
+    answers in that window (:class:`~orgteams.agents.window_input.WindowInput`),
+    else in the terminal."""
     kind = spec.split(":", 1)[0]
     if kind not in MEMBER_KINDS:
         raise unknown_name("member kind", kind, MEMBER_KINDS)
@@ -55,6 +59,11 @@ def build_member(agent_id: str, spec: str, *, leader: bool = False, seed: int | 
     if kind == "human":
         from orgteams.agents.human_agent import HumanAgent
 
+        if env is not None and env.render_mode == "human":
+            from orgteams.agents.window_input import WindowInput
+
+            window = WindowInput(env)
+            return HumanAgent(agent_id, window.ask, window.show)
         return HumanAgent(agent_id)
     from orgteams.agents.llm_agent import LLMAgent
 
@@ -62,8 +71,11 @@ def build_member(agent_id: str, spec: str, *, leader: bool = False, seed: int | 
 
 
 def build_team(specs: str | list[str], num_agents: int, organization: Organization,
-               seed: int | None = None, cache: str | Path | None = None) -> dict[str, Any]:
-    """Members for ``agent_0..agent_{n-1}``: one spec for all, or a comma list / list per agent."""
+               seed: int | None = None, cache: str | Path | None = None,
+               env: HighLevelEnv | None = None) -> dict[str, Any]:
+    """Members for ``agent_0..agent_{n-1}``: one spec for all, or a comma list / list per agent.
+
+    ``env``: where human members answer (see :func:`build_member`)."""
     if isinstance(specs, str):
         specs = [s.strip() for s in specs.split(",")]
     if len(specs) == 1:
@@ -77,7 +89,7 @@ def build_team(specs: str | list[str], num_agents: int, organization: Organizati
     # Planners follow the organization: with no instruction at all (``none``) nobody
     # agreed to announce or respect claims.
     claims = bool(organization.instruction.strip())
-    return {a: build_member(a, s, leader=a in top, seed=seed, cache=cache, claims=claims)
+    return {a: build_member(a, s, leader=a in top, seed=seed, cache=cache, claims=claims, env=env)
             for a, s in zip(team, specs)}
 
 
@@ -110,7 +122,7 @@ def run_episode(task: str = "prepare_afternoon_tea", layout: str = "apartment",
     render_mode = render or ("rgb_array" if video else None)
     env = HighLevelEnv(layout=layout, task=task, num_agents=agents, render_mode=render_mode,
                        max_ticks=max_ticks, render_options=render_options)
-    members = build_team(backend, agents, org, seed=seed, cache=cache)
+    members = build_team(backend, agents, org, seed=seed, cache=cache, env=env)
     if log_path == "auto":
         log_path = default_log_path(task, org.name, seed)
     recorder = None
@@ -122,7 +134,8 @@ def run_episode(task: str = "prepare_afternoon_tea", layout: str = "apartment",
     runner = TeamRunner(env, org, members, max_rounds=max_rounds, log_path=log_path,
                         shocks=[Shock.parse(s) if isinstance(s, str) else s for s in shocks],
                         monitor=MonitorConfig() if monitor is True else (monitor or None),
-                        member_factory=lambda a, spec: build_member(a, spec, cache=cache),
+                        member_factory=lambda a, spec: build_member(a, spec, cache=cache,
+                                                                    env=env),
                         on_round=on_round)
     try:
         result = runner.run(seed)

@@ -173,3 +173,51 @@ def test_memory_text_and_dict():
     assert d["agent"] == "agent_0" and set(d["rooms_seen"]) == set(mem.rooms_seen)
     with pytest.raises(ValueError, match="unknown location 'moon'"):
         mem.note_object(env.base.world.scene.objects[0], "moon")
+
+
+# ---- primitive:<id>: one tick of a primitive action (keyboard play beside planners) ----
+def test_primitive_action_runs_exactly_one_tick_while_a_plan_keeps_running(make_env):
+    from orgteams.envs.actions import Verb, encode
+
+    env, _ = make_env([(2, 1), (2, 6)])
+    env.step({"agent_1": "goto:kitchen"})  # a long walk through the closed door
+    assert env.current("agent_1").id == "goto:kitchen"
+    ticks = env.ticks
+    obs, _, _, _, infos = env.step({"agent_0": f"primitive:{encode(Verb.MOVE, 1)}",
+                                    "agent_1": "continue"})
+    assert env.ticks == ticks + 1
+    assert env.base.world.agent_pos[0] == 2 * env.base.world.scene.width + 2  # moved right
+    assert infos["agent_0"]["needs_decision"] and infos["agent_0"]["status"] == "done"
+    assert env.current("agent_1").id == "goto:kitchen"  # the planner kept its plan
+
+
+def test_primitive_is_never_offered(make_env):
+    env, _ = make_env([(2, 1)])
+    assert all(a.kind != "primitive" for a in env.available_actions("agent_0"))
+    env.step({"agent_0": "primitive:0"})
+    assert all(a.kind != "primitive" for a in env.available_actions("agent_0"))
+
+
+@pytest.mark.parametrize("ident", ["primitive:", "primitive:x", "primitive:-1",
+                                   "primitive:9999", "primitive:²"])
+def test_bad_primitive_ids_are_rejected(make_env, ident):
+    env, _ = make_env([(2, 1)])
+    n = env.base.action_space("agent_0").n
+    with pytest.raises(ValueError, match=re.escape(
+            f"agent_0: bad primitive action {ident!r}: expected 'primitive:<id>' with an "
+            f"integer id from 0 to {n - 1} (see orgteams.envs.actions)")):
+        env.step({"agent_0": ident})
+    assert env.ticks == 0
+
+
+def test_primitive_player_is_not_pushed_aside(make_env):
+    from orgteams.envs.actions import Verb, encode
+
+    # agent_0 (right of way) walks right into agent_1, who only waits by keyboard.
+    env, _ = make_env([(2, 1), (2, 2)])
+    env.step({"agent_0": "primitive:0", "agent_1": "primitive:0"})
+    w = env.base.world.scene.width
+    env.step({"agent_0": f"primitive:{encode(Verb.MOVE, 1)}", "agent_1": "primitive:0"})
+    assert env.base.world.agent_pos == [2 * w + 1, 2 * w + 2]  # a collision, no push
+    env.step({"agent_0": f"primitive:{encode(Verb.MOVE, 1)}", "agent_1": "wait"})
+    assert env.base.world.agent_pos[1] != 2 * w + 2  # a waiting planner is pushed aside

@@ -1,6 +1,7 @@
 """Keyboard play loop, headless: key presses are injected as pygame events."""
 
 import os
+import re
 
 os.environ["SDL_VIDEODRIVER"] = "dummy"
 os.environ["SDL_AUDIODRIVER"] = "dummy"
@@ -138,3 +139,69 @@ def test_space_waits_one_tick_for_everyone(session):
 def test_unknown_human_agent_is_rejected():
     with pytest.raises(ValueError, match="human_agent 'agent_9' is not one of"):
         PlaySession(layout="studio", human_agent="agent_9")
+
+
+# ---- keyboard play beside high-level (planner) teammates ----
+def test_keys_move_you_while_planner_teammates_make_progress():
+    from orgteams.play_team import PlannerTeammates
+
+    teammates = PlannerTeammates()
+    s = PlaySession(layout="studio", num_agents=3, teammates=teammates, seed=0, fps=240)
+    d, target = free_direction(s)
+    pygame.event.post(key(ARROWS[d]))
+    assert s.tick()
+    assert s.raw.world.agent_pos[s.index] == target and s.raw.world.tick == 1
+    assert set(teammates.planners) == {"agent_1", "agent_2"}
+    assert s.env.current("agent_2").kind == "grab"  # a plan over several ticks
+    here = s.raw.world.agent_pos[s.index]
+    for _ in range(20):  # you wait (Space); the planners work the task
+        s.handle_event(key(pygame.K_SPACE))
+        s.tick()
+    world = s.raw.world
+    assert world.tick == 21  # one tick per key press, never more
+    assert world.agent_pos[s.index] == here
+    assert sum(world.progress) > 0  # goal units placed by the planners
+    s.close()
+
+
+def test_teammates_need_a_highlevel_env():
+    from orgteams.envs import household_v0
+    from orgteams.play_team import PlannerTeammates
+
+    env = household_v0.parallel_env(layout="studio")
+    with pytest.raises(TypeError, match="teammates play in a HighLevelEnv, got env"):
+        PlaySession(env, teammates=PlannerTeammates())
+    env.close()
+
+
+def test_r_starts_a_new_episode_for_the_teammates_too():
+    from orgteams.play_team import PlannerTeammates
+
+    teammates = PlannerTeammates()
+    s = PlaySession(layout="studio", num_agents=2, teammates=teammates, seed=0, fps=240)
+    s.step(0)
+    assert teammates.planners
+    s.env.agents = []  # the episode is over
+    s.handle_event(key(pygame.K_r))
+    assert s.seed == 1 and s.raw.world.tick == 0 and not teammates.planners
+    s.close()
+
+
+def test_cli_play_others_flag(monkeypatch):
+    import orgteams.play_team as play_team
+    from orgteams.cli import main
+
+    seen = {}
+    monkeypatch.setattr(play_team, "play_with", lambda others, **kw: seen.update(kw, o=others)
+                        or {"ticks": 0})
+    assert main(["play", "--others", "planner", "--agents", "2", "--json"]) == 0
+    assert seen["o"] == "planner" and seen["num_agents"] == 2 and seen["layout"] == "studio"
+    with pytest.raises(SystemExit):
+        main(["play", "--others", "llm"])
+
+
+def test_play_with_rejects_unknown_others():
+    from orgteams.play_team import play_with
+
+    with pytest.raises(ValueError, match=re.escape("Unknown others 'planer'. Did you mean")):
+        play_with("planer")
