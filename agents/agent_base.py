@@ -31,6 +31,7 @@ __all__ = [
     "DecisionRecord",
     "DialogueEntry",
     "DialogueLog",
+    "DialogueMember",
     "OutgoingMessage",
     "ReceivedMessage",
     "StageKind",
@@ -306,3 +307,27 @@ class DialogueLog:
     def action_lines(self) -> list[str]:
         """``Round 2: [goexplore] <kitchen>`` per remembered action, oldest first."""
         return [f"Round {r}: {label}" for r, label in self.actions]
+
+
+class DialogueMember:
+    """Shared bookkeeping of members that keep a :class:`DialogueLog` (LLM and human).
+
+    Subclasses set ``agent_id``, ``log`` and ``_context`` (the latest
+    :class:`ActContext`, reused when ``act`` is called without one).
+    """
+
+    agent_id: str
+    log: DialogueLog
+    _context: ActContext | None
+
+    def reset(self) -> None:
+        """Forget the dialogue and action history of the last episode."""
+        self.log.clear()
+        self._context = None
+
+    def observe(self, env: HighLevelEnv) -> None:
+        """Nothing to copy: the situation is read from the env when deciding."""
+
+    def receive(self, messages: list[ReceivedMessage]) -> None:
+        """Remember delivered messages (its own are remembered when sent)."""
+        self.log.heard([m for m in messages if m.sender != self.agent_id])

@@ -36,8 +36,8 @@ from orgteams.agents.agent_base import (
     CommunicateDecision,
     DecisionRecord,
     DialogueLog,
+    DialogueMember,
     OutgoingMessage,
-    ReceivedMessage,
 )
 from orgteams.agents.decisions import MESSAGE_MAX_CHARS, ROLE_MAX_CHARS
 from orgteams.agents.llm_agent import safe_action
@@ -57,7 +57,7 @@ class _Closed(Exception):
     """The input stream ended or the attempt limit was reached."""
 
 
-class HumanAgent:
+class HumanAgent(DialogueMember):
     """A person playing one agent.
 
     Args:
@@ -88,19 +88,7 @@ class HumanAgent:
         self.log = DialogueLog(dialogue_window, 20)
         self._context: ActContext | None = None
 
-    # ------------------------------------------------------------ TeamMember
-    def reset(self) -> None:
-        """Forget the last episode."""
-        self.log.clear()
-        self._context = None
-
-    def observe(self, env: HighLevelEnv) -> None:
-        """Nothing to copy: the situation is read from the env when asking."""
-
-    def receive(self, messages: list[ReceivedMessage]) -> None:
-        """Remember delivered messages (shown at the next decision)."""
-        self.log.heard([m for m in messages if m.sender != self.agent_id])
-
+    # ---- TeamMember (reset, observe and receive come from DialogueMember) ----
     async def communicate(self, ctx: CommunicateContext, env: HighLevelEnv) -> CommunicateDecision:
         """Ask the person what to say (or vote, claim, abstain)."""
         started = time.perf_counter()

@@ -25,8 +25,8 @@ from orgteams.agents.agent_base import (
     CommunicateDecision,
     DecisionRecord,
     DialogueLog,
+    DialogueMember,
     OutgoingMessage,
-    ReceivedMessage,
 )
 from orgteams.agents.backends.base import BackendError, ChatBackend, Message, parse_json_reply
 from orgteams.agents.decisions import (
@@ -62,7 +62,7 @@ def safe_action(actions: list[HighLevelAction]) -> tuple[str, str | None]:
     return "wait", f"'wait' is not among the available actions {ids}"
 
 
-class LLMAgent:
+class LLMAgent(DialogueMember):
     """A team member driven by a chat model.
 
     Args:
@@ -113,19 +113,7 @@ class LLMAgent:
     def __repr__(self) -> str:
         return f"LLMAgent({self.agent_id!r}, model={self.backend.model!r})"
 
-    # ------------------------------------------------------------ TeamMember
-    def reset(self) -> None:
-        """Forget the dialogue and action history of the last episode."""
-        self.log.clear()
-        self._context = None
-
-    def observe(self, env: HighLevelEnv) -> None:
-        """Nothing to copy: the belief is read from ``env.memory(agent)`` when prompting."""
-
-    def receive(self, messages: list[ReceivedMessage]) -> None:
-        """Remember delivered messages (its own are already remembered when sent)."""
-        self.log.heard([m for m in messages if m.sender != self.agent_id])
-
+    # ---- TeamMember (reset, observe and receive come from DialogueMember) ----
     async def communicate(self, ctx: CommunicateContext, env: HighLevelEnv) -> CommunicateDecision:
         """Decide what to say in one stage (see :class:`CommunicateContext`)."""
         started = time.perf_counter()
