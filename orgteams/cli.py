@@ -86,13 +86,24 @@ def cmd_play(args: argparse.Namespace) -> int:
 
 
 def cmd_record(args: argparse.Namespace) -> int:
-    from orgteams.envs.video import record_episode
+    from orgteams.envs import household_v0
+    from orgteams.envs.video import record_episode, save_frame
 
-    frames = record_episode({"layout": args.layout, "task": args.task,
-                             "num_agents": args.agents}, "random", args.out, seed=args.seed,
-                            max_ticks=args.max_ticks)
-    out = {"path": args.out, "frames": frames}
-    _print_json(out) if args.json else print(f"wrote {frames} frames to {args.out}")
+    kwargs = {"layout": args.layout, "task": args.task, "num_agents": args.agents}
+    if args.out.lower().endswith(".png"):  # one frame: the state after --max-ticks ticks
+        env = household_v0.parallel_env(**kwargs)
+        env.reset(seed=args.seed)
+        for _ in range(args.max_ticks or 0):
+            if not env.agents:
+                break
+            env.step({a: env.action_space(a).sample() for a in env.agents})
+        save_frame(env, args.out)
+        out = {"path": args.out, "frames": 1, "tick": env.unwrapped.world.tick}
+    else:
+        frames = record_episode(kwargs, "random", args.out, seed=args.seed,
+                                max_ticks=args.max_ticks)
+        out = {"path": args.out, "frames": frames}
+    _print_json(out) if args.json else print(f"wrote {out['frames']} frame(s) to {args.out}")
     return 0
 
 
@@ -160,7 +171,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "(high-level plans; your keys play one tick each)")
     p.set_defaults(func=cmd_play)
 
-    p = sub.add_parser("record", help="record a random-policy episode to MP4/GIF")
+    p = sub.add_parser("record", help="record a random-policy episode to MP4/GIF, or one "
+                                      "frame to PNG")
     _common(p)
     p.add_argument("--out", required=True)
     p.add_argument("--max-ticks", type=int, default=None)

@@ -69,3 +69,12 @@ def test_demos(capsys, tmp_path):
                    "--seeds", "1", "--out", str(tmp_path / "demos"))
     assert (tmp_path / "demos" / "index.jsonl").exists()
     assert out
+
+
+def test_record_a_png_frame(capsys, tmp_path):
+    pytest.importorskip("pygame")
+    path = tmp_path / "frame.png"
+    out = run_json(capsys, "record", "--layout", "studio", "--out", str(path),
+                   "--max-ticks", "3")
+    assert out == {"path": str(path), "frames": 1, "tick": 3}
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
