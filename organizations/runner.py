@@ -383,6 +383,7 @@ class TeamRunner:
             "units_done": sum(world.progress),
             "units_total": sum(p.count for p in world.scene.goal),
             "members": {a: getattr(m, "model", type(m).__name__) for a, m in self.members.items()},
+            "cache_hits": sum(r.get("cached_calls") or 0 for r in decisions),
             "duplicate_decisions": dup["duplicated"], "new_decisions": dup["decisions"],
             "duplicate_rate": dup["duplicated"] / dup["decisions"] if dup["decisions"] else 0.0,
             "events": self.events,

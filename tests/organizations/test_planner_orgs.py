@@ -55,3 +55,14 @@ def test_a_team_can_mix_planner_llm_and_random_members():
     models = {r["agent"]: r["model"] for r in result.records if r.get("phase") == "act"}
     assert models.get("agent_1") == "scripted" and models.get("agent_0") == "planner"
     assert s["fallback_count"] == 0  # the scripted double answers every schema validly
+
+
+def test_a_rerun_with_the_response_cache_is_free_and_exact(tmp_path):
+    cache = tmp_path / "cache.sqlite"
+    kw = dict(task="put_dishwasher_easy", layout="studio", organization="leader", agents=2,
+              backend="scripted", seed=0, max_rounds=2, log_path=None, cache=cache)
+    first = run_episode(**kw).summary
+    second = run_episode(**kw).summary
+    assert first["cache_hits"] == 0 and second["cache_hits"] > 0
+    for key in ("ticks", "rounds", "message_tokens_delivered", "llm_prompt_tokens"):
+        assert first[key] == second[key], key
