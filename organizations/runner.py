@@ -36,7 +36,6 @@ from orgteams.organizations.protocols import (
     schedule,
     visible_outputs,
 )
-from orgteams.organizations.resolved import ResolvedOrganization
 from orgteams.organizations.shocks import Shock, recovery_rounds
 from orgteams.organizations.spec import SELF_CHOSEN, Organization, display_names
 from orgteams.organizations.team_log import EpisodeLog
@@ -394,7 +393,3 @@ class TeamRunner:
             "log_path": str(self.log_path) if self.log_path else None,
         }
 
-
-def resolved_leaders(resolved: ResolvedOrganization) -> list[str]:
-    """Top-tier leaders of a resolved organization (helper for callers and tests)."""
-    return list(resolved.leaders)
