@@ -1,0 +1,278 @@
+"""Reports on sweep results: mean, sd, 95% CI, success rate, Welch's t-test, PNG plots.
+
+:func:`report` reads a sweep's ``results.jsonl`` (see :mod:`orgteams.sweep`) and
+groups the ``ok`` rows by (task, layout, agents, backend, organization). For
+``ticks``, ``rounds`` and ``comm_tokens_per_step`` it gives n, mean, sample sd
+(ddof=1) and a 95% confidence interval from the t-distribution
+(``mean +- t(0.975, n-1) * sd / sqrt(n)``), over all episodes and over successful
+ones (labelled ``all_episodes`` / ``successful_episodes``). Each organization is
+compared to a baseline of the same (task, layout, agents, backend) with Welch's
+t-test (unequal variances, all episodes) on ticks and comm tokens per step.
+
+Needs the ``report`` extra (``pip install "orgteams[report]"``: scipy, matplotlib).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from orgteams.sweep import cell_key, read_results
+
+METRICS = ("ticks", "rounds", "comm_tokens_per_step")
+TESTED = ("ticks", "comm_tokens_per_step")
+CONTEXT = ("task", "layout", "agents", "backend")
+REPORT_HINT = 'reports need scipy and matplotlib: pip install "orgteams[report]"'
+
+
+def _scipy_stats():
+    try:
+        from scipy import stats
+    except ImportError:
+        raise ImportError(REPORT_HINT) from None
+    return stats
+
+
+def _pyplot():
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        raise ImportError(REPORT_HINT) from None
+    return plt
+
+
+def _num(x: Any) -> float | None:
+    """JSON-safe float: NaN and inf become None."""
+    if x is None:
+        return None
+    x = float(x)
+    return x if math.isfinite(x) else None
+
+
+def describe(values: Sequence[float]) -> dict[str, Any]:
+    """``{"n", "mean", "sd", "ci95": [lo, hi]}``; sd and CI are None below 2 values."""
+    stats = _scipy_stats()
+    n = len(values)
+    if n == 0:
+        return {"n": 0, "mean": None, "sd": None, "ci95": None}
+    mean = sum(values) / n
+    if n < 2:
+        return {"n": n, "mean": mean, "sd": None, "ci95": None}
+    sd = math.sqrt(sum((v - mean) ** 2 for v in values) / (n - 1))
+    half = float(stats.t.ppf(0.975, n - 1)) * sd / math.sqrt(n)
+    return {"n": n, "mean": mean, "sd": sd, "ci95": [mean - half, mean + half]}
+
+
+def welch(a: Sequence[float], b: Sequence[float]) -> dict[str, Any]:
+    """Welch's t-test of ``a`` against ``b``: ``{"t", "p", "n_a", "n_b"}`` (None when
+    undefined: fewer than 2 values on a side, or no variance at all)."""
+    stats = _scipy_stats()
+    out: dict[str, Any] = {"t": None, "p": None, "n_a": len(a), "n_b": len(b)}
+    if len(a) >= 2 and len(b) >= 2:
+        res = stats.ttest_ind(list(a), list(b), equal_var=False)
+        out["t"], out["p"] = _num(res.statistic), _num(res.pvalue)
+    return out
+
+
+def load_rows(results_path: str | Path) -> tuple[list[dict], dict[str, int]]:
+    """The last row per cell key (a retried error replaced by its success), and counts."""
+    rows, bad = read_results(results_path)
+    latest: dict[str, dict] = {}
+    for r in rows:
+        key = r.get("key") or cell_key(r["cell"])
+        if key in latest and latest[key].get("status") == "ok" and r.get("status") != "ok":
+            continue  # never let a later error hide a finished episode
+        latest[key] = r
+    kept = list(latest.values())
+    return kept, {"lines": len(rows), "unreadable_lines": bad, "cells": len(kept),
+                  "error_cells": sum(r.get("status") != "ok" for r in kept)}
+
+
+def report(results_path: str | Path, out_dir: str | Path, baseline: str | None = None,
+           plots: bool = True) -> dict[str, Any]:
+    """Write ``report.md``, ``report.json`` and PNG plots to ``out_dir``; return the JSON.
+
+    Args:
+        baseline: Organization every other is tested against; default ``none`` where
+            present in a context, else the first organization seen there.
+    """
+    _scipy_stats()
+    results_path, out_dir = Path(results_path), Path(out_dir)
+    if not results_path.exists():
+        raise FileNotFoundError(f"results file not found: {results_path}")
+    rows, counts = load_rows(results_path)
+    groups: dict[tuple, dict[str, Any]] = {}
+    for r in rows:
+        c = r["cell"]
+        gkey = tuple(c.get(k) for k in CONTEXT) + (c.get("organization"),)
+        g = groups.setdefault(gkey, {**{k: c.get(k) for k in CONTEXT},
+                                     "organization": c.get("organization"),
+                                     "episodes": [], "errors": 0})
+        if r.get("status") == "ok" and isinstance(r.get("summary"), dict):
+            g["episodes"].append(r["summary"])
+        else:
+            g["errors"] += 1
+    contexts: dict[tuple, list[dict]] = {}
+    for gkey, g in groups.items():
+        contexts.setdefault(gkey[:-1], []).append(g)
+    if baseline is not None and not any(g["organization"] == baseline for g in groups.values()):
+        known = sorted({str(g["organization"]) for g in groups.values()})
+        raise ValueError(f"baseline organization {baseline!r} is not in {results_path} "
+                         f"(organizations: {', '.join(known)})")
+
+    out_groups = []
+    for ctx_groups in contexts.values():
+        orgs = [g["organization"] for g in ctx_groups]
+        base = baseline if baseline in orgs else ("none" if "none" in orgs else orgs[0])
+        base_eps = next(g for g in ctx_groups if g["organization"] == base)["episodes"]
+        for g in ctx_groups:
+            eps = g["episodes"]
+            wins = [e for e in eps if e.get("success")]
+            entry = {k: g[k] for k in (*CONTEXT, "organization")}
+            entry.update({"n": len(eps), "errors": g["errors"], "successes": len(wins),
+                          "success_rate": len(wins) / len(eps) if eps else None,
+                          "baseline": base, "metrics": {}, "welch_vs_baseline": None})
+            for m in METRICS:
+                entry["metrics"][m] = {
+                    "all_episodes": describe(_values(eps, m)),
+                    "successful_episodes": describe(_values(wins, m)),
+                }
+            if g["organization"] != base:
+                entry["welch_vs_baseline"] = {
+                    "baseline": base, "over": "all_episodes",
+                    **{m: welch(_values(eps, m), _values(base_eps, m)) for m in TESTED}}
+            out_groups.append(entry)
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    result: dict[str, Any] = {"results": str(results_path), **counts,
+                              "baseline": baseline, "confidence": 0.95,
+                              "groups": out_groups, "files": {}}
+    if plots:
+        result["files"]["plots"] = _plots(contexts, out_groups, out_dir)
+    md = out_dir / "report.md"
+    md.write_text(_markdown(result), encoding="utf-8")
+    result["files"]["markdown"] = str(md)
+    js = out_dir / "report.json"
+    result["files"]["json"] = str(js)
+    js.write_text(json.dumps(result, indent=2, default=str) + "\n", encoding="utf-8")
+    return result
+
+
+def _values(episodes: list[dict], metric: str) -> list[float]:
+    return [float(e[metric]) for e in episodes if isinstance(e.get(metric), int | float)
+            and not isinstance(e.get(metric), bool)]
+
+
+def _ctx_title(g: dict) -> str:
+    return f"{g['task']} on {g['layout']}, {g['agents']} agents, backend {g['backend']}"
+
+
+def _slug(g: dict) -> str:
+    raw = f"{g['task']}_{g['layout']}_a{g['agents']}_{g['backend']}"
+    return re.sub(r"[^A-Za-z0-9_.=-]+", "-", raw)
+
+
+def _fmt(x: float | None, digits: int = 2) -> str:
+    return "-" if x is None else f"{x:.{digits}f}"
+
+
+def _cell(d: dict) -> str:
+    if not d["n"]:
+        return "-"
+    s = _fmt(d["mean"])
+    if d["sd"] is not None:
+        s += f" ± {_fmt(d['sd'])} [{_fmt(d['ci95'][0])}, {_fmt(d['ci95'][1])}]"
+    return s
+
+
+def _markdown(result: dict) -> str:
+    lines = ["# Sweep report", "",
+             f"Results: `{result['results']}` ({result['cells']} cells, "
+             f"{result['error_cells']} failed, {result['unreadable_lines']} unreadable lines "
+             "skipped).", "",
+             "Cells: mean ± sd [95% CI, t-distribution] over the n episodes that finished. "
+             "Welch's t-test (unequal variances) against the baseline organization, over "
+             "all episodes.", ""]
+    by_ctx: dict[str, list[dict]] = {}
+    for g in result["groups"]:
+        by_ctx.setdefault(_ctx_title(g), []).append(g)
+    for title, gs in by_ctx.items():
+        lines += [f"## {title}", "", f"Baseline: `{gs[0]['baseline']}`.", ""]
+        for over, label in (("all_episodes", "All episodes"),
+                            ("successful_episodes", "Successful episodes only")):
+            lines += [f"### {label}", "",
+                      "| organization | n | errors | success rate | ticks | rounds | "
+                      "comm tokens/step |",
+                      "|---|---:|---:|---:|---:|---:|---:|"]
+            for g in gs:
+                n = g["n"] if over == "all_episodes" else g["successes"]
+                lines.append(
+                    f"| {g['organization']} | {n} | {g['errors']} | "
+                    f"{_fmt(g['success_rate'])} | "
+                    + " | ".join(_cell(g["metrics"][m][over]) for m in METRICS) + " |")
+            lines.append("")
+        lines += ["### Welch's t-test against the baseline (all episodes)", "",
+                  "| organization | ticks t | ticks p | comm tokens/step t | "
+                  "comm tokens/step p |", "|---|---:|---:|---:|---:|"]
+        for g in gs:
+            w = g["welch_vs_baseline"]
+            if w is None:
+                lines.append(f"| {g['organization']} (baseline) | | | | |")
+            else:
+                lines.append(f"| {g['organization']} | {_fmt(w['ticks']['t'])} | "
+                             f"{_fmt(w['ticks']['p'], 4)} | "
+                             f"{_fmt(w['comm_tokens_per_step']['t'])} | "
+                             f"{_fmt(w['comm_tokens_per_step']['p'], 4)} |")
+        lines.append("")
+        plots = [p for p in result["files"].get("plots", []) if Path(p).name.startswith(
+            _slug(gs[0]) + "_")]
+        lines += [f"![{Path(p).stem}]({Path(p).name})" for p in plots] + [""]
+    return "\n".join(lines)
+
+
+def _plots(contexts: dict[tuple, list[dict]], out_groups: list[dict], out_dir: Path
+           ) -> list[str]:
+    plt = _pyplot()
+    paths: list[str] = []
+    for ctx_groups in contexts.values():
+        entries = [e for e in out_groups
+                   if all(e[k] == ctx_groups[0][k] for k in CONTEXT)]
+        slug, title = _slug(entries[0]), _ctx_title(entries[0])
+        orgs = [str(e["organization"]) for e in entries]
+        for m, label in (("ticks", "ticks"), ("comm_tokens_per_step", "comm tokens / step")):
+            stats = [e["metrics"][m]["all_episodes"] for e in entries]
+            means = [s["mean"] if s["mean"] is not None else 0.0 for s in stats]
+            err = [(s["mean"] - s["ci95"][0]) if s["ci95"] else 0.0 for s in stats]
+            fig, ax = plt.subplots(figsize=(max(4.0, 1.1 * len(orgs) + 2), 3.6))
+            ax.bar(orgs, means, yerr=err, capsize=4, color="#4c72b0")
+            ax.set_ylabel(f"{label} (mean, 95% CI)")
+            ax.set_title(title, fontsize=9)
+            ax.tick_params(axis="x", rotation=30)
+            fig.tight_layout()
+            path = out_dir / f"{slug}_{m}.png"
+            fig.savefig(path, dpi=100)
+            plt.close(fig)
+            paths.append(str(path))
+        fig, ax = plt.subplots(figsize=(5.5, 4.0))
+        for g in ctx_groups:
+            eps = [e for e in g["episodes"] if isinstance(e.get("ticks"), int | float)
+                   and isinstance(e.get("comm_tokens_per_step"), int | float)]
+            ax.scatter([e["comm_tokens_per_step"] for e in eps], [e["ticks"] for e in eps],
+                       label=str(g["organization"]), alpha=0.7)
+        ax.set_xlabel("comm tokens / step")
+        ax.set_ylabel("ticks")
+        ax.set_title(title, fontsize=9)
+        ax.legend(fontsize=8)
+        fig.tight_layout()
+        path = out_dir / f"{slug}_scatter.png"
+        fig.savefig(path, dpi=100)
+        plt.close(fig)
+        paths.append(str(path))
+    return paths
