@@ -130,6 +130,46 @@ def cmd_list(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_sweep(args: argparse.Namespace) -> int:
+    from orgteams.sweep import SweepSpec, run_sweep, spec_from_lists
+
+    base = SweepSpec.from_yaml(args.spec) if args.spec else None
+    spec = spec_from_lists(base, tasks=args.tasks, layouts=args.layouts,
+                           organizations=args.orgs, agents=args.agents,
+                           backends=args.backend, seeds=args.seeds,
+                           max_rounds=args.max_rounds, max_ticks=args.max_ticks,
+                           cache=args.cache)
+    try:
+        out = run_sweep(spec, args.out, workers=args.workers, ray=args.ray,
+                        progress=not args.quiet)
+    except ImportError as exc:  # --ray without Ray installed
+        print(f"orgteams sweep: error: {exc}", file=sys.stderr)
+        return 2
+    if args.json:
+        _print_json(out)
+    else:
+        print(f"{out['ran']} episodes run ({out['ok']} ok, {out['errors']} failed), "
+              f"{out['skipped']} already done; results in {out['results']}")
+    return 0
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from orgteams.report import report
+
+    try:
+        out = report(args.results, args.out, baseline=args.baseline)
+    except ImportError as exc:  # the report extra is missing
+        print(f"orgteams report: error: {exc}", file=sys.stderr)
+        return 2
+    if args.json:
+        _print_json(out)
+    else:
+        print(f"{len(out['groups'])} groups from {out['cells']} cells; wrote "
+              f"{out['files']['markdown']}, {out['files']['json']} and "
+              f"{len(out['files'].get('plots', []))} plots")
+    return 0
+
+
 def _common(p: argparse.ArgumentParser, agents: int = 3) -> None:
     p.add_argument("--task", default="prepare_afternoon_tea")
     p.add_argument("--layout", default="apartment")
@@ -188,6 +228,37 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("what", nargs="?", choices=["layouts", "tasks", "organizations"])
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_list)
+
+    p = sub.add_parser("sweep", help="run many episodes in parallel (resumable)")
+    p.add_argument("--spec", default=None, help="YAML sweep spec; flags given override it")
+    p.add_argument("--tasks", default=None, help="comma list of tasks")
+    p.add_argument("--layouts", default=None, help="comma list of layouts")
+    p.add_argument("--orgs", default=None, help="comma list of organizations")
+    p.add_argument("--agents", default=None, help="comma list of team sizes")
+    p.add_argument("--backend", action="append", default=None,
+                   help="member spec (as for run; a comma list is one team); repeat the "
+                        "flag to sweep over backends")
+    p.add_argument("--seeds", default=None,
+                   help="a count N (seeds 0..N-1), a comma list, or a range A-B")
+    p.add_argument("--max-rounds", type=int, default=None)
+    p.add_argument("--max-ticks", type=int, default=None)
+    p.add_argument("--cache", default=None, help="SQLite response cache for LLM calls")
+    p.add_argument("--out", required=True, help="folder for results.jsonl and logs/")
+    p.add_argument("--workers", type=int, default=None,
+                   help="parallel processes (default: 1 with a local backend, else up to 4)")
+    p.add_argument("--ray", action="store_true", help='run as Ray tasks (orgteams[ray])')
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
+    p.set_defaults(func=cmd_sweep)
+
+    p = sub.add_parser("report", help="statistics and plots from a sweep's results.jsonl")
+    p.add_argument("results", help="results.jsonl written by orgteams sweep")
+    p.add_argument("--out", required=True, help="folder for report.md, report.json, PNGs")
+    p.add_argument("--baseline", default=None,
+                   help="organization to test the others against (default: none, if "
+                        "present, else the first)")
+    p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
+    p.set_defaults(func=cmd_report)
     return parser
 
 
