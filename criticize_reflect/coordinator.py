@@ -1,0 +1,311 @@
+"""The Coordinator: proposes K candidate organizations and picks one for the next episode.
+
+It reads the history of played organizations sorted by cost (lowest first), each with
+its metrics and (unless the Critic is ablated) its critique, and answers one JSON
+object (:class:`CoordinatorReply`): an analysis, ``candidates`` (each an
+:class:`OrganizationProposal`: the editable fields it changes, everything else kept
+from the current organization) and ``pick``, the index of the candidate to play next.
+
+Every candidate is built with :meth:`Organization.updated` (full validation), checked
+against governance (:meth:`Organization.governance_violations`: human-only fields
+never change; needs-approval fields only with ``approved=True``) and resolved for the
+team (instruction templates render). Rejected candidates are kept with their reason.
+
+Pick rule: the model's ``pick`` if that candidate is valid, else the first valid
+candidate in the model's order (the prompt asks for best first). When no candidate of
+a reply is valid the model gets the reasons as a correction and a bounded retry; after
+that, or on an unparseable reply or backend failure, the decision falls back to the
+current organization, with ``fallback`` recorded.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field
+
+from orgteams.agents.backends.base import ChatBackend
+from orgteams.criticize_reflect.critic import Critique
+from orgteams.criticize_reflect.structured import ReplyInvalid, structured_call
+from orgteams.organizations.spec import (
+    LEADERSHIP_RULES,
+    PROTOCOLS,
+    Organization,
+    _BlockDumper,
+)
+
+__all__ = ["EDITABLE_FIELDS", "Coordinator", "CoordinatorDecision", "CoordinatorReply",
+           "OrganizationProposal", "Trial", "build_candidate"]
+
+EDITABLE_FIELDS = ("description", "protocol", "topology", "roles", "channels", "rules",
+                   "allow_abstain", "leadership_rule", "election_every", "leadership_every",
+                   "batch_size", "mission", "instruction")
+"""Organization fields a proposal may set (governance may still forbid some)."""
+
+
+class OrganizationProposal(BaseModel):
+    """One candidate organization: the fields it changes (None = keep the current value).
+
+    ``leader`` is a shortcut for "this agent leads": it puts that agent id alone in the
+    first tier of the (proposed or current) ``tiers`` topology.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+    name: str = Field(default="", max_length=40)
+    rationale: str = Field(default="", max_length=500)
+    leader: str | None = Field(default=None, description="agent id that leads, e.g. agent_1")
+    description: str | None = Field(default=None, max_length=200)
+    protocol: str | None = Field(default=None, description=f"one of {', '.join(PROTOCOLS)}")
+    topology: dict[str, Any] | None = None
+    roles: str | dict[str, str] | None = None
+    channels: str | list[dict[str, str]] | None = None
+    rules: list[str] | None = None
+    allow_abstain: bool | None = None
+    leadership_rule: str | None = Field(
+        default=None, description=f"one of {', '.join(LEADERSHIP_RULES)}")
+    election_every: int | None = None
+    leadership_every: int | None = None
+    batch_size: int | None = None
+    mission: str | None = None
+    instruction: str | None = Field(default=None, max_length=3000)
+
+    def changes(self) -> dict[str, Any]:
+        """The organization fields this proposal sets."""
+        return {f: getattr(self, f) for f in EDITABLE_FIELDS if getattr(self, f) is not None}
+
+
+class CoordinatorReply(BaseModel):
+    """The JSON object the Coordinator model must answer."""
+
+    model_config = ConfigDict(extra="forbid")
+    analysis: str = Field(default="", max_length=1000)
+    candidates: list[OrganizationProposal] = Field(min_length=1)
+    pick: int = Field(default=0, ge=0, description="index of the candidate to play next")
+
+
+@dataclass
+class Trial:
+    """One played organization in the history the Coordinator reads."""
+
+    iteration: int
+    organization: Organization
+    cost: float
+    metrics: dict[str, Any] = field(default_factory=dict)
+    critique: Critique | None = None
+
+
+@dataclass
+class CoordinatorDecision:
+    """What the Coordinator decided.
+
+    Attributes:
+        organization: The organization for the next episode (the current one on fallback).
+        candidates: Every proposal seen, as ``{attempt, index, name, rationale, changes,
+            valid, reason}`` (``reason`` None for valid ones).
+        pick: Index of the chosen candidate in the accepted reply, None on fallback.
+        pick_reason: ``"model pick"``, ``"first valid (model pick N invalid)"`` or the fallback.
+        analysis: The model's analysis.
+        fallback: None, or why the current organization is kept.
+        call: The structured call's record.
+    """
+
+    organization: Organization
+    candidates: list[dict[str, Any]] = field(default_factory=list)
+    pick: int | None = None
+    pick_reason: str = ""
+    analysis: str = ""
+    fallback: str | None = None
+    call: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready (the organization as its JSON dump)."""
+        return {"organization": self.organization.model_dump(mode="json", by_alias=True),
+                "candidates": self.candidates, "pick": self.pick,
+                "pick_reason": self.pick_reason, "analysis": self.analysis,
+                "fallback": self.fallback, "call": self.call}
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^a-z0-9_]+", "_", text.strip().lower()).strip("_")[:40]
+
+
+def build_candidate(base: Organization, proposal: OrganizationProposal, *, name: str,
+                    approved: bool = False, team: list[str] | None = None
+                    ) -> tuple[Organization | None, str | None]:
+    """Build and check one proposal against ``base``.
+
+    Returns:
+        ``(organization, None)`` when valid, else ``(None, reason)`` where reason starts
+        with ``invalid:``, ``governance:`` or ``needs approval:``.
+    """
+    changes = proposal.changes()
+    if proposal.leader is not None:
+        topology = dict(changes.get("topology") or base.topology.model_dump(mode="json"))
+        tiers = list(topology.get("tiers") or [])
+        if topology.get("kind") != "tiers" or len(tiers) < 2:
+            return None, ("invalid: 'leader' needs a topology of kind 'tiers' with a leader "
+                          "tier and a members tier")
+        first = {k: v for k, v in dict(tiers[0]).items() if k != "count"}
+        tiers[0] = {**first, "agents": [proposal.leader]}
+        changes["topology"] = {**topology, "tiers": tiers}
+    try:
+        org = base.updated(name=name, **changes)
+    except ValueError as exc:
+        return None, f"invalid: {exc}"
+    violations = base.governance_violations(org, approved=approved)
+    human = [f for f in violations if f in base.governance.human_only]
+    if human:
+        return None, f"governance: changes human-only field(s) {', '.join(human)}"
+    if violations:
+        return None, (f"needs approval: changes field(s) {', '.join(violations)} that need "
+                      "human approval (run with approved=True)")
+    if team is not None:
+        try:
+            org.resolve(team)
+        except Exception as exc:  # noqa: BLE001 - any resolve/render failure rejects it
+            return None, f"invalid: does not resolve for {len(team)} agents: {exc}"
+    return org, None
+
+
+EXAMPLE = {
+    "analysis": "Members flood everyone with sightings; the leader should receive reports.",
+    "candidates": [{"name": "leader_reports", "rationale": "cut broadcast reports",
+                    "rules": ["Members report only new sightings, and only to the leader."]},
+                   {"name": "leader_agent_1", "rationale": "agent_1 planned better",
+                    "leader": "agent_1"}],
+    "pick": 0,
+}
+
+
+class Coordinator:
+    """Proposes ``k`` candidate organizations and picks one.
+
+    Args:
+        backend: The chat model.
+        k: Candidates asked for (extra ones in a reply are ignored and noted).
+        max_history: History entries shown (the lowest-cost ones, plus the latest).
+        max_retries: Extra attempts after an invalid reply or one with no valid candidate.
+        max_tokens: Completion budget per attempt.
+    """
+
+    def __init__(self, backend: ChatBackend, *, k: int = 3, max_history: int = 6,
+                 max_retries: int = 1, max_tokens: int = 2048, templates: Any = None) -> None:
+        if k < 1:
+            raise ValueError(f"k must be >= 1, got {k}")
+        self.backend = backend
+        self.k = k
+        self.max_history = max_history
+        self.max_retries = max_retries
+        self.max_tokens = max_tokens
+        self.templates = templates
+        self.calls = 0
+
+    def shown_history(self, history: list[Trial]) -> list[Trial]:
+        """The entries in the prompt: lowest cost first, at most ``max_history`` (+ latest)."""
+        ranked = sorted(history, key=lambda t: (t.cost, t.iteration))
+        shown = ranked[: self.max_history]
+        latest = max(history, key=lambda t: t.iteration) if history else None
+        if latest is not None and latest not in shown:
+            shown.append(latest)
+        return shown
+
+    def prompt(self, history: list[Trial], current: Organization, approved: bool = False
+               ) -> list[dict[str, str]]:
+        """The chat messages (system + user, from ``coordinator.j2``)."""
+        from orgteams.agents.prompts import default_templates
+
+        templates = self.templates or default_templates()
+        entries = []
+        for t in self.shown_history(history):
+            org = t.organization.model_dump(mode="json", by_alias=True, exclude_none=True,
+                                            include={"name", *EDITABLE_FIELDS})
+            entries.append({
+                "iteration": t.iteration, "cost": round(t.cost, 3),
+                "metrics": json.dumps(t.metrics, default=str),
+                "organization": yaml.dump(org, Dumper=_BlockDumper, sort_keys=False,
+                                          allow_unicode=True, width=100),
+                "critique": (json.dumps(t.critique.for_prompt(), ensure_ascii=False)
+                             if t.critique is not None and t.critique.fallback is None
+                             else None)})
+        gov = current.governance
+        variables = {
+            "history": entries, "current": current.to_yaml(), "k": self.k,
+            "protocols": list(PROTOCOLS), "leadership_rules": list(LEADERSHIP_RULES),
+            "editable": [f for f in EDITABLE_FIELDS if f not in gov.human_only
+                         and (approved or f not in gov.needs_approval)],
+            "human_only": list(gov.human_only),
+            "needs_approval": [] if approved else list(gov.needs_approval),
+            "example": EXAMPLE,
+        }
+        return [{"role": "system", "content": templates.render("coordinator", part="system",
+                                                                **variables)},
+                {"role": "user", "content": templates.render("coordinator", part="user",
+                                                              **variables)}]
+
+    def propose(self, history: list[Trial], current: Organization, *, approved: bool = False,
+                team: list[str] | None = None, iteration: int | None = None
+                ) -> CoordinatorDecision:
+        """Ask for candidates, validate them, pick one; never raises for bad replies.
+
+        Args:
+            history: Every played organization so far (any order; sorted here).
+            current: The organization proposals edit and the fallback keeps.
+            approved: A human approved changes to ``needs_approval`` fields.
+            team: Agent ids; when given, candidates must resolve for this team.
+            iteration: Used to name unnamed candidates (``<base>_r<iteration>_<i>``).
+        """
+        self.calls += 1
+        seen: list[dict[str, Any]] = []
+        attempt = [0]
+        stem = current.name.split("_r")[0] if re.search(r"_r\d+_\d+$", current.name) else (
+            current.name)
+        tag = f"r{iteration}" if iteration is not None else "r"
+
+        def check(reply: CoordinatorReply) -> CoordinatorDecision:
+            attempt[0] += 1
+            built: list[Organization | None] = []
+            for i, proposal in enumerate(reply.candidates):
+                row: dict[str, Any] = {"attempt": attempt[0], "index": i,
+                                       "name": proposal.name, "rationale": proposal.rationale,
+                                       "changes": proposal.changes() | (
+                                           {"leader": proposal.leader} if proposal.leader
+                                           else {})}
+                if i >= self.k:
+                    row.update(valid=False, reason=f"ignored: more than k={self.k} candidates")
+                    built.append(None)
+                else:
+                    name = _slug(proposal.name) or f"{stem}_{tag}_{i}"
+                    org, reason = build_candidate(current, proposal, name=name,
+                                                  approved=approved, team=team)
+                    row.update(valid=org is not None, reason=reason)
+                    built.append(org)
+                seen.append(row)
+            valid = [i for i, org in enumerate(built) if org is not None]
+            if not valid:
+                reasons = "; ".join(f"candidate {r['index']}: {r['reason']}" for r in seen
+                                    if r["attempt"] == attempt[0])
+                raise ReplyInvalid(f"no candidate is valid ({reasons})")
+            if reply.pick in valid:
+                pick, why = reply.pick, "model pick"
+            else:
+                pick, why = valid[0], f"first valid (model pick {reply.pick} invalid)"
+            return CoordinatorDecision(organization=built[pick], pick=pick,  # type: ignore[arg-type]
+                                       pick_reason=why, analysis=reply.analysis)
+
+        decision, call = structured_call(
+            self.backend, self.prompt(history, current, approved), CoordinatorReply,
+            check=check, example=EXAMPLE,
+            hint=(f"give 1 to {self.k} candidates that change only editable fields "
+                  f"({', '.join(EDITABLE_FIELDS)}), never human-only ones, and pick one "
+                  "by its index"), max_retries=self.max_retries, max_tokens=self.max_tokens)
+        if decision is None:
+            reason = call.fallback or "no decision"
+            decision = CoordinatorDecision(organization=current, pick_reason=f"fallback: {reason}",
+                                           fallback=reason)
+        decision.candidates = seen
+        decision.call = call.to_dict()
+        return decision
