@@ -1,0 +1,175 @@
+"""orgteams sweep: parallel planner sweeps, resumable results, error rows, clear errors."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+import orgteams.sweep as sweep_mod
+from orgteams.cli import main
+from orgteams.sweep import SweepSpec, cell_key, read_results, run_sweep
+
+SPEC = SweepSpec(tasks=("prepare_afternoon_tea",), layouts=("studio",),
+                 organizations=("none", "leader"), agents=(3,), backends=("planner",),
+                 seeds=(0, 1, 2))
+
+
+def rows_of(out: Path) -> list[dict]:
+    return [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+
+
+def test_parallel_planner_sweep_writes_results_and_logs(tmp_path):
+    out = run_sweep(SPEC, tmp_path, workers=2, progress=False)
+    assert out["cells"] == 6 and out["ran"] == 6 and out["ok"] == 6 and out["errors"] == 0
+    rows = rows_of(tmp_path)
+    assert len(rows) == 6
+    assert {r["key"] for r in rows} == {cell_key(c) for c in SPEC.cells()}
+    for r in rows:
+        assert r["status"] == "ok" and r["error"] is None
+        assert r["summary"]["organization"] == r["cell"]["organization"]
+        assert r["summary"]["seed"] == r["cell"]["seed"] and r["summary"]["ticks"] > 0
+        assert Path(r["summary"]["log_path"]).parent == tmp_path / "logs"
+        assert Path(r["summary"]["log_path"]).exists()
+    # Same seed, same episode, whichever process ran it.
+    again = sweep_mod.run_cell(dict(rows[0]["cell"]), None, {})
+    assert again["ticks"] == rows[0]["summary"]["ticks"]
+
+
+def _counting(calls: list):
+    def fn(cell, log_path, options):
+        calls.append(cell_key(cell))
+        return {"ticks": 10 + cell["seed"], "success": True}
+    return fn
+
+
+def test_rerun_skips_every_finished_cell(tmp_path):
+    calls: list[str] = []
+    first = run_sweep(SPEC, tmp_path, workers=1, episode_fn=_counting(calls), progress=False)
+    assert first["ran"] == 6 and len(calls) == 6
+    calls.clear()
+    second = run_sweep(SPEC, tmp_path, workers=1, episode_fn=_counting(calls), progress=False)
+    assert calls == [] and second["ran"] == 0 and second["skipped"] == 6
+    assert len(rows_of(tmp_path)) == 6
+    # A bigger sweep over the same folder runs only the new cells.
+    bigger = SweepSpec(**{**SPEC.to_dict(), "seeds": [0, 1, 2, 3]})
+    third = run_sweep(bigger, tmp_path, workers=1, episode_fn=_counting(calls), progress=False)
+    assert third["ran"] == 2 and sorted(calls) == sorted(
+        cell_key(c) for c in bigger.cells() if c["seed"] == 3)
+
+
+def test_failed_cell_is_an_error_row_and_retried_next_run(tmp_path):
+    calls: list[str] = []
+
+    def flaky(cell, log_path, options):
+        calls.append(cell_key(cell))
+        if cell["organization"] == "leader" and cell["seed"] == 1:
+            raise RuntimeError("boom in the episode")
+        return {"ticks": 5, "success": True}
+
+    out = run_sweep(SPEC, tmp_path, workers=1, episode_fn=flaky, progress=False)
+    assert out["ok"] == 5 and out["errors"] == 1
+    err = [r for r in rows_of(tmp_path) if r["status"] == "error"]
+    assert len(err) == 1 and err[0]["cell"]["seed"] == 1
+    assert err[0]["error"] == "RuntimeError: boom in the episode" and err[0]["summary"] is None
+    calls.clear()
+    out = run_sweep(SPEC, tmp_path, workers=1, episode_fn=_counting(calls), progress=False)
+    assert calls == [err[0]["key"]] and out["ok"] == 1 and out["skipped"] == 5
+
+
+def failing_everywhere(cell, log_path, options):  # module level: picklable under spawn
+    if cell["seed"] == 2:
+        raise ValueError("bad cell")
+    return {"ticks": 1, "success": True}
+
+
+def test_failure_in_a_worker_process_is_an_error_row(tmp_path):
+    out = run_sweep(SPEC, tmp_path, workers=2, episode_fn=failing_everywhere, progress=False)
+    assert out["ok"] == 4 and out["errors"] == 2
+    assert {r["error"] for r in rows_of(tmp_path) if r["status"] == "error"} == {
+        "ValueError: bad cell"}
+
+
+def test_truncated_last_line_is_tolerated(tmp_path):
+    calls: list[str] = []
+    run_sweep(SPEC, tmp_path, workers=1, episode_fn=_counting(calls), progress=False)
+    results = tmp_path / "results.jsonl"
+    lines = results.read_text().splitlines(keepends=True)
+    lost = json.loads(lines[-1])["key"]
+    results.write_text("".join(lines[:-1]) + lines[-1][: len(lines[-1]) // 2])  # a crash
+    rows, bad = read_results(results)
+    assert len(rows) == 5 and bad == 1
+    calls.clear()
+    out = run_sweep(SPEC, tmp_path, workers=1, episode_fn=_counting(calls), progress=False)
+    assert calls == [lost] and out["ran"] == 1
+    assert len(rows_of(tmp_path)) == 6  # every line parses again
+
+
+@pytest.mark.parametrize(("field", "kw", "needle"), [
+    ("organizations", {"organizations": ("none", "leadr")}, "Did you mean 'leader'?"),
+    ("tasks", {"tasks": ("make_tea",)}, "make_tea"),
+    ("layouts", {"layouts": ("studo",)}, "studo"),
+    ("backends", {"backends": ("plannr",)}, "plannr"),
+    ("backends", {"backends": ("human",)}, "human"),
+    ("agents", {"agents": (0,)}, "team size"),
+])
+def test_bad_spec_names_the_field_before_any_episode(tmp_path, field, kw, needle):
+    calls: list[str] = []
+    spec = SweepSpec(**{**SPEC.to_dict(), **kw})
+    with pytest.raises(ValueError, match=f"sweep spec field '{field}'") as info:
+        run_sweep(spec, tmp_path, workers=1, episode_fn=_counting(calls), progress=False)
+    assert needle in str(info.value)
+    assert calls == [] and not (tmp_path / "results.jsonl").exists()
+
+
+def test_yaml_spec_and_unknown_key(tmp_path):
+    spec = SweepSpec.from_yaml(Path(sweep_mod.__file__).parent.parent / "assets" / "sweeps"
+                               / "example.yaml")
+    spec.validate()
+    assert len(list(spec.cells())) == 60
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("tasks: [put_fridge]\norgs: [none]\n")
+    with pytest.raises(ValueError, match="unknown sweep spec field 'orgs'"):
+        SweepSpec.from_yaml(bad)
+    assert SweepSpec.from_dict({"seeds": "3-5"}).seeds == (3, 4, 5)
+    assert SweepSpec.from_dict({"seeds": 2}).seeds == (0, 1)
+
+
+def test_ray_without_ray_is_a_clear_error(tmp_path, monkeypatch, capsys):
+    import builtins
+
+    real_import = builtins.__import__
+
+    def no_ray(name, *a, **k):
+        if name == "ray" or name.startswith("ray."):
+            raise ImportError("No module named 'ray'")
+        return real_import(name, *a, **k)
+
+    monkeypatch.setattr(builtins, "__import__", no_ray)
+    calls: list[str] = []
+    with pytest.raises(ImportError, match=r'pip install "orgteams\[ray\]"'):
+        run_sweep(SPEC, tmp_path, ray=True, episode_fn=_counting(calls), progress=False)
+    assert calls == []
+    assert main(["sweep", "--out", str(tmp_path / "r"), "--ray", "--json"]) == 2
+    cap = capsys.readouterr()
+    assert "orgteams sweep: error: Ray is not installed" in cap.err and cap.out == ""
+
+
+def test_cli_sweep_json_and_resume(tmp_path, capsys):
+    argv = ["sweep", "--tasks", "prepare_afternoon_tea", "--layouts", "studio", "--orgs",
+            "none,leader", "--agents", "3", "--backend", "planner", "--seeds", "2", "--out",
+            str(tmp_path), "--workers", "2", "--json"]
+    assert main(argv) == 0
+    out = capsys.readouterr().out.strip().splitlines()
+    assert len(out) == 1 and json.loads(out[0])["ok"] == 4
+    assert main(argv) == 0
+    again = json.loads(capsys.readouterr().out)
+    assert again["ran"] == 0 and again["skipped"] == 4
+
+
+def test_cli_bad_org_is_one_clear_line(tmp_path, capsys):
+    assert main(["sweep", "--orgs", "none,leadr", "--out", str(tmp_path), "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert "orgteams sweep: error: sweep spec field 'organizations'" in err
+    assert "Traceback" not in err and not (tmp_path / "results.jsonl").exists()
