@@ -1,0 +1,153 @@
+"""orgteams report: exact statistics on a hand-built results file, labels, plots, CLI."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from orgteams.cli import main
+
+stats = pytest.importorskip("scipy.stats")
+pytest.importorskip("matplotlib")
+
+from orgteams.report import report  # noqa: E402
+
+# organization -> [(success, ticks, rounds, comm_tokens_per_step)]
+EPISODES = {
+    "none": [(True, 40, 12, 8.0), (True, 52, 15, 9.5), (False, 90, 30, 11.0), (True, 47, 14, 7.5)],
+    "leader": [(True, 30, 10, 5.0), (True, 35, 11, 6.5), (True, 33, 10, 5.5),
+               (False, 80, 25, 4.0), (True, 31, 9, 6.0)],
+    "chain": [(True, 60, 20, 3.0), (True, 58, 19, 3.5), (True, 66, 22, 2.5)],
+}
+
+
+def write_results(path, episodes=EPISODES, task="put_fridge", truncated=True):
+    lines = []
+    for org, eps in episodes.items():
+        for seed, (ok, ticks, rounds, cps) in enumerate(eps):
+            cell = {"task": task, "layout": "studio", "organization": org, "agents": 3,
+                    "backend": "planner", "seed": seed}
+            key = "|".join(str(cell[k]) for k in ("task", "layout", "organization", "agents",
+                                                  "backend", "seed"))
+            lines.append(json.dumps({"key": key, "cell": cell, "status": "ok", "error": None,
+                                     "summary": {"success": ok, "ticks": ticks,
+                                                 "rounds": rounds,
+                                                 "comm_tokens_per_step": cps}}))
+    # A failed cell (not in the statistics, counted as an error) and a crash mid-write.
+    cell = {"task": task, "layout": "studio", "organization": "leader", "agents": 3,
+            "backend": "planner", "seed": 99}
+    lines.append(json.dumps({"key": "x", "cell": cell, "status": "error", "summary": None,
+                             "error": "RuntimeError: boom"}))
+    text = "\n".join(lines) + "\n"
+    if truncated:
+        text += '{"key": "put_fridge|studio|none|3|planner|7", "cell": {"ta'
+    path.write_text(text)
+    return path
+
+
+def expected(values):
+    n = len(values)
+    mean = sum(values) / n
+    sd = stats.tstd(values)  # ddof=1
+    lo, hi = stats.t.interval(0.95, n - 1, loc=mean, scale=stats.sem(values))
+    return mean, sd, lo, hi
+
+
+def group(rep, org):
+    return next(g for g in rep["groups"] if g["organization"] == org)
+
+
+def test_numbers_match_scipy(tmp_path):
+    rep = report(write_results(tmp_path / "results.jsonl"), tmp_path / "rep")
+    assert rep["unreadable_lines"] == 1 and rep["error_cells"] == 1
+    for org, eps in EPISODES.items():
+        g = group(rep, org)
+        wins = [e for e in eps if e[0]]
+        assert g["n"] == len(eps) and g["successes"] == len(wins)
+        assert g["success_rate"] == pytest.approx(len(wins) / len(eps))
+        assert g["errors"] == (1 if org == "leader" else 0)
+        for i, m in ((1, "ticks"), (2, "rounds"), (3, "comm_tokens_per_step")):
+            for over, subset in (("all_episodes", eps), ("successful_episodes", wins)):
+                mean, sd, lo, hi = expected([float(e[i]) for e in subset])
+                got = g["metrics"][m][over]
+                assert got["n"] == len(subset)
+                assert got["mean"] == pytest.approx(mean, rel=1e-12)
+                assert got["sd"] == pytest.approx(sd, rel=1e-12)
+                assert got["ci95"] == pytest.approx([lo, hi], rel=1e-12)
+    # Baseline defaults to ``none``; Welch's t-test over all episodes.
+    assert group(rep, "none")["welch_vs_baseline"] is None
+    for org in ("leader", "chain"):
+        w = group(rep, org)["welch_vs_baseline"]
+        assert w["baseline"] == "none" and w["over"] == "all_episodes"
+        for i, m in ((1, "ticks"), (3, "comm_tokens_per_step")):
+            ref = stats.ttest_ind([e[i] for e in EPISODES[org]], [e[i] for e in EPISODES["none"]],
+                                  equal_var=False)
+            assert w[m]["t"] == pytest.approx(ref.statistic, rel=1e-12)
+            assert w[m]["p"] == pytest.approx(ref.pvalue, rel=1e-12)
+
+
+def test_success_only_averages_are_labelled_and_files_written(tmp_path):
+    out = tmp_path / "rep"
+    rep = report(write_results(tmp_path / "results.jsonl"), out)
+    md = (out / "report.md").read_text()
+    assert "### All episodes" in md and "### Successful episodes only" in md
+    assert "Baseline: `none`" in md and "Welch" in md
+    mean, sd, lo, hi = expected([40.0, 52.0, 47.0])  # none, successful episodes only
+    assert f"{mean:.2f} ± {sd:.2f} [{lo:.2f}, {hi:.2f}]" in md
+    on_disk = json.loads((out / "report.json").read_text())
+    assert on_disk["groups"] == json.loads(json.dumps(rep["groups"]))
+    plots = rep["files"]["plots"]
+    names = {p.rsplit("/", 1)[-1] for p in plots}
+    assert names == {"put_fridge_studio_a3_planner_ticks.png",
+                     "put_fridge_studio_a3_planner_comm_tokens_per_step.png",
+                     "put_fridge_studio_a3_planner_scatter.png"}
+    for p in plots:
+        data = open(p, "rb").read()
+        assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 1000
+
+
+def test_explicit_baseline_and_first_org_fallback(tmp_path):
+    rep = report(write_results(tmp_path / "r.jsonl"), tmp_path / "a", baseline="chain")
+    assert group(rep, "chain")["welch_vs_baseline"] is None
+    assert group(rep, "none")["welch_vs_baseline"]["baseline"] == "chain"
+    no_none = {k: v for k, v in EPISODES.items() if k != "none"}
+    rep = report(write_results(tmp_path / "s.jsonl", no_none, truncated=False), tmp_path / "b")
+    assert group(rep, "leader")["welch_vs_baseline"] is None  # the first organization
+    assert group(rep, "chain")["welch_vs_baseline"]["baseline"] == "leader"
+    with pytest.raises(ValueError, match="baseline organization 'boss'"):
+        report(tmp_path / "s.jsonl", tmp_path / "c", baseline="boss")
+
+
+def test_small_groups_have_no_sd_ci_or_test(tmp_path):
+    eps = {"none": [(True, 10, 3, 1.0)], "leader": [(False, 20, 5, 2.0), (False, 30, 6, 4.0)]}
+    rep = report(write_results(tmp_path / "r.jsonl", eps, truncated=False), tmp_path / "o")
+    one = group(rep, "none")["metrics"]["ticks"]["all_episodes"]
+    assert one == {"n": 1, "mean": 10.0, "sd": None, "ci95": None}
+    lead = group(rep, "leader")
+    assert lead["metrics"]["ticks"]["successful_episodes"]["n"] == 0
+    assert lead["welch_vs_baseline"]["ticks"]["t"] is None
+    assert not math.isnan(lead["metrics"]["ticks"]["all_episodes"]["sd"])
+
+
+def test_cli_report_json(tmp_path, capsys):
+    res = write_results(tmp_path / "results.jsonl")
+    assert main(["report", str(res), "--out", str(tmp_path / "rep"), "--json"]) == 0
+    out = capsys.readouterr().out.strip().splitlines()
+    assert len(out) == 1
+    data = json.loads(out[0])
+    assert {g["organization"] for g in data["groups"]} == {"none", "leader", "chain"}
+    assert (tmp_path / "rep" / "report.md").exists()
+    assert main(["report", str(tmp_path / "missing.jsonl"), "--out", str(tmp_path)]) == 2
+    assert "results file not found" in capsys.readouterr().err
+
+
+def test_sweep_then_report_end_to_end(tmp_path, capsys):
+    assert main(["sweep", "--layouts", "studio", "--orgs", "none,leader", "--agents", "3",
+                 "--backend", "planner", "--seeds", "3", "--out", str(tmp_path),
+                 "--workers", "2", "--quiet", "--json"]) == 0
+    capsys.readouterr()
+    rep = report(tmp_path / "results.jsonl", tmp_path / "report")
+    assert [g["n"] for g in rep["groups"]] == [3, 3]
+    assert group(rep, "leader")["welch_vs_baseline"]["baseline"] == "none"
