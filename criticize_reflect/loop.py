@@ -1,0 +1,280 @@
+"""The Criticize-Reflect loop: play, criticize, reflect, repeat; saved as it goes.
+
+Each iteration ``k`` plays one episode under the current organization
+(``episode_fn(organization, k)``), scores it with :func:`episode_cost`, has the
+:class:`~orgteams.criticize_reflect.critic.Critic` assess a bounded summary (skipped in
+the ``use_critic=False`` ablation: reflection without the Critic), and has the
+:class:`~orgteams.criticize_reflect.coordinator.Coordinator` pick the organization for
+iteration ``k + 1`` from the history sorted by cost (not after the last iteration).
+
+Files under ``out_dir`` (every iteration is written when it ends, so a crash loses at
+most the iteration in progress, and a rerun with the same ``out_dir`` resumes after the
+last finished one; asking for more iterations continues a finished run):
+
+==============================  ======================================================
+``config.json``                 weights, ablation flags and the initial organization
+                                (a rerun with different ones is refused)
+``iteration_<k>/organization.yaml``  the organization played (``Organization.from_yaml``)
+``iteration_<k>/summary.json``  ``{"cost", "episode": full episode summary,
+                                "critic_input": bounded summary}``
+``iteration_<k>/critique.json`` the :class:`Critique` (``fallback`` set when the
+                                Critic's reply was unusable) or ``{"skipped": ...}``
+``iteration_<k>/proposal.json`` the Coordinator's decision: candidates with reasons
+                                for rejections, pick, fallback
+``iteration_<k>/next_organization.yaml``  what iteration ``k + 1`` plays
+``history.jsonl``               one JSON object per finished iteration (appended last:
+                                it marks the iteration finished)
+``best.yaml``                   the lowest-cost organization so far (ties: earliest),
+                                reusable on other tasks (``--org best.yaml``)
+``best.json``                   ``{"iteration", "cost", "organization"}``
+==============================  ======================================================
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from orgteams.criticize_reflect.coordinator import Coordinator, CoordinatorDecision, Trial
+from orgteams.criticize_reflect.critic import Critic, Critique
+from orgteams.criticize_reflect.summary import summarize_episode
+from orgteams.organizations.spec import Organization
+
+__all__ = ["HISTORY_METRICS", "ReflectResult", "episode_cost", "reflect"]
+
+HISTORY_METRICS = ("success", "ticks", "rounds", "comm_tokens_per_step",
+                   "message_tokens_delivered", "units_done", "units_total", "fallback_count",
+                   "llm_prompt_tokens", "llm_completion_tokens", "seed", "task", "layout",
+                   "log_path")
+"""Episode-summary keys kept in each ``history.jsonl`` row (those present)."""
+
+
+def episode_cost(ticks: float, comm_tokens_per_step: float, step_weight: float = 1.0,
+                 token_weight: float = 1.0) -> float:
+    """The Criticize-Reflect cost (lower is better); the one place the formula is written.
+
+    ``cost = ticks * step_weight + comm_tokens_per_step * token_weight``
+    """
+    return ticks * step_weight + comm_tokens_per_step * token_weight
+
+
+EpisodeFn = Callable[[Organization, int], Any]
+"""``(organization, iteration) -> EpisodeResult`` (or a mapping with summary and records)."""
+
+
+@dataclass
+class ReflectResult:
+    """The outcome of :func:`reflect` (also on disk under ``out_dir``)."""
+
+    out_dir: Path
+    history: list[dict[str, Any]]
+    best: Organization
+    best_iteration: int
+    best_cost: float
+    resumed_from: int = 0
+    ran: list[int] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        """One JSON-ready object: the best organization and a compact history."""
+        return {
+            "out_dir": str(self.out_dir), "iterations_done": len(self.history),
+            "resumed_from": self.resumed_from, "ran": self.ran,
+            "best": {"iteration": self.best_iteration, "cost": self.best_cost,
+                     "organization": self.best.name, "path": str(self.out_dir / "best.yaml")},
+            "history": [{
+                "iteration": row["iteration"], "organization": row["organization_name"],
+                "cost": row["cost"], **{k: row["metrics"].get(k) for k in
+                                        ("success", "ticks", "comm_tokens_per_step")},
+                "critic_fallback": (row["critique"] or {}).get("fallback"),
+                "critic_used": row["critique"] is not None,
+                "next_organization": row["next_organization_name"],
+                "coordinator_fallback": (row["decision"] or {}).get("fallback"),
+                "rejected": sum(not c["valid"] for c in (row["decision"] or {}).get(
+                    "candidates", [])),
+            } for row in self.history],
+        }
+
+
+def _write(path: Path, text: str) -> None:
+    """Write atomically (a crash leaves the old file or the new one, never half)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def _dump(obj: Any) -> str:
+    return json.dumps(obj, indent=2, ensure_ascii=False, default=str) + "\n"
+
+
+def _read_history(path: Path) -> list[dict[str, Any]]:
+    """Finished iterations; a torn last line (crash while appending) is dropped."""
+    if not path.is_file():
+        return []
+    rows = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            rows.append(json.loads(line))
+        except ValueError:
+            break
+    rows = [r for i, r in enumerate(rows) if r.get("iteration") == i]
+    _write(path, "".join(json.dumps(r, default=str) + "\n" for r in rows))
+    return rows
+
+
+def _append(path: Path, row: dict[str, Any]) -> None:
+    with path.open("a", encoding="utf-8") as f:
+        f.write(json.dumps(row, default=str) + "\n")
+        f.flush()
+        os.fsync(f.fileno())
+
+
+def _parts(result: Any) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    if isinstance(result, Mapping):
+        return dict(result["summary"]), list(result.get("records") or [])
+    return dict(result.summary), list(result.records)
+
+
+def _trial(row: dict[str, Any]) -> Trial:
+    critique = row.get("critique")
+    return Trial(iteration=row["iteration"], cost=row["cost"], metrics=row["metrics"],
+                 organization=Organization.from_dict(row["organization"], source="history"),
+                 critique=Critique.model_validate(critique) if critique else None)
+
+
+def _check_config(path: Path, config: dict[str, Any]) -> None:
+    if not path.is_file():
+        _write(path, _dump(config))
+        return
+    saved = json.loads(path.read_text(encoding="utf-8"))
+    changed = [k for k in config if saved.get(k) != config[k]]
+    if changed:
+        raise ValueError(f"{path.parent}: already holds a reflect run with different "
+                         f"{', '.join(changed)}; use another out_dir to start a new run")
+
+
+def reflect(initial_org: Organization, episode_fn: EpisodeFn, critic: Critic | None,
+            coordinator: Coordinator, iterations: int = 3, out_dir: str | Path = "runs/reflect",
+            step_weight: float = 1.0, token_weight: float = 1.0, use_critic: bool = True,
+            approved: bool = False, budget_chars: int = 6000) -> ReflectResult:
+    """Run (or resume) the Criticize-Reflect loop for ``iterations`` episodes in all.
+
+    Args:
+        initial_org: The organization of iteration 0.
+        episode_fn: Plays one episode: ``episode_fn(organization, iteration)`` returns an
+            ``EpisodeResult`` (or a mapping with ``summary`` and ``records``); the
+            summary needs ``ticks`` and ``comm_tokens_per_step``.
+        critic: Assesses each episode; not called (may be None) when ``use_critic`` is False.
+        coordinator: Picks the next organization.
+        iterations: Episodes in all, counting those already finished in ``out_dir``.
+        out_dir: Where everything is saved (see the module docstring).
+        step_weight, token_weight: Weights of :func:`episode_cost`.
+        use_critic: False for the ablation "reflection without the Critic".
+        approved: A human approved changes to ``needs_approval`` fields.
+        budget_chars: Size bound of the Critic's episode summary (JSON characters).
+
+    Raises:
+        ValueError: ``out_dir`` holds a run with other weights, flags or initial
+            organization; ``iterations < 1``; ``use_critic`` without a critic.
+    """
+    if iterations < 1:
+        raise ValueError(f"iterations must be >= 1, got {iterations}")
+    if use_critic and critic is None:
+        raise ValueError("use_critic=True needs a critic")
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    _check_config(out / "config.json", {
+        "step_weight": step_weight, "token_weight": token_weight, "use_critic": use_critic,
+        "approved": approved, "initial_organization": initial_org.model_dump(mode="json")})
+    history_path = out / "history.jsonl"
+    rows = _read_history(history_path)
+    resumed_from = len(rows)
+    ran: list[int] = []
+    current = initial_org
+    team: list[str] | None = None
+    if rows:
+        last = rows[-1]
+        team = last.get("team")
+        if last["next_organization"] is None and len(rows) < iterations:
+            decision = _propose(coordinator, rows, _played(last), approved, team,
+                                len(rows))
+            _record_decision(out, last, decision)
+            _write(history_path, "".join(json.dumps(r, default=str) + "\n" for r in rows))
+        current = (Organization.from_dict(last["next_organization"], source="history")
+                   if last["next_organization"] else _played(last))
+
+    for k in range(len(rows), iterations):
+        summary, records = _parts(episode_fn(current, k))
+        n = summary.get("num_agents")
+        team = [f"agent_{i}" for i in range(int(n))] if n else sorted(
+            {str(r["agent"]) for r in records if r.get("agent")}) or None
+        cost = episode_cost(summary["ticks"], summary["comm_tokens_per_step"], step_weight,
+                            token_weight)
+        bounded = summarize_episode(records, summary, budget_chars=budget_chars)
+        critique = (critic.criticize(current, bounded, cost, team={a: a for a in team or []})
+                    if use_critic and critic is not None else None)
+        folder = out / f"iteration_{k}"
+        _write(folder / "organization.yaml", current.to_yaml())
+        _write(folder / "summary.json", _dump({"cost": cost, "episode": summary,
+                                               "critic_input": bounded}))
+        _write(folder / "critique.json", _dump(
+            critique.model_dump(mode="json") if critique is not None
+            else {"skipped": "use_critic=False (reflection without the Critic)"}))
+        row: dict[str, Any] = {
+            "iteration": k, "organization_name": current.name,
+            "organization": current.model_dump(mode="json", by_alias=True), "cost": cost,
+            "metrics": {m: summary[m] for m in HISTORY_METRICS if m in summary},
+            "critique": critique.model_dump(mode="json") if critique is not None else None,
+            "team": team, "decision": None, "next_organization": None,
+            "next_organization_name": None,
+        }
+        if k + 1 < iterations:
+            decision = _propose(coordinator, [*rows, row], current, approved, team, k + 1)
+            _record_decision(out, row, decision)
+        rows.append(row)
+        _append(history_path, row)
+        _export_best(out, rows)
+        ran.append(k)
+        if row["next_organization"]:
+            current = Organization.from_dict(row["next_organization"], source="decision")
+
+    best_row = _export_best(out, rows)
+    return ReflectResult(out_dir=out, history=rows,
+                         best=Organization.from_dict(best_row["organization"], source="history"),
+                         best_iteration=best_row["iteration"], best_cost=best_row["cost"],
+                         resumed_from=resumed_from, ran=ran)
+
+
+def _played(row: dict[str, Any]) -> Organization:
+    """The organization a history row played."""
+    return Organization.from_dict(row["organization"], source="history")
+
+
+def _propose(coordinator: Coordinator, rows: list[dict[str, Any]], current: Organization,
+             approved: bool, team: list[str] | None, next_iteration: int
+             ) -> CoordinatorDecision:
+    return coordinator.propose([_trial(r) for r in rows], current, approved=approved,
+                               team=team, iteration=next_iteration)
+
+
+def _record_decision(out: Path, row: dict[str, Any], decision: CoordinatorDecision) -> None:
+    folder = out / f"iteration_{row['iteration']}"
+    data = decision.to_dict()
+    _write(folder / "proposal.json", _dump(data))
+    _write(folder / "next_organization.yaml", decision.organization.to_yaml())
+    row["decision"] = {k: v for k, v in data.items() if k != "organization"}
+    row["next_organization"] = data["organization"]
+    row["next_organization_name"] = decision.organization.name
+
+
+def _export_best(out: Path, rows: list[dict[str, Any]]) -> dict[str, Any]:
+    best = min(rows, key=lambda r: (r["cost"], r["iteration"]))
+    org = Organization.from_dict(best["organization"], source="history")
+    _write(out / "best.yaml", org.to_yaml())
+    _write(out / "best.json", _dump({"iteration": best["iteration"], "cost": best["cost"],
+                                     "organization": org.name}))
+    return best
