@@ -261,8 +261,7 @@ class Coordinator:
         self.calls += 1
         seen: list[dict[str, Any]] = []
         attempt = [0]
-        stem = current.name.split("_r")[0] if re.search(r"_r\d+_\d+$", current.name) else (
-            current.name)
+        stem = re.sub(r"_r\d+_\d+$", "", current.name)
         tag = f"r{iteration}" if iteration is not None else "r"
 
         def check(reply: CoordinatorReply) -> CoordinatorDecision:

@@ -1,4 +1,4 @@
-"""The ``orgteams`` command line: run, play, record, demos, list.
+"""The ``orgteams`` command line: run, play, record, demos, reflect, list.
 
 Every command that produces results accepts ``--json`` and then prints exactly one
 JSON object on stdout (the episode summary for ``run``), so scripts can consume it.
@@ -170,6 +170,32 @@ def cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_reflect(args: argparse.Namespace) -> int:
+    from orgteams.reflect import run_reflect
+
+    seeds = [int(x) for x in args.seeds.split(",")] if args.seeds else [args.seed]
+    out_dir = args.out or f"runs/reflect_{args.org.replace('/', '_')}_{args.task}"
+    result = run_reflect(
+        args.org, task=args.task, layout=args.layout, agents=args.agents, backend=args.backend,
+        seeds=seeds, critic=args.critic, coordinator=args.coordinator,
+        iterations=args.iterations, out_dir=out_dir, candidates=args.candidates,
+        step_weight=args.step_weight, token_weight=args.token_weight,
+        use_critic=not args.no_critic, approved=args.approved, max_rounds=args.max_rounds,
+        max_ticks=args.max_ticks, cache=args.cache)
+    out = result.to_dict()
+    if args.json:
+        _print_json(out)
+    else:
+        for h in out["history"]:
+            print(f"iteration {h['iteration']}: {h['organization']} cost {h['cost']:.2f} "
+                  f"(ticks {h['ticks']}, tokens/step {h['comm_tokens_per_step']:.2f})"
+                  + (f" -> {h['next_organization']}" if h["next_organization"] else ""))
+        best = out["best"]
+        print(f"best: {best['organization']} (iteration {best['iteration']}, cost "
+              f"{best['cost']:.2f}) saved to {best['path']}")
+    return 0
+
+
 def _common(p: argparse.ArgumentParser, agents: int = 3) -> None:
     p.add_argument("--task", default="prepare_afternoon_tea")
     p.add_argument("--layout", default="apartment")
@@ -223,6 +249,29 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seeds", type=int, default=10)
     p.add_argument("--out", required=True)
     p.set_defaults(func=cmd_demos)
+
+    p = sub.add_parser("reflect", help="Criticize-Reflect: improve an organization over episodes")
+    _common(p)
+    p.add_argument("--org", default="leader", help="starting organization name or YAML path")
+    p.add_argument("--backend", default="local", help="team member spec(s), as for run")
+    p.add_argument("--critic", default="local", help="Critic model: local, openai:<model>, "
+                   "scripted")
+    p.add_argument("--coordinator", default="local", help="Coordinator model spec")
+    p.add_argument("--iterations", type=int, default=3, help="episodes in all (resumes count)")
+    p.add_argument("--candidates", type=int, default=3, help="K organizations proposed each time")
+    p.add_argument("--seeds", default=None, help="comma list of seeds, one per iteration, "
+                   "cycled (default: --seed every iteration)")
+    p.add_argument("--step-weight", type=float, default=1.0)
+    p.add_argument("--token-weight", type=float, default=1.0)
+    p.add_argument("--no-critic", action="store_true", help="ablation: reflect without Critic")
+    p.add_argument("--approved", action="store_true",
+                   help="a human approves changes to needs_approval fields")
+    p.add_argument("--out", default=None, help="output folder; rerun to resume "
+                   "(default runs/reflect_<org>_<task>)")
+    p.add_argument("--max-rounds", type=int, default=None)
+    p.add_argument("--max-ticks", type=int, default=None)
+    p.add_argument("--cache", default=None, help="SQLite response cache for LLM calls")
+    p.set_defaults(func=cmd_reflect)
 
     p = sub.add_parser("list", help="list layouts, tasks and organizations")
     p.add_argument("what", nargs="?", choices=["layouts", "tasks", "organizations"])

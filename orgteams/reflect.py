@@ -1,0 +1,97 @@
+"""Criticize-Reflect from the command line or Python: backends, the episode schedule, the loop.
+
+>>> from orgteams.reflect import run_reflect
+>>> result = run_reflect("leader", task="prepare_afternoon_tea", layout="studio",
+...                      backend="planner", critic="scripted", coordinator="scripted",
+...                      iterations=2, out_dir="runs/reflect_demo")
+>>> result.best.name, result.best_cost
+
+The critic and coordinator models are backend specs (``local``, ``openai:<model>``,
+``scripted`` for tests; see :func:`orgteams.agents.backends.make_backend`); the team's
+members are member specs as in ``orgteams run`` (``planner``, ``local``, ...).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from orgteams.criticize_reflect.coordinator import Coordinator
+from orgteams.criticize_reflect.critic import Critic
+from orgteams.criticize_reflect.loop import ReflectResult, reflect
+from orgteams.organizations.library import load_organization
+from orgteams.organizations.spec import Organization
+
+__all__ = ["make_episode_fn", "make_llm", "run_reflect"]
+
+
+def make_llm(spec: str, cache: str | Path | None = None):
+    """A chat backend for the Critic or Coordinator from a spec (``local``, ``openai:m``,
+    ``scripted``); ``cache``: a SQLite response cache path."""
+    from orgteams.agents.backends import make_backend
+
+    kind, _, model = spec.partition(":")
+    options: dict[str, Any] = {"backend": kind, **({"model": model} if model else {})}
+    if cache:
+        options["cache"] = str(cache)
+    return make_backend(options)
+
+
+def make_episode_fn(task: str | Sequence[str] = "prepare_afternoon_tea",
+                    layout: str | Sequence[str] = "apartment", agents: int = 3,
+                    backend: str | list[str] = "local", seeds: Sequence[int] = (0,),
+                    max_rounds: int | None = None, max_ticks: int | None = None,
+                    log_dir: str | Path | None = None, cache: str | Path | None = None):
+    """``episode_fn(organization, iteration)`` playing one episode with ``run_episode``.
+
+    Schedule: iteration ``k`` uses ``seeds[k % len(seeds)]``, and likewise for ``task``
+    and ``layout`` when they are lists (one value: the same every iteration, the fair
+    comparison). Logs go to ``log_dir/iteration_<k>.jsonl`` (None: kept in memory).
+    """
+    tasks = [task] if isinstance(task, str) else list(task)
+    layouts = [layout] if isinstance(layout, str) else list(layout)
+    seeds = list(seeds)
+    if not (tasks and layouts and seeds):
+        raise ValueError("the schedule needs at least one task, layout and seed")
+
+    def episode_fn(organization: Organization, iteration: int):
+        from orgteams.team import run_episode
+
+        log = Path(log_dir) / f"iteration_{iteration}.jsonl" if log_dir is not None else None
+        return run_episode(task=tasks[iteration % len(tasks)],
+                           layout=layouts[iteration % len(layouts)], organization=organization,
+                           agents=agents, backend=backend, seed=seeds[iteration % len(seeds)],
+                           max_rounds=max_rounds, max_ticks=max_ticks, log_path=log, cache=cache)
+
+    return episode_fn
+
+
+def run_reflect(organization: str | Path | Organization = "leader", *,
+                task: str | Sequence[str] = "prepare_afternoon_tea",
+                layout: str | Sequence[str] = "apartment", agents: int = 3,
+                backend: str | list[str] = "local", seeds: Sequence[int] = (0,),
+                critic: str = "local", coordinator: str = "local", iterations: int = 3,
+                out_dir: str | Path = "runs/reflect", candidates: int = 3,
+                step_weight: float = 1.0, token_weight: float = 1.0, use_critic: bool = True,
+                approved: bool = False, max_rounds: int | None = None,
+                max_ticks: int | None = None, cache: str | Path | None = None,
+                budget_chars: int = 6000) -> ReflectResult:
+    """Run (or resume) the Criticize-Reflect loop; see :func:`~orgteams.criticize_reflect.reflect`.
+
+    Args:
+        organization: Starting organization: a library name, a YAML path or an Organization.
+        backend: Team member spec(s), as in ``orgteams run``.
+        critic, coordinator: Backend specs of the two reflecting models.
+        candidates: K, the candidate organizations the Coordinator proposes each time.
+        out_dir: Everything is saved there; a rerun with the same ``out_dir`` resumes.
+    """
+    org = organization if isinstance(organization, Organization) else load_organization(
+        organization)
+    critic_obj = Critic(make_llm(critic, cache)) if use_critic else None
+    coordinator_obj = Coordinator(make_llm(coordinator, cache), k=candidates)
+    episode_fn = make_episode_fn(task, layout, agents, backend, seeds, max_rounds, max_ticks,
+                                 log_dir=Path(out_dir) / "logs", cache=cache)
+    return reflect(org, episode_fn, critic_obj, coordinator_obj, iterations=iterations,
+                   out_dir=out_dir, step_weight=step_weight, token_weight=token_weight,
+                   use_critic=use_critic, approved=approved, budget_chars=budget_chars)
