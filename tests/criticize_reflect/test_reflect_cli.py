@@ -1,0 +1,40 @@
+"""``orgteams reflect`` end to end: planner teams, scripted Critic and Coordinator."""
+
+from __future__ import annotations
+
+import json
+
+from orgteams.cli import main
+from orgteams.organizations.spec import Organization
+
+
+def test_reflect_two_iterations_through_the_cli(capsys, tmp_path):
+    out = tmp_path / "reflect"
+    argv = ["reflect", "--org", "leader", "--task", "prepare_afternoon_tea", "--layout",
+            "studio", "--critic", "scripted", "--coordinator", "scripted", "--backend",
+            "planner", "--iterations", "2", "--out", str(out), "--json"]
+    assert main(argv) == 0
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert len(lines) == 1  # exactly one JSON object
+    result = json.loads(lines[0])
+    assert result["iterations_done"] == 2 and result["ran"] == [0, 1]
+    first, second = result["history"]
+    assert first["organization"] == "leader" and first["success"] is True
+    assert first["cost"] == first["ticks"] + first["comm_tokens_per_step"]
+    assert second["organization"] == first["next_organization"]
+    best = Organization.from_yaml(out / "best.yaml")
+    assert best.name == result["best"]["organization"]
+    assert (out / "logs" / "iteration_1.jsonl").is_file()
+    # rerun: nothing left to do, the same best
+    assert main(argv) == 0
+    again = json.loads(capsys.readouterr().out)
+    assert again["resumed_from"] == 2 and again["ran"] == [] and again["best"] == result["best"]
+
+
+def test_reflect_refuses_a_different_run_in_the_same_folder(capsys, tmp_path):
+    base = ["reflect", "--layout", "studio", "--critic", "scripted", "--coordinator",
+            "scripted", "--backend", "planner", "--iterations", "1", "--out", str(tmp_path)]
+    assert main(base) == 0
+    capsys.readouterr()
+    assert main([*base, "--no-critic"]) == 2
+    assert "different use_critic" in capsys.readouterr().err
