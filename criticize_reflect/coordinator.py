@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from orgteams.agents.backends.base import ChatBackend
 from orgteams.criticize_reflect.critic import Critique
@@ -40,6 +40,10 @@ from orgteams.organizations.spec import (
 
 __all__ = ["EDITABLE_FIELDS", "Coordinator", "CoordinatorDecision", "CoordinatorReply",
            "OrganizationProposal", "Trial", "build_candidate"]
+
+INSTRUCTION_MAX_CHARS = 3000
+"""Longest instruction a candidate may have (checked in :func:`build_candidate`, not in the
+JSON schema: a long ``maxLength`` becomes a grammar too deep for llama.cpp)."""
 
 EDITABLE_FIELDS = ("description", "protocol", "topology", "roles", "channels", "rules",
                    "allow_abstain", "leadership_rule", "election_every", "leadership_every",
@@ -56,7 +60,7 @@ class OrganizationProposal(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     name: str = Field(default="", max_length=40)
-    rationale: str = Field(default="", max_length=500)
+    rationale: str = ""
     leader: str | None = Field(default=None, description="agent id that leads, e.g. agent_1")
     description: str | None = Field(default=None, max_length=200)
     protocol: str | None = Field(default=None, description=f"one of {', '.join(PROTOCOLS)}")
@@ -71,7 +75,12 @@ class OrganizationProposal(BaseModel):
     leadership_every: int | None = None
     batch_size: int | None = None
     mission: str | None = None
-    instruction: str | None = Field(default=None, max_length=3000)
+    instruction: str | None = None
+
+    @field_validator("rationale")
+    @classmethod
+    def _clip(cls, text: str) -> str:
+        return text[:500]
 
     def changes(self) -> dict[str, Any]:
         """The organization fields this proposal sets."""
@@ -82,9 +91,14 @@ class CoordinatorReply(BaseModel):
     """The JSON object the Coordinator model must answer."""
 
     model_config = ConfigDict(extra="forbid")
-    analysis: str = Field(default="", max_length=1000)
+    analysis: str = ""
     candidates: list[OrganizationProposal] = Field(min_length=1)
     pick: int = Field(default=0, ge=0, description="index of the candidate to play next")
+
+    @field_validator("analysis")
+    @classmethod
+    def _clip(cls, text: str) -> str:
+        return text[:1000]
 
 
 @dataclass
@@ -143,6 +157,8 @@ def build_candidate(base: Organization, proposal: OrganizationProposal, *, name:
         with ``invalid:``, ``governance:`` or ``needs approval:``.
     """
     changes = proposal.changes()
+    if len(changes.get("instruction") or "") > INSTRUCTION_MAX_CHARS:
+        return None, f"invalid: instruction longer than {INSTRUCTION_MAX_CHARS} characters"
     if proposal.leader is not None:
         topology = dict(changes.get("topology") or base.topology.model_dump(mode="json"))
         tiers = list(topology.get("tiers") or [])

@@ -74,3 +74,28 @@ def test_extra_candidates_beyond_k_are_ignored_and_history_is_sorted_by_cost():
     prompt = backend.calls[0][1]["content"]
     assert prompt.index("Iteration 1: cost 40.0") < prompt.index("Iteration 0: cost 60.0")
     assert "Never change mission, allow_abstain, governance" in prompt
+
+
+def test_schemas_stay_grammar_friendly():
+    """A long ``maxLength`` becomes a grammar too deep for llama.cpp (the server dies)."""
+    from orgteams.criticize_reflect.coordinator import (
+        CoordinatorReply,
+        OrganizationProposal,
+        build_candidate,
+    )
+    from orgteams.criticize_reflect.critic import CritiqueReply
+
+    def lengths(node):
+        if isinstance(node, dict):
+            yield from ([node["maxLength"]] if "maxLength" in node else [])
+            for v in node.values():
+                yield from lengths(v)
+        elif isinstance(node, list):
+            for v in node:
+                yield from lengths(v)
+
+    for model in (CoordinatorReply, CritiqueReply):
+        assert max(lengths(model.model_json_schema()), default=0) <= 600
+    org, reason = build_candidate(load_organization("leader"),
+                                  OrganizationProposal(instruction="x" * 3001), name="long")
+    assert org is None and "longer than 3000" in reason
