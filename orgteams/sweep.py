@@ -26,7 +26,6 @@ whenever a ``local`` member is in the sweep; more workers are allowed but warned
 
 from __future__ import annotations
 
-import itertools
 import json
 import multiprocessing
 import os
@@ -35,165 +34,16 @@ import sys
 import time
 import traceback
 import warnings
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
-from dataclasses import asdict, dataclass, fields
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-import yaml
+from orgteams.sweep_spec import SweepSpec, parse_seeds, spec_from_lists
 
 KEY_FIELDS = ("task", "layout", "organization", "agents", "backend", "seed")
 RAY_HINT = 'Ray is not installed: pip install "orgteams[ray]" (or run without --ray)'
-
-
-@dataclass(frozen=True)
-class SweepSpec:
-    """What to run: every combination of the lists, once per seed.
-
-    ``seeds`` is a count (seeds ``0..n-1``) or an explicit list. ``backends`` are
-    member specs as in ``orgteams run --backend`` (one for all agents, or a comma list
-    per agent). ``max_rounds``, ``max_ticks`` and ``cache`` are passed to every episode.
-    """
-
-    tasks: tuple[str, ...] = ("prepare_afternoon_tea",)
-    layouts: tuple[str, ...] = ("studio",)
-    organizations: tuple[str, ...] = ("none", "leader")
-    agents: tuple[int, ...] = (3,)
-    backends: tuple[str, ...] = ("planner",)
-    seeds: tuple[int, ...] = tuple(range(5))
-    max_rounds: int | None = None
-    max_ticks: int | None = None
-    cache: str | None = None
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any], source: str = "<spec>") -> SweepSpec:
-        """Build from a mapping (YAML); unknown keys and bad values raise ``ValueError``."""
-        if not isinstance(data, dict):
-            raise ValueError(f"{source}: a sweep spec must be a mapping of fields")
-        known = {f.name for f in fields(cls)}
-        unknown = sorted(set(data) - known)
-        if unknown:
-            raise ValueError(f"{source}: unknown sweep spec field {unknown[0]!r} "
-                             f"(fields: {', '.join(sorted(known))})")
-        kw: dict[str, Any] = {}
-        for name in ("tasks", "layouts", "organizations", "backends"):
-            if name in data:
-                kw[name] = _str_list(data[name], name, source)
-        if "agents" in data:
-            kw["agents"] = _int_list(data["agents"], "agents", source)
-        if "seeds" in data:
-            kw["seeds"] = parse_seeds(data["seeds"], source)
-        for name in ("max_rounds", "max_ticks"):
-            if data.get(name) is not None:
-                kw[name] = _int_list(data[name], name, source)[0]
-        if data.get("cache") is not None:
-            kw["cache"] = str(data["cache"])
-        return cls(**kw)
-
-    @classmethod
-    def from_yaml(cls, path: str | Path) -> SweepSpec:
-        path = Path(path)
-        if not path.exists():
-            raise FileNotFoundError(f"sweep spec not found: {path}")
-        try:
-            data = yaml.safe_load(path.read_text()) or {}
-        except yaml.YAMLError as exc:
-            raise ValueError(f"{path}: not valid YAML: {exc}") from None
-        return cls.from_dict(data, source=str(path))
-
-    def to_dict(self) -> dict[str, Any]:
-        d = asdict(self)
-        return {k: list(v) if isinstance(v, tuple) else v for k, v in d.items()}
-
-    def cells(self) -> Iterator[dict[str, Any]]:
-        """Every cell of the product, in a stable order (seed varies fastest)."""
-        for t, lay, org, n, b, s in itertools.product(self.tasks, self.layouts,
-                                                      self.organizations, self.agents,
-                                                      self.backends, self.seeds):
-            yield {"task": t, "layout": lay, "organization": org, "agents": n, "backend": b,
-                   "seed": s}
-
-    def validate(self) -> None:
-        """Check every name before any episode runs; errors name the spec field."""
-        from orgteams.envs.layout import load_layout
-        from orgteams.envs.tasks import load_task
-        from orgteams.organizations.library import load_organization
-        from orgteams.team import MEMBER_KINDS
-
-        for name in ("tasks", "layouts", "organizations", "agents", "backends", "seeds"):
-            if not getattr(self, name):
-                raise ValueError(f"sweep spec field '{name}': empty list")
-        for t in self.tasks:
-            _field("tasks", load_task, t)
-        for lay in self.layouts:
-            _field("layouts", load_layout, lay)
-        for n in self.agents:
-            if not isinstance(n, int) or n < 1:
-                raise ValueError(f"sweep spec field 'agents': {n!r} is not a positive team size")
-        for o in self.organizations:
-            org = _field("organizations", load_organization, o)
-            for n in self.agents:
-                _field("organizations", lambda _o, n=n, org=org: org.resolve(
-                    [f"agent_{i}" for i in range(n)]), f"{o} with {n} agents")
-        for b in self.backends:
-            parts = [p.strip() for p in b.split(",")]
-            for p in parts:
-                kind = p.split(":", 1)[0]
-                if kind not in MEMBER_KINDS:
-                    from orgteams.envs._util import unknown_name
-
-                    raise ValueError(f"sweep spec field 'backends': "
-                                     f"{unknown_name('member kind', kind, MEMBER_KINDS)}")
-                if kind == "human":
-                    raise ValueError("sweep spec field 'backends': a sweep cannot wait for a "
-                                     "human member; use planner, random, local or openai:<m>")
-            bad = [n for n in self.agents if len(parts) not in (1, n)]
-            if bad:
-                raise ValueError(f"sweep spec field 'backends': {b!r} lists {len(parts)} "
-                                 f"members but a team has {bad[0]} agents")
-
-    @property
-    def uses_local(self) -> bool:
-        return any(p.strip().split(":")[0] == "local" for b in self.backends
-                   for p in b.split(","))
-
-
-def _field(name: str, fn: Callable[[Any], Any], value: Any) -> Any:
-    try:
-        return fn(value)
-    except (ValueError, FileNotFoundError, KeyError) as exc:
-        raise ValueError(f"sweep spec field '{name}': {exc}") from None
-
-
-def _str_list(v: Any, name: str, source: str) -> tuple[str, ...]:
-    items = v.split(",") if isinstance(v, str) else v
-    if not isinstance(items, list | tuple) or not all(isinstance(x, str | int) for x in items):
-        raise ValueError(f"{source}: sweep spec field '{name}' must be a list of names")
-    return tuple(str(x).strip() for x in items if str(x).strip())
-
-
-def _int_list(v: Any, name: str, source: str) -> tuple[int, ...]:
-    items = v.split(",") if isinstance(v, str) else (v if isinstance(v, list | tuple) else [v])
-    try:
-        return tuple(int(x) for x in items)
-    except (TypeError, ValueError):
-        raise ValueError(f"{source}: sweep spec field '{name}' must be integers, got {v!r}"
-                         ) from None
-
-
-def parse_seeds(v: Any, source: str = "<spec>") -> tuple[int, ...]:
-    """``20`` -> seeds 0..19; a list or ``"0,5,7"`` -> those; ``"10-19"`` -> a range."""
-    if isinstance(v, str) and re.fullmatch(r"\s*\d+\s*-\s*\d+\s*", v):
-        lo, hi = (int(x) for x in v.split("-"))
-        return tuple(range(lo, hi + 1))
-    if isinstance(v, int) or (isinstance(v, str) and v.strip().isdigit()):
-        n = int(v)
-        if n < 1:
-            raise ValueError(f"{source}: sweep spec field 'seeds': need at least one seed")
-        return tuple(range(n))
-    return _int_list(v, "seeds", source)
 
 
 def cell_key(cell: dict[str, Any]) -> str:
@@ -436,8 +286,5 @@ def _run_ray(ray: Any, todo: list[dict], episode_fn: Callable, log_of: Callable,
             write(cell, outcome)
 
 
-def spec_from_lists(base: SweepSpec | None = None, **lists: Iterable | None) -> SweepSpec:
-    """``base`` (or the defaults) with the given non-None fields replaced (CLI helper)."""
-    data = (base or SweepSpec()).to_dict()
-    data.update({k: v for k, v in lists.items() if v is not None})
-    return SweepSpec.from_dict(data, source="command line")
+__all__ = ["SweepSpec", "cell_key", "parse_seeds", "read_results", "run_cell",
+           "run_sweep", "spec_from_lists"]
