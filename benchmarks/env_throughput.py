@@ -27,17 +27,27 @@ BIG_LAYOUT = "generated:32:0"
 TASK = "prepare_afternoon_tea"
 
 
-def _timed(step: Callable[[int], int], seconds: float) -> tuple[float, int]:
-    """Call ``step(i)`` (returns agent-steps done) for about ``seconds``; agent-steps/s."""
-    done, i = 0, 0
-    start = time.perf_counter()
-    while True:
-        for _ in range(50):
-            done += step(i)
-            i += 1
-        elapsed = time.perf_counter() - start
-        if elapsed >= seconds:
-            return done / elapsed, i
+def _timed(step: Callable[[int], int], seconds: float, slices: int = 5) -> tuple[float, int]:
+    """Call ``step(i)`` (returns agent-steps done) for about ``seconds``; agent-steps/s.
+
+    The time is cut into ``slices`` and the best slice's rate is reported (as
+    ``timeit`` reports the minimum), for ours and the peers alike: on a shared machine
+    a slice that another job slowed down says nothing about the env. Time is this
+    process's CPU time (``time.process_time``).
+    """
+    best, i = 0.0, 0
+    for _ in range(slices):
+        done = 0
+        start = time.process_time()
+        while True:
+            for _ in range(50):
+                done += step(i)
+                i += 1
+            elapsed = time.process_time() - start
+            if elapsed >= seconds / slices:
+                break
+        best = max(best, done / elapsed)
+    return best, i
 
 
 def household_rate(num_agents: int, layout: str, seconds: float) -> tuple[float, float]:
