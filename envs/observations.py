@@ -113,6 +113,10 @@ class ArrayObserver:
         self._n_switches = len(self._switch_pad)
         self._flat_base = padded_base.reshape(ph * pw, -1)
         self._layer = np.empty_like(self._flat_base)
+        # Speed: byte views of the buffer and the layer for per-row and per-byte writes.
+        self._channels = BASE_CHANNELS + k
+        self._mv = memoryview(self._flat_ext.reshape(-1))
+        self._layer_mv = memoryview(self._layer.reshape(-1))
         self._layer_key: tuple | None = None
         # Speed: the buffer holds the layer plus the agents; while the layer is unchanged,
         # a new state only restores the rows its predecessor's agents touched.
@@ -133,6 +137,7 @@ class ArrayObserver:
         self._everyone: list[int] = []
         self._goal_progress: tuple[int, ...] | None = None
         self._goal: np.ndarray | None = None
+        self._goal_raw = b""
 
     def view_mask(self, view: int) -> np.ndarray:
         """(H + 2r, W + 2r) bool, padded: the cells visible from a view."""
@@ -194,20 +199,33 @@ class ArrayObserver:
         if self._buffer_version != self._layer_version:
             np.copyto(flat, layer)
             self._buffer_version = self._layer_version
-        else:  # same layer: only undo the previous agents (their mark and held objects)
+        elif len(self._agent_rows) > _FEW:  # same layer: undo the previous agents' rows
             old = self._agent_rows
             flat[old] = layer[old]
+        else:  # a few rows: memoryview slices are far cheaper than fancy indexing
+            mv, lmv, c = self._mv, self._layer_mv, self._channels
+            for row in self._agent_rows:
+                start = row * c
+                mv[start:start + c] = lmv[start:start + c]
         pad, channel = self._pad_list, self._obj_channel
         agent_cells = [pad[c] for c in state.agent_pos]
         self._agent_rows = agent_cells
-        flat[agent_cells, 2] = 2
-        rows: list[int] = []
-        cols: list[int] = []
-        for a, held in enumerate(state.hands):
-            for o in held:
-                rows.append(agent_cells[a])
-                cols.append(channel[o])
-        _add_ones(flat, rows, cols)
+        if len(agent_cells) > _FEW:
+            flat[agent_cells, 2] = 2
+            rows: list[int] = []
+            cols: list[int] = []
+            for a, held in enumerate(state.hands):
+                for o in held:
+                    rows.append(agent_cells[a])
+                    cols.append(channel[o])
+            _add_ones(flat, rows, cols)
+        else:  # per-byte writes through a memoryview (counts stay far below 255)
+            mv, c = self._mv, self._channels
+            for row, held in zip(agent_cells, state.hands):
+                start = row * c
+                mv[start + 2] = 2
+                for o in held:
+                    mv[start + channel[o]] += 1
         self._padded = buf
         self._cached_state = state
         return buf
@@ -230,7 +248,14 @@ class ArrayObserver:
                     zip(self.goal_rows, self.scene.goal, state.progress)):
                 goal[i] = (cls, target, pred.count - have)
             self._goal, self._goal_progress = goal, state.progress
+            self._goal_raw = goal.tobytes()
         return self._goal
+
+    def _goal_bytes(self, state: HouseholdState) -> bytes:
+        """``_goal_array(state)`` as bytes (C order)."""
+        if state.progress != self._goal_progress:
+            self._goal_array(state)
+        return self._goal_raw
 
     def observe(self, state: HouseholdState, agent: int) -> dict[str, np.ndarray]:
         """The observation of agent index ``agent``."""
@@ -248,17 +273,28 @@ class ArrayObserver:
             for cell in cells:
                 self._fill_window(cell)
         side = 2 * self.r + 1
-        images = self._flat_ext.take(self._windows[cells], axis=0).reshape(
-            len(cells), side, side, -1)
+        n = len(cells)
+        # mode="clip" skips the bounds checks (every window row is a valid buffer row).
+        images = self._flat_ext.take(self._windows.take(cells, axis=0), axis=0, mode="clip")
+        images = images.reshape(n, side, side, -1)
         images[:, self.r, self.r, 2] = 1
-        n = len(agents)
-        hands = np.zeros((n, HAND_CAPACITY), np.uint8)
+        # hands and goals of all agents: one fresh byte buffer, filled per byte.
+        data = bytearray(HAND_CAPACITY * n) + self._goal_bytes(state) * n
         obj_class = self._obj_class_list
+        all_hands = state.hands
         for i, a in enumerate(agents):
-            for j, o in enumerate(state.hands[a]):
-                hands[i, j] = obj_class[o] + 1
-        goals = self._goal_array(state)[None].repeat(n, axis=0)
-        return [{"image": images[i], "hands": hands[i], "goal": goals[i]} for i in range(n)]
+            held = all_hands[a]
+            if held:
+                for j, o in enumerate(held):
+                    data[HAND_CAPACITY * i + j] = obj_class[o] + 1
+        flat = np.frombuffer(data, np.uint8)
+        split = HAND_CAPACITY * n
+        hands = flat[:split].reshape(n, HAND_CAPACITY)
+        goals = flat[split:].reshape(n, MAX_GOAL, 3)
+        return [{"image": im, "hands": h, "goal": g} for im, h, g in zip(images, hands, goals)]
+
+
+_FEW = 16  # up to this many agents, per-row Python writes beat one fancy-index call
 
 
 def _add_ones(flat: np.ndarray, rows: list[int], cols: list[int]) -> None:
