@@ -124,18 +124,28 @@ class HouseholdEnv(ParallelEnv):
             joint[i] = action
         before = self.world
         self.world, events = transition(before, joint)
-        done = self.world.success
-        limit = self.max_ticks or self.world.scene.step_limit
-        tick = self.world.tick
-        truncated = tick >= limit and not done
-        rewards = self._rewards(before, events, done)
-        per_agent: list[list[dict]] = [[] for _ in joint]
-        everyone = range(len(joint))
-        for e in events:
-            for i in (everyone if e.agent < 0 else (e.agent,)):
-                per_agent[i].append(e.to_dict())
+        world = self.world
+        done = world.success
+        tick = world.tick
+        truncated = tick >= (self.max_ticks or world.scene.step_limit) and not done
+        rewards = 1.0 if done else 0.0
+        if self.reward_shaping:
+            rewards = self._rewards(before, events, done)
         agents = self.agents
-        infos = {a: {"events": per_agent[index[a]], "tick": tick} for a in agents}
+        if events:
+            per_agent: list[list[dict]] = [[] for _ in joint]
+            for e in events:
+                if e.agent < 0:
+                    for mine in per_agent:
+                        mine.append(e.to_dict())
+                else:
+                    per_agent[e.agent].append(e.to_dict())
+            if agents == self.possible_agents:  # the usual case: everyone, in index order
+                infos = {a: {"events": mine, "tick": tick} for a, mine in zip(agents, per_agent)}
+            else:
+                infos = {a: {"events": per_agent[index[a]], "tick": tick} for a in agents}
+        else:
+            infos = {a: {"events": [], "tick": tick} for a in agents}
         obs = self._observations()
         terms = dict.fromkeys(agents, done)
         truncs = dict.fromkeys(agents, truncated)

@@ -135,6 +135,8 @@ class ArrayObserver:
             self._masks, self._windows = previous._masks, previous._windows
             self._window_ready = previous._window_ready
         self._everyone: list[int] = []
+        self._window_cells: list[int] | None = None
+        self._window_rows: np.ndarray | None = None
         self._goal_progress: tuple[int, ...] | None = None
         self._goal: np.ndarray | None = None
         self._goal_raw = b""
@@ -275,9 +277,20 @@ class ArrayObserver:
         side = 2 * self.r + 1
         n = len(cells)
         # mode="clip" skips the bounds checks (every window row is a valid buffer row).
-        images = self._flat_ext.take(self._windows.take(cells, axis=0), axis=0, mode="clip")
-        images = images.reshape(n, side, side, -1)
-        images[:, self.r, self.r, 2] = 1
+        if cells != self._window_cells:  # agents often stand still: reuse the row indices
+            self._window_rows = self._windows.take(cells, axis=0)
+            self._window_cells = list(cells)
+        images = self._flat_ext.take(self._window_rows, axis=0, mode="clip")
+        if n > _FEW:
+            images = images.reshape(n, side, side, -1)
+            images[:, self.r, self.r, 2] = 1
+        else:  # the self mark, one byte per agent through a memoryview
+            per_agent = images.size // n if n else 0
+            centre = (self.r * side + self.r) * self._channels + 2
+            view = memoryview(images.reshape(-1))
+            for i in range(n):
+                view[i * per_agent + centre] = 1
+            images = images.reshape(n, side, side, -1)
         # hands and goals of all agents: one fresh byte buffer, filled per byte.
         data = bytearray(HAND_CAPACITY * n) + self._goal_bytes(state) * n
         obj_class = self._obj_class_list
