@@ -35,7 +35,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from orgteams.agents.backends.base import Completion, Message
+from orgteams.agents.backends.base import Message
 from orgteams.agents.backends.openai_backend import OpenAIBackend
 
 __all__ = ["LOCAL_MODEL", "LocalBackend", "LocalServer", "LocalServerError", "smollm2_path"]
@@ -244,38 +244,8 @@ class LocalBackend(OpenAIBackend):
             structured="json_object",
         )
 
-    def complete(
-        self,
-        messages: list[Message],
-        *,
-        schema: dict[str, Any] | None = None,
-        temperature: float = 0.0,
-        max_tokens: int = 256,
-        seed: int | None = None,
-    ) -> Completion:
-        """:meth:`OpenAIBackend.complete` with ``max_tokens`` capped."""
-        return super().complete(
-            messages,
-            schema=schema,
-            temperature=temperature,
-            max_tokens=min(max_tokens, self.max_tokens_cap),
-            seed=seed,
-        )
-
-    async def acomplete(
-        self,
-        messages: list[Message],
-        *,
-        schema: dict[str, Any] | None = None,
-        temperature: float = 0.0,
-        max_tokens: int = 256,
-        seed: int | None = None,
-    ) -> Completion:
-        """:meth:`OpenAIBackend.acomplete` with ``max_tokens`` capped."""
-        return await super().acomplete(
-            messages,
-            schema=schema,
-            temperature=temperature,
-            max_tokens=min(max_tokens, self.max_tokens_cap),
-            seed=seed,
-        )
+    def _request(self, mode: str, messages: list[Message], schema: dict[str, Any] | None,
+                 temperature: float, max_tokens: int, seed: int | None) -> dict[str, Any]:
+        """The OpenAI request, with ``max_tokens`` capped (sync and async calls alike)."""
+        return super()._request(mode, messages, schema, temperature,
+                                min(max_tokens, self.max_tokens_cap), seed)
