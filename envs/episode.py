@@ -21,7 +21,8 @@ def make_episode(layout: Layout, task: TaskSpec, num_agents: int, rng: np.random
     """Build the initial :class:`HouseholdState` of one episode."""
     catalog = load_catalog()
     furn = layout.furniture
-    missing = sorted(task.targets() - {f.type for f in furn})
+    targets = task.targets()
+    missing = sorted(targets - {f.type for f in furn})
     if missing:
         raise ValueError(f"task {task.name!r} needs {', '.join(missing)}, which layout "
                          f"{layout.name!r} does not have")
@@ -29,7 +30,8 @@ def make_episode(layout: Layout, task: TaskSpec, num_agents: int, rng: np.random
     classes: list[str] = []
     for p in goal:
         classes += [p.cls] * (p.count + int(rng.integers(0, task.extra_objects + 1)))
-    others = [c for c in catalog.object_classes if c not in {p.cls for p in goal}]
+    goal_classes = {p.cls for p in goal}
+    others = [c for c in catalog.object_classes if c not in goal_classes]
     classes += [others[i] for i in rng.choice(len(others), size=task.distractors)]
     counter: dict[str, int] = {}
     objects = []
@@ -38,22 +40,24 @@ def make_episode(layout: Layout, task: TaskSpec, num_agents: int, rng: np.random
         objects.append(f"{c}_{counter[c]}")
 
     capacity = [catalog.furniture[f.type].capacity for f in furn]
+    is_container = [catalog.furniture[f.type].is_container for f in furn]
     contents: list[list[int]] = [[] for _ in furn]
-    target_rooms = {f.room for f in furn if f.type in task.targets()}
+    target_rooms = {f.room for f in furn if f.type in targets}
+    # Furniture that may hold a starting object: none of the task's targets.
+    holders = [i for i, f in enumerate(furn) if f.type not in targets]
     goal_targets = {p.cls: p.target for p in goal}
     for obj, cls in enumerate(classes):
         banned = goal_targets.get(cls)
-        spots = [i for i, f in enumerate(furn)
-                 if f.type != banned and len(contents[i]) < capacity[i]
-                 and f.type not in task.targets()]
+        spots = [i for i in holders
+                 if furn[i].type != banned and len(contents[i]) < capacity[i]]
         if task.far and cls in goal_targets:
             far = [i for i in spots if furn[i].room not in target_rooms]
             spots = far or spots
         if not spots:
             raise ValueError(f"layout {layout.name!r} has no room left for {cls}: "
                              "add furniture or lower the task's units")
-        in_container = [i for i in spots if catalog.furniture[furn[i].type].is_container]
-        on_surface = [i for i in spots if i not in in_container]
+        in_container = [i for i in spots if is_container[i]]
+        on_surface = [i for i in spots if not is_container[i]]
         pool = in_container if (in_container and (not on_surface or
                                 rng.random() < task.container_prob)) else on_surface
         contents[pool[int(rng.integers(len(pool)))]].append(obj)

@@ -26,6 +26,8 @@ shows the whole house.
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 from gymnasium import spaces
 
@@ -55,15 +57,54 @@ class ArrayObserver:
 
     def __init__(self, scene: Scene, view_radius: int, full_observability: bool = False,
                  previous: ArrayObserver | None = None):
-        """``previous``: the observer of an earlier episode; when it has the same layout,
-        view radius and observability, its view masks and windows (which depend on
-        nothing else) are reused instead of being built again."""
+        """``previous``: the observer of an earlier episode, no longer used; when it has the
+        same layout, view radius and observability, its tables, view masks and window
+        caches (which depend on nothing else) are reused instead of being built again."""
         self.scene, self.r, self.full = scene, view_radius, full_observability
+        cat = load_catalog()
+        if (previous is not None and previous.scene.layout is scene.layout
+                and previous.r == view_radius and previous.full == full_observability):
+            self.__dict__.update({k: previous.__dict__[k] for k in _LAYOUT_ATTRS})
+        else:
+            self._build_layout_tables(scene)
+        # Speed: the padded features live in one preallocated buffer that each new state
+        # overwrites (no np.pad per tick), with one extra all-zero row at the end. An agent's
+        # image is then one gather of buffer rows: ``_windows[cell]`` maps each padded cell
+        # to itself when the view sees it, else to that zero row (masking for free).
+        self._flat_ext = np.zeros((len(self._flat_base) + 1, self._channels), np.uint8)
+        self._flat_buffer = self._flat_ext[:-1]
+        self._layer_ext = np.zeros_like(self._flat_ext)
+        self._layer = self._layer_ext[:-1]
+        self.obj_class = np.array([cat.class_id(c) for c in scene.object_class], int)
+        self._obj_class_list = self.obj_class.tolist()
+        self._obj_channel = (self.obj_class + BASE_CHANNELS).tolist()
+        self.goal_rows = [(cat.class_id(p.cls) + 1, cat.furniture_type_id(p.target) + 1)
+                          for p in scene.goal]
+        # The state itself (not its id, which Python reuses once it is freed) keys the cache.
+        self._cached_state: HouseholdState | None = None
+        self._layer_key: tuple | None = None
+        # Speed: the buffer holds the layer plus the agents; while the layer is unchanged,
+        # a new state only restores the rows its predecessor's agents touched. Versions
+        # are unique across observers, so a reused window cache never matches stale ones.
+        self._layer_version = next(_VERSIONS)
+        self._buffer_version = -1
+        self._agent_rows: list[int] = []
+        self._everyone: list[int] = []
+        self._window_cells: list[int] | None = None
+        self._window_rows: np.ndarray | None = None
+        self._goal_progress: tuple[int, ...] | None = None
+        self._goal: np.ndarray | None = None
+        self._goal_raw = b""
+
+    def _build_layout_tables(self, scene: Scene) -> None:
+        """The attributes in ``_LAYOUT_ATTRS``: everything that depends on the layout,
+        view radius and observability only."""
         cat = load_catalog()
         lay = scene.layout
         h, w = lay.height, lay.width
         k = len(cat.object_classes)
-        base = np.zeros((h, w, BASE_CHANNELS + k), np.uint8)
+        self._channels = c = BASE_CHANNELS + k
+        base = np.zeros((h, w, c), np.uint8)
         tiles = lay.tiles
         base[..., 0] = np.select([tiles == FLOOR, tiles == WALL, tiles == DOOR],
                                  [T_FLOOR, T_WALL, T_DOOR_CLOSED], T_UNSEEN)
@@ -74,72 +115,40 @@ class ArrayObserver:
         for f in lay.furniture:
             base[f.cell + (0,)] = T_SURFACE
             base[f.cell + (3,)] = cat.furniture_type_id(f.type) + 1
-        self.base = base.reshape(h * w, -1)
-        self.container_cells = np.array([i for i, c in enumerate(scene.is_container) if c], int)
-        self.container_flat = np.array([f.cell[0] * w + f.cell[1]
-                                        for f in lay.furniture], int)
-        self.door_flat = np.array([d.cell[0] * w + d.cell[1] for d in lay.doors], int)
-        self.obj_class = np.array([cat.class_id(c) for c in scene.object_class], int)
-        self._obj_class_list = self.obj_class.tolist()
-        self.goal_rows = [(cat.class_id(p.cls) + 1, cat.furniture_type_id(p.target) + 1)
-                          for p in scene.goal]
-        self._masks: dict[int, np.ndarray] = {}
-        # The state itself (not its id, which Python reuses once it is freed) keys the cache.
-        self._cached_state: HouseholdState | None = None
-        self._padded: np.ndarray | None = None
-        # Speed: the padded features live in one preallocated buffer that each new state
-        # overwrites (no np.pad per tick), with one extra all-zero row at the end. An agent's
-        # image is then one gather of buffer rows: ``_visible[view]`` maps each padded cell
-        # to itself when the view sees it, else to that zero row (masking for free).
-        r = view_radius
+        r = self.r
         ph, pw = h + 2 * r, w + 2 * r
-        padded_base = np.zeros((ph, pw, BASE_CHANNELS + k), np.uint8)
+        padded_base = np.zeros((ph, pw, c), np.uint8)
         padded_base[r:r + h, r:r + w] = base
-        self._padded_base = padded_base
-        self._flat_ext = np.zeros((ph * pw + 1, BASE_CHANNELS + k), np.uint8)
-        self._flat_buffer = self._flat_ext[:-1]
-        self._buffer = self._flat_buffer.reshape(ph, pw, -1)
-        cells = np.arange(h * w)
-        self._pad_index = (cells // w + r) * pw + cells % w + r
-        self._top_left = self._pad_index - (r * pw + r)  # padded index of the window corner
-        self._door_pad = self._pad_index[self.door_flat]
-        self._container_pad = self._pad_index[self.container_flat[self.container_cells]]
-        self._pad_list = self._pad_index.tolist()
-        # Doors and containers: one scatter of "closed + is_open" into channel 0 per tick.
-        self._container_list = self.container_cells.tolist()
-        self._switch_pad = np.concatenate([self._door_pad, self._container_pad]).astype(np.intp)
-        self._switch_base = np.array([T_DOOR_CLOSED] * len(self._door_pad)
-                                     + [T_CLOSED] * len(self._container_pad), np.uint8)
-        self._n_switches = len(self._switch_pad)
         self._flat_base = padded_base.reshape(ph * pw, -1)
-        self._layer = np.empty_like(self._flat_base)
-        # Speed: byte views of the buffer and the layer for per-row and per-byte writes.
-        self._channels = BASE_CHANNELS + k
-        self._mv = memoryview(self._flat_ext.reshape(-1))
-        self._layer_mv = memoryview(self._layer.reshape(-1))
-        self._layer_key: tuple | None = None
-        # Speed: the buffer holds the layer plus the agents; while the layer is unchanged,
-        # a new state only restores the rows its predecessor's agents touched.
-        self._layer_version = 0
-        self._buffer_version = -1
-        self._agent_rows: list[int] = []
-        self._furniture_pad = self._pad_index[self.container_flat].tolist()
-        self._obj_channel = (self.obj_class + BASE_CHANNELS).tolist()
+        containers = [i for i, is_c in enumerate(scene.is_container) if is_c]
+        furniture_flat = np.array([f.cell[0] * w + f.cell[1] for f in lay.furniture], int)
+        door_flat = np.array([d.cell[0] * w + d.cell[1] for d in lay.doors], int)
+        cells = np.arange(h * w)
+        pad_index = (cells // w + r) * pw + cells % w + r
+        self._top_left = pad_index - (r * pw + r)  # padded index of the window corner
+        self._pad_list = pad_index.tolist()
+        self._furniture_pad = pad_index[furniture_flat].tolist()
+        # Doors and containers: one scatter of "closed + is_open" into channel 0 per tick.
+        self._container_list = containers
+        door_pad = pad_index[door_flat]
+        container_pad = pad_index[furniture_flat[containers]]
+        self._switch_pad = np.concatenate([door_pad, container_pad]).astype(np.intp)
+        self._switch_base = np.array([T_DOOR_CLOSED] * len(door_pad)
+                                     + [T_CLOSED] * len(container_pad), np.uint8)
+        self._n_switches = len(self._switch_pad)
         side = 2 * r + 1
         self._offsets = (np.arange(side)[:, None] * pw + np.arange(side)).ravel()
+        self._masks: dict[int, np.ndarray] = {}
         # Per standing cell, the buffer rows of its masked window, filled on first use.
         self._windows = np.zeros((h * w, side * side), np.intp)
         self._window_ready: set[int] = set()
-        if (previous is not None and previous.scene.layout is lay
-                and previous.r == view_radius and previous.full == full_observability):
-            self._masks, self._windows = previous._masks, previous._windows
-            self._window_ready = previous._window_ready
-        self._everyone: list[int] = []
-        self._window_cells: list[int] | None = None
-        self._window_rows: np.ndarray | None = None
-        self._goal_progress: tuple[int, ...] | None = None
-        self._goal: np.ndarray | None = None
-        self._goal_raw = b""
+        # Per standing cell: {cell a teammate may stand on and be seen: its image offset}.
+        self._seen: dict[int, dict[int, int]] = {}
+        # Small teams: per standing cell, its masked window of the layer with the self mark
+        # (allocated on first use; pages never touched stay unallocated), and the layer
+        # version each was taken at.
+        self._window_cache: np.ndarray | None = None
+        self._cache_version = [-1] * (h * w)
 
     def view_mask(self, view: int) -> np.ndarray:
         """(H + 2r, W + 2r) bool, padded: the cells visible from a view."""
@@ -185,52 +194,38 @@ class ArrayObserver:
                     cols.append(channel[o])
         _add_ones(layer, rows, cols)
         self._layer_key = (list(state.door_open), list(opened), list(state.contents))
-        self._layer_version += 1
+        self._layer_version = next(_VERSIONS)
         return layer
 
     def _features(self, state: HouseholdState) -> np.ndarray:
-        """Padded (H + 2r, W + 2r, C) features of the whole house for this state.
+        """Padded flat (rows, C) features of the whole house with the agents drawn in.
 
-        The array is a reused buffer: valid until the next call with another state.
+        Used for large teams. The array is a reused buffer: valid until the next call
+        with another state.
         """
-        if state is self._cached_state:
-            return self._padded
-        buf = self._buffer
         flat = self._flat_buffer
+        if state is self._cached_state:
+            return flat
         layer = self._furniture_layer(state)
         if self._buffer_version != self._layer_version:
             np.copyto(flat, layer)
             self._buffer_version = self._layer_version
-        elif len(self._agent_rows) > _FEW:  # same layer: undo the previous agents' rows
+        else:  # same layer: undo the previous agents' rows
             old = self._agent_rows
             flat[old] = layer[old]
-        else:  # a few rows: memoryview slices are far cheaper than fancy indexing
-            mv, lmv, c = self._mv, self._layer_mv, self._channels
-            for row in self._agent_rows:
-                start = row * c
-                mv[start:start + c] = lmv[start:start + c]
         pad, channel = self._pad_list, self._obj_channel
         agent_cells = [pad[c] for c in state.agent_pos]
         self._agent_rows = agent_cells
-        if len(agent_cells) > _FEW:
-            flat[agent_cells, 2] = 2
-            rows: list[int] = []
-            cols: list[int] = []
-            for a, held in enumerate(state.hands):
-                for o in held:
-                    rows.append(agent_cells[a])
-                    cols.append(channel[o])
-            _add_ones(flat, rows, cols)
-        else:  # per-byte writes through a memoryview (counts stay far below 255)
-            mv, c = self._mv, self._channels
-            for row, held in zip(agent_cells, state.hands):
-                start = row * c
-                mv[start + 2] = 2
-                for o in held:
-                    mv[start + channel[o]] += 1
-        self._padded = buf
+        flat[agent_cells, 2] = 2
+        rows: list[int] = []
+        cols: list[int] = []
+        for a, held in enumerate(state.hands):
+            for o in held:
+                rows.append(agent_cells[a])
+                cols.append(channel[o])
+        _add_ones(flat, rows, cols)
         self._cached_state = state
-        return buf
+        return flat
 
     def _fill_window(self, cell: int) -> None:
         """Buffer rows of the window around ``cell``; rows the view hides -> the zero row."""
@@ -240,7 +235,67 @@ class ArrayObserver:
         rows = self._top_left[cell] + self._offsets
         visible = self.view_mask(view).ravel()[rows]
         self._windows[cell] = np.where(visible, rows, len(self._flat_buffer))
+        # Where a teammate standing on each seen cell appears: its byte offset in the image.
+        seen = np.flatnonzero(visible)
+        lay = self.scene.layout
+        pw = lay.width + 2 * self.r
+        at = (rows[seen] // pw - self.r) * lay.width + rows[seen] % pw - self.r
+        stand = self.scene.view_array[at] >= 0
+        self._seen[cell] = {c: k for c, k in zip(at[stand].tolist(),
+                                                  (seen[stand] * self._channels).tolist())
+                            if c != cell}
         self._window_ready.add(cell)
+
+    def _small_team_images(self, state: HouseholdState, agents: list[int], cells: list[int]
+                           ) -> np.ndarray:
+        """(n, side * side, C) images for a team of at most ``_PAIRWISE`` agents.
+
+        Each image starts as a copy of its cell's cached window of the furniture layer
+        (self mark included); then the agent's own held objects and every teammate its
+        view contains are written in, one byte at a time. Windows are re-taken only
+        when the layer changes (something opened, closed, picked or put).
+        """
+        self._furniture_layer(state)
+        version = self._layer_version
+        stamps = self._cache_version
+        for cell in cells:
+            if stamps[cell] != version:
+                self._cache_window(cell, version)
+        images = self._window_cache.take(cells, axis=0)
+        n = len(cells)
+        if not n:
+            return images
+        view = memoryview(images.reshape(-1))
+        per_agent = len(view) // n
+        centre = per_agent // 2 - self._channels // 2  # the middle cell's first byte
+        channel, seen = self._obj_channel, self._seen
+        pos, hands = state.agent_pos, state.hands
+        for i, (agent, cell) in enumerate(zip(agents, cells)):
+            start = i * per_agent
+            for o in hands[agent]:
+                view[start + centre + channel[o]] += 1
+            sees = seen[cell]
+            for other, held in zip(pos, hands):
+                at = sees.get(other)
+                if at is not None:
+                    at += start
+                    view[at + 2] = 2
+                    for o in held:
+                        view[at + channel[o]] += 1
+        return images
+
+    def _cache_window(self, cell: int, version: int) -> None:
+        """Take ``cell``'s masked window of the current layer into the window cache."""
+        if self._window_cache is None:
+            lay = self.scene.layout
+            side = 2 * self.r + 1
+            self._window_cache = np.zeros((lay.height * lay.width, side * side,
+                                           self._channels), np.uint8)
+        self._fill_window(cell)
+        window = self._window_cache[cell]
+        self._layer_ext.take(self._windows[cell], axis=0, out=window, mode="clip")
+        window[len(window) // 2, 2] = 1
+        self._cache_version[cell] = version
 
     def _goal_array(self, state: HouseholdState) -> np.ndarray:
         """The goal rows; they depend on the goal progress only, so they are cached on it."""
@@ -266,31 +321,26 @@ class ArrayObserver:
     def observe_many(self, state: HouseholdState, agents: list[int]
                      ) -> list[dict[str, np.ndarray]]:
         """The observations of several agent indices, built together (one gather)."""
-        self._features(state)
         pos = state.agent_pos
         if len(self._everyone) != len(pos):
             self._everyone = list(range(len(pos)))
         cells = pos if agents == self._everyone else [pos[a] for a in agents]
-        if not self._window_ready.issuperset(cells):
-            for cell in cells:
-                self._fill_window(cell)
         side = 2 * self.r + 1
         n = len(cells)
-        # mode="clip" skips the bounds checks (every window row is a valid buffer row).
-        if cells != self._window_cells:  # agents often stand still: reuse the row indices
-            self._window_rows = self._windows.take(cells, axis=0)
-            self._window_cells = list(cells)
-        images = self._flat_ext.take(self._window_rows, axis=0, mode="clip")
-        if n > _FEW:
+        if len(pos) <= _PAIRWISE:
+            images = self._small_team_images(state, agents, cells).reshape(n, side, side, -1)
+        else:
+            self._features(state)
+            if not self._window_ready.issuperset(cells):
+                for cell in cells:
+                    self._fill_window(cell)
+            # mode="clip" skips the bounds checks (every window row is a valid buffer row).
+            if cells != self._window_cells:  # agents often stand still: reuse the indices
+                self._window_rows = self._windows.take(cells, axis=0)
+                self._window_cells = list(cells)
+            images = self._flat_ext.take(self._window_rows, axis=0, mode="clip")
             images = images.reshape(n, side, side, -1)
             images[:, self.r, self.r, 2] = 1
-        else:  # the self mark, one byte per agent through a memoryview
-            per_agent = images.size // n if n else 0
-            centre = (self.r * side + self.r) * self._channels + 2
-            view = memoryview(images.reshape(-1))
-            for i in range(n):
-                view[i * per_agent + centre] = 1
-            images = images.reshape(n, side, side, -1)
         # hands and goals of all agents: one fresh byte buffer, filled per byte.
         data = bytearray(HAND_CAPACITY * n) + self._goal_bytes(state) * n
         obj_class = self._obj_class_list
@@ -307,7 +357,15 @@ class ArrayObserver:
         return [{"image": im, "hands": h, "goal": g} for im, h, g in zip(images, hands, goals)]
 
 
-_FEW = 16  # up to this many agents, per-row Python writes beat one fancy-index call
+# Up to this many agents in the world, per-pair Python checks of who sees whom beat
+# drawing every agent into a whole-house buffer and gathering each window from it.
+_PAIRWISE = 8
+_VERSIONS = itertools.count()  # layer versions, unique across observers
+# What ArrayObserver._build_layout_tables sets: shared with the next episode's observer.
+_LAYOUT_ATTRS = ("_channels", "_flat_base", "_top_left", "_pad_list", "_furniture_pad",
+                 "_container_list", "_switch_pad", "_switch_base", "_n_switches", "_offsets",
+                 "_masks", "_windows", "_window_ready", "_seen", "_window_cache",
+                 "_cache_version")
 
 
 def _add_ones(flat: np.ndarray, rows: list[int], cols: list[int]) -> None:

@@ -9,6 +9,7 @@ Cells are flat indices ``row * width + col`` so that moving is one addition.
 
 from __future__ import annotations
 
+import functools
 import operator
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -18,6 +19,22 @@ import numpy as np
 from orgteams.envs.catalog import load_catalog
 from orgteams.envs.layout import DIRECTIONS, DOOR, FLOOR, Layout
 from orgteams.envs.tasks import Predicate
+
+
+def _per_layout(func):
+    """A ``cached_property`` of :class:`Scene` that depends on the layout alone: computed
+    once per layout and shared by the Scene of every episode on it (each reset builds a
+    new Scene). The values are treated as read-only."""
+    name = func.__name__
+
+    @functools.wraps(func)
+    def get(scene: Scene):
+        tables = scene.layout.__dict__.setdefault("_scene_tables", {})
+        if name not in tables:
+            tables[name] = func(scene)
+        return tables[name]
+
+    return cached_property(get)
 
 
 @dataclass(frozen=True, eq=False)
@@ -56,37 +73,37 @@ class Scene:
     def object_class(self) -> tuple[str, ...]:
         return tuple(o.rpartition("_")[0] for o in self.objects)
 
-    @cached_property
+    @_per_layout
     def deltas(self) -> tuple[int, int, int, int]:
         w = self.width
         return tuple(dr * w + dc for dr, dc in DIRECTIONS)
 
-    @cached_property
+    @_per_layout
     def floor(self) -> bytes:
         """floor[cell] == 1 where an agent may always stand (doors depend on state)."""
         return bytes((self.layout.tiles.ravel() == FLOOR).astype(np.uint8))
 
-    @cached_property
+    @_per_layout
     def door_at(self) -> dict[int, int]:
         w = self.width
         return {r * w + c: i for i, d in enumerate(self.layout.doors) for r, c in [d.cell]}
 
-    @cached_property
+    @_per_layout
     def furniture_at(self) -> dict[int, int]:
         w = self.width
         return {f.cell[0] * w + f.cell[1]: i for i, f in enumerate(self.layout.furniture)}
 
-    @cached_property
+    @_per_layout
     def is_container(self) -> tuple[bool, ...]:
         cat = load_catalog().furniture
         return tuple(cat[f.type].is_container for f in self.layout.furniture)
 
-    @cached_property
+    @_per_layout
     def capacity(self) -> tuple[int, ...]:
         cat = load_catalog().furniture
         return tuple(cat[f.type].capacity for f in self.layout.furniture)
 
-    @cached_property
+    @_per_layout
     def room_of_cell(self) -> np.ndarray:
         return self.layout.room_map.ravel()
 
@@ -101,7 +118,7 @@ class Scene:
         return tuple(frozenset(i for i, f in enumerate(self.layout.furniture)
                                if f.type == p.target) for p in self.goal)
 
-    @cached_property
+    @_per_layout
     def view_of_cell(self) -> dict[int, int]:
         """Standing cell -> view id: the room id, or ``num_rooms + door id`` in a doorway."""
         rooms = len(self.layout.rooms)
@@ -114,14 +131,14 @@ class Scene:
         rooms = len(self.layout.rooms)
         return (view,) if view < rooms else self.layout.doors[view - rooms].rooms
 
-    @cached_property
+    @_per_layout
     def furniture_in_room(self) -> tuple[tuple[int, ...], ...]:
         out: list[list[int]] = [[] for _ in self.layout.rooms]
         for i, f in enumerate(self.layout.furniture):
             out[f.room].append(i)
         return tuple(tuple(x) for x in out)
 
-    @cached_property
+    @_per_layout
     def doors_of_room(self) -> tuple[tuple[int, ...], ...]:
         """Per room, the indices of the doors in its walls (ascending)."""
         out: list[list[int]] = [[] for _ in self.layout.rooms]
@@ -130,7 +147,7 @@ class Scene:
                 out[r].append(i)
         return tuple(tuple(x) for x in out)
 
-    @cached_property
+    @_per_layout
     def view_array(self) -> np.ndarray:
         """``view_of_cell`` as an array over flat cells (-1 where no one can stand)."""
         views = np.full(self.layout.height * self.layout.width, -1, np.int64)
@@ -138,7 +155,7 @@ class Scene:
             views[cell] = view
         return views
 
-    @cached_property
+    @_per_layout
     def floor_cells(self) -> np.ndarray:
         return np.flatnonzero(np.frombuffer(self.floor, dtype=np.uint8))
 

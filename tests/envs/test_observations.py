@@ -146,6 +146,37 @@ def test_observer_does_not_serve_a_stale_state(two_rooms, make_state):
         assert seen == int(on_table), i
 
 
+@pytest.mark.parametrize("full", [False, True])
+def test_small_team_path_large_team_path_and_reused_tables_agree(monkeypatch, full):
+    # Teams of up to _PAIRWISE agents get images from cached windows plus per-pair marks;
+    # larger teams from a whole-house buffer; a new episode's observer reuses the last
+    # one's layout tables. All three must draw the same picture, every tick, held
+    # objects and teammates included.
+    from orgteams.envs import household_v0, observations
+    from orgteams.envs.actions import NUM_ACTIONS
+    from orgteams.envs.dynamics import transition
+
+    env = household_v0.parallel_env(layout="apartment", num_agents=6, full_observability=full)
+    env.reset(seed=3)
+    rng = np.random.default_rng(0)
+    state, reused, held_seen = env.unwrapped.world, None, 0
+    for tick in range(600):
+        if tick % 200 == 0:  # a new episode: an observer built over the previous one
+            reused = ArrayObserver(state.scene, 7, full, previous=reused)
+        agents = [0, 2, 5] if tick % 3 else list(range(6))
+        fresh = ArrayObserver(state.scene, 7, full)
+        small = reused.observe_many(state, agents)
+        monkeypatch.setattr(observations, "_PAIRWISE", 0)
+        large = fresh.observe_many(state, agents)
+        monkeypatch.setattr(observations, "_PAIRWISE", 8)
+        for a, b in zip(small, large):
+            for key in ("image", "hands", "goal"):
+                np.testing.assert_array_equal(a[key], b[key], err_msg=f"{key} at tick {tick}")
+        held_seen += sum(int(o["hands"].any()) for o in small)
+        state, _ = transition(state, rng.integers(0, NUM_ACTIONS, 6).tolist())
+    assert held_seen > 0  # the run did exercise held objects
+
+
 # ---- text ----
 
 def test_describe_names_stable_ids_and_hides_closed_contents(two_rooms, make_state):
