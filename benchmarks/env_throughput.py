@@ -6,7 +6,9 @@ household_v0 at 3, 8, 64 and 256 agents and for the peers that are installed
 (PettingZoo MPE ``simple_spread``, MiniGrid ``MiniGrid-MultiRoom-N6-v0``,
 Overcooked-AI ``cramped_room``), the ratio of ours at 3 agents to each peer, the
 per-tick cost per agent from 3 to 256 agents on one large generated house, and the
-time of ``env.unwrapped.describe(agent)``. Nothing is asserted: it measures.
+time of ``env.unwrapped.describe(agent)``. Our envs and the peers take turns in short
+CPU-time slices and each reports its best slice, so the ratios hold up on a noisy
+shared machine. Nothing is asserted: it measures.
 
 Run: ``python benchmarks/env_throughput.py [--seconds 2]``.
 """
@@ -27,31 +29,40 @@ BIG_LAYOUT = "generated:32:0"
 TASK = "prepare_afternoon_tea"
 
 
-def _timed(step: Callable[[int], int], seconds: float, slices: int = 5) -> tuple[float, int]:
-    """Call ``step(i)`` (returns agent-steps done) for about ``seconds``; agent-steps/s.
+def _slice(step: Callable[[int], int], seconds: float, i: int) -> tuple[float, int]:
+    """Call ``step(i), step(i + 1), ...`` for about ``seconds`` of this process's CPU time
+    (``time.process_time``); returns (agent-steps/s, the next i)."""
+    done = 0
+    start = time.process_time()
+    while True:
+        for _ in range(50):
+            done += step(i)
+            i += 1
+        elapsed = time.process_time() - start
+        if elapsed >= seconds:
+            return done / elapsed, i
 
-    The time is cut into ``slices`` and the best slice's rate is reported (as
-    ``timeit`` reports the minimum), for ours and the peers alike: on a shared machine
-    a slice that another job slowed down says nothing about the env. Time is this
-    process's CPU time (``time.process_time``).
+
+def measure(steps: dict[str, Callable[[int], int]], seconds: float, rounds: int = 5
+            ) -> dict[str, float]:
+    """Best agent-steps/s of each env, about ``seconds`` of CPU time each.
+
+    The time is cut into ``rounds`` slices and the envs take turns, one slice each per
+    round, so a slow spell of the shared machine falls on all of them alike; the best
+    slice counts (as ``timeit`` reports the minimum): a slice that another job slowed
+    down says nothing about the env.
     """
-    best, i = 0.0, 0
-    for _ in range(slices):
-        done = 0
-        start = time.process_time()
-        while True:
-            for _ in range(50):
-                done += step(i)
-                i += 1
-            elapsed = time.process_time() - start
-            if elapsed >= seconds / slices:
-                break
-        best = max(best, done / elapsed)
-    return best, i
+    best = dict.fromkeys(steps, 0.0)
+    counters = dict.fromkeys(steps, 0)
+    for _ in range(rounds):
+        for name, step in steps.items():
+            rate, counters[name] = _slice(step, seconds / rounds, counters[name])
+            best[name] = max(best[name], rate)
+    return best
 
 
-def household_rate(num_agents: int, layout: str, seconds: float) -> tuple[float, float]:
-    """(agent-steps/s, microseconds per tick) of household_v0 with random actions."""
+def household_step_fn(num_agents: int, layout: str) -> Callable[[int], int]:
+    """One tick of household_v0 with pre-drawn random actions (reset when it ends)."""
     env = household_v0.parallel_env(layout=layout, task=TASK, num_agents=num_agents)
     env.reset(seed=0)
     agents = list(env.possible_agents)
@@ -63,8 +74,7 @@ def household_rate(num_agents: int, layout: str, seconds: float) -> tuple[float,
         env.step(dict(zip(agents, table[i % 4096])))
         return num_agents
 
-    rate, ticks = _timed(step, seconds)
-    return rate, 1e6 * num_agents / rate
+    return step
 
 
 def mpe_step_fn() -> tuple[Callable[[int], int], str]:
@@ -147,30 +157,39 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     sec = args.seconds
 
-    print(f"household_v0 throughput (task {TASK}, random actions, array obs, {sec:g} s each)")
-    print(f"{'env':<48} {'agents':>6} {'agent-steps/s':>14}")
-    ours = {}
-    for n, layout in ((3, "apartment"), (8, "apartment"), (64, BIG_LAYOUT), (256, BIG_LAYOUT)):
-        rate, _ = household_rate(n, layout, sec)
-        ours[n] = rate
-        print(f"{'household_v0 ' + layout:<48} {n:>6} {rate:>14,.0f}")
-
-    print("\npeers (same machine, same run)")
+    ours = {3: "apartment", 8: "apartment", 64: BIG_LAYOUT, 256: BIG_LAYOUT}
+    steps = {f"household_v0 {layout}/{n}": household_step_fn(n, layout)
+             for n, layout in ours.items()}
+    peers: dict[str, str] = {}  # label -> row name, or why it was skipped
     for label, make in (("MPE", mpe_step_fn), ("MiniGrid", minigrid_step_fn),
                         ("Overcooked-AI", overcooked_step_fn)):
         try:
             step, name = make()
         except Exception as exc:  # a peer that will not install or import is skipped
-            print(f"{label + ':':<15} skipped ({type(exc).__name__}: {exc})")
+            peers[label] = f"skipped ({type(exc).__name__}: {exc})"
             continue
-        rate, _ = _timed(step, sec)
-        print(f"{label + ' ' + name:<48} {'':>6} {rate:>14,.0f}   "
-              f"ours@3 / this = {ours[3] / rate:.1f}x")
+        peers[label] = f"{label} {name}"
+        steps[peers[label]] = step
+    rates = measure(steps, sec)
+
+    print(f"household_v0 throughput (task {TASK}, random actions, array obs, {sec:g} s each, "
+          "all envs taking turns)")
+    print(f"{'env':<48} {'agents':>6} {'agent-steps/s':>14}")
+    for n, layout in ours.items():
+        rate = rates[f"household_v0 {layout}/{n}"]
+        print(f"{'household_v0 ' + layout:<48} {n:>6} {rate:>14,.0f}")
+    ours3 = rates[f"household_v0 {ours[3]}/3"]
+    print("\npeers (same machine, same run)")
+    for label, row in peers.items():
+        if row not in rates:
+            print(f"{label + ':':<15} {row}")
+            continue
+        print(f"{row:<48} {'':>6} {rates[row]:>14,.0f}   ours@3 / this = {ours3 / rates[row]:.1f}x")
 
     print(f"\nper-tick cost per agent on {BIG_LAYOUT}")
     print(f"{'agents':>6} {'us/tick':>10} {'us/tick/agent':>14}")
     for n in (3, 8, 16, 32, 64, 128, 256):
-        _, per_tick = household_rate(n, BIG_LAYOUT, sec / 2)
+        per_tick = 1e6 * n / measure({"one": household_step_fn(n, BIG_LAYOUT)}, sec / 2)["one"]
         print(f"{n:>6} {per_tick:>10.1f} {per_tick / n:>14.2f}")
 
     print("\nenv.unwrapped.describe(agent) time")

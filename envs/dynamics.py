@@ -160,6 +160,16 @@ def _resolve_moves(state: HouseholdState, moving: dict[int, int], events: list[E
                    ) -> list[int]:
     """Simultaneous moves without two agents in a cell, swaps or wall-walking."""
     pos = list(state.agent_pos)
+    if len(moving) == 1:  # the common case, resolved the same way without the machinery
+        ((a, target),) = moving.items()
+        if not is_walkable(state, target):
+            events.append(_event("invalid_action", a, -1, -1, -1, -1, "cannot walk there"))
+        elif target in pos:  # the occupant stays where it is
+            events.append(_event("collision", a, -1, -1, -1, pos.index(target),
+                                 "cell occupied"))
+        else:
+            pos[a] = target
+        return pos
     occupant = {c: a for a, c in enumerate(pos)}
     want: dict[int, int] = {}
     for a, target in moving.items():

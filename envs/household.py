@@ -67,6 +67,7 @@ class HouseholdEnv(ParallelEnv):
         self.render_options = dict(render_options or {})
         self.possible_agents = [f"agent_{i}" for i in range(int(num_agents))]
         self.agent_index = {a: i for i, a in enumerate(self.possible_agents)}
+        self._all_indices = list(range(len(self.possible_agents)))
         self.agents: list[str] = []
         self.display_names: list[str] | None = None
         self.overlay = Overlay()
@@ -216,6 +217,9 @@ class HouseholdEnv(ParallelEnv):
             return dict.fromkeys(self.agents)
         if self.obs_mode == "text":
             return {a: self.describe(a) for a in self.agents}
-        index = self.agent_index
-        obs = self._observer.observe_many(self.world, [index[a] for a in self.agents])
-        return dict(zip(self.agents, obs))
+        agents = self.agents
+        if agents == self.possible_agents:  # the usual case: everyone, in index order
+            indices = self._all_indices
+        else:
+            indices = [self.agent_index[a] for a in agents]
+        return dict(zip(agents, self._observer.observe_many(self.world, indices)))

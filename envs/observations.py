@@ -89,12 +89,14 @@ class ArrayObserver:
         self._layer_version = next(_VERSIONS)
         self._buffer_version = -1
         self._agent_rows: list[int] = []
+        self._marks_key: tuple | None = None
+        self._marks: list[tuple[int, int]] = []
         self._everyone: list[int] = []
         self._window_cells: list[int] | None = None
         self._window_rows: np.ndarray | None = None
         self._goal_progress: tuple[int, ...] | None = None
         self._goal: np.ndarray | None = None
-        self._goal_raw = b""
+        self._rows = np.zeros((0, HAND_CAPACITY + 3 * MAX_GOAL), np.uint8)
 
     def _build_layout_tables(self, scene: Scene) -> None:
         """The attributes in ``_LAYOUT_ATTRS``: everything that depends on the layout,
@@ -266,23 +268,33 @@ class ArrayObserver:
         if not n:
             return images
         view = memoryview(images.reshape(-1))
-        per_agent = len(view) // n
-        centre = per_agent // 2 - self._channels // 2  # the middle cell's first byte
-        channel, seen = self._obj_channel, self._seen
         pos, hands = state.agent_pos, state.hands
-        for i, (agent, cell) in enumerate(zip(agents, cells)):
-            start = i * per_agent
+        key = (tuple(agents), tuple(pos))
+        if key != self._marks_key:  # someone moved: work out again who sees whom
+            self._marks_key, self._marks = key, self._teammate_marks(agents, cells, pos)
+        channel = self._obj_channel
+        centre = len(view) // n // 2 - self._channels // 2  # the middle cell's first byte
+        for i, agent in enumerate(agents):
             for o in hands[agent]:
-                view[start + centre + channel[o]] += 1
-            sees = seen[cell]
-            for other, held in zip(pos, hands):
-                at = sees.get(other)
-                if at is not None:
-                    at += start
-                    view[at + 2] = 2
-                    for o in held:
-                        view[at + channel[o]] += 1
+                view[i * len(view) // n + centre + channel[o]] += 1
+        for at, other in self._marks:
+            view[at + 2] = 2
+            for o in hands[other]:
+                view[at + channel[o]] += 1
         return images
+
+    def _teammate_marks(self, agents: list[int], cells: list[int], pos: list[int]
+                        ) -> list[tuple[int, int]]:
+        """(byte offset in the batch of images, agent index) of every teammate seen."""
+        per_agent = (2 * self.r + 1) ** 2 * self._channels
+        marks = []
+        for i, cell in enumerate(cells):
+            sees = self._seen[cell]
+            for other, other_cell in enumerate(pos):
+                at = sees.get(other_cell)
+                if at is not None:
+                    marks.append((i * per_agent + at, other))
+        return marks
 
     def _cache_window(self, cell: int, version: int) -> None:
         """Take ``cell``'s masked window of the current layer into the window cache."""
@@ -305,14 +317,25 @@ class ArrayObserver:
                     zip(self.goal_rows, self.scene.goal, state.progress)):
                 goal[i] = (cls, target, pred.count - have)
             self._goal, self._goal_progress = goal, state.progress
-            self._goal_raw = goal.tobytes()
         return self._goal
 
-    def _goal_bytes(self, state: HouseholdState) -> bytes:
-        """``_goal_array(state)`` as bytes (C order)."""
-        if state.progress != self._goal_progress:
-            self._goal_array(state)
-        return self._goal_raw
+    def _hands_and_goals(self, state: HouseholdState, agents: list[int]
+                         ) -> tuple[np.ndarray, np.ndarray]:
+        """(n, 2) hands and (n, 5, 3) goals, views into one fresh (n, 17) byte array.
+
+        The array starts as a copy of a template holding the goal rows (rebuilt when the
+        goal progress or the number of agents changes); held objects are written in.
+        """
+        n = len(agents)
+        if state.progress != self._goal_progress or len(self._rows) != n:
+            self._rows = np.zeros((n, HAND_CAPACITY + 3 * MAX_GOAL), np.uint8)
+            self._rows[:, HAND_CAPACITY:] = self._goal_array(state).reshape(-1)
+        rows = self._rows.copy()
+        obj_class, all_hands = self._obj_class_list, state.hands
+        for i, a in enumerate(agents):
+            for j, o in enumerate(all_hands[a]):
+                rows[i, j] = obj_class[o] + 1
+        return rows[:, :HAND_CAPACITY], rows[:, HAND_CAPACITY:].reshape(n, MAX_GOAL, 3)
 
     def observe(self, state: HouseholdState, agent: int) -> dict[str, np.ndarray]:
         """The observation of agent index ``agent``."""
@@ -341,19 +364,7 @@ class ArrayObserver:
             images = self._flat_ext.take(self._window_rows, axis=0, mode="clip")
             images = images.reshape(n, side, side, -1)
             images[:, self.r, self.r, 2] = 1
-        # hands and goals of all agents: one fresh byte buffer, filled per byte.
-        data = bytearray(HAND_CAPACITY * n) + self._goal_bytes(state) * n
-        obj_class = self._obj_class_list
-        all_hands = state.hands
-        for i, a in enumerate(agents):
-            held = all_hands[a]
-            if held:
-                for j, o in enumerate(held):
-                    data[HAND_CAPACITY * i + j] = obj_class[o] + 1
-        flat = np.frombuffer(data, np.uint8)
-        split = HAND_CAPACITY * n
-        hands = flat[:split].reshape(n, HAND_CAPACITY)
-        goals = flat[split:].reshape(n, MAX_GOAL, 3)
+        hands, goals = self._hands_and_goals(state, agents)
         return [{"image": im, "hands": h, "goal": g} for im, h, g in zip(images, hands, goals)]
 
 

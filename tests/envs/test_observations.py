@@ -172,6 +172,7 @@ def test_small_team_path_large_team_path_and_reused_tables_agree(monkeypatch, fu
         for a, b in zip(small, large):
             for key in ("image", "hands", "goal"):
                 np.testing.assert_array_equal(a[key], b[key], err_msg=f"{key} at tick {tick}")
+                assert a[key].flags.c_contiguous and b[key].flags.c_contiguous, key
         held_seen += sum(int(o["hands"].any()) for o in small)
         state, _ = transition(state, rng.integers(0, NUM_ACTIONS, 6).tolist())
     assert held_seen > 0  # the run did exercise held objects
