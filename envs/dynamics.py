@@ -53,6 +53,9 @@ _FIELD_NAMES = tuple(f.name for f in fields(Event))
 # Speed: plain module globals; looking members up on the enum class costs ~0.15 us each
 # in Python 3.11, several times per agent per tick.
 _MOVE, _OPEN, _CLOSE, _PICK = Verb.MOVE, Verb.OPEN, Verb.CLOSE, Verb.PICK
+_NOTHING_THERE = {Verb.OPEN: "nothing to open or close there",
+                  Verb.CLOSE: "nothing to open or close there",
+                  Verb.PUT: "no furniture there", Verb.PICK: "no furniture there"}
 # Speed: events are immutable values, and the same ones recur tick after tick (an agent
 # bumping into a wall), so they are built once and shared. Calls pass the fields by
 # position (type, agent, obj, furniture, door, other, reason): keyword arguments would
@@ -75,7 +78,7 @@ def transition(state: HouseholdState, joint_action: Sequence[int]
     events: list[Event] = []
     moving: dict[int, int] = {}
     pos = state.agent_pos
-    deltas = scene.deltas
+    deltas, furniture_at, door_at = scene.deltas, scene.furniture_at, scene.door_at
 
     for a, act_id in enumerate(joint_action):
         if act_id == 0:
@@ -88,8 +91,11 @@ def transition(state: HouseholdState, joint_action: Sequence[int]
         if verb == _MOVE:
             moving[a] = target
             continue
-        furn = scene.furniture_at.get(target, -1)
-        door = scene.door_at.get(target, -1)
+        furn = furniture_at.get(target, -1)
+        door = door_at.get(target, -1)
+        if furn < 0 and door < 0:  # nothing there at all: the usual random interaction
+            events.append(_event("invalid_action", a, -1, -1, -1, -1, _NOTHING_THERE[verb]))
+            continue
 
         if verb == _OPEN or verb == _CLOSE:
             want = verb == _OPEN

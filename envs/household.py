@@ -133,20 +133,15 @@ class HouseholdEnv(ParallelEnv):
         if self.reward_shaping:
             rewards = self._rewards(before, events, done)
         agents = self.agents
+        infos = {a: {"events": [], "tick": tick} for a in agents}
         if events:
-            per_agent: list[list[dict]] = [[] for _ in joint]
+            names = self.possible_agents  # agents are all of them until the episode ends
             for e in events:
-                if e.agent < 0:
-                    for mine in per_agent:
-                        mine.append(e.to_dict())
+                if e.agent < 0:  # a team event (a subgoal): everyone hears of it
+                    for info in infos.values():
+                        info["events"].append(e.to_dict())
                 else:
-                    per_agent[e.agent].append(e.to_dict())
-            if agents == self.possible_agents:  # the usual case: everyone, in index order
-                infos = {a: {"events": mine, "tick": tick} for a, mine in zip(agents, per_agent)}
-            else:
-                infos = {a: {"events": per_agent[index[a]], "tick": tick} for a in agents}
-        else:
-            infos = {a: {"events": [], "tick": tick} for a in agents}
+                    infos[names[e.agent]]["events"].append(e.to_dict())
         obs = self._observations()
         terms = dict.fromkeys(agents, done)
         truncs = dict.fromkeys(agents, truncated)

@@ -89,7 +89,7 @@ class ArrayObserver:
         self._layer_version = next(_VERSIONS)
         self._buffer_version = -1
         self._agent_rows: list[int] = []
-        self._marks_key: tuple | None = None
+        self._marks_key: tuple = ((), (), -1)
         self._marks: list[tuple[int, int]] = []
         self._everyone: list[int] = []
         self._window_cells: list[int] | None = None
@@ -259,29 +259,35 @@ class ArrayObserver:
         """
         self._furniture_layer(state)
         version = self._layer_version
-        stamps = self._cache_version
-        for cell in cells:
-            if stamps[cell] != version:
-                self._cache_window(cell, version)
-        images = self._window_cache.take(cells, axis=0)
-        n = len(cells)
-        if not n:
-            return images
-        view = memoryview(images.reshape(-1))
         pos, hands = state.agent_pos, state.hands
-        key = (tuple(agents), tuple(pos))
-        if key != self._marks_key:  # someone moved: work out again who sees whom
-            self._marks_key, self._marks = key, self._teammate_marks(agents, cells, pos)
+        key = (tuple(agents), tuple(pos), version)
+        if key != self._marks_key:  # someone moved or the layer changed
+            stamps = self._cache_version
+            for cell in cells:
+                if stamps[cell] != version:
+                    self._cache_window(cell, version)
+            if key[:2] != self._marks_key[:2]:  # work out again who sees whom
+                self._marks = self._teammate_marks(agents, cells, pos)
+            self._marks_key = key
+        images = self._window_cache.take(cells, axis=0)
+        if agents and (self._marks or any(hands)):
+            self._draw_agents(images, agents, hands)
+        return images
+
+    def _draw_agents(self, images: np.ndarray, agents: list[int],
+                     hands: list[tuple[int, ...]]) -> None:
+        """Write the seen teammates and everyone's held objects into ``images``."""
+        view = memoryview(images.reshape(-1))
         channel = self._obj_channel
-        centre = len(view) // n // 2 - self._channels // 2  # the middle cell's first byte
+        per_agent = len(view) // len(agents)
+        centre = per_agent // 2 - self._channels // 2  # the middle cell's first byte
         for i, agent in enumerate(agents):
             for o in hands[agent]:
-                view[i * len(view) // n + centre + channel[o]] += 1
+                view[i * per_agent + centre + channel[o]] += 1
         for at, other in self._marks:
             view[at + 2] = 2
             for o in hands[other]:
                 view[at + channel[o]] += 1
-        return images
 
     def _teammate_marks(self, agents: list[int], cells: list[int], pos: list[int]
                         ) -> list[tuple[int, int]]:
@@ -348,10 +354,9 @@ class ArrayObserver:
         if len(self._everyone) != len(pos):
             self._everyone = list(range(len(pos)))
         cells = pos if agents == self._everyone else [pos[a] for a in agents]
-        side = 2 * self.r + 1
-        n = len(cells)
+        shape = (len(cells), 2 * self.r + 1, 2 * self.r + 1, self._channels)
         if len(pos) <= _PAIRWISE:
-            images = self._small_team_images(state, agents, cells).reshape(n, side, side, -1)
+            images = self._small_team_images(state, agents, cells).reshape(shape)
         else:
             self._features(state)
             if not self._window_ready.issuperset(cells):
@@ -362,7 +367,7 @@ class ArrayObserver:
                 self._window_rows = self._windows.take(cells, axis=0)
                 self._window_cells = list(cells)
             images = self._flat_ext.take(self._window_rows, axis=0, mode="clip")
-            images = images.reshape(n, side, side, -1)
+            images = images.reshape(shape)
             images[:, self.r, self.r, 2] = 1
         hands, goals = self._hands_and_goals(state, agents)
         return [{"image": im, "hands": h, "goal": g} for im, h, g in zip(images, hands, goals)]
