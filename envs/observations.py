@@ -337,10 +337,12 @@ class ArrayObserver:
             self._rows = np.zeros((n, HAND_CAPACITY + 3 * MAX_GOAL), np.uint8)
             self._rows[:, HAND_CAPACITY:] = self._goal_array(state).reshape(-1)
         rows = self._rows.copy()
-        obj_class, all_hands = self._obj_class_list, state.hands
-        for i, a in enumerate(agents):
-            for j, o in enumerate(all_hands[a]):
-                rows[i, j] = obj_class[o] + 1
+        all_hands = state.hands
+        if any(all_hands):
+            obj_class = self._obj_class_list
+            for i, a in enumerate(agents):
+                for j, o in enumerate(all_hands[a]):
+                    rows[i, j] = obj_class[o] + 1
         return rows[:, :HAND_CAPACITY], rows[:, HAND_CAPACITY:].reshape(n, MAX_GOAL, 3)
 
     def observe(self, state: HouseholdState, agent: int) -> dict[str, np.ndarray]:
