@@ -19,6 +19,7 @@ import argparse
 import time
 import timeit
 from collections.abc import Callable
+from statistics import median
 
 import numpy as np
 
@@ -43,22 +44,25 @@ def _slice(step: Callable[[int], int], seconds: float, i: int) -> tuple[float, i
             return done / elapsed, i
 
 
-def measure(steps: dict[str, Callable[[int], int]], seconds: float, rounds: int = 5
-            ) -> dict[str, float]:
-    """Best agent-steps/s of each env, about ``seconds`` of CPU time each.
+def measure(steps: dict[str, Callable[[int], int]], seconds: float, rounds: int = 10
+            ) -> tuple[dict[str, float], list[dict[str, float]]]:
+    """Agent-steps/s of each env, about ``seconds`` of CPU time each: (best, per round).
 
     The time is cut into ``rounds`` slices and the envs take turns, one slice each per
-    round, so a slow spell of the shared machine falls on all of them alike; the best
-    slice counts (as ``timeit`` reports the minimum): a slice that another job slowed
-    down says nothing about the env.
+    round, so a slow spell of the shared machine falls on all of them alike. The best
+    slice counts (as ``timeit`` reports the minimum: a slice that another job slowed
+    down says nothing about the env); the per-round rates give paired ratios.
     """
     best = dict.fromkeys(steps, 0.0)
     counters = dict.fromkeys(steps, 0)
+    per_round = []
     for _ in range(rounds):
+        this_round = {}
         for name, step in steps.items():
-            rate, counters[name] = _slice(step, seconds / rounds, counters[name])
-            best[name] = max(best[name], rate)
-    return best
+            this_round[name], counters[name] = _slice(step, seconds / rounds, counters[name])
+            best[name] = max(best[name], this_round[name])
+        per_round.append(this_round)
+    return best, per_round
 
 
 def household_step_fn(num_agents: int, layout: str) -> Callable[[int], int]:
@@ -170,7 +174,7 @@ def main(argv: list[str] | None = None) -> None:
             continue
         peers[label] = f"{label} {name}"
         steps[peers[label]] = step
-    rates = measure(steps, sec)
+    rates, rounds = measure(steps, sec)
 
     print(f"household_v0 throughput (task {TASK}, random actions, array obs, {sec:g} s each, "
           "all envs taking turns)")
@@ -178,18 +182,23 @@ def main(argv: list[str] | None = None) -> None:
     for n, layout in ours.items():
         rate = rates[f"household_v0 {layout}/{n}"]
         print(f"{'household_v0 ' + layout:<48} {n:>6} {rate:>14,.0f}")
-    ours3 = rates[f"household_v0 {ours[3]}/3"]
+    ours3_key = f"household_v0 {ours[3]}/3"
+    ours3 = rates[ours3_key]
     print("\npeers (same machine, same run)")
     for label, row in peers.items():
         if row not in rates:
             print(f"{label + ':':<15} {row}")
             continue
-        print(f"{row:<48} {'':>6} {rates[row]:>14,.0f}   ours@3 / this = {ours3 / rates[row]:.1f}x")
+        paired = sorted(r[ours3_key] / r[row] for r in rounds)
+        print(f"{row:<48} {'':>6} {rates[row]:>14,.0f}   ours@3 / this = "
+              f"{ours3 / rates[row]:.1f}x (round by round: median {median(paired):.1f}x, "
+              f"{paired[0]:.1f}-{paired[-1]:.1f}x)")
 
     print(f"\nper-tick cost per agent on {BIG_LAYOUT}")
     print(f"{'agents':>6} {'us/tick':>10} {'us/tick/agent':>14}")
     for n in (3, 8, 16, 32, 64, 128, 256):
-        per_tick = 1e6 * n / measure({"one": household_step_fn(n, BIG_LAYOUT)}, sec / 2)["one"]
+        best, _ = measure({"one": household_step_fn(n, BIG_LAYOUT)}, sec / 2, rounds=5)
+        per_tick = 1e6 * n / best["one"]
         print(f"{n:>6} {per_tick:>10.1f} {per_tick / n:>14.2f}")
 
     print("\nenv.unwrapped.describe(agent) time")
