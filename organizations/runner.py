@@ -38,7 +38,7 @@ from orgteams.organizations.protocols import (
 )
 from orgteams.organizations.shocks import Shock, recovery_rounds
 from orgteams.organizations.spec import SELF_CHOSEN, Organization, display_names
-from orgteams.organizations.team_log import EpisodeLog
+from orgteams.organizations.team_log import EpisodeLog, end_replay_log, start_replay_log
 
 TRACKED = ("grab", "explore", "check")  # kinds whose targets two agents should not share
 
@@ -110,9 +110,15 @@ class TeamRunner:
         self.dup = Counter()
         monitor = CapabilityMonitor(self.monitor_config) if self.monitor_config else None
         log = EpisodeLog(self.log_path)
+        outer_hook = env.on_tick
+        if self.log_path is not None:
+            start_replay_log(log, env, seed=seed, organization=self.org.name, team=self.team,
+                             names=[self.names[a] for a in self.team],
+                             current_round=lambda: self._round)
         try:
-            round_ = 0
+            round_ = self._round = 0
             while env.agents and (self.max_rounds is None or round_ < self.max_rounds):
+                self._round = round_
                 first = len(log.records)
                 self._apply_shocks(round_, log)
                 self._update_leadership(round_, log)
@@ -127,8 +133,10 @@ class TeamRunner:
                 round_ += 1
             summary = self._summary(log.records, seed, time.perf_counter() - start)
             if self.log_path is not None:
+                end_replay_log(log, env.base.world)
                 log.write({"record": "summary", **summary})
         finally:
+            env.on_tick = outer_hook
             log.close()
             await self._close_async_clients()
         return EpisodeResult(summary, log.records, self.log_path)

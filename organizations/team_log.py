@@ -7,13 +7,20 @@ plus ``prompt``, ``replies``, ``parsed``, ``error`` and ``latency``. Team-level
 events (elections, organization switches, shocks) are lines with ``"record":
 "event"``. The file is flushed at the end of every round, so a crash loses at
 most the round in flight; :func:`read_log` skips a torn last line.
+
+For replay (``orgteams replay``) the file also holds, but the in-memory records do
+not: one ``"record": "episode"`` line first (seed, names, organization and the whole
+initial world state, so a replay needs no asset files), one ``"record": "tick"``
+line per env tick (its round and every agent's primitive action id), and an
+``"record": "end"`` line with the final tick and a digest of the final state.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -41,9 +48,11 @@ class EpisodeLog:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._fh = self.path.open("a", encoding="utf-8")
 
-    def write(self, record: dict) -> None:
-        """Keep ``record`` in memory and append it to the file (flushed per round)."""
-        self.records.append(record)
+    def write(self, record: dict, keep: bool = True) -> None:
+        """Append ``record`` to the file (flushed per round); keep it in memory too
+        unless ``keep`` is False (replay lines, which metrics never read)."""
+        if keep:
+            self.records.append(record)
         if self._fh is not None:
             self._fh.write(json.dumps(record, default=_default) + "\n")
 
@@ -77,3 +86,36 @@ def read_log(path: str | Path) -> Iterator[dict]:
             if i == len(lines) - 1:
                 return  # the round in flight when the process died
             raise ValueError(f"{path}: line {i + 1} is not valid JSON") from None
+
+
+def state_digest(state: Any) -> str:
+    """A short digest of a world state's ``to_dict()``: equal states, equal digests."""
+    text = json.dumps(state.to_dict(), sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def start_replay_log(log: EpisodeLog, env: Any, *, seed: int | None, organization: str,
+                     team: list[str], names: list[str], current_round: Callable[[], int]
+                     ) -> None:
+    """Write the episode line and log every tick of the high-level ``env``.
+
+    The tick logger is chained in front of whatever ``env.on_tick`` was; the caller
+    puts the old hook back when the episode ends.
+    """
+    log.write({"record": "episode", "seed": seed, "organization": organization,
+               "agents": list(team), "names": list(names),
+               "initial_state": env.base.world.to_dict()}, keep=False)
+    outer = env.on_tick
+
+    def on_tick(before: Any, joint: dict[str, int], after: Any, infos: Any) -> None:
+        log.write({"record": "tick", "round": current_round(), "tick": after.tick,
+                   "actions": [int(joint.get(a, 0)) for a in team]}, keep=False)
+        if outer is not None:
+            outer(before, joint, after, infos)
+
+    env.on_tick = on_tick
+
+
+def end_replay_log(log: EpisodeLog, world: Any) -> None:
+    """Write the end line: the final tick and the final state's digest."""
+    log.write({"record": "end", "tick": world.tick, "digest": state_digest(world)}, keep=False)

@@ -1,4 +1,4 @@
-"""The ``orgteams`` command line: run, play, record, demos, reflect, list.
+"""The ``orgteams`` command line: run, play, replay, record, demos, reflect, sweep, report, list.
 
 Every command that produces results accepts ``--json`` and then prints exactly one
 JSON object on stdout (the episode summary for ``run``), so scripts can consume it.
@@ -105,6 +105,25 @@ def cmd_record(args: argparse.Namespace) -> int:
         out = {"path": args.out, "frames": frames}
     _print_json(out) if args.json else print(f"wrote {out['frames']} frame(s) to {args.out}")
     return 0
+
+
+def cmd_replay(args: argparse.Namespace) -> int:
+    from dataclasses import asdict
+
+    from orgteams.replay import replay
+
+    render = None if (args.no_window or args.video) and not args.window else "human"
+    result = replay(args.log, render=render, video=args.video, fps=args.fps)
+    if args.json:
+        _print_json(asdict(result))
+    else:
+        verdict = {True: "matches the log", False: "does NOT match the log",
+                   None: "not checked"}[result.matches]
+        print(f"replayed {result.ticks} ticks: {'success' if result.success else 'goal not met'}"
+              f", {verdict}" + (f"; {result.frames} frames to {args.video}" if args.video else ""))
+        if result.problem:
+            print(f"  {result.problem}", file=sys.stderr)
+    return 1 if result.matches is False else 0
 
 
 def cmd_demos(args: argparse.Namespace) -> int:
@@ -236,6 +255,18 @@ def build_parser() -> argparse.ArgumentParser:
                    help="who drives the other agents: random primitive actions, or planners "
                         "(high-level plans; your keys play one tick each)")
     p.set_defaults(func=cmd_play)
+
+    p = sub.add_parser("replay", help="replay an episode from its JSONL log (window, video, "
+                                      "or a headless check that it reproduces)")
+    p.add_argument("log", help="episode log written by orgteams run --log (or a sweep)")
+    p.add_argument("--video", default=None, help="write every tick to this .mp4/.gif "
+                                                 "(no window unless --window)")
+    p.add_argument("--fps", type=float, default=10, help="ticks per second (default 10)")
+    p.add_argument("--no-window", action="store_true",
+                   help="no window: only check that the log reproduces")
+    p.add_argument("--window", action="store_true", help="a window even with --video")
+    p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
+    p.set_defaults(func=cmd_replay)
 
     p = sub.add_parser("record", help="record a random-policy episode to MP4/GIF, or one "
                                       "frame to PNG")

@@ -1,0 +1,112 @@
+"""Replaying episodes from their logs: exact, checked, in a window, to a video."""
+
+from __future__ import annotations
+
+import json
+
+import imageio.v2 as iio
+import pytest
+
+from orgteams.cli import main
+from orgteams.organizations.team_log import read_log
+from orgteams.replay import replay
+from orgteams.team import run_episode
+
+
+@pytest.fixture(scope="module")
+def episode(tmp_path_factory):
+    """A planner team episode with a removal shock, logged to a file."""
+    path = tmp_path_factory.mktemp("replay") / "ep.jsonl"
+    result = run_episode(layout="studio", organization="leader", agents=3, backend="planner",
+                         seed=4, log_path=path, shocks=["remove:agent_2@3"])
+    return path, result
+
+
+def rewrite(src, dst, edit) -> None:
+    """Copy a log, passing every record through ``edit`` (None drops it)."""
+    records = [edit(r) for r in read_log(src)]
+    dst.write_text("".join(json.dumps(r) + "\n" for r in records if r is not None))
+
+
+def test_replay_reproduces_the_logged_episode(episode):
+    path, result = episode
+    out = replay(path, render=None)
+    assert out.matches is True and out.problem == ""
+    assert out.ticks == result.summary["ticks"] and out.success == result.summary["success"]
+    # the replay lines are in the file, not in the records metrics are computed from
+    kinds = {r.get("record") for r in read_log(path)}
+    assert {"episode", "tick", "end", "summary"} <= kinds
+    assert not {r.get("record") for r in result.records} & {"episode", "tick", "end"}
+
+
+def test_a_tampered_log_does_not_match(episode, tmp_path):
+    path, _ = episode
+    bad = tmp_path / "bad.jsonl"
+    first = [True]
+
+    def edit(r):
+        if r.get("record") == "tick" and r["tick"] > 5 and first[0]:
+            first[0] = False
+            r["actions"] = [1, 1, 1]  # everyone walks north instead
+        return r
+
+    rewrite(path, bad, edit)
+    out = replay(bad, render=None)
+    assert out.matches is False
+    assert out.problem == ("the final state differs from the logged one: the log was edited, "
+                           "or the dynamics changed since it was written")
+    assert main(["replay", str(bad), "--no-window"]) == 1
+
+
+def test_a_log_cut_short_replays_what_there_is(episode, tmp_path):
+    path, _ = episode
+    cut = tmp_path / "cut.jsonl"
+    rewrite(path, cut, lambda r: None if r.get("record") in ("end", "summary")
+            or r.get("tick", 0) > 7 else r)
+    with cut.open("a") as fh:
+        fh.write('{"record": "tick", "rou')  # torn by a crash mid-write
+    out = replay(cut, render=None)
+    assert out.matches is None and out.ticks == 7
+    assert out.problem == ("the log ends at tick 7 without an end line (the run was cut "
+                           "short); replayed what there is")
+
+
+def test_logs_without_an_episode_line_are_refused_clearly(episode, tmp_path):
+    path, _ = episode
+    old = tmp_path / "old.jsonl"
+    rewrite(path, old, lambda r: None if r.get("record") == "episode" else r)
+    with pytest.raises(ValueError, match=r"old.jsonl: no episode line, so it cannot be "
+                                         r"replayed"):
+        replay(old, render=None)
+    with pytest.raises(FileNotFoundError, match="no episode log at"):
+        replay(tmp_path / "missing.jsonl", render=None)
+
+
+def test_ticks_out_of_sequence_are_an_error(episode, tmp_path):
+    path, _ = episode
+    gap = tmp_path / "gap.jsonl"
+    rewrite(path, gap, lambda r: None if r.get("record") == "tick" and r["tick"] == 3 else r)
+    with pytest.raises(ValueError, match="tick line 4 follows tick 2; the log is out of "
+                                         "sequence"):
+        replay(gap, render=None)
+
+
+def test_replay_to_a_gif_and_in_a_window(episode, tmp_path):
+    path, result = episode
+    gif = tmp_path / "replay.gif"
+    out = replay(path, render=None, video=gif, fps=50)
+    ticks = result.summary["ticks"]
+    assert out.frames == ticks + 1 and out.matches is True  # the start, then every tick
+    with iio.get_reader(gif) as reader:
+        assert reader.get_data(0).shape[2] in (3, 4)
+    window = replay(path, render="human", fps=1000)  # SDL dummy driver in the tests
+    assert window.matches is True and not window.stopped
+
+
+def test_cli_replay_json(episode, capsys):
+    path, result = episode
+    assert main(["replay", str(path), "--no-window", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["matches"] is True and out["ticks"] == result.summary["ticks"]
+    assert main(["replay", str(path), "--no-window"]) == 0
+    assert "matches the log" in capsys.readouterr().out
