@@ -106,6 +106,7 @@ class DecisionRecord:
         retries: Attempts after the first.
         model: The model that answered ("human", "planner", ...).
         cached_calls: How many calls were served from a cache.
+        cached_usage: The part of ``usage`` served from a cache (costs nothing).
     """
 
     phase: str
@@ -124,6 +125,7 @@ class DecisionRecord:
     retries: int = 0
     model: str = ""
     cached_calls: int = 0
+    cached_usage: Usage = field(default_factory=Usage)
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-serializable dict (usage as ``{"prompt_tokens", "completion_tokens"}``)."""

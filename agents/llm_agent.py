@@ -269,6 +269,8 @@ class LLMAgent(DialogueMember):
             record.usage += completion.usage
             record.latency += completion.latency
             record.cached_calls += int(completion.cached)
+            if completion.cached:
+                record.cached_usage += completion.usage
             record.model = completion.model or record.model
             record.replies.append(completion.text)
             parsed = completion.parsed

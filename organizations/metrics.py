@@ -17,6 +17,7 @@ key               meaning
 ``message_tokens``  tokens of ``message`` (:func:`orgteams.agents.tokens.count_tokens`
                   when missing)
 ``usage``         ``{"prompt_tokens": int, "completion_tokens": int}`` of the LLM call
+``cached_usage``  the part of ``usage`` served from a response cache (billed nothing)
 ``model``         model name the call used (for ``cost_usd``)
 ``fallback``      falsy, or why the safe fallback action was used (bool or str)
 ``abstained``     ``True`` / ``False`` for decisions where abstaining was possible,
@@ -55,7 +56,9 @@ class EpisodeMetrics:
 
     ``message_tokens_sent`` counts each message once; ``message_tokens_delivered`` once
     per receiver that got it; ``comm_tokens_per_step`` is :func:`comm_tokens_per_step`.
-    ``cost_usd`` is ``None`` when any call's model has no known price.
+    ``cost_usd`` is ``None`` when any call's model has no known price; calls served from
+    a response cache (``cached_usage``) cost nothing, though their tokens still count in
+    ``llm_prompt_tokens`` and ``llm_completion_tokens``.
     ``abstention_rate`` is abstentions over records with a non-``None`` ``abstained``.
     ``unique_roles`` counts distinct roles (case-insensitive, ``abstain`` excluded).
     ``election_count`` counts rounds with at least one ``vote`` record. Graph metrics are
@@ -170,9 +173,10 @@ def episode_metrics(
         usage["cp"][phase] += c
         if r.get("model") is None:
             cost_known = False
-        else:
-            per_model[str(r["model"])][0] += p
-            per_model[str(r["model"])][1] += c
+        else:  # calls served from a cache are billed nothing
+            cached = r.get("cached_usage") or {}
+            per_model[str(r["model"])][0] += p - int(cached.get("prompt_tokens") or 0)
+            per_model[str(r["model"])][1] += c - int(cached.get("completion_tokens") or 0)
     costs = [price(m, p, c) for m, (p, c) in per_model.items()]
     cost_usd = None if not cost_known or None in costs else float(sum(costs))
     decisions = [r for r in records if r.get("abstained") is not None]

@@ -282,7 +282,7 @@ class TeamRunner:
                 inbox[b].append(ReceivedMessage(agent, m.receivers, m.text, round_, m.kind,
                                                 dict(m.content)))
             rec = base if i == 0 else {k: v for k, v in base.items()
-                                       if k not in ("usage", "prompt", "replies")}
+                                       if k not in ("usage", "cached_usage", "prompt", "replies")}
             log.write({**rec, "message": m.text, "message_kind": m.kind,
                        "receivers": receivers, "delivered": delivered, "dropped": dropped,
                        "message_tokens": count_tokens(m.text)})
@@ -295,7 +295,7 @@ class TeamRunner:
                 "wall": r["wall"], "prompt": r["prompt"], "replies": r["replies"],
                 "parsed": r["parsed"], "fallback": r["fallback"], "error": r["error"],
                 "errors": r["errors"], "notes": r["notes"], "retries": r["retries"],
-                "cached_calls": r["cached_calls"]}
+                "cached_calls": r["cached_calls"], "cached_usage": r["cached_usage"]}
 
     async def _act(self, round_: int, abstained: set[str], log: EpisodeLog) -> None:
         env = self.env

@@ -54,6 +54,19 @@ def test_good_act_reply():
     json.dumps(rec.to_dict())  # the step log can write it
 
 
+def test_cached_calls_keep_their_tokens_but_are_marked_free(tmp_path):
+    from orgteams.agents.backends.cache import CachedBackend
+
+    reply = {"action": "B", "thoughts": "check the fridge"}
+    backend = CachedBackend(ScriptedBackend([reply, reply]), tmp_path / "cache.sqlite")
+    first = run(LLMAgent("agent_0", backend, seed=1).act(FakeEnv(), 2, ACT_CTX)).record
+    again = run(LLMAgent("agent_0", backend, seed=1).act(FakeEnv(), 2, ACT_CTX)).record
+    assert (first.cached_calls, first.cached_usage) == (0, Usage())
+    assert again.cached_calls == 1 and again.usage == first.usage
+    assert again.cached_usage == again.usage  # all of it came from the cache
+    backend.close()
+
+
 def test_good_communicate_reply_maps_names_to_ids():
     backend = ScriptedBackend([{"receivers": ["Bob", "Zed"], "message": "Take the fridge.",
                                 "thoughts": "split work"}])

@@ -102,6 +102,15 @@ def test_llm_usage_cost_and_behaviour():
     assert m.success is False
 
 
+def test_cached_calls_cost_nothing_but_their_tokens_count():
+    calls = [rec(usage={"prompt_tokens": 100, "completion_tokens": 10}, model="m1"),
+             rec(usage={"prompt_tokens": 100, "completion_tokens": 10}, model="m1",
+                 cached_usage={"prompt_tokens": 100, "completion_tokens": 10})]
+    m = episode_metrics(calls, success=True, ticks=1, price=price)
+    assert (m.llm_prompt_tokens, m.llm_completion_tokens) == (200, 20)
+    assert m.cost_usd == 100 * 1.0 + 10 * 2.0  # only the call that reached the model
+
+
 def test_cost_unknown_when_any_model_unknown():
     unknown = [*RECORDS, rec(usage={"prompt_tokens": 1, "completion_tokens": 1}, model="mystery")]
     assert episode_metrics(unknown, success=True, ticks=1, price=price).cost_usd is None

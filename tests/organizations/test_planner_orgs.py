@@ -62,7 +62,11 @@ def test_a_rerun_with_the_response_cache_is_free_and_exact(tmp_path):
     kw = dict(task="put_dishwasher_easy", layout="studio", organization="leader", agents=2,
               backend="scripted", seed=0, max_rounds=2, log_path=None, cache=cache)
     first = run_episode(**kw).summary
-    second = run_episode(**kw).summary
+    rerun = run_episode(**kw)
+    second = rerun.summary
     assert first["cache_hits"] == 0 and second["cache_hits"] > 0
+    # every call of the rerun came from the cache: its tokens are marked as cached (free)
+    calls = [r for r in rerun.records if r.get("usage", {}).get("prompt_tokens")]
+    assert calls and all(r["cached_usage"] == r["usage"] for r in calls)
     for key in ("ticks", "rounds", "message_tokens_delivered", "llm_prompt_tokens"):
         assert first[key] == second[key], key
