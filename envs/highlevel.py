@@ -65,6 +65,7 @@ from pettingzoo import ParallelEnv
 
 from orgteams.envs._util import did_you_mean
 from orgteams.envs.crowding import Crowding
+from orgteams.envs.highlevel_space import PRIMITIVE, AvailableActions
 from orgteams.envs.household import TEXT_SPACE_LENGTH, HouseholdEnv
 from orgteams.envs.memory import AgentMemory
 from orgteams.envs.navigation import navigator
@@ -75,7 +76,6 @@ from orgteams.envs.state import HouseholdState
 KINDS = ("explore", "goto", "check", "grab", "put", "wait", "continue", "primitive")
 LABELS = {"explore": "goexplore", "goto": "goto", "check": "gocheck", "grab": "gograb",
           "put": "goput", "wait": "wait", "continue": "continue", "primitive": "primitive"}
-PRIMITIVE = "primitive:"  # prefix of the one-tick primitive kind (never offered)
 STATUSES = ("running", "done", "failed", "idle")
 
 
@@ -116,7 +116,8 @@ class HighLevelEnv(Crowding, ParallelEnv):
         self.agents: list[str] = []
         self.render_mode = base.render_mode
         self._obs_space = spaces.Text(TEXT_SPACE_LENGTH, charset=string.printable)
-        self._act_space = spaces.Text(128, charset=string.ascii_letters + string.digits + ":_")
+        # Per agent: samples and accepts the ids that agent may choose now.
+        self._act_spaces = {a: AvailableActions(self, a) for a in self.possible_agents}
         self._memories: dict[str, AgentMemory] = {}
         self._runners: dict[str, Runner] = {}
         self._defer: dict[str, tuple[str, int]] = {}
@@ -131,7 +132,7 @@ class HighLevelEnv(Crowding, ParallelEnv):
         return self._obs_space
 
     def action_space(self, agent: str) -> spaces.Space:
-        return self._act_space
+        return self._act_spaces[agent]
 
     def reset(self, seed: int | None = None, options: dict | None = None):
         self.base.reset(seed=seed, options=options)

@@ -221,3 +221,33 @@ def test_primitive_player_is_not_pushed_aside(make_env):
     assert env.base.world.agent_pos == [2 * w + 1, 2 * w + 2]  # a collision, no push
     env.step({"agent_0": f"primitive:{encode(Verb.MOVE, 1)}", "agent_1": "wait"})
     assert env.base.world.agent_pos[1] != 2 * w + 2  # a waiting planner is pushed aside
+
+
+@pytest.mark.parametrize("layout", ["studio", "apartment", "house"])
+def test_highlevel_env_passes_pettingzoo_parallel_api_and_seed_tests(layout):
+    from pettingzoo.test import parallel_api_test, parallel_seed_test
+
+    parallel_api_test(HighLevelEnv(layout=layout, num_agents=3), num_cycles=300)
+    parallel_seed_test(lambda: HighLevelEnv(layout=layout, num_agents=3))
+
+
+def test_action_space_samples_and_accepts_only_available_ids():
+    env = HighLevelEnv(layout="studio", num_agents=2)
+    space = env.action_space("agent_0")
+    assert space is env.action_space("agent_0") and space is not env.action_space("agent_1")
+    # no episode yet: a plain Text space (any short string over the id charset)
+    assert space.contains("grab:unicorn_1") and not space.contains("no spaces!")
+    env.reset(seed=0)
+    space.seed(3)
+    valid = {a.id for a in env.available_actions("agent_0")}
+    draws = {space.sample() for _ in range(50)}
+    assert draws <= valid and len(draws) > 1
+    assert space.contains("wait") and space.contains("primitive:52")
+    assert not space.contains("grab:unicorn_1") and not space.contains("primitive:53")
+    assert not space.contains(7)
+    # a random baseline drives the env with nothing but the spaces
+    for _ in range(20):
+        if not env.agents:
+            break
+        env.step({a: env.action_space(a).sample() for a in env.agents})
+    assert env.ticks > 0
