@@ -173,3 +173,20 @@ def test_cli_bad_org_is_one_clear_line(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "orgteams sweep: error: sweep spec field 'organizations'" in err
     assert "Traceback" not in err and not (tmp_path / "results.jsonl").exists()
+
+
+def test_ray_sweep_runs_every_cell_like_local_processes(tmp_path):
+    ray = pytest.importorskip("ray")  # the [ray] extra; CI does not install it
+    ray.init(num_cpus=2, include_dashboard=False, ignore_reinit_error=True,
+             log_to_driver=False)
+    try:
+        spec = SweepSpec(**{**SPEC.to_dict(), "seeds": [0, 1]})
+        out = run_sweep(spec, tmp_path, ray=True, progress=False)
+        assert out["cells"] == out["ok"] == 4 and out["workers"] == "ray"
+        for r in rows_of(tmp_path):
+            assert r["status"] == "ok" and Path(r["summary"]["log_path"]).exists()
+            local = sweep_mod.run_cell(dict(r["cell"]), None, {})
+            assert local["ticks"] == r["summary"]["ticks"]  # same seed, same episode
+        assert run_sweep(spec, tmp_path, ray=True, progress=False)["skipped"] == 4
+    finally:
+        ray.shutdown()
