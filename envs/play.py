@@ -105,6 +105,8 @@ class PlaySession:
         if teammates is not None and not isinstance(env, HighLevelEnv):
             raise TypeError(f"teammates play in a HighLevelEnv, got env {type(env).__name__}")
         self.teammates = teammates
+        if teammates is not None and hasattr(teammates, "waiting"):
+            teammates.waiting = self._waiting_frame  # slow (LLM) teammates keep us drawn
         self.env = env
         self.raw = env.base if isinstance(env, HighLevelEnv) else env.unwrapped
         if human_agent not in self.raw.possible_agents:
@@ -213,6 +215,16 @@ class PlaySession:
         self.renderer.render(self.raw.world, self.raw.overlay, self.raw.display_names)
         self.frames += 1
         return self.running and not self.renderer.closed
+
+    def _waiting_frame(self) -> None:
+        """One frame while teammates think: the window stays drawn; closing it quits."""
+        pg = self.renderer.pg
+        if self.pump_events:
+            for event in pg.event.get():
+                if event.type == pg.QUIT:
+                    self.running = False
+        self.renderer.footer = [*self._status()[:1], "teammates are thinking..."]
+        self.renderer.render(self.raw.world, self.raw.overlay, self.raw.display_names)
 
     def _reset(self, seed: int) -> None:
         self.env.reset(seed=seed)

@@ -80,7 +80,7 @@ def cmd_play(args: argparse.Namespace) -> int:
     from orgteams.play_team import play_with
 
     out = play_with(args.others, layout=args.layout, task=args.task, num_agents=args.agents,
-                    human_agent=args.agent, seed=args.seed, fps=args.fps)
+                    human_agent=args.agent, seed=args.seed, fps=args.fps, cache=args.cache)
     _print_json(out) if args.json else print(out)
     return 0
 
@@ -251,9 +251,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(layout="studio")
     p.add_argument("--agent", default="agent_0")
     p.add_argument("--fps", type=int, default=30)
-    p.add_argument("--others", choices=["random", "planner"], default="random",
-                   help="who drives the other agents: random primitive actions, or planners "
-                        "(high-level plans; your keys play one tick each)")
+    p.add_argument("--others", default="random",
+                   help="who drives the other agents: random (primitive actions), planner, "
+                        "or an LLM member spec: local, openai:<model>, scripted (high-level "
+                        "plans; your keys play one tick each)")
+    p.add_argument("--cache", default=None, help="SQLite response cache for LLM teammates")
     p.set_defaults(func=cmd_play)
 
     p = sub.add_parser("replay", help="replay an episode from its JSONL log (window, video, "

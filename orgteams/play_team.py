@@ -1,27 +1,38 @@
 """Keyboard play beside high-level teammates: the glue between ``envs.play`` and agents.
 
 :mod:`orgteams.envs.play` knows only the :class:`~orgteams.envs.play.Teammates`
-protocol (envs never import agents); this module supplies planner teammates and
-the ``orgteams play --others random|planner`` entry point::
+protocol (envs never import agents); this module supplies planner and LLM
+teammates and the ``orgteams play --others ...`` entry point::
 
     from orgteams.play_team import play_with
     play_with("planner", layout="studio", num_agents=3)   # you are agent_0
+    play_with("local", layout="studio", num_agents=2)     # beside the embedded model
 
 Planners talk among themselves as in :func:`orgteams.agents.planner.run_team`
 (claims, found, done); the person says nothing and is not told what they say.
+LLM teammates (any member spec: ``local``, ``openai:<model>``, ``scripted``) choose
+their next high-level action whenever their plan ends, as in the team runner's act
+phase, but without a communicate phase; to talk with an LLM team, lead it with
+``orgteams run --backend human,local,local --render human`` instead.
 """
 
 from __future__ import annotations
 
+import asyncio
+import threading
+import time
+from collections.abc import Callable
 from typing import Any
 
+from orgteams.agents import ActContext
 from orgteams.agents.messages import Message
 from orgteams.agents.planner import PlannerAgent
 from orgteams.envs._util import unknown_name
 from orgteams.envs.highlevel import HighLevelEnv
 from orgteams.envs.play import play
 
-OTHERS = ("random", "planner")
+OTHERS = ("random", "planner")  # plus any LLM member spec: local, openai:<model>, scripted
+LLM_KINDS = ("local", "openai", "scripted")
 
 
 class PlannerTeammates:
@@ -54,17 +65,95 @@ class PlannerTeammates:
         return {a: self.planners[a].act(env) for a in agents}
 
 
-def play_with(others: str = "random", **play_kwargs: Any) -> dict[str, Any]:
-    """:func:`orgteams.envs.play.play` with ``others`` ``"random"`` or ``"planner"``.
+class MemberTeammates:
+    """:class:`~orgteams.envs.play.Teammates` built from one member spec (LLM agents).
 
-    LLM teammates are not offered here yet: they decide in the team runner's
-    communicate/act rounds (see ``orgteams run --backend human,...``).
+    Each tick, the teammates whose plan has ended decide together (concurrently) as in
+    the team runner's act phase; the others keep their plans. An id that is not
+    available becomes ``continue`` or ``wait`` (counted in :attr:`fallbacks`). The
+    decisions run on a background event loop; meanwhile :attr:`waiting`, which the
+    play session sets, keeps the window drawn and responsive (a local model takes
+    seconds per decision on a CPU).
     """
-    if others not in OTHERS:
-        raise unknown_name("others", others, OTHERS)
+
+    def __init__(self, spec: str, *, seed: int | None = 0, cache: str | None = None):
+        kind = spec.split(":", 1)[0]
+        if kind not in LLM_KINDS:
+            raise unknown_name("LLM teammate kind", kind, LLM_KINDS)
+        self.spec, self.seed, self.cache = spec, seed, cache
+        self.members: dict[str, Any] = {}
+        self.round = 0
+        self.decisions = 0
+        self.fallbacks = 0
+        self.waiting: Callable[[], None] | None = None
+        self._loop = asyncio.new_event_loop()
+        threading.Thread(target=self._loop.run_forever, daemon=True,
+                         name="orgteams-teammates").start()
+
+    def reset(self) -> None:
+        """A new episode: the same members, their memories cleared."""
+        for member in self.members.values():
+            member.reset()
+        self.round = 0
+
+    def __call__(self, env: HighLevelEnv, agents: list[str]) -> dict[str, str]:
+        from orgteams.team import build_member
+
+        for a in agents:
+            if a not in self.members:
+                self.members[a] = build_member(a, self.spec, seed=self.seed, cache=self.cache)
+        deciders = [a for a in agents if env.needs_decision(a)]
+        self.round += 1
+        if not deciders:
+            return {}
+        names = dict(zip(env.possible_agents,
+                         env.base.display_names or env.possible_agents))
+        contexts = {a: ActContext(self.round, a, names[a], names) for a in deciders}
+
+        async def decide() -> list[Any]:
+            return await asyncio.gather(*(self.members[a].act(env, self.round, contexts[a])
+                                          for a in deciders))
+
+        future = asyncio.run_coroutine_threadsafe(decide(), self._loop)
+        while not future.done():
+            if self.waiting is not None:
+                self.waiting()
+            else:
+                time.sleep(0.01)
+        actions = {}
+        for agent, decision in zip(deciders, future.result()):
+            valid = {x.id for x in env.available_actions(agent)}
+            action = decision.action_id
+            if action not in valid:
+                self.fallbacks += 1
+                action = "continue" if "continue" in valid else "wait"
+            actions[agent] = action
+        self.decisions += len(deciders)
+        return actions
+
+    def close(self) -> None:
+        """Stop the background loop (the members' servers stop with the process)."""
+        self._loop.call_soon_threadsafe(self._loop.stop)
+
+
+def play_with(others: str = "random", *, cache: str | None = None,
+              **play_kwargs: Any) -> dict[str, Any]:
+    """:func:`orgteams.envs.play.play` beside ``others``: ``"random"`` (primitive
+    actions), ``"planner"``, or an LLM member spec (``local``, ``openai:<model>``,
+    ``scripted``; ``cache`` is their response cache)."""
+    if others == "random":
+        return play(others="random", **play_kwargs)
     if others == "planner":
         return play(teammates=PlannerTeammates(), **play_kwargs)
-    return play(others="random", **play_kwargs)
+    if others.split(":", 1)[0] not in LLM_KINDS:
+        raise unknown_name("others", others, OTHERS + LLM_KINDS)
+    teammates = MemberTeammates(others, seed=play_kwargs.get("seed", 0), cache=cache)
+    try:
+        summary = play(teammates=teammates, **play_kwargs)
+    finally:
+        teammates.close()
+    return {**summary, "teammate_decisions": teammates.decisions,
+            "teammate_fallbacks": teammates.fallbacks}
 
 
-__all__ = ["OTHERS", "PlannerTeammates", "play_with"]
+__all__ = ["LLM_KINDS", "OTHERS", "MemberTeammates", "PlannerTeammates", "play_with"]

@@ -196,8 +196,16 @@ def test_cli_play_others_flag(monkeypatch):
                         or {"ticks": 0})
     assert main(["play", "--others", "planner", "--agents", "2", "--json"]) == 0
     assert seen["o"] == "planner" and seen["num_agents"] == 2 and seen["layout"] == "studio"
-    with pytest.raises(SystemExit):
-        main(["play", "--others", "llm"])
+    assert main(["play", "--others", "local", "--cache", "c.sqlite", "--json"]) == 0
+    assert seen["o"] == "local" and seen["cache"] == "c.sqlite"
+
+
+def test_cli_play_unknown_others_is_one_clear_line(capsys):
+    from orgteams.cli import main
+
+    assert main(["play", "--others", "llm"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("orgteams play: error: Unknown others 'llm'.")
 
 
 def test_play_with_rejects_unknown_others():
@@ -205,3 +213,59 @@ def test_play_with_rejects_unknown_others():
 
     with pytest.raises(ValueError, match=re.escape("Unknown others 'planer'. Did you mean")):
         play_with("planer")
+
+
+def test_llm_teammates_decide_when_their_plans_end():
+    from orgteams.play_team import MemberTeammates
+
+    teammates = MemberTeammates("scripted")  # the offline test double of an LLM backend
+    s = PlaySession(layout="studio", num_agents=3, teammates=teammates, seed=0, fps=240)
+    for _ in range(6):
+        s.handle_event(key(pygame.K_SPACE))
+        assert s.tick()
+    assert s.raw.world.tick == 6 and set(teammates.members) == {"agent_1", "agent_2"}
+    assert teammates.decisions >= 2 and teammates.fallbacks == 0
+    s.close()
+    teammates.close()
+
+
+def test_slow_teammates_keep_the_window_alive_and_closing_it_quits(monkeypatch):
+    import asyncio
+    from types import SimpleNamespace
+
+    import orgteams.team as team
+    from orgteams.play_team import MemberTeammates
+
+    class SlowMember:  # an LLM that takes a while to answer
+        def __init__(self, agent_id):
+            self.agent_id = agent_id
+
+        def reset(self):
+            pass
+
+        async def act(self, env, round_, ctx):
+            await asyncio.sleep(0.3)
+            return SimpleNamespace(action_id="wait")
+
+    monkeypatch.setattr(team, "build_member", lambda a, spec, **kw: SlowMember(a))
+    teammates = MemberTeammates("local")
+    s = PlaySession(layout="studio", num_agents=2, teammates=teammates, seed=0, fps=240)
+    footers = []  # the status lines of every frame drawn
+    draw = s.renderer.render
+    s.renderer.render = lambda *a: footers.append(list(s.renderer.footer)) or draw(*a)
+    s.handle_event(key(pygame.K_SPACE))
+    assert s.tick()
+    waiting = [f for f in footers if "teammates are thinking..." in f]
+    assert len(waiting) > 3  # frames drawn while the teammate thought
+    pygame.event.post(pygame.event.Event(pygame.QUIT))
+    s.handle_event(key(pygame.K_SPACE))
+    assert not s.tick()  # closed while waiting: the session ends after that tick
+    s.close()
+    teammates.close()
+
+
+def test_llm_teammates_reject_other_kinds():
+    from orgteams.play_team import MemberTeammates
+
+    with pytest.raises(ValueError, match=re.escape("Unknown LLM teammate kind 'planr'")):
+        MemberTeammates("planr")
