@@ -44,6 +44,8 @@ class _Episode:
 
 
 def _load(path: Path) -> _Episode:
+    if path.is_dir() and (path / "episode.jsonl").is_file():  # a run folder under runs/
+        path = path / "episode.jsonl"
     if not path.is_file():
         raise FileNotFoundError(f"no episode log at {path}")
     header, end, ticks = None, None, []
@@ -72,7 +74,8 @@ def _load(path: Path) -> _Episode:
 def replay(log_path: str | Path, *, render: str | None = "human",
            video: str | Path | None = None, fps: float = 10,
            render_options: dict[str, Any] | None = None) -> ReplayResult:
-    """Replay the episode in ``log_path``.
+    """Replay the episode in ``log_path`` (a JSONL log, or a run folder holding
+    ``episode.jsonl``).
 
     Args:
         render: ``"human"`` for a window (close it to stop), None for no window.

@@ -110,3 +110,7 @@ def test_cli_replay_json(episode, capsys):
     assert out["matches"] is True and out["ticks"] == result.summary["ticks"]
     assert main(["replay", str(path), "--no-window"]) == 0
     assert "matches the log" in capsys.readouterr().out
+    run_folder = path.parent / "run"
+    run_folder.mkdir(exist_ok=True)
+    (run_folder / "episode.jsonl").write_text(path.read_text())  # as runs/<run>/ holds it
+    assert main(["replay", str(run_folder), "--no-window"]) == 0
