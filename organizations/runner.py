@@ -189,10 +189,15 @@ class TeamRunner:
                 self._event(log, round_, "leader_change", leader=leader,
                             rule=self.org.leadership_rule)
 
+    def _role(self, agent: str) -> str | None:
+        """The agent's role now: assigned by the organization, else chosen and granted."""
+        assigned = self.resolved.role_of(agent)
+        return self.roles.get(agent) if assigned == SELF_CHOSEN else assigned
+
     def _context(self, agent: str, round_: int, stage, visible: list[dict]) -> CommunicateContext:
         r = self.resolved
         assigned = r.role_of(agent)
-        role = self.roles.get(agent) if assigned == SELF_CHOSEN else assigned
+        role = self._role(agent)
         return CommunicateContext(
             round=round_, agent=agent, name=self.names[agent], team=dict(self.names),
             instruction=r.instruction_for(agent), role=role,
@@ -303,7 +308,7 @@ class TeamRunner:
         deciders = [a for a in self._active() if a not in abstained and (
             env.needs_decision(a) or getattr(self.members[a], "acts_every_round", False))]
         ctxs = {a: ActContext(round_, a, self.names[a], dict(self.names),
-                              self.resolved.instruction_for(a), self.roles.get(a)) for a in
+                              self.resolved.instruction_for(a), self._role(a)) for a in
                 deciders}
         decisions = await asyncio.gather(*(self.members[a].act(env, round_, ctxs[a])
                                            for a in deciders))

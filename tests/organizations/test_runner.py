@@ -32,6 +32,7 @@ class Recorder:
         self.seen: list[tuple[int, str, list[str]]] = []  # (round, stage kind, senders seen)
         self.heard: list[str] = []
         self.contexts = []
+        self.act_contexts = []
 
     def reset(self):
         self.seen.clear()
@@ -55,6 +56,7 @@ class Recorder:
         return CommunicateDecision(msgs, self.role, self.abstain, vote, "", rec)
 
     async def act(self, env, round, ctx=None):
+        self.act_contexts.append(ctx)
         rec = DecisionRecord("act", self.agent_id, round, model=self.model)
         valid = [a.id for a in env.available_actions(self.agent_id)]
         action = self.action(valid) if self.action else "wait"
@@ -226,3 +228,16 @@ def test_live_view_shows_the_round_messages():
     overlay.clear()
     assert (env.render() != with_speech).any()
     env.close()
+
+
+def test_act_phase_sees_the_same_role_as_the_communicate_phase():
+    # The leader's act prompt says it leads, as its communicate prompt does (the two
+    # prompts then share their long prefix, which the local server's cache reuses).
+    env = HighLevelEnv(layout="studio", task="prepare_afternoon_tea", num_agents=3)
+    members = {f"agent_{i}": Recorder(f"agent_{i}") for i in range(3)}
+    TeamRunner(env, load_organization("leader"), members, max_rounds=2).run(seed=0)
+    for agent, member in members.items():
+        said = {c.role for c in member.contexts}
+        acted = {c.role for c in member.act_contexts}
+        assert acted and acted == said, agent
+    assert {c.role for c in members["agent_0"].act_contexts} == {"leader"}
