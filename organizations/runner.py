@@ -25,6 +25,7 @@ from typing import Any
 from orgteams.agents.agent_base import ActContext, CommunicateContext, ReceivedMessage
 from orgteams.envs.highlevel import HighLevelEnv
 from orgteams.envs.overlay import SpokenMessage
+from orgteams.organizations import team_log
 from orgteams.organizations.metrics import episode_metrics
 from orgteams.organizations.monitor import CapabilityMonitor, MonitorConfig
 from orgteams.organizations.protocols import (
@@ -38,7 +39,7 @@ from orgteams.organizations.protocols import (
 )
 from orgteams.organizations.shocks import Shock, recovery_rounds
 from orgteams.organizations.spec import SELF_CHOSEN, Organization, display_names
-from orgteams.organizations.team_log import EpisodeLog, end_replay_log, start_replay_log
+from orgteams.organizations.team_log import EpisodeLog, decision_fields
 
 TRACKED = ("grab", "explore", "check")  # kinds whose targets two agents should not share
 
@@ -112,9 +113,9 @@ class TeamRunner:
         log = EpisodeLog(self.log_path)
         outer_hook = env.on_tick
         if self.log_path is not None:
-            start_replay_log(log, env, seed=seed, organization=self.org.name, team=self.team,
-                             names=[self.names[a] for a in self.team],
-                             current_round=lambda: self._round)
+            team_log.start_replay_log(log, env, seed=seed, organization=self.org.name,
+                                      team=self.team, names=[self.names[a] for a in self.team],
+                                      current_round=lambda: self._round)
         try:
             round_ = self._round = 0
             while env.agents and (self.max_rounds is None or round_ < self.max_rounds):
@@ -133,7 +134,7 @@ class TeamRunner:
                 round_ += 1
             summary = self._summary(log.records, seed, time.perf_counter() - start)
             if self.log_path is not None:
-                end_replay_log(log, env.base.world)
+                team_log.end_replay_log(log, env.base.world)
                 log.write({"record": "summary", **summary})
         finally:
             env.on_tick = outer_hook
@@ -265,7 +266,7 @@ class TeamRunner:
         base = {"round": round_, "tick": self.env.ticks, "agent": agent, "phase": "communicate",
                 "stage": si, "kind": stage.kind, "role": d.role or ctx.role,
                 "abstained": d.abstain if self.org.allow_abstain else None, "vote": d.vote,
-                "thoughts": d.thoughts, **self._decision_fields(d.record)}
+                "thoughts": d.thoughts, **decision_fields(d.record)}
         if not d.messages:
             out = Output(si, agent, stage.kind, "", None)
             outputs.append(out)
@@ -292,15 +293,6 @@ class TeamRunner:
                        "receivers": receivers, "delivered": delivered, "dropped": dropped,
                        "message_tokens": count_tokens(m.text)})
             self.env.base.overlay.say(SpokenMessage(agent, tuple(delivered), m.text, round_))
-
-    @staticmethod
-    def _decision_fields(record) -> dict:
-        r = record.to_dict()
-        return {"model": r["model"], "usage": r["usage"], "latency": r["latency"],
-                "wall": r["wall"], "prompt": r["prompt"], "replies": r["replies"],
-                "parsed": r["parsed"], "fallback": r["fallback"], "error": r["error"],
-                "errors": r["errors"], "notes": r["notes"], "retries": r["retries"],
-                "cached_calls": r["cached_calls"], "cached_usage": r["cached_usage"]}
 
     async def _act(self, round_: int, abstained: set[str], log: EpisodeLog) -> None:
         env = self.env
@@ -336,7 +328,7 @@ class TeamRunner:
                        "status": info.get("status"), "failure_reason": info.get("failure_reason"),
                        "events": [e.get("type") for e in events],
                        "ticks_elapsed": info.get("ticks_elapsed"),
-                       **self._decision_fields(d.record)})
+                       **decision_fields(d.record)})
 
     def _count_duplicates(self, actions: dict[str, str]) -> None:
         """Count new decisions whose target another agent already pursues (duplicated work)."""

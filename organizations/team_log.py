@@ -119,3 +119,14 @@ def start_replay_log(log: EpisodeLog, env: Any, *, seed: int | None, organizatio
 def end_replay_log(log: EpisodeLog, world: Any) -> None:
     """Write the end line: the final tick and the final state's digest."""
     log.write({"record": "end", "tick": world.tick, "digest": state_digest(world)}, keep=False)
+
+
+def decision_fields(record: Any) -> dict:
+    """The fields of a member's :class:`~orgteams.agents.DecisionRecord` that go into
+    a decision line of the log (usage, prompt and replies, fallback, errors, cache)."""
+    r = record.to_dict()
+    return {"model": r["model"], "usage": r["usage"], "latency": r["latency"],
+            "wall": r["wall"], "prompt": r["prompt"], "replies": r["replies"],
+            "parsed": r["parsed"], "fallback": r["fallback"], "error": r["error"],
+            "errors": r["errors"], "notes": r["notes"], "retries": r["retries"],
+            "cached_calls": r["cached_calls"], "cached_usage": r["cached_usage"]}
