@@ -151,6 +151,9 @@ class ArrayObserver:
         # version each was taken at.
         self._window_cache: np.ndarray | None = None
         self._cache_version = [-1] * (h * w)
+        # A house so big (or a view so wide) that the cache would pass the budget keeps
+        # the whole-house buffer path for small teams too.
+        self._cache_fits = h * w * side * side * c <= _WINDOW_CACHE_BYTES
 
     def view_mask(self, view: int) -> np.ndarray:
         """(H + 2r, W + 2r) bool, padded: the cells visible from a view."""
@@ -357,7 +360,7 @@ class ArrayObserver:
             self._everyone = list(range(len(pos)))
         cells = pos if agents == self._everyone else [pos[a] for a in agents]
         shape = (len(cells), 2 * self.r + 1, 2 * self.r + 1, self._channels)
-        if len(pos) <= _PAIRWISE:
+        if len(pos) <= _PAIRWISE and self._cache_fits:
             images = self._small_team_images(state, agents, cells).reshape(shape)
         else:
             self._features(state)
@@ -379,11 +382,12 @@ class ArrayObserver:
 # drawing every agent into a whole-house buffer and gathering each window from it.
 _PAIRWISE = 8
 _VERSIONS = itertools.count()  # layer versions, unique across observers
+_WINDOW_CACHE_BYTES = 64 << 20  # at most this much (virtual) memory for the window cache
 # What ArrayObserver._build_layout_tables sets: shared with the next episode's observer.
 _LAYOUT_ATTRS = ("_channels", "_flat_base", "_top_left", "_pad_list", "_furniture_pad",
                  "_container_list", "_switch_pad", "_switch_base", "_n_switches", "_offsets",
                  "_masks", "_windows", "_window_ready", "_seen", "_window_cache",
-                 "_cache_version")
+                 "_cache_version", "_cache_fits")
 
 
 def _add_ones(flat: np.ndarray, rows: list[int], cols: list[int]) -> None:

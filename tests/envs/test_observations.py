@@ -178,6 +178,22 @@ def test_small_team_path_large_team_path_and_reused_tables_agree(monkeypatch, fu
     assert held_seen > 0  # the run did exercise held objects
 
 
+def test_window_cache_respects_its_memory_budget(monkeypatch):
+    from orgteams.envs import household_v0, observations
+
+    monkeypatch.setattr(observations, "_WINDOW_CACHE_BYTES", 0)
+    env = household_v0.parallel_env(layout="studio", num_agents=2)
+    obs, _ = env.reset(seed=0)
+    observer = env.unwrapped._observer
+    assert observer._window_cache is None  # the small-team cache was never allocated
+    monkeypatch.setattr(observations, "_WINDOW_CACHE_BYTES", 64 << 20)
+    fresh = ArrayObserver(env.unwrapped.world.scene, 7)
+    again = fresh.observe_many(env.unwrapped.world, [0, 1])
+    assert fresh._window_cache is not None
+    for a, b in zip(obs.values(), again):
+        np.testing.assert_array_equal(a["image"], b["image"])
+
+
 # ---- text ----
 
 def test_describe_names_stable_ids_and_hides_closed_contents(two_rooms, make_state):
