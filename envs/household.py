@@ -135,13 +135,13 @@ class HouseholdEnv(ParallelEnv):
         agents = self.agents
         infos = {a: {"events": [], "tick": tick} for a in agents}
         if events:
-            names = self.possible_agents  # agents are all of them until the episode ends
+            names = self.possible_agents
             for e in events:
                 if e.agent < 0:  # a team event (a subgoal): everyone hears of it
                     for info in infos.values():
                         info["events"].append(e.to_dict())
-                else:
-                    infos[names[e.agent]]["events"].append(e.to_dict())
+                elif (info := infos.get(names[e.agent])) is not None:
+                    info["events"].append(e.to_dict())
         obs = self._observations()
         terms = dict.fromkeys(agents, done)
         truncs = dict.fromkeys(agents, truncated)
