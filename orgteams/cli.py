@@ -82,7 +82,8 @@ def cmd_play(args: argparse.Namespace) -> int:
     from orgteams.play_team import play_with
 
     out = play_with(args.others, layout=args.layout, task=args.task, num_agents=args.agents,
-                    human_agent=args.agent, seed=args.seed, fps=args.fps, cache=args.cache)
+                    human_agent=args.agent, seed=args.seed, fps=args.fps, cache=args.cache,
+                    talk=not args.silent)
     _print_json(out) if args.json else print(out)
     return 0
 
@@ -258,6 +259,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "or an LLM member spec: local, openai:<model>, scripted (high-level "
                         "plans; your keys play one tick each)")
     p.add_argument("--cache", default=None, help="SQLite response cache for LLM teammates")
+    p.add_argument("--silent", action="store_true",
+                   help="LLM teammates act without talking first (half the wait)")
     p.set_defaults(func=cmd_play)
 
     p = sub.add_parser("replay", help="replay an episode from its JSONL log (window, video, "

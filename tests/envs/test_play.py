@@ -248,7 +248,7 @@ def test_slow_teammates_keep_the_window_alive_and_closing_it_quits(monkeypatch):
             return SimpleNamespace(action_id="wait")
 
     monkeypatch.setattr(team, "build_member", lambda a, spec, **kw: SlowMember(a))
-    teammates = MemberTeammates("local")
+    teammates = MemberTeammates("local", talk=False)
     s = PlaySession(layout="studio", num_agents=2, teammates=teammates, seed=0, fps=240)
     footers = []  # the status lines of every frame drawn
     draw = s.renderer.render
@@ -269,3 +269,38 @@ def test_llm_teammates_reject_other_kinds():
 
     with pytest.raises(ValueError, match=re.escape("Unknown LLM teammate kind 'planr'")):
         MemberTeammates("planr")
+
+
+def test_llm_teammates_talk_before_they_act_and_the_player_sees_it(monkeypatch):
+    import orgteams.team as team
+    from orgteams.agents import LLMAgent, ScriptedBackend
+    from orgteams.play_team import MemberTeammates
+
+    def reply(messages, schema):
+        if "message" in schema.get("properties", {}):
+            return {"receivers": ["everyone"], "message": "I take the kitchen.", "thoughts": ""}
+        return {"action": "A", "thoughts": ""}
+
+    backends = {}
+
+    def member(agent, spec, **kw):
+        backends[agent] = ScriptedBackend(reply)
+        return LLMAgent(agent, backends[agent])
+
+    monkeypatch.setattr(team, "build_member", member)
+    for talk in (True, False):
+        teammates = MemberTeammates("scripted", talk=talk)
+        s = PlaySession(layout="studio", num_agents=3, teammates=teammates, seed=0, fps=240)
+        s.handle_event(key(pygame.K_SPACE))
+        assert s.tick()
+        said = s.raw.overlay.latest
+        if talk:
+            assert teammates.messages == 2 and set(said) == {"agent_1", "agent_2"}
+            assert said["agent_1"].text == "I take the kitchen."
+            assert said["agent_1"].receivers == ("agent_0", "agent_2")  # the player too
+            act_prompt = backends["agent_2"].calls[-1][-1]["content"]
+            assert "I take the kitchen." in act_prompt  # agent_2 heard agent_1 first
+        else:
+            assert teammates.messages == 0 and not said
+        s.close()
+        teammates.close()
