@@ -38,7 +38,8 @@ from typing import Any
 from orgteams.agents.backends.base import Message
 from orgteams.agents.backends.openai_backend import OpenAIBackend
 
-__all__ = ["LOCAL_MODEL", "LocalBackend", "LocalServer", "LocalServerError", "smollm2_path"]
+__all__ = ["LOCAL_MODEL", "LocalBackend", "LocalServer", "LocalServerError", "local_unavailable",
+           "smollm2_path"]
 
 LOCAL_MODEL = "smollm2-135m-instruct"
 """The model name the local server answers to (and the price-table key)."""
@@ -73,6 +74,16 @@ def smollm2_path() -> Path:
 def _require_llama_cpp() -> None:
     if importlib.util.find_spec("llama_cpp") is None:
         raise ImportError(f"{_INSTALL_HINT} (llama-cpp-python is not installed)")
+
+
+def local_unavailable() -> str | None:
+    """Why the embedded model cannot run here (what to install), or None when it can."""
+    try:
+        _require_llama_cpp()
+        smollm2_path()
+    except (ImportError, FileNotFoundError) as exc:
+        return str(exc)
+    return None
 
 
 # Loopback health checks must not go through an HTTP proxy from the environment.

@@ -10,26 +10,14 @@
 from __future__ import annotations
 
 import asyncio
-import importlib.util
 
 import pytest
 from test_prompts import TEAM, FakeEnv, comm_ctx
 
 from orgteams.agents import LLMAgent
+from orgteams.agents.backends.local import local_unavailable
 
 ROUNDS = 1
-
-
-def _local_missing() -> str | None:
-    if importlib.util.find_spec("llama_cpp") is None:
-        return 'llama-cpp-python is not installed (pip install "orgteams[local]")'
-    from orgteams.agents.backends.local import smollm2_path
-
-    try:
-        smollm2_path()
-    except FileNotFoundError as exc:
-        return str(exc)
-    return None
 
 
 def _openai_backend(server, **kwargs):
@@ -41,7 +29,8 @@ def _openai_backend(server, **kwargs):
 
 
 @pytest.mark.local_llm
-@pytest.mark.skipif(_local_missing() is not None, reason=str(_local_missing()))
+@pytest.mark.skipif(local_unavailable() is not None,
+                    reason=str(local_unavailable()))
 def test_smollm2_agents_play_a_few_rounds():
     # ~820 prompt tokens a decision: ~10-15 s each on a busy 2-core CPU, so keep it short.
     from orgteams.agents.backends import LocalBackend, LocalServer

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import re
 import urllib.error
 import urllib.request
@@ -10,22 +9,11 @@ import urllib.request
 import pytest
 
 from orgteams.agents.backends import LocalBackend, LocalServer, LocalServerError, make_backend
-from orgteams.agents.backends.local import smollm2_path
-
-
-def _missing() -> str | None:
-    if importlib.util.find_spec("llama_cpp") is None:
-        return 'llama-cpp-python not installed (pip install "orgteams[local]")'
-    try:
-        smollm2_path()
-    except FileNotFoundError as exc:
-        return str(exc)
-    return None
-
+from orgteams.agents.backends.local import local_unavailable
 
 pytestmark = [
     pytest.mark.local_llm,
-    pytest.mark.skipif(_missing() is not None, reason=str(_missing())),
+    pytest.mark.skipif(local_unavailable() is not None, reason=str(local_unavailable())),
 ]
 
 SCHEMA = {
@@ -82,3 +70,12 @@ def test_bad_model_file_reports_server_output(tmp_path):
     bogus.write_bytes(b"definitely not gguf")
     with pytest.raises(LocalServerError, match=re.escape("llama_cpp.server exited with code")):
         LocalServer(bogus, startup_timeout=60)
+
+
+def test_local_unavailable_says_what_to_install(monkeypatch):
+    import orgteams.agents.backends.local as local
+
+    monkeypatch.setattr(local.importlib.util, "find_spec", lambda name: None)
+    reason = local.local_unavailable()
+    assert reason.endswith("(llama-cpp-python is not installed)")
+    assert 'pip install "orgteams[local]"' in reason

@@ -7,27 +7,15 @@ decision must parse (JSON-schema constrained decoding) and report usage.
 
 from __future__ import annotations
 
-import importlib.util
-
 import pytest
 
+from orgteams.agents.backends.local import local_unavailable
 from orgteams.team import run_episode
 
 
-def _missing() -> str | None:
-    if importlib.util.find_spec("llama_cpp") is None:
-        return 'llama-cpp-python is not installed (pip install "orgteams[local]")'
-    from orgteams.agents.backends.local import smollm2_path
-
-    try:
-        smollm2_path()
-    except FileNotFoundError as exc:
-        return str(exc)
-    return None
-
-
 @pytest.mark.local_llm
-@pytest.mark.skipif(_missing() is not None, reason=str(_missing()))
+@pytest.mark.skipif(local_unavailable() is not None,
+                    reason=str(local_unavailable()))
 def test_llm_team_on_the_embedded_model(tmp_path):
     result = run_episode(task="prepare_afternoon_tea", layout="studio", organization="leader",
                          agents=3, backend="local", seed=0, max_rounds=3,
