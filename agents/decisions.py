@@ -18,6 +18,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from orgteams.envs.messages import EVERYONE
+
 __all__ = [
     "MESSAGE_MAX_CHARS",
     "ROLE_MAX_CHARS",
@@ -39,7 +41,6 @@ ROLE_MAX_CHARS = 40
 """Longest self-chosen role (characters)."""
 THOUGHTS_MAX_CHARS = 200
 """Longest stated reasoning kept (characters); longer thoughts are cut, not rejected."""
-EVERYONE = "everyone"
 
 
 class ReplyError(ValueError):

@@ -26,9 +26,9 @@ from orgteams.agents.agent_base import (
     DecisionRecord,
     DialogueLog,
     DialogueMember,
-    OutgoingMessage,
+    TeamMessage,
 )
-from orgteams.agents.backends.base import BackendError, ChatBackend, Message, parse_json_reply
+from orgteams.agents.backends.base import BackendError, ChatBackend, ChatMessage, parse_json_reply
 from orgteams.agents.decisions import (
     ParsedCommunicate,
     ReplyError,
@@ -39,6 +39,7 @@ from orgteams.agents.decisions import (
     parse_communicate,
 )
 from orgteams.agents.prompts import PromptTemplates, action_options, default_templates, situation
+from orgteams.envs.messages import EVERYONE
 
 if TYPE_CHECKING:
     from orgteams.envs.highlevel import HighLevelAction, HighLevelEnv
@@ -160,13 +161,13 @@ class LLMAgent(DialogueMember):
         else:
             record.notes += reply.notes
         messages = (
-            [OutgoingMessage(reply.receivers, reply.message)]
+            [TeamMessage(self.agent_id, reply.receivers, reply.message, round=ctx.round)]
             if reply.message and reply.receivers and not reply.abstain
             else []
         )
         if reply.abstain and reply.message:
             record.notes.append("abstained: message not sent")
-        self.log.said(ctx.round, self.agent_id, messages)
+        self.log.said(messages)
         record.wall = time.perf_counter() - started
         return CommunicateDecision(
             messages, reply.role, reply.abstain, reply.vote, reply.thoughts, record
@@ -237,7 +238,7 @@ class LLMAgent(DialogueMember):
         decision.record.wall = time.perf_counter() - started
         return decision
 
-    def _prompt(self, phase: str, variables: dict[str, Any]) -> list[Message]:
+    def _prompt(self, phase: str, variables: dict[str, Any]) -> list[ChatMessage]:
         return [
             {"role": "system", "content": self.templates.render("system", **variables)},
             {"role": "user", "content": self.templates.render(phase, **variables)},
@@ -246,7 +247,7 @@ class LLMAgent(DialogueMember):
     async def _decide(
         self,
         record: DecisionRecord,
-        prompt: list[Message],
+        prompt: list[ChatMessage],
         spec: ReplySpec,
         parse: Callable[[Any], T],
     ) -> T | None:
@@ -300,19 +301,17 @@ def _visible_lines(ctx: CommunicateContext) -> list[str]:
     """This round's visible outputs as ``Alice (leader) to everyone: text`` lines."""
     lines = []
     for out in ctx.visible_this_round:
-        sender = out.get("sender", "?")
+        sender = out.sender
         who = "You" if sender == ctx.agent else ctx.team.get(sender, sender)
-        if out.get("role"):
-            who += f" ({out['role']})"
-        if out.get("abstained"):
+        if out.role:
+            who += f" ({out.role})"
+        if out.abstained:
             lines.append(f"{who} abstained.")
             continue
-        receivers = out.get("receivers", "everyone")
         to = (
-            "everyone"
-            if receivers in ("everyone", None)
-            else ", ".join(ctx.team.get(r, r) for r in receivers)
+            EVERYONE
+            if out.receivers == EVERYONE
+            else ", ".join(ctx.team.get(r, r) for r in out.receivers)
         )
-        text = out.get("text", "")
-        lines.append(f"{who} to {to}: {text}" if text else f"{who} stayed silent.")
+        lines.append(f"{who} to {to}: {out.text}" if out.text else f"{who} stayed silent.")
     return lines

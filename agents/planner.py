@@ -11,7 +11,7 @@ and each time it must decide it picks, in order:
    (the room it stands in first);
 5. ``wait``.
 
-It says what it does in small structured :class:`~orgteams.agents.messages.Message`
+It says what it does in small structured :class:`~orgteams.envs.messages.TeamMessage`
 s: ``claim`` for each object it goes to grab and each room it goes to explore,
 ``found`` for goal objects it sees, ``done`` when it placed one, ``release`` when
 it gives up. Two claims on one object: the earlier tick wins, then the lower
@@ -25,8 +25,8 @@ the world, as a leader watching its team would.
 
 from __future__ import annotations
 
-from orgteams.agents.messages import EVERYONE, Message
 from orgteams.envs.highlevel import HighLevelEnv
+from orgteams.envs.messages import EVERYONE, TeamMessage
 
 ROLES = ("member", "leader")
 
@@ -46,15 +46,15 @@ class PlannerAgent:
         self.room_claims: dict[str, str] = {}  # agent -> room it explores
         self.assignment: dict | None = None
         self.assigned: dict[str, str] = {}  # leader: object or "room:<r>" -> agent
-        self._heard: list[Message] = []
-        self._outbox: list[Message] = []
+        self._heard: list[TeamMessage] = []
+        self._outbox: list[TeamMessage] = []
         self._announced: set[tuple[str, str]] = set()
         self._placed: set[str] = set()
         self._last_action = ""
         self._intent: str | None = None  # decided (and claimed) while communicating
 
     # ---- messages ----
-    def receive(self, messages: list[Message]) -> None:
+    def receive(self, messages: list[TeamMessage]) -> None:
         """Take in teammates' messages (applied to the env memory at the next call)."""
         for m in messages:
             if m.sender == self.agent_id or not m.addressed_to(self.agent_id):
@@ -97,9 +97,9 @@ class PlannerAgent:
         self._heard.clear()
 
     def _say(self, kind: str, receivers=EVERYONE, **content) -> None:
-        self._outbox.append(Message(self.agent_id, receivers, kind, content))
+        self._outbox.append(TeamMessage.structured(self.agent_id, receivers, kind, content))
 
-    def communicate(self, env: HighLevelEnv, inbox: list[Message]) -> list[Message]:
+    def communicate(self, env: HighLevelEnv, inbox: list[TeamMessage]) -> list[TeamMessage]:
         """Read ``inbox``; return this agent's messages for this round."""
         self.receive(inbox)
         self._apply_heard(env)
@@ -336,7 +336,7 @@ def run_team(env: HighLevelEnv, agents: list, seed: int | None = None,
     every action other than ``continue``.
     """
     env.reset(seed=seed)
-    inbox: dict[str, list[Message]] = {a.agent_id: [] for a in agents}
+    inbox: dict[str, list[TeamMessage]] = {a.agent_id: [] for a in agents}
     messages = words = 0
     while env.agents and env.rounds < max_rounds:
         for agent in agents:
@@ -346,7 +346,7 @@ def run_team(env: HighLevelEnv, agents: list, seed: int | None = None,
             inbox[agent.agent_id] = []
             for m in said:
                 messages += 1
-                words += len(m.render().split())
+                words += len(m.text.split())
                 for other in agents:
                     if other is not agent and m.addressed_to(other.agent_id):
                         inbox[other.agent_id].append(m)

@@ -31,9 +31,9 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from orgteams.agents.backends.base import ChatBackend
 from orgteams.criticize_reflect.critic import Critique
 from orgteams.criticize_reflect.structured import ReplyInvalid, structured_call
+from orgteams.organizations.protocol_facts import PROTOCOLS
 from orgteams.organizations.spec import (
     LEADERSHIP_RULES,
-    PROTOCOLS,
     Organization,
     _BlockDumper,
 )

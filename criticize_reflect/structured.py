@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from orgteams.agents.backends.base import BackendError, ChatBackend, Message, parse_json_reply
+from orgteams.agents.backends.base import BackendError, ChatBackend, ChatMessage, parse_json_reply
 
 T = TypeVar("T")
 
@@ -61,7 +61,7 @@ def explain(exc: ValidationError) -> str:
 
 def structured_call(
     backend: ChatBackend,
-    messages: list[Message],
+    messages: list[ChatMessage],
     model: type[BaseModel],
     *,
     check: Callable[[BaseModel], T] | None = None,

@@ -20,9 +20,9 @@ from orgteams.organizations.metrics import (
     episode_metrics,
     role_stability_index,
 )
+from orgteams.organizations.protocol_facts import PROTOCOL_FACTS, PROTOCOLS, ProtocolFacts
 from orgteams.organizations.protocols import (
     ElectionRecord,
-    Output,
     Stage,
     election_due,
     leader_for_round,
@@ -35,7 +35,6 @@ from orgteams.organizations.protocols import (
 )
 from orgteams.organizations.resolved import ResolvedOrganization
 from orgteams.organizations.spec import (
-    PROTOCOLS,
     SELF_CHOSEN,
     Organization,
     display_names,
@@ -43,11 +42,12 @@ from orgteams.organizations.spec import (
 
 __all__ = [
     "PROTOCOLS",
+    "PROTOCOL_FACTS",
     "SELF_CHOSEN",
     "ElectionRecord",
     "EpisodeMetrics",
     "Organization",
-    "Output",
+    "ProtocolFacts",
     "ResolvedOrganization",
     "Stage",
     "aggregate",

@@ -18,18 +18,17 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import Counter
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from orgteams.agents.agent_base import ActContext, CommunicateContext, ReceivedMessage
+from orgteams.agents.agent_base import ActContext, CommunicateContext
 from orgteams.envs.highlevel import HighLevelEnv
-from orgteams.envs.overlay import SpokenMessage
+from orgteams.envs.messages import TeamMessage
 from orgteams.organizations import team_log
 from orgteams.organizations.metrics import episode_metrics
 from orgteams.organizations.monitor import CapabilityMonitor, MonitorConfig
 from orgteams.organizations.protocols import (
-    Output,
     leader_for_round,
     record_election,
     resolve_claims,
@@ -195,7 +194,8 @@ class TeamRunner:
         assigned = self.resolved.role_of(agent)
         return self.roles.get(agent) if assigned == SELF_CHOSEN else assigned
 
-    def _context(self, agent: str, round_: int, stage, visible: list[dict]) -> CommunicateContext:
+    def _context(self, agent: str, round_: int, stage, visible: list[TeamMessage]
+                 ) -> CommunicateContext:
         r = self.resolved
         assigned = r.role_of(agent)
         role = self._role(agent)
@@ -212,18 +212,16 @@ class TeamRunner:
         env, active = self.env, self._active()
         env.base.overlay.caption = f"round {round_} - communicate"
         stages = schedule(self.resolved, active, round_)
-        outputs: list[Output] = []
-        extra: dict[int, dict] = {}
-        inbox: dict[str, list[ReceivedMessage]] = {a: [] for a in self.team}
+        outputs: list[TeamMessage] = []
+        inbox: dict[str, list[TeamMessage]] = {a: [] for a in self.team}
         abstained: set[str] = set()
         for m in self.members.values():
             m.observe(env)
         si = 0
         while si < len(stages):
             stage = stages[si]
-            ctxs = {a: self._context(a, round_, stage, [
-                extra[id(o)] for o in visible_outputs(stages, si, a, outputs)])
-                for a in stage.speakers}
+            ctxs = {a: self._context(a, round_, stage, visible_outputs(stages, si, a, outputs))
+                    for a in stage.speakers}
             decisions = await asyncio.gather(
                 *(self.members[a].communicate(ctxs[a], env) for a in stage.speakers))
             votes, claims = {}, {}
@@ -235,7 +233,7 @@ class TeamRunner:
                 if stage.kind == "vote" and d.vote in active:
                     votes[agent] = d.vote
                 self._record_communicate(log, round_, si, stage, agent, d, ctxs[agent], outputs,
-                                         extra, inbox)
+                                         inbox)
             if stage.kind == "vote" and votes:
                 incumbent = self.resolved.leaders[0] if self.resolved.leaders else None
                 election = record_election(round_, votes, order=self.team, incumbent=incumbent)
@@ -259,7 +257,7 @@ class TeamRunner:
                 self.members[agent].receive(messages)
         return abstained
 
-    def _record_communicate(self, log, round_, si, stage, agent, d, ctx, outputs, extra,
+    def _record_communicate(self, log, round_, si, stage, agent, d, ctx, outputs,
                             inbox) -> None:
         from orgteams.agents.tokens import count_tokens
 
@@ -268,31 +266,26 @@ class TeamRunner:
                 "abstained": d.abstain if self.org.allow_abstain else None, "vote": d.vote,
                 "thoughts": d.thoughts, **decision_fields(d.record)}
         if not d.messages:
-            out = Output(si, agent, stage.kind, "", None)
-            outputs.append(out)
-            extra[id(out)] = {"sender": agent, "receivers": [], "text": "", "role": d.role,
-                              "abstained": d.abstain, "kind": "text", "content": {}}
+            outputs.append(TeamMessage(agent, (), round=round_, stage=si, role=d.role,
+                                       abstained=d.abstain))
             log.write({**base, "message": None, "receivers": [], "delivered": [],
                        "message_tokens": 0})
             return
         for i, m in enumerate(d.messages):
             delivered, dropped = route(agent, m.receivers, self.resolved)
             delivered = [b for b in delivered if b not in self.removed]
-            out = Output(si, agent, stage.kind, m.text, tuple(delivered))
+            out = replace(m, sender=agent, round=round_, stage=si, delivered=tuple(delivered),
+                          role=d.role, abstained=d.abstain)
             outputs.append(out)
-            receivers = m.receivers if isinstance(m.receivers, str) else list(m.receivers)
-            extra[id(out)] = {"sender": agent, "receivers": receivers, "text": m.text,
-                              "role": d.role, "abstained": d.abstain, "kind": m.kind,
-                              "content": dict(m.content)}
+            receivers = out.receivers_json()
             for b in delivered:
-                inbox[b].append(ReceivedMessage(agent, m.receivers, m.text, round_, m.kind,
-                                                dict(m.content)))
+                inbox[b].append(out)
             rec = base if i == 0 else {k: v for k, v in base.items()
                                        if k not in ("usage", "cached_usage", "prompt", "replies")}
             log.write({**rec, "message": m.text, "message_kind": m.kind,
                        "receivers": receivers, "delivered": delivered, "dropped": dropped,
                        "message_tokens": count_tokens(m.text)})
-            self.env.base.overlay.say(SpokenMessage(agent, tuple(delivered), m.text, round_))
+            self.env.base.overlay.say(out)
 
     async def _act(self, round_: int, abstained: set[str], log: EpisodeLog) -> None:
         env = self.env

@@ -38,20 +38,11 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from orgteams.envs._util import did_you_mean
+from orgteams.organizations.protocol_facts import PROTOCOL_FACTS, PROTOCOLS
 
 if TYPE_CHECKING:
     from orgteams.organizations.resolved import ResolvedOrganization
 
-PROTOCOLS: tuple[str, ...] = (
-    "free",
-    "leader_first",
-    "coordinator",
-    "broadcast",
-    "shared",
-    "sequential",
-    "batched_sequential",
-    "claim_shared",
-)
 LEADERSHIP_RULES: tuple[str, ...] = ("fixed", "election", "round_robin", "most_progress")
 SELF_CHOSEN = "self-chosen"
 _NAMES = (
@@ -245,7 +236,7 @@ class Organization(BaseModel):
         if self.leadership_rule in ("round_robin", "most_progress"):
             if self.leadership_every is None:
                 raise ValueError(f"leadership_rule {self.leadership_rule!r} needs leadership_every")
-        needs_leader = self.protocol in ("leader_first", "coordinator")
+        needs_leader = PROTOCOL_FACTS[self.protocol].needs_leader
         if (needs_leader or self.leadership_rule != "fixed") and self.topology.kind != "tiers":
             raise ValueError(
                 f"protocol {self.protocol!r} with leadership_rule {self.leadership_rule!r} "

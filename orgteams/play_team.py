@@ -23,14 +23,14 @@ import asyncio
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
-from orgteams.agents import ActContext, CommunicateContext, ReceivedMessage
-from orgteams.agents.messages import Message
+from orgteams.agents import ActContext, CommunicateContext
 from orgteams.agents.planner import PlannerAgent
 from orgteams.envs._util import unknown_name
 from orgteams.envs.highlevel import HighLevelEnv
-from orgteams.envs.overlay import SpokenMessage
+from orgteams.envs.messages import TeamMessage
 from orgteams.envs.play import play
 
 OTHERS = ("random", "planner")  # plus any LLM member spec: local, openai:<model>, scripted
@@ -46,7 +46,7 @@ class PlannerTeammates:
 
     def __init__(self) -> None:
         self.planners: dict[str, PlannerAgent] = {}
-        self._inbox: dict[str, list[Message]] = {}
+        self._inbox: dict[str, list[TeamMessage]] = {}
 
     def reset(self) -> None:
         """Forget the episode: new planners next time."""
@@ -116,7 +116,7 @@ class MemberTeammates:
                          env.base.display_names or env.possible_agents))
         contexts = {a: ActContext(self.round, a, names[a], names) for a in deciders}
 
-        async def decide() -> tuple[list[SpokenMessage], list[Any]]:
+        async def decide() -> tuple[list[TeamMessage], list[Any]]:
             spoken = await self._talk(env, deciders, names) if self.talk else []
             return spoken, await asyncio.gather(
                 *(self.members[a].act(env, self.round, contexts[a]) for a in deciders))
@@ -143,7 +143,7 @@ class MemberTeammates:
         return actions
 
     async def _talk(self, env: HighLevelEnv, deciders: list[str], names: dict[str, str]
-                    ) -> list[SpokenMessage]:
+                    ) -> list[TeamMessage]:
         """One communicate stage of the deciders; delivers to teammates, returns all said."""
         team = list(env.possible_agents)
         contexts = {a: CommunicateContext(self.round, a, names[a], names,
@@ -151,17 +151,16 @@ class MemberTeammates:
                     for a in deciders}
         said = await asyncio.gather(*(self.members[a].communicate(contexts[a], env)
                                       for a in deciders))
-        spoken: list[SpokenMessage] = []
-        inbox: dict[str, list[ReceivedMessage]] = {}
+        spoken: list[TeamMessage] = []
+        inbox: dict[str, list[TeamMessage]] = {}
         for sender, decision in zip(deciders, said):
             for m in decision.messages:
-                to = [b for b in team if b != sender and (m.receivers == "everyone"
-                                                          or b in m.receivers)]
-                spoken.append(SpokenMessage(sender, tuple(to), m.text, self.round))
+                to = tuple(b for b in team if b != sender and m.addressed_to(b))
+                out = replace(m, sender=sender, round=self.round, delivered=to)
+                spoken.append(out)
                 for b in to:
                     if b in self.members:
-                        inbox.setdefault(b, []).append(ReceivedMessage(
-                            sender, m.receivers, m.text, self.round, m.kind, dict(m.content)))
+                        inbox.setdefault(b, []).append(out)
         for b, messages in inbox.items():
             self.members[b].receive(messages)
         return spoken

@@ -21,7 +21,7 @@ from abc import ABC, abstractmethod
 from dataclasses import asdict, dataclass
 from typing import Any
 
-Message = dict[str, str]
+ChatMessage = dict[str, str]
 """One chat message: ``{"role": "system" | "user" | "assistant", "content": str}``."""
 
 __all__ = [
@@ -29,7 +29,7 @@ __all__ = [
     "BackendError",
     "ChatBackend",
     "Completion",
-    "Message",
+    "ChatMessage",
     "Usage",
     "parse_json_reply",
 ]
@@ -156,7 +156,7 @@ class ChatBackend(ABC):
     @abstractmethod
     def complete(
         self,
-        messages: list[Message],
+        messages: list[ChatMessage],
         *,
         schema: dict[str, Any] | None = None,
         temperature: float = 0.0,
@@ -180,7 +180,7 @@ class ChatBackend(ABC):
 
     async def acomplete(
         self,
-        messages: list[Message],
+        messages: list[ChatMessage],
         *,
         schema: dict[str, Any] | None = None,
         temperature: float = 0.0,

@@ -18,7 +18,7 @@ from os import PathLike
 from pathlib import Path
 from typing import Any
 
-from orgteams.agents.backends.base import ChatBackend, Completion, Message
+from orgteams.agents.backends.base import ChatBackend, ChatMessage, Completion
 
 __all__ = ["CachedBackend", "cache_key"]
 
@@ -27,7 +27,7 @@ _SCHEMA = "CREATE TABLE IF NOT EXISTS completions (key TEXT PRIMARY KEY, complet
 
 def cache_key(
     model: str,
-    messages: list[Message],
+    messages: list[ChatMessage],
     schema: dict[str, Any] | None,
     temperature: float,
     seed: int | None,
@@ -108,7 +108,7 @@ class CachedBackend(ChatBackend):
 
     def complete(
         self,
-        messages: list[Message],
+        messages: list[ChatMessage],
         *,
         schema: dict[str, Any] | None = None,
         temperature: float = 0.0,
@@ -128,7 +128,7 @@ class CachedBackend(ChatBackend):
 
     async def acomplete(
         self,
-        messages: list[Message],
+        messages: list[ChatMessage],
         *,
         schema: dict[str, Any] | None = None,
         temperature: float = 0.0,

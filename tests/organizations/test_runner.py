@@ -10,7 +10,7 @@ from orgteams.agents.agent_base import (
     ActDecision,
     CommunicateDecision,
     DecisionRecord,
-    OutgoingMessage,
+    TeamMessage,
 )
 from orgteams.envs.highlevel import HighLevelEnv
 from orgteams.organizations import load_organization
@@ -48,11 +48,12 @@ class Recorder:
         if self.fail_round is not None and ctx.round == self.fail_round:
             raise RuntimeError("member crashed")
         self.contexts.append(ctx)
-        self.seen.append((ctx.round, ctx.stage_kind, [v["sender"] for v in
-                                                      ctx.visible_this_round if v["text"]]))
+        self.seen.append((ctx.round, ctx.stage_kind, [v.sender for v in
+                                                      ctx.visible_this_round if v.text]))
         rec = DecisionRecord("communicate", self.agent_id, ctx.round, model=self.model)
         vote = self.vote if ctx.stage_kind == "vote" else None
-        msgs = [] if self.abstain else [OutgoingMessage(self.to, f"hi from {self.agent_id}")]
+        msgs = [] if self.abstain else [TeamMessage(self.agent_id, self.to,
+                                                                f"hi from {self.agent_id}")]
         return CommunicateDecision(msgs, self.role, self.abstain, vote, "", rec)
 
     async def act(self, env, round, ctx=None):
@@ -221,7 +222,7 @@ def test_live_view_shows_the_round_messages():
     members = {f"agent_{i}": Recorder(f"agent_{i}") for i in range(3)}
     TeamRunner(env, load_organization("none"), members, max_rounds=1).run(seed=0)
     overlay = env.base.overlay
-    assert [(m.sender, m.receivers) for m in overlay.log][:2] == [
+    assert [(m.sender, m.audience) for m in overlay.log][:2] == [
         ("agent_0", ("agent_1", "agent_2")), ("agent_1", ("agent_0", "agent_2"))]
     assert overlay.latest["agent_2"].text == "hi from agent_2"
     with_speech = env.render()
