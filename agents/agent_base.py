@@ -22,7 +22,7 @@ from orgteams.agents.backends.base import ChatMessage, Usage
 from orgteams.envs.messages import EVERYONE, TeamMessage
 
 if TYPE_CHECKING:  # the env layer is imported lazily; agents only read from it
-    from orgteams.envs.highlevel import HighLevelEnv
+    from orgteams.envs.highlevel import HighLevelAction, HighLevelEnv
 
 __all__ = [
     "ActContext",
@@ -32,9 +32,11 @@ __all__ = [
     "DecisionRecord",
     "DialogueLog",
     "DialogueMember",
+    "MemberBase",
     "StageKind",
     "TeamMember",
     "TeamMessage",
+    "safe_action",
 ]
 
 StageKind = Literal["message", "intention", "claim", "vote", "plan"]
@@ -184,9 +186,25 @@ class ActDecision:
 
 @runtime_checkable
 class TeamMember(Protocol):
-    """A team member of any kind; the team runner only uses these methods."""
+    """A team member of any kind; the round loop uses exactly these attributes.
+
+    Attributes:
+        agent_id: The agent it plays.
+        model: What decides ("planner", "human", a model name...), for records.
+        acts_every_round: Asked to act every round, not only when its plan ended
+            (planners may drop a plan a teammate claimed first).
+        backend: Its chat backend, whose async client the episode closes, or None.
+
+    :class:`MemberBase` gives the defaults of all but ``communicate`` and ``act``.
+    """
 
     agent_id: str
+    model: str
+    acts_every_round: bool
+    backend: Any
+
+    def set_leader(self, leader: bool) -> None:
+        """Leadership changed (elections, hand-overs): ``leader`` says whether it leads."""
 
     def reset(self) -> None:
         """Forget the last episode (dialogue and action history)."""
@@ -204,6 +222,42 @@ class TeamMember(Protocol):
         self, env: HighLevelEnv, round: int, ctx: ActContext | None = None
     ) -> ActDecision:
         """Pick one of ``env.available_actions(agent_id)`` by id."""
+
+
+def safe_action(actions: list[HighLevelAction]) -> tuple[str, str | None]:
+    """The declared safe action, the one fallback rule: ``continue`` when busy, else ``wait``.
+
+    Returns:
+        ``(action_id, note)``; ``note`` says so when neither is offered (``wait`` is
+        returned anyway: the env treats it as standing still).
+    """
+    ids = [a.id for a in actions]
+    for candidate in ("continue", "wait"):
+        if candidate in ids:
+            return candidate, None
+    return "wait", f"'wait' is not among the available actions {ids}"
+
+
+class MemberBase:
+    """Defaults of :class:`TeamMember` for members that need no more: no backend, acts
+    only when its plan ended, ignores leadership, keeps nothing between episodes."""
+
+    agent_id: str
+    model: str = ""
+    acts_every_round: bool = False
+    backend: Any = None
+
+    def set_leader(self, leader: bool) -> None:
+        """Leadership does not change what it does."""
+
+    def reset(self) -> None:
+        """Nothing to forget."""
+
+    def observe(self, env: HighLevelEnv) -> None:
+        """Nothing to copy: the situation is read from the env when deciding."""
+
+    def receive(self, messages: list[TeamMessage]) -> None:
+        """Ignores messages."""
 
 
 class DialogueLog:
@@ -256,7 +310,7 @@ class DialogueLog:
         return [f"Round {r}: {label}" for r, label in self.actions]
 
 
-class DialogueMember:
+class DialogueMember(MemberBase):
     """Shared bookkeeping of members that keep a :class:`DialogueLog` (LLM and human).
 
     Subclasses set ``agent_id``, ``log`` and ``_context`` (the latest
@@ -271,9 +325,6 @@ class DialogueMember:
         """Forget the dialogue and action history of the last episode."""
         self.log.clear()
         self._context = None
-
-    def observe(self, env: HighLevelEnv) -> None:
-        """Nothing to copy: the situation is read from the env when deciding."""
 
     def receive(self, messages: list[TeamMessage]) -> None:
         """Remember delivered messages (its own are remembered when sent)."""

@@ -71,6 +71,8 @@ class HumanAgent(DialogueMember):
             decision (recorded); None asks until valid.
     """
 
+    model = "human"
+
     def __init__(
         self,
         agent_id: str,

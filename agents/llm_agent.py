@@ -27,6 +27,7 @@ from orgteams.agents.agent_base import (
     DialogueLog,
     DialogueMember,
     TeamMessage,
+    safe_action,
 )
 from orgteams.agents.backends.base import BackendError, ChatBackend, ChatMessage, parse_json_reply
 from orgteams.agents.decisions import (
@@ -47,20 +48,6 @@ if TYPE_CHECKING:
 __all__ = ["LLMAgent", "safe_action"]
 
 T = TypeVar("T")
-
-
-def safe_action(actions: list[HighLevelAction]) -> tuple[str, str | None]:
-    """The declared safe action: ``continue`` when busy, else ``wait``.
-
-    Returns:
-        ``(action_id, note)``; ``note`` says so when neither is offered (``wait`` is
-        returned anyway: the env treats it as standing still).
-    """
-    ids = [a.id for a in actions]
-    for candidate in ("continue", "wait"):
-        if candidate in ids:
-            return candidate, None
-    return "wait", f"'wait' is not among the available actions {ids}"
 
 
 class LLMAgent(DialogueMember):

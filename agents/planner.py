@@ -20,7 +20,8 @@ the nearest unexplored room) to each teammate that needs a decision, by distance
 instead of everyone claiming greedily; the leader reads teammates' positions from
 the world, as a leader watching its team would.
 
-:func:`run_team` runs one episode of planners with everyone hearing everyone.
+:func:`orgteams.organizations.planner_team.run_team` runs one episode of planners
+with everyone hearing everyone.
 """
 
 from __future__ import annotations
@@ -327,37 +328,4 @@ class PlannerAgent:
                 self._say("assign", (agent,), agent=agent, action=explore)
 
 
-def run_team(env: HighLevelEnv, agents: list, seed: int | None = None,
-             max_rounds: int = 100_000, decisions: list | None = None) -> dict:
-    """One episode: each round every agent speaks in order (everyone hears everyone,
-    later speakers hear earlier ones at once), then every agent acts.
-
-    When ``decisions`` is a list, ``(tick, round, agent, action_id)`` is appended for
-    every action other than ``continue``.
-    """
-    env.reset(seed=seed)
-    inbox: dict[str, list[TeamMessage]] = {a.agent_id: [] for a in agents}
-    messages = words = 0
-    while env.agents and env.rounds < max_rounds:
-        for agent in agents:
-            if not hasattr(agent, "communicate"):
-                continue
-            said = agent.communicate(env, inbox[agent.agent_id])
-            inbox[agent.agent_id] = []
-            for m in said:
-                messages += 1
-                words += len(m.text.split())
-                for other in agents:
-                    if other is not agent and m.addressed_to(other.agent_id):
-                        inbox[other.agent_id].append(m)
-        actions = {a.agent_id: a.act(env) for a in agents if a.agent_id in env.agents}
-        if decisions is not None:
-            decisions.extend((env.ticks, env.rounds, a, act) for a, act in actions.items()
-                             if act != "continue")
-        env.step(actions)
-    success = bool(env.base.world.success)
-    return {"ticks": env.ticks, "rounds": env.rounds, "success": success,
-            "messages": messages, "message_words": words}
-
-
-__all__ = ["PlannerAgent", "ROLES", "run_team"]
+__all__ = ["PlannerAgent", "ROLES"]

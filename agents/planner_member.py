@@ -19,6 +19,7 @@ from orgteams.agents.agent_base import (
     CommunicateContext,
     CommunicateDecision,
     DecisionRecord,
+    MemberBase,
     TeamMessage,
 )
 from orgteams.agents.planner import PlannerAgent
@@ -35,7 +36,7 @@ def _parsed(m: TeamMessage) -> dict:
             "content": dict(m.content), "text": m.text}
 
 
-class PlannerMember:
+class PlannerMember(MemberBase):
     """A :class:`PlannerAgent` on a team. ``leader=True`` makes it assign subgoals.
 
     ``claims=False`` models a team with no agreed way of working (the ``none``
@@ -58,9 +59,6 @@ class PlannerMember:
     def set_leader(self, leader: bool) -> None:
         """Called by the runner when leadership changes (elections, dynamic rules)."""
         self.planner.role = "leader" if leader else "member"
-
-    def observe(self, env) -> None:  # the planner reads env memory directly
-        pass
 
     def _fresh(self, messages: list[TeamMessage]) -> list[TeamMessage]:
         out = []
@@ -100,7 +98,7 @@ class PlannerMember:
         return ActDecision(action, "", record)
 
 
-class RandomMember:
+class RandomMember(MemberBase):
     """A :class:`RandomAgent` on a team: silent, uniformly random high-level actions."""
 
     model = "random"
@@ -111,15 +109,6 @@ class RandomMember:
 
         self.agent_id = agent_id
         self.agent = RandomAgent(agent_id, seed)
-
-    def reset(self) -> None:
-        pass
-
-    def observe(self, env) -> None:
-        pass
-
-    def receive(self, messages: list[TeamMessage]) -> None:
-        pass
 
     async def communicate(self, ctx: CommunicateContext, env) -> CommunicateDecision:
         record = DecisionRecord("communicate", self.agent_id, ctx.round, model=self.model)

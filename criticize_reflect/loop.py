@@ -42,6 +42,7 @@ from typing import Any
 from orgteams.criticize_reflect.coordinator import Coordinator, CoordinatorDecision, Trial
 from orgteams.criticize_reflect.critic import Critic, Critique
 from orgteams.criticize_reflect.summary import summarize_episode
+from orgteams.envs.team import agent_ids
 from orgteams.organizations.spec import Organization
 
 __all__ = ["HISTORY_METRICS", "ReflectResult", "episode_cost", "reflect"]
@@ -210,7 +211,7 @@ def reflect(initial_org: Organization, episode_fn: EpisodeFn, critic: Critic | N
     for k in range(len(rows), iterations):
         summary, records = _parts(episode_fn(current, k))
         n = summary.get("num_agents")
-        team = [f"agent_{i}" for i in range(int(n))] if n else sorted(
+        team = agent_ids(int(n)) if n else sorted(
             {str(r["agent"]) for r in records if r.get("agent")}) or None
         cost = episode_cost(summary["ticks"], summary["comm_tokens_per_step"], step_weight,
                             token_weight)

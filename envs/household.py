@@ -25,6 +25,7 @@ from orgteams.envs.observations import ArrayObserver, observation_space
 from orgteams.envs.overlay import Overlay
 from orgteams.envs.state import HouseholdState
 from orgteams.envs.tasks import TaskSpec, load_task
+from orgteams.envs.team import agent_ids
 from orgteams.envs.text import describe, describe_goal
 
 OBS_MODES = ("array", "text")
@@ -65,7 +66,7 @@ class HouseholdEnv(ParallelEnv):
         self.render_fps = render_fps or self.metadata["render_fps"]
         # Passed to PygameRenderer: show_fov, fov_agents, cell_size, font_path, title.
         self.render_options = dict(render_options or {})
-        self.possible_agents = [f"agent_{i}" for i in range(int(num_agents))]
+        self.possible_agents = agent_ids(int(num_agents))
         self.agent_index = {a: i for i, a in enumerate(self.possible_agents)}
         self._all_indices = list(range(len(self.possible_agents)))
         self.agents: list[str] = []

@@ -6,6 +6,7 @@
 ('agent_0',)
 """
 
+from orgteams.envs.team import Team, display_names
 from orgteams.organizations.graph_metrics import centralization, hierarchy_depth, spectral_gap
 from orgteams.organizations.library import (
     list_organizations,
@@ -34,11 +35,7 @@ from orgteams.organizations.protocols import (
     visible_outputs,
 )
 from orgteams.organizations.resolved import ResolvedOrganization
-from orgteams.organizations.spec import (
-    SELF_CHOSEN,
-    Organization,
-    display_names,
-)
+from orgteams.organizations.spec import SELF_CHOSEN, Organization
 
 __all__ = [
     "PROTOCOLS",
@@ -50,6 +47,7 @@ __all__ = [
     "ProtocolFacts",
     "ResolvedOrganization",
     "Stage",
+    "Team",
     "aggregate",
     "centralization",
     "comm_tokens_per_step",

@@ -30,7 +30,6 @@ of the protocol's stages every ``election_every`` rounds.
 from __future__ import annotations
 
 import math
-import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -38,6 +37,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from orgteams.envs._util import did_you_mean
+from orgteams.envs.team import Team
 from orgteams.organizations.protocol_facts import PROTOCOL_FACTS, PROTOCOLS
 
 if TYPE_CHECKING:
@@ -45,24 +45,6 @@ if TYPE_CHECKING:
 
 LEADERSHIP_RULES: tuple[str, ...] = ("fixed", "election", "round_robin", "most_progress")
 SELF_CHOSEN = "self-chosen"
-_NAMES = (
-    "Alice", "Bob", "Charlie", "David", "Eve", "Frank",
-    "Grace", "Heidi", "Ivan", "Judy", "Kevin", "Laura",
-)  # fmt: skip
-
-
-def display_names(n: int) -> list[str]:
-    """Display names for ``agent_0 ... agent_{n-1}``: Alice, Bob, ... Laura, then Agent12, ...
-
-    Args:
-        n: Team size (>= 0).
-
-    Returns:
-        One label per agent index; labels are for prompts only, ids stay ``agent_i``.
-    """
-    if n < 0:
-        raise ValueError(f"display_names(n) needs n >= 0, got {n}")
-    return [_NAMES[i] if i < len(_NAMES) else f"Agent{i}" for i in range(n)]
 
 
 class Share(BaseModel):
@@ -245,11 +227,13 @@ class Organization(BaseModel):
         return self
 
     # ----------------------------------------------------------------- resolve
-    def resolve(self, team: list[str], leaders: list[str] | None = None) -> ResolvedOrganization:
+    def resolve(self, team: Team | list[str], leaders: list[str] | None = None
+                ) -> ResolvedOrganization:
         """Fix leaders, roles, channels and instructions for an actual team.
 
         Args:
-            team: Agent ids in speaking order, normally ``agent_0 ... agent_{n-1}``.
+            team: The :class:`~orgteams.envs.team.Team` (ids and display names), or agent
+                ids in speaking order (default names: ``agent_2`` is Charlie).
             leaders: Agents that replace the first tier (an elected or rotated leader).
 
         Raises:
@@ -359,9 +343,6 @@ def share_count(share: Share, left: int) -> int:
     if share.max is not None:
         k = min(k, share.max)
     return min(k, left)
-
-
-_AGENT_ID = re.compile(r"agent_(\d+)")
 
 
 def compile_template(text: str) -> Any:

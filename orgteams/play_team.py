@@ -8,7 +8,7 @@ teammates and the ``orgteams play --others ...`` entry point::
     play_with("planner", layout="studio", num_agents=3)   # you are agent_0
     play_with("local", layout="studio", num_agents=2)     # beside the embedded model
 
-Planners talk among themselves as in :func:`orgteams.agents.planner.run_team`
+Planners talk among themselves as in :func:`orgteams.organizations.planner_team.run_team`
 (claims, found, done); the person says nothing and is not told what they say.
 LLM teammates (any member spec: ``local``, ``openai:<model>``, ``scripted``) talk
 among themselves and then choose their next high-level action whenever their plan

@@ -14,6 +14,7 @@ from typing import Any
 
 from orgteams.envs._util import unknown_name
 from orgteams.envs.highlevel import HighLevelEnv
+from orgteams.envs.team import Team
 from orgteams.organizations.library import load_organization
 from orgteams.organizations.monitor import MonitorConfig
 from orgteams.organizations.runner import EpisodeResult, TeamRunner
@@ -83,7 +84,7 @@ def build_team(specs: str | list[str], num_agents: int, organization: Organizati
     if len(specs) != num_agents:
         raise ValueError(f"got {len(specs)} member specs for {num_agents} agents; give one "
                          "spec for all or one per agent")
-    team = [f"agent_{i}" for i in range(num_agents)]
+    team = Team.of_size(num_agents)
     resolved = organization.resolve(team)
     top = set(resolved.tiers[0][1]) if len(resolved.tiers) > 1 else set()
     # Planners follow the organization: with no instruction at all (``none``) nobody
@@ -130,13 +131,15 @@ def run_episode(task: str = "prepare_afternoon_tea", layout: str = "apartment",
         from orgteams.envs.video import VideoRecorder
 
         recorder = VideoRecorder(video, fps=env.base.render_fps)
-        env.on_tick = lambda *_: recorder.add_frame(env.base.render())
+
+        def frame(*_: Any) -> None:
+            recorder.add_frame(env.base.render())
     runner = TeamRunner(env, org, members, max_rounds=max_rounds, log_path=log_path,
                         shocks=[Shock.parse(s) if isinstance(s, str) else s for s in shocks],
                         monitor=MonitorConfig() if monitor is True else (monitor or None),
                         member_factory=lambda a, spec: build_member(a, spec, cache=cache,
                                                                     env=env),
-                        on_round=on_round)
+                        on_round=on_round, on_tick=frame if recorder is not None else None)
     try:
         result = runner.run(seed)
     finally:

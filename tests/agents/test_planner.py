@@ -6,11 +6,12 @@ import statistics
 
 import pytest
 
-from orgteams.agents.planner import PlannerAgent, run_team
+from orgteams.agents.planner import PlannerAgent
 from orgteams.agents.random_agent import RandomAgent
 from orgteams.envs import list_tasks
 from orgteams.envs.highlevel import HighLevelEnv
 from orgteams.envs.messages import TeamMessage
+from orgteams.organizations.planner_team import run_team
 
 
 def _cell(layout: str, task: str, n: int, seeds, leader: bool = False) -> list[dict]:
