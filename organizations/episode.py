@@ -112,9 +112,10 @@ class EpisodeState:
         return [a for a in self.team if a not in self.removed]
 
     def role(self, agent: str) -> str | None:
-        """The agent's role now: assigned by the organization, else chosen and granted."""
+        """The agent's role now: assigned by the organization, else chosen and granted
+        (None for none, also when the organization's role is empty)."""
         assigned = self.resolved.role_of(agent)
-        return self.roles.get(agent) if assigned == SELF_CHOSEN else assigned
+        return self.roles.get(agent) if assigned == SELF_CHOSEN else assigned or None
 
     def set_leaders(self, leaders: list[str]) -> None:
         """Put ``leaders`` in the top tier and tell members (planners: only it assigns)."""

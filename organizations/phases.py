@@ -18,10 +18,10 @@ from __future__ import annotations
 import asyncio
 from collections import Counter
 from dataclasses import asdict, replace
-from typing import Any
 
 from orgteams.agents.agent_base import (
     ActContext,
+    ActDecision,
     CommunicateContext,
     CommunicateDecision,
     TeamMessage,
@@ -38,7 +38,7 @@ from orgteams.organizations.protocols import (
 )
 from orgteams.organizations.team_log import decision_fields
 
-__all__ = ["act_phase", "communicate_phase"]
+__all__ = ["act_phase", "communicate_phase", "decide_actions"]
 
 TRACKED = ("grab", "explore", "check")  # kinds whose targets two agents should not share
 _CALL_ONLY = ("usage", "cached_usage", "prompt", "replies")  # once per decision, not message
@@ -59,12 +59,18 @@ def _context(state: EpisodeState, agent: str, stage: Stage, visible: list[TeamMe
         candidates=active if stage.kind == "vote" else None)
 
 
-async def communicate_phase(state: EpisodeState) -> set[str]:
-    """Run this round's communicate stages; returns the agents that abstained."""
+async def communicate_phase(state: EpisodeState, speakers: list[str] | None = None
+                            ) -> set[str]:
+    """Run this round's communicate stages; returns the agents that abstained.
+
+    Args:
+        state: The episode.
+        speakers: Who speaks this round (default: every active agent).
+    """
     env, org, active = state.env, state.organization, state.active()
     for hook in state.hooks.phase:
         hook(state, "communicate")
-    stages = schedule(state.resolved, active, state.round)
+    stages = schedule(state.resolved, active if speakers is None else speakers, state.round)
     outputs: list[TeamMessage] = []
     inbox: dict[str, list[TeamMessage]] = {a: [] for a in state.team}
     abstained: set[str] = set()
@@ -106,8 +112,8 @@ async def communicate_phase(state: EpisodeState) -> set[str]:
             hook(state)
         si += 1
     for agent, messages in inbox.items():
-        if messages and agent not in state.removed:
-            state.members[agent].receive(messages)
+        if messages and agent not in state.removed and agent in state.members:
+            state.members[agent].receive(messages)  # a player beside the team has none
     return abstained
 
 
@@ -144,19 +150,31 @@ def _route(state: EpisodeState, si: int, stage: Stage, agent: str, d: Communicat
     return said
 
 
-async def act_phase(state: EpisodeState, abstained: set[str]) -> None:
-    """Ask the deciders for actions, apply the fallback rule, step the env, record."""
+async def decide_actions(state: EpisodeState, abstained: set[str] = frozenset(),
+                         deciders: list[str] | None = None
+                         ) -> tuple[dict[str, str], dict[str, ActDecision]]:
+    """Ask the deciders, concurrently, for one action each; an unavailable one becomes
+    the safe action (the decision record says so).
+
+    Args:
+        state: The episode.
+        abstained: Agents that abstained this round (they are not asked).
+        deciders: Who decides (default: active members that need a decision or act
+            every round).
+
+    Returns:
+        ``(actions, decisions)`` by agent id.
+    """
     env = state.env
-    for hook in state.hooks.phase:
-        hook(state, "act")
-    deciders = [a for a in state.active() if a not in abstained and (
-        env.needs_decision(a) or state.members[a].acts_every_round)]
+    if deciders is None:
+        deciders = [a for a in state.active() if a not in abstained and a in state.members
+                    and (env.needs_decision(a) or state.members[a].acts_every_round)]
     ctxs = {a: ActContext(state.round, a, state.roster.name(a), dict(state.roster.by_id),
                           state.resolved.instruction_for(a), state.role(a)) for a in deciders}
     decisions = await asyncio.gather(*(state.members[a].act(env, state.round, ctxs[a])
                                        for a in deciders))
     actions: dict[str, str] = {}
-    chosen: dict[str, Any] = {}
+    chosen: dict[str, ActDecision] = {}
     for agent, d in zip(deciders, decisions):
         offered = env.available_actions(agent)
         action = d.action_id
@@ -165,6 +183,15 @@ async def act_phase(state: EpisodeState, abstained: set[str]) -> None:
             action = safe_action(offered)[0]
         actions[agent] = action
         chosen[agent] = d
+    return actions, chosen
+
+
+async def act_phase(state: EpisodeState, abstained: set[str]) -> None:
+    """Ask the deciders for actions, apply the fallback rule, step the env, record."""
+    env = state.env
+    for hook in state.hooks.phase:
+        hook(state, "act")
+    actions, chosen = await decide_actions(state, abstained)
     for agent in abstained:
         if agent not in state.removed and env.needs_decision(agent):
             actions[agent] = "wait"
