@@ -44,19 +44,18 @@ TRACKED = ("grab", "explore", "check")  # kinds whose targets two agents should 
 _CALL_ONLY = ("usage", "cached_usage", "prompt", "replies")  # once per decision, not message
 
 
-def _context(state: EpisodeState, agent: str, stage: Stage, visible: list[TeamMessage]
-             ) -> CommunicateContext:
+def _context(state: EpisodeState, agent: str, stage: Stage, visible: list[TeamMessage],
+             team: dict[str, str]) -> CommunicateContext:
     r, org = state.resolved, state.organization
     assigned = r.role_of(agent)
-    active = state.active()
     return CommunicateContext(
         round=state.round, agent=agent, name=state.roster.name(agent),
-        team=dict(state.roster.by_id), instruction=r.instruction_for(agent),
+        team=team, instruction=r.instruction_for(agent),
         role=state.role(agent), allow_abstain=org.allow_abstain,
         self_chosen_roles=org.self_chosen_roles or assigned == "self-chosen",
-        can_message=[b for b in active if b != agent and r.can_message(agent, b)],
+        can_message=[b for b in r.receivers_of(agent) if b not in state.removed],
         visible_this_round=visible, stage_kind=stage.kind,
-        candidates=active if stage.kind == "vote" else None)
+        candidates=state.active() if stage.kind == "vote" else None)
 
 
 async def communicate_phase(state: EpisodeState, speakers: list[str] | None = None
@@ -75,12 +74,13 @@ async def communicate_phase(state: EpisodeState, speakers: list[str] | None = No
     inbox: dict[str, list[TeamMessage]] = {a: [] for a in state.team}
     abstained: set[str] = set()
     state.abstained = abstained
+    team = dict(state.roster.by_id)  # one copy per phase, shared by the contexts
     for member in state.members.values():
         member.observe(env)
     si = 0
     while si < len(stages):
         stage = stages[si]
-        ctxs = {a: _context(state, a, stage, visible_outputs(stages, si, a, outputs))
+        ctxs = {a: _context(state, a, stage, visible_outputs(stages, si, a, outputs), team)
                 for a in stage.speakers}
         decisions = await asyncio.gather(
             *(state.members[a].communicate(ctxs[a], env) for a in stage.speakers))
@@ -169,7 +169,8 @@ async def decide_actions(state: EpisodeState, abstained: set[str] = frozenset(),
     if deciders is None:
         deciders = [a for a in state.active() if a not in abstained and a in state.members
                     and (env.needs_decision(a) or state.members[a].acts_every_round)]
-    ctxs = {a: ActContext(state.round, a, state.roster.name(a), dict(state.roster.by_id),
+    team = dict(state.roster.by_id)  # one copy per phase, shared by the contexts
+    ctxs = {a: ActContext(state.round, a, state.roster.name(a), team,
                           state.resolved.instruction_for(a), state.role(a)) for a in deciders}
     decisions = await asyncio.gather(*(state.members[a].act(env, state.round, ctxs[a])
                                        for a in deciders))

@@ -158,8 +158,9 @@ def route(
     resolved.role_of(sender)  # raises a clear error for an unknown sender
     wanted = [a for a in resolved.team if a != sender] if receivers == EVERYONE else receivers
     delivered, dropped = [], []
+    team = resolved.reports_to  # a dict by agent: membership without scanning the team
     for r in dict.fromkeys(wanted):
-        ok = r in resolved.team and r != sender and resolved.can_message(sender, r)
+        ok = r in team and r != sender and resolved.can_message(sender, r)
         (delivered if ok else dropped).append(r)
     return delivered, dropped
 

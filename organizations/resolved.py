@@ -42,6 +42,10 @@ class ResolvedOrganization:
     reports_to: dict[str, str | None]
     graph: nx.DiGraph = field(repr=False)
     roster: Team = field(repr=False)
+    # Rendered instructions by agent: a resolved organization never changes, and a
+    # round asks for every agent's instruction twice (communicate and act).
+    _instructions: dict[str, str] = field(default_factory=dict, init=False, repr=False,
+                                          compare=False)
 
     @classmethod
     def build(
@@ -115,17 +119,36 @@ class ResolvedOrganization:
             if a != b
         )
 
+    @cached_property
+    def _receivers(self) -> dict[str, tuple[str, ...]]:
+        allowed = self._allowed
+        return {a: tuple(b for b in self.team if (a, b) in allowed) for a in self.team}
+
+    def receivers_of(self, sender: str) -> tuple[str, ...]:
+        """Agents ``sender`` may message, in team order (computed once per resolution)."""
+        return self._receivers[self._known(sender)]
+
     def can_message(self, sender: str, receiver: str) -> bool:
         """Whether ``sender`` may message ``receiver`` under the organization's channels."""
         return (self._known(sender), self._known(receiver)) in self._allowed
 
     def instruction_for(self, agent: str) -> str:
         """The organization prompt for ``agent``: the rendered template, rules, abstention."""
+        text = self._instructions.get(agent)
+        if text is None:
+            text = self._instructions[agent] = self._render_instruction(agent)
+        return text
+
+    @cached_property
+    def _template(self) -> Any:
+        return compile_template(self.organization.instruction)
+
+    def _render_instruction(self, agent: str) -> str:
         import jinja2
 
         org = self.organization
         try:
-            text = compile_template(org.instruction).render(**self._context(agent)).strip()
+            text = self._template.render(**self._context(agent)).strip()
         except jinja2.UndefinedError as exc:
             raise ValueError(
                 f"organization {org.name!r}: field 'instruction': {exc.message}"
