@@ -103,6 +103,9 @@ class MemberTeammates:
             raise unknown_name("LLM teammate kind", kind, LLM_KINDS)
         self.spec, self.seed, self.cache, self.talk = spec, seed, cache, talk
         self.members: dict[str, Any] = {}
+        from orgteams.team import BackendPool
+
+        self.pool = BackendPool()  # owns the members' backends; closed by close()
         self.round = 0
         self.decisions = 0
         self.fallbacks = 0
@@ -119,11 +122,12 @@ class MemberTeammates:
         self.round = 0
 
     def __call__(self, env: HighLevelEnv, agents: list[str]) -> dict[str, str]:
-        from orgteams.team import build_member
+        from orgteams import team as team_module  # looked up per call: tests replace it
 
         for a in agents:
             if a not in self.members:
-                self.members[a] = build_member(a, self.spec, seed=self.seed, cache=self.cache)
+                self.members[a] = team_module.build_member(a, self.spec, seed=self.seed,
+                                                    cache=self.cache, pool=self.pool)
         deciders = [a for a in agents if env.needs_decision(a)]
         self.round += 1
         if not deciders:
@@ -155,8 +159,9 @@ class MemberTeammates:
         return actions
 
     def close(self) -> None:
-        """Stop the background loop (the members' servers stop with the process)."""
+        """Stop the background loop and close the members' backends (a local server stops)."""
         self._loop.call_soon_threadsafe(self._loop.stop)
+        self.pool.close()
 
 
 def play_with(others: str = "random", *, cache: str | None = None, talk: bool = True,

@@ -22,33 +22,76 @@ from orgteams.organizations.shocks import Shock
 from orgteams.organizations.spec import Organization
 
 MEMBER_KINDS = ("planner", "random", "human", "local", "scripted", "openai")
-_BACKENDS: dict[str, Any] = {}  # one backend (and one local server) per spec per process
+LLM_MEMBER_KINDS = ("local", "scripted", "openai")
 
 
-def _backend(spec: str, cache: str | Path | None):
-    key = f"{spec}|{cache}"
-    if key not in _BACKENDS:
-        from orgteams.agents.backends import make_backend
+def backend_options(spec: str, cache: str | Path | None = None) -> dict[str, Any]:
+    """``make_backend`` options for a spec (``local``, ``scripted``, ``openai:<model>``)."""
+    kind, _, model = spec.partition(":")
+    return {"backend": kind, **({"model": model} if model else {}),
+            **({"cache": str(cache)} if cache else {})}
 
-        _BACKENDS[key] = make_backend({"backend": spec.split(":")[0], **(
-            {"model": spec.split(":", 1)[1]} if ":" in spec else {}), **(
-            {"cache": str(cache)} if cache else {})})
-    return _BACKENDS[key]
+
+class BackendPool:
+    """Chat backends by (spec, cache), shared by the members built from it, and closed
+    by whoever made the pool: an episode (:func:`run_episode` makes one unless given
+    one), a sweep worker, a Criticize-Reflect run, a play session. Closing stops a
+    local model server and closes response caches.
+
+    >>> with BackendPool() as pool:
+    ...     member = build_member("agent_0", "scripted", pool=pool)
+    """
+
+    def __init__(self) -> None:
+        self._backends: dict[tuple[str, str | None], Any] = {}
+
+    def get(self, spec: str, cache: str | Path | None = None):
+        """The backend for ``spec`` (``local``, ``scripted``, ``openai:<model>``), made once."""
+        key = (spec, str(cache) if cache else None)
+        if key not in self._backends:
+            from orgteams.agents.backends import make_backend
+
+            self._backends[key] = make_backend(backend_options(spec, cache))
+        return self._backends[key]
+
+    def __len__(self) -> int:
+        return len(self._backends)
+
+    def close(self) -> None:
+        """Close every backend made so far; the pool can be used again afterwards."""
+        backends, self._backends = list(self._backends.values()), {}
+        for backend in backends:
+            backend.close()
+
+    def __enter__(self) -> BackendPool:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
 def build_member(agent_id: str, spec: str, *, leader: bool = False, seed: int | None = None,
                  cache: str | Path | None = None, claims: bool = True,
-                 env: HighLevelEnv | None = None, **llm_kwargs: Any):
+                 env: HighLevelEnv | None = None, pool: BackendPool | None = None,
+                 **llm_kwargs: Any):
     """A team member from a spec: ``planner``, ``random``, ``human``, ``local``,
     ``scripted`` or ``openai:<model>`` (any OpenAI-compatible server, see README).
 
     ``leader`` and ``claims`` only matter to planners (see :class:`PlannerMember`).
     ``env`` only matters to ``human``: when it renders in human mode the person
     answers in that window (:class:`~orgteams.agents.window_input.WindowInput`),
-    else in the terminal."""
+    else in the terminal. ``pool`` only matters to LLM members, and they need one: it
+    owns their backend.
+
+    Raises:
+        ValueError: An unknown kind, or an LLM member without a pool.
+    """
     kind = spec.split(":", 1)[0]
     if kind not in MEMBER_KINDS:
         raise unknown_name("member kind", kind, MEMBER_KINDS)
+    if kind in LLM_MEMBER_KINDS and pool is None:
+        raise ValueError(f"member spec {spec!r} needs a BackendPool (pool=...): the pool owns "
+                         "its backend and closes it")
     if kind == "planner":
         from orgteams.agents.planner_member import PlannerMember
 
@@ -68,15 +111,17 @@ def build_member(agent_id: str, spec: str, *, leader: bool = False, seed: int | 
         return HumanAgent(agent_id)
     from orgteams.agents.llm_agent import LLMAgent
 
-    return LLMAgent(agent_id, _backend(spec, cache), seed=seed, **llm_kwargs)
+    return LLMAgent(agent_id, pool.get(spec, cache), seed=seed, **llm_kwargs)
 
 
 def build_team(specs: str | list[str], num_agents: int, organization: Organization,
                seed: int | None = None, cache: str | Path | None = None,
-               env: HighLevelEnv | None = None) -> dict[str, Any]:
+               env: HighLevelEnv | None = None, pool: BackendPool | None = None
+               ) -> dict[str, Any]:
     """Members for ``agent_0..agent_{n-1}``: one spec for all, or a comma list / list per agent.
 
-    ``env``: where human members answer (see :func:`build_member`)."""
+    ``env``: where human members answer; ``pool``: owns LLM members' backends (see
+    :func:`build_member`)."""
     if isinstance(specs, str):
         specs = [s.strip() for s in specs.split(",")]
     if len(specs) == 1:
@@ -90,8 +135,8 @@ def build_team(specs: str | list[str], num_agents: int, organization: Organizati
     # Planners follow the organization: with no instruction at all (``none``) nobody
     # agreed to announce or respect claims.
     claims = bool(organization.instruction.strip())
-    return {a: build_member(a, s, leader=a in top, seed=seed, cache=cache, claims=claims, env=env)
-            for a, s in zip(team, specs)}
+    return {a: build_member(a, s, leader=a in top, seed=seed, cache=cache, claims=claims, env=env,
+                            pool=pool) for a, s in zip(team, specs)}
 
 
 def default_log_path(task: str, organization: str, seed: int | None, root: str | Path = "runs"
@@ -107,7 +152,8 @@ def run_episode(task: str = "prepare_afternoon_tea", layout: str = "apartment",
                 render: str | None = None, video: str | Path | None = None,
                 log_path: str | Path | None = "auto", shocks: list[Shock | str] = (),
                 monitor: MonitorConfig | bool | None = None, cache: str | Path | None = None,
-                on_round=None, render_options: dict | None = None) -> EpisodeResult:
+                on_round=None, render_options: dict | None = None,
+                pool: BackendPool | None = None) -> EpisodeResult:
     """Play one episode of a team under an organization and return its summary and log.
 
     Args:
@@ -117,13 +163,29 @@ def run_episode(task: str = "prepare_afternoon_tea", layout: str = "apartment",
         log_path: JSONL episode log; ``"auto"`` puts it under ``runs/``; None keeps it in memory.
         shocks: :class:`Shock` objects or CLI strings (``remove:agent_1@5``).
         monitor: Capability-threshold monitor: True for defaults, or a MonitorConfig.
+        pool: The LLM members' backends; None: the episode makes its own and closes it
+            (a local model server stops with it). Give one to share across episodes.
     """
+    own_pool = pool is None
+    pool = BackendPool() if pool is None else pool
+    try:
+        return _run_episode(task, layout, organization, agents, backend, seed, max_rounds,
+                            max_ticks, render, video, log_path, shocks, monitor, cache,
+                            on_round, render_options, pool)
+    finally:
+        if own_pool:
+            pool.close()
+
+
+def _run_episode(task, layout, organization, agents, backend, seed, max_rounds, max_ticks,
+                 render, video, log_path, shocks, monitor, cache, on_round, render_options,
+                 pool: BackendPool) -> EpisodeResult:
     org = organization if isinstance(organization, Organization) else load_organization(
         organization)
     render_mode = render or ("rgb_array" if video else None)
     env = HighLevelEnv(layout=layout, task=task, num_agents=agents, render_mode=render_mode,
                        max_ticks=max_ticks, render_options=render_options)
-    members = build_team(backend, agents, org, seed=seed, cache=cache, env=env)
+    members = build_team(backend, agents, org, seed=seed, cache=cache, env=env, pool=pool)
     if log_path == "auto":
         log_path = default_log_path(task, org.name, seed)
     recorder = None
@@ -138,7 +200,7 @@ def run_episode(task: str = "prepare_afternoon_tea", layout: str = "apartment",
                         shocks=[Shock.parse(s) if isinstance(s, str) else s for s in shocks],
                         monitor=MonitorConfig() if monitor is True else (monitor or None),
                         member_factory=lambda a, spec: build_member(a, spec, cache=cache,
-                                                                    env=env),
+                                                                    env=env, pool=pool),
                         on_round=on_round, on_tick=frame if recorder is not None else None)
     try:
         result = runner.run(seed)
