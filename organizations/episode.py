@@ -27,6 +27,7 @@ from orgteams.agents.agent_base import TeamMember
 from orgteams.envs.highlevel import HighLevelEnv
 from orgteams.envs.messages import TeamMessage
 from orgteams.envs.team import Team
+from orgteams.organizations.phases import act_phase, communicate_phase
 from orgteams.organizations.protocols import leader_for_round
 from orgteams.organizations.resolved import ResolvedOrganization
 from orgteams.organizations.spec import SELF_CHOSEN, Organization
@@ -178,8 +179,6 @@ def _update_leadership(state: EpisodeState) -> None:
 
 async def play_round(state: EpisodeState) -> None:
     """One decision round: round-start hooks, leadership, communicate, act, round-end hooks."""
-    from orgteams.organizations.phases import act_phase, communicate_phase
-
     for hook in state.hooks.round_start:
         hook(state)
     _update_leadership(state)

@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 from collections import Counter
 from dataclasses import asdict, replace
+from typing import TYPE_CHECKING
 
 from orgteams.agents.agent_base import (
     ActContext,
@@ -27,7 +28,6 @@ from orgteams.agents.agent_base import (
     TeamMessage,
     safe_action,
 )
-from orgteams.organizations.episode import EpisodeState
 from orgteams.organizations.protocols import (
     Stage,
     record_election,
@@ -37,6 +37,9 @@ from orgteams.organizations.protocols import (
     visible_outputs,
 )
 from orgteams.organizations.team_log import decision_fields
+
+if TYPE_CHECKING:  # the loop (episode.py) calls the phases; they only read its state
+    from orgteams.organizations.episode import EpisodeState
 
 __all__ = ["act_phase", "communicate_phase", "decide_actions"]
 
