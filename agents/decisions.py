@@ -12,6 +12,7 @@ or label is accepted; unknown receivers are dropped and noted) and raises
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
@@ -67,23 +68,44 @@ class CommunicateReply(BaseModel):
     thoughts: str = ""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class ReplySpec:
-    """What the model must answer now.
+    """What the model must answer now; frozen, so cached specs are safe to share.
 
     Attributes:
         phase: ``"act"`` or the communicate stage kind.
-        schema: The JSON schema sent to the backend.
-        example: A valid example object (shown in the prompt and corrections).
+        schema_json: The JSON schema sent to the backend, as JSON text.
+        example_json: A valid example object (shown in the prompt and corrections).
         hint: The rule that most often goes wrong, e.g. ``action must be one of A, B``.
         required: Fields a reply must contain (``thoughts`` is never required).
+
+    :attr:`schema` and :attr:`example` are fresh dicts on every access: a caller that
+    changes one cannot change the spec (``act_spec`` and ``communicate_spec`` cache
+    their specs).
     """
 
     phase: str
-    schema: dict[str, Any]
-    example: dict[str, Any]
+    schema_json: str
+    example_json: str
     hint: str
-    required: tuple[str, ...] = field(default=())
+    required: tuple[str, ...]
+
+    def __init__(self, phase: str, schema: dict[str, Any], example: dict[str, Any], hint: str,
+                 required: tuple[str, ...] = ()) -> None:
+        for name, value in (("phase", phase), ("schema_json", json.dumps(schema)),
+                            ("example_json", json.dumps(example)), ("hint", hint),
+                            ("required", tuple(required))):
+            object.__setattr__(self, name, value)
+
+    @property
+    def schema(self) -> dict[str, Any]:
+        """The JSON schema (a fresh copy)."""
+        return json.loads(self.schema_json)
+
+    @property
+    def example(self) -> dict[str, Any]:
+        """The example reply (a fresh copy)."""
+        return json.loads(self.example_json)
 
 
 def _text(max_chars: int) -> dict[str, Any]:
