@@ -47,6 +47,14 @@ TRACKED = ("grab", "explore", "check")  # kinds whose targets two agents should 
 _CALL_ONLY = ("usage", "cached_usage", "prompt", "replies")  # once per decision, not message
 
 
+async def _all(calls) -> list:
+    """The calls' results, run concurrently (one call is awaited without a task)."""
+    calls = list(calls)
+    if len(calls) == 1:
+        return [await calls[0]]
+    return list(await asyncio.gather(*calls))
+
+
 def _context(state: EpisodeState, agent: str, stage: Stage, visible: list[TeamMessage],
              team: dict[str, str]) -> CommunicateContext:
     r, org = state.resolved, state.organization
@@ -85,8 +93,8 @@ async def communicate_phase(state: EpisodeState, speakers: list[str] | None = No
         stage = stages[si]
         ctxs = {a: _context(state, a, stage, visible_outputs(stages, si, a, outputs), team)
                 for a in stage.speakers}
-        decisions = await asyncio.gather(
-            *(state.members[a].communicate(ctxs[a], env) for a in stage.speakers))
+        decisions = await _all(state.members[a].communicate(ctxs[a], env)
+                               for a in stage.speakers)
         votes, claims = {}, {}
         for agent, d in zip(stage.speakers, decisions):
             if d.abstain and org.allow_abstain:
@@ -125,14 +133,16 @@ def _route(state: EpisodeState, si: int, stage: Stage, agent: str, d: Communicat
     """Stamp, route and record one speaker's turn; returns what later stages may see."""
     from orgteams.agents.tokens import count_tokens
 
+    recording = bool(state.hooks.record)  # records cost: build them only for a reader
     allow = state.organization.allow_abstain
     base = {"round": state.round, "tick": state.env.ticks, "agent": agent,
             "phase": "communicate", "stage": si, "kind": stage.kind, "role": d.role or ctx.role,
             "abstained": d.abstain if allow else None, "vote": d.vote,
-            "thoughts": d.thoughts, **decision_fields(d.record)}
+            "thoughts": d.thoughts, **decision_fields(d.record)} if recording else {}
     if not d.messages:
-        state.emit({**base, "message": None, "receivers": [], "delivered": [],
-                    "message_tokens": 0})
+        if recording:
+            state.emit({**base, "message": None, "receivers": [], "delivered": [],
+                        "message_tokens": 0})
         return [TeamMessage(agent, (), round=state.round, stage=si, role=d.role,
                             abstained=d.abstain)]
     said = []
@@ -144,10 +154,11 @@ def _route(state: EpisodeState, si: int, stage: Stage, agent: str, d: Communicat
         said.append(out)
         for b in delivered:
             inbox[b].append(out)
-        rec = base if i == 0 else {k: v for k, v in base.items() if k not in _CALL_ONLY}
-        state.emit({**rec, "message": m.text, "message_kind": m.kind,
-                    "receivers": out.receivers_json(), "delivered": delivered,
-                    "dropped": dropped, "message_tokens": count_tokens(m.text)})
+        if recording:
+            rec = base if i == 0 else {k: v for k, v in base.items() if k not in _CALL_ONLY}
+            state.emit({**rec, "message": m.text, "message_kind": m.kind,
+                        "receivers": out.receivers_json(), "delivered": delivered,
+                        "dropped": dropped, "message_tokens": count_tokens(m.text)})
         for hook in state.hooks.message:
             hook(out)
     return said
@@ -175,8 +186,7 @@ async def decide_actions(state: EpisodeState, abstained: set[str] = frozenset(),
     team = dict(state.roster.by_id)  # one copy per phase, shared by the contexts
     ctxs = {a: ActContext(state.round, a, state.roster.name(a), team,
                           state.resolved.instruction_for(a), state.role(a)) for a in deciders}
-    decisions = await asyncio.gather(*(state.members[a].act(env, state.round, ctxs[a])
-                                       for a in deciders))
+    decisions = await _all(state.members[a].act(env, state.round, ctxs[a]) for a in deciders)
     actions: dict[str, str] = {}
     chosen: dict[str, ActDecision] = {}
     for agent, d in zip(deciders, decisions):
@@ -207,11 +217,13 @@ async def act_phase(state: EpisodeState, abstained: set[str]) -> None:
         info = infos.get(agent, {})
         events = info.get("events", [])
         state.placed[agent] += sum(1 for e in events if e.get("type") == "placed")
-        state.emit({"round": state.round, "tick": env.ticks, "agent": agent, "phase": "act",
-                    "kind": "action", "action": actions[agent], "thoughts": d.thoughts,
-                    "status": info.get("status"), "failure_reason": info.get("failure_reason"),
-                    "events": [e.get("type") for e in events],
-                    "ticks_elapsed": info.get("ticks_elapsed"), **decision_fields(d.record)})
+        if state.hooks.record:
+            state.emit({"round": state.round, "tick": env.ticks, "agent": agent, "phase": "act",
+                        "kind": "action", "action": actions[agent], "thoughts": d.thoughts,
+                        "status": info.get("status"),
+                        "failure_reason": info.get("failure_reason"),
+                        "events": [e.get("type") for e in events],
+                        "ticks_elapsed": info.get("ticks_elapsed"), **decision_fields(d.record)})
 
 
 def _count_duplicates(state: EpisodeState, actions: dict[str, str]) -> None:

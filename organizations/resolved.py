@@ -154,7 +154,7 @@ class ResolvedOrganization:
                 f"organization {org.name!r}: field 'instruction': {exc.message}"
             ) from None
         parts = [text] if text else []
-        frag = _fragments()
+        frag = _fragments() if org.rules or org.allow_abstain else {}  # a YAML read
         if org.rules:
             parts.append("\n".join([frag["rules_header"], *(f"- {r}" for r in org.rules)]))
         if org.allow_abstain:
