@@ -100,13 +100,18 @@ class PlannerAgent:
     def _say(self, kind: str, receivers=EVERYONE, **content) -> None:
         self._outbox.append(TeamMessage.structured(self.agent_id, receivers, kind, content))
 
-    def communicate(self, env: HighLevelEnv, inbox: list[TeamMessage]) -> list[TeamMessage]:
-        """Read ``inbox``; return this agent's messages for this round."""
+    def communicate(self, env: HighLevelEnv, inbox: list[TeamMessage],
+                    reach: list[str] | None = None) -> list[TeamMessage]:
+        """Read ``inbox``; return this agent's messages for this round.
+
+        ``reach``: the agents this one may message (None: everyone); a leader assigns
+        work only to them, so no order is addressed to someone the channels cut off.
+        """
         self.receive(inbox)
         self._apply_heard(env)
         self._announce(env)
         if self.role == "leader":
-            self._lead(env)
+            self._lead(env, reach)
         if env.needs_decision(self.agent_id):
             self._intent = self._decide(env, claim=True)
         out, self._outbox = self._outbox, []
@@ -303,9 +308,10 @@ class PlannerAgent:
         return f"explore:{min(free, key=lambda r: (self._room_dist(env, me, r), r))}"
 
     # ---- leader ----
-    def _lead(self, env: HighLevelEnv) -> None:
-        """Assign each teammate that must decide the nearest open subgoal."""
-        team = [a for a in env.agents if a != self.agent_id and env.needs_decision(a)]
+    def _lead(self, env: HighLevelEnv, reach: list[str] | None = None) -> None:
+        """Assign each reachable teammate that must decide the nearest open subgoal."""
+        team = [a for a in env.agents if a != self.agent_id and env.needs_decision(a)
+                and (reach is None or a in reach)]
         rooms_taken = {k[5:] for k, v in self.assigned.items() if k.startswith("room:")}
         valid = {a.id for a in env.available_actions(self.agent_id)}
         for agent in team:

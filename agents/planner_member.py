@@ -83,7 +83,8 @@ class PlannerMember(MemberBase):
             record.wall = time.perf_counter() - start
             return CommunicateDecision([], None, False, vote, "", record)
         inbox = self._fresh(_structured(ctx.visible_this_round))
-        said = [replace(m, round=ctx.round) for m in self.planner.communicate(env, inbox)
+        heard = self.planner.communicate(env, inbox, ctx.can_message)
+        said = [replace(m, round=ctx.round) for m in heard
                 if self.claims or m.kind not in ("claim", "release")]
         record.parsed = {"messages": [_parsed(m) for m in said]}
         record.wall = time.perf_counter() - start

@@ -119,8 +119,10 @@ class EpisodeState:
         return self.roles.get(agent) if assigned == SELF_CHOSEN else assigned or None
 
     def set_leaders(self, leaders: list[str]) -> None:
-        """Put ``leaders`` in the top tier and tell members (planners: only it assigns)."""
-        self.resolved = self.resolved.with_leaders(leaders)
+        """Put ``leaders`` in the top tier (only that tier: vice leaders stay where they
+        are) and tell members (planners: only the top tier assigns)."""
+        if list(leaders) != list(self.resolved.top_leaders):
+            self.resolved = self.resolved.with_leaders(leaders)
         top = set(self.resolved.tiers[0][1]) if len(self.resolved.tiers) > 1 else set()
         for agent, member in self.members.items():
             member.set_leader(agent in top)
@@ -129,7 +131,7 @@ class EpisodeState:
         """Put ``organization`` in force for the same team (the monitor's fallback)."""
         self.organization = organization
         self.resolved = organization.resolve(self.roster)
-        self.set_leaders(list(self.resolved.leaders))
+        self.set_leaders(list(self.resolved.top_leaders))
 
     def emit(self, record: dict) -> None:
         """Send one log record to the ``record`` subscribers."""
@@ -166,8 +168,8 @@ _METHODS = frozenset({"reset", "observe", "receive", "communicate", "act", "set_
 
 def _update_leadership(state: EpisodeState) -> None:
     org, resolved = state.organization, state.resolved
-    if state.round == 0:
-        state.set_leaders(list(resolved.leaders))
+    if state.round == 0:  # the top tier as resolved: tells members who leads
+        state.set_leaders(list(resolved.top_leaders))
     if org.leadership_rule in ("round_robin", "most_progress") and len(state.team) > 1:
         current = state.resolved.leaders[0] if state.resolved.leaders else None
         leader = leader_for_round(state.resolved, state.round, current=current,

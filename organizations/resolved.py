@@ -88,6 +88,11 @@ class ResolvedOrganization:
         return cls(org, tuple(team), tuple(tiers), top, roles, reports_to, graph, roster)
 
     # ------------------------------------------------------------------ queries
+    @property
+    def top_leaders(self) -> tuple[str, ...]:
+        """The first tier's agents (the top leader(s); empty without a leader tier)."""
+        return self.tiers[0][1] if len(self.tiers) > 1 else ()
+
     def role_of(self, agent: str) -> str:
         """The role of ``agent`` (``"self-chosen"`` when agents pick their own)."""
         return self.roles[self._known(agent)]

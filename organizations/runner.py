@@ -159,7 +159,8 @@ class TeamRunner:
         env, world = self.env, self.env.base.world
         decisions = [r for r in records if r.get("phase") in ("communicate", "act")]
         metrics = episode_metrics(decisions, success=world.success, ticks=env.ticks,
-                                  agents=self.team, leaders=list(state.resolved.leaders) or None)
+                                  agents=self.team,
+                                  leaders=list(state.resolved.top_leaders) or None)
         dup = state.duplicates
         return {
             **asdict(metrics),
