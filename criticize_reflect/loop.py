@@ -58,7 +58,9 @@ def episode_cost(ticks: float, comm_tokens_per_step: float, step_weight: float =
                  token_weight: float = 1.0) -> float:
     """The Criticize-Reflect cost (lower is better); the one place the formula is written.
 
-    ``cost = ticks * step_weight + comm_tokens_per_step * token_weight``
+    ``cost = ticks * step_weight + comm_tokens_per_step * token_weight``, where
+    ``comm_tokens_per_step`` is message tokens *sent* per tick (the paper's
+    communication cost; delivered tokens are not counted here).
     """
     return ticks * step_weight + comm_tokens_per_step * token_weight
 

@@ -32,9 +32,10 @@ MIN_BUDGET_CHARS = 300
 METRIC_KEYS = (
     "success", "ticks", "rounds", "units_done", "units_total", "messages_sent",
     "message_tokens_sent", "message_tokens_delivered", "comm_tokens_per_step",
-    "fallback_count", "abstention_rate", "duplicate_rate", "unique_roles", "election_count",
-    "hierarchy_depth", "spectral_gap", "messages_by_kind", "task", "layout", "organization",
-    "protocol", "num_agents", "step_limit",
+    "delivered_tokens_per_step", "tokenizer", "fallback_count", "abstention_rate",
+    "duplicate_rate", "unique_roles", "election_count", "hierarchy_depth",
+    "algebraic_connectivity", "spectral_gap", "messages_by_kind", "task", "layout",
+    "organization", "protocol", "num_agents", "step_limit",
 )  # fmt: skip
 """Episode-summary keys copied into ``metrics`` (those present)."""
 

@@ -7,7 +7,12 @@
 """
 
 from orgteams.envs.team import Team, display_names
-from orgteams.organizations.graph_metrics import centralization, hierarchy_depth, spectral_gap
+from orgteams.organizations.graph_metrics import (
+    algebraic_connectivity,
+    centralization,
+    hierarchy_depth,
+    spectral_gap,
+)
 from orgteams.organizations.library import (
     list_organizations,
     load_organization,
@@ -38,6 +43,7 @@ from orgteams.organizations.resolved import ResolvedOrganization
 from orgteams.organizations.spec import SELF_CHOSEN, Organization
 
 __all__ = [
+    "algebraic_connectivity",
     "PROTOCOLS",
     "PROTOCOL_FACTS",
     "SELF_CHOSEN",

@@ -32,7 +32,12 @@ def undirected_weighted(g: nx.DiGraph) -> nx.Graph:
 
 
 def hierarchy_depth(g: nx.DiGraph, roots: Iterable[str] | None = None) -> int:
-    """Depth of the breadth-first tree of who messages whom, from the roots.
+    """Longest dependency chain from the top leader: how many hops the leader's word
+    must travel (along directed who-messages-whom edges, shortest way) to reach the
+    farthest agent it reaches at all (the self-organizing paper's hierarchy depth).
+
+    The episode summary passes the organization's top tier (the primary leader, not
+    vice leaders: rooting at every leader would flatten a pyramid to depth 1).
 
     Depth is the largest number of hops (along directed edges) from the nearest root to
     any node reachable from the roots. Roots default to the single node with the
@@ -73,9 +78,33 @@ def hierarchy_depth(g: nx.DiGraph, roots: Iterable[str] | None = None) -> int:
     return max(depth.values())
 
 
+def algebraic_connectivity(g: nx.DiGraph) -> float:
+    """Algebraic connectivity: lambda_2 of the combinatorial Laplacian ``L = D - W`` of
+    the undirected weighted graph (:func:`undirected_weighted`; weights = messages).
+
+    The organized-teams paper's lambda_2 (it grows with edge weights and team size, so
+    it is comparable with the paper's ~1.93, unlike :func:`spectral_gap`). 0.0 for
+    fewer than 2 nodes and for disconnected graphs. Unweighted star K1,3: 1.0; path P3:
+    1.0; triangle K3: 3.0 (6.0 when every edge carries messages both ways).
+    """
+    h = undirected_weighted(g)
+    n = h.number_of_nodes()
+    if n < 2:
+        return 0.0
+    nodes = list(h.nodes)
+    index = {a: i for i, a in enumerate(nodes)}
+    w = np.zeros((n, n))
+    for u, v, d in h.edges(data=True):
+        w[index[u], index[v]] = w[index[v], index[u]] = float(d["weight"])
+    lap = np.diag(w.sum(axis=1)) - w
+    eig = np.sort(np.linalg.eigvalsh(lap))
+    return max(0.0, float(round(eig[1], 12)))
+
+
 def spectral_gap(g: nx.DiGraph) -> float:
-    """Algebraic connectivity lambda_2 of the normalized Laplacian of the undirected
-    weighted graph (:func:`undirected_weighted`).
+    """The normalized variant: lambda_2 of the *normalized* Laplacian of the undirected
+    weighted graph (:func:`undirected_weighted`); at most n/(n-1), so it is not the
+    paper's lambda_2 (that is :func:`algebraic_connectivity`).
 
     0.0 for graphs with fewer than 2 nodes and for disconnected graphs (isolated agents
     included). Star K1,3 and path P3 give 1.0, the triangle K3 gives 1.5.

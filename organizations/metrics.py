@@ -39,15 +39,22 @@ from typing import Any
 
 import networkx as nx
 
-from orgteams.organizations.graph_metrics import hierarchy_depth, spectral_gap
+from orgteams.organizations.graph_metrics import (
+    algebraic_connectivity,
+    hierarchy_depth,
+    spectral_gap,
+)
 
 Record = Mapping[str, Any]
 PriceFn = Callable[[str, int, int], "float | None"]
 
 
-def comm_tokens_per_step(message_tokens_delivered: int, ticks: int) -> float:
-    """The headline communication cost: delivered message tokens per tick (0 when no tick)."""
-    return message_tokens_delivered / ticks if ticks > 0 else 0.0
+def comm_tokens_per_step(message_tokens_sent: int, ticks: int) -> float:
+    """The headline communication cost, the organized-teams paper's "average
+    communicated tokens per step": message tokens *sent* (each message once, however
+    many receivers) per tick; 0 when no tick. Pass delivered tokens to get
+    ``delivered_tokens_per_step``, the load measure reported beside it."""
+    return message_tokens_sent / ticks if ticks > 0 else 0.0
 
 
 @dataclass(frozen=True)
@@ -55,14 +62,20 @@ class EpisodeMetrics:
     """Everything measured about one episode (see the module docstring for the inputs).
 
     ``message_tokens_sent`` counts each message once; ``message_tokens_delivered`` once
-    per receiver that got it; ``comm_tokens_per_step`` is :func:`comm_tokens_per_step`.
+    per receiver that got it. ``comm_tokens_per_step`` is the headline,
+    ``message_tokens_sent / ticks`` (:func:`comm_tokens_per_step`, the paper's
+    definition); ``delivered_tokens_per_step`` is ``message_tokens_delivered / ticks``
+    beside it (a broadcast to n agents counts n - 1 times there).
     ``cost_usd`` is ``None`` when any call's model has no known price; calls served from
     a response cache (``cached_usage``) cost nothing, though their tokens still count in
     ``llm_prompt_tokens`` and ``llm_completion_tokens``.
     ``abstention_rate`` is abstentions over records with a non-``None`` ``abstained``.
     ``unique_roles`` counts distinct roles (case-insensitive, ``abstain`` excluded).
     ``election_count`` counts rounds with at least one ``vote`` record. Graph metrics are
-    computed on :func:`communication_graph`.
+    computed on :func:`communication_graph`: ``hierarchy_depth`` from the top leader,
+    ``algebraic_connectivity`` (lambda_2 of the weighted combinatorial Laplacian, the
+    paper's) and ``spectral_gap`` (lambda_2 of the normalized Laplacian, at most
+    n/(n-1)); see :mod:`~orgteams.organizations.graph_metrics`.
     """
 
     success: bool
@@ -72,6 +85,7 @@ class EpisodeMetrics:
     message_tokens_sent: int
     message_tokens_delivered: int
     comm_tokens_per_step: float
+    delivered_tokens_per_step: float
     message_words_sent: int
     llm_prompt_tokens: int
     llm_completion_tokens: int
@@ -81,6 +95,7 @@ class EpisodeMetrics:
     unique_roles: int
     election_count: int
     hierarchy_depth: int
+    algebraic_connectivity: float
     spectral_gap: float
     messages_by_kind: dict[str, int] = field(default_factory=dict)
     prompt_tokens_by_agent: dict[str, int] = field(default_factory=dict)
@@ -183,15 +198,17 @@ def episode_metrics(
     roles = {" ".join(str(r["role"]).split()).casefold() for r in records if r.get("role")}
     roles.discard("abstain")
     delivered = sum(_tokens(r) * len(r.get("delivered") or ()) for r in msgs)
+    sent = sum(_tokens(r) for r in msgs)
     graph = communication_graph(records, agents)
     return EpisodeMetrics(
         success=bool(success),
         ticks=ticks,
         rounds=len({r["round"] for r in records if r.get("round") is not None}),
         messages_sent=len(msgs),
-        message_tokens_sent=sum(_tokens(r) for r in msgs),
+        message_tokens_sent=sent,
         message_tokens_delivered=delivered,
-        comm_tokens_per_step=comm_tokens_per_step(delivered, ticks),
+        comm_tokens_per_step=comm_tokens_per_step(sent, ticks),
+        delivered_tokens_per_step=comm_tokens_per_step(delivered, ticks),
         message_words_sent=sum(count_words(r["message"]) for r in msgs),
         llm_prompt_tokens=sum(usage["pa"].values()),
         llm_completion_tokens=sum(usage["ca"].values()),
@@ -203,6 +220,7 @@ def episode_metrics(
         unique_roles=len(roles),
         election_count=len({r.get("round") for r in records if r.get("kind") == "vote"}),
         hierarchy_depth=hierarchy_depth(graph, leaders),
+        algebraic_connectivity=algebraic_connectivity(graph),
         spectral_gap=spectral_gap(graph),
         messages_by_kind=dict(Counter(str(r.get("kind")) for r in msgs)),
         prompt_tokens_by_agent=dict(usage["pa"]),
@@ -210,6 +228,30 @@ def episode_metrics(
         prompt_tokens_by_phase=dict(usage["pp"]),
         completion_tokens_by_phase=dict(usage["cp"]),
     )
+
+
+def roles_by_round(records: Iterable[Record]) -> dict[str, dict[str, str]]:
+    """Each agent's role per round, ``{round: {agent: role}}`` (JSON keys: strings), from
+    the communicate-phase records' ``role`` (assigned, or self-chosen and granted); an
+    agent with no role that round is left out. The last record of a round wins."""
+    out: dict[str, dict[str, str]] = {}
+    for r in records:
+        if r.get("phase") == "communicate" and r.get("role") and r.get("round") is not None:
+            out.setdefault(str(r["round"]), {})[str(r["agent"])] = str(r["role"])
+    return out
+
+
+def episode_roles(roles_by_round_: Mapping[str, Mapping[str, str]]) -> dict[str, str]:
+    """Each agent's role in an episode: the one it held in most rounds (ties: the one
+    it held first); the per-episode input of :func:`role_stability_index`."""
+    held: dict[str, Counter] = defaultdict(Counter)
+    first: dict[str, dict[str, int]] = defaultdict(dict)
+    for round_, roles in sorted(roles_by_round_.items(), key=lambda kv: int(kv[0])):
+        for agent, role in roles.items():
+            norm = " ".join(str(role).split()).casefold()
+            held[agent][norm] += 1
+            first[agent].setdefault(norm, int(round_))
+    return {a: min(c, key=lambda r: (-c[r], first[a][r])) for a, c in held.items()}
 
 
 def role_stability_index(episodes_roles: Sequence[Mapping[str, str]]) -> float:

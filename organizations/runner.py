@@ -24,7 +24,7 @@ from orgteams.envs.highlevel import HighLevelEnv
 from orgteams.envs.team import Team
 from orgteams.organizations import team_log
 from orgteams.organizations.episode import EpisodeState, RoundHooks, check_members, play_rounds
-from orgteams.organizations.metrics import episode_metrics
+from orgteams.organizations.metrics import episode_metrics, roles_by_round
 from orgteams.organizations.monitor import CapabilityMonitor, MonitorConfig
 from orgteams.organizations.shocks import Shock, recovery_rounds
 from orgteams.organizations.spec import Organization
@@ -98,6 +98,9 @@ class TeamRunner:
             env, self.organization, self.organization.resolve(self.roster), self.members)
         log = EpisodeLog(self.log_path)
         self._subscribe(state, log, seed)
+        small = self.organization.size_warning(len(self.team))
+        if small:
+            state.event("small_team", message=small)
         try:
             await play_rounds(state, self.max_rounds)
             summary = self._summary(state, log.records, seed, time.perf_counter() - start)
@@ -154,7 +157,7 @@ class TeamRunner:
 
     def _summary(self, state: EpisodeState, records: list[dict], seed, wall: float
                  ) -> dict[str, Any]:
-        from orgteams.agents.tokens import tokenizer_name
+        from orgteams.agents.tokens import approximate_note, tokenizer_name
 
         env, world = self.env, self.env.base.world
         decisions = [r for r in records if r.get("phase") in ("communicate", "act")]
@@ -179,7 +182,10 @@ class TeamRunner:
             "shocks": [{**s.to_dict(), "recovery_rounds": recovery_rounds(
                 state.progress, s.round)} for s in self.shocks],
             "org_switches": [e for e in state.events if e["type"] == "org_switch"],
-            "tokenizer": tokenizer_name(), "wall_seconds": wall,
+            "warnings": [e["message"] for e in state.events if e["type"] == "small_team"],
+            "roles_by_round": roles_by_round(decisions),
+            "tokenizer": tokenizer_name(), "tokens_approximate": approximate_note(),
+            "wall_seconds": wall,
             "log_path": str(self.log_path) if self.log_path else None,
         }
 

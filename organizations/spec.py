@@ -154,7 +154,10 @@ class Organization(BaseModel):
         election_every: Rounds between elections (``leadership_rule: election``).
         leadership_every: Rounds between leadership hand-overs (round_robin, most_progress).
         batch_size: Group size K of ``batched_sequential``.
-        min_agents: Smallest team this organization resolves for.
+        min_agents: Smallest team this organization resolves for (smaller: refused).
+        recommended_agents: Smallest team it is meant for; a smaller one (at least
+            ``min_agents``) runs with a one-line warning, recorded as a ``small_team``
+            event (e.g. a 3-agent pyramid has one vice leader and one member).
         mission: The team's mission statement (human-only by default).
         governance: What the Criticize-Reflect Coordinator may change.
         instruction: Jinja2 template of the organization prompt; empty = no instruction.
@@ -177,6 +180,7 @@ class Organization(BaseModel):
     leadership_every: int | None = Field(default=None, ge=1)
     batch_size: int | None = Field(default=None, ge=1)
     min_agents: int = Field(default=1, ge=1)
+    recommended_agents: int | None = Field(default=None, ge=1)
     mission: str = ""
     governance: Governance = Field(default_factory=Governance)
     instruction: str = ""
@@ -227,6 +231,13 @@ class Organization(BaseModel):
         return self
 
     # ----------------------------------------------------------------- resolve
+    def size_warning(self, n: int) -> str | None:
+        """One line when ``n`` agents are fewer than ``recommended_agents``, else None."""
+        if self.recommended_agents is None or n >= self.recommended_agents:
+            return None
+        return (f"organization {self.name!r} is meant for at least {self.recommended_agents} "
+                f"agents; with {n} it runs degenerate")
+
     def resolve(self, team: Team | list[str], leaders: list[str] | None = None
                 ) -> ResolvedOrganization:
         """Fix leaders, roles, channels and instructions for an actual team.

@@ -37,9 +37,10 @@ def _round_printer(names: dict[str, str] | None = None):
 
 SUMMARY_ROWS = ("success", "ticks", "rounds", "units_done", "units_total",
                 "message_tokens_sent", "message_tokens_delivered", "comm_tokens_per_step",
-                "llm_prompt_tokens", "llm_completion_tokens", "cost_usd", "fallback_count",
-                "abstention_rate", "duplicate_rate", "hierarchy_depth", "spectral_gap",
-                "election_count", "tokenizer", "wall_seconds", "log_path")
+                "delivered_tokens_per_step", "llm_prompt_tokens", "llm_completion_tokens",
+                "cost_usd", "fallback_count", "abstention_rate", "duplicate_rate",
+                "hierarchy_depth", "algebraic_connectivity", "spectral_gap", "election_count",
+                "tokenizer", "tokens_approximate", "wall_seconds", "log_path")
 
 
 def _print_summary(summary: dict) -> None:
@@ -69,6 +70,10 @@ def cmd_run(args: argparse.Namespace) -> int:
         max_ticks=args.max_ticks, render=args.render, video=args.video,
         log_path=args.log or "auto", shocks=args.shock, monitor=args.monitor or None,
         cache=args.cache, on_round=None if args.quiet else _round_printer())
+    # never met silently (stderr, so --json stays clean)
+    for line in [*result.summary.get("warnings", []), result.summary.get("tokens_approximate")]:
+        if line:
+            print(f"warning: {line}", file=sys.stderr)
     if args.json:
         _print_json(result.summary)
     else:

@@ -7,7 +7,12 @@ groups the ``ok`` rows by (task, layout, agents, backend, organization). For
 (``mean +- t(0.975, n-1) * sd / sqrt(n)``), over all episodes and over successful
 ones (labelled ``all_episodes`` / ``successful_episodes``). Each organization is
 compared to a baseline of the same (task, layout, agents, backend) with Welch's
-t-test (unequal variances, all episodes) on ticks and comm tokens per step.
+t-test (unequal variances, all episodes) on ticks and comm tokens per step (tokens
+*sent* per tick), with Cohen's d beside it (pooled sd), and all organizations of a
+context are compared at once with the Kruskal-Wallis H test. Each group also gets the
+role stability index (RSI: how often an agent keeps its role from one episode to the
+next, episodes in seed order, each episode's role being the one held most rounds;
+from the summaries' ``roles_by_round``) and the tokenizer its token counts came from.
 
 Needs the ``report`` extra (``pip install "orgteams[report]"``: scipy, matplotlib).
 """
@@ -81,6 +86,41 @@ def welch(a: Sequence[float], b: Sequence[float]) -> dict[str, Any]:
     return out
 
 
+def cohens_d(a: Sequence[float], b: Sequence[float]) -> float | None:
+    """Cohen's d of ``a`` against ``b``: ``(mean_a - mean_b) / pooled sd`` (ddof=1);
+    None with fewer than 2 values on a side or no variance at all."""
+    if len(a) < 2 or len(b) < 2:
+        return None
+    ma, mb = sum(a) / len(a), sum(b) / len(b)
+    ss = sum((x - ma) ** 2 for x in a) + sum((x - mb) ** 2 for x in b)
+    pooled = math.sqrt(ss / (len(a) + len(b) - 2))
+    return _num((ma - mb) / pooled) if pooled > 0 else None
+
+
+def kruskal(samples: Sequence[Sequence[float]]) -> dict[str, Any]:
+    """Kruskal-Wallis H test across groups: ``{"H", "p", "k"}`` (None when undefined:
+    fewer than 2 non-empty groups, or every value equal)."""
+    stats = _scipy_stats()
+    groups = [list(x) for x in samples if len(x)]
+    out: dict[str, Any] = {"H": None, "p": None, "k": len(groups)}
+    if len(groups) >= 2 and len({v for g in groups for v in g}) > 1:
+        res = stats.kruskal(*groups)
+        out["H"], out["p"] = _num(res.statistic), _num(res.pvalue)
+    return out
+
+
+def group_rsi(episodes: list[dict]) -> float | None:
+    """Role stability index of a group's episodes (seed order); None when fewer than 2
+    episodes recorded roles (``roles_by_round``)."""
+    from orgteams.organizations.metrics import episode_roles, role_stability_index
+
+    with_roles = sorted((e for e in episodes if e.get("roles_by_round")),
+                        key=lambda e: (e.get("seed") is None, e.get("seed") or 0))
+    if len(with_roles) < 2:
+        return None
+    return _num(role_stability_index([episode_roles(e["roles_by_round"]) for e in with_roles]))
+
+
 def load_rows(results_path: str | Path) -> tuple[list[dict], dict[str, int]]:
     """The last row per cell key (a retried error replaced by its success), and counts."""
     rows, bad = read_results(results_path)
@@ -138,7 +178,10 @@ def report(results_path: str | Path, out_dir: str | Path, baseline: str | None =
             entry = {k: g[k] for k in (*CONTEXT, "organization")}
             entry.update({"n": len(eps), "errors": g["errors"], "successes": len(wins),
                           "success_rate": len(wins) / len(eps) if eps else None,
-                          "baseline": base, "metrics": {}, "welch_vs_baseline": None})
+                          "baseline": base, "metrics": {}, "welch_vs_baseline": None,
+                          "rsi": group_rsi(eps),
+                          "tokenizers": sorted({str(e["tokenizer"]) for e in eps
+                                                if e.get("tokenizer")})})
             for m in METRICS:
                 entry["metrics"][m] = {
                     "all_episodes": describe(_values(eps, m)),
@@ -147,8 +190,13 @@ def report(results_path: str | Path, out_dir: str | Path, baseline: str | None =
             if g["organization"] != base:
                 entry["welch_vs_baseline"] = {
                     "baseline": base, "over": "all_episodes",
-                    **{m: welch(_values(eps, m), _values(base_eps, m)) for m in TESTED}}
+                    **{m: {**welch(_values(eps, m), _values(base_eps, m)),
+                           "d": cohens_d(_values(eps, m), _values(base_eps, m))}
+                       for m in TESTED}}
             out_groups.append(entry)
+        kw = {m: kruskal([_values(g["episodes"], m) for g in ctx_groups]) for m in TESTED}
+        for entry in out_groups[-len(ctx_groups):]:
+            entry["kruskal_across_organizations"] = kw
 
     out_dir.mkdir(parents=True, exist_ok=True)
     result: dict[str, Any] = {"results": str(results_path), **counts,
@@ -198,39 +246,48 @@ def _markdown(result: dict) -> str:
              f"{result['error_cells']} failed, {result['unreadable_lines']} unreadable lines "
              "skipped).", "",
              "Cells: mean ± sd [95% CI, t-distribution] over the n episodes that finished. "
-             "Welch's t-test (unequal variances) against the baseline organization, over "
-             "all episodes.", ""]
+             "Welch's t-test (unequal variances) and Cohen's d (pooled sd) against the "
+             "baseline organization, over all episodes; Kruskal-Wallis across all "
+             "organizations. Comm tokens/step = message tokens sent per tick. RSI = role "
+             "stability index across episodes.", ""]
     by_ctx: dict[str, list[dict]] = {}
     for g in result["groups"]:
         by_ctx.setdefault(_ctx_title(g), []).append(g)
     for title, gs in by_ctx.items():
-        lines += [f"## {title}", "", f"Baseline: `{gs[0]['baseline']}`.", ""]
+        toks = ", ".join(f"`{t}`" for t in sorted(
+            {t for g in gs for t in g.get("tokenizers", [])})) or "not recorded"
+        lines += [f"## {title}", "", f"Baseline: `{gs[0]['baseline']}`. Tokenizer: {toks}.", ""]
         for over, label in (("all_episodes", "All episodes"),
                             ("successful_episodes", "Successful episodes only")):
             lines += [f"### {label}", "",
                       "| organization | n | errors | success rate | ticks | rounds | "
-                      "comm tokens/step |",
-                      "|---|---:|---:|---:|---:|---:|---:|"]
+                      "comm tokens/step | RSI |",
+                      "|---|---:|---:|---:|---:|---:|---:|---:|"]
             for g in gs:
                 n = g["n"] if over == "all_episodes" else g["successes"]
                 lines.append(
                     f"| {g['organization']} | {n} | {g['errors']} | "
                     f"{_fmt(g['success_rate'])} | "
-                    + " | ".join(_cell(g["metrics"][m][over]) for m in METRICS) + " |")
+                    + " | ".join(_cell(g["metrics"][m][over]) for m in METRICS)
+                    + f" | {_fmt(g.get('rsi'))} |")
             lines.append("")
-        lines += ["### Welch's t-test against the baseline (all episodes)", "",
-                  "| organization | ticks t | ticks p | comm tokens/step t | "
-                  "comm tokens/step p |", "|---|---:|---:|---:|---:|"]
+        lines += ["### Welch's t-test and Cohen's d against the baseline (all episodes)", "",
+                  "| organization | ticks t | ticks p | ticks d | comm tokens/step t | "
+                  "comm tokens/step p | comm tokens/step d |",
+                  "|---|---:|---:|---:|---:|---:|---:|"]
         for g in gs:
             w = g["welch_vs_baseline"]
             if w is None:
-                lines.append(f"| {g['organization']} (baseline) | | | | |")
+                lines.append(f"| {g['organization']} (baseline) | | | | | | |")
             else:
-                lines.append(f"| {g['organization']} | {_fmt(w['ticks']['t'])} | "
-                             f"{_fmt(w['ticks']['p'], 4)} | "
-                             f"{_fmt(w['comm_tokens_per_step']['t'])} | "
-                             f"{_fmt(w['comm_tokens_per_step']['p'], 4)} |")
-        lines.append("")
+                lines.append(" | ".join(
+                    [f"| {g['organization']}"]
+                    + [f"{_fmt(w[m]['t'])} | {_fmt(w[m]['p'], 4)} | {_fmt(w[m]['d'])}"
+                       for m in TESTED]) + " |")
+        kw = gs[0].get("kruskal_across_organizations") or {}
+        lines += ["", "Kruskal-Wallis across organizations: " + "; ".join(
+            f"{m} H {_fmt(kw[m]['H'])}, p {_fmt(kw[m]['p'], 4)} (k = {kw[m]['k']})"
+            for m in TESTED if m in kw) + ".", ""]
         plots = [p for p in result["files"].get("plots", []) if Path(p).name.startswith(
             _slug(gs[0]) + "_")]
         lines += [f"![{Path(p).stem}]({Path(p).name})" for p in plots] + [""]

@@ -151,3 +151,44 @@ def test_sweep_then_report_end_to_end(tmp_path, capsys):
     rep = report(tmp_path / "results.jsonl", tmp_path / "report")
     assert [g["n"] for g in rep["groups"]] == [3, 3]
     assert group(rep, "leader")["welch_vs_baseline"]["baseline"] == "none"
+
+
+def test_cohens_d_and_kruskal_wallis_match_their_definitions(tmp_path):
+    rep = report(write_results(tmp_path / "results.jsonl"), tmp_path / "rep", plots=False)
+    base = EPISODES["none"]
+    for org in ("leader", "chain"):
+        for i, m in ((1, "ticks"), (3, "comm_tokens_per_step")):
+            a, b = [float(e[i]) for e in EPISODES[org]], [float(e[i]) for e in base]
+            pooled = math.sqrt(((len(a) - 1) * stats.tvar(a) + (len(b) - 1) * stats.tvar(b))
+                               / (len(a) + len(b) - 2))
+            d = (sum(a) / len(a) - sum(b) / len(b)) / pooled
+            assert group(rep, org)["welch_vs_baseline"][m]["d"] == pytest.approx(d, rel=1e-12)
+    for i, m in ((1, "ticks"), (3, "comm_tokens_per_step")):
+        ref = stats.kruskal(*[[e[i] for e in eps] for eps in EPISODES.values()])
+        kw = group(rep, "leader")["kruskal_across_organizations"][m]
+        assert (kw["H"], kw["p"], kw["k"]) == (pytest.approx(ref.statistic, rel=1e-12),
+                                               pytest.approx(ref.pvalue, rel=1e-12), 3)
+    md = (tmp_path / "rep" / "report.md").read_text()
+    assert "Cohen's d" in md and "Kruskal-Wallis across organizations: ticks H" in md
+    assert "Tokenizer: not recorded." in md
+
+
+def test_role_stability_index_across_episodes_and_the_tokenizer_are_reported(tmp_path):
+    rows = []
+    # agent_0 keeps "cook" in all 3 episodes; agent_1 switches scout -> cook -> cook
+    roles = [{"agent_0": "cook", "agent_1": "scout"}, {"agent_0": "cook", "agent_1": "cook"},
+             {"agent_0": "Cook", "agent_1": "cook"}]
+    for seed, r in enumerate(roles):
+        cell = {"task": "t", "layout": "studio", "organization": "dynamic", "agents": 2,
+                "backend": "planner", "seed": seed}
+        rows.append(json.dumps({"key": str(seed), "cell": cell, "status": "ok", "summary": {
+            "success": True, "ticks": 10 + seed, "rounds": 3, "comm_tokens_per_step": 1.0,
+            "seed": seed, "tokenizer": "smollm2-135m-bpe",
+            "roles_by_round": {"0": r, "1": r}}}))
+    (tmp_path / "results.jsonl").write_text("\n".join(rows) + "\n")
+    rep = report(tmp_path / "results.jsonl", tmp_path / "rep", plots=False)
+    g = rep["groups"][0]
+    assert g["rsi"] == pytest.approx((1.0 + 0.5) / 2)
+    assert g["tokenizers"] == ["smollm2-135m-bpe"]
+    md = (tmp_path / "rep" / "report.md").read_text()
+    assert "Tokenizer: `smollm2-135m-bpe`." in md and "| 0.75 |" in md

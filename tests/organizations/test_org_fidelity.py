@@ -82,3 +82,22 @@ def test_a_nine_agent_pyramid_keeps_its_vice_leaders_in_round_0_and_5():
                                 ("member", tuple(f"agent_{i}" for i in range(3, 9))))
         assert got["channels"]["agent_0"] == ("agent_1", "agent_2")
         assert got["channels"]["agent_1"] == ("agent_0", "agent_3", "agent_4", "agent_5")
+
+
+def test_a_team_too_small_for_its_organization_is_warned_in_one_line(capsys, tmp_path):
+    import re
+
+    from orgteams.cli import main
+
+    assert main(["run", "--org", "pyramid", "--agents", "3", "--layout", "studio",
+                 "--backend", "planner", "--max-rounds", "2", "--quiet", "--json",
+                 "--log", str(tmp_path / "ep.jsonl")]) == 0
+    err = capsys.readouterr().err
+    line = ("warning: organization 'pyramid' is meant for at least 5 agents; with 3 it runs "
+            "degenerate")
+    assert line in err.splitlines()
+    assert load_organization("pyramid").size_warning(5) is None
+    assert load_organization("leader").size_warning(2) is None  # no recommendation: silent
+    with pytest.raises(ValueError, match=re.escape(
+            "organization 'dual_leader' needs at least 2 agents, got 1")):
+        load_organization("dual_leader").resolve(["agent_0"])

@@ -5,7 +5,12 @@ import re
 import networkx as nx
 import pytest
 
-from orgteams.organizations import centralization, hierarchy_depth, spectral_gap
+from orgteams.organizations import (
+    algebraic_connectivity,
+    centralization,
+    hierarchy_depth,
+    spectral_gap,
+)
 
 
 def star():
@@ -36,6 +41,11 @@ def test_chain():
 def test_triangle_and_weights():
     k3 = nx.complete_graph(3, create_using=nx.DiGraph)
     assert spectral_gap(k3) == pytest.approx(1.5)
+    # both directions of every edge: weight 2 each, and lambda_2(L) of K3 is 3 * weight
+    assert algebraic_connectivity(k3) == pytest.approx(6.0)
+    assert algebraic_connectivity(star()) == pytest.approx(1.0)
+    assert algebraic_connectivity(chain()) == pytest.approx(1.0)
+    assert algebraic_connectivity(disconnected()) == 0.0
     assert centralization(k3) == 0.0
     # a two-way chain: the middle node sends most, so it is the root
     g = nx.DiGraph()

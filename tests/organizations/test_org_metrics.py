@@ -83,7 +83,9 @@ def test_headline_token_metrics():
     assert m.message_tokens_sent == 6 + 1 + 2 + 3
     # the broadcast to 3 receivers counts 3 times; undelivered messages count 0
     assert m.message_tokens_delivered == 6 * 3 + 1 * 1
-    assert m.comm_tokens_per_step == 1.9
+    # the headline is the paper's: tokens SENT per tick; delivered per tick beside it
+    assert m.comm_tokens_per_step == 1.2
+    assert m.delivered_tokens_per_step == 1.9
     assert m.message_words_sent == 5 + 1 + 2 + 1
     assert m.messages_by_kind == {"message": 2, "intention": 1, "vote": 1}
 
@@ -141,6 +143,32 @@ def test_communication_graph_and_structure():
     assert m.spectral_gap == pytest.approx(1.0)
     m5 = episode_metrics(RECORDS, success=True, ticks=10, agents=[f"agent_{i}" for i in range(5)])
     assert m5.spectral_gap == 0.0  # agent_4 never spoke nor heard
+    assert m5.algebraic_connectivity == 0.0
+
+
+def test_algebraic_connectivity_is_the_weighted_combinatorial_laplacians_lambda_2():
+    # star agent_0 -> 1, 2, 3 plus agent_1 -> agent_0: weights 2, 1, 1 on the star
+    m = episode_metrics(RECORDS, success=True, ticks=10, price=price)
+    import numpy as np
+
+    lap = np.array([[4, -2, -1, -1], [-2, 2, 0, 0], [-1, 0, 1, 0], [-1, 0, 0, 1]], float)
+    assert m.algebraic_connectivity == pytest.approx(sorted(np.linalg.eigvalsh(lap))[1])
+    assert m.algebraic_connectivity == pytest.approx(1.0)
+    assert m.spectral_gap <= 4 / 3  # the normalized variant is bounded by n / (n - 1)
+
+
+def test_roles_by_round_and_the_role_each_agent_held_most():
+    from orgteams.organizations.metrics import episode_roles, roles_by_round
+
+    recs = [rec(agent="agent_0", round=0, phase="communicate", role="cook"),
+            rec(agent="agent_1", round=0, phase="communicate", role="scout"),
+            rec(agent="agent_0", round=1, phase="communicate", role="Scout"),
+            rec(agent="agent_0", round=2, phase="communicate", role="cook"),
+            rec(agent="agent_1", round=1, phase="act", role="ignored: act phase")]
+    by_round = roles_by_round(recs)
+    assert by_round == {"0": {"agent_0": "cook", "agent_1": "scout"}, "1": {"agent_0": "Scout"},
+                        "2": {"agent_0": "cook"}}
+    assert episode_roles(by_round) == {"agent_0": "cook", "agent_1": "scout"}
 
 
 def test_role_stability_index():

@@ -111,7 +111,9 @@ def test_broadcast_to_three_counts_three_times_delivered():
     runner, _ = make("none", n=4, rounds=1)
     s = runner.run(seed=0).summary
     assert s["message_tokens_delivered"] == 3 * s["message_tokens_sent"]
-    assert s["comm_tokens_per_step"] == pytest.approx(s["message_tokens_delivered"] / s["ticks"])
+    assert s["comm_tokens_per_step"] == pytest.approx(s["message_tokens_sent"] / s["ticks"])
+    assert s["delivered_tokens_per_step"] == pytest.approx(
+        s["message_tokens_delivered"] / s["ticks"])
 
 
 def test_election_is_recorded_and_changes_the_leader():
