@@ -20,6 +20,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+from collections import Counter
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TextIO
@@ -129,4 +130,23 @@ def decision_fields(record: Any) -> dict:
             "wall": r["wall"], "prompt": r["prompt"], "replies": r["replies"],
             "parsed": r["parsed"], "fallback": r["fallback"], "error": r["error"],
             "errors": r["errors"], "notes": r["notes"], "retries": r["retries"],
-            "cached_calls": r["cached_calls"], "cached_usage": r["cached_usage"]}
+            "cached_calls": r["cached_calls"], "cached_usage": r["cached_usage"],
+            "attempts": r["attempts"]}
+
+
+def fault_counts(decisions: list[dict]) -> dict[str, Any]:
+    """Summary fields about the model server, from decision records: HTTP requests made,
+    failed ones by kind, decisions that fell back on a backend error, and every
+    structured-output downgrade (who, when, from which mode to which, and why)."""
+    attempts = [(r, a) for r in decisions for a in r.get("attempts") or []]
+    failed = Counter(a["kind"] for _, a in attempts if a.get("kind"))
+    return {
+        "model_requests": len(attempts),
+        "failed_requests": sum(failed.values()),
+        "failed_requests_by_kind": dict(sorted(failed.items())),
+        "backend_fallbacks": sum(1 for r in decisions if r.get("error")),
+        "structured_downgrades": [
+            {"agent": r.get("agent"), "round": r.get("round"), "from": a["mode"],
+             "to": a["downgrade"], "status": a["status"], "detail": a["detail"]}
+            for r, a in attempts if a.get("downgrade")],
+    }
