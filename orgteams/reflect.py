@@ -20,6 +20,7 @@ from typing import Any
 from orgteams.criticize_reflect.coordinator import Coordinator
 from orgteams.criticize_reflect.critic import Critic
 from orgteams.criticize_reflect.loop import ReflectResult, reflect
+from orgteams.organizations.episode_status import DEFAULT_MAX_TRANSPORT_FAILURES
 from orgteams.organizations.library import load_organization
 from orgteams.organizations.spec import Organization
 
@@ -42,7 +43,8 @@ def make_episode_fn(task: str | Sequence[str] = "prepare_afternoon_tea",
                     layout: str | Sequence[str] = "apartment", agents: int = 3,
                     backend: str | list[str] = "local", seeds: Sequence[int] = (0,),
                     max_rounds: int | None = None, max_ticks: int | None = None,
-                    log_dir: str | Path | None = None, cache: str | Path | None = None):
+                    log_dir: str | Path | None = None, cache: str | Path | None = None,
+                    max_transport_failures: int | None = DEFAULT_MAX_TRANSPORT_FAILURES):
     """``episode_fn(organization, iteration)`` playing one episode with ``run_episode``.
 
     Schedule: iteration ``k`` uses ``seeds[k % len(seeds)]``, and likewise for ``task``
@@ -62,7 +64,8 @@ def make_episode_fn(task: str | Sequence[str] = "prepare_afternoon_tea",
         return run_episode(task=tasks[iteration % len(tasks)],
                            layout=layouts[iteration % len(layouts)], organization=organization,
                            agents=agents, backend=backend, seed=seeds[iteration % len(seeds)],
-                           max_rounds=max_rounds, max_ticks=max_ticks, log_path=log, cache=cache)
+                           max_rounds=max_rounds, max_ticks=max_ticks, log_path=log, cache=cache,
+                           max_transport_failures=max_transport_failures)
 
     return episode_fn
 
@@ -76,7 +79,9 @@ def run_reflect(organization: str | Path | Organization = "leader", *,
                 step_weight: float = 1.0, token_weight: float = 1.0, use_critic: bool = True,
                 approved: bool = False, max_rounds: int | None = None,
                 max_ticks: int | None = None, cache: str | Path | None = None,
-                budget_chars: int = 6000) -> ReflectResult:
+                budget_chars: int = 6000,
+                max_transport_failures: int | None = DEFAULT_MAX_TRANSPORT_FAILURES
+                ) -> ReflectResult:
     """Run (or resume) the Criticize-Reflect loop; see :func:`~orgteams.criticize_reflect.reflect`.
 
     Args:
@@ -91,7 +96,8 @@ def run_reflect(organization: str | Path | Organization = "leader", *,
     critic_obj = Critic(make_llm(critic, cache)) if use_critic else None
     coordinator_obj = Coordinator(make_llm(coordinator, cache), k=candidates)
     episode_fn = make_episode_fn(task, layout, agents, backend, seeds, max_rounds, max_ticks,
-                                 log_dir=Path(out_dir) / "logs", cache=cache)
+                                 log_dir=Path(out_dir) / "logs", cache=cache,
+                                 max_transport_failures=max_transport_failures)
     return reflect(org, episode_fn, critic_obj, coordinator_obj, iterations=iterations,
                    out_dir=out_dir, step_weight=step_weight, token_weight=token_weight,
                    use_critic=use_critic, approved=approved, budget_chars=budget_chars)

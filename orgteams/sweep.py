@@ -15,7 +15,10 @@ Files under ``out``:
        "status": "ok" | "error", "summary": {...} | null, "error": null | "Type: message",
        "finished_at": "ISO time"}
 
-  A rerun skips every key with an ``ok`` row; ``error`` rows are retried. A truncated
+  A row is ``ok`` only when its episode really played (``episode_status`` is
+  ``complete``); an episode stopped early (e.g. its model server was gone) is an
+  ``error`` row that keeps its summary. A rerun skips every key with an ``ok`` row;
+  ``error`` rows are retried. A truncated
   last line (a crash mid-write) is dropped before appending.
 * ``logs/<cell>.jsonl``: the episode log of each cell (see ``read_log``).
 
@@ -118,6 +121,10 @@ def _execute(episode_fn: Callable, cell: dict[str, Any], log_path: str | None,
         if log_path:
             Path(log_path).unlink(missing_ok=True)  # a retried cell starts a fresh log
         summary = episode_fn(cell, log_path, options)
+        status = summary.get("episode_status", "complete")
+        if status != "complete":  # stopped early: not data, and retried on rerun
+            return {"status": "error", "summary": summary,
+                    "error": f"episode {status}: {summary.get('stop_reason')}"}
         return {"status": "ok", "summary": summary, "error": None}
     except BaseException as exc:  # noqa: BLE001 - a failed episode must not stop the sweep
         if isinstance(exc, KeyboardInterrupt):
@@ -218,7 +225,8 @@ def run_sweep(spec: SweepSpec, out: str | Path, workers: int | None = None, ray:
     done = {r.get("key") or cell_key(r["cell"]) for r in rows if r.get("status") == "ok"}
     cells = list(spec.cells())
     todo = [c for c in cells if cell_key(c) not in done]
-    options = {"max_rounds": spec.max_rounds, "max_ticks": spec.max_ticks, "cache": spec.cache}
+    options = {"max_rounds": spec.max_rounds, "max_ticks": spec.max_ticks, "cache": spec.cache,
+               "max_transport_failures": spec.max_transport_failures or None}
     t0 = time.perf_counter()
     counts = {"ok": 0, "error": 0}
     bar = _Progress(len(todo), progress)

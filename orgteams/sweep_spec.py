@@ -22,7 +22,8 @@ class SweepSpec:
 
     ``seeds`` is a count (seeds ``0..n-1``) or an explicit list. ``backends`` are
     member specs as in ``orgteams run --backend`` (one for all agents, or a comma list
-    per agent). ``max_rounds``, ``max_ticks`` and ``cache`` are passed to every episode.
+    per agent). ``max_rounds``, ``max_ticks``, ``cache`` and ``max_transport_failures``
+    (0: never stop an episode for failed model calls) are passed to every episode.
     """
 
     tasks: tuple[str, ...] = ("prepare_afternoon_tea",)
@@ -34,6 +35,7 @@ class SweepSpec:
     max_rounds: int | None = None
     max_ticks: int | None = None
     cache: str | None = None
+    max_transport_failures: int = 3
 
     @classmethod
     def from_dict(cls, data: dict[str, Any], source: str = "<spec>") -> SweepSpec:
@@ -56,6 +58,12 @@ class SweepSpec:
         for name in ("max_rounds", "max_ticks"):
             if data.get(name) is not None:
                 kw[name] = _int_list(data[name], name, source)[0]
+        if data.get("max_transport_failures") is not None:
+            kw["max_transport_failures"] = _int_list(
+                data["max_transport_failures"], "max_transport_failures", source)[0]
+            if kw["max_transport_failures"] < 0:
+                raise ValueError(f"{source}: sweep spec field 'max_transport_failures' must "
+                                 f"be 0 (never stop) or more, got {kw['max_transport_failures']}")
         if data.get("cache") is not None:
             kw["cache"] = str(data["cache"])
         return cls(**kw)

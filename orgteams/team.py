@@ -14,6 +14,7 @@ from typing import Any
 
 from orgteams.envs._util import unknown_name
 from orgteams.envs.highlevel import HighLevelEnv
+from orgteams.organizations.episode_status import DEFAULT_MAX_TRANSPORT_FAILURES
 from orgteams.organizations.library import load_organization
 from orgteams.organizations.monitor import MonitorConfig
 from orgteams.organizations.runner import EpisodeResult, TeamRunner
@@ -106,7 +107,9 @@ def run_episode(task: str = "prepare_afternoon_tea", layout: str = "apartment",
                 render: str | None = None, video: str | Path | None = None,
                 log_path: str | Path | None = "auto", shocks: list[Shock | str] = (),
                 monitor: MonitorConfig | bool | None = None, cache: str | Path | None = None,
-                on_round=None, render_options: dict | None = None) -> EpisodeResult:
+                on_round=None, render_options: dict | None = None,
+                max_transport_failures: int | None = DEFAULT_MAX_TRANSPORT_FAILURES
+                ) -> EpisodeResult:
     """Play one episode of a team under an organization and return its summary and log.
 
     Args:
@@ -116,6 +119,8 @@ def run_episode(task: str = "prepare_afternoon_tea", layout: str = "apartment",
         log_path: JSONL episode log; ``"auto"`` puts it under ``runs/``; None keeps it in memory.
         shocks: :class:`Shock` objects or CLI strings (``remove:agent_1@5``).
         monitor: Capability-threshold monitor: True for defaults, or a MonitorConfig.
+        max_transport_failures: Stop the episode (``episode_status: "error"``) after this
+            many model calls in a row failed after their retries; None never stops.
     """
     org = organization if isinstance(organization, Organization) else load_organization(
         organization)
@@ -136,7 +141,7 @@ def run_episode(task: str = "prepare_afternoon_tea", layout: str = "apartment",
                         monitor=MonitorConfig() if monitor is True else (monitor or None),
                         member_factory=lambda a, spec: build_member(a, spec, cache=cache,
                                                                     env=env),
-                        on_round=on_round)
+                        on_round=on_round, max_transport_failures=max_transport_failures)
     try:
         result = runner.run(seed)
     finally:

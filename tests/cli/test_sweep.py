@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -190,3 +191,37 @@ def test_ray_sweep_runs_every_cell_like_local_processes(tmp_path):
         assert run_sweep(spec, tmp_path, ray=True, progress=False)["skipped"] == 4
     finally:
         ray.shutdown()
+
+
+def test_episode_stopped_early_is_an_error_row_retried_next_run(tmp_path):
+    # A dead model server ends an episode with episode_status "error": that row is
+    # not ok (never skipped on rerun, never averaged), and it keeps its summary.
+    calls: list[str] = []
+
+    def dead_server(cell, log_path, options):
+        calls.append(cell_key(cell))
+        assert options["max_transport_failures"] == 3  # the spec's default reaches episodes
+        if cell["seed"] == 0:
+            return {"ticks": 0, "success": False, "episode_status": "error",
+                    "stop_reason": "3 model calls in a row failed after retries (last: x)"}
+        return {"ticks": 5, "success": True, "episode_status": "complete", "stop_reason": None}
+
+    out = run_sweep(SPEC, tmp_path, workers=1, episode_fn=dead_server, progress=False)
+    assert out["ok"] == 4 and out["errors"] == 2
+    err = [r for r in rows_of(tmp_path) if r["status"] == "error"]
+    assert {r["cell"]["seed"] for r in err} == {0}
+    assert err[0]["error"] == ("episode error: 3 model calls in a row failed after retries "
+                               "(last: x)")
+    assert err[0]["summary"]["episode_status"] == "error"
+    calls.clear()
+    out = run_sweep(SPEC, tmp_path, workers=1, episode_fn=_counting(calls), progress=False)
+    assert sorted(calls) == sorted(r["key"] for r in err) and out["skipped"] == 4
+
+
+def test_spec_max_transport_failures_field(tmp_path):
+    spec = SweepSpec.from_dict({"max_transport_failures": 5})
+    assert spec.max_transport_failures == 5
+    with pytest.raises(ValueError, match=re.escape(
+            "<spec>: sweep spec field 'max_transport_failures' must be 0 (never stop) or "
+            "more, got -1")):
+        SweepSpec.from_dict({"max_transport_failures": -1})
