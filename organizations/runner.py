@@ -94,6 +94,9 @@ class TeamRunner:
                              f"got {sorted(members)}")
         self.env, self.organization, self.members = env, organization, dict(members)
         self.team = team
+        resolved = organization.resolve(team)  # bad templates fail here, before any file
+        for a in team:
+            resolved.instruction_for(a)
         self.names = names or dict(zip(team, display_names(len(team))))
         self.max_rounds = max_rounds
         self.log_path = Path(log_path) if log_path else None

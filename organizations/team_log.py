@@ -8,6 +8,12 @@ events (elections, organization switches, shocks) are lines with ``"record":
 "event"``. The file is flushed at the end of every round, so a crash loses at
 most the round in flight; :func:`read_log` skips a torn last line.
 
+A log file holds one episode. It is written as ``<path>.partial`` (truncated first)
+and renamed over ``<path>`` when the episode ends, however it ends: a second run with
+the same path replaces the first episode instead of appending to it, and a killed
+process leaves its rounds so far readable in the ``.partial`` file (``read_log`` and
+``orgteams replay`` accept it).
+
 For replay (``orgteams replay``) the file also holds, but the in-memory records do
 not: one ``"record": "episode"`` line first (seed, names, organization and the whole
 initial world state, so a replay needs no asset files), one ``"record": "tick"``
@@ -39,7 +45,8 @@ def _default(obj: Any) -> Any:
 
 
 class EpisodeLog:
-    """Append-only JSONL writer for one episode (``path`` is created with its folder)."""
+    """JSONL writer for one episode: ``<path>.partial`` while it runs, ``path`` after
+    :meth:`close` (the folder is created; an older file at ``path`` is replaced)."""
 
     def __init__(self, path: str | Path | None):
         self.path = Path(path) if path else None
@@ -47,7 +54,8 @@ class EpisodeLog:
         self._fh: TextIO | None = None
         if self.path is not None:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._fh = self.path.open("a", encoding="utf-8")
+            self.partial = self.path.with_name(self.path.name + ".partial")
+            self._fh = self.partial.open("w", encoding="utf-8")
 
     def write(self, record: dict, keep: bool = True) -> None:
         """Append ``record`` to the file (flushed per round); keep it in memory too
@@ -63,10 +71,12 @@ class EpisodeLog:
             os.fsync(self._fh.fileno())
 
     def close(self) -> None:
+        """Flush, close and rename the ``.partial`` file over ``path`` (atomic)."""
         if self._fh is not None:
             self.flush()
             self._fh.close()
             self._fh = None
+            os.replace(self.partial, self.path)
 
     def __enter__(self) -> EpisodeLog:
         return self

@@ -215,18 +215,16 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def cmd_reflect(args: argparse.Namespace) -> int:
+    from orgteams.criticize_reflect.loop import EpisodeFailed
     from orgteams.reflect import run_reflect
 
     seeds = [int(x) for x in args.seeds.split(",")] if args.seeds else [args.seed]
     out_dir = args.out or f"runs/reflect_{args.org.replace('/', '_')}_{args.task}"
-    result = run_reflect(
-        args.org, task=args.task, layout=args.layout, agents=args.agents, backend=args.backend,
-        seeds=seeds, critic=args.critic, coordinator=args.coordinator,
-        iterations=args.iterations, out_dir=out_dir, candidates=args.candidates,
-        step_weight=args.step_weight, token_weight=args.token_weight,
-        use_critic=not args.no_critic, approved=args.approved, max_rounds=args.max_rounds,
-        max_ticks=args.max_ticks, cache=args.cache,
-        max_transport_failures=_failure_limit(args))
+    try:
+        result = _reflect(run_reflect, args, seeds, out_dir)
+    except EpisodeFailed as exc:  # recorded on disk; not bad input, not a bug
+        print(f"orgteams reflect: stopped: {exc}", file=sys.stderr)
+        return 1
     out = result.to_dict()
     if args.json:
         _print_json(out)
@@ -239,6 +237,17 @@ def cmd_reflect(args: argparse.Namespace) -> int:
         print(f"best: {best['organization']} (iteration {best['iteration']}, cost "
               f"{best['cost']:.2f}) saved to {best['path']}")
     return 0
+
+
+def _reflect(run_reflect, args: argparse.Namespace, seeds: list[int], out_dir: str):
+    return run_reflect(
+        args.org, task=args.task, layout=args.layout, agents=args.agents, backend=args.backend,
+        seeds=seeds, critic=args.critic, coordinator=args.coordinator,
+        iterations=args.iterations, out_dir=out_dir, candidates=args.candidates,
+        step_weight=args.step_weight, token_weight=args.token_weight,
+        use_critic=not args.no_critic, approved=args.approved, max_rounds=args.max_rounds,
+        max_ticks=args.max_ticks, cache=args.cache,
+        max_transport_failures=_failure_limit(args))
 
 
 def _common(p: argparse.ArgumentParser, agents: int = 3) -> None:

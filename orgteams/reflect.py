@@ -56,6 +56,7 @@ def make_episode_fn(task: str | Sequence[str] = "prepare_afternoon_tea",
     seeds = list(seeds)
     if not (tasks and layouts and seeds):
         raise ValueError("the schedule needs at least one task, layout and seed")
+    _check_schedule(tasks, layouts, agents, backend)
 
     def episode_fn(organization: Organization, iteration: int):
         from orgteams.team import run_episode
@@ -68,6 +69,29 @@ def make_episode_fn(task: str | Sequence[str] = "prepare_afternoon_tea",
                            max_transport_failures=max_transport_failures)
 
     return episode_fn
+
+
+def _check_schedule(tasks: list[str], layouts: list[str], agents: int,
+                    backend: str | list[str]) -> None:
+    """Every name of the schedule is loaded now, so bad input fails before any file is
+    written (not at the first episode, after ``config.json``)."""
+    from orgteams.envs._util import unknown_name
+    from orgteams.envs.layout import load_layout
+    from orgteams.envs.tasks import load_task
+    from orgteams.team import MEMBER_KINDS
+
+    for t in tasks:
+        load_task(t)
+    for lay in layouts:
+        load_layout(lay)
+    specs = [s.strip() for s in backend.split(",")] if isinstance(backend, str) else backend
+    for spec in specs:
+        kind = str(spec).split(":", 1)[0]
+        if kind not in MEMBER_KINDS:
+            raise unknown_name("member kind", kind, MEMBER_KINDS)
+    if len(specs) not in (1, agents):
+        raise ValueError(f"got {len(specs)} member specs for {agents} agents; give one "
+                         "spec for all or one per agent")
 
 
 def run_reflect(organization: str | Path | Organization = "leader", *,
@@ -93,6 +117,9 @@ def run_reflect(organization: str | Path | Organization = "leader", *,
     """
     org = organization if isinstance(organization, Organization) else load_organization(
         organization)
+    resolved = org.resolve([f"agent_{i}" for i in range(agents)])
+    for i in range(agents):  # a bad instruction template fails now, before any file
+        resolved.instruction_for(f"agent_{i}")
     critic_obj = Critic(make_llm(critic, cache)) if use_critic else None
     coordinator_obj = Coordinator(make_llm(coordinator, cache), k=candidates)
     episode_fn = make_episode_fn(task, layout, agents, backend, seeds, max_rounds, max_ticks,
