@@ -26,7 +26,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from orgteams.sweep import cell_key, read_results
+from orgteams.sweep import cell_key, played, read_results
 
 METRICS = ("ticks", "rounds", "comm_tokens_per_step")
 TESTED = ("ticks", "comm_tokens_per_step")
@@ -84,13 +84,6 @@ def welch(a: Sequence[float], b: Sequence[float]) -> dict[str, Any]:
         res = stats.ttest_ind(list(a), list(b), equal_var=False)
         out["t"], out["p"] = _num(res.statistic), _num(res.pvalue)
     return out
-
-
-def played(row: dict) -> bool:
-    """True when a results row is an episode that really played to its end."""
-    summary = row.get("summary")
-    return (row.get("status") == "ok" and isinstance(summary, dict)
-            and summary.get("episode_status", "complete") == "complete")
 
 
 def load_rows(results_path: str | Path) -> tuple[list[dict], dict[str, int]]:
