@@ -16,8 +16,9 @@ Runs stdlib ``http.server`` on 127.0.0.1 in a daemon thread. Set ``server.mode``
 * ``"reject_json_schema"``: HTTP 500 for ``response_format.type == "json_schema"``
   with llama-cpp-python 0.3.x's own message, normal replies otherwise.
 * ``"reject_response_format"``: HTTP 400 for any ``response_format``.
-* ``"chaos"``: each chat request gets one of ``server.faults`` with probability
-  ``server.fault_rate`` (seeded by ``seed``), else a normal reply.
+* ``"chaos"``: each chat request gets a fault with probability ``server.fault_rate``
+  (seeded by ``seed``), else a normal reply; the faults take turns in the order of
+  ``server.faults``, so every kind comes up once six have been injected.
 
 Every chat request body is appended to ``server.requests``, and every injected fault
 to ``server.injected`` as ``{"n": request index, "fault": mode}``.
@@ -172,6 +173,7 @@ class FaultServer(ThreadingHTTPServer):
         self.auth_headers: list[str] = []
         self.injected: list[dict[str, Any]] = []
         self._rng = random.Random(seed)
+        self._turn = 0
         self._thread = threading.Thread(
             target=self.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
         )
@@ -183,7 +185,8 @@ class FaultServer(ThreadingHTTPServer):
             return self.mode
         with self.lock:
             if self._rng.random() < self.fault_rate:
-                return self._rng.choice(self.faults)
+                self._turn += 1
+                return self.faults[(self._turn - 1) % len(self.faults)]
         return "ok"
 
     def reply_for(self, response_format: dict[str, Any]) -> str:

@@ -92,3 +92,22 @@ def test_server_gone_for_the_whole_run_records_every_request(tmp_path):
     decisions = [r for r in read_log(tmp_path / "ep.jsonl") if r.get("phase")]
     assert [len(r["attempts"]) for r in decisions] == [2, 2]
     assert {a["error"] for r in decisions for a in r["attempts"]} == {"APIConnectionError"}
+
+
+def test_cli_run_against_a_dead_server_exits_1_with_the_reason(tmp_path, monkeypatch, capsys):
+    import json
+
+    from orgteams.cli import main
+
+    monkeypatch.setenv("ORGTEAMS_BASE_URL", "http://127.0.0.1:9/v1")  # nothing listens
+    monkeypatch.setenv("ORGTEAMS_MAX_RETRIES", "0")
+    log = tmp_path / "ep.jsonl"
+    assert main(["run", "--layout", "studio", "--backend", "openai:dead-cli-model",
+                 "--max-rounds", "4", "--max-transport-failures", "2", "--log", str(log),
+                 "--quiet", "--json"]) == 1
+    captured = capsys.readouterr()
+    summary = json.loads(captured.out)
+    assert summary["episode_status"] == "error" and summary["failed_requests"] == 2
+    assert captured.err.strip() == (
+        "orgteams run: episode stopped (error): 2 model calls in a row failed after retries "
+        "(last: connection: connection failed to http://127.0.0.1:9/v1)")
