@@ -45,3 +45,16 @@ def test_bad_instruction_template_writes_no_log(tmp_path, capsys):
                  "--log", str(log), "--quiet"]) == 2
     assert "field 'instruction': 'nope' is undefined" in capsys.readouterr().err
     assert not (tmp_path / "run").exists()  # validated before anything was written
+
+
+def test_replay_reads_the_partial_log_of_a_killed_run(tmp_path, capsys):
+    run = tmp_path / "run"
+    assert main(["run", "--layout", "studio", "--backend", "planner", "--max-rounds", "3",
+                 "--log", str(run / "episode.jsonl"), "--quiet", "--json"]) == 0
+    (run / "episode.jsonl").rename(run / "episode.jsonl.partial")  # as kill -9 leaves it
+    lines = (run / "episode.jsonl.partial").read_text().splitlines()
+    (run / "episode.jsonl.partial").write_text("\n".join(lines[:-3]) + "\n")  # no end line
+    capsys.readouterr()
+    assert main(["replay", str(run), "--no-window"]) == 0
+    out = capsys.readouterr()
+    assert "not checked" in out.out and "without an end line" in out.err
