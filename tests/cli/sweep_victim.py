@@ -13,7 +13,7 @@ from pathlib import Path
 
 
 def sleepy_episode(cell, log_path, options):  # module level: picklable under spawn
-    pids = Path(options["cache"]).parent / "pids"
+    pids = Path(log_path).parents[1] / "pids"  # OUT/logs/<cell>.jsonl -> OUT/pids
     pids.mkdir(exist_ok=True)
     (pids / str(os.getpid())).write_text("")
     time.sleep(120)
@@ -27,5 +27,5 @@ if __name__ == "__main__":
     from orgteams.sweep import SweepSpec, run_sweep
 
     out = Path(sys.argv[1])
-    spec = SweepSpec(organizations=("none",), seeds=(0, 1), cache=str(out / "unused.sqlite"))
+    spec = SweepSpec(organizations=("none",), seeds=(0, 1))
     run_sweep(spec, out, workers=2, episode_fn=episode, progress=False)
