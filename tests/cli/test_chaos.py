@@ -52,12 +52,13 @@ def chaos(monkeypatch):
 
 
 def test_chaos_sweep_records_every_fault_and_marks_only_played_rows_ok(tmp_path, chaos):
+    # Two worker processes, each with its own backend (configured by the environment).
     # A model name of its own: run_episode keeps one backend per spec per process.
     spec = SweepSpec(tasks=("prepare_afternoon_tea",), layouts=("studio",),
                      organizations=("none", "leader"), agents=(3,),
                      backends=("openai:chaos-model",), seeds=tuple(range(5)),
                      max_rounds=MAX_ROUNDS)
-    out = run_sweep(spec, tmp_path, workers=1, progress=False)
+    out = run_sweep(spec, tmp_path, workers=2, progress=False)
     assert out["ran"] == 10 and out["ok"] + out["errors"] == 10
 
     # Every injected fault is a failed attempt of its own kind in the logs, and every
