@@ -25,3 +25,25 @@ def test_truncated_body_is_a_recorded_critic_fallback_not_a_crash():
     requests = critique.call["requests"]
     assert sent == 2 and [(r["kind"], r["error"]) for r in requests] == [
         ("protocol", "JSONDecodeError")] * 2
+
+
+def test_reflect_with_a_dead_team_server_records_the_iteration_and_exits_1(
+        tmp_path, monkeypatch, capsys):
+    import json
+
+    from orgteams.cli import main
+
+    monkeypatch.setenv("ORGTEAMS_BASE_URL", "http://127.0.0.1:9/v1")  # nothing listens
+    monkeypatch.setenv("ORGTEAMS_MAX_RETRIES", "0")
+    out = tmp_path / "reflect"
+    argv = ["reflect", "--layout", "studio", "--backend", "openai:dead-reflect-model",
+            "--critic", "scripted", "--coordinator", "scripted", "--iterations", "2",
+            "--max-rounds", "2", "--out", str(out)]
+    assert main(argv) == 1
+    err = capsys.readouterr().err.strip().splitlines()[-1]  # (llama.cpp may log first)
+    assert err.startswith("orgteams reflect: stopped: iteration 0: the episode stopped early "
+                          "(error: 3 model calls in a row failed after retries")
+    failed = json.loads((out / "iteration_0" / "failed.json").read_text())
+    assert failed["episode_status"] == "error"
+    assert failed["episode"]["failed_requests_by_kind"] == {"connection": 3}
+    assert not (out / "history.jsonl").exists() and not (out / "best.yaml").exists()
