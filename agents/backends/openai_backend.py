@@ -263,9 +263,9 @@ class OpenAIBackend(ChatBackend):
             error.args = (error.reason,)
         return error
 
-    def _policy(self, retrying: type) -> Any:
-        return retry.policy(retrying, max_retries=self.max_retries, backoff=self.backoff,
-                            max_backoff=self.max_backoff)
+    def _policy(self, asynchronous: bool = False) -> Any:
+        return retry.policy(asynchronous=asynchronous, max_retries=self.max_retries,
+                            backoff=self.backoff, max_backoff=self.max_backoff)
 
     def _modes_to_try(self, schema: dict[str, Any] | None) -> list[str]:
         if schema is None or self._mode_confirmed:
@@ -323,15 +323,13 @@ class OpenAIBackend(ChatBackend):
         seed: int | None = None,
     ) -> Completion:
         """One chat completion (see :meth:`ChatBackend.complete`)."""
-        import tenacity
-
         attempts: list[Attempt] = []
         started = time.perf_counter()
         for mode in self._modes_to_try(schema):
             kwargs = self._request(mode, messages, schema, temperature, max_tokens, seed)
             label = mode if schema is not None else ""
             try:
-                for attempt in self._policy(tenacity.Retrying):
+                for attempt in self._policy():
                     with attempt:
                         completion = self._send(kwargs, label, schema, attempts)
             except Unsupported as exc:
@@ -378,8 +376,6 @@ class OpenAIBackend(ChatBackend):
         seed: int | None = None,
     ) -> Completion:
         """Async :meth:`complete` with the SDK's ``AsyncOpenAI`` client."""
-        import tenacity
-
         client = self._async_client()
         attempts: list[Attempt] = []
         started = time.perf_counter()
@@ -387,7 +383,7 @@ class OpenAIBackend(ChatBackend):
             kwargs = self._request(mode, messages, schema, temperature, max_tokens, seed)
             label = mode if schema is not None else ""
             try:
-                async for attempt in self._policy(tenacity.AsyncRetrying):
+                async for attempt in self._policy(asynchronous=True):
                     with attempt:
                         completion = await self._asend(client, kwargs, label, schema, attempts)
             except Unsupported as exc:

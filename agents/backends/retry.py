@@ -116,11 +116,16 @@ def classify(exc: Exception, *, label: str, has_format: bool, latency: float, ti
     return None, exc
 
 
-def policy(retrying: type, *, max_retries: int, backoff: float, max_backoff: float) -> Any:
-    """A tenacity ``Retrying``/``AsyncRetrying`` for one request: retry BackendError up to
-    ``max_retries`` times, waiting the server's Retry-After or a jittered backoff."""
-    import tenacity
-
+def policy(*, asynchronous: bool, max_retries: int, backoff: float, max_backoff: float
+           ) -> Any:
+    """A tenacity ``Retrying`` (or ``AsyncRetrying``) for one request: retry BackendError
+    up to ``max_retries`` times, waiting the server's Retry-After or a jittered backoff."""
+    try:
+        import tenacity
+    except ImportError:
+        raise ImportError('The openai backend needs the "llm" extra: '
+                          'pip install "orgteams[llm]"') from None
+    retrying = tenacity.AsyncRetrying if asynchronous else tenacity.Retrying
     jitter = tenacity.wait_random_exponential(multiplier=backoff, max=max_backoff)
 
     def wait(state: Any) -> float:
