@@ -18,7 +18,8 @@ Runs stdlib ``http.server`` on 127.0.0.1 in a daemon thread. Set ``server.mode``
 * ``"reject_response_format"``: HTTP 400 for any ``response_format``.
 * ``"chaos"``: each chat request gets a fault with probability ``server.fault_rate``
   (seeded by ``seed``), else a normal reply; the faults take turns in the order of
-  ``server.faults``, so every kind comes up once six have been injected.
+  ``server.faults`` (default ``CHAOS_FAULTS``), so every kind comes up once seven have
+  been injected.
 
 Every chat request body is appended to ``server.requests``, and every injected fault
 to ``server.injected`` as ``{"n": request index, "fault": mode}``.
@@ -39,9 +40,12 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 FAULTS = ("http500", "http429", "timeout", "truncated", "non_json", "drop")
-"""The transport faults ``chaos`` mode draws from by default."""
-MODES = ("ok", *FAULTS, "invalid_json", "reject_json_schema", "reject_response_format",
-         "chaos")
+"""The transport faults: the model call fails."""
+CHAOS_FAULTS = (*FAULTS, "invalid_json")
+"""What ``chaos`` mode injects by default: the transport faults and a reply whose
+assistant text is not JSON (``INVALID_TEXT``; the model's fault, not the server's)."""
+INVALID_TEXT = "Sure! I would pick a."
+MODES = ("ok", *CHAOS_FAULTS, "reject_json_schema", "reject_response_format", "chaos")
 LLAMA_CPP_JSON_SCHEMA_ERROR = (
     "1 validation error:\n  {'type': 'literal_error', 'loc': ('body', 'response_format', "
     "'type'), 'msg': \"Input should be 'text' or 'json_object'\", 'input': 'json_schema', "
@@ -92,7 +96,7 @@ class _Handler(BaseHTTPRequestHandler):
             n = len(srv.requests)
             srv.requests.append(body)
             srv.auth_headers.append(self.headers.get("authorization", ""))
-            if mode in FAULTS:
+            if mode in CHAOS_FAULTS:
                 srv.injected.append({"n": n, "fault": mode})
         fmt = body.get("response_format") or {}
         if mode == "http500":
@@ -114,7 +118,7 @@ class _Handler(BaseHTTPRequestHandler):
             return self._send(400, {"error": {"message": "unknown field: response_format"}})
         if mode == "timeout":
             time.sleep(srv.delay)
-        text = "Sure! I would pick a." if mode == "invalid_json" else srv.reply_for(fmt)
+        text = INVALID_TEXT if mode == "invalid_json" else srv.reply_for(fmt)
         reply = _chat_response(body.get("model", "fake-model"), text)
         if mode == "truncated":
             data = json.dumps(reply).encode()
@@ -154,14 +158,14 @@ class FaultServer(ThreadingHTTPServer):
         port: int = 0,
         *,
         fault_rate: float = 0.3,
-        faults: tuple[str, ...] = FAULTS,
+        faults: tuple[str, ...] = CHAOS_FAULTS,
         seed: int = 0,
     ) -> None:
         if mode not in MODES:
             raise ValueError(f"unknown mode {mode!r}; known: {', '.join(MODES)}")
-        unknown = [f for f in faults if f not in FAULTS]
+        unknown = [f for f in faults if f not in CHAOS_FAULTS]
         if unknown:
-            raise ValueError(f"unknown faults {unknown}; known: {', '.join(FAULTS)}")
+            raise ValueError(f"unknown faults {unknown}; known: {', '.join(CHAOS_FAULTS)}")
         super().__init__(("127.0.0.1", port), _Handler)
         self.mode = mode
         self.reply_text = reply_text

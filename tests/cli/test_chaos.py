@@ -1,10 +1,11 @@
 """Chaos: a sweep of LLM teams against a server that injects every transport fault.
 
 The fault server answers 30% of chat requests with a 500, a 429, a hang (past the
-client's timeout), a body cut off mid-reply, an HTML page, or a dropped connection.
-Nothing may crash, every injected fault must be an attempt in some decision record
-(the server's count and the logs' count agree per kind), a transient 500 must never
-downgrade the structured mode, and no row may be ``ok`` unless its episode played.
+client's timeout), a body cut off mid-reply, an HTML page, a dropped connection, or
+assistant text that is not JSON. Nothing may crash, every injected fault must be in
+some decision record (a failed attempt of its kind, or a rejected reply; the server's
+count and the logs' count agree per kind), a transient 500 must never downgrade the
+structured mode, and no row may be ``ok`` unless its episode played.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from orgteams.organizations.team_log import read_log
 from orgteams.sweep import SweepSpec, read_results, run_sweep
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "agents"))
-from fault_server import FaultServer  # noqa: E402  (needs the path above)
+from fault_server import INVALID_TEXT, FaultServer  # noqa: E402  (needs the path above)
 
 pytest.importorskip("openai")
 pytest.importorskip("tenacity")
@@ -36,17 +37,18 @@ EXPECTED = {
 MAX_ROUNDS = 2
 
 
-def _attempts(out: Path) -> list[dict]:
-    return [a for log in sorted((out / "logs").glob("*.jsonl")) for r in read_log(log)
-            if r.get("phase") for a in r.get("attempts") or []]
+def _decisions(out: Path) -> list[dict]:
+    return [r for log in sorted((out / "logs").glob("*.jsonl")) for r in read_log(log)
+            if r.get("phase")]
 
 
 @pytest.fixture
 def chaos(monkeypatch):
-    with FaultServer("chaos", reply_text=None, delay=1.0, fault_rate=0.3, seed=7) as server:
+    with FaultServer("chaos", reply_text=None, delay=3.0, fault_rate=0.3, seed=7) as server:
         monkeypatch.setenv("ORGTEAMS_BASE_URL", server.base_url)
         monkeypatch.setenv("ORGTEAMS_API_KEY", "sk-chaos")
-        monkeypatch.setenv("ORGTEAMS_TIMEOUT", "0.3")  # the hang outlasts it
+        # the hang outlasts the timeout; a real reply on a busy machine does not
+        monkeypatch.setenv("ORGTEAMS_TIMEOUT", "1.5")
         monkeypatch.setenv("ORGTEAMS_MAX_RETRIES", "1")
         yield server
 
@@ -63,14 +65,19 @@ def test_chaos_sweep_records_every_fault_and_marks_only_played_rows_ok(tmp_path,
 
     # Every injected fault is a failed attempt of its own kind in the logs, and every
     # request the server saw is an attempt.
-    attempts = _attempts(tmp_path)
+    decisions = _decisions(tmp_path)
+    attempts = [a for r in decisions for a in r.get("attempts") or []]
     injected = Counter(f["fault"] for f in chaos.injected)
-    assert set(injected) == set(EXPECTED)  # each kind was injected at least once
+    bad_text = injected.pop("invalid_json")
+    assert set(injected) == set(EXPECTED) and bad_text > 0  # every kind came up
     recorded = Counter((a["kind"], a["status"], a["error"]) for a in attempts if a["kind"])
     assert recorded == Counter({EXPECTED[f]: n for f, n in injected.items()})
     assert len(attempts) == len(chaos.requests)
     assert sum(1 for a in attempts if a["kind"] is None) == len(chaos.requests) - sum(
         injected.values())
+    # a reply that is not JSON is an answered request whose reply was rejected
+    assert sum(r["replies"].count(INVALID_TEXT) for r in decisions
+               if r.get("replies")) == bad_text
 
     rows, bad = read_results(tmp_path / "results.jsonl")
     assert bad == 0 and len(rows) == 10
