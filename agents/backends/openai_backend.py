@@ -254,13 +254,10 @@ class OpenAIBackend(ChatBackend):
         attempt, error = retry.classify(
             exc, label=label, has_format="response_format" in kwargs,
             latency=time.perf_counter() - started, timeout=self.timeout,
-            where=self.base_url or "api.openai.com", model=self.model, scrub=self._scrub)
-        if attempt is None:
-            return exc
-        attempts.append(attempt)
-        if isinstance(error, BackendError) and error.kind == "timeout":
-            error.reason = f"{error.reason} x {len(attempts)} attempts"
-            error.args = (error.reason,)
+            number=len(attempts) + 1, where=self.base_url or "api.openai.com",
+            model=self.model, scrub=self._scrub)
+        if attempt is not None:
+            attempts.append(attempt)
         return error
 
     def _policy(self, asynchronous: bool = False) -> Any:

@@ -67,7 +67,7 @@ def retry_after(headers: Any) -> float | None:
 
 
 def classify(exc: Exception, *, label: str, has_format: bool, latency: float, timeout: float,
-             where: str, model: str, scrub: Callable[[str], str]
+             number: int, where: str, model: str, scrub: Callable[[str], str]
              ) -> tuple[Attempt | None, Exception]:
     """The record of a failed request and the exception to raise for it.
 
@@ -76,8 +76,8 @@ def classify(exc: Exception, *, label: str, has_format: bool, latency: float, ti
         label: The request's structured mode (``""`` without a schema).
         has_format: The request carried a ``response_format``.
         latency: Seconds the request took.
-        timeout, where, model: For messages (the per-request timeout, the server URL,
-            the model name).
+        timeout, number, where, model: For messages (the per-request timeout, how many
+            requests this call has made, the server URL, the model name).
         scrub: Removes the API key from a text.
 
     Returns:
@@ -92,7 +92,7 @@ def classify(exc: Exception, *, label: str, has_format: bool, latency: float, ti
 
     if isinstance(exc, openai.APITimeoutError):
         return (record("timeout", None, f"no reply within {timeout}s"),
-                BackendError(f"timeout after {timeout}s", kind="timeout"))
+                BackendError(f"timeout after {timeout}s x {number} attempts", kind="timeout"))
     if isinstance(exc, openai.APIConnectionError):
         cause = exc.__cause__ or exc.__context__
         detail = scrub(f"{type(cause).__name__}: {cause}" if cause else str(exc))[:300]
