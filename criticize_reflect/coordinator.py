@@ -32,6 +32,7 @@ from orgteams.agents.backends.base import ChatBackend
 from orgteams.criticize_reflect.critic import Critique
 from orgteams.criticize_reflect.structured import ReplyInvalid, structured_call
 from orgteams.organizations.spec import (
+    INSTRUCTION_VARIABLES,
     LEADERSHIP_RULES,
     PROTOCOLS,
     Organization,
@@ -39,7 +40,7 @@ from orgteams.organizations.spec import (
 )
 
 __all__ = ["EDITABLE_FIELDS", "Coordinator", "CoordinatorDecision", "CoordinatorReply",
-           "OrganizationProposal", "Trial", "build_candidate"]
+           "OrganizationProposal", "Trial", "build_candidate", "plain_instruction"]
 
 INSTRUCTION_MAX_CHARS = 3000
 """Longest instruction a candidate may have (checked in :func:`build_candidate`, not in the
@@ -159,6 +160,13 @@ def build_candidate(base: Organization, proposal: OrganizationProposal, *, name:
     changes = proposal.changes()
     if len(changes.get("instruction") or "") > INSTRUCTION_MAX_CHARS:
         return None, f"invalid: instruction longer than {INSTRUCTION_MAX_CHARS} characters"
+    if changes.get("instruction") is not None:
+        # A model's instruction is plain text, never a template (here, and wherever its
+        # saved organization.yaml is loaded again): only {me}-style names are replaced.
+        text, problem = plain_instruction(changes["instruction"])
+        if problem:
+            return None, f"invalid: field 'instruction': {problem}"
+        changes.update(instruction=text, instruction_format="plain")
     if proposal.leader is not None:
         topology = dict(changes.get("topology") or base.topology.model_dump(mode="json"))
         tiers = list(topology.get("tiers") or [])
@@ -185,6 +193,26 @@ def build_candidate(base: Organization, proposal: OrganizationProposal, *, name:
         except Exception as exc:  # noqa: BLE001 - any resolve/render failure rejects it
             return None, f"invalid: does not resolve for {len(team)} agents: {exc}"
     return org, None
+
+
+_SIMPLE_VARIABLE = re.compile(r"\{\{-?\s*([a-z_]+)\s*-?\}\}")
+
+
+def plain_instruction(text: str) -> tuple[str, str | None]:
+    """A model's instruction as plain text: ``{{ me }}`` becomes ``{me}``; other syntax refused.
+
+    Returns:
+        ``(text, None)``, or ``(text, problem)`` when template syntax is left.
+    """
+    text = _SIMPLE_VARIABLE.sub(
+        lambda m: f"{{{m.group(1)}}}" if m.group(1) in INSTRUCTION_VARIABLES else m.group(0),
+        text)
+    found = sorted((text.find(tag), tag) for tag in ("{{", "{%", "{#") if tag in text)
+    if found:
+        return text, (f"template syntax {found[0][1]!r} is not allowed in an instruction a model "
+                      f"writes; write plain text with {{me}}, {{role}}, {{leader}}, {{boss}}, "
+                      f"{{reports}}, {{names}} or {{n}}")
+    return text, None
 
 
 EXAMPLE = {
