@@ -114,8 +114,8 @@ class LimitedSandbox(ImmutableSandboxedEnvironment):
         self.globals["range"] = _limited_range
         for name in _REMOVED_FILTERS:
             self.filters.pop(name, None)
-        self.filters = {name: self._checked_filter(f) for name, f in self.filters.items()}
-        self.filters["replace"] = self._checked_filter(_limited_replace(max_size))
+        self.filters = {name: self.checked_filter(f) for name, f in self.filters.items()}
+        self.filters["replace"] = self.checked_filter(_limited_replace(max_size))
         self.filters["_counted"] = _counted
         self.filters["_sized"] = self._sized
         self.filters["_concat"] = self._concat
@@ -137,7 +137,8 @@ class LimitedSandbox(ImmutableSandboxedEnvironment):
     def _finalize(self, value: Any) -> Any:
         return self._check(value)
 
-    def _checked_filter(self, f: Callable[..., Any]) -> Callable[..., Any]:
+    def checked_filter(self, f: Callable[..., Any]) -> Callable[..., Any]:
+        """``f`` as a filter that counts a step and checks its arguments' and result's size."""
         @functools.wraps(f)  # keeps jinja_pass_arg (pass_context & co)
         def checked(*args: Any, **kwargs: Any) -> Any:
             _charge()
