@@ -31,6 +31,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from orgteams.agents.backends.base import ChatBackend
 from orgteams.criticize_reflect.critic import Critique
 from orgteams.criticize_reflect.structured import ReplyInvalid, structured_call
+from orgteams.envs.errors import UserError
 from orgteams.organizations.spec import (
     INSTRUCTION_VARIABLES,
     LEADERSHIP_RULES,
@@ -239,7 +240,7 @@ class Coordinator:
     def __init__(self, backend: ChatBackend, *, k: int = 3, max_history: int = 6,
                  max_retries: int = 1, max_tokens: int = 2048, templates: Any = None) -> None:
         if k < 1:
-            raise ValueError(f"k must be >= 1, got {k}")
+            raise UserError(f"k must be >= 1, got {k}")
         self.backend = backend
         self.k = k
         self.max_history = max_history

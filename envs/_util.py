@@ -7,6 +7,8 @@ from collections.abc import Iterable
 from importlib import resources
 from pathlib import Path
 
+from orgteams.envs.errors import UserError
+
 
 def asset_dir(*parts: str) -> Path:
     """Return the path of a folder (or file) inside the shipped ``assets/`` data."""
@@ -24,12 +26,12 @@ def did_you_mean(name: str, choices: Iterable[str]) -> str:
     return f" Did you mean {close[0]!r}?" if close else ""
 
 
-def unknown_name(kind: str, name: str, choices: Iterable[str]) -> ValueError:
+def unknown_name(kind: str, name: str, choices: Iterable[str]) -> UserError:
     """Build the one error every loader raises for an unknown name.
 
     Example: ``Unknown layout 'apartmnt'. Did you mean 'apartment'? Known: apartment, ...``
     """
     choices = sorted(choices)
-    return ValueError(
+    return UserError(
         f"Unknown {kind} {name!r}.{did_you_mean(name, choices)} Known: {', '.join(choices)}"
     )

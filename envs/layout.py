@@ -28,6 +28,7 @@ import yaml
 
 from orgteams.envs._util import asset_dir, asset_names, unknown_name
 from orgteams.envs.catalog import load_catalog, room_type
+from orgteams.envs.errors import UserError
 
 WALL, FLOOR, DOOR, FURNITURE, OUTSIDE = 0, 1, 2, 3, 4
 FIXED_CHARS = {"#": WALL, "+": DOOR, "=": DOOR, " ": OUTSIDE}
@@ -92,10 +93,10 @@ class Layout:
     def from_dict(cls, data: dict, source: str = "<dict>") -> Layout:
         """Build from the YAML structure (``name``, ``grid``, ``rooms``, ``furniture``)."""
         if not isinstance(data, dict):
-            raise ValueError(f"{source}: expected a mapping with keys name, grid, rooms, furniture")
+            raise UserError(f"{source}: expected a mapping with keys name, grid, rooms, furniture")
         missing = [k for k in ("grid", "rooms") if k not in data]
         if missing:
-            raise ValueError(f"{source}: missing required key(s) {', '.join(missing)}")
+            raise UserError(f"{source}: missing required key(s) {', '.join(missing)}")
         grid = data["grid"]
         lines = grid.splitlines() if isinstance(grid, str) else list(grid)
         while lines and not lines[-1].strip():
@@ -128,7 +129,7 @@ class Layout:
 
 def _err(source: str, row: int | None, col: int | None, msg: str) -> ValueError:
     where = f"row {row}, col {col}" if row is not None else "whole layout"
-    return ValueError(f"{source}: {where}: {msg}")
+    return UserError(f"{source}: {where}: {msg}")
 
 
 def _parse(lines, room_legend, furn_legend, name, source, description, require_rooms) -> Layout:
@@ -144,13 +145,13 @@ def _parse(lines, room_legend, furn_legend, name, source, description, require_r
         if len(ch) != 1 or not ch.islower():
             raise _err(source, None, None, f"room key {ch!r} must be one lowercase letter")
         if room_type(rname) not in catalog.room_colors:
-            raise ValueError(f"{source}: "
+            raise UserError(f"{source}: "
                              f"{unknown_name('room type', room_type(rname), catalog.room_colors)}")
     for ch, ftype in furn_legend.items():
         if len(ch) != 1 or not ch.isupper():
             raise _err(source, None, None, f"furniture key {ch!r} must be one uppercase letter")
         if ftype not in catalog.furniture:
-            raise ValueError(f"{source}: "
+            raise UserError(f"{source}: "
                              f"{unknown_name('furniture type', ftype, catalog.furniture)}")
 
     room_names = tuple(dict.fromkeys(room_legend.values()))
@@ -272,9 +273,9 @@ def load_layout(name_or_path: str | Path) -> Layout:
             raise unknown_name("layout", text, list_layouts() + ["generated:<rooms>:<seed>"])
         path = asset_dir("layouts", f"{text}.yaml")
     if not path.exists():
-        raise ValueError(f"Layout file not found: {path}")
+        raise UserError(f"Layout file not found: {path}")
     try:
         data = yaml.safe_load(path.read_text())
     except yaml.YAMLError as exc:
-        raise ValueError(f"{path}: not valid YAML: {exc}") from None
+        raise UserError(f"{path}: not valid YAML: {exc}") from None
     return Layout.from_dict(data, source=str(path))

@@ -54,9 +54,9 @@ class ResolvedOrganization:
         """Resolve ``org`` for ``team``; see :meth:`Organization.resolve`."""
         team = list(team)
         if len(set(team)) != len(team):
-            raise ValueError(f"organization {org.name!r}: team has duplicate agents: {team}")
+            raise UserError(f"organization {org.name!r}: team has duplicate agents: {team}")
         if len(team) < org.min_agents:
-            raise ValueError(
+            raise UserError(
                 f"organization {org.name!r} needs at least {org.min_agents} agents, got {len(team)}"
             )
         graph = nx.DiGraph()
@@ -75,7 +75,7 @@ class ResolvedOrganization:
                         graph.add_edge(boss, member)
                 above = agents or above
         elif leaders:
-            raise ValueError(f"organization {org.name!r} has no leader tier to replace")
+            raise UserError(f"organization {org.name!r} has no leader tier to replace")
         elif org.topology.kind == "chain":
             nx.add_path(graph, team)
         if isinstance(org.roles, dict):
@@ -163,7 +163,7 @@ class ResolvedOrganization:
         declared = {t.role for t in self.organization.topology.tiers}
         declared |= {self.organization.topology.member_role, *self.roles.values()}
         if name not in declared:
-            raise ValueError(
+            raise UserError(
                 f"organization {self.organization.name!r}: field 'channels': unknown role or "
                 f"agent {name!r}.{did_you_mean(name, declared)}"
             )
@@ -224,7 +224,7 @@ def _fill_tiers(
         if named is not None:
             missing = [a for a in named if a not in team]
             if missing:
-                raise ValueError(
+                raise UserError(
                     f"organization {org.name!r}: tier {tier.role!r} names "
                     f"{', '.join(missing)}, not in the team of {len(team)}"
                 )

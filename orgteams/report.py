@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from orgteams.envs.errors import MissingExtraError, UserError
 from orgteams.sweep import cell_key, read_results
 
 METRICS = ("ticks", "rounds", "comm_tokens_per_step")
@@ -33,7 +34,7 @@ def _scipy_stats():
     try:
         from scipy import stats
     except ImportError:
-        raise ImportError(REPORT_HINT) from None
+        raise MissingExtraError(REPORT_HINT) from None
     return stats
 
 
@@ -44,7 +45,7 @@ def _pyplot():
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
-        raise ImportError(REPORT_HINT) from None
+        raise MissingExtraError(REPORT_HINT) from None
     return plt
 
 
@@ -124,7 +125,7 @@ def report(results_path: str | Path, out_dir: str | Path, baseline: str | None =
         contexts.setdefault(gkey[:-1], []).append(g)
     if baseline is not None and not any(g["organization"] == baseline for g in groups.values()):
         known = sorted({str(g["organization"]) for g in groups.values()})
-        raise ValueError(f"baseline organization {baseline!r} is not in {results_path} "
+        raise UserError(f"baseline organization {baseline!r} is not in {results_path} "
                          f"(organizations: {', '.join(known)})")
 
     out_groups = []

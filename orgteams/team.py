@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from orgteams.envs._util import unknown_name
+from orgteams.envs.errors import UserError
 from orgteams.envs.highlevel import HighLevelEnv
 from orgteams.organizations.library import load_organization
 from orgteams.organizations.monitor import MonitorConfig
@@ -22,6 +23,28 @@ from orgteams.organizations.spec import Organization
 
 MEMBER_KINDS = ("planner", "random", "human", "local", "scripted", "openai")
 _BACKENDS: dict[str, Any] = {}  # one backend (and one local server) per spec per process
+
+
+_TAKES_MODEL = ("openai", "scripted")
+
+
+def parse_member_spec(spec: str) -> tuple[str, str | None]:
+    """Split a member spec: ``"openai:gpt-4o-mini"`` -> ``("openai", "gpt-4o-mini")``.
+
+    Raises:
+        UserError: An unknown kind, or a model name on a kind that takes none
+            (``local:foo``: the embedded model is always SmolLM2).
+    """
+    kind, sep, model = spec.strip().partition(":")
+    if kind not in MEMBER_KINDS:
+        raise unknown_name("member kind", kind, MEMBER_KINDS)
+    if sep and kind not in _TAKES_MODEL:
+        hint = (" (the embedded model is SmolLM2; another model is openai:<model> on any "
+                "OpenAI-compatible server)" if kind == "local" else "")
+        raise UserError(f"member spec {spec!r}: {kind} takes no model name{hint}")
+    if sep and not model.strip():
+        raise UserError(f"member spec {spec!r}: the model name after ':' is empty")
+    return kind, (model.strip() or None) if sep else None
 
 
 def _backend(spec: str, cache: str | Path | None):
@@ -45,9 +68,7 @@ def build_member(agent_id: str, spec: str, *, leader: bool = False, seed: int | 
     ``env`` only matters to ``human``: when it renders in human mode the person
     answers in that window (:class:`~orgteams.agents.window_input.WindowInput`),
     else in the terminal."""
-    kind = spec.split(":", 1)[0]
-    if kind not in MEMBER_KINDS:
-        raise unknown_name("member kind", kind, MEMBER_KINDS)
+    kind, _ = parse_member_spec(spec)
     if kind == "planner":
         from orgteams.agents.planner_member import PlannerMember
 
@@ -81,7 +102,7 @@ def build_team(specs: str | list[str], num_agents: int, organization: Organizati
     if len(specs) == 1:
         specs = specs * num_agents
     if len(specs) != num_agents:
-        raise ValueError(f"got {len(specs)} member specs for {num_agents} agents; give one "
+        raise UserError(f"got {len(specs)} member specs for {num_agents} agents; give one "
                          "spec for all or one per agent")
     team = [f"agent_{i}" for i in range(num_agents)]
     resolved = organization.resolve(team)

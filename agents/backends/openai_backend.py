@@ -34,6 +34,7 @@ from orgteams.agents.backends.base import (
     Usage,
     parse_json_reply,
 )
+from orgteams.envs.errors import MissingExtraError
 
 __all__ = ["MODES", "OpenAIBackend"]
 
@@ -77,7 +78,7 @@ def _import_openai() -> Any:
     try:
         import openai
     except ImportError as exc:
-        raise ImportError(
+        raise MissingExtraError(
             'The openai backend needs the "llm" extra: pip install "orgteams[llm]"'
         ) from exc
     return openai
