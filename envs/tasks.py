@@ -10,13 +10,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Annotated
 
 import numpy as np
 import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from orgteams.envs._util import asset_dir, asset_names, unknown_name
+from orgteams.envs._util import asset_dir, asset_names, unknown_name, validation_line
 from orgteams.envs.catalog import load_catalog
 from orgteams.envs.errors import UserError
+from orgteams.envs.limits import MAX_TICKS
 
 RELATIONS = ("on", "inside")
 # At most this many predicates in one goal (array observations have one row each).
@@ -90,6 +93,33 @@ class TaskSpec:
         return tuple(Predicate(r, c, t, n) for (r, c, t), n in counts.items())
 
 
+_Count = Annotated[int, Field(ge=0, le=1_000)]
+_Limit = Annotated[int, Field(ge=1, le=MAX_TICKS)]
+
+
+class TaskFile(BaseModel):
+    """The fields of a task file and their types (see ``assets/tasks/*.yaml``).
+
+    Predicates are ``"ON(cupcake, coffee_table)"`` or ``[on, cupcake, coffee_table]``;
+    their meaning (relation, class, target) is checked when parsed.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+    name: str
+    description: str
+    candidates: list[str | list[str]]
+    required: list[str | list[str]] = Field(default_factory=list)
+    units: tuple[Annotated[int, Field(ge=1, le=1_000)], Annotated[int, Field(ge=1, le=1_000)]] = (
+        3, 5)
+    max_per_predicate: Annotated[int, Field(ge=1, le=1_000)] = 2
+    extra_objects: _Count = 1
+    distractors: _Count = 3
+    container_prob: float = Field(default=0.4, ge=0, le=1)
+    far: bool = False
+    default_step_limit: _Limit = 400
+    step_limits: dict[str, _Limit] = Field(default_factory=dict)
+
+
 def _parse_pred(text, where: str) -> tuple[str, str, str]:
     """Parse ``"ON(cupcake, coffee_table)"`` or ``[on, cupcake, coffee_table]``."""
     catalog = load_catalog()
@@ -124,10 +154,13 @@ def task_from_dict(data: dict, source: str = "<dict>") -> TaskSpec:
         raise UserError(f"{source}: missing field(s) {missing}")
     if not data.get("candidates"):
         raise UserError(f"{source}: field 'candidates' must list at least one predicate")
-    kw = dict(data)
-    kw["candidates"] = tuple(_parse_pred(p, f"{source}: candidates") for p in data["candidates"])
-    kw["required"] = tuple(_parse_pred(p, f"{source}: required") for p in data.get("required", []))
-    kw["units"] = tuple(data.get("units", (3, 5)))
+    try:
+        kw = TaskFile.model_validate(data).model_dump(exclude_unset=True)
+    except ValidationError as exc:
+        raise UserError(f"{source}: {validation_line(exc, TaskFile.model_fields)}") from None
+    kw["candidates"] = tuple(_parse_pred(p, f"{source}: candidates") for p in kw["candidates"])
+    kw["required"] = tuple(_parse_pred(p, f"{source}: required") for p in kw.get("required", []))
+    kw["units"] = tuple(kw.get("units", (3, 5)))
     if not 1 <= kw["units"][0] <= kw["units"][1]:
         raise UserError(f"{source}: field 'units' must be [min, max] with 1 <= min <= max")
     most = MAX_GOAL_PREDICATES * kw.get("max_per_predicate", 2)
