@@ -195,7 +195,8 @@ class HouseholdEnv(ParallelEnv):
     def _check_action(self, agent: str, action: Any) -> int:
         if isinstance(action, np.ndarray) and action.shape == ():
             action = action.item()
-        if not isinstance(action, int | np.integer) or not 0 <= action < NUM_ACTIONS:
+        if isinstance(action, bool | np.bool_) or not isinstance(action, int | np.integer) \
+                or not 0 <= action < NUM_ACTIONS:  # True is not "move north"
             raise ValueError(f"{agent}: action {action!r} is outside the action space "
                              f"Discrete({NUM_ACTIONS}); see orgteams.envs.actions")
         return int(action)

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from orgteams.envs.errors import MissingExtraError, UserError
-from orgteams.sweep import cell_key, read_results
+from orgteams.sweep import KEY_FIELDS, cell_key, read_results
 
 METRICS = ("ticks", "rounds", "comm_tokens_per_step")
 TESTED = ("ticks", "comm_tokens_per_step")
@@ -82,9 +82,22 @@ def welch(a: Sequence[float], b: Sequence[float]) -> dict[str, Any]:
     return out
 
 
+def _check_row(row: dict, where: str) -> None:
+    """A result row must name its whole cell; else one line naming the row and field."""
+    cell = row.get("cell")
+    if not isinstance(cell, dict):
+        raise UserError(f"{where}: field 'cell' must be a mapping of {', '.join(KEY_FIELDS)}")
+    missing = [k for k in KEY_FIELDS if k not in cell]
+    if missing:
+        raise UserError(f"{where}: field 'cell.{missing[0]}' is missing (rows written by "
+                        "orgteams sweep name task, layout, organization, agents, backend, seed)")
+
+
 def load_rows(results_path: str | Path) -> tuple[list[dict], dict[str, int]]:
     """The last row per cell key (a retried error replaced by its success), and counts."""
     rows, bad = read_results(results_path)
+    for i, r in enumerate(rows):
+        _check_row(r, f"{results_path}: result row {i + 1}")
     latest: dict[str, dict] = {}
     for r in rows:
         key = r.get("key") or cell_key(r["cell"])
