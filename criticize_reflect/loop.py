@@ -155,7 +155,7 @@ def _check_config(path: Path, config: dict[str, Any]) -> None:
     changed = [k for k in config if saved.get(k) != config[k]]
     if changed:
         raise UserError(f"{path.parent}: already holds a reflect run with different "
-                         f"{', '.join(changed)}; use another out_dir to start a new run")
+                        f"{', '.join(changed)}; use another out_dir to start a new run")
 
 
 def reflect(initial_org: Organization, episode_fn: EpisodeFn, critic: Critic | None,

@@ -26,7 +26,7 @@ def make_episode(layout: Layout, task: TaskSpec, num_agents: int, rng: np.random
     missing = sorted(targets - {f.type for f in furn})
     if missing:
         raise UserError(f"task {task.name!r} needs {', '.join(missing)}, which layout "
-                         f"{layout.name!r} does not have")
+                        f"{layout.name!r} does not have")
     goal = task.sample_goal(rng)
     classes: list[str] = []
     for p in goal:
@@ -56,7 +56,7 @@ def make_episode(layout: Layout, task: TaskSpec, num_agents: int, rng: np.random
             spots = far or spots
         if not spots:
             raise UserError(f"layout {layout.name!r} has no room left for {cls}: "
-                             "add furniture or lower the task's units")
+                            "add furniture or lower the task's units")
         in_container = [i for i in spots if is_container[i]]
         on_surface = [i for i in spots if not is_container[i]]
         pool = in_container if (in_container and (not on_surface or
@@ -68,7 +68,7 @@ def make_episode(layout: Layout, task: TaskSpec, num_agents: int, rng: np.random
     floor = scene.floor_cells
     if num_agents > len(floor):
         raise UserError(f"layout {layout.name!r} has {len(floor)} floor cells; cannot "
-                         f"place {num_agents} agents")
+                        f"place {num_agents} agents")
     starts = rng.choice(floor, size=num_agents, replace=False)
     return HouseholdState(
         scene=scene, tick=0, agent_pos=[int(c) for c in starts],

@@ -75,7 +75,7 @@ def generate_layout(rooms: int, seed: int = 0) -> Layout:
     """
     if not isinstance(rooms, int | np.integer) or not MIN_ROOMS <= rooms <= MAX_ROOMS:
         raise UserError(f"rooms must be an integer from {MIN_ROOMS} to {MAX_ROOMS}, "
-                         f"got {rooms!r}")
+                        f"got {rooms!r}")
     if not isinstance(seed, int | np.integer) or seed < 0:
         raise UserError(f"seed must be a non-negative integer, got {seed!r}")
     rooms, seed = int(rooms), int(seed)

@@ -187,13 +187,13 @@ def _parse(lines, room_legend, furn_legend, name, source, description, require_r
             raise _err(source, None, None, f"room key {ch!r} must be one lowercase letter")
         if room_type(rname) not in catalog.room_colors:
             raise UserError(f"{source}: "
-                             f"{unknown_name('room type', room_type(rname), catalog.room_colors)}")
+                            f"{unknown_name('room type', room_type(rname), catalog.room_colors)}")
     for ch, ftype in furn_legend.items():
         if len(ch) != 1 or not ch.isupper():
             raise _err(source, None, None, f"furniture key {ch!r} must be one uppercase letter")
         if ftype not in catalog.furniture:
             raise UserError(f"{source}: "
-                             f"{unknown_name('furniture type', ftype, catalog.furniture)}")
+                            f"{unknown_name('furniture type', ftype, catalog.furniture)}")
 
     room_names = tuple(dict.fromkeys(room_legend.values()))
     room_index = {n: i for i, n in enumerate(room_names)}

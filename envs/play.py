@@ -112,7 +112,7 @@ class PlaySession:
         self.raw = env.base if isinstance(env, HighLevelEnv) else env.unwrapped
         if human_agent not in self.raw.possible_agents:
             raise UserError(f"human_agent {human_agent!r} is not one of "
-                             f"{self.raw.possible_agents}")
+                            f"{self.raw.possible_agents}")
         self.human = human_agent
         self.index = self.raw.agent_index[human_agent]
         self.policy = resolve_policy(others, seed) if teammates is None else None

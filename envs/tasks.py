@@ -166,7 +166,7 @@ def task_from_dict(data: dict, source: str = "<dict>") -> TaskSpec:
     most = MAX_GOAL_PREDICATES * kw.get("max_per_predicate", 2)
     if kw["units"][1] > most:
         raise UserError(f"{source}: field 'units' allows at most {most} units "
-                         f"({MAX_GOAL_PREDICATES} predicates x max_per_predicate)")
+                        f"({MAX_GOAL_PREDICATES} predicates x max_per_predicate)")
     return TaskSpec(**kw, source=source)
 
 

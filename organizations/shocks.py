@@ -62,7 +62,7 @@ class Shock:
             return cls(int(at), kind, agent, member or None)
         except ValueError:
             raise UserError(f"malformed shock {text!r}: expected 'remove:<agent>@<round>' or "
-                             "'substitute:<agent>=<backend>@<round>'") from None
+                            "'substitute:<agent>=<backend>@<round>'") from None
 
 
 def recovery_rounds(units_by_round: list[int], shock_round: int, window: int = 5) -> int | None:

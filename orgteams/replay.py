@@ -67,8 +67,8 @@ def _load(path: Path) -> _Episode:
                 abstained[int(r["round"])].append(r["agent"])
     if header is None:
         raise UserError(f"{path}: no episode line, so it cannot be replayed (logs written "
-                         "before replay support, or not by the team runner); run the episode "
-                         "again with --log to get a replayable log")
+                        "before replay support, or not by the team runner); run the episode "
+                        "again with --log to get a replayable log")
     return _Episode(header, ticks, speech, abstained, end)
 
 
@@ -120,7 +120,7 @@ def replay(log_path: str | Path, *, render: str | None = "human",
         for t in episode.ticks:
             if t["tick"] != state.tick + 1:
                 raise UserError(f"{log_path}: tick line {t['tick']} follows tick "
-                                 f"{state.tick}; the log is out of sequence")
+                                f"{state.tick}; the log is out of sequence")
             if t["round"] != shown_round:
                 shown_round = t["round"]
                 _show_round(overlay, shown_round, episode, agents)

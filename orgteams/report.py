@@ -139,7 +139,7 @@ def report(results_path: str | Path, out_dir: str | Path, baseline: str | None =
     if baseline is not None and not any(g["organization"] == baseline for g in groups.values()):
         known = sorted({str(g["organization"]) for g in groups.values()})
         raise UserError(f"baseline organization {baseline!r} is not in {results_path} "
-                         f"(organizations: {', '.join(known)})")
+                        f"(organizations: {', '.join(known)})")
 
     out_groups = []
     for ctx_groups in contexts.values():

@@ -56,7 +56,7 @@ class SweepSpec:
         unknown = sorted(set(data) - known)
         if unknown:
             raise UserError(f"{source}: unknown sweep spec field {unknown[0]!r} "
-                             f"(fields: {', '.join(sorted(known))})")
+                            f"(fields: {', '.join(sorted(known))})")
         kw: dict[str, Any] = {}
         for name in ("tasks", "layouts", "organizations", "backends"):
             if name in data:
@@ -160,7 +160,7 @@ def _int_list(v: Any, name: str, source: str) -> tuple[int, ...]:
         return tuple(int(x) for x in items)
     except (TypeError, ValueError):
         raise UserError(f"{source}: sweep spec field '{name}' must be integers, got {v!r}"
-                         ) from None
+                        ) from None
 
 
 def parse_seeds(v: Any, source: str = "<spec>") -> tuple[int, ...]:

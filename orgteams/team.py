@@ -103,7 +103,7 @@ def build_team(specs: str | list[str], num_agents: int, organization: Organizati
         specs = specs * num_agents
     if len(specs) != num_agents:
         raise UserError(f"got {len(specs)} member specs for {num_agents} agents; give one "
-                         "spec for all or one per agent")
+                        "spec for all or one per agent")
     team = [f"agent_{i}" for i in range(num_agents)]
     resolved = organization.resolve(team)
     top = set(resolved.tiers[0][1]) if len(resolved.tiers) > 1 else set()
