@@ -47,6 +47,9 @@ INSTRUCTION_MAX_CHARS = 3000
 """Longest instruction a candidate may have (checked in :func:`build_candidate`, not in the
 JSON schema: a long ``maxLength`` becomes a grammar too deep for llama.cpp)."""
 
+CRITIQUE_MAX_CHARS = 3000
+"""Longest critique (its one-line JSON text) kept per history entry in the prompt."""
+
 EDITABLE_FIELDS = ("description", "protocol", "topology", "roles", "channels", "rules",
                    "allow_abstain", "leadership_rule", "election_every", "leadership_every",
                    "batch_size", "mission", "instruction")
@@ -143,6 +146,11 @@ class CoordinatorDecision:
                 "candidates": self.candidates, "pick": self.pick,
                 "pick_reason": self.pick_reason, "analysis": self.analysis,
                 "fallback": self.fallback, "call": self.call}
+
+
+def _capped(text: str, limit: int) -> str:
+    """Model-written text cut to ``limit`` characters (with a marker) before a prompt keeps it."""
+    return text if len(text) <= limit else text[:limit] + " [cut]"
 
 
 def _slug(text: str) -> str:
@@ -273,7 +281,8 @@ class Coordinator:
                 "metrics": json.dumps(t.metrics, default=str),
                 "organization": yaml.dump(org, Dumper=_BlockDumper, sort_keys=False,
                                           allow_unicode=True, width=100),
-                "critique": (json.dumps(t.critique.for_prompt(), ensure_ascii=False)
+                "critique": (_capped(json.dumps(t.critique.for_prompt(), ensure_ascii=False),
+                                     CRITIQUE_MAX_CHARS)
                              if t.critique is not None and t.critique.fallback is None
                              else None)})
         gov = current.governance

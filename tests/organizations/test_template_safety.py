@@ -154,3 +154,16 @@ def test_a_coordinator_instruction_is_saved_as_plain_text(tmp_path):
     assert saved.instruction == "{me} reports to {leader}; {names}."
     assert saved.resolve(TEAM3).instruction_for("agent_2") == (
         "Charlie reports to Alice; Alice, Bob, Charlie.")
+
+
+def test_a_long_critique_is_cut_in_the_coordinator_prompt():
+    from orgteams.criticize_reflect.coordinator import CRITIQUE_MAX_CHARS, Trial
+    from orgteams.criticize_reflect.critic import Critique
+
+    org = load_organization("leader")
+    critique = Critique(summary="s", suggestions=["x" * 5000, "Round 1, Alice to everyone: y"])
+    prompt = Coordinator(ScriptedBackend(), k=1).prompt([Trial(0, org, 10.0, {}, critique)],
+                                                        org)[1]["content"]
+    line = next(x for x in prompt.splitlines() if x.startswith("Critic's assessment: "))
+    assert len(line) == len("Critic's assessment: ") + CRITIQUE_MAX_CHARS + len(" [cut]")
+    assert line.endswith(" [cut]") and "Round 1, Alice" not in prompt
