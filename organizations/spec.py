@@ -2,8 +2,10 @@
 
 An :class:`Organization` is data. Its ``topology`` says who leads whom with *tiers*
 that resolve for any team size; ``protocol`` names the turn-taking of the communicate
-phase (see :mod:`orgteams.organizations.protocols`); ``instruction`` is a Jinja2
-template (``StrictUndefined``) rendered into each agent's prompt.
+phase (see :mod:`orgteams.organizations.protocols`); ``instruction`` is a person's Jinja2
+template (``StrictUndefined``, rendered in a limited sandbox:
+:mod:`orgteams.organizations.templates`) or, with ``instruction_format: plain`` (what a
+Coordinator model writes), plain text with ``{me}``-style names, never a template.
 :meth:`Organization.resolve` fixes everything for an actual team
 (:class:`ResolvedOrganization`).
 
