@@ -48,9 +48,9 @@ from pydantic import (
     model_validator,
 )
 
-from orgteams.envs._util import did_you_mean
+from orgteams.envs._util import did_you_mean, validation_line
 from orgteams.envs.errors import UserError
-from orgteams.organizations.templates import MAX_INSTRUCTION_CHARS
+from orgteams.organizations.templates import MAX_INSTRUCTION_CHARS, compile_template
 
 if TYPE_CHECKING:
     from orgteams.organizations.resolved import ResolvedOrganization
@@ -347,7 +347,8 @@ class Organization(BaseModel):
         try:
             return cls.model_validate(data)
         except ValidationError as exc:
-            raise UserError(f"{source}: {_explain(exc)}") from None
+            line = validation_line(exc, Organization.model_fields)
+            raise UserError(f"{source}: {line}") from None
 
     def to_yaml(self) -> str:
         """YAML text that :meth:`from_yaml` reads back to an equal organization."""
@@ -378,20 +379,6 @@ class Organization(BaseModel):
         return bad
 
 
-def _explain(exc: ValidationError) -> str:
-    """One line per error: ``field 'a.b': message`` with a hint for unknown fields."""
-    lines = []
-    for err in exc.errors():
-        loc = ".".join(str(p) for p in err["loc"])
-        msg = str(err["msg"]).removeprefix("Value error, ")
-        if err["type"] == "extra_forbidden":
-            parent = err["loc"][:-1]
-            known = Organization.model_fields if not parent else ()
-            msg = f"unknown field.{did_you_mean(str(err['loc'][-1]), known)}"
-        lines.append(f"field '{loc}': {msg}" if loc else msg)
-    return "; ".join(dict.fromkeys(lines))
-
-
 class _BlockDumper(yaml.SafeDumper):
     """Write multi-line strings (instructions) as ``|`` blocks so they stay editable."""
 
@@ -415,23 +402,6 @@ def share_count(share: Share, left: int) -> int:
 
 
 _AGENT_ID = re.compile(r"agent_(\d+)")
-
-
-def compile_template(text: str) -> Any:
-    """Compile a person's instruction in the limited sandbox; bad syntax or limits -> ValueError.
-
-    See :func:`orgteams.organizations.templates.compile_instruction` for what is allowed.
-    """
-    import jinja2
-
-    from orgteams.organizations.templates import TemplateLimitError, compile_instruction
-
-    try:
-        return compile_instruction(text)
-    except jinja2.TemplateSyntaxError as exc:
-        raise ValueError(f"template syntax error at line {exc.lineno}: {exc.message}") from None
-    except TemplateLimitError as exc:
-        raise ValueError(f"unsafe template: {exc}") from None
 
 
 def _one_line(exc: Exception) -> str:

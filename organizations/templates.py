@@ -38,6 +38,7 @@ __all__ = [
     "LimitedSandbox",
     "TemplateLimitError",
     "compile_instruction",
+    "compile_template",
     "render_instruction",
     "substitute_fields",
 ]
@@ -256,6 +257,19 @@ def compile_instruction(text: str) -> jinja2.Template:
             raise TemplateLimitError(f"recursive loops are not allowed in an instruction "
                                      f"(line {loop.lineno})")
     return env.from_string(_Limiter().visit(tree))
+
+
+def compile_template(text: str) -> Any:
+    """Compile a person's instruction in the limited sandbox; bad syntax or limits -> ValueError.
+
+    See :func:`orgteams.organizations.templates.compile_instruction` for what is allowed.
+    """
+    try:
+        return compile_instruction(text)
+    except jinja2.TemplateSyntaxError as exc:
+        raise ValueError(f"template syntax error at line {exc.lineno}: {exc.message}") from None
+    except TemplateLimitError as exc:
+        raise ValueError(f"unsafe template: {exc}") from None
 
 
 def render_instruction(template: jinja2.Template, variables: Mapping[str, Any]) -> str:
