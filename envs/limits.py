@@ -9,6 +9,7 @@ team in the tests has 64 agents).
 from __future__ import annotations
 
 import math
+import numbers
 from typing import Any
 
 from orgteams.envs.errors import UserError
@@ -34,11 +35,11 @@ def check_int(value: Any, name: str, low: int, high: int) -> int:
 
     Bools are refused: ``True`` is not a team size.
     """
-    if isinstance(value, bool) or not isinstance(value, int):
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         raise UserError(f"{name} must be an integer from {low} to {high}, got {value!r}")
     if not low <= value <= high:
         raise UserError(f"{name} must be from {low} to {high}, got {value}")
-    return value
+    return int(value)
 
 
 def check_weight(value: Any, name: str) -> float:

@@ -15,6 +15,7 @@ from typing import Any
 from orgteams.envs._util import unknown_name
 from orgteams.envs.errors import UserError
 from orgteams.envs.highlevel import HighLevelEnv
+from orgteams.envs.limits import MAX_AGENTS, MAX_ROUNDS, MAX_SEED, MAX_TICKS, check_int
 from orgteams.organizations.library import load_organization
 from orgteams.organizations.monitor import MonitorConfig
 from orgteams.organizations.runner import EpisodeResult, TeamRunner
@@ -138,6 +139,13 @@ def run_episode(task: str = "prepare_afternoon_tea", layout: str = "apartment",
         shocks: :class:`Shock` objects or CLI strings (``remove:agent_1@5``).
         monitor: Capability-threshold monitor: True for defaults, or a MonitorConfig.
     """
+    check_int(agents, "agents", 1, MAX_AGENTS)
+    if seed is not None:
+        check_int(seed, "seed", 0, MAX_SEED)
+    if max_rounds is not None:
+        check_int(max_rounds, "max_rounds", 1, MAX_ROUNDS)
+    if max_ticks is not None:
+        check_int(max_ticks, "max_ticks", 1, MAX_TICKS)
     org = organization if isinstance(organization, Organization) else load_organization(
         organization)
     render_mode = render or ("rgb_array" if video else None)

@@ -166,3 +166,16 @@ def test_step_refuses_bools_as_actions():
     with pytest.raises(ValueError, match=re.escape("agent_0: action True is outside the action "
                                                    "space Discrete(")):
         env.step({"agent_0": True})
+
+
+@pytest.mark.parametrize(("kwargs", "msg"), [
+    ({"agents": 3000}, f"agents must be from 1 to {MAX_AGENTS}, got 3000"),
+    ({"seed": -1}, f"seed must be from 0 to {MAX_SEED}, got -1"),
+    ({"max_rounds": 0}, "max_rounds must be from 1 to 10000, got 0"),
+    ({"max_ticks": True}, "max_ticks must be an integer from 1 to 1000000, got True"),
+])
+def test_run_episode_checks_its_limits_too(kwargs, msg):
+    from orgteams import run_episode
+
+    with pytest.raises(UserError, match=re.escape(msg)):
+        run_episode(layout="studio", backend="planner", log_path=None, **kwargs)
