@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from orgteams.agents.agent_base import ActContext, DialogueLog
-from orgteams.agents.quoting import quote_block
+from orgteams.agents.quoting import one_line, quote_block
 from orgteams.envs.errors import UserError
 
 MAX_PROMPT_CHARS = 1_000_000
@@ -164,7 +164,7 @@ def situation(
     return {
         "round": ctx.round,
         "name": ctx.name,
-        "role": ctx.role,
+        "role": one_line(ctx.role) if ctx.role else ctx.role,  # may be a model's claim
         # marked line by line as the organization's (it may be a Coordinator model's text)
         "instruction": quote_block(ctx.instruction.strip()),
         "teammates": [n for a, n in ctx.team.items() if a != agent],

@@ -169,6 +169,9 @@ def build_candidate(base: Organization, proposal: OrganizationProposal, *, name:
     changes = proposal.changes()
     if len(changes.get("instruction") or "") > INSTRUCTION_MAX_CHARS:
         return None, f"invalid: instruction longer than {INSTRUCTION_MAX_CHARS} characters"
+    problem = _text_problem({k: v for k, v in changes.items() if k != "instruction"})
+    if problem:
+        return None, f"invalid: {problem}"
     if changes.get("instruction") is not None:
         # A model's instruction is plain text, never a template (here, and wherever its
         # saved organization.yaml is loaded again): only {me}-style names are replaced.
@@ -202,6 +205,36 @@ def build_candidate(base: Organization, proposal: OrganizationProposal, *, name:
         except Exception as exc:  # noqa: BLE001 - any resolve/render failure rejects it
             return None, f"invalid: does not resolve for {len(team)} agents: {exc}"
     return org, None
+
+
+FIELD_TEXT_MAX_CHARS = 300
+"""Longest string (a rule, a role, a mission...) a proposal may set outside the instruction."""
+FIELD_LIST_MAX_ITEMS = 30
+"""Most items of a list (rules, channels, tiers) a proposal may set."""
+
+
+def _text_problem(value: Any, where: str = "") -> str | None:
+    """Why a proposal's field values are unfit for prompts: a multi-line or long string
+    (roles and rules reach prompts outside the quoted instruction), or a long list."""
+    if isinstance(value, str):
+        if len(value.splitlines()) > 1 or len(value) > FIELD_TEXT_MAX_CHARS:
+            return (f"field '{where}': must be one line of at most {FIELD_TEXT_MAX_CHARS} "
+                    "characters")
+        return None
+    if isinstance(value, dict):
+        items = [(f"{where}.{k}" if where else str(k), v) for k, v in value.items()]
+        items += [(f"{where}.{k}" if where else str(k), k) for k in value]
+    elif isinstance(value, list | tuple):
+        if len(value) > FIELD_LIST_MAX_ITEMS:
+            return f"field '{where}': at most {FIELD_LIST_MAX_ITEMS} items"
+        items = [(f"{where}.{i}", v) for i, v in enumerate(value)]
+    else:
+        return None
+    for path, item in items:
+        problem = _text_problem(item, path)
+        if problem:
+            return problem
+    return None
 
 
 _SIMPLE_VARIABLE = re.compile(r"\{\{-?\s*([a-z_]+)\s*-?\}\}")
