@@ -14,7 +14,7 @@ from typing import Annotated
 
 import numpy as np
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 
 from orgteams.envs._util import asset_dir, asset_names, unknown_name, validation_line
 from orgteams.envs.catalog import load_catalog
@@ -93,6 +93,15 @@ class TaskSpec:
         return tuple(Predicate(r, c, t, n) for (r, c, t), n in counts.items())
 
 
+def _predicate_shape(value: object) -> object:
+    if isinstance(value, str) or (isinstance(value, list)
+                                  and all(isinstance(x, str) for x in value)):
+        return value
+    raise ValueError(f"a predicate must look like ON(class, target) or [on, class, target], "
+                     f"got {value!r}")
+
+
+_Predicate = Annotated[str | list[str], BeforeValidator(_predicate_shape)]
 _Count = Annotated[int, Field(ge=0, le=1_000)]
 _Limit = Annotated[int, Field(ge=1, le=MAX_TICKS)]
 
@@ -107,8 +116,8 @@ class TaskFile(BaseModel):
     model_config = ConfigDict(extra="forbid")
     name: str
     description: str
-    candidates: list[str | list[str]]
-    required: list[str | list[str]] = Field(default_factory=list)
+    candidates: list[_Predicate]
+    required: list[_Predicate] = Field(default_factory=list)
     units: tuple[Annotated[int, Field(ge=1, le=1_000)], Annotated[int, Field(ge=1, le=1_000)]] = (
         3, 5)
     max_per_predicate: Annotated[int, Field(ge=1, le=1_000)] = 2

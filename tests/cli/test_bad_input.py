@@ -107,6 +107,8 @@ TASK = {"name": "bad", "description": "x", "candidates": ["ON(cupcake, coffee_ta
     ({"step_limits": {"studio": 0}}, "field 'step_limits.studio': Input should be greater than "
                                      "or equal to 1"),
     ({"far": "maybe"}, "field 'far': Input should be a valid boolean, unable to interpret input"),
+    ({"candidates": [None]}, "field 'candidates.0': a predicate must look like ON(class, "
+                             "target) or [on, class, target], got None"),
 ])
 def test_task_files_with_wrong_types(capsys, tmp_path, monkeypatch, change, problem):
     path = tmp_path / "bad.yaml"
