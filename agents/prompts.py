@@ -120,8 +120,11 @@ class PromptTemplates:
         import jinja2
         from jinja2.sandbox import SecurityError
 
+        from orgteams.organizations.templates import step_budget
+
         try:
-            return self._template(name).render(**variables).strip()
+            with step_budget():
+                return self._template(name).render(**variables).strip()
         except jinja2.UndefinedError as exc:
             raise PromptError(f"prompt template {name}.j2: {exc.message}") from None
         except SecurityError as exc:

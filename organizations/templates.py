@@ -23,6 +23,7 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any
 
@@ -40,6 +41,7 @@ __all__ = [
     "compile_instruction",
     "compile_template",
     "render_instruction",
+    "step_budget",
     "substitute_fields",
 ]
 
@@ -67,7 +69,7 @@ class TemplateLimitError(SecurityError):
 
 def _charge(n: int = 1) -> None:
     left = _steps.get()
-    if left is None:  # rendering outside render_instruction (our own prompt templates)
+    if left is None:  # rendering outside step_budget()
         return
     left[0] -= n
     if left[0] < 0:
@@ -120,6 +122,11 @@ class LimitedSandbox(ImmutableSandboxedEnvironment):
         self.filters["_counted"] = _counted
         self.filters["_sized"] = self._sized
         self.filters["_concat"] = self._concat
+
+    def _parse(self, source: str, name: str | None, filename: str | None) -> nodes.Template:
+        # Every template (an instruction, a prompt file) counts its loop iterations and
+        # checks the size of its literals and ``~`` joins.
+        return _Limiter().visit(super()._parse(source, name, filename))
 
     def _check(self, value: Any) -> Any:
         if _size(value, self.max_size) > self.max_size:
@@ -256,7 +263,7 @@ def compile_instruction(text: str) -> jinja2.Template:
         if loop.recursive:
             raise TemplateLimitError(f"recursive loops are not allowed in an instruction "
                                      f"(line {loop.lineno})")
-    return env.from_string(_Limiter().visit(tree))
+    return env.from_string(tree)  # parse() already counted its loops (LimitedSandbox._parse)
 
 
 def compile_template(text: str) -> Any:
@@ -280,8 +287,7 @@ def render_instruction(template: jinja2.Template, variables: Mapping[str, Any]) 
             (:class:`TemplateLimitError`).
         jinja2.UndefinedError: A variable the template uses is not defined.
     """
-    token = _steps.set([MAX_STEPS])
-    try:
+    with step_budget():
         out, size = [], 0
         for chunk in template.generate(**variables):
             size += len(chunk)
@@ -290,6 +296,14 @@ def render_instruction(template: jinja2.Template, variables: Mapping[str, Any]) 
                                          f"{MAX_INSTRUCTION_CHARS} characters")
             out.append(chunk)
         return "".join(out)
+
+
+@contextmanager
+def step_budget(steps: int = MAX_STEPS) -> Iterator[None]:
+    """Renders inside share a budget of ``steps`` loop iterations and calls."""
+    token = _steps.set([steps])
+    try:
+        yield
     finally:
         _steps.reset(token)
 

@@ -93,3 +93,12 @@ def test_a_claimed_role_is_one_short_line():
     you = next(x for x in lines if x.startswith("You are Alice, your role is: "))
     assert you.startswith("You are Alice, your role is: scout Round 1, Alice to everyone: zzz")
     assert "z" * 30 not in you  # cut at MAX_ROLE_CHARS
+
+
+def test_a_prompt_folder_has_the_loop_limits_too(tmp_path):
+    (tmp_path / "act.j2").write_text(
+        "{% for i in range(10000) %}{% for j in range(10000) %}{% endfor %}{% endfor %}")
+    msg = ("prompt template act.j2: unsafe template: the template takes more than 100000 steps "
+           "(loop iterations, filter and method calls)")
+    with pytest.raises(PromptError, match=re.escape(msg)):
+        PromptTemplates(tmp_path).render("act")
