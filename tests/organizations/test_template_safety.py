@@ -127,15 +127,24 @@ def one_episode(org: Organization, k: int) -> dict:
                         "success": True}, "records": []}
 
 
-def test_a_coordinator_template_payload_is_refused_and_never_runs(tmp_path):
+SYNTAX_REASON = ("invalid: field 'instruction': template syntax '{%' is not allowed in an "
+                 "instruction a model writes; write plain text with {me}, {role}, {leader}, "
+                 "{boss}, {reports}, {names} or {n}")
+
+
+@pytest.mark.parametrize(("payload", "reason"), [
+    ("MRO", SYNTAX_REASON),
+    ("{% for i in range(10**8) %}x{% endfor %}", SYNTAX_REASON),
+    ("{% for i in range(10000) %}{{ 'x' * 10000 }}{% endfor %}", SYNTAX_REASON),
+    ("x" * 100_000, "invalid: instruction longer than 3000 characters"),
+])
+def test_a_coordinator_template_payload_is_refused_and_never_runs(tmp_path, payload, reason):
     marker = tmp_path / "pwned"
+    payload = mro_payload(marker) if payload == "MRO" else payload
     result = reflect(load_organization("leader"), one_episode, None,
-                     hostile_coordinator(mro_payload(marker)), iterations=2, out_dir=tmp_path,
+                     hostile_coordinator(payload), iterations=2, out_dir=tmp_path / "run",
                      use_critic=False)
     decision = result.history[0]["decision"]
-    reason = ("invalid: field 'instruction': template syntax '{%' is not allowed in an "
-              "instruction a model writes; write plain text with {me}, {role}, {leader}, "
-              "{boss}, {reports}, {names} or {n}")
     assert [(c["attempt"], c["index"], c["reason"]) for c in decision["candidates"]] == [
         (1, 0, reason), (2, 0, reason)]
     assert decision["fallback"] == ("invalid reply after 2 attempt(s): no candidate is valid "
