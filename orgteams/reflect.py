@@ -20,6 +20,7 @@ from typing import Any
 from orgteams.criticize_reflect.coordinator import Coordinator
 from orgteams.criticize_reflect.critic import Critic
 from orgteams.criticize_reflect.loop import ReflectResult, reflect
+from orgteams.envs.errors import UserError
 from orgteams.organizations.episode_status import DEFAULT_MAX_TRANSPORT_FAILURES
 from orgteams.organizations.library import load_organization
 from orgteams.organizations.spec import Organization
@@ -55,7 +56,7 @@ def make_episode_fn(task: str | Sequence[str] = "prepare_afternoon_tea",
     layouts = [layout] if isinstance(layout, str) else list(layout)
     seeds = list(seeds)
     if not (tasks and layouts and seeds):
-        raise ValueError("the schedule needs at least one task, layout and seed")
+        raise UserError("the schedule needs at least one task, layout and seed")
     _check_schedule(tasks, layouts, agents, backend)
 
     def episode_fn(organization: Organization, iteration: int):
@@ -90,7 +91,7 @@ def _check_schedule(tasks: list[str], layouts: list[str], agents: int,
         if kind not in MEMBER_KINDS:
             raise unknown_name("member kind", kind, MEMBER_KINDS)
     if len(specs) not in (1, agents):
-        raise ValueError(f"got {len(specs)} member specs for {agents} agents; give one "
+        raise UserError(f"got {len(specs)} member specs for {agents} agents; give one "
                          "spec for all or one per agent")
 
 

@@ -22,6 +22,8 @@ from abc import ABC, abstractmethod
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from orgteams.envs.errors import UserError
+
 Message = dict[str, str]
 """One chat message: ``{"role": "system" | "user" | "assistant", "content": str}``."""
 
@@ -96,7 +98,7 @@ class BackendError(Exception):
         self.retry_after = retry_after
 
 
-class BackendConfigError(ValueError):
+class BackendConfigError(UserError):
     """The backend is misconfigured (missing/bad key, unknown model, bad request)."""
 
 

@@ -57,7 +57,9 @@ from orgteams.agents.backends.base import (
     Usage,
     parse_json_reply,
 )
+from orgteams.agents.backends.redact import scrub_text, scrub_url
 from orgteams.agents.backends.retry import UnexpectedBody, Unsupported
+from orgteams.envs.errors import MissingExtraError
 
 __all__ = ["MODES", "OpenAIBackend"]
 
@@ -98,7 +100,7 @@ def _import_openai() -> Any:
     try:
         import openai
     except ImportError as exc:
-        raise ImportError(
+        raise MissingExtraError(
             'The openai backend needs the "llm" extra: pip install "orgteams[llm]"'
         ) from exc
     return openai
@@ -167,7 +169,9 @@ class OpenAIBackend(ChatBackend):
                 )
             key = _NO_KEY
         self.model = model
-        self.base_url = base_url
+        # What we show and record has no credentials; the clients get the real URL.
+        self.base_url = scrub_url(base_url)
+        self.__url = base_url
         self.timeout = float(timeout)
         self.max_retries = int(max_retries)
         self.backoff = backoff
@@ -196,7 +200,12 @@ class OpenAIBackend(ChatBackend):
         return self._mode
 
     def _scrub(self, text: str) -> str:
-        return text.replace(self.__key, "***") if self.__key else text
+        """``text`` without the key, the URL's credentials or key-like strings."""
+        if self.__key:
+            text = text.replace(self.__key, "***")
+        if self.__url and self.base_url:
+            text = text.replace(self.__url, self.base_url)
+        return scrub_text(text)
 
     def _request(
         self,
@@ -345,7 +354,7 @@ class OpenAIBackend(ChatBackend):
         if self._aclient is None or self._aloop is not loop:
             self._aclient = _import_openai().AsyncOpenAI(
                 api_key=self.__key,
-                base_url=self.base_url,
+                base_url=self.__url,
                 timeout=self.timeout,
                 max_retries=0,
             )

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from orgteams.agents.backends.base import Attempt, BackendConfigError, BackendError
+from orgteams.envs.errors import MissingExtraError
 
 __all__ = ["MAX_RETRY_AFTER", "UnexpectedBody", "Unsupported", "classify", "policy"]
 
@@ -123,8 +124,8 @@ def policy(*, asynchronous: bool, max_retries: int, backoff: float, max_backoff:
     try:
         import tenacity
     except ImportError:
-        raise ImportError('The openai backend needs the "llm" extra: '
-                          'pip install "orgteams[llm]"') from None
+        raise MissingExtraError('The openai backend needs the "llm" extra: '
+                                'pip install "orgteams[llm]"') from None
     retrying = tenacity.AsyncRetrying if asynchronous else tenacity.Retrying
     jitter = tenacity.wait_random_exponential(multiplier=backoff, max=max_backoff)
 

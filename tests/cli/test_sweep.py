@@ -219,11 +219,13 @@ def test_episode_stopped_early_is_an_error_row_retried_next_run(tmp_path):
 
 
 def test_spec_max_transport_failures_field(tmp_path):
+    from orgteams.envs.errors import UserError
+
     spec = SweepSpec.from_dict({"max_transport_failures": 5})
     assert spec.max_transport_failures == 5
-    with pytest.raises(ValueError, match=re.escape(
-            "<spec>: sweep spec field 'max_transport_failures' must be 0 (never stop) or "
-            "more, got -1")):
+    with pytest.raises(UserError, match=re.escape(
+            "<spec>: sweep spec field 'max_transport_failures' must be from 0 to 1000, "
+            "got -1")):
         SweepSpec.from_dict({"max_transport_failures": -1})
 
 
