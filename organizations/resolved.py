@@ -117,13 +117,19 @@ class ResolvedOrganization:
         """Whether ``sender`` may message ``receiver`` under the organization's channels."""
         return (self._known(sender), self._known(receiver)) in self._allowed
 
-    def instruction_for(self, agent: str) -> str:
-        """The organization prompt for ``agent``: the rendered template, rules, abstention."""
+    def instruction_for(self, agent: str, names: dict[str, str] | None = None) -> str:
+        """The organization prompt for ``agent``: the rendered template, rules, abstention.
+
+        ``names``: agent id -> display name, the team's own names (default
+        :meth:`display_name`), so the instruction names people as the rest of the
+        prompt does.
+        """
         import jinja2
 
         org = self.organization
         try:
-            text = compile_template(org.instruction).render(**self._context(agent)).strip()
+            text = compile_template(org.instruction).render(
+                **self._context(agent, names)).strip()
         except jinja2.UndefinedError as exc:
             raise ValueError(
                 f"organization {org.name!r}: field 'instruction': {exc.message}"
@@ -163,8 +169,12 @@ class ResolvedOrganization:
             )
         return [a for a in self.team if self.roles[a] == name]
 
-    def _context(self, agent: str) -> dict[str, Any]:
-        org, name = self.organization, self.display_name
+    def _context(self, agent: str, names: dict[str, str] | None = None) -> dict[str, Any]:
+        org = self.organization
+
+        def name(a: str) -> str:
+            return (names or {}).get(a) or self.display_name(a)
+
         boss = self.reports_to[self._known(agent)]
         i = self.team.index(agent)
         chain = [self.team[j] for j in (i - 1, i + 1) if 0 <= j < len(self.team)]

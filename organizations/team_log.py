@@ -129,4 +129,5 @@ def decision_fields(record: Any) -> dict:
             "wall": r["wall"], "prompt": r["prompt"], "replies": r["replies"],
             "parsed": r["parsed"], "fallback": r["fallback"], "error": r["error"],
             "errors": r["errors"], "notes": r["notes"], "retries": r["retries"],
-            "cached_calls": r["cached_calls"], "cached_usage": r["cached_usage"]}
+            "cached_calls": r["cached_calls"], "cached_usage": r["cached_usage"],
+            "options": r["options"]}

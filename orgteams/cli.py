@@ -17,12 +17,19 @@ def _print_json(obj: Any) -> None:
 
 
 def _round_printer(names: dict[str, str] | None = None):
-    """A live one-line-per-event printer for ``orgteams run`` (stderr, so --json stays clean)."""
+    """A live one-line-per-event printer for ``orgteams run`` (stderr, so --json stays clean).
+
+    Agents appear by display name (``names``: agent id -> name, as in the window and
+    the prompts); ids stay in the log.
+    """
+    def name(agent: str) -> str:
+        return (names or {}).get(agent, agent)
+
     def show(round_: int, records: list[dict]) -> None:
         for r in records:
-            who = r.get("agent", "team")
+            who = name(r.get("agent", "team"))
             if r.get("phase") == "communicate" and r.get("message"):
-                to = ", ".join(r.get("delivered") or []) or "nobody"
+                to = ", ".join(map(name, r.get("delivered") or [])) or "nobody"
                 print(f"  r{round_:<3} {who} -> {to}: {r['message'][:100]}", file=sys.stderr)
             elif r.get("phase") == "act":
                 extra = f"  [fallback: {r['fallback']}]" if r.get("fallback") else ""
@@ -61,14 +68,17 @@ def _print_summary(summary: dict) -> None:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    from orgteams.organizations.spec import display_names
     from orgteams.team import run_episode
 
+    names = dict(zip((f"agent_{i}" for i in range(args.agents)), display_names(args.agents)))
     result = run_episode(
         task=args.task, layout=args.layout, organization=args.org, agents=args.agents,
         backend=args.backend, seed=args.seed, max_rounds=args.max_rounds,
         max_ticks=args.max_ticks, render=args.render, video=args.video,
         log_path=args.log or "auto", shocks=args.shock, monitor=args.monitor or None,
-        cache=args.cache, on_round=None if args.quiet else _round_printer())
+        cache=args.cache, on_round=None if args.quiet else _round_printer(names),
+        temperature=args.temperature, prompts=args.prompts)
     if args.json:
         _print_json(result.summary)
     else:
@@ -226,6 +236,16 @@ def _common(p: argparse.ArgumentParser, agents: int = 3) -> None:
     p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
 
 
+def _temperature(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not 0.0 <= value <= 2.0:
+        raise argparse.ArgumentTypeError(f"must be between 0 and 2, got {text}")
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="orgteams", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -247,6 +267,12 @@ def build_parser() -> argparse.ArgumentParser:
                    help="capability-threshold monitor: fall back to coordinator when needed")
     p.add_argument("--cache", default=None, help="SQLite response cache for LLM calls")
     p.add_argument("--quiet", action="store_true", help="no live round-by-round output")
+    p.add_argument("--temperature", type=_temperature, default=0.0,
+                   help="sampling temperature of LLM members, 0-2 (default 0: greedy; the "
+                        "self-organizing paper used 0.7)")
+    p.add_argument("--prompts", choices=["default", "compact"], default=None,
+                   help="prompt variant of LLM members (default: compact for local, "
+                        "default for others)")
     p.set_defaults(func=cmd_run)
 
     p = sub.add_parser("play", help="control one agent with the keyboard in a window")
