@@ -64,9 +64,14 @@ class CommunicateReply(BaseModel):
     abstain: bool = False
     role: str | None = Field(default=None, max_length=ROLE_MAX_CHARS)
     receivers: list[str] = Field(default_factory=list)
+    assignments: dict[str, str] = Field(default_factory=dict)
     message: str = Field(default="", max_length=MESSAGE_MAX_CHARS)
     vote: str | None = None
     thoughts: str = ""
+
+
+Assignees = tuple[tuple[str, tuple[str, ...]], ...]
+"""``((display name, (option label, ...)), ...)``: what a leader may assign to whom."""
 
 
 @dataclass(frozen=True)
@@ -132,6 +137,7 @@ def communicate_spec(
     allow_abstain: bool = False,
     self_chosen_roles: bool = False,
     candidates: tuple[str, ...] = (),
+    assignees: Assignees = (),
 ) -> ReplySpec:
     """The communicate reply for one stage.
 
@@ -141,6 +147,9 @@ def communicate_spec(
         allow_abstain: Add the ``abstain`` field.
         self_chosen_roles: Add the ``role`` field (always present in claim stages).
         candidates: Display names that may be voted for (vote stages).
+        assignees: A leader's teammates and the actions each may be given (message and
+            plan stages): adds ``assignments``, one enum per teammate, so a reply can
+            only assign a teammate an action that teammate can take.
 
     Raises:
         ValueError: Unknown stage kind, or a vote stage without candidates.
@@ -172,6 +181,12 @@ def communicate_spec(
             fields.append(f'"receivers": a list of the names you write to, from '
                           f'{", ".join(names)}')
             hints.insert(0, f"receivers must be names from {', '.join(names)}")
+        if stage_kind in ("message", "plan") and assignees:
+            props["assignments"] = _object(
+                {name: {"type": "string", "enum": list(labels)} for name, labels in assignees})
+            fields.append('"assignments": one action for each teammate (' + "; ".join(
+                f"{name}: one of {', '.join(labels)}" for name, labels in assignees) + ")")
+            hints.append("each assignment must be one of that teammate's actions")
         if receivers or stage_kind in ("intention", "claim"):
             props["message"] = _text(MESSAGE_MAX_CHARS)
             fields.append(f'"message": what you tell them, in your own words (at most '
@@ -254,6 +269,7 @@ class ParsedCommunicate:
     message: str = ""
     vote: str | None = None
     thoughts: str = ""
+    assignments: dict[str, str] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
 
 
@@ -295,7 +311,7 @@ def parse_communicate(
         raise ReplyError(_explain(exc)) from None
     offered = spec.schema["properties"]
     out = ParsedCommunicate()
-    for extra in ("abstain", "role", "receivers", "message", "vote"):
+    for extra in ("abstain", "role", "receivers", "assignments", "message", "vote"):
         if extra in data and extra not in offered:
             out.notes.append(f"ignored field {extra!r}: not offered in this stage")
     names = _lookup(team)
@@ -318,7 +334,22 @@ def parse_communicate(
             )
     elif out.message:
         out.receivers = EVERYONE  # intentions and claims are public
+    if "assignments" in offered:
+        out.assignments = _assignments(reply.assignments, offered["assignments"], names)
     out.thoughts = _clip(reply.thoughts, out.notes)
+    return out
+
+
+def _assignments(given: dict[str, str], schema: dict[str, Any], names: dict[str, str]
+                 ) -> dict[str, str]:
+    """Teammate id -> assigned option label; every teammate offered must get one."""
+    out = {}
+    for name, prop in schema["properties"].items():
+        label = (given.get(name) or "").strip()
+        if label not in prop["enum"]:
+            raise ReplyError(f"assignment for {name} {label!r} is not one of "
+                             f"{', '.join(prop['enum'])}")
+        out[names[name.casefold()]] = label
     return out
 
 

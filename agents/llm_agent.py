@@ -54,6 +54,7 @@ if TYPE_CHECKING:
 __all__ = ["LLMAgent", "safe_action"]
 
 T = TypeVar("T")
+_ASSIGNABLE = ("explore", "check", "grab", "put")  # subgoals a leader hands out
 
 
 def safe_action(actions: list[HighLevelAction]) -> tuple[str, str | None]:
@@ -129,6 +130,12 @@ class LLMAgent(DialogueMember):
             self.variant.action_window if action_window is None else action_window,
         )
         self._context: ActContext | None = None
+        self.leader = False
+
+    def set_leader(self, leader: bool) -> None:
+        """Called by the runner when leadership changes: a leader's message and plan
+        replies also assign each teammate that must decide one of its actions."""
+        self.leader = leader
 
     @property
     def model(self) -> str:
@@ -153,6 +160,27 @@ class LLMAgent(DialogueMember):
         record.options = [a.id for _, a in options]
         return options
 
+    def _assignable(self, ctx: CommunicateContext, env: HighLevelEnv
+                    ) -> dict[str, dict[str, str]]:
+        """A leader's assignable work: teammate -> {option label: action id}.
+
+        Teammates it may message that must decide now, each with the subgoals
+        (explore, check, grab, put) of that teammate's own available actions, in a
+        seeded order per teammate like the agent's own options.
+        """
+        if not self.leader or ctx.stage_kind not in ("message", "plan"):
+            return {}
+        out = {}
+        for agent in ctx.can_message:
+            if not env.needs_decision(agent):
+                continue
+            actions = [a for a in env.available_actions(agent)
+                       if a.id.partition(":")[0] in _ASSIGNABLE]
+            order = action_options(actions, f"{self.seed}|{self.agent_id}|{ctx.round}|{agent}")
+            if order:
+                out[agent] = {self._label(a): a.id for _, a in order}
+        return out
+
     def _label(self, action: HighLevelAction) -> str:
         return terse_label(action.id) if self.variant.terse_labels else action.label
 
@@ -171,12 +199,14 @@ class LLMAgent(DialogueMember):
             record.notes.append("no teammate may be messaged: silent without a model call")
             record.wall = time.perf_counter() - started
             return CommunicateDecision([], None, False, None, "", record)
+        assignable = self._assignable(ctx, env)
         spec = communicate_spec(
             ctx.stage_kind,
             receivers,
             allow_abstain=ctx.allow_abstain,
             self_chosen_roles=ctx.self_chosen_roles,
             candidates=candidates,
+            assignees=tuple((ctx.team.get(a, a), tuple(opts)) for a, opts in assignable.items()),
         )
         options = self._options(env, ctx.round, record)
         variables = situation(env, self._context, self.log, options, self.variant)
@@ -187,6 +217,7 @@ class LLMAgent(DialogueMember):
             candidates=list(candidates),
             allow_abstain=ctx.allow_abstain,
             self_chosen_roles=ctx.self_chosen_roles,
+            assignees=[ctx.team.get(a, a) for a in assignable],
             fields=spec.fields,
         )
         prompt = self._prompt("communicate", variables)
@@ -207,6 +238,10 @@ class LLMAgent(DialogueMember):
             if reply.message and reply.receivers and not reply.abstain
             else []
         )
+        for agent, label in reply.assignments.items():  # structured: planners follow them
+            messages.append(OutgoingMessage(
+                (agent,), f"{ctx.team.get(agent, agent)}: {label}", "assign",
+                {"agent": agent, "action": assignable[agent][label]}))
         if reply.abstain and reply.message:
             record.notes.append("abstained: message not sent")
         self.log.said(ctx.round, self.agent_id, messages)
