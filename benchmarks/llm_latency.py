@@ -86,20 +86,20 @@ def agent_decisions(backend: Any, variant: str, seeds: list[int]) -> dict[str, l
     from orgteams.agents import LLMAgent
     from orgteams.envs.highlevel import HighLevelEnv
 
+    async def decide() -> list:  # one event loop: the async HTTP client is bound to it
+        records = []
+        for seed in seeds:
+            env = HighLevelEnv(layout="studio", task="prepare_afternoon_tea", num_agents=3)
+            env.reset(seed=seed)
+            agent = LLMAgent("agent_0", backend, seed=seed, prompts=variant, max_tokens=160)
+            records.append((await agent.communicate(_ctx(seed), env)).record)
+            records.append((await agent.act(env, 0)).record)
+        await backend.aclose()
+        return records
+
     out: dict[str, list] = {"communicate": [], "act": []}
-    for seed in seeds:
-        env = HighLevelEnv(layout="studio", task="prepare_afternoon_tea", num_agents=3)
-        env.reset(seed=seed)
-        agent = LLMAgent("agent_0", backend, seed=seed, prompts=variant, max_tokens=160)
-
-        async def both(agent=agent, env=env, seed=seed) -> list:
-            comm = await agent.communicate(_ctx(seed), env)
-            act = await agent.act(env, 0)
-            return [comm.record, act.record]
-
-        for rec in asyncio.run(both()):
-            out[rec.phase].append((rec.usage.prompt_tokens, rec.usage.completion_tokens,
-                                   rec.wall))
+    for rec in asyncio.run(decide()):
+        out[rec.phase].append((rec.usage.prompt_tokens, rec.usage.completion_tokens, rec.wall))
     return out
 
 

@@ -55,21 +55,27 @@ def run_setup(setup: str, backend, seeds: list[int], legacy_dir: Path) -> list[t
     from orgteams.organizations import load_organization
 
     resolved = load_organization("leader").resolve(list(TEAM))
+
+    async def decide() -> list:  # one event loop: the async HTTP client is bound to it
+        records = []
+        for seed in seeds:
+            env = HighLevelEnv(layout="studio", task="prepare_afternoon_tea", num_agents=3)
+            env.reset(seed=seed)
+            for agent_id, name in TEAM.items():
+                agent = _agent(setup, agent_id, seed, backend, legacy_dir)
+                ctx = ActContext(0, agent_id, name, dict(TEAM),
+                                 resolved.instruction_for(agent_id), resolved.role_of(agent_id))
+                records.append((await agent.act(env, 0, ctx)).record)
+        await backend.aclose()
+        return records
+
     rows = []
-    for seed in seeds:
-        env = HighLevelEnv(layout="studio", task="prepare_afternoon_tea", num_agents=3)
-        env.reset(seed=seed)
-        for agent_id, name in TEAM.items():
-            agent = _agent(setup, agent_id, seed, backend, legacy_dir)
-            ctx = ActContext(0, agent_id, name, dict(TEAM),
-                             resolved.instruction_for(agent_id), resolved.role_of(agent_id))
-            rec = asyncio.run(agent.act(env, 0, ctx)).record
-            action = (rec.parsed or {}).get("action")
-            order = rec.options
-            letters = [chr(65 + i) for i in range(len(order))]
-            pos = letters.index(action) if action in letters else None
-            rows.append((pos, len(order), order[pos] if pos is not None else None,
-                         rec.fallback))
+    for rec in asyncio.run(decide()):
+        action = (rec.parsed or {}).get("action")
+        letters = [chr(65 + i) for i in range(len(rec.options))]
+        pos = letters.index(action) if action in letters else None
+        rows.append((pos, len(rec.options), rec.options[pos] if pos is not None else None,
+                     rec.fallback))
     return rows
 
 
