@@ -176,7 +176,9 @@ def communicate_spec(
             names = [*receivers, EVERYONE]
             props["receivers"] = {
                 "type": "array", "items": {"type": "string", "enum": names},
-                "minItems": 0, "maxItems": len(names),
+                # at least one: a small model otherwise leaves it empty and writes the
+                # names into the message (silence is an empty message, not no receivers)
+                "minItems": 1, "maxItems": len(names),
             }
             fields.append(f'"receivers": a list of the names you write to, from '
                           f'{", ".join(names)}')

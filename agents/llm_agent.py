@@ -238,7 +238,8 @@ class LLMAgent(DialogueMember):
             if reply.message and reply.receivers and not reply.abstain
             else []
         )
-        for agent, label in reply.assignments.items():  # structured: planners follow them
+        for agent, label in ({} if reply.abstain else reply.assignments).items():
+            # structured assign messages: planner members follow them
             messages.append(OutgoingMessage(
                 (agent,), f"{ctx.team.get(agent, agent)}: {label}", "assign",
                 {"agent": agent, "action": assignable[agent][label]}))

@@ -7,7 +7,8 @@ prompt setups:
 * ``before``: the shipped default prompt as it was, options in the env's order and a
   reply example ``{"action": "A", "thoughts": "one short reason"}``;
 * ``after``: what ``--backend local`` uses now: the compact prompt, options in a
-  per-agent seeded order, and a description of the fields instead of an example.
+  per-agent seeded order, and a description of the fields instead of an example;
+* ``after-default`` (optional): the same with the default (papers') prompt.
 
 It prints, per setup, how often each option position (A, B, C...) was chosen, the
 share of A against the share a uniform choice would give, and how many distinct
@@ -44,7 +45,8 @@ def _agent(setup: str, agent_id: str, seed: int, backend, legacy_dir: Path):
     if setup == "before":
         return LLMAgent(agent_id, backend, seed=seed, shuffle_options=False, max_retries=0,
                         max_tokens=96, templates=PromptTemplates(legacy_dir))
-    return LLMAgent(agent_id, backend, seed=seed, prompts="compact", max_retries=0,
+    variant = "default" if setup == "after-default" else "compact"
+    return LLMAgent(agent_id, backend, seed=seed, prompts=variant, max_retries=0,
                     max_tokens=96)
 
 
@@ -61,6 +63,7 @@ def run_setup(setup: str, backend, seeds: list[int], legacy_dir: Path) -> list[t
         for seed in seeds:
             env = HighLevelEnv(layout="studio", task="prepare_afternoon_tea", num_agents=3)
             env.reset(seed=seed)
+            env.base.display_names = list(TEAM.values())  # as the runner sets them
             for agent_id, name in TEAM.items():
                 agent = _agent(setup, agent_id, seed, backend, legacy_dir)
                 ctx = ActContext(0, agent_id, name, dict(TEAM),
