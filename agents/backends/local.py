@@ -17,11 +17,11 @@ llama-cpp-python failed to build on this machine; see ``benchmarks/llm_latency.p
 
 Threads: llama.cpp's OpenMP threads busy-wait between tasks by default. On a small
 machine shared with the runner, a window or other jobs, a busy-waiting thread that
-loses its core stalls the others: measured on 2 cores under a competing process, 2
-busy-waiting threads gave 45 prompt / 1 generated tok/s, 2 passive threads 135 / 44
-and 1 thread 145 / 48 (``benchmarks/local_threads.py``, numbers in
-``benchmarks/README.md``). So the server runs with ``OMP_WAIT_POLICY=passive`` and
-:func:`default_threads` threads (all cores but one, at least 1); both are options
+loses its core stalls the others. Measured here on 2 shared cores
+(``benchmarks/local_threads.py``; numbers in ``benchmarks/README.md``), prompt /
+generation tok/s idle and beside a competing process: 2 passive threads 92 / 34 and
+45 / 39; 1 thread 51 / 24 and 30 / 13; 2 busy-waiting threads 19 / 16 and 12 / 13.
+So the server runs all cores with ``OMP_WAIT_POLICY=passive``; both are options
 (``n_threads``, ``omp_wait_policy``; environment: ``ORGTEAMS_LOCAL_THREADS``,
 ``ORGTEAMS_LOCAL_OMP_WAIT``).
 
@@ -100,10 +100,11 @@ _WAIT_POLICIES = ("passive", "active")
 
 
 def default_threads() -> int:
-    """Threads for the model: ``ORGTEAMS_LOCAL_THREADS``, else all cores but one (>= 1).
+    """Threads for the model: ``ORGTEAMS_LOCAL_THREADS``, else every core.
 
-    Leaving a core to the runner (and a window) keeps llama.cpp's threads from being
-    preempted mid-task, which costs far more than the core it gives up (module doc).
+    With the passive wait policy a thread that loses its core to the runner or another
+    job sleeps instead of spinning, so using every core measured fastest both idle and
+    loaded (module doc); with busy-waiting threads it was the slowest.
 
     Raises:
         ValueError: ``ORGTEAMS_LOCAL_THREADS`` is not a positive integer.
@@ -113,7 +114,7 @@ def default_threads() -> int:
         if not text.isdigit() or int(text) < 1:
             raise ValueError(f"ORGTEAMS_LOCAL_THREADS must be a positive integer, got {text!r}")
         return int(text)
-    return max(1, (os.cpu_count() or 1) - 1)
+    return os.cpu_count() or 1
 
 
 def _wait_policy(policy: str | None) -> str:
