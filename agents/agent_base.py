@@ -19,6 +19,7 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 from orgteams.agents.backends.base import ChatMessage, Usage
+from orgteams.agents.quoting import quote_text
 from orgteams.envs.messages import EVERYONE, TeamMessage
 
 if TYPE_CHECKING:  # the env layer is imported lazily; agents only read from it
@@ -295,14 +296,17 @@ class DialogueLog:
         self.actions.append((round, label))
 
     def dialogue_lines(self, names: dict[str, str], me: str) -> list[str]:
-        """``Round 3, Alice to Bob, Charlie: text`` per remembered message, oldest first."""
+        """``Round 3, Alice to Bob, Charlie: "text"`` per remembered message, oldest first.
+
+        The text is quoted (:func:`~orgteams.agents.quoting.quote_text`): one line, so a
+        message cannot forge another message's line or a prompt header."""
         def label(agent: str) -> str:
             return "you" if agent == me else names.get(agent, agent)
 
         lines = []
         for e in self.dialogue:
             to = EVERYONE if e.receivers == EVERYONE else ", ".join(map(label, e.receivers))
-            lines.append(f"Round {e.round}, {label(e.sender)} to {to}: {e.text}")
+            lines.append(f"Round {e.round}, {label(e.sender)} to {to}: {quote_text(e.text)}")
         return lines
 
     def action_lines(self) -> list[str]:

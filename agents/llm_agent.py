@@ -40,6 +40,7 @@ from orgteams.agents.decisions import (
     parse_communicate,
 )
 from orgteams.agents.prompts import PromptTemplates, action_options, default_templates, situation
+from orgteams.agents.quoting import one_line, quote_text
 from orgteams.envs.messages import EVERYONE
 
 if TYPE_CHECKING:
@@ -285,13 +286,13 @@ class LLMAgent(DialogueMember):
 
 
 def _visible_lines(ctx: CommunicateContext) -> list[str]:
-    """This round's visible outputs as ``Alice (leader) to everyone: text`` lines."""
+    """This round's visible outputs as ``Alice (leader) to everyone: "text"`` lines (quoted)."""
     lines = []
     for out in ctx.visible_this_round:
         sender = out.sender
         who = "You" if sender == ctx.agent else ctx.team.get(sender, sender)
         if out.role:
-            who += f" ({out.role})"
+            who += f" ({one_line(out.role)})"  # a self-chosen role is model text
         if out.abstained:
             lines.append(f"{who} abstained.")
             continue
@@ -300,5 +301,6 @@ def _visible_lines(ctx: CommunicateContext) -> list[str]:
             if out.receivers == EVERYONE
             else ", ".join(ctx.team.get(r, r) for r in out.receivers)
         )
-        lines.append(f"{who} to {to}: {out.text}" if out.text else f"{who} stayed silent.")
+        lines.append(f"{who} to {to}: {quote_text(out.text)}" if out.text
+                     else f"{who} stayed silent.")
     return lines

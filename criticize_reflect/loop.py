@@ -42,6 +42,7 @@ from typing import Any
 from orgteams.criticize_reflect.coordinator import Coordinator, CoordinatorDecision, Trial
 from orgteams.criticize_reflect.critic import Critic, Critique
 from orgteams.criticize_reflect.summary import summarize_episode
+from orgteams.envs.errors import UserError
 from orgteams.envs.team import agent_ids
 from orgteams.organizations.spec import Organization
 
@@ -154,8 +155,8 @@ def _check_config(path: Path, config: dict[str, Any]) -> None:
     saved = json.loads(path.read_text(encoding="utf-8"))
     changed = [k for k in config if saved.get(k) != config[k]]
     if changed:
-        raise ValueError(f"{path.parent}: already holds a reflect run with different "
-                         f"{', '.join(changed)}; use another out_dir to start a new run")
+        raise UserError(f"{path.parent}: already holds a reflect run with different "
+                        f"{', '.join(changed)}; use another out_dir to start a new run")
 
 
 def reflect(initial_org: Organization, episode_fn: EpisodeFn, critic: Critic | None,
@@ -183,7 +184,7 @@ def reflect(initial_org: Organization, episode_fn: EpisodeFn, critic: Critic | N
             organization; ``iterations < 1``; ``use_critic`` without a critic.
     """
     if iterations < 1:
-        raise ValueError(f"iterations must be >= 1, got {iterations}")
+        raise UserError(f"iterations must be >= 1, got {iterations}")
     if use_critic and critic is None:
         raise ValueError("use_critic=True needs a critic")
     out = Path(out_dir)

@@ -24,6 +24,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TextIO
 
+from orgteams.envs.errors import UserError
+
 
 def _default(obj: Any) -> Any:
     if hasattr(obj, "to_dict"):
@@ -85,7 +87,7 @@ def read_log(path: str | Path) -> Iterator[dict]:
         except json.JSONDecodeError:
             if i == len(lines) - 1:
                 return  # the round in flight when the process died
-            raise ValueError(f"{path}: line {i + 1} is not valid JSON") from None
+            raise UserError(f"{path}: line {i + 1} is not valid JSON") from None
 
 
 def state_digest(state: Any) -> str:

@@ -20,6 +20,7 @@ from typing import Any
 from orgteams.criticize_reflect.coordinator import Coordinator
 from orgteams.criticize_reflect.critic import Critic
 from orgteams.criticize_reflect.loop import ReflectResult, reflect
+from orgteams.envs.errors import UserError
 from orgteams.organizations.library import load_organization
 from orgteams.organizations.spec import Organization
 
@@ -53,7 +54,7 @@ def make_episode_fn(task: str | Sequence[str] = "prepare_afternoon_tea",
     layouts = [layout] if isinstance(layout, str) else list(layout)
     seeds = list(seeds)
     if not (tasks and layouts and seeds):
-        raise ValueError("the schedule needs at least one task, layout and seed")
+        raise UserError("the schedule needs at least one task, layout and seed")
 
     def episode_fn(organization: Organization, iteration: int):
         from orgteams.team import run_episode

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from orgteams.envs.dynamics import transition
+from orgteams.envs.errors import UserError
 from orgteams.envs.messages import TeamMessage
 from orgteams.envs.overlay import Overlay
 from orgteams.envs.state import HouseholdState
@@ -66,9 +67,9 @@ def _load(path: Path) -> _Episode:
             if r.get("abstained"):
                 abstained[int(r["round"])].append(r["agent"])
     if header is None:
-        raise ValueError(f"{path}: no episode line, so it cannot be replayed (logs written "
-                         "before replay support, or not by the team runner); run the episode "
-                         "again with --log to get a replayable log")
+        raise UserError(f"{path}: no episode line, so it cannot be replayed (logs written "
+                        "before replay support, or not by the team runner); run the episode "
+                        "again with --log to get a replayable log")
     return _Episode(header, ticks, speech, abstained, end)
 
 
@@ -119,8 +120,8 @@ def replay(log_path: str | Path, *, render: str | None = "human",
         show()
         for t in episode.ticks:
             if t["tick"] != state.tick + 1:
-                raise ValueError(f"{log_path}: tick line {t['tick']} follows tick "
-                                 f"{state.tick}; the log is out of sequence")
+                raise UserError(f"{log_path}: tick line {t['tick']} follows tick "
+                                f"{state.tick}; the log is out of sequence")
             if t["round"] != shown_round:
                 shown_round = t["round"]
                 _show_round(overlay, shown_round, episode, agents)

@@ -21,7 +21,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from orgteams.sweep import cell_key, read_results
+from orgteams.envs.errors import MissingExtraError, UserError
+from orgteams.sweep import KEY_FIELDS, cell_key, read_results
 
 METRICS = ("ticks", "rounds", "comm_tokens_per_step")
 TESTED = ("ticks", "comm_tokens_per_step")
@@ -33,7 +34,7 @@ def _scipy_stats():
     try:
         from scipy import stats
     except ImportError:
-        raise ImportError(REPORT_HINT) from None
+        raise MissingExtraError(REPORT_HINT) from None
     return stats
 
 
@@ -44,7 +45,7 @@ def _pyplot():
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
-        raise ImportError(REPORT_HINT) from None
+        raise MissingExtraError(REPORT_HINT) from None
     return plt
 
 
@@ -81,9 +82,22 @@ def welch(a: Sequence[float], b: Sequence[float]) -> dict[str, Any]:
     return out
 
 
+def _check_row(row: dict, where: str) -> None:
+    """A result row must name its whole cell; else one line naming the row and field."""
+    cell = row.get("cell")
+    if not isinstance(cell, dict):
+        raise UserError(f"{where}: field 'cell' must be a mapping of {', '.join(KEY_FIELDS)}")
+    missing = [k for k in KEY_FIELDS if k not in cell]
+    if missing:
+        raise UserError(f"{where}: field 'cell.{missing[0]}' is missing (rows written by "
+                        "orgteams sweep name task, layout, organization, agents, backend, seed)")
+
+
 def load_rows(results_path: str | Path) -> tuple[list[dict], dict[str, int]]:
     """The last row per cell key (a retried error replaced by its success), and counts."""
     rows, bad = read_results(results_path)
+    for i, r in enumerate(rows):
+        _check_row(r, f"{results_path}: result row {i + 1}")
     latest: dict[str, dict] = {}
     for r in rows:
         key = r.get("key") or cell_key(r["cell"])
@@ -124,8 +138,8 @@ def report(results_path: str | Path, out_dir: str | Path, baseline: str | None =
         contexts.setdefault(gkey[:-1], []).append(g)
     if baseline is not None and not any(g["organization"] == baseline for g in groups.values()):
         known = sorted({str(g["organization"]) for g in groups.values()})
-        raise ValueError(f"baseline organization {baseline!r} is not in {results_path} "
-                         f"(organizations: {', '.join(known)})")
+        raise UserError(f"baseline organization {baseline!r} is not in {results_path} "
+                        f"(organizations: {', '.join(known)})")
 
     out_groups = []
     for ctx_groups in contexts.values():

@@ -40,6 +40,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from orgteams.envs.errors import MissingExtraError, UserError
 from orgteams.sweep_spec import SweepSpec, parse_seeds, spec_from_lists
 
 KEY_FIELDS = ("task", "layout", "organization", "agents", "backend", "seed")
@@ -187,7 +188,7 @@ def _ray_module():
     try:
         import ray
     except ImportError:
-        raise ImportError(RAY_HINT) from None
+        raise MissingExtraError(RAY_HINT) from None
     return ray
 
 
@@ -219,7 +220,7 @@ def run_sweep(spec: SweepSpec, out: str | Path, workers: int | None = None, ray:
     if workers is None:
         workers = default_workers(spec)
     if workers < 1:
-        raise ValueError(f"workers must be at least 1, got {workers}")
+        raise UserError(f"workers must be at least 1, got {workers}")
     if spec.uses_local and workers > 1 and not ray:
         warnings.warn(f"{workers} workers with a 'local' backend start {workers} llama.cpp "
                       "servers (one per process)", stacklevel=2)

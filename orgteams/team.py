@@ -13,7 +13,9 @@ from pathlib import Path
 from typing import Any
 
 from orgteams.envs._util import unknown_name
+from orgteams.envs.errors import UserError
 from orgteams.envs.highlevel import HighLevelEnv
+from orgteams.envs.limits import MAX_AGENTS, MAX_ROUNDS, MAX_SEED, MAX_TICKS, check_int
 from orgteams.envs.team import Team
 from orgteams.organizations.library import load_organization
 from orgteams.organizations.monitor import MonitorConfig
@@ -25,9 +27,31 @@ MEMBER_KINDS = ("planner", "random", "human", "local", "scripted", "openai")
 LLM_MEMBER_KINDS = ("local", "scripted", "openai")
 
 
+_TAKES_MODEL = ("openai", "scripted")
+
+
+def parse_member_spec(spec: str) -> tuple[str, str | None]:
+    """Split a member spec: ``"openai:gpt-4o-mini"`` -> ``("openai", "gpt-4o-mini")``.
+
+    Raises:
+        UserError: An unknown kind, or a model name on a kind that takes none
+            (``local:foo``: the embedded model is always SmolLM2).
+    """
+    kind, sep, model = spec.strip().partition(":")
+    if kind not in MEMBER_KINDS:
+        raise unknown_name("member kind", kind, MEMBER_KINDS)
+    if sep and kind not in _TAKES_MODEL:
+        hint = (" (the embedded model is SmolLM2; another model is openai:<model> on any "
+                "OpenAI-compatible server)" if kind == "local" else "")
+        raise UserError(f"member spec {spec!r}: {kind} takes no model name{hint}")
+    if sep and not model.strip():
+        raise UserError(f"member spec {spec!r}: the model name after ':' is empty")
+    return kind, (model.strip() or None) if sep else None
+
+
 def backend_options(spec: str, cache: str | Path | None = None) -> dict[str, Any]:
     """``make_backend`` options for a spec (``local``, ``scripted``, ``openai:<model>``)."""
-    kind, _, model = spec.partition(":")
+    kind, model = parse_member_spec(spec)
     return {"backend": kind, **({"model": model} if model else {}),
             **({"cache": str(cache)} if cache else {})}
 
@@ -84,11 +108,10 @@ def build_member(agent_id: str, spec: str, *, leader: bool = False, seed: int | 
     owns their backend.
 
     Raises:
-        ValueError: An unknown kind, or an LLM member without a pool.
+        UserError: A bad spec.
+        ValueError: An LLM member without a pool.
     """
-    kind = spec.split(":", 1)[0]
-    if kind not in MEMBER_KINDS:
-        raise unknown_name("member kind", kind, MEMBER_KINDS)
+    kind, _ = parse_member_spec(spec)
     if kind in LLM_MEMBER_KINDS and pool is None:
         raise ValueError(f"member spec {spec!r} needs a BackendPool (pool=...): the pool owns "
                          "its backend and closes it")
@@ -127,8 +150,8 @@ def build_team(specs: str | list[str], num_agents: int, organization: Organizati
     if len(specs) == 1:
         specs = specs * num_agents
     if len(specs) != num_agents:
-        raise ValueError(f"got {len(specs)} member specs for {num_agents} agents; give one "
-                         "spec for all or one per agent")
+        raise UserError(f"got {len(specs)} member specs for {num_agents} agents; give one "
+                        "spec for all or one per agent")
     team = Team.of_size(num_agents)
     resolved = organization.resolve(team)
     top = set(resolved.tiers[0][1]) if len(resolved.tiers) > 1 else set()
@@ -166,6 +189,13 @@ def run_episode(task: str = "prepare_afternoon_tea", layout: str = "apartment",
         pool: The LLM members' backends; None: the episode makes its own and closes it
             (a local model server stops with it). Give one to share across episodes.
     """
+    check_int(agents, "agents", 1, MAX_AGENTS)
+    if seed is not None:
+        check_int(seed, "seed", 0, MAX_SEED)
+    if max_rounds is not None:
+        check_int(max_rounds, "max_rounds", 1, MAX_ROUNDS)
+    if max_ticks is not None:
+        check_int(max_ticks, "max_ticks", 1, MAX_TICKS)
     own_pool = pool is None
     pool = BackendPool() if pool is None else pool
     try:

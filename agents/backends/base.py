@@ -21,6 +21,8 @@ from abc import ABC, abstractmethod
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from orgteams.envs.errors import UserError
+
 ChatMessage = dict[str, str]
 """One chat message: ``{"role": "system" | "user" | "assistant", "content": str}``."""
 
@@ -51,7 +53,7 @@ class BackendError(Exception):
         self.status = status
 
 
-class BackendConfigError(ValueError):
+class BackendConfigError(UserError):
     """The backend is misconfigured (missing/bad key, unknown model, bad request)."""
 
 

@@ -34,6 +34,8 @@ from orgteams.agents.backends.base import (
     Usage,
     parse_json_reply,
 )
+from orgteams.agents.backends.redact import scrub_text, scrub_url
+from orgteams.envs.errors import MissingExtraError
 
 __all__ = ["MODES", "OpenAIBackend"]
 
@@ -77,7 +79,7 @@ def _import_openai() -> Any:
     try:
         import openai
     except ImportError as exc:
-        raise ImportError(
+        raise MissingExtraError(
             'The openai backend needs the "llm" extra: pip install "orgteams[llm]"'
         ) from exc
     return openai
@@ -131,7 +133,9 @@ class OpenAIBackend(ChatBackend):
                 )
             key = _NO_KEY
         self.model = model
-        self.base_url = base_url
+        # What we show and record has no credentials; the clients get the real URL.
+        self.base_url = scrub_url(base_url)
+        self.__url = base_url
         self.timeout = timeout
         self.max_retries = max_retries
         self.structured = structured
@@ -156,7 +160,12 @@ class OpenAIBackend(ChatBackend):
         return self._mode
 
     def _scrub(self, text: str) -> str:
-        return text.replace(self.__key, "***") if self.__key else text
+        """``text`` without the key, the URL's credentials or key-like strings."""
+        if self.__key:
+            text = text.replace(self.__key, "***")
+        if self.__url and self.base_url:
+            text = text.replace(self.__url, self.base_url)
+        return scrub_text(text)
 
     def _request(
         self,
@@ -274,7 +283,7 @@ class OpenAIBackend(ChatBackend):
         if self._aclient is None or self._aloop is not loop:
             self._aclient = _import_openai().AsyncOpenAI(
                 api_key=self.__key,
-                base_url=self.base_url,
+                base_url=self.__url,
                 timeout=self.timeout,
                 max_retries=self.max_retries,
             )
