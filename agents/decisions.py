@@ -195,7 +195,9 @@ def communicate_spec(
     return ReplySpec(stage_kind, _object(props), example, "; ".join(hints), required)
 
 
-def _explain(exc: ValidationError) -> str:
+def explain(exc: ValidationError) -> str:
+    """A model reply's pydantic errors as ``field 'a.b': message`` joined by ``; `` (the
+    text the model reads in its correction; people's files use ``validation_line``)."""
     parts = []
     for err in exc.errors():
         where = ".".join(str(x) for x in err["loc"]) or "reply"
@@ -239,7 +241,7 @@ def parse_act(
     try:
         reply = ActReply.model_validate(data)
     except ValidationError as exc:
-        raise ReplyError(_explain(exc)) from None
+        raise ReplyError(explain(exc)) from None
     notes: list[str] = []
     wanted = reply.action.strip()
     key = wanted.rstrip(".").strip().casefold()
@@ -300,7 +302,7 @@ def parse_communicate(
     try:
         reply = CommunicateReply.model_validate(data)
     except ValidationError as exc:
-        raise ReplyError(_explain(exc)) from None
+        raise ReplyError(explain(exc)) from None
     offered = spec.schema["properties"]
     out = ParsedCommunicate()
     for extra in ("abstain", "role", "receivers", "message", "vote"):
