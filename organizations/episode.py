@@ -32,7 +32,7 @@ from orgteams.organizations.protocols import leader_for_round
 from orgteams.organizations.resolved import ResolvedOrganization
 from orgteams.organizations.spec import SELF_CHOSEN, Organization
 
-__all__ = ["EpisodeState", "RoundHooks", "check_members", "play_rounds"]
+__all__ = ["EpisodeState", "RoundHooks", "check_member", "check_members", "play_rounds"]
 
 StateHook = Callable[["EpisodeState"], None]
 
@@ -154,11 +154,19 @@ def check_members(team: list[str] | tuple[str, ...], members: dict[str, Any]) ->
         raise ValueError(f"members must cover exactly the env's agents {list(team)}, "
                          f"got {sorted(members)}")
     for agent, member in members.items():
-        missing = [n for n in TeamMember.__annotations__.keys() | _METHODS
-                   if not hasattr(member, n)]  # the one place a member is probed
-        if missing:
-            raise ValueError(f"member {agent} ({type(member).__name__}) does not implement "
-                             f"TeamMember: missing {', '.join(sorted(missing))}")
+        check_member(agent, member)
+
+
+def check_member(agent: str, member: Any) -> None:
+    """``member`` implements :class:`TeamMember` (the one place a member is probed).
+
+    Raises:
+        ValueError: What it misses, in one line.
+    """
+    missing = [n for n in TeamMember.__annotations__.keys() | _METHODS if not hasattr(member, n)]
+    if missing:
+        raise ValueError(f"member {agent} ({type(member).__name__}) does not implement "
+                         f"TeamMember: missing {', '.join(sorted(missing))}")
 
 
 _METHODS = frozenset({"reset", "observe", "receive", "communicate", "act", "set_leader"})
