@@ -24,6 +24,7 @@ from orgteams.envs.messages import EVERYONE, TeamMessage
 
 if TYPE_CHECKING:  # the env layer is imported lazily; agents only read from it
     from orgteams.envs.highlevel import HighLevelAction, HighLevelEnv
+    from orgteams.envs.member_view import MemberView
 
 __all__ = [
     "ActContext",
@@ -196,7 +197,9 @@ class TeamMember(Protocol):
             (planners may drop a plan a teammate claimed first).
         backend: Its chat backend, whose async client the episode closes, or None.
 
-    :class:`MemberBase` gives the defaults of all but ``communicate`` and ``act``.
+    :class:`MemberBase` gives the defaults of all but ``communicate`` and ``act``. The
+    ``env`` a member is given is a :class:`~orgteams.envs.member_view.MemberView`:
+    read-only queries (its description, memory, available actions, progress), not the env.
     """
 
     agent_id: str
@@ -210,17 +213,17 @@ class TeamMember(Protocol):
     def reset(self) -> None:
         """Forget the last episode (dialogue and action history)."""
 
-    def observe(self, env: HighLevelEnv) -> None:
+    def observe(self, env: MemberView) -> None:
         """Update internal state from the env after a step (belief is ``env.memory(agent)``)."""
 
     def receive(self, messages: list[TeamMessage]) -> None:
         """Hear messages delivered to this agent."""
 
-    async def communicate(self, ctx: CommunicateContext, env: HighLevelEnv) -> CommunicateDecision:
+    async def communicate(self, ctx: CommunicateContext, env: MemberView) -> CommunicateDecision:
         """Decide what to say (or vote, claim, abstain) in one communicate stage."""
 
     async def act(
-        self, env: HighLevelEnv, round: int, ctx: ActContext | None = None
+        self, env: MemberView, round: int, ctx: ActContext | None = None
     ) -> ActDecision:
         """Pick one of ``env.available_actions(agent_id)`` by id."""
 

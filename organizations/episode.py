@@ -25,6 +25,7 @@ from typing import Any
 
 from orgteams.agents.agent_base import TeamMember
 from orgteams.envs.highlevel import HighLevelEnv
+from orgteams.envs.member_view import MemberView
 from orgteams.envs.messages import TeamMessage
 from orgteams.envs.team import Team
 from orgteams.organizations.phases import act_phase, communicate_phase
@@ -81,6 +82,7 @@ class EpisodeState:
         last_duplicates: ``(duplicated, new decisions)`` of the latest act phase.
         events: Team-level events so far (also sent to ``hooks.record``).
         abstained: Agents that abstained so far this round.
+        view: What members are given instead of the env (read-only queries).
     """
 
     env: HighLevelEnv
@@ -97,6 +99,10 @@ class EpisodeState:
     last_duplicates: tuple[int, int] = (0, 0)
     events: list[dict] = field(default_factory=list)
     abstained: set[str] = field(default_factory=set)
+    view: MemberView = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self.view = MemberView(self.env)
 
     @property
     def team(self) -> tuple[str, ...]:

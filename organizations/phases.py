@@ -77,7 +77,7 @@ async def communicate_phase(state: EpisodeState, speakers: list[str] | None = No
         state: The episode.
         speakers: Who speaks this round (default: every active agent).
     """
-    env, org, active = state.env, state.organization, state.active()
+    org, active = state.organization, state.active()
     for hook in state.hooks.phase:
         hook(state, "communicate")
     stages = schedule(state.resolved, active if speakers is None else speakers, state.round)
@@ -86,14 +86,15 @@ async def communicate_phase(state: EpisodeState, speakers: list[str] | None = No
     abstained: set[str] = set()
     state.abstained = abstained
     team = dict(state.roster.by_id)  # one copy per phase, shared by the contexts
+    view = state.view  # members read the episode through it, never the env
     for member in state.members.values():
-        member.observe(env)
+        member.observe(view)
     si = 0
     while si < len(stages):
         stage = stages[si]
         ctxs = {a: _context(state, a, stage, visible_outputs(stages, si, a, outputs), team)
                 for a in stage.speakers}
-        decisions = await _all(state.members[a].communicate(ctxs[a], env)
+        decisions = await _all(state.members[a].communicate(ctxs[a], view)
                                for a in stage.speakers)
         votes, claims = {}, {}
         for agent, d in zip(stage.speakers, decisions):
@@ -186,7 +187,8 @@ async def decide_actions(state: EpisodeState, abstained: set[str] = frozenset(),
     team = dict(state.roster.by_id)  # one copy per phase, shared by the contexts
     ctxs = {a: ActContext(state.round, a, state.roster.name(a), team,
                           state.resolved.instruction_for(a), state.role(a)) for a in deciders}
-    decisions = await _all(state.members[a].act(env, state.round, ctxs[a]) for a in deciders)
+    decisions = await _all(state.members[a].act(state.view, state.round, ctxs[a])
+                           for a in deciders)
     actions: dict[str, str] = {}
     chosen: dict[str, ActDecision] = {}
     for agent, d in zip(deciders, decisions):
