@@ -18,7 +18,7 @@ from collections import deque
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
-from orgteams.agents.backends.base import ChatMessage, Usage
+from orgteams.agents.backends.base import Attempt, ChatMessage, Usage
 from orgteams.agents.quoting import quote_text
 from orgteams.envs.messages import EVERYONE, TeamMessage
 
@@ -66,6 +66,9 @@ class DecisionRecord:
         model: The model that answered ("human", "planner", ...).
         cached_calls: How many calls were served from a cache.
         cached_usage: The part of ``usage`` served from a cache (costs nothing).
+        attempts: Every HTTP request of this decision's model calls, failed ones and
+            structured-mode downgrades included (see
+            :class:`~orgteams.agents.backends.base.Attempt`).
     """
 
     phase: str
@@ -85,6 +88,7 @@ class DecisionRecord:
     model: str = ""
     cached_calls: int = 0
     cached_usage: Usage = field(default_factory=Usage)
+    attempts: list[Attempt] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-serializable dict (usage as ``{"prompt_tokens", "completion_tokens"}``)."""

@@ -252,9 +252,11 @@ class LLMAgent(DialogueMember):
                     seed=self.seed,
                 )
             except BackendError as exc:
+                record.attempts += exc.attempts
                 record.error = f"{exc.kind}: {exc.reason}"
                 record.fallback = f"backend error ({exc.kind})"
                 return None
+            record.attempts += completion.attempts
             record.usage += completion.usage
             record.latency += completion.latency
             record.cached_calls += int(completion.cached)

@@ -47,6 +47,8 @@ class RoundHooks:
         message: Every routed message (the window overlay draws them).
         phase: ``(state, "communicate" | "act")`` when a phase starts.
         stage: After every communicate stage (the live window redraws).
+        decided: ``(state, decision records)`` after each communicate stage and act
+            phase, in speaking order (the transport-failure stop counts them).
         actions: ``(state, joint high-level actions)`` right before the env steps.
         round_start: Before a round (shocks apply here).
         round_end: After a round (monitor, log flush, live progress).
@@ -57,6 +59,7 @@ class RoundHooks:
     message: list[Callable[[TeamMessage], None]] = field(default_factory=list)
     phase: list[Callable[[EpisodeState, str], None]] = field(default_factory=list)
     stage: list[StateHook] = field(default_factory=list)
+    decided: list[Callable[[EpisodeState, list[Any]], None]] = field(default_factory=list)
     actions: list[Callable[[EpisodeState, dict[str, str]], None]] = field(default_factory=list)
     round_start: list[StateHook] = field(default_factory=list)
     round_end: list[StateHook] = field(default_factory=list)

@@ -44,7 +44,8 @@ if TYPE_CHECKING:  # the loop (episode.py) calls the phases; they only read its 
 __all__ = ["act_phase", "communicate_phase", "decide_actions"]
 
 TRACKED = ("grab", "explore", "check")  # kinds whose targets two agents should not share
-_CALL_ONLY = ("usage", "cached_usage", "prompt", "replies")  # once per decision, not message
+# Fields of a decision, not of each message it sends: only its first message line has them.
+_CALL_ONLY = ("usage", "cached_usage", "prompt", "replies", "attempts")
 
 
 async def _all(calls) -> list:
@@ -105,6 +106,8 @@ async def communicate_phase(state: EpisodeState, speakers: list[str] | None = No
             if stage.kind == "vote" and d.vote in active:
                 votes[agent] = d.vote
             outputs += _route(state, si, stage, agent, d, ctxs[agent], inbox)
+        for hook in state.hooks.decided:
+            hook(state, [d.record for d in decisions])
         if stage.kind == "vote" and votes:
             incumbent = state.resolved.leaders[0] if state.resolved.leaders else None
             election = record_election(state.round, votes, order=state.team, incumbent=incumbent)
@@ -226,6 +229,8 @@ async def act_phase(state: EpisodeState, abstained: set[str]) -> None:
                         "failure_reason": info.get("failure_reason"),
                         "events": [e.get("type") for e in events],
                         "ticks_elapsed": info.get("ticks_elapsed"), **decision_fields(d.record)})
+    for hook in state.hooks.decided:
+        hook(state, [d.record for d in chosen.values()])
 
 
 def _count_duplicates(state: EpisodeState, actions: dict[str, str]) -> None:

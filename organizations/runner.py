@@ -9,6 +9,10 @@ The phases themselves are in :mod:`~orgteams.organizations.phases`.
 Every decision is a record in the JSONL episode log (flushed every round); the
 summary adds :class:`~orgteams.organizations.metrics.EpisodeMetrics` and the
 team-level facts (elections, organization switches, shocks and recovery).
+
+The summary's ``episode_status`` is ``"complete"``, or ``"error"`` when
+``max_transport_failures`` model calls in a row failed (see
+:mod:`~orgteams.organizations.episode_status`), with a ``stop_reason``.
 """
 
 from __future__ import annotations
@@ -24,6 +28,11 @@ from orgteams.envs.highlevel import HighLevelEnv
 from orgteams.envs.team import Team
 from orgteams.organizations import team_log
 from orgteams.organizations.episode import EpisodeState, RoundHooks, check_members, play_rounds
+from orgteams.organizations.episode_status import (
+    DEFAULT_MAX_TRANSPORT_FAILURES,
+    EpisodeStopped,
+    TransportFailures,
+)
 from orgteams.organizations.metrics import episode_metrics
 from orgteams.organizations.monitor import CapabilityMonitor, MonitorConfig
 from orgteams.organizations.shocks import Shock, recovery_rounds
@@ -59,19 +68,25 @@ class TeamRunner:
             progress in the CLI).
         on_tick: Called after every env tick as ``on_tick(before, joint, after, infos)``
             (video frames).
+        max_transport_failures: Stop with status ``error`` after this many model calls
+            in a row failed after their retries (None: never stop).
     """
 
     def __init__(self, env: HighLevelEnv, organization: Organization, members: dict[str, Any],
                  *, names: dict[str, str] | Team | None = None, max_rounds: int | None = None,
                  log_path: str | Path | None = None, shocks: list[Shock] | tuple = (),
                  monitor: MonitorConfig | None = None, member_factory=None, on_round=None,
-                 on_tick: Callable[..., None] | None = None):
+                 on_tick: Callable[..., None] | None = None,
+                 max_transport_failures: int | None = DEFAULT_MAX_TRANSPORT_FAILURES):
         team = list(env.possible_agents)
+        TransportFailures(max_transport_failures)  # validate before the episode
+        self.max_transport_failures = max_transport_failures
         check_members(team, members)
         self.env, self.organization, self.members = env, organization, dict(members)
         self.team = team
         self.roster = Team.of(team, names)
         self.names = self.roster.by_id
+        organization.resolve(self.roster)  # bad templates fail here, before any file
         self.max_rounds = max_rounds
         self.log_path = Path(log_path) if log_path else None
         self.shocks = sorted(shocks, key=lambda s: s.round)
@@ -98,9 +113,17 @@ class TeamRunner:
             env, self.organization, self.organization.resolve(self.roster), self.members)
         log = EpisodeLog(self.log_path)
         self._subscribe(state, log, seed)
+        failures = TransportFailures(self.max_transport_failures)
+        state.hooks.decided.append(lambda s, records: failures.count(records))
+        status, reason = "complete", None
         try:
-            await play_rounds(state, self.max_rounds)
+            try:
+                await play_rounds(state, self.max_rounds)
+            except EpisodeStopped as stop:
+                status, reason = stop.status, stop.reason
+                state.event("stopped", status=status, reason=reason)
             summary = self._summary(state, log.records, seed, time.perf_counter() - start)
+            summary.update(episode_status=status, stop_reason=reason)
             if self.log_path is not None:
                 team_log.end_replay_log(log, env.base.world)
                 log.write({"record": "summary", **summary})
@@ -178,6 +201,7 @@ class TeamRunner:
             "shocks": [{**s.to_dict(), "recovery_rounds": recovery_rounds(
                 state.progress, s.round)} for s in self.shocks],
             "org_switches": [e for e in state.events if e["type"] == "org_switch"],
+            **team_log.fault_counts(decisions),
             "tokenizer": tokenizer_name(), "wall_seconds": wall,
             "log_path": str(self.log_path) if self.log_path else None,
         }

@@ -119,14 +119,35 @@ def cmd_run(args: argparse.Namespace) -> int:
         backend=args.backend, seed=args.seed, max_rounds=args.max_rounds,
         max_ticks=args.max_ticks, render=args.render, video=args.video,
         log_path=args.log or "auto", shocks=args.shock, monitor=args.monitor or None,
-        cache=args.cache, on_round=None if args.quiet else _round_printer())
+        cache=args.cache, on_round=None if args.quiet else _round_printer(),
+        max_transport_failures=_failure_limit(args))
     if args.json:
         _print_json(result.summary)
     else:
         _print_summary(result.summary)
         if result.log_path is not None:  # the table cuts long paths
             print(f"log: {result.log_path}\nreplay it: orgteams replay {result.log_path}")
+    status = result.summary.get("episode_status", "complete")
+    if status != "complete":
+        print(f"orgteams run: episode stopped ({status}): {result.summary.get('stop_reason')}",
+              file=sys.stderr)
+        return 1
     return 0
+
+
+def _failure_limit(args: argparse.Namespace) -> int | None:
+    """--max-transport-failures N; 0 means never stop."""
+    return args.max_transport_failures or None
+
+
+def _add_failure_limit(p: argparse.ArgumentParser, spec_default: bool = False) -> None:
+    from orgteams.organizations.episode_status import DEFAULT_MAX_TRANSPORT_FAILURES
+
+    p.add_argument("--max-transport-failures", type=int, metavar="N",
+                   default=None if spec_default else DEFAULT_MAX_TRANSPORT_FAILURES,
+                   help="stop an episode with status error after N model calls in a row "
+                        f"failed after retries (default {DEFAULT_MAX_TRANSPORT_FAILURES}; "
+                        "0: never)")
 
 
 def cmd_play(args: argparse.Namespace) -> int:
@@ -211,7 +232,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
                            organizations=args.orgs, agents=args.agents,
                            backends=args.backend, seeds=args.seeds,
                            max_rounds=args.max_rounds, max_ticks=args.max_ticks,
-                           cache=args.cache)
+                           cache=args.cache,
+                           max_transport_failures=args.max_transport_failures)
     out = run_sweep(spec, args.out, workers=args.workers, ray=args.ray, progress=not args.quiet)
     if args.json:
         _print_json(out)
@@ -235,17 +257,16 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def cmd_reflect(args: argparse.Namespace) -> int:
+    from orgteams.criticize_reflect.loop import EpisodeFailed
     from orgteams.reflect import run_reflect
 
     seeds = args.seeds or [args.seed]
     out_dir = args.out or f"runs/reflect_{args.org.replace('/', '_')}_{args.task}"
-    result = run_reflect(
-        args.org, task=args.task, layout=args.layout, agents=args.agents, backend=args.backend,
-        seeds=seeds, critic=args.critic, coordinator=args.coordinator,
-        iterations=args.iterations, out_dir=out_dir, candidates=args.candidates,
-        step_weight=args.step_weight, token_weight=args.token_weight,
-        use_critic=not args.no_critic, approved=args.approved, max_rounds=args.max_rounds,
-        max_ticks=args.max_ticks, cache=args.cache)
+    try:
+        result = _reflect(run_reflect, args, seeds, out_dir)
+    except EpisodeFailed as exc:  # recorded on disk; not bad input, not a bug
+        print(f"orgteams reflect: stopped: {exc}", file=sys.stderr)
+        return 1
     out = result.to_dict()
     if args.json:
         _print_json(out)
@@ -258,6 +279,17 @@ def cmd_reflect(args: argparse.Namespace) -> int:
         print(f"best: {best['organization']} (iteration {best['iteration']}, cost "
               f"{best['cost']:.2f}) saved to {best['path']}")
     return 0
+
+
+def _reflect(run_reflect, args: argparse.Namespace, seeds: list[int], out_dir: str):
+    return run_reflect(
+        args.org, task=args.task, layout=args.layout, agents=args.agents, backend=args.backend,
+        seeds=seeds, critic=args.critic, coordinator=args.coordinator,
+        iterations=args.iterations, out_dir=out_dir, candidates=args.candidates,
+        step_weight=args.step_weight, token_weight=args.token_weight,
+        use_critic=not args.no_critic, approved=args.approved, max_rounds=args.max_rounds,
+        max_ticks=args.max_ticks, cache=args.cache,
+        max_transport_failures=_failure_limit(args))
 
 
 def _common(p: argparse.ArgumentParser, agents: int = 3) -> None:
@@ -291,6 +323,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="capability-threshold monitor: fall back to coordinator when needed")
     p.add_argument("--cache", default=None, help="SQLite response cache for LLM calls")
     p.add_argument("--quiet", action="store_true", help="no live round-by-round output")
+    _add_failure_limit(p)
     p.set_defaults(func=cmd_run)
 
     p = sub.add_parser("play", help="control one agent with the keyboard in a window")
@@ -356,6 +389,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-rounds", type=ROUNDS, default=None)
     p.add_argument("--max-ticks", type=TICKS, default=None)
     p.add_argument("--cache", default=None, help="SQLite response cache for LLM calls")
+    _add_failure_limit(p)
     p.set_defaults(func=cmd_reflect)
 
     p = sub.add_parser("list", help="list layouts, tasks and organizations")
@@ -383,6 +417,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--ray", action="store_true", help='run as Ray tasks (orgteams[ray])')
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
+    _add_failure_limit(p, spec_default=True)
     p.set_defaults(func=cmd_sweep)
 
     p = sub.add_parser("report", help="statistics and plots from a sweep's results.jsonl")

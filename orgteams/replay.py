@@ -46,8 +46,9 @@ class _Episode:
 
 
 def _load(path: Path) -> _Episode:
-    if path.is_dir() and (path / "episode.jsonl").is_file():  # a run folder under runs/
-        path = path / "episode.jsonl"
+    if path.is_dir():  # a run folder under runs/ (a killed run left only the .partial)
+        path = next((path / n for n in ("episode.jsonl", "episode.jsonl.partial")
+                     if (path / n).is_file()), path / "episode.jsonl")
     if not path.is_file():
         raise FileNotFoundError(f"no episode log at {path}")
     header, end, ticks = None, None, []

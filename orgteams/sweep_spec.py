@@ -34,7 +34,8 @@ class SweepSpec:
 
     ``seeds`` is a count (seeds ``0..n-1``) or an explicit list. ``backends`` are
     member specs as in ``orgteams run --backend`` (one for all agents, or a comma list
-    per agent). ``max_rounds``, ``max_ticks`` and ``cache`` are passed to every episode.
+    per agent). ``max_rounds``, ``max_ticks``, ``cache`` and ``max_transport_failures``
+    (0: never stop an episode for failed model calls) are passed to every episode.
     """
 
     tasks: tuple[str, ...] = ("prepare_afternoon_tea",)
@@ -46,6 +47,7 @@ class SweepSpec:
     max_rounds: int | None = None
     max_ticks: int | None = None
     cache: str | None = None
+    max_transport_failures: int = 3
 
     @classmethod
     def from_dict(cls, data: dict[str, Any], source: str = "<spec>") -> SweepSpec:
@@ -69,6 +71,11 @@ class SweepSpec:
             if data.get(name) is not None:
                 value = _int_list(data[name], name, source)[0]
                 kw[name] = check_int(value, f"{source}: sweep spec field {name!r}", 1, high)
+        if data.get("max_transport_failures") is not None:  # 0: never stop an episode
+            value = _int_list(data["max_transport_failures"], "max_transport_failures",
+                              source)[0]
+            kw["max_transport_failures"] = check_int(
+                value, f"{source}: sweep spec field 'max_transport_failures'", 0, 1000)
         if data.get("cache") is not None:
             kw["cache"] = str(data["cache"])
         return cls(**kw)

@@ -17,6 +17,7 @@ from orgteams.envs.errors import UserError
 from orgteams.envs.highlevel import HighLevelEnv
 from orgteams.envs.limits import MAX_AGENTS, MAX_ROUNDS, MAX_SEED, MAX_TICKS, check_int
 from orgteams.envs.team import Team
+from orgteams.organizations.episode_status import DEFAULT_MAX_TRANSPORT_FAILURES
 from orgteams.organizations.library import load_organization
 from orgteams.organizations.monitor import MonitorConfig
 from orgteams.organizations.runner import EpisodeResult, TeamRunner
@@ -176,6 +177,7 @@ def run_episode(task: str = "prepare_afternoon_tea", layout: str = "apartment",
                 log_path: str | Path | None = "auto", shocks: list[Shock | str] = (),
                 monitor: MonitorConfig | bool | None = None, cache: str | Path | None = None,
                 on_round=None, render_options: dict | None = None,
+                max_transport_failures: int | None = DEFAULT_MAX_TRANSPORT_FAILURES,
                 pool: BackendPool | None = None) -> EpisodeResult:
     """Play one episode of a team under an organization and return its summary and log.
 
@@ -186,6 +188,8 @@ def run_episode(task: str = "prepare_afternoon_tea", layout: str = "apartment",
         log_path: JSONL episode log; ``"auto"`` puts it under ``runs/``; None keeps it in memory.
         shocks: :class:`Shock` objects or CLI strings (``remove:agent_1@5``).
         monitor: Capability-threshold monitor: True for defaults, or a MonitorConfig.
+        max_transport_failures: Stop the episode (``episode_status: "error"``) after this
+            many model calls in a row failed after their retries; None never stops.
         pool: The LLM members' backends; None: the episode makes its own and closes it
             (a local model server stops with it). Give one to share across episodes.
     """
@@ -201,7 +205,7 @@ def run_episode(task: str = "prepare_afternoon_tea", layout: str = "apartment",
     try:
         return _run_episode(task, layout, organization, agents, backend, seed, max_rounds,
                             max_ticks, render, video, log_path, shocks, monitor, cache,
-                            on_round, render_options, pool)
+                            on_round, render_options, max_transport_failures, pool)
     finally:
         if own_pool:
             pool.close()
@@ -209,7 +213,7 @@ def run_episode(task: str = "prepare_afternoon_tea", layout: str = "apartment",
 
 def _run_episode(task, layout, organization, agents, backend, seed, max_rounds, max_ticks,
                  render, video, log_path, shocks, monitor, cache, on_round, render_options,
-                 pool: BackendPool) -> EpisodeResult:
+                 max_transport_failures, pool: BackendPool) -> EpisodeResult:
     org = organization if isinstance(organization, Organization) else load_organization(
         organization)
     render_mode = render or ("rgb_array" if video else None)
@@ -231,7 +235,8 @@ def _run_episode(task, layout, organization, agents, backend, seed, max_rounds, 
                         monitor=MonitorConfig() if monitor is True else (monitor or None),
                         member_factory=lambda a, spec: build_member(a, spec, cache=cache,
                                                                     env=env, pool=pool),
-                        on_round=on_round, on_tick=frame if recorder is not None else None)
+                        on_round=on_round, on_tick=frame if recorder is not None else None,
+                        max_transport_failures=max_transport_failures)
     try:
         result = runner.run(seed)
     finally:

@@ -97,6 +97,7 @@ class CachedBackend(ChatBackend):
         completion = Completion.from_dict(json.loads(row[0]))
         completion.cached = True
         completion.latency = 0.0
+        completion.attempts = []  # a hit sends no request
         return completion
 
     def _store(self, key: str, completion: Completion) -> None:

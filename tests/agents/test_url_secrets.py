@@ -43,7 +43,7 @@ def test_a_credentialed_base_url_never_reaches_the_episode_log(capsys, tmp_path,
     log = tmp_path / "episode.jsonl"
     assert main(["run", "--backend", "openai:fake-model", "--agents", "2", "--layout", "studio",
                  "--org", "none", "--max-rounds", "1", "--log", str(log), "--quiet",
-                 "--json"]) == 0
+                 "--json"]) == 1  # the dead server stops the episode (episode_status error)
     out = capsys.readouterr().out
     text = log.read_text()
     errors = [r["error"] for r in map(json.loads, text.splitlines()) if r.get("error")]
