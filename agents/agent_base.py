@@ -66,6 +66,8 @@ class DecisionRecord:
         model: The model that answered ("human", "planner", ...).
         cached_calls: How many calls were served from a cache.
         cached_usage: The part of ``usage`` served from a cache (costs nothing).
+        options: Action ids in the order the prompt listed them (letter A first), so
+            position bias can be measured and a shuffled order replayed.
         attempts: Every HTTP request of this decision's model calls, failed ones and
             structured-mode downgrades included (see
             :class:`~orgteams.agents.backends.base.Attempt`).
@@ -88,6 +90,7 @@ class DecisionRecord:
     model: str = ""
     cached_calls: int = 0
     cached_usage: Usage = field(default_factory=Usage)
+    options: list[str] = field(default_factory=list)
     attempts: list[Attempt] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
@@ -200,6 +203,7 @@ class TeamMember(Protocol):
         acts_every_round: Asked to act every round, not only when its plan ended
             (planners may drop a plan a teammate claimed first).
         backend: Its chat backend, whose async client the episode closes, or None.
+        settings: Its model settings for the summary (``llm_settings``), or None.
 
     :class:`MemberBase` gives the defaults of all but ``communicate`` and ``act``. The
     ``env`` a member is given is a :class:`~orgteams.envs.member_view.MemberView`:
@@ -210,6 +214,7 @@ class TeamMember(Protocol):
     model: str
     acts_every_round: bool
     backend: Any
+    settings: Any
 
     def set_leader(self, leader: bool) -> None:
         """Leadership changed (elections, hand-overs): ``leader`` says whether it leads."""
@@ -254,6 +259,7 @@ class MemberBase:
     model: str = ""
     acts_every_round: bool = False
     backend: Any = None
+    settings: Any = None
 
     def set_leader(self, leader: bool) -> None:
         """Leadership does not change what it does."""

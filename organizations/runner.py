@@ -194,6 +194,8 @@ class TeamRunner:
             "units_done": sum(world.progress),
             "units_total": sum(p.count for p in world.scene.goal),
             "members": {a: m.model for a, m in state.members.items()},
+            "llm_settings": {a: m.settings for a, m in state.members.items()
+                             if m.settings is not None},
             "cache_hits": sum(r.get("cached_calls") or 0 for r in decisions),
             "duplicate_decisions": dup["duplicated"], "new_decisions": dup["decisions"],
             "duplicate_rate": dup["duplicated"] / dup["decisions"] if dup["decisions"] else 0.0,

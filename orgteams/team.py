@@ -102,6 +102,10 @@ def build_member(agent_id: str, spec: str, *, leader: bool = False, seed: int | 
     """A team member from a spec: ``planner``, ``random``, ``human``, ``local``,
     ``scripted`` or ``openai:<model>`` (any OpenAI-compatible server, see README).
 
+    ``llm_kwargs`` go to :class:`~orgteams.agents.llm_agent.LLMAgent` (``temperature``,
+    ``prompts``...); ``prompts=None`` picks the backend's default variant (``local``:
+    ``compact``).
+
     ``leader`` and ``claims`` only matter to planners (see :class:`PlannerMember`).
     ``env`` only matters to ``human``: when it renders in human mode the person
     answers in that window (:class:`~orgteams.agents.window_input.WindowInput`),
@@ -134,17 +138,20 @@ def build_member(agent_id: str, spec: str, *, leader: bool = False, seed: int | 
             return HumanAgent(agent_id, window.ask, window.show)
         return HumanAgent(agent_id)
     from orgteams.agents.llm_agent import LLMAgent
+    from orgteams.agents.prompts import variant_for_backend
 
+    llm_kwargs["prompts"] = llm_kwargs.get("prompts") or variant_for_backend(kind)
     return LLMAgent(agent_id, pool.get(spec, cache), seed=seed, **llm_kwargs)
 
 
 def build_team(specs: str | list[str], num_agents: int, organization: Organization,
                seed: int | None = None, cache: str | Path | None = None,
-               env: HighLevelEnv | None = None, pool: BackendPool | None = None
-               ) -> dict[str, Any]:
+               env: HighLevelEnv | None = None, pool: BackendPool | None = None,
+               **llm_kwargs: Any) -> dict[str, Any]:
     """Members for ``agent_0..agent_{n-1}``: one spec for all, or a comma list / list per agent.
 
-    ``env``: where human members answer; ``pool``: owns LLM members' backends (see
+    ``env``: where human members answer; ``pool``: owns LLM members' backends;
+    ``llm_kwargs``: for LLM members (see
     :func:`build_member`)."""
     if isinstance(specs, str):
         specs = [s.strip() for s in specs.split(",")]
@@ -160,7 +167,8 @@ def build_team(specs: str | list[str], num_agents: int, organization: Organizati
     # agreed to announce or respect claims.
     claims = bool(organization.instruction.strip())
     return {a: build_member(a, s, leader=a in top, seed=seed, cache=cache, claims=claims, env=env,
-                            pool=pool) for a, s in zip(team, specs)}
+                            pool=pool, **llm_kwargs)
+            for a, s in zip(team, specs)}
 
 
 def default_log_path(task: str, organization: str, seed: int | None, root: str | Path = "runs"
@@ -178,6 +186,7 @@ def run_episode(task: str = "prepare_afternoon_tea", layout: str = "apartment",
                 monitor: MonitorConfig | bool | None = None, cache: str | Path | None = None,
                 on_round=None, render_options: dict | None = None,
                 max_transport_failures: int | None = DEFAULT_MAX_TRANSPORT_FAILURES,
+                temperature: float = 0.0, prompts: str | None = None,
                 pool: BackendPool | None = None) -> EpisodeResult:
     """Play one episode of a team under an organization and return its summary and log.
 
@@ -190,6 +199,10 @@ def run_episode(task: str = "prepare_afternoon_tea", layout: str = "apartment",
         monitor: Capability-threshold monitor: True for defaults, or a MonitorConfig.
         max_transport_failures: Stop the episode (``episode_status: "error"``) after this
             many model calls in a row failed after their retries; None never stops.
+        temperature: Sampling temperature of every LLM member (0.0 greedy; the
+            self-organizing paper used 0.7). Recorded in the summary's ``llm_settings``.
+        prompts: Prompt variant of LLM members, ``default`` or ``compact``; None: per
+            backend (``local`` gets ``compact``).
         pool: The LLM members' backends; None: the episode makes its own and closes it
             (a local model server stops with it). Give one to share across episodes.
     """
@@ -205,7 +218,8 @@ def run_episode(task: str = "prepare_afternoon_tea", layout: str = "apartment",
     try:
         return _run_episode(task, layout, organization, agents, backend, seed, max_rounds,
                             max_ticks, render, video, log_path, shocks, monitor, cache,
-                            on_round, render_options, max_transport_failures, pool)
+                            on_round, render_options, max_transport_failures, temperature,
+                            prompts, pool)
     finally:
         if own_pool:
             pool.close()
@@ -213,13 +227,16 @@ def run_episode(task: str = "prepare_afternoon_tea", layout: str = "apartment",
 
 def _run_episode(task, layout, organization, agents, backend, seed, max_rounds, max_ticks,
                  render, video, log_path, shocks, monitor, cache, on_round, render_options,
-                 max_transport_failures, pool: BackendPool) -> EpisodeResult:
+                 max_transport_failures, temperature, prompts, pool: BackendPool
+                 ) -> EpisodeResult:
     org = organization if isinstance(organization, Organization) else load_organization(
         organization)
     render_mode = render or ("rgb_array" if video else None)
     env = HighLevelEnv(layout=layout, task=task, num_agents=agents, render_mode=render_mode,
                        max_ticks=max_ticks, render_options=render_options)
-    members = build_team(backend, agents, org, seed=seed, cache=cache, env=env, pool=pool)
+    llm = {"temperature": temperature, "prompts": prompts}
+    members = build_team(backend, agents, org, seed=seed, cache=cache, env=env, pool=pool,
+                         **llm)
     if log_path == "auto":
         log_path = default_log_path(task, org.name, seed)
     recorder = None
@@ -234,7 +251,8 @@ def _run_episode(task, layout, organization, agents, backend, seed, max_rounds, 
                         shocks=[Shock.parse(s) if isinstance(s, str) else s for s in shocks],
                         monitor=MonitorConfig() if monitor is True else (monitor or None),
                         member_factory=lambda a, spec: build_member(a, spec, cache=cache,
-                                                                    env=env, pool=pool),
+                                                                    env=env, pool=pool,
+                                                                    **llm),
                         on_round=on_round, on_tick=frame if recorder is not None else None,
                         max_transport_failures=max_transport_failures)
     try:
