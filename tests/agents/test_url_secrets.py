@@ -41,10 +41,13 @@ def dead_url() -> str:
 def test_a_credentialed_base_url_never_reaches_the_episode_log(capsys, tmp_path, monkeypatch):
     monkeypatch.setenv("ORGTEAMS_BASE_URL", dead_url())
     log = tmp_path / "episode.jsonl"
+    # exit 1: the episode stops with status error, its server being dead (the reason, on
+    # stderr, is masked too)
     assert main(["run", "--backend", "openai:fake-model", "--agents", "2", "--layout", "studio",
                  "--org", "none", "--max-rounds", "1", "--log", str(log), "--quiet",
-                 "--json"]) == 1  # the dead server stops the episode (episode_status error)
-    out = capsys.readouterr().out
+                 "--json"]) == 1
+    captured = capsys.readouterr()
+    out = captured.out + captured.err
     text = log.read_text()
     errors = [r["error"] for r in map(json.loads, text.splitlines()) if r.get("error")]
     assert errors and all(e.startswith("connection: connection failed to http://***@127.0.0.1:")
