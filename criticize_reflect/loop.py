@@ -52,6 +52,7 @@ from orgteams.criticize_reflect.coordinator import Coordinator, CoordinatorDecis
 from orgteams.criticize_reflect.critic import Critic, Critique
 from orgteams.criticize_reflect.summary import summarize_episode
 from orgteams.envs.errors import UserError
+from orgteams.envs.team import agent_ids
 from orgteams.organizations.spec import Organization
 
 __all__ = ["HISTORY_METRICS", "EpisodeFailed", "ReflectResult", "episode_cost", "reflect"]
@@ -237,7 +238,7 @@ def reflect(initial_org: Organization, episode_fn: EpisodeFn, critic: Critic | N
         summary, records = _parts(episode_fn(current, k))
         _refuse_unfinished(out / f"iteration_{k}", current, summary, k, len(rows))
         n = summary.get("num_agents")
-        team = [f"agent_{i}" for i in range(int(n))] if n else sorted(
+        team = agent_ids(int(n)) if n else sorted(
             {str(r["agent"]) for r in records if r.get("agent")}) or None
         cost = episode_cost(summary["ticks"], summary["comm_tokens_per_step"], step_weight,
                             token_weight)

@@ -69,7 +69,6 @@ from orgteams.envs.highlevel_space import PRIMITIVE, AvailableActions
 from orgteams.envs.household import TEXT_SPACE_LENGTH, HouseholdEnv
 from orgteams.envs.memory import AgentMemory
 from orgteams.envs.navigation import navigator
-from orgteams.envs.observations import ArrayObserver
 from orgteams.envs.plans import PLAN_TICK_LIMIT, PLANS, STUCK_LIMIT, PlanFailed, Runner
 from orgteams.envs.state import HouseholdState
 
@@ -111,7 +110,7 @@ class HighLevelEnv(Crowding, ParallelEnv):
         self.base = base
         # Observations are built here, once per decision round (_observations), so the
         # base env skips its own on every tick (its step() returns None per agent).
-        base._observe = False
+        base.observations = False
         self.possible_agents = list(base.possible_agents)
         self.agents: list[str] = []
         self.render_mode = base.render_mode
@@ -146,11 +145,7 @@ class HighLevelEnv(Crowding, ParallelEnv):
         if len(state.agent_pos) != len(self.possible_agents):
             raise ValueError(f"state has {len(state.agent_pos)} agents, env has "
                              f"{len(self.possible_agents)}")
-        self.base.world = state
-        self.base.agents = list(self.base.possible_agents)
-        self.base._observer = ArrayObserver(state.scene, self.base.view_radius,
-                                            self.base.full_observability)
-        return self._start_episode()
+        return self.reset(options={"state": state})
 
     def _start_episode(self):
         world = self.base.world

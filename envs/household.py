@@ -26,6 +26,7 @@ from orgteams.envs.observations import ArrayObserver, observation_space
 from orgteams.envs.overlay import Overlay
 from orgteams.envs.state import HouseholdState
 from orgteams.envs.tasks import TaskSpec, load_task
+from orgteams.envs.team import agent_ids
 from orgteams.envs.text import describe, describe_goal
 
 OBS_MODES = ("array", "text")
@@ -44,7 +45,7 @@ class HouseholdEnv(ParallelEnv):
                  render_mode: str | None = None, view_radius: int = 7,
                  full_observability: bool = False, reward_shaping: bool = False,
                  max_ticks: int | None = None, render_fps: int | None = None,
-                 render_options: dict | None = None):
+                 render_options: dict | None = None, observations: bool = True):
         if obs_mode not in OBS_MODES:
             raise ValueError(f"obs_mode must be one of {OBS_MODES}, got {obs_mode!r}")
         if render_mode is not None and render_mode not in RENDER_MODES:
@@ -66,7 +67,7 @@ class HouseholdEnv(ParallelEnv):
         self.render_fps = render_fps or self.metadata["render_fps"]
         # Passed to PygameRenderer: show_fov, fov_agents, cell_size, font_path, title.
         self.render_options = dict(render_options or {})
-        self.possible_agents = [f"agent_{i}" for i in range(int(num_agents))]
+        self.possible_agents = agent_ids(int(num_agents))
         self.agent_index = {a: i for i, a in enumerate(self.possible_agents)}
         self._all_indices = list(range(len(self.possible_agents)))
         self.agents: list[str] = []
@@ -83,10 +84,9 @@ class HouseholdEnv(ParallelEnv):
         self.world: HouseholdState | None = None
         self._observer: ArrayObserver | None = None
         self._renderer = None
-        # Private switch for wrappers that build their own observations (HighLevelEnv):
-        # when False, reset() and step() return None for every agent instead of an
-        # observation nobody reads. Users of this env never need to touch it.
-        self._observe = True
+        # False for wrappers that build their own observations (HighLevelEnv): reset()
+        # and step() return None for every agent instead of an observation nobody reads.
+        self.observations = bool(observations)
 
     # ---- PettingZoo API ----
     def observation_space(self, agent: str) -> spaces.Space:
@@ -96,10 +96,19 @@ class HouseholdEnv(ParallelEnv):
         return self._act_spaces[agent]
 
     def reset(self, seed: int | None = None, options: dict | None = None):
+        """Start an episode: a new one from ``seed``, or from ``options={"state": s}`` (a
+        :class:`HouseholdState` with this env's number of agents: tests, replays)."""
+        state = (options or {}).get("state")
         if seed is not None:
             self.np_random, self.np_random_seed = seeding.np_random(seed)
-        self.world = make_episode(self.layout, self.task, len(self.possible_agents),
-                                  self.np_random)
+        if state is None:
+            self.world = make_episode(self.layout, self.task, len(self.possible_agents),
+                                      self.np_random)
+        elif len(state.agent_pos) != len(self.possible_agents):
+            raise ValueError(f"options['state'] has {len(state.agent_pos)} agents, env has "
+                             f"{len(self.possible_agents)}")
+        else:
+            self.world = state
         self._observer = ArrayObserver(self.world.scene, self.view_radius,
                                        self.full_observability, previous=self._observer)
         self.agents = list(self.possible_agents)
@@ -210,7 +219,7 @@ class HouseholdEnv(ParallelEnv):
         return reward
 
     def _observations(self) -> dict[str, Any]:
-        if not self._observe:
+        if not self.observations:
             return dict.fromkeys(self.agents)
         if self.obs_mode == "text":
             return {a: self.describe(a) for a in self.agents}

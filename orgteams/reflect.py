@@ -21,6 +21,7 @@ from orgteams.criticize_reflect.coordinator import Coordinator
 from orgteams.criticize_reflect.critic import Critic
 from orgteams.criticize_reflect.loop import ReflectResult, reflect
 from orgteams.envs.errors import UserError
+from orgteams.envs.team import Team
 from orgteams.organizations.episode_status import DEFAULT_MAX_TRANSPORT_FAILURES
 from orgteams.organizations.library import load_organization
 from orgteams.organizations.spec import Organization
@@ -32,12 +33,9 @@ def make_llm(spec: str, cache: str | Path | None = None):
     """A chat backend for the Critic or Coordinator from a spec (``local``, ``openai:m``,
     ``scripted``); ``cache``: a SQLite response cache path."""
     from orgteams.agents.backends import make_backend
+    from orgteams.team import backend_options
 
-    kind, _, model = spec.partition(":")
-    options: dict[str, Any] = {"backend": kind, **({"model": model} if model else {})}
-    if cache:
-        options["cache"] = str(cache)
-    return make_backend(options)
+    return make_backend(backend_options(spec, cache))
 
 
 def make_episode_fn(task: str | Sequence[str] = "prepare_afternoon_tea",
@@ -45,12 +43,15 @@ def make_episode_fn(task: str | Sequence[str] = "prepare_afternoon_tea",
                     backend: str | list[str] = "local", seeds: Sequence[int] = (0,),
                     max_rounds: int | None = None, max_ticks: int | None = None,
                     log_dir: str | Path | None = None, cache: str | Path | None = None,
-                    max_transport_failures: int | None = DEFAULT_MAX_TRANSPORT_FAILURES):
+                    max_transport_failures: int | None = DEFAULT_MAX_TRANSPORT_FAILURES,
+                    pool: Any = None):
     """``episode_fn(organization, iteration)`` playing one episode with ``run_episode``.
 
-    Schedule: iteration ``k`` uses ``seeds[k % len(seeds)]``, and likewise for ``task``
-    and ``layout`` when they are lists (one value: the same every iteration, the fair
-    comparison). Logs go to ``log_dir/iteration_<k>.jsonl`` (None: kept in memory).
+    ``pool``: a :class:`~orgteams.team.BackendPool` shared by the episodes (None: each
+    episode makes and closes its own). Schedule: iteration ``k`` uses
+    ``seeds[k % len(seeds)]``, and likewise for ``task`` and ``layout`` when they are
+    lists (one value: the same every iteration, the fair comparison). Logs go to
+    ``log_dir/iteration_<k>.jsonl`` (None: kept in memory).
     """
     tasks = [task] if isinstance(task, str) else list(task)
     layouts = [layout] if isinstance(layout, str) else list(layout)
@@ -67,7 +68,7 @@ def make_episode_fn(task: str | Sequence[str] = "prepare_afternoon_tea",
                            layout=layouts[iteration % len(layouts)], organization=organization,
                            agents=agents, backend=backend, seed=seeds[iteration % len(seeds)],
                            max_rounds=max_rounds, max_ticks=max_ticks, log_path=log, cache=cache,
-                           max_transport_failures=max_transport_failures)
+                           max_transport_failures=max_transport_failures, pool=pool)
 
     return episode_fn
 
@@ -118,14 +119,19 @@ def run_reflect(organization: str | Path | Organization = "leader", *,
     """
     org = organization if isinstance(organization, Organization) else load_organization(
         organization)
-    resolved = org.resolve([f"agent_{i}" for i in range(agents)])
-    for i in range(agents):  # a bad instruction template fails now, before any file
-        resolved.instruction_for(f"agent_{i}")
-    critic_obj = Critic(make_llm(critic, cache)) if use_critic else None
-    coordinator_obj = Coordinator(make_llm(coordinator, cache), k=candidates)
-    episode_fn = make_episode_fn(task, layout, agents, backend, seeds, max_rounds, max_ticks,
-                                 log_dir=Path(out_dir) / "logs", cache=cache,
-                                 max_transport_failures=max_transport_failures)
-    return reflect(org, episode_fn, critic_obj, coordinator_obj, iterations=iterations,
-                   out_dir=out_dir, step_weight=step_weight, token_weight=token_weight,
-                   use_critic=use_critic, approved=approved, budget_chars=budget_chars)
+    resolved = org.resolve(Team.of_size(agents))
+    for agent in resolved.team:  # a bad instruction template fails now, before any file
+        resolved.instruction_for(agent)
+    from orgteams.team import BackendPool
+
+    # One pool for the team, the Critic and the Coordinator: one local server for all,
+    # living as long as the reflect run.
+    with BackendPool() as pool:
+        critic_obj = Critic(pool.get(critic, cache)) if use_critic else None
+        coordinator_obj = Coordinator(pool.get(coordinator, cache), k=candidates)
+        episode_fn = make_episode_fn(task, layout, agents, backend, seeds, max_rounds,
+                                     max_ticks, log_dir=Path(out_dir) / "logs", cache=cache,
+                                     max_transport_failures=max_transport_failures, pool=pool)
+        return reflect(org, episode_fn, critic_obj, coordinator_obj, iterations=iterations,
+                       out_dir=out_dir, step_weight=step_weight, token_weight=token_weight,
+                       use_critic=use_critic, approved=approved, budget_chars=budget_chars)

@@ -251,3 +251,22 @@ def test_action_space_samples_and_accepts_only_available_ids():
             break
         env.step({a: env.action_space(a).sample() for a in env.agents})
     assert env.ticks > 0
+
+
+def test_reset_starts_from_a_given_state_through_options():
+    from orgteams.envs.household import HouseholdEnv
+
+    source = HouseholdEnv(layout="studio", num_agents=2)
+    obs, _ = source.reset(seed=3)
+    state = source.world
+    other = HouseholdEnv(layout="studio", num_agents=2)
+    again, infos = other.reset(options={"state": state})
+    assert other.world is state and infos["agent_0"]["tick"] == 0
+    assert all((again[a]["image"] == obs[a]["image"]).all() for a in obs)
+    high = HighLevelEnv(layout="studio", num_agents=2)
+    assert high.base.observations is False  # the wrapper builds its own, per round
+    high.reset(options={"state": state})
+    assert high.base.world is state and high.ticks == 0
+    with pytest.raises(ValueError, match=re.escape(
+            "options['state'] has 2 agents, env has 3")):
+        HouseholdEnv(layout="studio", num_agents=3).reset(options={"state": state})
