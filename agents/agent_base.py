@@ -18,11 +18,13 @@ from collections import deque
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
-from orgteams.agents.backends.base import ChatMessage, Usage
+from orgteams.agents.backends.base import Attempt, ChatMessage, Usage
+from orgteams.agents.quoting import quote_text
 from orgteams.envs.messages import EVERYONE, TeamMessage
 
 if TYPE_CHECKING:  # the env layer is imported lazily; agents only read from it
     from orgteams.envs.highlevel import HighLevelAction, HighLevelEnv
+    from orgteams.envs.member_view import MemberView
 
 __all__ = [
     "ActContext",
@@ -64,6 +66,11 @@ class DecisionRecord:
         model: The model that answered ("human", "planner", ...).
         cached_calls: How many calls were served from a cache.
         cached_usage: The part of ``usage`` served from a cache (costs nothing).
+        options: Action ids in the order the prompt listed them (letter A first), so
+            position bias can be measured and a shuffled order replayed.
+        attempts: Every HTTP request of this decision's model calls, failed ones and
+            structured-mode downgrades included (see
+            :class:`~orgteams.agents.backends.base.Attempt`).
     """
 
     phase: str
@@ -83,6 +90,8 @@ class DecisionRecord:
     model: str = ""
     cached_calls: int = 0
     cached_usage: Usage = field(default_factory=Usage)
+    options: list[str] = field(default_factory=list)
+    attempts: list[Attempt] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-serializable dict (usage as ``{"prompt_tokens", "completion_tokens"}``)."""
@@ -194,14 +203,18 @@ class TeamMember(Protocol):
         acts_every_round: Asked to act every round, not only when its plan ended
             (planners may drop a plan a teammate claimed first).
         backend: Its chat backend, whose async client the episode closes, or None.
+        settings: Its model settings for the summary (``llm_settings``), or None.
 
-    :class:`MemberBase` gives the defaults of all but ``communicate`` and ``act``.
+    :class:`MemberBase` gives the defaults of all but ``communicate`` and ``act``. The
+    ``env`` a member is given is a :class:`~orgteams.envs.member_view.MemberView`:
+    read-only queries (its description, memory, available actions, progress), not the env.
     """
 
     agent_id: str
     model: str
     acts_every_round: bool
     backend: Any
+    settings: Any
 
     def set_leader(self, leader: bool) -> None:
         """Leadership changed (elections, hand-overs): ``leader`` says whether it leads."""
@@ -209,17 +222,17 @@ class TeamMember(Protocol):
     def reset(self) -> None:
         """Forget the last episode (dialogue and action history)."""
 
-    def observe(self, env: HighLevelEnv) -> None:
+    def observe(self, env: MemberView) -> None:
         """Update internal state from the env after a step (belief is ``env.memory(agent)``)."""
 
     def receive(self, messages: list[TeamMessage]) -> None:
         """Hear messages delivered to this agent."""
 
-    async def communicate(self, ctx: CommunicateContext, env: HighLevelEnv) -> CommunicateDecision:
+    async def communicate(self, ctx: CommunicateContext, env: MemberView) -> CommunicateDecision:
         """Decide what to say (or vote, claim, abstain) in one communicate stage."""
 
     async def act(
-        self, env: HighLevelEnv, round: int, ctx: ActContext | None = None
+        self, env: MemberView, round: int, ctx: ActContext | None = None
     ) -> ActDecision:
         """Pick one of ``env.available_actions(agent_id)`` by id."""
 
@@ -246,6 +259,7 @@ class MemberBase:
     model: str = ""
     acts_every_round: bool = False
     backend: Any = None
+    settings: Any = None
 
     def set_leader(self, leader: bool) -> None:
         """Leadership does not change what it does."""
@@ -295,14 +309,17 @@ class DialogueLog:
         self.actions.append((round, label))
 
     def dialogue_lines(self, names: dict[str, str], me: str) -> list[str]:
-        """``Round 3, Alice to Bob, Charlie: text`` per remembered message, oldest first."""
+        """``Round 3, Alice to Bob, Charlie: "text"`` per remembered message, oldest first.
+
+        The text is quoted (:func:`~orgteams.agents.quoting.quote_text`): one line, so a
+        message cannot forge another message's line or a prompt header."""
         def label(agent: str) -> str:
             return "you" if agent == me else names.get(agent, agent)
 
         lines = []
         for e in self.dialogue:
             to = EVERYONE if e.receivers == EVERYONE else ", ".join(map(label, e.receivers))
-            lines.append(f"Round {e.round}, {label(e.sender)} to {to}: {e.text}")
+            lines.append(f"Round {e.round}, {label(e.sender)} to {to}: {quote_text(e.text)}")
         return lines
 
     def action_lines(self) -> list[str]:

@@ -23,6 +23,7 @@ from orgteams.agents.agent_base import (
     TeamMessage,
 )
 from orgteams.agents.planner import PlannerAgent
+from orgteams.envs.messages import render
 
 
 def _structured(messages: list[TeamMessage]) -> list[TeamMessage]:
@@ -86,7 +87,8 @@ class PlannerMember(MemberBase):
         heard = self.planner.communicate(env, inbox, ctx.can_message)
         said = [replace(m, round=ctx.round) for m in heard
                 if self.claims or m.kind not in ("claim", "release")]
-        record.parsed = {"messages": [_parsed(m) for m in said]}
+        record.parsed = {"messages": [_parsed(m) for m in said]}  # ids, as the planner said
+        said = [replace(m, text=render(m.kind, m.content, m.text, ctx.team)) for m in said]
         record.wall = time.perf_counter() - start
         return CommunicateDecision(said, ctx.role, False, None, "", record)
 

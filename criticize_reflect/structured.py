@@ -16,15 +16,23 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from orgteams.agents.backends.base import BackendError, ChatBackend, ChatMessage, parse_json_reply
+from orgteams.agents.backends.base import (
+    Attempt,
+    BackendError,
+    ChatBackend,
+    ChatMessage,
+    parse_json_reply,
+)
+from orgteams.agents.decisions import ReplyError, explain
 
 T = TypeVar("T")
 
 __all__ = ["CallRecord", "ReplyInvalid", "explain", "structured_call"]
 
 
-class ReplyInvalid(ValueError):
-    """A reply is invalid; the text is shown to the model in the correction message."""
+ReplyInvalid = ReplyError
+"""A reply is invalid; the text is shown to the model in the correction message (the one
+error type of model mistakes, :class:`~orgteams.agents.decisions.ReplyError`)."""
 
 
 @dataclass
@@ -37,6 +45,8 @@ class CallRecord:
         fallback: Why the caller fell back (None when a reply was accepted).
         prompt_tokens / completion_tokens: Summed usage of all attempts.
         replies: Raw reply texts, in order.
+        cached_calls: Attempts answered from the response cache (they cost nothing).
+        requests: Every HTTP request made, failed and retried ones included.
     """
 
     attempts: int = 0
@@ -45,18 +55,11 @@ class CallRecord:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     replies: list[str] = field(default_factory=list)
+    cached_calls: int = 0
+    requests: list[Attempt] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
-
-
-def explain(exc: ValidationError) -> str:
-    """Pydantic errors as ``field 'a.b': message`` lines joined by ``; ``."""
-    parts = []
-    for err in exc.errors():
-        where = ".".join(str(x) for x in err["loc"]) or "reply"
-        parts.append(f"field {where!r}: {err['msg']}")
-    return "; ".join(parts)
 
 
 def structured_call(
@@ -99,13 +102,16 @@ def structured_call(
             completion = backend.complete(conversation, schema=schema, temperature=temperature,
                                           max_tokens=max_tokens, seed=seed)
         except BackendError as exc:
+            record.requests += exc.attempts
             record.errors.append(f"{exc.kind}: {exc.reason}")
             record.fallback = f"backend error ({exc.kind}: {exc.reason})"
             return None, record
         record.attempts += 1
+        record.requests += completion.attempts
         record.prompt_tokens += completion.usage.prompt_tokens
         record.completion_tokens += completion.usage.completion_tokens
         record.replies.append(completion.text)
+        record.cached_calls += int(completion.cached)
         parsed = completion.parsed if completion.parsed is not None else parse_json_reply(
             completion.text)
         try:

@@ -39,8 +39,13 @@ Receivers = tuple[str, ...] | Everyone
 MESSAGE_KINDS = ("claim", "release", "found", "assign", "done", "text")
 
 
-def render(kind: str, content: Mapping[str, Any], text: str = "") -> str:
-    """The short English sentence of a structured message (``text`` for kind ``text``)."""
+def render(kind: str, content: Mapping[str, Any], text: str = "",
+           names: Mapping[str, str] | None = None) -> str:
+    """The short English sentence of a structured message (``text`` for kind ``text``).
+
+    ``names``: agent id -> display name, to name an assignee as the team does
+    (``Bob: grab cupcake_2``); ids are kept without it.
+    """
     c = content
     if kind == "text":
         return text
@@ -49,7 +54,7 @@ def render(kind: str, content: Mapping[str, Any], text: str = "") -> str:
     if kind == "assign":
         what = c["action"].replace(":", " ", 1)
         tail = f" -> {c['target']}" if c.get("target") else ""
-        return f"{c['agent']}: {what}{tail}"
+        return f"{(names or {}).get(c['agent'], c['agent'])}: {what}{tail}"
     thing = c.get("object") or f"explore {c.get('room', '')}"
     tail = f" -> {c['target']}" if c.get("target") else ""
     return f"{kind} {thing}{tail}"

@@ -7,6 +7,7 @@
 """
 
 from orgteams.envs.team import Team, display_names
+from orgteams.organizations.episode import EpisodeState, RoundHooks, play_rounds
 from orgteams.organizations.graph_metrics import (
     algebraic_connectivity,
     centralization,
@@ -49,9 +50,11 @@ __all__ = [
     "SELF_CHOSEN",
     "ElectionRecord",
     "EpisodeMetrics",
+    "EpisodeState",
     "Organization",
     "ProtocolFacts",
     "ResolvedOrganization",
+    "RoundHooks",
     "Stage",
     "Team",
     "aggregate",
@@ -66,6 +69,7 @@ __all__ = [
     "list_organizations",
     "load_organization",
     "organization_path",
+    "play_rounds",
     "record_election",
     "resolve_claims",
     "role_stability_index",

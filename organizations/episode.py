@@ -25,6 +25,7 @@ from typing import Any
 
 from orgteams.agents.agent_base import TeamMember
 from orgteams.envs.highlevel import HighLevelEnv
+from orgteams.envs.member_view import MemberView
 from orgteams.envs.messages import TeamMessage
 from orgteams.envs.team import Team
 from orgteams.organizations.phases import act_phase, communicate_phase
@@ -32,7 +33,7 @@ from orgteams.organizations.protocols import leader_for_round
 from orgteams.organizations.resolved import ResolvedOrganization
 from orgteams.organizations.spec import SELF_CHOSEN, Organization
 
-__all__ = ["EpisodeState", "RoundHooks", "check_members", "play_rounds"]
+__all__ = ["EpisodeState", "RoundHooks", "check_member", "check_members", "play_rounds"]
 
 StateHook = Callable[["EpisodeState"], None]
 
@@ -46,6 +47,8 @@ class RoundHooks:
         message: Every routed message (the window overlay draws them).
         phase: ``(state, "communicate" | "act")`` when a phase starts.
         stage: After every communicate stage (the live window redraws).
+        decided: ``(state, decision records)`` after each communicate stage and act
+            phase, in speaking order (the transport-failure stop counts them).
         actions: ``(state, joint high-level actions)`` right before the env steps.
         round_start: Before a round (shocks apply here).
         round_end: After a round (monitor, log flush, live progress).
@@ -56,6 +59,7 @@ class RoundHooks:
     message: list[Callable[[TeamMessage], None]] = field(default_factory=list)
     phase: list[Callable[[EpisodeState, str], None]] = field(default_factory=list)
     stage: list[StateHook] = field(default_factory=list)
+    decided: list[Callable[[EpisodeState, list[Any]], None]] = field(default_factory=list)
     actions: list[Callable[[EpisodeState, dict[str, str]], None]] = field(default_factory=list)
     round_start: list[StateHook] = field(default_factory=list)
     round_end: list[StateHook] = field(default_factory=list)
@@ -81,6 +85,7 @@ class EpisodeState:
         last_duplicates: ``(duplicated, new decisions)`` of the latest act phase.
         events: Team-level events so far (also sent to ``hooks.record``).
         abstained: Agents that abstained so far this round.
+        view: What members are given instead of the env (read-only queries).
     """
 
     env: HighLevelEnv
@@ -97,6 +102,10 @@ class EpisodeState:
     last_duplicates: tuple[int, int] = (0, 0)
     events: list[dict] = field(default_factory=list)
     abstained: set[str] = field(default_factory=set)
+    view: MemberView = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self.view = MemberView(self.env)
 
     @property
     def team(self) -> tuple[str, ...]:
@@ -156,11 +165,19 @@ def check_members(team: list[str] | tuple[str, ...], members: dict[str, Any]) ->
         raise ValueError(f"members must cover exactly the env's agents {list(team)}, "
                          f"got {sorted(members)}")
     for agent, member in members.items():
-        missing = [n for n in TeamMember.__annotations__.keys() | _METHODS
-                   if not hasattr(member, n)]  # the one place a member is probed
-        if missing:
-            raise ValueError(f"member {agent} ({type(member).__name__}) does not implement "
-                             f"TeamMember: missing {', '.join(sorted(missing))}")
+        check_member(agent, member)
+
+
+def check_member(agent: str, member: Any) -> None:
+    """``member`` implements :class:`TeamMember` (the one place a member is probed).
+
+    Raises:
+        ValueError: What it misses, in one line.
+    """
+    missing = [n for n in TeamMember.__annotations__.keys() | _METHODS if not hasattr(member, n)]
+    if missing:
+        raise ValueError(f"member {agent} ({type(member).__name__}) does not implement "
+                         f"TeamMember: missing {', '.join(sorted(missing))}")
 
 
 _METHODS = frozenset({"reset", "observe", "receive", "communicate", "act", "set_leader"})

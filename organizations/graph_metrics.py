@@ -78,43 +78,49 @@ def hierarchy_depth(g: nx.DiGraph, roots: Iterable[str] | None = None) -> int:
     return max(depth.values())
 
 
-def algebraic_connectivity(g: nx.DiGraph) -> float:
-    """Algebraic connectivity: lambda_2 of the combinatorial Laplacian ``L = D - W`` of
-    the undirected weighted graph (:func:`undirected_weighted`; weights = messages).
-
-    The organized-teams paper's lambda_2 (it grows with edge weights and team size, so
-    it is comparable with the paper's ~1.93, unlike :func:`spectral_gap`). 0.0 for
-    fewer than 2 nodes and for disconnected graphs. Unweighted star K1,3: 1.0; path P3:
-    1.0; triangle K3: 3.0 (6.0 when every edge carries messages both ways).
-    """
-    h = undirected_weighted(g)
-    n = h.number_of_nodes()
-    if n < 2:
-        return 0.0
-    nodes = list(h.nodes)
-    index = {a: i for i, a in enumerate(nodes)}
-    w = np.zeros((n, n))
+def _weights(h: nx.Graph) -> np.ndarray:
+    """The symmetric weighted adjacency matrix of ``h`` in node order."""
+    index = {n: i for i, n in enumerate(h.nodes)}
+    a = np.zeros((len(index), len(index)))
     for u, v, d in h.edges(data=True):
-        w[index[u], index[v]] = w[index[v], index[u]] = float(d["weight"])
-    lap = np.diag(w.sum(axis=1)) - w
-    eig = np.sort(np.linalg.eigvalsh(lap))
-    return max(0.0, float(round(eig[1], 12)))
+        a[index[u], index[v]] = a[index[v], index[u]] = float(d.get("weight", 1))
+    return a
+
+
+def _lambda2(lap: np.ndarray) -> float:
+    return float(round(np.sort(np.linalg.eigvalsh(lap))[1], 12))
 
 
 def spectral_gap(g: nx.DiGraph) -> float:
-    """The normalized variant: lambda_2 of the *normalized* Laplacian of the undirected
-    weighted graph (:func:`undirected_weighted`); at most n/(n-1), so it is not the
-    paper's lambda_2 (that is :func:`algebraic_connectivity`).
+    """Algebraic connectivity lambda_2 of the normalized Laplacian of the undirected
+    weighted graph (:func:`undirected_weighted`): ``L = I - D^-1/2 A D^-1/2``.
 
     0.0 for graphs with fewer than 2 nodes and for disconnected graphs (isolated agents
-    included). Star K1,3 and path P3 give 1.0, the triangle K3 gives 1.5.
+    included). Star K1,3 and path P3 give 1.0, the triangle K3 gives 1.5. Computed with
+    numpy alone (networkx's Laplacian matrices need scipy, an optional extra).
     """
     h = undirected_weighted(g)
     if h.number_of_nodes() < 2 or not nx.is_connected(h):
         return 0.0
-    lap = nx.normalized_laplacian_matrix(h, weight="weight").toarray()
-    eig = np.sort(np.linalg.eigvalsh(lap))
-    return float(round(eig[1], 12))
+    a = _weights(h)
+    inv_sqrt = 1.0 / np.sqrt(a.sum(axis=1))  # connected: every degree is > 0
+    return _lambda2(np.eye(len(a)) - inv_sqrt[:, None] * a * inv_sqrt[None, :])
+
+
+def algebraic_connectivity(g: nx.DiGraph) -> float:
+    """Lambda_2 of the weighted combinatorial Laplacian ``L = D - A`` of the undirected
+    weighted graph (:func:`undirected_weighted`), as DESIGN.md defines the metric.
+
+    0.0 for graphs with fewer than 2 nodes and for disconnected graphs. Unit weights:
+    one-way path P3 and star K1,3 give 1.0,
+    the triangle K3 gives 3.0 (6.0 when every pair messages both ways); it grows with message
+    counts (doubling every weight doubles it), unlike :func:`spectral_gap`.
+    """
+    h = undirected_weighted(g)
+    if h.number_of_nodes() < 2 or not nx.is_connected(h):
+        return 0.0
+    a = _weights(h)
+    return _lambda2(np.diag(a.sum(axis=1)) - a)
 
 
 def centralization(g: nx.DiGraph) -> float:

@@ -44,7 +44,8 @@ if TYPE_CHECKING:  # the loop (episode.py) calls the phases; they only read its 
 __all__ = ["act_phase", "communicate_phase", "decide_actions"]
 
 TRACKED = ("grab", "explore", "check")  # kinds whose targets two agents should not share
-_CALL_ONLY = ("usage", "cached_usage", "prompt", "replies")  # once per decision, not message
+# Fields of a decision, not of each message it sends: only its first message line has them.
+_CALL_ONLY = ("usage", "cached_usage", "prompt", "replies", "attempts")
 
 
 async def _all(calls) -> list:
@@ -77,7 +78,7 @@ async def communicate_phase(state: EpisodeState, speakers: list[str] | None = No
         state: The episode.
         speakers: Who speaks this round (default: every active agent).
     """
-    env, org, active = state.env, state.organization, state.active()
+    org, active = state.organization, state.active()
     for hook in state.hooks.phase:
         hook(state, "communicate")
     stages = schedule(state.resolved, active if speakers is None else speakers, state.round)
@@ -86,14 +87,15 @@ async def communicate_phase(state: EpisodeState, speakers: list[str] | None = No
     abstained: set[str] = set()
     state.abstained = abstained
     team = dict(state.roster.by_id)  # one copy per phase, shared by the contexts
+    view = state.view  # members read the episode through it, never the env
     for member in state.members.values():
-        member.observe(env)
+        member.observe(view)
     si = 0
     while si < len(stages):
         stage = stages[si]
         ctxs = {a: _context(state, a, stage, visible_outputs(stages, si, a, outputs), team)
                 for a in stage.speakers}
-        decisions = await _all(state.members[a].communicate(ctxs[a], env)
+        decisions = await _all(state.members[a].communicate(ctxs[a], view)
                                for a in stage.speakers)
         votes, claims = {}, {}
         for agent, d in zip(stage.speakers, decisions):
@@ -104,6 +106,8 @@ async def communicate_phase(state: EpisodeState, speakers: list[str] | None = No
             if stage.kind == "vote" and d.vote in active:
                 votes[agent] = d.vote
             outputs += _route(state, si, stage, agent, d, ctxs[agent], inbox)
+        for hook in state.hooks.decided:
+            hook(state, [d.record for d in decisions])
         if stage.kind == "vote" and votes:
             incumbent = state.resolved.leaders[0] if state.resolved.leaders else None
             election = record_election(state.round, votes, order=state.team, incumbent=incumbent)
@@ -186,7 +190,8 @@ async def decide_actions(state: EpisodeState, abstained: set[str] = frozenset(),
     team = dict(state.roster.by_id)  # one copy per phase, shared by the contexts
     ctxs = {a: ActContext(state.round, a, state.roster.name(a), team,
                           state.resolved.instruction_for(a), state.role(a)) for a in deciders}
-    decisions = await _all(state.members[a].act(env, state.round, ctxs[a]) for a in deciders)
+    decisions = await _all(state.members[a].act(state.view, state.round, ctxs[a])
+                           for a in deciders)
     actions: dict[str, str] = {}
     chosen: dict[str, ActDecision] = {}
     for agent, d in zip(deciders, decisions):
@@ -224,6 +229,8 @@ async def act_phase(state: EpisodeState, abstained: set[str]) -> None:
                         "failure_reason": info.get("failure_reason"),
                         "events": [e.get("type") for e in events],
                         "ticks_elapsed": info.get("ticks_elapsed"), **decision_fields(d.record)})
+    for hook in state.hooks.decided:
+        hook(state, [d.record for d in chosen.values()])
 
 
 def _count_duplicates(state: EpisodeState, actions: dict[str, str]) -> None:

@@ -9,6 +9,10 @@ The phases themselves are in :mod:`~orgteams.organizations.phases`.
 Every decision is a record in the JSONL episode log (flushed every round); the
 summary adds :class:`~orgteams.organizations.metrics.EpisodeMetrics` and the
 team-level facts (elections, organization switches, shocks and recovery).
+
+The summary's ``episode_status`` is ``"complete"``, or ``"error"`` when
+``max_transport_failures`` model calls in a row failed (see
+:mod:`~orgteams.organizations.episode_status`), with a ``stop_reason``.
 """
 
 from __future__ import annotations
@@ -24,6 +28,11 @@ from orgteams.envs.highlevel import HighLevelEnv
 from orgteams.envs.team import Team
 from orgteams.organizations import team_log
 from orgteams.organizations.episode import EpisodeState, RoundHooks, check_members, play_rounds
+from orgteams.organizations.episode_status import (
+    DEFAULT_MAX_TRANSPORT_FAILURES,
+    EpisodeStopped,
+    TransportFailures,
+)
 from orgteams.organizations.metrics import episode_metrics, roles_by_round
 from orgteams.organizations.monitor import CapabilityMonitor, MonitorConfig
 from orgteams.organizations.shocks import Shock, recovery_rounds
@@ -59,19 +68,25 @@ class TeamRunner:
             progress in the CLI).
         on_tick: Called after every env tick as ``on_tick(before, joint, after, infos)``
             (video frames).
+        max_transport_failures: Stop with status ``error`` after this many model calls
+            in a row failed after their retries (None: never stop).
     """
 
     def __init__(self, env: HighLevelEnv, organization: Organization, members: dict[str, Any],
                  *, names: dict[str, str] | Team | None = None, max_rounds: int | None = None,
                  log_path: str | Path | None = None, shocks: list[Shock] | tuple = (),
                  monitor: MonitorConfig | None = None, member_factory=None, on_round=None,
-                 on_tick: Callable[..., None] | None = None):
+                 on_tick: Callable[..., None] | None = None,
+                 max_transport_failures: int | None = DEFAULT_MAX_TRANSPORT_FAILURES):
         team = list(env.possible_agents)
+        TransportFailures(max_transport_failures)  # validate before the episode
+        self.max_transport_failures = max_transport_failures
         check_members(team, members)
         self.env, self.organization, self.members = env, organization, dict(members)
         self.team = team
         self.roster = Team.of(team, names)
         self.names = self.roster.by_id
+        organization.resolve(self.roster)  # bad templates fail here, before any file
         self.max_rounds = max_rounds
         self.log_path = Path(log_path) if log_path else None
         self.shocks = sorted(shocks, key=lambda s: s.round)
@@ -101,9 +116,17 @@ class TeamRunner:
         small = self.organization.size_warning(len(self.team))
         if small:
             state.event("small_team", message=small)
+        failures = TransportFailures(self.max_transport_failures)
+        state.hooks.decided.append(lambda s, records: failures.count(records))
+        status, reason = "complete", None
         try:
-            await play_rounds(state, self.max_rounds)
+            try:
+                await play_rounds(state, self.max_rounds)
+            except EpisodeStopped as stop:
+                status, reason = stop.status, stop.reason
+                state.event("stopped", status=status, reason=reason)
             summary = self._summary(state, log.records, seed, time.perf_counter() - start)
+            summary.update(episode_status=status, stop_reason=reason)
             if self.log_path is not None:
                 team_log.end_replay_log(log, env.base.world)
                 log.write({"record": "summary", **summary})
@@ -175,6 +198,8 @@ class TeamRunner:
             "units_done": sum(world.progress),
             "units_total": sum(p.count for p in world.scene.goal),
             "members": {a: m.model for a, m in state.members.items()},
+            "llm_settings": {a: m.settings for a, m in state.members.items()
+                             if m.settings is not None},
             "cache_hits": sum(r.get("cached_calls") or 0 for r in decisions),
             "duplicate_decisions": dup["duplicated"], "new_decisions": dup["decisions"],
             "duplicate_rate": dup["duplicated"] / dup["decisions"] if dup["decisions"] else 0.0,
@@ -184,6 +209,7 @@ class TeamRunner:
             "org_switches": [e for e in state.events if e["type"] == "org_switch"],
             "warnings": [e["message"] for e in state.events if e["type"] == "small_team"],
             "roles_by_round": roles_by_round(decisions),
+            **team_log.fault_counts(decisions),
             "tokenizer": tokenizer_name(), "tokens_approximate": approximate_note(),
             "wall_seconds": wall,
             "log_path": str(self.log_path) if self.log_path else None,

@@ -11,6 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from orgteams.envs.errors import UserError
+from orgteams.organizations.episode import check_member
+
 KINDS = ("remove", "substitute")
 
 
@@ -29,16 +32,18 @@ class Shock:
 
     def validate(self, team: list[str], factory) -> None:
         if self.kind not in KINDS:
-            raise ValueError(f"shock kind must be one of {KINDS}, got {self.kind!r}")
+            raise UserError(f"shock kind must be one of {KINDS}, got {self.kind!r}")
         if self.agent not in team:
-            raise ValueError(f"shock agent {self.agent!r} is not in the team {team}")
+            raise UserError(f"shock agent {self.agent!r} is not in the team {team}")
         if self.round < 0:
-            raise ValueError(f"shock round must be >= 0, got {self.round}")
+            raise UserError(f"shock round must be >= 0, got {self.round}")
         if self.kind == "substitute" and self.member is None:
             raise ValueError("a substitute shock needs member= (a member or a spec string)")
         if self.kind == "substitute" and isinstance(self.member, str) and factory is None:
             raise ValueError("a substitute shock given as a spec string needs the runner's "
                              "member_factory")
+        if self.kind == "substitute" and not isinstance(self.member, str):
+            check_member(self.agent, self.member)
 
     def build(self, factory) -> Any:
         if isinstance(self.member, str):
@@ -46,8 +51,7 @@ class Shock:
         return self.member
 
     def to_dict(self) -> dict:
-        member = self.member if isinstance(self.member, str | None) else getattr(
-            self.member, "model", type(self.member).__name__)
+        member = self.member if isinstance(self.member, str | None) else self.member.model
         return {"round": self.round, "kind": self.kind, "agent": self.agent, "member": member}
 
     @classmethod
@@ -59,8 +63,8 @@ class Shock:
             agent, _, member = rest.partition("=")
             return cls(int(at), kind, agent, member or None)
         except ValueError:
-            raise ValueError(f"malformed shock {text!r}: expected 'remove:<agent>@<round>' or "
-                             "'substitute:<agent>=<backend>@<round>'") from None
+            raise UserError(f"malformed shock {text!r}: expected 'remove:<agent>@<round>' or "
+                            "'substitute:<agent>=<backend>@<round>'") from None
 
 
 def recovery_rounds(units_by_round: list[int], shock_round: int, window: int = 5) -> int | None:

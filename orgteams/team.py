@@ -13,8 +13,11 @@ from pathlib import Path
 from typing import Any
 
 from orgteams.envs._util import unknown_name
+from orgteams.envs.errors import UserError
 from orgteams.envs.highlevel import HighLevelEnv
+from orgteams.envs.limits import MAX_AGENTS, MAX_ROUNDS, MAX_SEED, MAX_TICKS, check_int
 from orgteams.envs.team import Team
+from orgteams.organizations.episode_status import DEFAULT_MAX_TRANSPORT_FAILURES
 from orgteams.organizations.library import load_organization
 from orgteams.organizations.monitor import MonitorConfig
 from orgteams.organizations.runner import EpisodeResult, TeamRunner
@@ -25,9 +28,31 @@ MEMBER_KINDS = ("planner", "random", "human", "local", "scripted", "openai")
 LLM_MEMBER_KINDS = ("local", "scripted", "openai")
 
 
+_TAKES_MODEL = ("openai", "scripted")
+
+
+def parse_member_spec(spec: str) -> tuple[str, str | None]:
+    """Split a member spec: ``"openai:gpt-4o-mini"`` -> ``("openai", "gpt-4o-mini")``.
+
+    Raises:
+        UserError: An unknown kind, or a model name on a kind that takes none
+            (``local:foo``: the embedded model is always SmolLM2).
+    """
+    kind, sep, model = spec.strip().partition(":")
+    if kind not in MEMBER_KINDS:
+        raise unknown_name("member kind", kind, MEMBER_KINDS)
+    if sep and kind not in _TAKES_MODEL:
+        hint = (" (the embedded model is SmolLM2; another model is openai:<model> on any "
+                "OpenAI-compatible server)" if kind == "local" else "")
+        raise UserError(f"member spec {spec!r}: {kind} takes no model name{hint}")
+    if sep and not model.strip():
+        raise UserError(f"member spec {spec!r}: the model name after ':' is empty")
+    return kind, (model.strip() or None) if sep else None
+
+
 def backend_options(spec: str, cache: str | Path | None = None) -> dict[str, Any]:
     """``make_backend`` options for a spec (``local``, ``scripted``, ``openai:<model>``)."""
-    kind, _, model = spec.partition(":")
+    kind, model = parse_member_spec(spec)
     return {"backend": kind, **({"model": model} if model else {}),
             **({"cache": str(cache)} if cache else {})}
 
@@ -77,6 +102,10 @@ def build_member(agent_id: str, spec: str, *, leader: bool = False, seed: int | 
     """A team member from a spec: ``planner``, ``random``, ``human``, ``local``,
     ``scripted`` or ``openai:<model>`` (any OpenAI-compatible server, see README).
 
+    ``llm_kwargs`` go to :class:`~orgteams.agents.llm_agent.LLMAgent` (``temperature``,
+    ``prompts``...); ``prompts=None`` picks the backend's default variant (``local``:
+    ``compact``).
+
     ``leader`` and ``claims`` only matter to planners (see :class:`PlannerMember`).
     ``env`` only matters to ``human``: when it renders in human mode the person
     answers in that window (:class:`~orgteams.agents.window_input.WindowInput`),
@@ -84,11 +113,10 @@ def build_member(agent_id: str, spec: str, *, leader: bool = False, seed: int | 
     owns their backend.
 
     Raises:
-        ValueError: An unknown kind, or an LLM member without a pool.
+        UserError: A bad spec.
+        ValueError: An LLM member without a pool.
     """
-    kind = spec.split(":", 1)[0]
-    if kind not in MEMBER_KINDS:
-        raise unknown_name("member kind", kind, MEMBER_KINDS)
+    kind, _ = parse_member_spec(spec)
     if kind in LLM_MEMBER_KINDS and pool is None:
         raise ValueError(f"member spec {spec!r} needs a BackendPool (pool=...): the pool owns "
                          "its backend and closes it")
@@ -110,25 +138,28 @@ def build_member(agent_id: str, spec: str, *, leader: bool = False, seed: int | 
             return HumanAgent(agent_id, window.ask, window.show)
         return HumanAgent(agent_id)
     from orgteams.agents.llm_agent import LLMAgent
+    from orgteams.agents.prompts import variant_for_backend
 
+    llm_kwargs["prompts"] = llm_kwargs.get("prompts") or variant_for_backend(kind)
     return LLMAgent(agent_id, pool.get(spec, cache), seed=seed, **llm_kwargs)
 
 
 def build_team(specs: str | list[str], num_agents: int, organization: Organization,
                seed: int | None = None, cache: str | Path | None = None,
-               env: HighLevelEnv | None = None, pool: BackendPool | None = None
-               ) -> dict[str, Any]:
+               env: HighLevelEnv | None = None, pool: BackendPool | None = None,
+               **llm_kwargs: Any) -> dict[str, Any]:
     """Members for ``agent_0..agent_{n-1}``: one spec for all, or a comma list / list per agent.
 
-    ``env``: where human members answer; ``pool``: owns LLM members' backends (see
+    ``env``: where human members answer; ``pool``: owns LLM members' backends;
+    ``llm_kwargs``: for LLM members (see
     :func:`build_member`)."""
     if isinstance(specs, str):
         specs = [s.strip() for s in specs.split(",")]
     if len(specs) == 1:
         specs = specs * num_agents
     if len(specs) != num_agents:
-        raise ValueError(f"got {len(specs)} member specs for {num_agents} agents; give one "
-                         "spec for all or one per agent")
+        raise UserError(f"got {len(specs)} member specs for {num_agents} agents; give one "
+                        "spec for all or one per agent")
     team = Team.of_size(num_agents)
     resolved = organization.resolve(team)
     top = set(resolved.tiers[0][1]) if len(resolved.tiers) > 1 else set()
@@ -136,7 +167,8 @@ def build_team(specs: str | list[str], num_agents: int, organization: Organizati
     # agreed to announce or respect claims.
     claims = bool(organization.instruction.strip())
     return {a: build_member(a, s, leader=a in top, seed=seed, cache=cache, claims=claims, env=env,
-                            pool=pool) for a, s in zip(team, specs)}
+                            pool=pool, **llm_kwargs)
+            for a, s in zip(team, specs)}
 
 
 def default_log_path(task: str, organization: str, seed: int | None, root: str | Path = "runs"
@@ -153,6 +185,8 @@ def run_episode(task: str = "prepare_afternoon_tea", layout: str = "apartment",
                 log_path: str | Path | None = "auto", shocks: list[Shock | str] = (),
                 monitor: MonitorConfig | bool | None = None, cache: str | Path | None = None,
                 on_round=None, render_options: dict | None = None,
+                max_transport_failures: int | None = DEFAULT_MAX_TRANSPORT_FAILURES,
+                temperature: float = 0.0, prompts: str | None = None,
                 pool: BackendPool | None = None) -> EpisodeResult:
     """Play one episode of a team under an organization and return its summary and log.
 
@@ -163,15 +197,29 @@ def run_episode(task: str = "prepare_afternoon_tea", layout: str = "apartment",
         log_path: JSONL episode log; ``"auto"`` puts it under ``runs/``; None keeps it in memory.
         shocks: :class:`Shock` objects or CLI strings (``remove:agent_1@5``).
         monitor: Capability-threshold monitor: True for defaults, or a MonitorConfig.
+        max_transport_failures: Stop the episode (``episode_status: "error"``) after this
+            many model calls in a row failed after their retries; None never stops.
+        temperature: Sampling temperature of every LLM member (0.0 greedy; the
+            self-organizing paper used 0.7). Recorded in the summary's ``llm_settings``.
+        prompts: Prompt variant of LLM members, ``default`` or ``compact``; None: per
+            backend (``local`` gets ``compact``).
         pool: The LLM members' backends; None: the episode makes its own and closes it
             (a local model server stops with it). Give one to share across episodes.
     """
+    check_int(agents, "agents", 1, MAX_AGENTS)
+    if seed is not None:
+        check_int(seed, "seed", 0, MAX_SEED)
+    if max_rounds is not None:
+        check_int(max_rounds, "max_rounds", 1, MAX_ROUNDS)
+    if max_ticks is not None:
+        check_int(max_ticks, "max_ticks", 1, MAX_TICKS)
     own_pool = pool is None
     pool = BackendPool() if pool is None else pool
     try:
         return _run_episode(task, layout, organization, agents, backend, seed, max_rounds,
                             max_ticks, render, video, log_path, shocks, monitor, cache,
-                            on_round, render_options, pool)
+                            on_round, render_options, max_transport_failures, temperature,
+                            prompts, pool)
     finally:
         if own_pool:
             pool.close()
@@ -179,13 +227,16 @@ def run_episode(task: str = "prepare_afternoon_tea", layout: str = "apartment",
 
 def _run_episode(task, layout, organization, agents, backend, seed, max_rounds, max_ticks,
                  render, video, log_path, shocks, monitor, cache, on_round, render_options,
-                 pool: BackendPool) -> EpisodeResult:
+                 max_transport_failures, temperature, prompts, pool: BackendPool
+                 ) -> EpisodeResult:
     org = organization if isinstance(organization, Organization) else load_organization(
         organization)
     render_mode = render or ("rgb_array" if video else None)
     env = HighLevelEnv(layout=layout, task=task, num_agents=agents, render_mode=render_mode,
                        max_ticks=max_ticks, render_options=render_options)
-    members = build_team(backend, agents, org, seed=seed, cache=cache, env=env, pool=pool)
+    llm = {"temperature": temperature, "prompts": prompts}
+    members = build_team(backend, agents, org, seed=seed, cache=cache, env=env, pool=pool,
+                         **llm)
     if log_path == "auto":
         log_path = default_log_path(task, org.name, seed)
     recorder = None
@@ -200,8 +251,10 @@ def _run_episode(task, layout, organization, agents, backend, seed, max_rounds, 
                         shocks=[Shock.parse(s) if isinstance(s, str) else s for s in shocks],
                         monitor=MonitorConfig() if monitor is True else (monitor or None),
                         member_factory=lambda a, spec: build_member(a, spec, cache=cache,
-                                                                    env=env, pool=pool),
-                        on_round=on_round, on_tick=frame if recorder is not None else None)
+                                                                    env=env, pool=pool,
+                                                                    **llm),
+                        on_round=on_round, on_tick=frame if recorder is not None else None,
+                        max_transport_failures=max_transport_failures)
     try:
         result = runner.run(seed)
     finally:

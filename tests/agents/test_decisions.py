@@ -159,10 +159,8 @@ def test_intentions_and_claims_are_public():
 def test_cached_specs_cannot_be_changed_by_a_caller():
     spec = act_spec(("A", "B"))
     spec.schema["properties"]["action"]["enum"].append("Z")
-    spec.example["action"] = "Z"
     again = act_spec(("A", "B"))
     assert again is spec  # cached...
     assert again.schema["properties"]["action"]["enum"] == ["A", "B"]  # ...and unchanged
-    assert again.example["action"] == "A"
     with pytest.raises(AttributeError):
         spec.hint = "anything"  # type: ignore[misc]

@@ -121,7 +121,7 @@ def test_heard_messages_are_shown():
     human, shown = make("A")
     human.receive([TeamMessage("agent_1", "everyone", "fridge has cupcakes", round=1)])
     run(human.act(FakeEnv(), 2))
-    assert "  Round 1, agent_1 to everyone: fridge has cupcakes" in shown[0]
+    assert '  Round 1, agent_1 to everyone: "fridge has cupcakes"' in shown[0]
 
 
 # ---- answering in the pygame window (injected TEXTINPUT / KEYDOWN events) ----

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
+
 from orgteams.agents.planner_member import PlannerMember
 from orgteams.envs.highlevel import HighLevelEnv
 from orgteams.envs.messages import TeamMessage
@@ -78,3 +80,26 @@ def test_run_team_hears_each_message_once_in_the_order_said():
     assert b.heard == [["agent_0@1"], ["agent_2@1", "agent_0@2"], ["agent_2@2", "agent_0@3"]]
     assert c.heard == [["agent_0@1", "agent_1@1"], ["agent_0@2", "agent_1@2"],
                        ["agent_0@3", "agent_1@3"]]
+
+
+def test_members_get_a_read_only_view_not_the_env():
+    from orgteams.envs.member_view import MemberView
+
+    state = _state(n=2, org="none")
+    seen = []
+
+    class Peeker(PlannerMember):
+        async def act(self, env, round, ctx=None):
+            seen.append(env)
+            with pytest.raises(AttributeError):
+                env.step({})  # no levers
+            with pytest.raises(AttributeError, match="read-only"):
+                env.ticks = 0
+            assert env.available_actions(self.agent_id) == state.env.available_actions(
+                self.agent_id)
+            assert env.base.describe(self.agent_id) == state.env.base.describe(self.agent_id)
+            return await super().act(env, round, ctx)
+
+    state.members["agent_1"] = Peeker("agent_1")
+    asyncio.run(play_rounds(state, 1))
+    assert seen and all(isinstance(v, MemberView) for v in seen)
