@@ -22,7 +22,7 @@ from orgteams.envs.ansi import render_ansi
 from orgteams.envs.dynamics import transition
 from orgteams.envs.episode import make_episode
 from orgteams.envs.layout import Layout, load_layout
-from orgteams.envs.masks import action_masks
+from orgteams.envs.masks import MaskCache
 from orgteams.envs.observations import ArrayObserver, observation_space
 from orgteams.envs.overlay import Overlay
 from orgteams.envs.rewards import TeamReward, shaping_level
@@ -56,7 +56,8 @@ class HouseholdEnv(ParallelEnv):
                  full_observability: bool = False, reward_shaping: bool | str = False,
                  max_ticks: int | None = None, render_fps: int | None = None,
                  render_options: dict | None = None, units: int | tuple[int, int] | None = None,
-                 action_mask_in_obs: bool = False, image_scale: int | None = None):
+                 action_masks: bool = True, action_mask_in_obs: bool = False,
+                 image_scale: int | None = None):
         if obs_mode not in OBS_MODES:
             raise ValueError(f"obs_mode must be one of {OBS_MODES}, got {obs_mode!r}")
         if render_mode is not None and render_mode not in RENDER_MODES:
@@ -79,6 +80,8 @@ class HouseholdEnv(ParallelEnv):
         self.reward_shaping, self.max_ticks = shaping_level(reward_shaping), max_ticks
         self._reward = TeamReward(self.reward_shaping)
         self.action_mask_in_obs = action_mask_in_obs
+        self.with_action_masks = action_masks or action_mask_in_obs
+        self._mask_cache = MaskCache()
         self.render_fps = render_fps or self.metadata["render_fps"]
         # Passed to PygameRenderer: show_fov, fov_agents, cell_size, font_path, title.
         self.render_options = dict(render_options or {})
@@ -142,7 +145,8 @@ class HouseholdEnv(ParallelEnv):
         self._reward.reset()
         self._stats = _fresh_stats()
         infos = {a: {"events": [], "tick": 0, "is_success": False} for a in self.agents}
-        self._add_masks(infos)
+        for info, mask in zip(infos.values(), self._current_masks() or ()):
+            info["action_mask"] = mask
         if self.render_mode == "human":
             self.render()
         return self._observations(), infos
@@ -170,7 +174,12 @@ class HouseholdEnv(ParallelEnv):
         truncated = tick >= (self.max_ticks or world.scene.step_limit) and not done
         rewards = self._reward(before, world, events, done)
         agents = self.agents
-        infos = {a: {"events": [], "tick": tick, "is_success": done} for a in agents}
+        masks = self._current_masks()
+        if masks is None:
+            infos = {a: {"events": [], "tick": tick, "is_success": done} for a in agents}
+        else:
+            infos = {a: {"events": [], "tick": tick, "is_success": done, "action_mask": m}
+                     for a, m in zip(agents, masks)}
         self._stats["r"] += rewards
         if events:
             names = self.possible_agents
@@ -185,7 +194,6 @@ class HouseholdEnv(ParallelEnv):
                         info["events"].append(e.to_dict())
                 elif (info := infos.get(names[e.agent])) is not None:
                     info["events"].append(e.to_dict())
-        self._add_masks(infos)
         obs = self._observations()
         terms = dict.fromkeys(agents, done)
         truncs = dict.fromkeys(agents, truncated)
@@ -269,13 +277,13 @@ class HouseholdEnv(ParallelEnv):
             return self._all_indices
         return [self.agent_index[a] for a in agents]
 
-    def _add_masks(self, infos: dict[str, dict]) -> None:
-        """Put each agent's action mask (:mod:`orgteams.envs.masks`) in its info."""
-        if not self._observe:
-            return
-        self._masks = masks = action_masks(self.world, self._indices())
-        for info, mask in zip(infos.values(), masks):
-            info["action_mask"] = mask
+    def _current_masks(self) -> list[np.ndarray] | None:
+        """Each live agent's action mask (:mod:`orgteams.envs.masks`), or None when off."""
+        if not (self._observe and self.with_action_masks):
+            self._masks = None
+        else:
+            self._masks = self._mask_cache(self.world, self._indices())
+        return self._masks
 
     def _episode_stats(self, success: bool) -> dict[str, Any]:
         """Episode statistics in SB3's ``info["episode"]`` form (``r`` return, ``l`` length)."""

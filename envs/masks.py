@@ -17,6 +17,8 @@ definition against ``transition`` on random states.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 
 from orgteams.envs.actions import HAND_CAPACITY, MAX_SLOTS, NUM_ACTIONS
@@ -52,47 +54,79 @@ def _neighbours(scene: Scene) -> dict[int, tuple[tuple[int, int, int, int], ...]
     return table
 
 
+class MaskCache:
+    """:func:`action_masks` for successive states of one episode, as one read-only row per
+    agent, reusing the last answer while nothing a mask depends on changed (most ticks:
+    a bump, a wait, a failed pick). Read-only, since one row may be handed out on many
+    ticks."""
+
+    def __init__(self) -> None:
+        self._key: tuple = ((),) * 7
+        self._rows: list[np.ndarray] = []
+
+    def __call__(self, state: HouseholdState, agents: list[int]) -> list[np.ndarray]:
+        scene, pos, hands, contents, opened, doors, who = self._key
+        # Speed: list == list compares in C, and unchanged tuples match by identity.
+        if (state.agent_pos == pos and state.hands == hands and state.contents == contents
+                and state.container_open == opened and state.door_open == doors
+                and agents == who and state.scene is scene):
+            return self._rows
+        self._rows = mask_rows(state, agents)
+        # Copies: the key must not alias lists that someone may change later.
+        self._key = (state.scene, list(state.agent_pos), list(state.hands),
+                     list(state.contents), list(state.container_open), list(state.door_open),
+                     list(agents))
+        return self._rows
+
+
 def action_masks(state: HouseholdState, agents: list[int] | None = None) -> np.ndarray:
     """``(len(agents), 53)`` int8: 1 where the action is valid (module docstring).
 
     ``agents``: agent indices (default: all, in index order).
     """
+    agents = range(len(state.agent_pos)) if agents is None else agents
+    if not agents:
+        return np.zeros((0, NUM_ACTIONS), np.int8)
+    return np.stack(mask_rows(state, agents))
+
+
+def mask_rows(state: HouseholdState, agents: Sequence[int]) -> list[np.ndarray]:
+    """One read-only ``(53,)`` int8 mask per agent index in ``agents``."""
     scene = state.scene
     neighbours = _neighbours(scene)
     pos, hands, contents = state.agent_pos, state.hands, state.contents
     cont_open, door_open = state.container_open, state.door_open
     is_container, capacity = scene.is_container, scene.capacity
     occupied = set(pos)
-    if agents is None:
-        agents = range(len(pos))
-    out = bytearray(NUM_ACTIONS * len(agents))
-    for i, a in enumerate(agents):
-        base = i * NUM_ACTIONS
-        out[base] = 1  # wait
+    rows = []
+    for a in agents:
+        out = bytearray(NUM_ACTIONS)
+        out[0] = 1  # wait
         held = len(hands[a])
         for d, kind, idx, target in neighbours[pos[a]]:
             if kind == _FLOOR:
                 if target not in occupied:
-                    out[base + _MOVE + d] = 1
+                    out[_MOVE + d] = 1
             elif kind == _DOOR:
                 if door_open[idx]:
                     if target not in occupied:  # walk through, or close an empty doorway
-                        out[base + _MOVE + d] = 1
-                        out[base + _CLOSE + d] = 1
+                        out[_MOVE + d] = 1
+                        out[_CLOSE + d] = 1
                 else:
-                    out[base + _OPEN + d] = 1
+                    out[_OPEN + d] = 1
             else:
                 is_open = cont_open[idx]
                 if is_container[idx]:
-                    out[base + (_CLOSE if is_open else _OPEN) + d] = 1
+                    out[(_CLOSE if is_open else _OPEN) + d] = 1
                 if not is_open:
                     continue
                 n = len(contents[idx])
                 if n < capacity[idx] and held:
-                    at = base + _PUT + d * HAND_CAPACITY
+                    at = _PUT + d * HAND_CAPACITY
                     out[at:at + held] = b"\x01" * held
                 if held < HAND_CAPACITY and n:
-                    at = base + _PICK + d * MAX_SLOTS
+                    at = _PICK + d * MAX_SLOTS
                     n = min(n, MAX_SLOTS)
                     out[at:at + n] = b"\x01" * n
-    return np.frombuffer(out, np.int8).reshape(len(agents), NUM_ACTIONS)
+        rows.append(np.frombuffer(bytes(out), np.int8))  # from bytes: read-only
+    return rows
