@@ -251,3 +251,38 @@ def test_action_space_samples_and_accepts_only_available_ids():
             break
         env.step({a: env.action_space(a).sample() for a in env.agents})
     assert env.ticks > 0
+
+
+def test_pickles_mid_plan_and_the_copy_goes_on_identically():
+    import pickle
+
+    import numpy as np
+
+    env = HighLevelEnv(layout="apartment", num_agents=2, render_mode="rgb_array")
+    obs, infos = env.reset(seed=3)
+    env.render()  # a window's surfaces must not stop the env from pickling
+    rng = np.random.default_rng(3)
+
+    def choose(infos):
+        return {a: i["available"][int(rng.integers(len(i["available"])))].id
+                for a, i in infos.items() if i["needs_decision"]}
+
+    for _ in range(4):
+        obs, _, _, _, infos = env.step(choose(infos))
+    assert any(env.current(a) is not None for a in env.agents)  # a plan is mid-way
+    copy = pickle.loads(pickle.dumps(env))
+    state = rng.bit_generator.state
+    trace = []
+    for e in (env, copy):
+        rng.bit_generator.state = state
+        i = infos
+        steps = []
+        for _ in range(8):
+            if not e.agents:
+                break
+            o, r, _, _, i = e.step(choose(i))
+            steps.append((o, r, {a: (x["status"], x["ticks_elapsed"]) for a, x in i.items()},
+                          e.base.world.to_dict()))
+        trace.append(steps)
+    assert trace[0] == trace[1] and len(trace[0]) == 8
+    env.close()
