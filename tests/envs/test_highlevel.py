@@ -31,7 +31,8 @@ def test_contract_reset_and_step_on_a_shipped_layout():
     assert obs["agent_0"].startswith("You are agent_0")
     info = infos["agent_0"]
     assert set(info) == {"needs_decision", "status", "failure_reason", "ticks_elapsed",
-                         "events", "available", "current"}
+                         "events", "available", "current", "is_success"}
+    assert info["is_success"] is False
     assert info["needs_decision"] and info["status"] == "idle" and info["current"] is None
     first = info["available"][0]
     assert isinstance(first, HighLevelAction) and first.kind == "explore"

@@ -30,7 +30,7 @@ def test_slots_are_stable_and_masks_are_the_available_actions():
         for _ in range(15):
             if not env.agents:
                 break
-            for a, info in infos.items():
+            for info in infos.values():
                 ids = {x.id for x in info["available"]}
                 on = {env._slot_ids[s] for s in np.flatnonzero(info["action_mask"])}
                 assert on == ids - {x for x in ids if x.startswith("primitive:")}
