@@ -31,6 +31,7 @@ from orgteams.envs.rl_obs import (
     default_image_scale,
     encode_flat,
     encode_image,
+    flat_scale,
     flat_space,
     image_space,
 )
@@ -266,6 +267,7 @@ class HouseholdEnv(ParallelEnv):
         if obs_mode == "array":
             return observation_space(view_radius)
         if obs_mode == "flat":
+            self._flat_inverse = 1 / flat_scale(view_radius, self.task.units[1])
             return flat_space(view_radius, self.task.units[1])
         if obs_mode == "image":
             return image_space(view_radius, self.image_scale)
@@ -304,7 +306,7 @@ class HouseholdEnv(ParallelEnv):
             if self.obs_mode != "array" and obs:
                 images, hands, goals = batch(obs)
                 if self.obs_mode == "flat":
-                    obs = list(encode_flat(images, hands, goals))
+                    obs = list(encode_flat(images, hands, goals, self._flat_inverse))
                 else:
                     obs = list(encode_image(images, goals, self.image_scale))
         if self.action_mask_in_obs:

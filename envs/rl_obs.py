@@ -17,10 +17,12 @@ planes  count  meaning per cell
                target furniture type here while the row still misses units
 ======  =====  ==========================================================================
 
-* ``obs_mode="flat"``: one ``Box`` (uint8) with tight per-entry bounds: the planes of
-  the ``(2r+1)^2`` view cells (cell-major, planes last; object counts at most
-  :data:`MAX_COUNT`), then each hand slot's object class one-hot (17 each), then per
-  goal row its class one-hot, target type one-hot and units still missing.
+* ``obs_mode="flat"``: one ``Box(0, 1, (D,), float32)``: the planes of the ``(2r+1)^2``
+  view cells (cell-major, planes last), then each hand slot's object class one-hot
+  (17 each), then per goal row its class one-hot, target type one-hot and units still
+  missing. Counts are divided by their most (:data:`MAX_COUNT` objects per cell; the
+  task's most units for a goal row), so every entry spans exactly ``[0, 1]`` (one
+  bound for all: SuperSuit's ``agent_indicator_v0`` then stays inside the space).
 * ``obs_mode="image"``: ``Box(0, 255, (38, S, S), uint8)``, channels first: the same
   planes with binary ones as 0/255 and counts as ``31 * count``, each cell drawn as
   ``scale x scale`` pixels. ``scale`` defaults to the smallest that makes ``S`` at least
@@ -68,14 +70,19 @@ def _plane_bounds() -> np.ndarray:
     return high
 
 
-def flat_space(view_radius: int, max_units: int) -> spaces.Box:
-    """``obs_mode="flat"``'s space; ``max_units``: most units one goal row can miss."""
+def flat_scale(view_radius: int, max_units: int) -> np.ndarray:
+    """Per entry of a flat observation, its largest raw value (1 for one-hot entries)."""
     k, f = _sizes()
     side = 2 * view_radius + 1
-    goal_row = np.concatenate([np.ones(k + f, np.uint8), [max_units]]).astype(np.uint8)
-    high = np.concatenate([np.tile(_plane_bounds(), side * side),
-                           np.ones(HAND_CAPACITY * k, np.uint8), np.tile(goal_row, MAX_GOAL)])
-    return spaces.Box(np.zeros_like(high), high, dtype=np.uint8)
+    goal_row = np.concatenate([np.ones(k + f), [max_units]])
+    return np.concatenate([np.tile(_plane_bounds(), side * side), np.ones(HAND_CAPACITY * k),
+                           np.tile(goal_row, MAX_GOAL)]).astype(np.float32)
+
+
+def flat_space(view_radius: int, max_units: int) -> spaces.Box:
+    """``obs_mode="flat"``'s space; ``max_units``: most units one goal row can miss."""
+    d = len(flat_scale(view_radius, max_units))
+    return spaces.Box(0.0, 1.0, (d,), np.float32)
 
 
 def image_space(view_radius: int, scale: int) -> spaces.Box:
@@ -107,15 +114,17 @@ def planes(images: np.ndarray, goals: np.ndarray) -> np.ndarray:
     return np.concatenate([tile, agent, furniture, objects, goal], axis=-1)
 
 
-def encode_flat(images: np.ndarray, hands: np.ndarray, goals: np.ndarray) -> np.ndarray:
-    """``(n, D)`` flat observations (module docstring) of a batch."""
+def encode_flat(images: np.ndarray, hands: np.ndarray, goals: np.ndarray,
+                inverse_scale: np.ndarray) -> np.ndarray:
+    """``(n, D)`` float32 flat observations (module docstring) of a batch;
+    ``inverse_scale``: ``1 / flat_scale(...)``."""
     k, f = _sizes()
     n = len(images)
     grid = planes(images, goals).reshape(n, -1)
     held = _eye(k)[hands].reshape(n, -1)
     rows = np.concatenate([_eye(k)[goals[..., 0]], _eye(f)[goals[..., 1]],
                            goals[..., 2:3]], axis=-1).reshape(n, -1)
-    return np.concatenate([grid, held, rows], axis=1)
+    return np.concatenate([grid, held, rows], axis=1) * inverse_scale
 
 
 def encode_image(images: np.ndarray, goals: np.ndarray, scale: int) -> np.ndarray:

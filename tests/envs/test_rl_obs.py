@@ -10,7 +10,7 @@ import pytest
 from orgteams.envs import household_v0
 from orgteams.envs.catalog import load_catalog
 from orgteams.envs.rewards import SUBGOAL_BONUS
-from orgteams.envs.rl_obs import MAX_COUNT, num_planes
+from orgteams.envs.rl_obs import MAX_COUNT, flat_scale, num_planes
 
 EASY = {"layout": "studio", "task": "put_dishwasher_easy", "num_agents": 2}
 
@@ -32,14 +32,17 @@ def rollout(env, seed: int, ticks: int):
 def test_rl_observations_stay_inside_their_tight_spaces(mode):
     env = household_v0.parallel_env(**EASY, obs_mode=mode, full_observability=True)
     space = env.observation_space("agent_0")
-    seen_max = np.zeros(space.shape, np.uint8)
+    seen_max = np.zeros(space.shape, space.dtype)
     for obs, _ in rollout(env, seed=1, ticks=150):
         for o in obs.values():
             assert space.contains(o), mode
             np.maximum(seen_max, o, out=seen_max)
     if mode == "flat":
-        assert set(np.unique(space.high)) <= {1, MAX_COUNT, 3}  # one-hot, counts, units
-        assert seen_max.max() >= 1
+        assert space.dtype == np.float32
+        assert (space.low == 0).all() and (space.high == 1).all()
+        raw = seen_max * flat_scale(household_v0.parallel_env().view_radius, 3)
+        assert np.allclose(raw, np.round(raw))  # counts / their most, one-hot 0 or 1
+        assert seen_max.max() == 1
     else:
         assert space.shape[0] == num_planes() < space.shape[1] == space.shape[2]
         assert space.shape[1] >= 36
@@ -56,7 +59,8 @@ def test_flat_and_image_encode_the_array_observation():
     im, _ = image.reset(seed=2)
     o, cat = a["agent_0"], load_catalog()
     side = o["image"].shape[0]
-    planes = f["agent_0"][:side * side * num_planes()].reshape(side, side, num_planes())
+    raw = np.round(f["agent_0"] * flat_scale(7, 3)).astype(np.uint8)
+    planes = raw[:side * side * num_planes()].reshape(side, side, num_planes())
     # Tile one-hot agrees with the tile channel (0 = unseen: no plane set).
     tiles = o["image"][..., 0]
     assert np.array_equal(planes[..., :7].argmax(-1) + 1, np.where(tiles > 0, tiles, 1))
