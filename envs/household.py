@@ -175,7 +175,7 @@ class HouseholdEnv(ParallelEnv):
         truncated = tick >= (self.max_ticks or world.scene.step_limit) and not done
         rewards = self._reward(before, world, events, done)
         agents = self.agents
-        masks = self._current_masks()
+        masks = self._current_masks(before, events)
         if masks is None:
             infos = {a: {"events": [], "tick": tick, "is_success": done} for a in agents}
         else:
@@ -279,12 +279,14 @@ class HouseholdEnv(ParallelEnv):
             return self._all_indices
         return [self.agent_index[a] for a in agents]
 
-    def _current_masks(self) -> list[np.ndarray] | None:
-        """Each live agent's action mask (:mod:`orgteams.envs.masks`), or None when off."""
+    def _current_masks(self, before: HouseholdState | None = None, events: list = ()
+                       ) -> list[np.ndarray] | None:
+        """Each live agent's action mask (:mod:`orgteams.envs.masks`), or None when off;
+        ``before`` and ``events``: the tick that led to the current world, if any."""
         if not (self._observe and self.with_action_masks):
             self._masks = None
         else:
-            self._masks = self._mask_cache(self.world, self._indices())
+            self._masks = self._mask_cache(self.world, self._indices(), before, events)
         return self._masks
 
     def _episode_stats(self, success: bool) -> dict[str, Any]:

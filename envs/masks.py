@@ -54,28 +54,32 @@ def _neighbours(scene: Scene) -> dict[int, tuple[tuple[int, int, int, int], ...]
     return table
 
 
+# Events after which masks may differ even though no agent moved.
+_CHANGES = frozenset(("picked", "placed", "opened", "closed"))
+
+
 class MaskCache:
-    """:func:`action_masks` for successive states of one episode, as one read-only row per
-    agent, reusing the last answer while nothing a mask depends on changed (most ticks:
-    a bump, a wait, a failed pick). Read-only, since one row may be handed out on many
+    """:func:`mask_rows` along an episode, reusing the last rows across a tick in which
+    no agent moved and nothing was picked, put, opened or closed (most ticks: a bump,
+    a wait, a failed pick). Rows are read-only, since one may be handed out on many
     ticks."""
 
     def __init__(self) -> None:
-        self._key: tuple = ((),) * 7
+        self._state: HouseholdState | None = None
+        self._agents: list[int] = []
         self._rows: list[np.ndarray] = []
 
-    def __call__(self, state: HouseholdState, agents: list[int]) -> list[np.ndarray]:
-        scene, pos, hands, contents, opened, doors, who = self._key
-        # Speed: list == list compares in C, and unchanged tuples match by identity.
-        if (state.agent_pos == pos and state.hands == hands and state.contents == contents
-                and state.container_open == opened and state.door_open == doors
-                and agents == who and state.scene is scene):
+    def __call__(self, state: HouseholdState, agents: list[int],
+                 before: HouseholdState | None = None, events: Sequence = ()
+                 ) -> list[np.ndarray]:
+        """Rows for ``state``; ``before`` and ``events``: the tick that led to it, if any."""
+        if (before is not None and before is self._state and agents == self._agents
+                and state.agent_pos == before.agent_pos
+                and not any(e.type in _CHANGES for e in events)):
+            self._state = state
             return self._rows
         self._rows = mask_rows(state, agents)
-        # Copies: the key must not alias lists that someone may change later.
-        self._key = (state.scene, list(state.agent_pos), list(state.hands),
-                     list(state.contents), list(state.container_open), list(state.door_open),
-                     list(agents))
+        self._state, self._agents = state, list(agents)
         return self._rows
 
 

@@ -31,7 +31,7 @@ from orgteams.envs import household_v0
 
 EASY = {"layout": "studio", "task": "put_dishwasher_easy", "num_agents": 2, "units": 1,
         "full_observability": True, "view_radius": 5, "obs_mode": "flat",
-        "reward_shaping": "subgoals"}
+        "reward_shaping": "subgoals", "max_ticks": 80}
 HELD_OUT = 1_000_000  # evaluation seeds start here; training seeds are small numbers
 
 
@@ -149,9 +149,46 @@ def masked_random(rng: np.random.Generator):
     return policy
 
 
+def grid_extractor(view_radius: int):
+    """A small CNN over the view part of a flat observation (SB3 features extractor).
+
+    The flat observation starts with the ``(2r+1, 2r+1, planes)`` view, cell-major
+    (``orgteams.envs.rl_obs``); the rest (hands, goal rows) joins after the convolutions.
+    Shared by the policy and value heads.
+    """
+    import torch
+    from stable_baselines3.common.torch_layers import BaseFeaturesExtractor
+    from torch import nn
+
+    from orgteams.envs.rl_obs import num_planes
+
+    side, planes = 2 * view_radius + 1, num_planes()
+
+    class GridCNN(BaseFeaturesExtractor):
+        def __init__(self, space, features_dim: int = 128):
+            super().__init__(space, features_dim)
+            self.view = side * side * planes
+            self.conv = nn.Sequential(
+                nn.Conv2d(planes, 32, 3, padding=1), nn.ReLU(),
+                nn.Conv2d(32, 32, 3, stride=2, padding=1), nn.ReLU(), nn.Flatten())
+            n = self.conv(torch.zeros(1, planes, side, side)).shape[1]
+            rest = space.shape[0] - self.view
+            self.head = nn.Sequential(nn.Linear(n + rest, features_dim), nn.ReLU())
+
+        def forward(self, obs):
+            grid = obs[:, :self.view].reshape(-1, side, side, planes).permute(0, 3, 1, 2)
+            return self.head(torch.cat([self.conv(grid), obs[:, self.view:]], dim=1))
+
+    return GridCNN
+
+
 def train(timesteps: int, out: Path, copies: int = 8, seed: int = 0, eval_every: int = 50_000,
-          eval_episodes: int = 30, threads: int = 1, **env_kwargs: Any) -> dict:
-    """Train MaskablePPO, evaluating on held-out seeds every ``eval_every`` steps."""
+          eval_episodes: int = 30, threads: int = 1, cnn: bool = True, **env_kwargs: Any
+          ) -> dict:
+    """Train MaskablePPO, evaluating on held-out seeds every ``eval_every`` steps.
+
+    ``cnn``: a small CNN over the view (:func:`grid_extractor`), else a plain MLP.
+    """
     import torch
     from sb3_contrib import MaskablePPO
     from stable_baselines3.common.callbacks import BaseCallback
@@ -159,9 +196,13 @@ def train(timesteps: int, out: Path, copies: int = 8, seed: int = 0, eval_every:
     torch.set_num_threads(threads)
     env_kwargs = {**EASY, **env_kwargs}
     venv = AgentVecEnv(copies, seed=seed, **env_kwargs)
+    policy_kwargs: dict[str, Any] = {"net_arch": [128, 128]}
+    if cnn:
+        policy_kwargs = {"net_arch": [128], "features_extractor_class":
+                         grid_extractor(env_kwargs.get("view_radius", 7))}
     model = MaskablePPO("MlpPolicy", venv, n_steps=256, batch_size=512, n_epochs=10,
                         learning_rate=3e-4, gamma=0.99, gae_lambda=0.95, ent_coef=0.01,
-                        policy_kwargs={"net_arch": [128, 128]}, seed=seed, verbose=0)
+                        policy_kwargs=policy_kwargs, seed=seed, verbose=0)
     curve: list[tuple[int, float, float]] = []
     start_cpu = time.process_time()
 
@@ -229,6 +270,7 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--episodes", type=int, default=30, help="held-out evaluation episodes")
     p.add_argument("--out", type=Path, default=Path("runs/ppo"))
     p.add_argument("--threads", type=int, default=1, help="torch threads")
+    p.add_argument("--mlp", action="store_true", help="a plain MLP instead of the small CNN")
     p.add_argument("--random", action="store_true", help="only the masked-random baseline")
     args = p.parse_args(argv)
     rate = play(masked_random(np.random.default_rng(args.seed)), args.episodes, **EASY)
@@ -236,7 +278,7 @@ def main(argv: list[str] | None = None) -> None:
     if args.random:
         return
     result = train(args.timesteps, args.out, args.copies, args.seed, args.eval_every,
-                   args.episodes, args.threads)
+                   args.episodes, args.threads, cnn=not args.mlp)
     print(f"trained: held-out success {result['held_out_success']:.2f} after "
           f"{result['timesteps']} agent-steps, {result['cpu_seconds']} s CPU "
           f"({result['agent_steps_per_s']} agent-steps/s)")

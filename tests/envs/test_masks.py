@@ -109,3 +109,21 @@ def test_env_infos_carry_masks_and_the_option_puts_them_in_observations():
     assert set(space.spaces) == {"observation", "action_mask"}
     assert space.contains(obs["agent_0"])
     assert np.array_equal(obs["agent_0"]["action_mask"], infos["agent_0"]["action_mask"])
+
+
+@pytest.mark.parametrize(("layout", "agents"), [("studio", 2), ("house", 5)])
+def test_env_masks_reused_across_ticks_equal_fresh_ones(layout, agents):
+    env = household_v0.parallel_env(layout=layout, num_agents=agents, max_ticks=10_000)
+    _, infos = env.reset(seed=11)
+    rng = np.random.default_rng(11)
+    for t in range(600):
+        fresh = action_masks(env.world)
+        for i, a in enumerate(env.agents):
+            assert np.array_equal(infos[a]["action_mask"], fresh[i]), t
+            assert not infos[a]["action_mask"].flags.writeable
+        if t % 2:  # uniform ids: mostly no-ops, the reused path
+            acts = {a: int(x) for a, x in zip(env.agents, rng.integers(0, NUM_ACTIONS, agents))}
+        else:  # valid ids: moves, opens, picks and puts, the recomputed path
+            acts = {a: int(rng.choice(np.flatnonzero(infos[a]["action_mask"])))
+                    for a in env.agents}
+        _, _, _, _, infos = env.step(acts)

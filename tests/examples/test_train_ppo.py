@@ -29,7 +29,7 @@ def test_agent_vec_env_batches_agents_and_their_masks(train_ppo):
     assert obs.shape == (4, *venv.observation_space.shape) and obs.dtype == np.float32
     masks = venv.action_masks()
     assert masks.shape == (4, 53) and masks[:, 0].all()
-    for k in range(5):
+    for _ in range(5):
         venv.step_async(np.array([int(np.flatnonzero(m)[-1]) for m in venv.action_masks()]))
         obs, rewards, dones, infos = venv.step_wait()
     assert dones.all() and all("terminal_observation" in i and "episode" in i for i in infos)
