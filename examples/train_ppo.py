@@ -183,7 +183,7 @@ def grid_extractor(view_radius: int):
 
 
 def train(timesteps: int, out: Path, copies: int = 8, seed: int = 0, eval_every: int = 50_000,
-          eval_episodes: int = 30, threads: int = 1, cnn: bool = True, **env_kwargs: Any
+          eval_episodes: int = 30, threads: int = 1, cnn: bool = False, **env_kwargs: Any
           ) -> dict:
     """Train MaskablePPO, evaluating on held-out seeds every ``eval_every`` steps.
 
@@ -270,7 +270,7 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--episodes", type=int, default=30, help="held-out evaluation episodes")
     p.add_argument("--out", type=Path, default=Path("runs/ppo"))
     p.add_argument("--threads", type=int, default=1, help="torch threads")
-    p.add_argument("--mlp", action="store_true", help="a plain MLP instead of the small CNN")
+    p.add_argument("--cnn", action="store_true", help="a small CNN over the view, not an MLP")
     p.add_argument("--random", action="store_true", help="only the masked-random baseline")
     args = p.parse_args(argv)
     rate = play(masked_random(np.random.default_rng(args.seed)), args.episodes, **EASY)
@@ -278,7 +278,7 @@ def main(argv: list[str] | None = None) -> None:
     if args.random:
         return
     result = train(args.timesteps, args.out, args.copies, args.seed, args.eval_every,
-                   args.episodes, args.threads, cnn=not args.mlp)
+                   args.episodes, args.threads, cnn=args.cnn)
     print(f"trained: held-out success {result['held_out_success']:.2f} after "
           f"{result['timesteps']} agent-steps, {result['cpu_seconds']} s CPU "
           f"({result['agent_steps_per_s']} agent-steps/s)")
