@@ -74,7 +74,8 @@ class AgentVecEnv(VecEnv):
             done = not env.agents
             rewards.extend(r[a] for a in self.names)
             dones.extend([done] * n)
-            step_infos = [dict(info[a], TimeLimit_truncated=trunc[a] and not term[a])
+            # SB3 bootstraps the value of an episode cut short under this key.
+            step_infos = [{**info[a], "TimeLimit.truncated": trunc[a] and not term[a]}
                           for a in self.names]
             if done:
                 last = self._stack(o)
@@ -183,8 +184,8 @@ def grid_extractor(view_radius: int):
 
 
 def train(timesteps: int, out: Path, copies: int = 8, seed: int = 0, eval_every: int = 50_000,
-          eval_episodes: int = 30, threads: int = 1, cnn: bool = False, **env_kwargs: Any
-          ) -> dict:
+          eval_episodes: int = 30, threads: int = 1, cnn: bool = False, batch_size: int = 128,
+          **env_kwargs: Any) -> dict:
     """Train MaskablePPO, evaluating on held-out seeds every ``eval_every`` steps.
 
     ``cnn``: a small CNN over the view (:func:`grid_extractor`), else a plain MLP.
@@ -200,7 +201,7 @@ def train(timesteps: int, out: Path, copies: int = 8, seed: int = 0, eval_every:
     if cnn:
         policy_kwargs = {"net_arch": [128], "features_extractor_class":
                          grid_extractor(env_kwargs.get("view_radius", 7))}
-    model = MaskablePPO("MlpPolicy", venv, n_steps=256, batch_size=512, n_epochs=10,
+    model = MaskablePPO("MlpPolicy", venv, n_steps=256, batch_size=batch_size, n_epochs=10,
                         learning_rate=3e-4, gamma=0.99, gae_lambda=0.95, ent_coef=0.01,
                         policy_kwargs=policy_kwargs, seed=seed, verbose=0)
     curve: list[tuple[int, float, float]] = []

@@ -33,7 +33,7 @@ def test_agent_vec_env_batches_agents_and_their_masks(train_ppo):
         venv.step_async(np.array([int(np.flatnonzero(m)[-1]) for m in venv.action_masks()]))
         obs, rewards, dones, infos = venv.step_wait()
     assert dones.all() and all("terminal_observation" in i and "episode" in i for i in infos)
-    assert all(i["TimeLimit_truncated"] for i in infos)
+    assert all(i["TimeLimit.truncated"] for i in infos)
     assert np.array_equal(np.stack(venv.env_method("action_masks")), venv.action_masks())
 
 
