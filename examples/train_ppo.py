@@ -19,6 +19,7 @@ policy and of masked random play, and writes ``curve.png`` and ``results.json`` 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import time
 from pathlib import Path
@@ -28,8 +29,16 @@ import numpy as np
 from stable_baselines3.common.vec_env import VecEnv
 
 from orgteams.envs import household_v0
+from orgteams.envs.tasks import TaskSpec, load_task
 
-EASY = {"layout": "studio", "task": "put_dishwasher_easy", "num_agents": 2, "units": 1,
+
+def easy_task() -> TaskSpec:
+    """put_dishwasher_easy with every dish starting on a surface, none hidden in a closed
+    container (``container_prob=0``): what is left to learn is where to walk."""
+    return dataclasses.replace(load_task("put_dishwasher_easy"), container_prob=0.0)
+
+
+EASY = {"layout": "studio", "task": easy_task(), "num_agents": 2, "units": 1,
         "full_observability": True, "view_radius": 5, "obs_mode": "flat",
         "reward_shaping": "subgoals", "max_ticks": 80}
 HELD_OUT = 1_000_000  # evaluation seeds start here; training seeds are small numbers
@@ -184,8 +193,8 @@ def grid_extractor(view_radius: int):
 
 
 def train(timesteps: int, out: Path, copies: int = 8, seed: int = 0, eval_every: int = 50_000,
-          eval_episodes: int = 30, threads: int = 1, cnn: bool = False, batch_size: int = 128,
-          **env_kwargs: Any) -> dict:
+          eval_episodes: int = 30, threads: int = 1, cnn: bool = False,
+          ppo_kwargs: dict | None = None, **env_kwargs: Any) -> dict:
     """Train MaskablePPO, evaluating on held-out seeds every ``eval_every`` steps.
 
     ``cnn``: a small CNN over the view (:func:`grid_extractor`), else a plain MLP.
@@ -201,9 +210,10 @@ def train(timesteps: int, out: Path, copies: int = 8, seed: int = 0, eval_every:
     if cnn:
         policy_kwargs = {"net_arch": [128], "features_extractor_class":
                          grid_extractor(env_kwargs.get("view_radius", 7))}
-    model = MaskablePPO("MlpPolicy", venv, n_steps=256, batch_size=batch_size, n_epochs=10,
-                        learning_rate=3e-4, gamma=0.99, gae_lambda=0.95, ent_coef=0.01,
-                        policy_kwargs=policy_kwargs, seed=seed, verbose=0)
+    ppo = {"n_steps": 256, "batch_size": 512, "n_epochs": 10, "learning_rate": 3e-4,
+           "gamma": 0.99, "gae_lambda": 0.95, "ent_coef": 0.01,
+           "policy_kwargs": policy_kwargs, **(ppo_kwargs or {})}
+    model = MaskablePPO("MlpPolicy", venv, seed=seed, verbose=0, **ppo)
     curve: list[tuple[int, float, float]] = []
     start_cpu = time.process_time()
 
@@ -238,9 +248,16 @@ def train(timesteps: int, out: Path, copies: int = 8, seed: int = 0, eval_every:
               "cpu_seconds": round(cpu, 1), "wall_seconds": round(time.time() - wall, 1),
               "agent_steps_per_s": round(model.num_timesteps / (time.time() - wall)),
               "held_out_success": final, "eval_episodes": eval_episodes, "curve": curve}
-    (out / "results.json").write_text(json.dumps(result, indent=1))
+    (out / "results.json").write_text(json.dumps(result, indent=1, default=_describe))
     _plot(curve, out / "curve.png")
     return result
+
+
+def _describe(value: Any) -> Any:
+    """JSON for what json cannot write: a task by its name and how it differs."""
+    if isinstance(value, TaskSpec):
+        return {"task": value.name, "container_prob": value.container_prob}
+    return str(value)
 
 
 def _plot(curve: list[tuple[int, float, float]], path: Path) -> None:
