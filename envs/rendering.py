@@ -34,6 +34,7 @@ from typing import Any
 
 import numpy as np
 
+from orgteams.envs.errors import MissingExtraError
 from orgteams.envs.overlay import Overlay
 from orgteams.envs.render_panel import draw_help, draw_panel
 from orgteams.envs.render_style import BACKGROUND, MIN_HEIGHT, PANEL_WIDTH, Text, cell_size_for
@@ -59,7 +60,7 @@ def import_pygame():
     try:
         import pygame
     except ImportError as exc:
-        raise ImportError("rendering with pygame (render_mode 'human' or 'rgb_array') needs "
+        raise MissingExtraError("rendering with pygame (render_mode 'human' or 'rgb_array') needs "
                           f"pygame, which is not installed: {INSTALL_HINT}") from exc
     return pygame
 

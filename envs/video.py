@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from orgteams.envs.errors import MissingExtraError, UserError
 from orgteams.envs.rendering import INSTALL_HINT, PygameRenderer
 
 Policy = Callable[[str, Any], int]
@@ -28,7 +29,7 @@ def _imageio():
     try:
         import imageio.v2 as iio
     except ImportError as exc:
-        raise ImportError(f"recording video needs imageio: {INSTALL_HINT}") from exc
+        raise MissingExtraError(f"recording video needs imageio: {INSTALL_HINT}") from exc
     return iio
 
 
@@ -45,9 +46,9 @@ class VideoRecorder:
         self.path = Path(path)
         suffix = self.path.suffix.lower()
         if suffix not in VIDEO_SUFFIXES:
-            raise ValueError(f"video path must end in .mp4 or .gif, got {str(path)!r}")
+            raise UserError(f"video path must end in .mp4 or .gif, got {str(path)!r}")
         if fps <= 0:
-            raise ValueError(f"fps must be positive, got {fps}")
+            raise UserError(f"fps must be positive, got {fps}")
         self.fps = fps
         self.frames = 0
         self._size: tuple[int, int] | None = None

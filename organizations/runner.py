@@ -11,6 +11,10 @@ high-level action, and the env runs ticks until someone needs a new decision.
 Every decision is a record in the JSONL episode log (flushed every round); the
 summary adds :class:`~orgteams.organizations.metrics.EpisodeMetrics` and the
 team-level facts (elections, organization switches, shocks and recovery).
+
+The summary's ``episode_status`` is ``"complete"``, or ``"error"`` when
+``max_transport_failures`` model calls in a row failed (see
+:mod:`~orgteams.organizations.episode_status`), with a ``stop_reason``.
 """
 
 from __future__ import annotations
@@ -26,6 +30,11 @@ from orgteams.agents.agent_base import ActContext, CommunicateContext, ReceivedM
 from orgteams.envs.highlevel import HighLevelEnv
 from orgteams.envs.overlay import SpokenMessage
 from orgteams.organizations import team_log
+from orgteams.organizations.episode_status import (
+    DEFAULT_MAX_TRANSPORT_FAILURES,
+    EpisodeStopped,
+    TransportFailures,
+)
 from orgteams.organizations.metrics import episode_metrics
 from orgteams.organizations.monitor import CapabilityMonitor, MonitorConfig
 from orgteams.organizations.protocols import (
@@ -68,18 +77,26 @@ class TeamRunner:
         member_factory: Builds a member from a spec for substitution shocks.
         on_round: Called after every round as ``on_round(round, round_records)`` (live
             progress in the CLI).
+        max_transport_failures: Stop with status ``error`` after this many model calls
+            in a row failed after their retries (None: never stop).
     """
 
     def __init__(self, env: HighLevelEnv, organization: Organization, members: dict[str, Any],
                  *, names: dict[str, str] | None = None, max_rounds: int | None = None,
                  log_path: str | Path | None = None, shocks: list[Shock] | tuple = (),
-                 monitor: MonitorConfig | None = None, member_factory=None, on_round=None):
+                 monitor: MonitorConfig | None = None, member_factory=None, on_round=None,
+                 max_transport_failures: int | None = DEFAULT_MAX_TRANSPORT_FAILURES):
         team = list(env.possible_agents)
+        TransportFailures(max_transport_failures)  # validate before the episode
+        self.max_transport_failures = max_transport_failures
         if sorted(members) != sorted(team):
             raise ValueError(f"members must cover exactly the env's agents {team}, "
                              f"got {sorted(members)}")
         self.env, self.organization, self.members = env, organization, dict(members)
         self.team = team
+        resolved = organization.resolve(team)  # bad templates fail here, before any file
+        for a in team:
+            resolved.instruction_for(a)
         self.names = names or dict(zip(team, display_names(len(team))))
         self.max_rounds = max_rounds
         self.log_path = Path(log_path) if log_path else None
@@ -109,6 +126,8 @@ class TeamRunner:
         self.progress_by_round: list[int] = [0]
         self.placed: Counter = Counter()
         self.dup = Counter()
+        self._failures = TransportFailures(self.max_transport_failures)
+        status, reason = "complete", None
         monitor = CapabilityMonitor(self.monitor_config) if self.monitor_config else None
         log = EpisodeLog(self.log_path)
         outer_hook = env.on_tick
@@ -118,21 +137,26 @@ class TeamRunner:
                                       current_round=lambda: self._round)
         try:
             round_ = self._round = 0
-            while env.agents and (self.max_rounds is None or round_ < self.max_rounds):
-                self._round = round_
-                first = len(log.records)
-                self._apply_shocks(round_, log)
-                self._update_leadership(round_, log)
-                abstained = await self._communicate(round_, log)
-                await self._act(round_, abstained, log)
-                self.progress_by_round.append(sum(env.base.world.progress))
-                if monitor is not None:
-                    self._check_monitor(monitor, round_, abstained, log)
-                log.flush()
-                if self.on_round is not None:
-                    self.on_round(round_, log.records[first:])
-                round_ += 1
+            try:
+                while env.agents and (self.max_rounds is None or round_ < self.max_rounds):
+                    self._round = round_
+                    first = len(log.records)
+                    self._apply_shocks(round_, log)
+                    self._update_leadership(round_, log)
+                    abstained = await self._communicate(round_, log)
+                    await self._act(round_, abstained, log)
+                    self.progress_by_round.append(sum(env.base.world.progress))
+                    if monitor is not None:
+                        self._check_monitor(monitor, round_, abstained, log)
+                    log.flush()
+                    if self.on_round is not None:
+                        self.on_round(round_, log.records[first:])
+                    round_ += 1
+            except EpisodeStopped as stop:
+                status, reason = stop.status, stop.reason
+                self._event(log, round_, "stopped", status=status, reason=reason)
             summary = self._summary(log.records, seed, time.perf_counter() - start)
+            summary.update(episode_status=status, stop_reason=reason)
             if self.log_path is not None:
                 team_log.end_replay_log(log, env.base.world)
                 log.write({"record": "summary", **summary})
@@ -201,7 +225,7 @@ class TeamRunner:
         role = self._role(agent)
         return CommunicateContext(
             round=round_, agent=agent, name=self.names[agent], team=dict(self.names),
-            instruction=r.instruction_for(agent), role=role,
+            instruction=r.instruction_for(agent, self.names), role=role,
             allow_abstain=self.org.allow_abstain,
             self_chosen_roles=self.org.self_chosen_roles or assigned == SELF_CHOSEN,
             can_message=[b for b in self._active() if b != agent and r.can_message(agent, b)],
@@ -236,6 +260,7 @@ class TeamRunner:
                     votes[agent] = d.vote
                 self._record_communicate(log, round_, si, stage, agent, d, ctxs[agent], outputs,
                                          extra, inbox)
+            self._failures.count(d.record for d in decisions)
             if stage.kind == "vote" and votes:
                 incumbent = self.resolved.leaders[0] if self.resolved.leaders else None
                 election = record_election(round_, votes, order=self.team, incumbent=incumbent)
@@ -287,8 +312,8 @@ class TeamRunner:
             for b in delivered:
                 inbox[b].append(ReceivedMessage(agent, m.receivers, m.text, round_, m.kind,
                                                 dict(m.content)))
-            rec = base if i == 0 else {k: v for k, v in base.items()
-                                       if k not in ("usage", "cached_usage", "prompt", "replies")}
+            rec = base if i == 0 else {k: v for k, v in base.items() if k not in (
+                "usage", "cached_usage", "prompt", "replies", "attempts")}
             log.write({**rec, "message": m.text, "message_kind": m.kind,
                        "receivers": receivers, "delivered": delivered, "dropped": dropped,
                        "message_tokens": count_tokens(m.text)})
@@ -300,8 +325,8 @@ class TeamRunner:
         deciders = [a for a in self._active() if a not in abstained and (
             env.needs_decision(a) or getattr(self.members[a], "acts_every_round", False))]
         ctxs = {a: ActContext(round_, a, self.names[a], dict(self.names),
-                              self.resolved.instruction_for(a), self._role(a)) for a in
-                deciders}
+                              self.resolved.instruction_for(a, self.names), self._role(a))
+                for a in deciders}
         decisions = await asyncio.gather(*(self.members[a].act(env, round_, ctxs[a])
                                            for a in deciders))
         actions: dict[str, str] = {}
@@ -329,6 +354,7 @@ class TeamRunner:
                        "events": [e.get("type") for e in events],
                        "ticks_elapsed": info.get("ticks_elapsed"),
                        **decision_fields(d.record)})
+        self._failures.count(d.record for d in decisions)
 
     def _count_duplicates(self, actions: dict[str, str]) -> None:
         """Count new decisions whose target another agent already pursues (duplicated work)."""
@@ -387,6 +413,8 @@ class TeamRunner:
             "units_done": sum(world.progress),
             "units_total": sum(p.count for p in world.scene.goal),
             "members": {a: getattr(m, "model", type(m).__name__) for a, m in self.members.items()},
+            "llm_settings": {a: m.settings for a, m in self.members.items()
+                             if hasattr(m, "settings")},
             "cache_hits": sum(r.get("cached_calls") or 0 for r in decisions),
             "duplicate_decisions": dup["duplicated"], "new_decisions": dup["decisions"],
             "duplicate_rate": dup["duplicated"] / dup["decisions"] if dup["decisions"] else 0.0,
@@ -394,6 +422,7 @@ class TeamRunner:
             "shocks": [{**s.to_dict(), "recovery_rounds": recovery_rounds(
                 self.progress_by_round, s.round)} for s in self.shocks],
             "org_switches": [e for e in self.events if e["type"] == "org_switch"],
+            **team_log.fault_counts(decisions),
             "tokenizer": tokenizer_name(), "wall_seconds": wall,
             "log_path": str(self.log_path) if self.log_path else None,
         }

@@ -7,9 +7,61 @@ JSON object on stdout (the episode summary for ``run``), so scripts can consume 
 from __future__ import annotations
 
 import argparse
+import functools
 import json
+import math
 import sys
+import traceback
 from typing import Any
+
+from orgteams.envs.errors import UserError
+from orgteams.envs.limits import MAX_AGENTS, MAX_ROUNDS, MAX_SEED, MAX_TICKS
+
+
+class _Parser(argparse.ArgumentParser):
+    """Bad options are one line (``orgteams run: error: argument --seed: ...``), exit 2."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
+def _int_in(low: int, high: int):
+    """An argparse type: an integer in ``[low, high]``."""
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"expected an integer from {low} to {high}, got {text!r}") from None
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"must be from {low} to {high}, got {value}")
+        return value
+
+    return parse
+
+
+def _weight(text: str) -> float:
+    """An argparse type: a finite number >= 0 (a cost weight)."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value) or value < 0:
+        raise argparse.ArgumentTypeError(f"must be a finite number >= 0, got {text!r}")
+    return value
+
+
+def _seed_list(text: str) -> list[int]:
+    """An argparse type: a comma list of seeds (``0,5,7``)."""
+    parse = _int_in(0, MAX_SEED)
+    seeds = [parse(x.strip()) for x in text.split(",") if x.strip()]
+    if not seeds:
+        raise argparse.ArgumentTypeError(f"expected a comma list of seeds, got {text!r}")
+    return seeds
+
+
+SEED, AGENTS = _int_in(0, MAX_SEED), _int_in(1, MAX_AGENTS)
+ROUNDS, TICKS, COUNT = _int_in(1, MAX_ROUNDS), _int_in(1, MAX_TICKS), _int_in(1, 1_000)
 
 
 def _print_json(obj: Any) -> None:
@@ -17,12 +69,26 @@ def _print_json(obj: Any) -> None:
 
 
 def _round_printer(names: dict[str, str] | None = None):
-    """A live one-line-per-event printer for ``orgteams run`` (stderr, so --json stays clean)."""
+    """A live one-line-per-event printer for ``orgteams run`` (stderr, so --json stays clean).
+
+    Agents appear by display name (``names``: agent id -> name; default the runner's
+    Alice, Bob...), as in the window and the prompts; ids stay in the log.
+    """
+
+    from orgteams.organizations.spec import display_names
+
+    @functools.cache
+    def name(agent: str) -> str:
+        if names is not None:
+            return names.get(agent, agent)
+        index = agent.removeprefix("agent_")
+        return display_names(int(index) + 1)[-1] if index.isdigit() else agent
+
     def show(round_: int, records: list[dict]) -> None:
         for r in records:
-            who = r.get("agent", "team")
+            who = name(r.get("agent", "team"))
             if r.get("phase") == "communicate" and r.get("message"):
-                to = ", ".join(r.get("delivered") or []) or "nobody"
+                to = ", ".join(map(name, r.get("delivered") or [])) or "nobody"
                 print(f"  r{round_:<3} {who} -> {to}: {r['message'][:100]}", file=sys.stderr)
             elif r.get("phase") == "act":
                 extra = f"  [fallback: {r['fallback']}]" if r.get("fallback") else ""
@@ -68,14 +134,36 @@ def cmd_run(args: argparse.Namespace) -> int:
         backend=args.backend, seed=args.seed, max_rounds=args.max_rounds,
         max_ticks=args.max_ticks, render=args.render, video=args.video,
         log_path=args.log or "auto", shocks=args.shock, monitor=args.monitor or None,
-        cache=args.cache, on_round=None if args.quiet else _round_printer())
+        cache=args.cache, on_round=None if args.quiet else _round_printer(),
+        max_transport_failures=_failure_limit(args),
+        temperature=args.temperature, prompts=args.prompts)
     if args.json:
         _print_json(result.summary)
     else:
         _print_summary(result.summary)
         if result.log_path is not None:  # the table cuts long paths
             print(f"log: {result.log_path}\nreplay it: orgteams replay {result.log_path}")
+    status = result.summary.get("episode_status", "complete")
+    if status != "complete":
+        print(f"orgteams run: episode stopped ({status}): {result.summary.get('stop_reason')}",
+              file=sys.stderr)
+        return 1
     return 0
+
+
+def _failure_limit(args: argparse.Namespace) -> int | None:
+    """--max-transport-failures N; 0 means never stop."""
+    return args.max_transport_failures or None
+
+
+def _add_failure_limit(p: argparse.ArgumentParser, spec_default: bool = False) -> None:
+    from orgteams.organizations.episode_status import DEFAULT_MAX_TRANSPORT_FAILURES
+
+    p.add_argument("--max-transport-failures", type=int, metavar="N",
+                   default=None if spec_default else DEFAULT_MAX_TRANSPORT_FAILURES,
+                   help="stop an episode with status error after N model calls in a row "
+                        f"failed after retries (default {DEFAULT_MAX_TRANSPORT_FAILURES}; "
+                        "0: never)")
 
 
 def cmd_play(args: argparse.Namespace) -> int:
@@ -160,13 +248,9 @@ def cmd_sweep(args: argparse.Namespace) -> int:
                            organizations=args.orgs, agents=args.agents,
                            backends=args.backend, seeds=args.seeds,
                            max_rounds=args.max_rounds, max_ticks=args.max_ticks,
-                           cache=args.cache)
-    try:
-        out = run_sweep(spec, args.out, workers=args.workers, ray=args.ray,
-                        progress=not args.quiet)
-    except ImportError as exc:  # --ray without Ray installed
-        print(f"orgteams sweep: error: {exc}", file=sys.stderr)
-        return 2
+                           cache=args.cache,
+                           max_transport_failures=args.max_transport_failures)
+    out = run_sweep(spec, args.out, workers=args.workers, ray=args.ray, progress=not args.quiet)
     if args.json:
         _print_json(out)
     else:
@@ -178,11 +262,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 def cmd_report(args: argparse.Namespace) -> int:
     from orgteams.report import report
 
-    try:
-        out = report(args.results, args.out, baseline=args.baseline)
-    except ImportError as exc:  # the report extra is missing
-        print(f"orgteams report: error: {exc}", file=sys.stderr)
-        return 2
+    out = report(args.results, args.out, baseline=args.baseline)
     if args.json:
         _print_json(out)
     else:
@@ -193,17 +273,16 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def cmd_reflect(args: argparse.Namespace) -> int:
+    from orgteams.criticize_reflect.loop import EpisodeFailed
     from orgteams.reflect import run_reflect
 
-    seeds = [int(x) for x in args.seeds.split(",")] if args.seeds else [args.seed]
+    seeds = args.seeds or [args.seed]
     out_dir = args.out or f"runs/reflect_{args.org.replace('/', '_')}_{args.task}"
-    result = run_reflect(
-        args.org, task=args.task, layout=args.layout, agents=args.agents, backend=args.backend,
-        seeds=seeds, critic=args.critic, coordinator=args.coordinator,
-        iterations=args.iterations, out_dir=out_dir, candidates=args.candidates,
-        step_weight=args.step_weight, token_weight=args.token_weight,
-        use_critic=not args.no_critic, approved=args.approved, max_rounds=args.max_rounds,
-        max_ticks=args.max_ticks, cache=args.cache)
+    try:
+        result = _reflect(run_reflect, args, seeds, out_dir)
+    except EpisodeFailed as exc:  # recorded on disk; not bad input, not a bug
+        print(f"orgteams reflect: stopped: {exc}", file=sys.stderr)
+        return 1
     out = result.to_dict()
     if args.json:
         _print_json(out)
@@ -218,16 +297,39 @@ def cmd_reflect(args: argparse.Namespace) -> int:
     return 0
 
 
+def _reflect(run_reflect, args: argparse.Namespace, seeds: list[int], out_dir: str):
+    return run_reflect(
+        args.org, task=args.task, layout=args.layout, agents=args.agents, backend=args.backend,
+        seeds=seeds, critic=args.critic, coordinator=args.coordinator,
+        iterations=args.iterations, out_dir=out_dir, candidates=args.candidates,
+        step_weight=args.step_weight, token_weight=args.token_weight,
+        use_critic=not args.no_critic, approved=args.approved, max_rounds=args.max_rounds,
+        max_ticks=args.max_ticks, cache=args.cache,
+        max_transport_failures=_failure_limit(args))
+
+
 def _common(p: argparse.ArgumentParser, agents: int = 3) -> None:
     p.add_argument("--task", default="prepare_afternoon_tea")
     p.add_argument("--layout", default="apartment")
-    p.add_argument("--agents", type=int, default=agents)
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--agents", type=AGENTS, default=agents, help=f"team size (1 to {MAX_AGENTS})")
+    p.add_argument("--seed", type=SEED, default=0)
     p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
 
 
+def _temperature(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not 0.0 <= value <= 2.0:
+        raise argparse.ArgumentTypeError(f"must be between 0 and 2, got {text}")
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="orgteams", description=__doc__.splitlines()[0])
+    parser = _Parser(prog="orgteams", description=__doc__.splitlines()[0])
+    parser.add_argument("--debug", action="store_true",
+                        help="show the traceback of bad-input errors too")
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("run", help="play one episode of a team under an organization")
@@ -236,8 +338,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--backend", default="local",
                    help="member spec for all agents or a comma list per agent: local, "
                         "openai:<model>, planner, random, human, scripted")
-    p.add_argument("--max-rounds", type=int, default=None)
-    p.add_argument("--max-ticks", type=int, default=None)
+    p.add_argument("--max-rounds", type=ROUNDS, default=None)
+    p.add_argument("--max-ticks", type=TICKS, default=None)
     p.add_argument("--render", choices=["human"], default=None, help="live pygame window")
     p.add_argument("--video", default=None, help="record every tick to this .mp4/.gif")
     p.add_argument("--log", default=None, help="JSONL episode log path (default under runs/)")
@@ -247,13 +349,20 @@ def build_parser() -> argparse.ArgumentParser:
                    help="capability-threshold monitor: fall back to coordinator when needed")
     p.add_argument("--cache", default=None, help="SQLite response cache for LLM calls")
     p.add_argument("--quiet", action="store_true", help="no live round-by-round output")
+    _add_failure_limit(p)
+    p.add_argument("--temperature", type=_temperature, default=0.0,
+                   help="sampling temperature of LLM members, 0-2 (default 0: greedy; the "
+                        "self-organizing paper used 0.7)")
+    p.add_argument("--prompts", choices=["default", "compact"], default=None,
+                   help="prompt variant of LLM members (default: compact for local, "
+                        "default for others)")
     p.set_defaults(func=cmd_run)
 
     p = sub.add_parser("play", help="control one agent with the keyboard in a window")
     _common(p)
     p.set_defaults(layout="studio")
     p.add_argument("--agent", default="agent_0")
-    p.add_argument("--fps", type=int, default=30)
+    p.add_argument("--fps", type=_int_in(1, 240), default=30)
     p.add_argument("--others", default="random",
                    help="who drives the other agents: random (primitive actions), planner, "
                         "or an LLM member spec: local, openai:<model>, scripted (high-level "
@@ -279,12 +388,12 @@ def build_parser() -> argparse.ArgumentParser:
                                       "frame to PNG")
     _common(p)
     p.add_argument("--out", required=True)
-    p.add_argument("--max-ticks", type=int, default=None)
+    p.add_argument("--max-ticks", type=TICKS, default=None)
     p.set_defaults(func=cmd_record)
 
     p = sub.add_parser("demos", help="roll out planner teams and save demonstrations")
     _common(p)
-    p.add_argument("--seeds", type=int, default=10)
+    p.add_argument("--seeds", type=_int_in(1, 100_000), default=10)
     p.add_argument("--out", required=True)
     p.set_defaults(func=cmd_demos)
 
@@ -295,20 +404,24 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--critic", default="local", help="Critic model: local, openai:<model>, "
                    "scripted")
     p.add_argument("--coordinator", default="local", help="Coordinator model spec")
-    p.add_argument("--iterations", type=int, default=3, help="episodes in all (resumes count)")
-    p.add_argument("--candidates", type=int, default=3, help="K organizations proposed each time")
-    p.add_argument("--seeds", default=None, help="comma list of seeds, one per iteration, "
+    p.add_argument("--iterations", type=COUNT, default=3,
+                   help="episodes in all (resumes count)")
+    p.add_argument("--candidates", type=COUNT, default=3,
+                   help="K organizations proposed each time")
+    p.add_argument("--seeds", type=_seed_list, default=None,
+                   help="comma list of seeds, one per iteration, "
                    "cycled (default: --seed every iteration)")
-    p.add_argument("--step-weight", type=float, default=1.0)
-    p.add_argument("--token-weight", type=float, default=1.0)
+    p.add_argument("--step-weight", type=_weight, default=1.0)
+    p.add_argument("--token-weight", type=_weight, default=1.0)
     p.add_argument("--no-critic", action="store_true", help="ablation: reflect without Critic")
     p.add_argument("--approved", action="store_true",
                    help="a human approves changes to needs_approval fields")
     p.add_argument("--out", default=None, help="output folder; rerun to resume "
                    "(default runs/reflect_<org>_<task>)")
-    p.add_argument("--max-rounds", type=int, default=None)
-    p.add_argument("--max-ticks", type=int, default=None)
+    p.add_argument("--max-rounds", type=ROUNDS, default=None)
+    p.add_argument("--max-ticks", type=TICKS, default=None)
     p.add_argument("--cache", default=None, help="SQLite response cache for LLM calls")
+    _add_failure_limit(p)
     p.set_defaults(func=cmd_reflect)
 
     p = sub.add_parser("list", help="list layouts, tasks and organizations")
@@ -327,15 +440,16 @@ def build_parser() -> argparse.ArgumentParser:
                         "flag to sweep over backends")
     p.add_argument("--seeds", default=None,
                    help="a count N (seeds 0..N-1), a comma list, or a range A-B")
-    p.add_argument("--max-rounds", type=int, default=None)
-    p.add_argument("--max-ticks", type=int, default=None)
+    p.add_argument("--max-rounds", type=ROUNDS, default=None)
+    p.add_argument("--max-ticks", type=TICKS, default=None)
     p.add_argument("--cache", default=None, help="SQLite response cache for LLM calls")
     p.add_argument("--out", required=True, help="folder for results.jsonl and logs/")
-    p.add_argument("--workers", type=int, default=None,
+    p.add_argument("--workers", type=_int_in(1, 256), default=None,
                    help="parallel processes (default: 1 with a local backend, else up to 4)")
     p.add_argument("--ray", action="store_true", help='run as Ray tasks (orgteams[ray])')
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
+    _add_failure_limit(p, spec_default=True)
     p.set_defaults(func=cmd_sweep)
 
     p = sub.add_parser("report", help="statistics and plots from a sweep's results.jsonl")
@@ -346,20 +460,31 @@ def build_parser() -> argparse.ArgumentParser:
                         "present, else the first)")
     p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
     p.set_defaults(func=cmd_report)
+    for p in sub.choices.values():  # --debug also after the command name
+        p.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
+                       help="show the traceback of bad-input errors too")
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run the command line; bad input is one line on stderr and exit code 2.
+
+    Only user errors get that treatment: :class:`~orgteams.envs.errors.UserError` (a bad
+    name, file or option; a missing extra for a feature asked for), a missing file, an
+    embedded model server that would not start. Anything else is our bug and keeps its
+    traceback; ``--debug`` shows the traceback of user errors too.
+    """
     parser = build_parser()
     args = parser.parse_args(argv)
     from orgteams.agents.backends.local import LocalServerError
 
     try:
         return args.func(args)
-    except (ValueError, FileNotFoundError, ImportError, LocalServerError) as exc:
-        # Bad input (unknown names, malformed files), a missing extra, or an embedded
-        # model server that would not start: one clear line, no traceback.
-        print(f"orgteams {args.command}: error: {exc}", file=sys.stderr)
+    except (UserError, FileNotFoundError, LocalServerError) as exc:
+        if args.debug:
+            traceback.print_exc()
+        text = " ".join(str(exc).split())  # one line, whatever the message holds
+        print(f"orgteams {args.command}: error: {text}", file=sys.stderr)
         return 2
 
 

@@ -20,6 +20,8 @@ from typing import Any
 from orgteams.criticize_reflect.coordinator import Coordinator
 from orgteams.criticize_reflect.critic import Critic
 from orgteams.criticize_reflect.loop import ReflectResult, reflect
+from orgteams.envs.errors import UserError
+from orgteams.organizations.episode_status import DEFAULT_MAX_TRANSPORT_FAILURES
 from orgteams.organizations.library import load_organization
 from orgteams.organizations.spec import Organization
 
@@ -42,7 +44,8 @@ def make_episode_fn(task: str | Sequence[str] = "prepare_afternoon_tea",
                     layout: str | Sequence[str] = "apartment", agents: int = 3,
                     backend: str | list[str] = "local", seeds: Sequence[int] = (0,),
                     max_rounds: int | None = None, max_ticks: int | None = None,
-                    log_dir: str | Path | None = None, cache: str | Path | None = None):
+                    log_dir: str | Path | None = None, cache: str | Path | None = None,
+                    max_transport_failures: int | None = DEFAULT_MAX_TRANSPORT_FAILURES):
     """``episode_fn(organization, iteration)`` playing one episode with ``run_episode``.
 
     Schedule: iteration ``k`` uses ``seeds[k % len(seeds)]``, and likewise for ``task``
@@ -53,7 +56,8 @@ def make_episode_fn(task: str | Sequence[str] = "prepare_afternoon_tea",
     layouts = [layout] if isinstance(layout, str) else list(layout)
     seeds = list(seeds)
     if not (tasks and layouts and seeds):
-        raise ValueError("the schedule needs at least one task, layout and seed")
+        raise UserError("the schedule needs at least one task, layout and seed")
+    _check_schedule(tasks, layouts, agents, backend)
 
     def episode_fn(organization: Organization, iteration: int):
         from orgteams.team import run_episode
@@ -62,9 +66,33 @@ def make_episode_fn(task: str | Sequence[str] = "prepare_afternoon_tea",
         return run_episode(task=tasks[iteration % len(tasks)],
                            layout=layouts[iteration % len(layouts)], organization=organization,
                            agents=agents, backend=backend, seed=seeds[iteration % len(seeds)],
-                           max_rounds=max_rounds, max_ticks=max_ticks, log_path=log, cache=cache)
+                           max_rounds=max_rounds, max_ticks=max_ticks, log_path=log, cache=cache,
+                           max_transport_failures=max_transport_failures)
 
     return episode_fn
+
+
+def _check_schedule(tasks: list[str], layouts: list[str], agents: int,
+                    backend: str | list[str]) -> None:
+    """Every name of the schedule is loaded now, so bad input fails before any file is
+    written (not at the first episode, after ``config.json``)."""
+    from orgteams.envs._util import unknown_name
+    from orgteams.envs.layout import load_layout
+    from orgteams.envs.tasks import load_task
+    from orgteams.team import MEMBER_KINDS
+
+    for t in tasks:
+        load_task(t)
+    for lay in layouts:
+        load_layout(lay)
+    specs = [s.strip() for s in backend.split(",")] if isinstance(backend, str) else backend
+    for spec in specs:
+        kind = str(spec).split(":", 1)[0]
+        if kind not in MEMBER_KINDS:
+            raise unknown_name("member kind", kind, MEMBER_KINDS)
+    if len(specs) not in (1, agents):
+        raise UserError(f"got {len(specs)} member specs for {agents} agents; give one "
+                         "spec for all or one per agent")
 
 
 def run_reflect(organization: str | Path | Organization = "leader", *,
@@ -76,7 +104,9 @@ def run_reflect(organization: str | Path | Organization = "leader", *,
                 step_weight: float = 1.0, token_weight: float = 1.0, use_critic: bool = True,
                 approved: bool = False, max_rounds: int | None = None,
                 max_ticks: int | None = None, cache: str | Path | None = None,
-                budget_chars: int = 6000) -> ReflectResult:
+                budget_chars: int = 6000,
+                max_transport_failures: int | None = DEFAULT_MAX_TRANSPORT_FAILURES
+                ) -> ReflectResult:
     """Run (or resume) the Criticize-Reflect loop; see :func:`~orgteams.criticize_reflect.reflect`.
 
     Args:
@@ -88,10 +118,14 @@ def run_reflect(organization: str | Path | Organization = "leader", *,
     """
     org = organization if isinstance(organization, Organization) else load_organization(
         organization)
+    resolved = org.resolve([f"agent_{i}" for i in range(agents)])
+    for i in range(agents):  # a bad instruction template fails now, before any file
+        resolved.instruction_for(f"agent_{i}")
     critic_obj = Critic(make_llm(critic, cache)) if use_critic else None
     coordinator_obj = Coordinator(make_llm(coordinator, cache), k=candidates)
     episode_fn = make_episode_fn(task, layout, agents, backend, seeds, max_rounds, max_ticks,
-                                 log_dir=Path(out_dir) / "logs", cache=cache)
+                                 log_dir=Path(out_dir) / "logs", cache=cache,
+                                 max_transport_failures=max_transport_failures)
     return reflect(org, episode_fn, critic_obj, coordinator_obj, iterations=iterations,
                    out_dir=out_dir, step_weight=step_weight, token_weight=token_weight,
                    use_critic=use_critic, approved=approved, budget_chars=budget_chars)

@@ -13,7 +13,10 @@ from pathlib import Path
 from typing import Any
 
 from orgteams.envs._util import unknown_name
+from orgteams.envs.errors import UserError
 from orgteams.envs.highlevel import HighLevelEnv
+from orgteams.envs.limits import MAX_AGENTS, MAX_ROUNDS, MAX_SEED, MAX_TICKS, check_int
+from orgteams.organizations.episode_status import DEFAULT_MAX_TRANSPORT_FAILURES
 from orgteams.organizations.library import load_organization
 from orgteams.organizations.monitor import MonitorConfig
 from orgteams.organizations.runner import EpisodeResult, TeamRunner
@@ -22,6 +25,28 @@ from orgteams.organizations.spec import Organization
 
 MEMBER_KINDS = ("planner", "random", "human", "local", "scripted", "openai")
 _BACKENDS: dict[str, Any] = {}  # one backend (and one local server) per spec per process
+
+
+_TAKES_MODEL = ("openai", "scripted")
+
+
+def parse_member_spec(spec: str) -> tuple[str, str | None]:
+    """Split a member spec: ``"openai:gpt-4o-mini"`` -> ``("openai", "gpt-4o-mini")``.
+
+    Raises:
+        UserError: An unknown kind, or a model name on a kind that takes none
+            (``local:foo``: the embedded model is always SmolLM2).
+    """
+    kind, sep, model = spec.strip().partition(":")
+    if kind not in MEMBER_KINDS:
+        raise unknown_name("member kind", kind, MEMBER_KINDS)
+    if sep and kind not in _TAKES_MODEL:
+        hint = (" (the embedded model is SmolLM2; another model is openai:<model> on any "
+                "OpenAI-compatible server)" if kind == "local" else "")
+        raise UserError(f"member spec {spec!r}: {kind} takes no model name{hint}")
+    if sep and not model.strip():
+        raise UserError(f"member spec {spec!r}: the model name after ':' is empty")
+    return kind, (model.strip() or None) if sep else None
 
 
 def _backend(spec: str, cache: str | Path | None):
@@ -41,13 +66,15 @@ def build_member(agent_id: str, spec: str, *, leader: bool = False, seed: int | 
     """A team member from a spec: ``planner``, ``random``, ``human``, ``local``,
     ``scripted`` or ``openai:<model>`` (any OpenAI-compatible server, see README).
 
+    ``llm_kwargs`` go to :class:`~orgteams.agents.llm_agent.LLMAgent` (``temperature``,
+    ``prompts``...); ``prompts=None`` picks the backend's default variant (``local``:
+    ``compact``).
+
     ``leader`` and ``claims`` only matter to planners (see :class:`PlannerMember`).
     ``env`` only matters to ``human``: when it renders in human mode the person
     answers in that window (:class:`~orgteams.agents.window_input.WindowInput`),
     else in the terminal."""
-    kind = spec.split(":", 1)[0]
-    if kind not in MEMBER_KINDS:
-        raise unknown_name("member kind", kind, MEMBER_KINDS)
+    kind, _ = parse_member_spec(spec)
     if kind == "planner":
         from orgteams.agents.planner_member import PlannerMember
 
@@ -66,30 +93,34 @@ def build_member(agent_id: str, spec: str, *, leader: bool = False, seed: int | 
             return HumanAgent(agent_id, window.ask, window.show)
         return HumanAgent(agent_id)
     from orgteams.agents.llm_agent import LLMAgent
+    from orgteams.agents.prompts import variant_for_backend
 
+    llm_kwargs["prompts"] = llm_kwargs.get("prompts") or variant_for_backend(kind)
     return LLMAgent(agent_id, _backend(spec, cache), seed=seed, **llm_kwargs)
 
 
 def build_team(specs: str | list[str], num_agents: int, organization: Organization,
                seed: int | None = None, cache: str | Path | None = None,
-               env: HighLevelEnv | None = None) -> dict[str, Any]:
+               env: HighLevelEnv | None = None, **llm_kwargs: Any) -> dict[str, Any]:
     """Members for ``agent_0..agent_{n-1}``: one spec for all, or a comma list / list per agent.
 
-    ``env``: where human members answer (see :func:`build_member`)."""
+    ``env``: where human members answer; ``llm_kwargs``: for LLM members (see
+    :func:`build_member`)."""
     if isinstance(specs, str):
         specs = [s.strip() for s in specs.split(",")]
     if len(specs) == 1:
         specs = specs * num_agents
     if len(specs) != num_agents:
-        raise ValueError(f"got {len(specs)} member specs for {num_agents} agents; give one "
-                         "spec for all or one per agent")
+        raise UserError(f"got {len(specs)} member specs for {num_agents} agents; give one "
+                        "spec for all or one per agent")
     team = [f"agent_{i}" for i in range(num_agents)]
     resolved = organization.resolve(team)
     top = set(resolved.tiers[0][1]) if len(resolved.tiers) > 1 else set()
     # Planners follow the organization: with no instruction at all (``none``) nobody
     # agreed to announce or respect claims.
     claims = bool(organization.instruction.strip())
-    return {a: build_member(a, s, leader=a in top, seed=seed, cache=cache, claims=claims, env=env)
+    return {a: build_member(a, s, leader=a in top, seed=seed, cache=cache, claims=claims, env=env,
+                            **llm_kwargs)
             for a, s in zip(team, specs)}
 
 
@@ -106,7 +137,9 @@ def run_episode(task: str = "prepare_afternoon_tea", layout: str = "apartment",
                 render: str | None = None, video: str | Path | None = None,
                 log_path: str | Path | None = "auto", shocks: list[Shock | str] = (),
                 monitor: MonitorConfig | bool | None = None, cache: str | Path | None = None,
-                on_round=None, render_options: dict | None = None) -> EpisodeResult:
+                on_round=None, render_options: dict | None = None,
+                max_transport_failures: int | None = DEFAULT_MAX_TRANSPORT_FAILURES,
+                temperature: float = 0.0, prompts: str | None = None) -> EpisodeResult:
     """Play one episode of a team under an organization and return its summary and log.
 
     Args:
@@ -116,13 +149,27 @@ def run_episode(task: str = "prepare_afternoon_tea", layout: str = "apartment",
         log_path: JSONL episode log; ``"auto"`` puts it under ``runs/``; None keeps it in memory.
         shocks: :class:`Shock` objects or CLI strings (``remove:agent_1@5``).
         monitor: Capability-threshold monitor: True for defaults, or a MonitorConfig.
+        max_transport_failures: Stop the episode (``episode_status: "error"``) after this
+            many model calls in a row failed after their retries; None never stops.
+        temperature: Sampling temperature of every LLM member (0.0 greedy; the
+            self-organizing paper used 0.7). Recorded in the summary's ``llm_settings``.
+        prompts: Prompt variant of LLM members, ``default`` or ``compact``; None: per
+            backend (``local`` gets ``compact``).
     """
+    check_int(agents, "agents", 1, MAX_AGENTS)
+    if seed is not None:
+        check_int(seed, "seed", 0, MAX_SEED)
+    if max_rounds is not None:
+        check_int(max_rounds, "max_rounds", 1, MAX_ROUNDS)
+    if max_ticks is not None:
+        check_int(max_ticks, "max_ticks", 1, MAX_TICKS)
     org = organization if isinstance(organization, Organization) else load_organization(
         organization)
     render_mode = render or ("rgb_array" if video else None)
     env = HighLevelEnv(layout=layout, task=task, num_agents=agents, render_mode=render_mode,
                        max_ticks=max_ticks, render_options=render_options)
-    members = build_team(backend, agents, org, seed=seed, cache=cache, env=env)
+    llm = {"temperature": temperature, "prompts": prompts}
+    members = build_team(backend, agents, org, seed=seed, cache=cache, env=env, **llm)
     if log_path == "auto":
         log_path = default_log_path(task, org.name, seed)
     recorder = None
@@ -135,8 +182,8 @@ def run_episode(task: str = "prepare_afternoon_tea", layout: str = "apartment",
                         shocks=[Shock.parse(s) if isinstance(s, str) else s for s in shocks],
                         monitor=MonitorConfig() if monitor is True else (monitor or None),
                         member_factory=lambda a, spec: build_member(a, spec, cache=cache,
-                                                                    env=env),
-                        on_round=on_round)
+                                                                    env=env, **llm),
+                        on_round=on_round, max_transport_failures=max_transport_failures)
     try:
         result = runner.run(seed)
     finally:
