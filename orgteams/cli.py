@@ -260,8 +260,14 @@ def cmd_reflect(args: argparse.Namespace) -> int:
     from orgteams.criticize_reflect.loop import EpisodeFailed
     from orgteams.reflect import run_reflect
 
-    seeds = args.seeds or [args.seed]
+    seeds = args.seeds or list(range(args.seed, args.seed + args.episodes_per_iteration))
     out_dir = args.out or f"runs/reflect_{args.org.replace('/', '_')}_{args.task}"
+    if args.evaluate is not None:
+        from orgteams.reflect_eval import evaluate_reflect, format_evaluation
+
+        report = evaluate_reflect(out_dir, seeds=args.evaluate)
+        _print_json(report) if args.json else print(format_evaluation(report))
+        return 0
     try:
         result = _reflect(run_reflect, args, seeds, out_dir)
     except EpisodeFailed as exc:  # recorded on disk; not bad input, not a bug
@@ -289,7 +295,9 @@ def _reflect(run_reflect, args: argparse.Namespace, seeds: list[int], out_dir: s
         step_weight=args.step_weight, token_weight=args.token_weight,
         use_critic=not args.no_critic, approved=args.approved, max_rounds=args.max_rounds,
         max_ticks=args.max_ticks, cache=args.cache,
-        max_transport_failures=_failure_limit(args))
+        max_transport_failures=_failure_limit(args),
+        episodes_per_iteration=args.episodes_per_iteration, failure_penalty=args.failure_penalty,
+        screen_candidates=args.screen)
 
 
 def _common(p: argparse.ArgumentParser, agents: int = 3) -> None:
@@ -369,19 +377,29 @@ def build_parser() -> argparse.ArgumentParser:
     _common(p)
     p.add_argument("--org", default="leader", help="starting organization name or YAML path")
     p.add_argument("--backend", default="local", help="team member spec(s), as for run")
-    p.add_argument("--critic", default="local", help="Critic model: local, openai:<model>, "
-                   "scripted")
-    p.add_argument("--coordinator", default="local", help="Coordinator model spec")
+    p.add_argument("--critic", default="local", help="Critic: heuristic (rules), local, "
+                   "openai:<model>, scripted")
+    p.add_argument("--coordinator", default="local",
+                   help="Coordinator: heuristic (rules) or a model spec")
     p.add_argument("--iterations", type=COUNT, default=3,
                    help="episodes in all (resumes count)")
     p.add_argument("--candidates", type=COUNT, default=3,
                    help="K organizations proposed each time")
     p.add_argument("--seeds", type=_seed_list, default=None,
-                   help="comma list of seeds, one per iteration, "
-                   "cycled (default: --seed every iteration)")
+                   help="comma list of the loop's seeds, cycled, E per iteration "
+                   "(default: --seed .. --seed + E - 1, the same every iteration)")
     p.add_argument("--step-weight", type=_weight, default=1.0)
     p.add_argument("--token-weight", type=_weight, default=1.0)
     p.add_argument("--no-critic", action="store_true", help="ablation: reflect without Critic")
+    p.add_argument("--episodes-per-iteration", type=COUNT, default=1,
+                   help="seeds each iteration plays (the paper's loop: 1)")
+    p.add_argument("--failure-penalty", type=_weight, default=0.0,
+                   help="extra cost of a failed episode (it already costs the step limit)")
+    p.add_argument("--screen", action=argparse.BooleanOptionalAction, default=None,
+                   help="play every valid candidate, keep the cheapest (default: on for "
+                   "--coordinator heuristic)")
+    p.add_argument("--evaluate", type=COUNT, default=None, metavar="N",
+                   help="do not run: compare best.yaml with the start on N held-out seeds")
     p.add_argument("--approved", action="store_true",
                    help="a human approves changes to needs_approval fields")
     p.add_argument("--out", default=None, help="output folder; rerun to resume "
