@@ -125,6 +125,9 @@ def _shape(org: Organization) -> str:
 class HeuristicCoordinator:
     """Coordinator by rules: K edits for the latest iteration's problems.
 
+    Each candidate is one edit of the best organization so far (hill climbing); its name
+    and description append the edit, so ``best.yaml`` says which edits it carries.
+
     Args:
         k: Candidates proposed each time.
     """
@@ -147,7 +150,6 @@ class HeuristicCoordinator:
                  and latest.critique.fallback is None
                  else [c for c, _ in problems_of(latest.metrics)])
         played = {_shape(t.organization) for t in history}
-        stem = base.name.split("__")[0]
         rows: list[dict[str, Any]] = []
         options: list[Organization] = []
         for code in [*codes, "explore"]:
@@ -155,11 +157,17 @@ class HeuristicCoordinator:
                 if len(options) >= self.k:
                     break
                 slug = "_".join(f"{k}_{v}" for k, v in edit.items()).lower()
-                name = f"{stem}__{slug}"[:40]
+                name = f"{base.name}__{slug}"[-40:].strip("_")
                 if any(r["changes"] == edit for r in rows):
                     continue
-                org, reason = build_candidate(base, OrganizationProposal(**edit), name=name,
-                                              approved=approved, team=team)
+                described = f"{base.description} Edit: {slug}."
+                gov = base.governance
+                free = "description" not in [*gov.human_only, *gov.needs_approval]
+                proposal = OrganizationProposal(**edit, description=(
+                    described if len(described) <= 200 else "..." + described[-197:])
+                    if free else None)
+                org, reason = build_candidate(base, proposal, name=name, approved=approved,
+                                              team=team)
                 if org is not None and _shape(org) in played | {_shape(o) for o in options}:
                     org, reason = None, "skipped: already played"
                 rows.append({"attempt": 1, "index": len(rows), "name": name,

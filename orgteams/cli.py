@@ -256,16 +256,27 @@ def cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
+def _name_list(text: str) -> list[str]:
+    names = [t.strip() for t in text.split(",") if t.strip()]
+    if not names:
+        raise argparse.ArgumentTypeError("give at least one name")
+    return names
+
+
 def cmd_reflect(args: argparse.Namespace) -> int:
     from orgteams.criticize_reflect.loop import EpisodeFailed
-    from orgteams.reflect import run_reflect
+    from orgteams.reflect import HEURISTIC_EPISODES, run_reflect
 
+    if args.episodes_per_iteration is None:
+        args.episodes_per_iteration = (HEURISTIC_EPISODES if args.coordinator == "heuristic"
+                                       else 1)
     seeds = args.seeds or list(range(args.seed, args.seed + args.episodes_per_iteration))
     out_dir = args.out or f"runs/reflect_{args.org.replace('/', '_')}_{args.task}"
     if args.evaluate is not None:
         from orgteams.reflect_eval import evaluate_reflect, format_evaluation
 
-        report = evaluate_reflect(out_dir, seeds=args.evaluate)
+        report = evaluate_reflect(out_dir, seeds=args.evaluate, tasks=args.eval_tasks,
+                                  layouts=args.eval_layouts)
         _print_json(report) if args.json else print(format_evaluation(report))
         return 0
     try:
@@ -391,8 +402,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--step-weight", type=_weight, default=1.0)
     p.add_argument("--token-weight", type=_weight, default=1.0)
     p.add_argument("--no-critic", action="store_true", help="ablation: reflect without Critic")
-    p.add_argument("--episodes-per-iteration", type=COUNT, default=1,
-                   help="seeds each iteration plays (the paper's loop: 1)")
+    p.add_argument("--episodes-per-iteration", type=COUNT, default=None,
+                   help="seeds each iteration plays (default: 5 with --coordinator "
+                   "heuristic, else 1 as in the paper's loop)")
     p.add_argument("--failure-penalty", type=_weight, default=0.0,
                    help="extra cost of a failed episode (it already costs the step limit)")
     p.add_argument("--screen", action=argparse.BooleanOptionalAction, default=None,
@@ -400,6 +412,10 @@ def build_parser() -> argparse.ArgumentParser:
                    "--coordinator heuristic)")
     p.add_argument("--evaluate", type=COUNT, default=None, metavar="N",
                    help="do not run: compare best.yaml with the start on N held-out seeds")
+    p.add_argument("--eval-tasks", type=_name_list, default=None,
+                   help="with --evaluate: comma list of tasks (default: the run's)")
+    p.add_argument("--eval-layouts", type=_name_list, default=None,
+                   help="with --evaluate: comma list of layouts (default: the run's)")
     p.add_argument("--approved", action="store_true",
                    help="a human approves changes to needs_approval fields")
     p.add_argument("--out", default=None, help="output folder; rerun to resume "

@@ -25,7 +25,12 @@ from orgteams.organizations.episode_status import DEFAULT_MAX_TRANSPORT_FAILURES
 from orgteams.organizations.library import load_organization
 from orgteams.organizations.spec import Organization
 
-__all__ = ["make_episode_fn", "make_llm", "run_reflect"]
+__all__ = ["HEURISTIC_EPISODES", "make_episode_fn", "make_llm", "run_reflect"]
+
+HEURISTIC_EPISODES = 5
+"""Default episodes per iteration of the heuristic Coordinator. The paper's loop played
+one; with one seed the best organization fits that seed's house and does not generalize
+(measured in benchmarks/README.md), and planner episodes are cheap."""
 
 
 def make_llm(spec: str, cache: str | Path | None = None):
@@ -120,7 +125,7 @@ def run_reflect(organization: str | Path | Organization = "leader", *,
                 max_ticks: int | None = None, cache: str | Path | None = None,
                 budget_chars: int = 6000,
                 max_transport_failures: int | None = DEFAULT_MAX_TRANSPORT_FAILURES,
-                episodes_per_iteration: int = 1, failure_penalty: float = 0.0,
+                episodes_per_iteration: int | None = None, failure_penalty: float = 0.0,
                 screen_candidates: bool | None = None) -> ReflectResult:
     """Run (or resume) the Criticize-Reflect loop; see :func:`~orgteams.criticize_reflect.reflect`.
 
@@ -134,7 +139,8 @@ def run_reflect(organization: str | Path | Organization = "leader", *,
         out_dir: Everything is saved there; a rerun with the same ``out_dir`` resumes.
         seeds: The loop's training seeds (see :func:`make_episode_fn`); the held-out
             evaluation (:mod:`orgteams.reflect_eval`) never uses them.
-        episodes_per_iteration: Episodes (seeds) per iteration; 1 is the paper's loop.
+        episodes_per_iteration: Episodes (seeds) per iteration (default: 5 for the
+            heuristic Coordinator, 1 otherwise: the paper's loop played one episode).
         failure_penalty: Extra cost of a failed episode (see ``CostModel``).
         screen_candidates: Play every valid candidate and keep the cheapest (default:
             on for the heuristic Coordinator, off for a model, as in the paper).
@@ -145,6 +151,9 @@ def run_reflect(organization: str | Path | Organization = "leader", *,
     for i in range(agents):  # a bad instruction template fails now, before any file
         resolved.instruction_for(f"agent_{i}")
     from orgteams.criticize_reflect.heuristic import HeuristicCoordinator, HeuristicCritic
+
+    if episodes_per_iteration is None:
+        episodes_per_iteration = HEURISTIC_EPISODES if coordinator == "heuristic" else 1
 
     episode_fn = make_episode_fn(task, layout, agents, backend, seeds, max_rounds, max_ticks,
                                  log_dir=Path(out_dir) / "logs", cache=cache,

@@ -84,7 +84,8 @@ def evaluate_reflect(out_dir: str | Path, seeds: int = 20,
                      tasks: Sequence[str] | None = None, layouts: Sequence[str] | None = None
                      ) -> dict[str, Any]:
     """Compare ``best.yaml`` with the starting organization on ``seeds`` held-out seeds,
-    per task x layout (default: the run's own); writes ``evaluation.json`` and the cost
+    per task x layout (default: the run's own; a pair the layout cannot host is a
+    skipped row when tasks or layouts were asked for); writes ``evaluation.json`` and the cost
     plot ``costs.png`` into ``out_dir``."""
     out, run, config, start, best = _load(out_dir)
     model = CostModel(config["step_weight"], config["token_weight"],
@@ -98,7 +99,13 @@ def evaluate_reflect(out_dir: str | Path, seeds: int = 20,
     rows = []
     for task in tasks or one(run["task"]):
         for layout in layouts or one(run["layout"]):
-            a = _costs(start, run, held, model, task, layout)
+            try:
+                a = _costs(start, run, held, model, task, layout)
+            except UserError as exc:  # e.g. the layout lacks the task's furniture
+                if not (tasks or layouts):
+                    raise
+                rows.append({"task": task, "layout": layout, "n": 0, "skipped": str(exc)})
+                continue
             b = _costs(best, run, held, model, task, layout)
             rows.append({"task": task, "layout": layout, **paired_comparison(a, b),
                          "start_costs": a, "best_costs": b})
@@ -128,6 +135,10 @@ def format_evaluation(report: dict[str, Any]) -> str:
              "| task | layout | n | start cost | best cost | difference | d_z | paired t p "
              "| Wilcoxon p |", "|---|---|---|---|---|---|---|---|---|"]
     for r in report["rows"]:
+        if r.get("skipped"):
+            lines.append(f"| {r['task']} | {r['layout']} | 0 | skipped: {r['skipped'][:80]} "
+                         "| | | | | |")
+            continue
         lines.append(f"| {r['task']} | {r['layout']} | {r['n']} | {_fmt(r['mean_start'])} | "
                      f"{_fmt(r['mean_best'])} | {_fmt(r['mean_difference'])} | "
                      f"{_fmt(r['cohens_dz'])} | {_fmt(r['t_test_p'], 3)} | "
