@@ -256,6 +256,20 @@ def cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_experiment(args: argparse.Namespace) -> int:
+    from orgteams.experiments import list_experiments, run_experiment
+
+    if args.list or not args.name:
+        for name, description in list_experiments():
+            print(f"{name}: {description}")
+        return 0
+    table = run_experiment(args.name, backend=args.backend, seeds=args.seeds, out=args.out,
+                           progress=not args.no_progress)
+    out = args.out or f"runs/experiments/{args.name}"
+    print(f"{args.name}: {len(table['rows'])} rows; table {out}/table.md, spec {out}/spec.yaml")
+    return 0
+
+
 def _name_list(text: str) -> list[str]:
     names = [t.strip() for t in text.split(",") if t.strip()]
     if not names:
@@ -425,6 +439,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--cache", default=None, help="SQLite response cache for LLM calls")
     _add_failure_limit(p)
     p.set_defaults(func=cmd_reflect)
+
+    p = sub.add_parser("experiment", help="run a paper experiment by name (--list: all)")
+    p.add_argument("name", nargs="?", help="recipe name (see --list)")
+    p.add_argument("--list", action="store_true", help="list the experiments")
+    p.add_argument("--backend", default=None, help="member spec replacing the recipe's")
+    p.add_argument("--seeds", type=COUNT, default=None, help="seeds per cell (reflect "
+                   "recipes: held-out seeds)")
+    p.add_argument("--out", default=None, help="output folder (default "
+                   "runs/experiments/<name>)")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.set_defaults(func=cmd_experiment)
 
     p = sub.add_parser("list", help="list layouts, tasks and organizations")
     p.add_argument("what", nargs="?", choices=["layouts", "tasks", "organizations"])
