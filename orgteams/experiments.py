@@ -1,9 +1,10 @@
 """Paper experiments as one command each: recipes in ``assets/experiments/<name>.yaml``.
 
-A recipe is data: ``kind: sweep`` (a sweep spec, a baseline organization and the
-metrics of its table) or ``kind: reflect`` (Criticize-Reflect variants, each evaluated
-best vs start on held-out seeds). :func:`run_experiment` runs one and writes into
-``out``: ``spec.yaml`` (exactly what ran, after ``--backend``/``--seeds``), ``table.md``
+A recipe is data: ``kind: sweep`` (a sweep spec, a baseline organization, the metrics
+of its table, and with ``behaviours: true`` each organization's shares of the
+rule-based message labels of :mod:`orgteams.behaviours`) or ``kind: reflect``
+(Criticize-Reflect variants, each evaluated best vs start on held-out seeds).
+:func:`run_experiment` runs one and writes into ``out``: ``spec.yaml`` (exactly what ran, after ``--backend``/``--seeds``), ``table.md``
 and ``table.json`` (its table) and plots (``report.md``/``report.json`` with Welch
 tests for sweeps; ``<variant>/costs.png`` for reflect runs).
 
@@ -92,8 +93,12 @@ def _run_sweep(name: str, recipe: dict[str, Any], backend: str | None, seeds: in
         c = row["cell"]
         key = (c["task"], c["layout"], c["agents"], c["backend"], c["organization"])
         groups.setdefault(key, []).append(row)
+    behaviours = bool(recipe.get("behaviours"))
+    if behaviours:
+        from orgteams.behaviours import LABELS, label_shares, messages_of_log
+    shares = [f"share_{label}" for label in LABELS] if behaviours else []
     columns = ["task", "layout", "agents", "backend", "organization", "n", "errors",
-               "success_rate", *metrics]
+               "success_rate", *metrics, *(["messages", *shares] if behaviours else [])]
     out_rows = []
     for key, group in groups.items():
         ok = [r["summary"] for r in group if played(r)]
@@ -103,6 +108,12 @@ def _run_sweep(name: str, recipe: dict[str, Any], backend: str | None, seeds: in
         for m in metrics:
             values = [float(s[m]) for s in ok if isinstance(s.get(m), int | float)]
             entry[m] = fmean(values) if values else None
+        if behaviours:  # rule-based labels of every message the group's episodes sent
+            logs = [s.get("log_path") for s in ok if s.get("log_path")]
+            found = label_shares(m for log in logs if Path(log).is_file()
+                                 for m in messages_of_log(log))
+            entry["messages"] = found["n"]
+            entry.update({f"share_{k}": v for k, v in found["shares"].items()})
         out_rows.append(entry)
     return {"experiment": name, "kind": "sweep", "description": recipe.get("description"),
             "columns": columns, "rows": out_rows, "report": str(out / "report.md")}
