@@ -4,8 +4,8 @@ A recipe is data: ``kind: sweep`` (a sweep spec, a baseline organization, the me
 of its table, and with ``behaviours: true`` each organization's shares of the
 rule-based message labels of :mod:`orgteams.behaviours`) or ``kind: reflect``
 (Criticize-Reflect variants, each evaluated best vs start on held-out seeds).
-:func:`run_experiment` runs one and writes into ``out``: ``spec.yaml`` (exactly what ran, after ``--backend``/``--seeds``), ``table.md``
-and ``table.json`` (its table) and plots (``report.md``/``report.json`` with Welch
+:func:`run_experiment` runs one and writes into ``out``: ``spec.yaml`` (exactly what
+ran, after ``--backend``/``--seeds``), ``table.md`` and ``table.json`` (its table) and plots (``report.md``/``report.json`` with Welch
 tests for sweeps; ``<variant>/costs.png`` for reflect runs).
 
 >>> from orgteams.experiments import run_experiment
