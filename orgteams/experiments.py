@@ -6,7 +6,8 @@ rule-based message labels of :mod:`orgteams.behaviours`) or ``kind: reflect``
 (Criticize-Reflect variants, each evaluated best vs start on held-out seeds).
 :func:`run_experiment` runs one and writes into ``out``: ``spec.yaml`` (exactly what
 ran, after ``--backend``/``--seeds``), ``table.md`` and ``table.json`` (its table) and
-plots (``report.md``/``report.json`` with Welch tests for sweeps; ``<variant>/costs.png`` for reflect runs).
+plots (``report.md``/``report.json`` with Welch tests for sweeps; ``<variant>/costs.png``
+for reflect runs).
 
 >>> from orgteams.experiments import run_experiment
 >>> run_experiment("paper2-protocols", backend="planner", seeds=3, out="runs/protocols")
