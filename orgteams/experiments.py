@@ -27,7 +27,7 @@ from orgteams.envs.errors import UserError
 
 __all__ = ["list_experiments", "load_recipe", "run_experiment"]
 
-KINDS = ("sweep", "reflect")
+KINDS = ("sweep", "reflect", "shocks")
 
 
 def _recipes() -> dict[str, Path]:
@@ -63,6 +63,8 @@ def run_experiment(name: str, *, backend: str | None = None, seeds: int | None =
         raise UserError(f"seeds must be >= 1, got {seeds}")
     if recipe["kind"] == "sweep":
         table = _run_sweep(name, recipe, backend, seeds, out_dir, progress)
+    elif recipe["kind"] == "shocks":
+        table = _run_shocks(name, recipe, backend, seeds, out_dir, progress)
     else:
         table = _run_reflect(name, recipe, backend, seeds, out_dir)
     (out_dir / "table.json").write_text(json.dumps(table, indent=2, default=str) + "\n",
@@ -149,6 +151,43 @@ def _run_reflect(name: str, recipe: dict[str, Any], backend: str | None, seeds: 
                      "difference": ev["mean_difference"], "cohens_dz": ev["cohens_dz"],
                      "t_test_p": ev["t_test_p"], "wilcoxon_p": ev["wilcoxon_p"]})
     return {"experiment": name, "kind": "reflect", "description": recipe.get("description"),
+            "columns": columns, "rows": rows}
+
+
+def _run_shocks(name: str, recipe: dict[str, Any], backend: str | None, seeds: int | None,
+                out: Path, progress: bool) -> dict[str, Any]:
+    """Every organization under every shock condition (``remove:agent_1@5`` strings, as
+    ``orgteams run --shock``), once per seed: success, ticks and recovery rounds."""
+    from orgteams.sweep import _Progress
+    from orgteams.team import run_episode
+
+    ran = {k: recipe[k] for k in ("task", "layout", "agents", "organizations", "conditions")}
+    ran["backend"] = backend or recipe.get("backend", "planner")
+    ran["seeds"] = list(range(seeds or int(recipe.get("seeds", 5))))
+    (out / "spec.yaml").write_text(yaml.safe_dump(ran, sort_keys=False), encoding="utf-8")
+    columns = ["organization", "condition", "n", "success_rate", "ticks", "recovery_rounds",
+               "never_recovered"]
+    jobs = [(o, c, s) for o in ran["organizations"] for c in ran["conditions"]
+            for s in ran["seeds"]]
+    bar = _Progress(len(jobs), progress)
+    found: dict[tuple[str, str], list[dict]] = {}
+    for org, condition, seed in jobs:
+        result = run_episode(task=ran["task"], layout=ran["layout"], organization=org,
+                             agents=ran["agents"], backend=ran["backend"], seed=seed,
+                             shocks=list(ran["conditions"][condition] or []))
+        found.setdefault((org, condition), []).append(result.summary)
+        bar.update({"key": f"{org}|{condition}|{seed}", "status": "ok"})
+    bar.close()
+    rows = []
+    for (org, condition), summaries in found.items():
+        recoveries = [s2.get("recovery_rounds") for s in summaries for s2 in s.get("shocks") or []]
+        done = [r for r in recoveries if isinstance(r, int | float)]
+        rows.append({"organization": org, "condition": condition, "n": len(summaries),
+                     "success_rate": fmean(bool(s.get("success")) for s in summaries),
+                     "ticks": fmean(float(s["ticks"]) for s in summaries),
+                     "recovery_rounds": fmean(done) if done else None,
+                     "never_recovered": len(recoveries) - len(done)})
+    return {"experiment": name, "kind": "shocks", "description": recipe.get("description"),
             "columns": columns, "rows": rows}
 
 

@@ -23,7 +23,7 @@ from orgteams.envs.errors import UserError
 from orgteams.experiments import list_experiments, load_recipe, run_experiment
 
 RECIPES = ["paper1-behaviours", "paper1-organizations", "paper1-reflect", "paper1-team-size",
-           "paper2-protocols", "paper2-scaling"]
+           "paper2-protocols", "paper2-scaling", "paper2-shocks"]
 
 
 def test_list_names_every_recipe(capsys):
@@ -65,7 +65,11 @@ def test_every_recipe_runs_end_to_end_with_planners(tmp_path, name):
     assert (tmp_path / "table.md").read_text().startswith(f"# {name}")
     cols = set(table["columns"])
     assert all(set(r) <= cols | {"report"} for r in table["rows"])
-    if name == "paper1-reflect":
+    if name == "paper2-shocks":
+        assert {r["condition"] for r in table["rows"]} == {
+            "no_shock", "remove_leader", "remove_member", "substitute_member"}
+        assert all(r["n"] == 1 for r in table["rows"])
+    elif name == "paper1-reflect":
         assert [r["variant"] for r in table["rows"]] == ["with_critic", "without_critic"]
         assert (tmp_path / "with_critic" / "costs.png").is_file()
     else:
