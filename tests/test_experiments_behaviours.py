@@ -35,7 +35,7 @@ def test_list_names_every_recipe(capsys):
 
 def test_an_unknown_experiment_is_one_line():
     with pytest.raises(UserError, match=re.escape("Unknown experiment 'paper3'. Did you "
-                                                  "mean 'paper2-scaling'?")):
+                                                  "mean 'paper2-shocks'?")):
         load_recipe("paper3")
 
 
