@@ -126,7 +126,8 @@ class HeuristicCoordinator:
     """Coordinator by rules: K edits for the latest iteration's problems.
 
     Each candidate is one edit of the best organization so far (hill climbing); its name
-    and description append the edit, so ``best.yaml`` says which edits it carries.
+    is the start's plus the latest edit, its description appends every edit, so
+    ``best.yaml`` says which edits it carries.
 
     Args:
         k: Candidates proposed each time.
@@ -157,7 +158,7 @@ class HeuristicCoordinator:
                 if len(options) >= self.k:
                     break
                 slug = "_".join(f"{k}_{v}" for k, v in edit.items()).lower()
-                name = f"{base.name}__{slug}"[-40:].strip("_")
+                name = f"{base.name.split('__')[0]}__{slug}"[:40]
                 if any(r["changes"] == edit for r in rows):
                     continue
                 described = f"{base.description} Edit: {slug}."
