@@ -18,11 +18,13 @@ from collections import deque
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
-from orgteams.agents.backends.base import Attempt, Message, Usage
+from orgteams.agents.backends.base import Attempt, ChatMessage, Usage
 from orgteams.agents.quoting import quote_text
+from orgteams.envs.messages import EVERYONE, TeamMessage
 
 if TYPE_CHECKING:  # the env layer is imported lazily; agents only read from it
-    from orgteams.envs.highlevel import HighLevelEnv
+    from orgteams.envs.highlevel import HighLevelAction, HighLevelEnv
+    from orgteams.envs.member_view import MemberView
 
 __all__ = [
     "ActContext",
@@ -30,60 +32,16 @@ __all__ = [
     "CommunicateContext",
     "CommunicateDecision",
     "DecisionRecord",
-    "DialogueEntry",
     "DialogueLog",
     "DialogueMember",
-    "OutgoingMessage",
-    "ReceivedMessage",
+    "MemberBase",
     "StageKind",
     "TeamMember",
+    "TeamMessage",
+    "safe_action",
 ]
 
 StageKind = Literal["message", "intention", "claim", "vote", "plan"]
-Everyone = Literal["everyone"]
-
-
-@dataclass(frozen=True)
-class OutgoingMessage:
-    """A message an agent wants to send; the runner routes it along allowed channels.
-
-    Attributes:
-        receivers: Agent ids, or ``"everyone"`` (every other team member).
-        text: What is said.
-        kind: ``"text"`` for free text (structured kinds are used by planner agents).
-        content: Structured payload for non-text kinds.
-    """
-
-    receivers: tuple[str, ...] | Everyone
-    text: str
-    kind: str = "text"
-    content: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def tokens(self) -> int:
-        """Tokens of ``text`` with the one counter (:func:`orgteams.agents.tokens.count_tokens`)."""
-        from orgteams.agents.tokens import count_tokens
-
-        return count_tokens(self.text)
-
-
-@dataclass(frozen=True)
-class ReceivedMessage:
-    """A message delivered to an agent (or one it sent itself, for its own log)."""
-
-    sender: str
-    receivers: tuple[str, ...] | Everyone
-    text: str
-    round: int
-    kind: str = "text"
-    content: dict[str, Any] = field(default_factory=dict)
-
-    @classmethod
-    def from_message(cls, message: Any, round: int) -> ReceivedMessage:
-        """From an :class:`orgteams.agents.messages.Message`; ``text`` is its rendering."""
-        receivers = message.receivers
-        return cls(message.sender, receivers if isinstance(receivers, str) else tuple(receivers),
-                   message.render(), round, message.kind, dict(message.content))
 
 
 @dataclass
@@ -118,7 +76,7 @@ class DecisionRecord:
     phase: str
     agent: str
     round: int
-    prompt: list[Message] = field(default_factory=list)
+    prompt: list[ChatMessage] = field(default_factory=list)
     replies: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
     parsed: dict[str, Any] | None = None
@@ -173,8 +131,9 @@ class CommunicateContext:
         allow_abstain: The agent may abstain from this round.
         self_chosen_roles: The agent chooses (or claims) its own role.
         can_message: Agent ids this agent may message.
-        visible_this_round: Earlier outputs of this round the protocol lets it see, as
-            dicts with ``sender``, ``receivers``, ``text``, ``role``, ``abstained``.
+        visible_this_round: Earlier turns of this round the protocol lets it see (a
+            silent turn has empty ``text``; ``role`` and ``abstained`` say how the
+            speaker stood).
         stage_kind: ``"message"``, ``"intention"``, ``"claim"``, ``"vote"`` or ``"plan"``.
         candidates: Agent ids that may be voted for (``stage_kind == "vote"``).
     """
@@ -188,7 +147,7 @@ class CommunicateContext:
     allow_abstain: bool = False
     self_chosen_roles: bool = False
     can_message: list[str] = field(default_factory=list)
-    visible_this_round: list[dict[str, Any]] = field(default_factory=list)
+    visible_this_round: list[TeamMessage] = field(default_factory=list)
     stage_kind: StageKind = "message"
     candidates: list[str] | None = None
 
@@ -203,7 +162,8 @@ class CommunicateDecision:
     """An agent's output for one communicate stage.
 
     Attributes:
-        messages: What it sends (empty: silence).
+        messages: What it sends (empty: silence); the round loop stamps their stage,
+            role and delivered receivers.
         role: The role it chose or claims, or None.
         abstain: It abstains from this round.
         vote: The agent id it votes for (vote stages), or None.
@@ -211,7 +171,7 @@ class CommunicateDecision:
         record: The decision record.
     """
 
-    messages: list[OutgoingMessage]
+    messages: list[TeamMessage]
     role: str | None
     abstain: bool
     vote: str | None
@@ -235,36 +195,83 @@ class ActDecision:
 
 @runtime_checkable
 class TeamMember(Protocol):
-    """A team member of any kind; the team runner only uses these methods."""
+    """A team member of any kind; the round loop uses exactly these attributes.
+
+    Attributes:
+        agent_id: The agent it plays.
+        model: What decides ("planner", "human", a model name...), for records.
+        acts_every_round: Asked to act every round, not only when its plan ended
+            (planners may drop a plan a teammate claimed first).
+        backend: Its chat backend, whose async client the episode closes, or None.
+        settings: Its model settings for the summary (``llm_settings``), or None.
+
+    :class:`MemberBase` gives the defaults of all but ``communicate`` and ``act``. The
+    ``env`` a member is given is a :class:`~orgteams.envs.member_view.MemberView`:
+    read-only queries (its description, memory, available actions, progress), not the env.
+    """
 
     agent_id: str
+    model: str
+    acts_every_round: bool
+    backend: Any
+    settings: Any
+
+    def set_leader(self, leader: bool) -> None:
+        """Leadership changed (elections, hand-overs): ``leader`` says whether it leads."""
 
     def reset(self) -> None:
         """Forget the last episode (dialogue and action history)."""
 
-    def observe(self, env: HighLevelEnv) -> None:
+    def observe(self, env: MemberView) -> None:
         """Update internal state from the env after a step (belief is ``env.memory(agent)``)."""
 
-    def receive(self, messages: list[ReceivedMessage]) -> None:
+    def receive(self, messages: list[TeamMessage]) -> None:
         """Hear messages delivered to this agent."""
 
-    async def communicate(self, ctx: CommunicateContext, env: HighLevelEnv) -> CommunicateDecision:
+    async def communicate(self, ctx: CommunicateContext, env: MemberView) -> CommunicateDecision:
         """Decide what to say (or vote, claim, abstain) in one communicate stage."""
 
     async def act(
-        self, env: HighLevelEnv, round: int, ctx: ActContext | None = None
+        self, env: MemberView, round: int, ctx: ActContext | None = None
     ) -> ActDecision:
         """Pick one of ``env.available_actions(agent_id)`` by id."""
 
 
-@dataclass(frozen=True)
-class DialogueEntry:
-    """One line of dialogue memory."""
+def safe_action(actions: list[HighLevelAction]) -> tuple[str, str | None]:
+    """The declared safe action, the one fallback rule: ``continue`` when busy, else ``wait``.
 
-    round: int
-    sender: str
-    receivers: tuple[str, ...] | Everyone
-    text: str
+    Returns:
+        ``(action_id, note)``; ``note`` says so when neither is offered (``wait`` is
+        returned anyway: the env treats it as standing still).
+    """
+    ids = [a.id for a in actions]
+    for candidate in ("continue", "wait"):
+        if candidate in ids:
+            return candidate, None
+    return "wait", f"'wait' is not among the available actions {ids}"
+
+
+class MemberBase:
+    """Defaults of :class:`TeamMember` for members that need no more: no backend, acts
+    only when its plan ended, ignores leadership, keeps nothing between episodes."""
+
+    agent_id: str
+    model: str = ""
+    acts_every_round: bool = False
+    backend: Any = None
+    settings: Any = None
+
+    def set_leader(self, leader: bool) -> None:
+        """Leadership does not change what it does."""
+
+    def reset(self) -> None:
+        """Nothing to forget."""
+
+    def observe(self, env: HighLevelEnv) -> None:
+        """Nothing to copy: the situation is read from the env when deciding."""
+
+    def receive(self, messages: list[TeamMessage]) -> None:
+        """Ignores messages."""
 
 
 class DialogueLog:
@@ -281,7 +288,7 @@ class DialogueLog:
                 f"windows must be >= 0, got dialogue_window={dialogue_window}, "
                 f"action_window={action_window}"
             )
-        self.dialogue: deque[DialogueEntry] = deque(maxlen=dialogue_window)
+        self.dialogue: deque[TeamMessage] = deque(maxlen=dialogue_window)
         self.actions: deque[tuple[int, str]] = deque(maxlen=action_window)
 
     def clear(self) -> None:
@@ -289,15 +296,13 @@ class DialogueLog:
         self.dialogue.clear()
         self.actions.clear()
 
-    def heard(self, messages: list[ReceivedMessage]) -> None:
+    def heard(self, messages: list[TeamMessage]) -> None:
         """Remember delivered messages."""
-        for m in messages:
-            self.dialogue.append(DialogueEntry(m.round, m.sender, m.receivers, m.text))
+        self.dialogue.extend(messages)
 
-    def said(self, round: int, sender: str, messages: list[OutgoingMessage]) -> None:
+    def said(self, messages: list[TeamMessage]) -> None:
         """Remember what this agent sent."""
-        for m in messages:
-            self.dialogue.append(DialogueEntry(round, sender, m.receivers, m.text))
+        self.dialogue.extend(messages)
 
     def acted(self, round: int, label: str) -> None:
         """Remember an action taken (its label, e.g. ``[goexplore] <kitchen>``)."""
@@ -313,7 +318,7 @@ class DialogueLog:
 
         lines = []
         for e in self.dialogue:
-            to = "everyone" if e.receivers == "everyone" else ", ".join(map(label, e.receivers))
+            to = EVERYONE if e.receivers == EVERYONE else ", ".join(map(label, e.receivers))
             lines.append(f"Round {e.round}, {label(e.sender)} to {to}: {quote_text(e.text)}")
         return lines
 
@@ -322,7 +327,7 @@ class DialogueLog:
         return [f"Round {r}: {label}" for r, label in self.actions]
 
 
-class DialogueMember:
+class DialogueMember(MemberBase):
     """Shared bookkeeping of members that keep a :class:`DialogueLog` (LLM and human).
 
     Subclasses set ``agent_id``, ``log`` and ``_context`` (the latest
@@ -338,9 +343,6 @@ class DialogueMember:
         self.log.clear()
         self._context = None
 
-    def observe(self, env: HighLevelEnv) -> None:
-        """Nothing to copy: the situation is read from the env when deciding."""
-
-    def receive(self, messages: list[ReceivedMessage]) -> None:
+    def receive(self, messages: list[TeamMessage]) -> None:
         """Remember delivered messages (its own are remembered when sent)."""
         self.log.heard([m for m in messages if m.sender != self.agent_id])

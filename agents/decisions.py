@@ -15,11 +15,14 @@ noted) and raises
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from orgteams.envs.messages import EVERYONE
 
 __all__ = [
     "MESSAGE_MAX_CHARS",
@@ -42,7 +45,6 @@ ROLE_MAX_CHARS = 40
 """Longest self-chosen role (characters)."""
 THOUGHTS_MAX_CHARS = 200
 """Longest stated reasoning kept (characters); longer thoughts are cut, not rejected."""
-EVERYONE = "everyone"
 
 
 class ReplyError(ValueError):
@@ -74,24 +76,38 @@ Assignees = tuple[tuple[str, tuple[str, ...]], ...]
 """``((display name, (option label, ...)), ...)``: what a leader may assign to whom."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class ReplySpec:
-    """What the model must answer now.
+    """What the model must answer now; frozen, so cached specs are safe to share.
 
     Attributes:
         phase: ``"act"`` or the communicate stage kind.
-        schema: The JSON schema sent to the backend.
+        schema_json: The JSON schema sent to the backend, as JSON text.
         fields: What each field holds, in words (shown in the prompt and corrections);
             never a concrete value a model could copy.
         hint: The rule that most often goes wrong, e.g. ``action must be one of A, B``.
         required: Fields a reply must contain (``thoughts`` is never required).
+
+    :attr:`schema` is a fresh dict on every access: a caller that changes it cannot
+    change the spec (``act_spec`` and ``communicate_spec`` cache their specs).
     """
 
     phase: str
-    schema: dict[str, Any]
+    schema_json: str
     fields: str
     hint: str
-    required: tuple[str, ...] = field(default=())
+    required: tuple[str, ...]
+
+    def __init__(self, phase: str, schema: dict[str, Any], fields: str, hint: str,
+                 required: tuple[str, ...] = ()) -> None:
+        for name, value in (("phase", phase), ("schema_json", json.dumps(schema)),
+                            ("fields", fields), ("hint", hint), ("required", tuple(required))):
+            object.__setattr__(self, name, value)
+
+    @property
+    def schema(self) -> dict[str, Any]:
+        """The JSON schema (a fresh copy)."""
+        return json.loads(self.schema_json)
 
 
 def _text(max_chars: int) -> dict[str, Any]:
@@ -204,7 +220,9 @@ def communicate_spec(
     return ReplySpec(stage_kind, _object(props), _describe(fields), "; ".join(hints), required)
 
 
-def _explain(exc: ValidationError) -> str:
+def explain(exc: ValidationError) -> str:
+    """A model reply's pydantic errors as ``field 'a.b': message`` joined by ``; `` (the
+    text the model reads in its correction; people's files use ``validation_line``)."""
     parts = []
     for err in exc.errors():
         where = ".".join(str(x) for x in err["loc"]) or "reply"
@@ -248,7 +266,7 @@ def parse_act(
     try:
         reply = ActReply.model_validate(data)
     except ValidationError as exc:
-        raise ReplyError(_explain(exc)) from None
+        raise ReplyError(explain(exc)) from None
     notes: list[str] = []
     wanted = reply.action.strip()
     key = wanted.rstrip(".").strip().casefold()
@@ -310,7 +328,7 @@ def parse_communicate(
     try:
         reply = CommunicateReply.model_validate(data)
     except ValidationError as exc:
-        raise ReplyError(_explain(exc)) from None
+        raise ReplyError(explain(exc)) from None
     offered = spec.schema["properties"]
     out = ParsedCommunicate()
     for extra in ("abstain", "role", "receivers", "assignments", "message", "vote"):

@@ -37,11 +37,12 @@ from orgteams.agents.agent_base import (
     DecisionRecord,
     DialogueLog,
     DialogueMember,
-    OutgoingMessage,
+    TeamMessage,
 )
 from orgteams.agents.decisions import MESSAGE_MAX_CHARS, ROLE_MAX_CHARS
 from orgteams.agents.llm_agent import safe_action
 from orgteams.agents.prompts import action_options
+from orgteams.envs.messages import EVERYONE
 
 if TYPE_CHECKING:
     from orgteams.envs.highlevel import HighLevelEnv
@@ -69,6 +70,8 @@ class HumanAgent(DialogueMember):
         max_attempts: Stop re-asking after this many invalid answers and take the safe
             decision (recorded); None asks until valid.
     """
+
+    model = "human"
 
     def __init__(
         self,
@@ -98,9 +101,9 @@ class HumanAgent(DialogueMember):
         record = DecisionRecord("communicate", self.agent_id, ctx.round, model="human")
         shown = self._situation(env, self._context)
         for out in ctx.visible_this_round:
-            who = ctx.team.get(out.get("sender", "?"), out.get("sender", "?"))
-            text = out.get("text") or "(nothing)"
-            said = "abstained" if out.get("abstained") else f"said: {text}"
+            who = ctx.team.get(out.sender, out.sender)
+            text = out.text or "(nothing)"
+            said = "abstained" if out.abstained else f"said: {text}"
             shown.append(f"This round, {who} {said}")
         self.output_fn("\n".join(shown))
         record.prompt = [{"role": "user", "content": "\n".join(shown)}]
@@ -110,7 +113,7 @@ class HumanAgent(DialogueMember):
         except _Closed as exc:
             record.fallback = str(exc)
             decision.messages, decision.vote, decision.abstain = [], None, False
-        self.log.said(ctx.round, self.agent_id, decision.messages)
+        self.log.said(decision.messages)
         record.parsed = {"messages": [m.text for m in decision.messages], "role": decision.role,
                          "abstain": decision.abstain, "vote": decision.vote}
         record.wall = time.perf_counter() - started
@@ -202,7 +205,10 @@ class HumanAgent(DialogueMember):
             prompt = f'Message as "names: text" (you may message {who}; empty: silence{extra}): '
             public = False
 
-        def message(answer: str) -> OutgoingMessage | str | None:
+        def say(receivers: tuple[str, ...] | str, text: str) -> TeamMessage:
+            return TeamMessage(self.agent_id, receivers, _bounded(text), round=ctx.round)
+
+        def message(answer: str) -> TeamMessage | str | None:
             text = answer.strip()
             if not text:
                 return None
@@ -211,20 +217,20 @@ class HumanAgent(DialogueMember):
             if ctx.self_chosen_roles and text.casefold().startswith("role "):
                 return ("role", _role(text))
             if public:
-                return OutgoingMessage("everyone", _bounded(text))
+                return say(EVERYONE, text)
             head, sep, body = text.partition(":")
             parts = [p.strip() for p in head.split(",") if p.strip()]
             if not sep or not parts:
-                return OutgoingMessage("everyone", _bounded(text))
-            if [p.casefold() for p in parts] == ["everyone"]:
-                return OutgoingMessage("everyone", _bounded(body.strip()))
+                return say(EVERYONE, text)
+            if [p.casefold() for p in parts] == [EVERYONE]:
+                return say(EVERYONE, body.strip())
             ids = [lookup.get(p.casefold()) for p in parts]
             bad = [p for p, a in zip(parts, ids) if a not in allowed]
             if bad:
                 names = ", ".join(team.get(a, a) for a in allowed) or "nobody"
                 raise ValueError(f"You cannot message {', '.join(bad)}. Choose from: {names}, "
                                  f"or everyone.")
-            return OutgoingMessage(tuple(dict.fromkeys(ids)), _bounded(body.strip()))
+            return say(tuple(dict.fromkeys(ids)), body.strip())
 
         answer = await self._ask(record, prompt, message)
         while isinstance(answer, tuple):
@@ -233,7 +239,7 @@ class HumanAgent(DialogueMember):
             answer = await self._ask(record, prompt, message)
         if answer == "abstain":
             decision.abstain = True
-        elif isinstance(answer, OutgoingMessage) and answer.text:
+        elif isinstance(answer, TeamMessage) and answer.text:
             decision.messages = [answer]
 
     async def _ask(self, record: DecisionRecord, prompt: str, parse: Callable[[str], object]):

@@ -26,9 +26,10 @@ from orgteams.agents.agent_base import (
     DecisionRecord,
     DialogueLog,
     DialogueMember,
-    OutgoingMessage,
+    TeamMessage,
+    safe_action,
 )
-from orgteams.agents.backends.base import BackendError, ChatBackend, Message, parse_json_reply
+from orgteams.agents.backends.base import BackendError, ChatBackend, ChatMessage, parse_json_reply
 from orgteams.agents.decisions import (
     ParsedCommunicate,
     ReplyError,
@@ -48,6 +49,7 @@ from orgteams.agents.prompts import (
     terse_label,
 )
 from orgteams.agents.quoting import one_line, quote_text
+from orgteams.envs.messages import EVERYONE
 
 if TYPE_CHECKING:
     from orgteams.envs.highlevel import HighLevelAction, HighLevelEnv
@@ -56,20 +58,6 @@ __all__ = ["LLMAgent", "safe_action"]
 
 T = TypeVar("T")
 _ASSIGNABLE = ("explore", "check", "grab", "put")  # subgoals a leader hands out
-
-
-def safe_action(actions: list[HighLevelAction]) -> tuple[str, str | None]:
-    """The declared safe action: ``continue`` when busy, else ``wait``.
-
-    Returns:
-        ``(action_id, note)``; ``note`` says so when neither is offered (``wait`` is
-        returned anyway: the env treats it as standing still).
-    """
-    ids = [a.id for a in actions]
-    for candidate in ("continue", "wait"):
-        if candidate in ids:
-            return candidate, None
-    return "wait", f"'wait' is not among the available actions {ids}"
 
 
 class LLMAgent(DialogueMember):
@@ -235,18 +223,18 @@ class LLMAgent(DialogueMember):
         else:
             record.notes += reply.notes
         messages = (
-            [OutgoingMessage(reply.receivers, reply.message)]
+            [TeamMessage(self.agent_id, reply.receivers, reply.message, round=ctx.round)]
             if reply.message and reply.receivers and not reply.abstain
             else []
         )
         for agent, label in ({} if reply.abstain else reply.assignments).items():
             # structured assign messages: planner members follow them
-            messages.append(OutgoingMessage(
-                (agent,), f"{ctx.team.get(agent, agent)}: {label}", "assign",
-                {"agent": agent, "action": assignable[agent][label]}))
+            messages.append(TeamMessage(
+                self.agent_id, (agent,), f"{ctx.team.get(agent, agent)}: {label}", "assign",
+                round=ctx.round, content={"agent": agent, "action": assignable[agent][label]}))
         if reply.abstain and reply.message:
             record.notes.append("abstained: message not sent")
-        self.log.said(ctx.round, self.agent_id, messages)
+        self.log.said(messages)
         record.wall = time.perf_counter() - started
         return CommunicateDecision(
             messages, reply.role, reply.abstain, reply.vote, reply.thoughts, record
@@ -317,7 +305,7 @@ class LLMAgent(DialogueMember):
         decision.record.wall = time.perf_counter() - started
         return decision
 
-    def _prompt(self, phase: str, variables: dict[str, Any]) -> list[Message]:
+    def _prompt(self, phase: str, variables: dict[str, Any]) -> list[ChatMessage]:
         return [
             {"role": "system", "content": self.templates.render("system", **variables)},
             {"role": "user", "content": self.templates.render(phase, **variables)},
@@ -326,7 +314,7 @@ class LLMAgent(DialogueMember):
     async def _decide(
         self,
         record: DecisionRecord,
-        prompt: list[Message],
+        prompt: list[ChatMessage],
         spec: ReplySpec,
         parse: Callable[[Any], T],
     ) -> T | None:
@@ -382,19 +370,18 @@ def _visible_lines(ctx: CommunicateContext) -> list[str]:
     """This round's visible outputs as ``Alice (leader) to everyone: "text"`` lines (quoted)."""
     lines = []
     for out in ctx.visible_this_round:
-        sender = out.get("sender", "?")
+        sender = out.sender
         who = "You" if sender == ctx.agent else ctx.team.get(sender, sender)
-        if out.get("role"):
-            who += f" ({one_line(out['role'])})"  # a self-chosen role is model text
-        if out.get("abstained"):
+        if out.role:
+            who += f" ({one_line(out.role)})"  # a self-chosen role is model text
+        if out.abstained:
             lines.append(f"{who} abstained.")
             continue
-        receivers = out.get("receivers", "everyone")
         to = (
-            "everyone"
-            if receivers in ("everyone", None)
-            else ", ".join(ctx.team.get(r, r) for r in receivers)
+            EVERYONE
+            if out.receivers == EVERYONE
+            else ", ".join(ctx.team.get(r, r) for r in out.receivers)
         )
-        text = out.get("text", "")
-        lines.append(f"{who} to {to}: {quote_text(text)}" if text else f"{who} stayed silent.")
+        lines.append(f"{who} to {to}: {quote_text(out.text)}" if out.text
+                     else f"{who} stayed silent.")
     return lines

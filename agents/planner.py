@@ -11,7 +11,7 @@ and each time it must decide it picks, in order:
    (the room it stands in first);
 5. ``wait``.
 
-It says what it does in small structured :class:`~orgteams.agents.messages.Message`
+It says what it does in small structured :class:`~orgteams.envs.messages.TeamMessage`
 s: ``claim`` for each object it goes to grab and each room it goes to explore,
 ``found`` for goal objects it sees, ``done`` when it placed one, ``release`` when
 it gives up. Two claims on one object: the earlier tick wins, then the lower
@@ -20,13 +20,14 @@ the nearest unexplored room) to each teammate that needs a decision, by distance
 instead of everyone claiming greedily; the leader reads teammates' positions from
 the world, as a leader watching its team would.
 
-:func:`run_team` runs one episode of planners with everyone hearing everyone.
+:func:`orgteams.organizations.planner_team.run_team` runs one episode of planners
+with everyone hearing everyone.
 """
 
 from __future__ import annotations
 
-from orgteams.agents.messages import EVERYONE, Message
 from orgteams.envs.highlevel import HighLevelEnv
+from orgteams.envs.messages import EVERYONE, TeamMessage
 
 ROLES = ("member", "leader")
 
@@ -46,15 +47,15 @@ class PlannerAgent:
         self.room_claims: dict[str, str] = {}  # agent -> room it explores
         self.assignment: dict | None = None
         self.assigned: dict[str, str] = {}  # leader: object or "room:<r>" -> agent
-        self._heard: list[Message] = []
-        self._outbox: list[Message] = []
+        self._heard: list[TeamMessage] = []
+        self._outbox: list[TeamMessage] = []
         self._announced: set[tuple[str, str]] = set()
         self._placed: set[str] = set()
         self._last_action = ""
         self._intent: str | None = None  # decided (and claimed) while communicating
 
     # ---- messages ----
-    def receive(self, messages: list[Message]) -> None:
+    def receive(self, messages: list[TeamMessage]) -> None:
         """Take in teammates' messages (applied to the env memory at the next call)."""
         for m in messages:
             if m.sender == self.agent_id or not m.addressed_to(self.agent_id):
@@ -97,9 +98,9 @@ class PlannerAgent:
         self._heard.clear()
 
     def _say(self, kind: str, receivers=EVERYONE, **content) -> None:
-        self._outbox.append(Message(self.agent_id, receivers, kind, content))
+        self._outbox.append(TeamMessage.structured(self.agent_id, receivers, kind, content))
 
-    def communicate(self, env: HighLevelEnv, inbox: list[Message]) -> list[Message]:
+    def communicate(self, env: HighLevelEnv, inbox: list[TeamMessage]) -> list[TeamMessage]:
         """Read ``inbox``; return this agent's messages for this round."""
         self.receive(inbox)
         self._apply_heard(env)
@@ -327,37 +328,4 @@ class PlannerAgent:
                 self._say("assign", (agent,), agent=agent, action=explore)
 
 
-def run_team(env: HighLevelEnv, agents: list, seed: int | None = None,
-             max_rounds: int = 100_000, decisions: list | None = None) -> dict:
-    """One episode: each round every agent speaks in order (everyone hears everyone,
-    later speakers hear earlier ones at once), then every agent acts.
-
-    When ``decisions`` is a list, ``(tick, round, agent, action_id)`` is appended for
-    every action other than ``continue``.
-    """
-    env.reset(seed=seed)
-    inbox: dict[str, list[Message]] = {a.agent_id: [] for a in agents}
-    messages = words = 0
-    while env.agents and env.rounds < max_rounds:
-        for agent in agents:
-            if not hasattr(agent, "communicate"):
-                continue
-            said = agent.communicate(env, inbox[agent.agent_id])
-            inbox[agent.agent_id] = []
-            for m in said:
-                messages += 1
-                words += len(m.render().split())
-                for other in agents:
-                    if other is not agent and m.addressed_to(other.agent_id):
-                        inbox[other.agent_id].append(m)
-        actions = {a.agent_id: a.act(env) for a in agents if a.agent_id in env.agents}
-        if decisions is not None:
-            decisions.extend((env.ticks, env.rounds, a, act) for a, act in actions.items()
-                             if act != "continue")
-        env.step(actions)
-    success = bool(env.base.world.success)
-    return {"ticks": env.ticks, "rounds": env.rounds, "success": success,
-            "messages": messages, "message_words": words}
-
-
-__all__ = ["PlannerAgent", "ROLES", "run_team"]
+__all__ = ["PlannerAgent", "ROLES"]

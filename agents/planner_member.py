@@ -11,6 +11,7 @@ members follow assignments, and under ``shared`` nobody hears this round's claim
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 
 from orgteams.agents.agent_base import (
     ActContext,
@@ -18,28 +19,25 @@ from orgteams.agents.agent_base import (
     CommunicateContext,
     CommunicateDecision,
     DecisionRecord,
-    OutgoingMessage,
-    ReceivedMessage,
+    MemberBase,
+    TeamMessage,
 )
-from orgteams.agents.messages import EVERYONE, Message
 from orgteams.agents.planner import PlannerAgent
+from orgteams.envs.messages import render
 
 
-def _to_message(m: ReceivedMessage | dict) -> Message | None:
-    """A structured message back from what the runner delivers (None for free text)."""
-    get = m.get if isinstance(m, dict) else lambda k, d=None: getattr(m, k, d)
-    kind = get("kind") or "text"
-    if kind == "text" or not get("content"):
-        return None
-    receivers = get("receivers")
-    receivers = EVERYONE if receivers in (None, EVERYONE) else tuple(receivers)
-    try:
-        return Message(get("sender"), receivers, kind, dict(get("content")))
-    except ValueError:
-        return None
+def _structured(messages: list[TeamMessage]) -> list[TeamMessage]:
+    """The structured messages a planner understands (free text is ignored)."""
+    return [m for m in messages if m.kind != "text" and m.content]
 
 
-class PlannerMember:
+def _parsed(m: TeamMessage) -> dict:
+    """A planner's message as its decision record shows it."""
+    return {"sender": m.sender, "receivers": m.receivers_json(), "kind": m.kind,
+            "content": dict(m.content), "text": m.text}
+
+
+class PlannerMember(MemberBase):
     """A :class:`PlannerAgent` on a team. ``leader=True`` makes it assign subgoals.
 
     ``claims=False`` models a team with no agreed way of working (the ``none``
@@ -63,10 +61,7 @@ class PlannerMember:
         """Called by the runner when leadership changes (elections, dynamic rules)."""
         self.planner.role = "leader" if leader else "member"
 
-    def observe(self, env) -> None:  # the planner reads env memory directly
-        pass
-
-    def _fresh(self, messages: list[Message]) -> list[Message]:
+    def _fresh(self, messages: list[TeamMessage]) -> list[TeamMessage]:
         out = []
         for m in messages:
             if not self.claims and m.kind in ("claim", "release"):
@@ -77,8 +72,8 @@ class PlannerMember:
                 out.append(m)
         return out
 
-    def receive(self, messages: list[ReceivedMessage]) -> None:
-        self.planner.receive(self._fresh([x for m in messages if (x := _to_message(m))]))
+    def receive(self, messages: list[TeamMessage]) -> None:
+        self.planner.receive(self._fresh(_structured(messages)))
 
     async def communicate(self, ctx: CommunicateContext, env) -> CommunicateDecision:
         start = time.perf_counter()
@@ -88,14 +83,13 @@ class PlannerMember:
             record.parsed = {"vote": vote}
             record.wall = time.perf_counter() - start
             return CommunicateDecision([], None, False, vote, "", record)
-        inbox = self._fresh([x for m in ctx.visible_this_round if (x := _to_message(m))])
-        said = [m for m in self.planner.communicate(env, inbox)
+        inbox = self._fresh(_structured(ctx.visible_this_round))
+        said = [replace(m, round=ctx.round) for m in self.planner.communicate(env, inbox)
                 if self.claims or m.kind not in ("claim", "release")]
-        out = [OutgoingMessage(m.receivers, m.render(ctx.team), m.kind, dict(m.content))
-               for m in said]
-        record.parsed = {"messages": [m.to_dict() for m in said]}
+        record.parsed = {"messages": [_parsed(m) for m in said]}  # ids, as the planner said
+        said = [replace(m, text=render(m.kind, m.content, m.text, ctx.team)) for m in said]
         record.wall = time.perf_counter() - start
-        return CommunicateDecision(out, ctx.role, False, None, "", record)
+        return CommunicateDecision(said, ctx.role, False, None, "", record)
 
     async def act(self, env, round: int, ctx: ActContext | None = None) -> ActDecision:
         start = time.perf_counter()
@@ -106,7 +100,7 @@ class PlannerMember:
         return ActDecision(action, "", record)
 
 
-class RandomMember:
+class RandomMember(MemberBase):
     """A :class:`RandomAgent` on a team: silent, uniformly random high-level actions."""
 
     model = "random"
@@ -117,15 +111,6 @@ class RandomMember:
 
         self.agent_id = agent_id
         self.agent = RandomAgent(agent_id, seed)
-
-    def reset(self) -> None:
-        pass
-
-    def observe(self, env) -> None:
-        pass
-
-    def receive(self, messages: list[ReceivedMessage]) -> None:
-        pass
 
     async def communicate(self, ctx: CommunicateContext, env) -> CommunicateDecision:
         record = DecisionRecord("communicate", self.agent_id, ctx.round, model=self.model)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from orgteams.agents.messages import Message
 from orgteams.envs.highlevel import HighLevelEnv
+from orgteams.envs.messages import TeamMessage
 
 
 class RandomAgent:
@@ -22,10 +22,10 @@ class RandomAgent:
         choices = [a.id for a in env.available_actions(self.agent_id) if a.id != "continue"]
         return choices[int(self.rng.integers(len(choices)))]
 
-    def communicate(self, env: HighLevelEnv, inbox: list[Message]) -> list[Message]:
+    def communicate(self, env: HighLevelEnv, inbox: list[TeamMessage]) -> list[TeamMessage]:
         return []
 
-    def receive(self, messages: list[Message]) -> None:
+    def receive(self, messages: list[TeamMessage]) -> None:
         pass
 
 

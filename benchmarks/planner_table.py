@@ -21,10 +21,11 @@ import re
 import statistics
 import time
 
-from orgteams.agents.planner import PlannerAgent, run_team
+from orgteams.agents.planner import PlannerAgent
 from orgteams.envs import list_tasks
 from orgteams.envs._util import asset_dir
 from orgteams.envs.highlevel import HighLevelEnv
+from orgteams.organizations.planner_team import run_team
 
 LAYOUTS = ("studio", "apartment", "house")
 LIMIT_FACTOR = 3

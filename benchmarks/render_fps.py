@@ -24,7 +24,7 @@ os.environ.setdefault("SDL_AUDIODRIVER", "dummy")
 import numpy as np  # noqa: E402
 
 from orgteams.envs import household_v0  # noqa: E402
-from orgteams.envs.overlay import SpokenMessage  # noqa: E402
+from orgteams.envs.messages import TeamMessage  # noqa: E402
 from orgteams.envs.rendering import attach_renderer  # noqa: E402
 
 LAYOUTS = ("studio", "apartment", "house", "generated:32:0")
@@ -36,8 +36,8 @@ def measure(layout: str, frames: int, fov: bool) -> dict:
     env.reset(seed=0)
     attach_renderer(env, show_fov=fov)
     raw = env.unwrapped
-    raw.overlay.say(SpokenMessage("agent_0", ("agent_1",), "I will take the apples.", 1))
-    raw.overlay.say(SpokenMessage("agent_1", ("agent_0",), "OK, I open the fridge.", 1))
+    raw.overlay.say(TeamMessage("agent_0", ("agent_1",), "I will take the apples.", round=1))
+    raw.overlay.say(TeamMessage("agent_1", ("agent_0",), "OK, I open the fridge.", round=1))
     rng = np.random.default_rng(0)
     shape = env.render().shape  # draws and caches the static layer
     draw_s = 0.0

@@ -32,10 +32,10 @@ from orgteams.agents.backends.base import ChatBackend
 from orgteams.criticize_reflect.critic import Critique
 from orgteams.criticize_reflect.structured import ReplyInvalid, structured_call
 from orgteams.envs.errors import UserError
+from orgteams.organizations.protocol_facts import PROTOCOLS
 from orgteams.organizations.spec import (
     INSTRUCTION_VARIABLES,
     LEADERSHIP_RULES,
-    PROTOCOLS,
     Organization,
     _BlockDumper,
 )

@@ -56,6 +56,7 @@ from orgteams.criticize_reflect.critic import Critique
 from orgteams.criticize_reflect.summary import summarize_episode
 from orgteams.criticize_reflect.trials import mean_metrics, play
 from orgteams.envs.errors import UserError
+from orgteams.envs.team import agent_ids
 from orgteams.organizations.spec import Organization
 
 __all__ = ["HISTORY_METRICS", "EpisodeFailed", "ReflectResult", "episode_cost", "reflect"]
@@ -240,7 +241,7 @@ def reflect(initial_org: Organization, episode_fn: EpisodeFn, critic: Any | None
         summaries = [s for s, _ in episodes]
         summary, records = episodes[0]
         n = summary.get("num_agents")
-        team = [f"agent_{i}" for i in range(int(n))] if n else sorted(
+        team = agent_ids(int(n)) if n else sorted(
             {str(r["agent"]) for r in records if r.get("agent")}) or None
         cost = model.mean_cost(summaries)
         metrics = mean_metrics(summaries, HISTORY_METRICS)

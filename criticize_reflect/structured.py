@@ -20,17 +20,19 @@ from orgteams.agents.backends.base import (
     Attempt,
     BackendError,
     ChatBackend,
-    Message,
+    ChatMessage,
     parse_json_reply,
 )
+from orgteams.agents.decisions import ReplyError, explain
 
 T = TypeVar("T")
 
 __all__ = ["CallRecord", "ReplyInvalid", "explain", "structured_call"]
 
 
-class ReplyInvalid(ValueError):
-    """A reply is invalid; the text is shown to the model in the correction message."""
+ReplyInvalid = ReplyError
+"""A reply is invalid; the text is shown to the model in the correction message (the one
+error type of model mistakes, :class:`~orgteams.agents.decisions.ReplyError`)."""
 
 
 @dataclass
@@ -43,6 +45,7 @@ class CallRecord:
         fallback: Why the caller fell back (None when a reply was accepted).
         prompt_tokens / completion_tokens: Summed usage of all attempts.
         replies: Raw reply texts, in order.
+        cached_calls: Attempts answered from the response cache (they cost nothing).
         requests: Every HTTP request made, failed and retried ones included.
     """
 
@@ -52,24 +55,16 @@ class CallRecord:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     replies: list[str] = field(default_factory=list)
+    cached_calls: int = 0
     requests: list[Attempt] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 
-def explain(exc: ValidationError) -> str:
-    """Pydantic errors as ``field 'a.b': message`` lines joined by ``; ``."""
-    parts = []
-    for err in exc.errors():
-        where = ".".join(str(x) for x in err["loc"]) or "reply"
-        parts.append(f"field {where!r}: {err['msg']}")
-    return "; ".join(parts)
-
-
 def structured_call(
     backend: ChatBackend,
-    messages: list[Message],
+    messages: list[ChatMessage],
     model: type[BaseModel],
     *,
     check: Callable[[BaseModel], T] | None = None,
@@ -116,6 +111,7 @@ def structured_call(
         record.prompt_tokens += completion.usage.prompt_tokens
         record.completion_tokens += completion.usage.completion_tokens
         record.replies.append(completion.text)
+        record.cached_calls += int(completion.cached)
         parsed = completion.parsed if completion.parsed is not None else parse_json_reply(
             completion.text)
         try:

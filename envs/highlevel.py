@@ -46,6 +46,11 @@ is pushed one cell aside when a teammate walks into it (its tick becomes that
 move); an agent boxed into a dead end is given way instead. Idle agents
 (:meth:`HighLevelEnv.set_idle`) never move: they are obstacles.
 
+For RL, ``action_mode="discrete"`` gives each agent a ``Discrete`` space over stable
+option slots with ``info[agent]["action_mask"]``, and ``obs_mode="array"`` per-slot
+features (:mod:`orgteams.envs.highlevel_slots`); ``info[agent]["ticks_elapsed"]`` is
+the round's length in ticks, for SMDP discounting (``gamma ** ticks_elapsed``).
+
 Extras beyond the PettingZoo API: :meth:`HighLevelEnv.load_state` starts from a
 given world state; ``on_tick(before, joint_actions, after, infos)`` is called after
 every tick when set (demonstrations, profilers); ``nav`` is the layout's
@@ -60,16 +65,17 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 from gymnasium import spaces
 from pettingzoo import ParallelEnv
 
 from orgteams.envs._util import did_you_mean
 from orgteams.envs.crowding import Crowding
+from orgteams.envs.highlevel_slots import OptionSlots, slot_features
 from orgteams.envs.highlevel_space import PRIMITIVE, AvailableActions
 from orgteams.envs.household import TEXT_SPACE_LENGTH, HouseholdEnv
 from orgteams.envs.memory import AgentMemory
 from orgteams.envs.navigation import navigator
-from orgteams.envs.observations import ArrayObserver
 from orgteams.envs.plans import PLAN_TICK_LIMIT, PLANS, STUCK_LIMIT, PlanFailed, Runner
 from orgteams.envs.state import HouseholdState
 
@@ -77,6 +83,7 @@ KINDS = ("explore", "goto", "check", "grab", "put", "wait", "continue", "primiti
 LABELS = {"explore": "goexplore", "goto": "goto", "check": "gocheck", "grab": "gograb",
           "put": "goput", "wait": "wait", "continue": "continue", "primitive": "primitive"}
 STATUSES = ("running", "done", "failed", "idle")
+ACTION_MODES = ("text", "discrete")
 
 
 @dataclass(frozen=True)
@@ -102,22 +109,38 @@ class HighLevelEnv(Crowding, ParallelEnv):
     metadata = {"name": "household_highlevel_v0", "render_modes": ["human", "rgb_array", "ansi"],
                 "is_parallelizable": True}
 
-    def __init__(self, base: HouseholdEnv | None = None, **household_kwargs: Any):
+    def __init__(self, base: HouseholdEnv | None = None, action_mode: str = "text",
+                 **household_kwargs: Any):
         if base is not None and household_kwargs:
             raise ValueError("pass either base= or HouseholdEnv keyword arguments, not both")
+        if action_mode not in ACTION_MODES:
+            raise ValueError(f"action_mode must be one of {ACTION_MODES}, got {action_mode!r}")
         if base is None:
             household_kwargs.setdefault("obs_mode", "text")
             base = HouseholdEnv(**household_kwargs)
+        if base.obs_mode not in ("text", "array"):
+            raise ValueError(f"HighLevelEnv observes 'text' or 'array' (per-slot features), "
+                             f"got obs_mode={base.obs_mode!r}")
         self.base = base
+        self.action_mode = action_mode
+        self.slots = OptionSlots(base.layout, base.task)
+        self._slot_ids: list[str | None] = []
         # Observations are built here, once per decision round (_observations), so the
         # base env skips its own on every tick (its step() returns None per agent).
-        base._observe = False
+        base.observations = False
         self.possible_agents = list(base.possible_agents)
         self.agents: list[str] = []
         self.render_mode = base.render_mode
-        self._obs_space = spaces.Text(TEXT_SPACE_LENGTH, charset=string.printable)
-        # Per agent: samples and accepts the ids that agent may choose now.
-        self._act_spaces = {a: AvailableActions(self, a) for a in self.possible_agents}
+        if base.obs_mode == "array":
+            self._obs_space = self.slots.observation_space(base.observation_space(
+                self.possible_agents[0]))
+        else:
+            self._obs_space = spaces.Text(TEXT_SPACE_LENGTH, charset=string.printable)
+        if action_mode == "discrete":
+            slot_space = spaces.Discrete(self.slots.n)
+            self._act_spaces = {a: slot_space for a in self.possible_agents}
+        else:  # per agent: samples and accepts the ids that agent may choose now
+            self._act_spaces = {a: AvailableActions(self, a) for a in self.possible_agents}
         self._memories: dict[str, AgentMemory] = {}
         self._runners: dict[str, Runner] = {}
         self._defer: dict[str, tuple[str, int]] = {}
@@ -146,11 +169,7 @@ class HighLevelEnv(Crowding, ParallelEnv):
         if len(state.agent_pos) != len(self.possible_agents):
             raise ValueError(f"state has {len(state.agent_pos)} agents, env has "
                              f"{len(self.possible_agents)}")
-        self.base.world = state
-        self.base.agents = list(self.base.possible_agents)
-        self.base._observer = ArrayObserver(state.scene, self.base.view_radius,
-                                            self.base.full_observability)
-        return self._start_episode()
+        return self.reset(options={"state": state})
 
     def _start_episode(self):
         world = self.base.world
@@ -162,6 +181,7 @@ class HighLevelEnv(Crowding, ParallelEnv):
             mem.update(world)
         self._runners = {a: Runner() for a in self.possible_agents}
         self._defer: dict[str, tuple[str, int]] = {}  # agent -> (gives way to, until tick)
+        self._slot_ids = self.slots.ids(world.scene.objects)
         self.ticks = 0
         self.rounds = 0
         events = {a: [] for a in self.agents}
@@ -270,6 +290,8 @@ class HighLevelEnv(Crowding, ParallelEnv):
                 continue
             if isinstance(ident, HighLevelAction):
                 ident = ident.id
+            elif isinstance(ident, int | np.integer | np.ndarray) and not isinstance(ident, bool):
+                ident = self._slot_id(agent, ident)
             if self._runners[agent].idle and ident in ("continue", "wait", None):
                 continue
             if isinstance(ident, str) and ident.startswith(PRIMITIVE):
@@ -284,6 +306,29 @@ class HighLevelEnv(Crowding, ParallelEnv):
             if ident != "continue":
                 chosen[agent] = available[ident]
         return chosen
+
+    def _slot_id(self, agent: str, slot: Any) -> str:
+        """The action id of an option slot (``action_mode="discrete"``)."""
+        if isinstance(slot, np.ndarray):
+            if slot.shape != ():
+                raise ValueError(f"{agent}: option slot must be one integer, got shape "
+                                 f"{slot.shape}")
+            slot = slot.item()
+        if self.action_mode != "discrete":
+            raise ValueError(f"{agent}: integer action {slot!r} needs "
+                             "HighLevelEnv(action_mode='discrete'); this env takes action ids")
+        if not 0 <= slot < self.slots.n:
+            raise ValueError(f"{agent}: option slot {slot} is outside Discrete({self.slots.n})")
+        ident = self._slot_ids[slot]
+        if ident is None:
+            raise ValueError(f"{agent}: option slot {slot} (grab slot "
+                             f"{slot - self.slots.grab_base}) has no object this episode")
+        return ident
+
+    def action_mask(self, agent: str) -> np.ndarray:
+        """int8 per option slot: 1 where its action is available to ``agent`` now."""
+        available = {a.id for a in self.available_actions(agent)}
+        return np.array([i in available for i in self._slot_ids], np.int8)
 
     def _primitive(self, agent: str, ident: str) -> HighLevelAction:
         n = self.base.action_space(agent).n
@@ -305,13 +350,27 @@ class HighLevelEnv(Crowding, ParallelEnv):
 
     def _info(self, agent: str, elapsed: int, events: list[dict]) -> dict:
         r = self._runners[agent]
-        return {"needs_decision": self.needs_decision(agent), "status": r.status,
+        available = self.available_actions(agent)
+        info = {"needs_decision": self.needs_decision(agent), "status": r.status,
                 "failure_reason": r.failure_reason, "ticks_elapsed": elapsed,
-                "events": events, "available": self.available_actions(agent),
-                "current": self.current(agent)}
+                "events": events, "available": available, "current": self.current(agent),
+                "is_success": self.base.world.success}
+        if self.action_mode == "discrete":
+            ids = {a.id for a in available}
+            info["action_mask"] = np.array([i in ids for i in self._slot_ids], np.int8)
+        return info
 
-    def _observations(self, agents: list[str] | None = None) -> dict[str, str]:
-        return {a: self.base.describe(a) for a in (self.agents if agents is None else agents)}
+    def _observations(self, agents: list[str] | None = None) -> dict[str, Any]:
+        agents = self.agents if agents is None else agents
+        if self.base.obs_mode == "text":
+            return {a: self.base.describe(a) for a in agents}
+        world, out = self.base.world, {}
+        for a in agents:
+            base = self.base._observer.observe(world, self.base.agent_index[a])
+            ids = {x.id for x in self.available_actions(a)}
+            out[a] = {"slots": slot_features(self, a, self._slot_ids, ids),
+                      "hands": base["hands"], "goal": base["goal"]}
+        return out
 
 
 __all__ = ["HighLevelAction", "HighLevelEnv", "KINDS", "PLAN_TICK_LIMIT", "PRIMITIVE", "PlanFailed",

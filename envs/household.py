@@ -8,6 +8,7 @@ documented constructors.
 
 from __future__ import annotations
 
+import dataclasses
 import string
 from typing import Any
 
@@ -18,17 +19,30 @@ from pettingzoo import ParallelEnv
 
 from orgteams.envs.actions import NUM_ACTIONS
 from orgteams.envs.ansi import render_ansi
-from orgteams.envs.dynamics import Event, transition
+from orgteams.envs.dynamics import transition
 from orgteams.envs.episode import make_episode
 from orgteams.envs.errors import UserError
 from orgteams.envs.layout import Layout, load_layout
+from orgteams.envs.masks import MaskCache
 from orgteams.envs.observations import ArrayObserver, observation_space
 from orgteams.envs.overlay import Overlay
+from orgteams.envs.rewards import TeamReward, shaping_level
+from orgteams.envs.rl_obs import (
+    batch,
+    default_image_scale,
+    encode_flat,
+    encode_image,
+    flat_scale,
+    flat_space,
+    image_space,
+)
+from orgteams.envs.rl_state import StateEncoder, state_space
 from orgteams.envs.state import HouseholdState
-from orgteams.envs.tasks import TaskSpec, load_task
+from orgteams.envs.tasks import MAX_GOAL_PREDICATES, TaskSpec, load_task
+from orgteams.envs.team import agent_ids
 from orgteams.envs.text import describe, describe_goal
 
-OBS_MODES = ("array", "text")
+OBS_MODES = ("array", "text", "flat", "image")
 RENDER_MODES = ("human", "rgb_array", "ansi")
 TEXT_SPACE_LENGTH = 8192
 
@@ -42,9 +56,11 @@ class HouseholdEnv(ParallelEnv):
     def __init__(self, layout: str | Layout = "apartment", task: str | TaskSpec =
                  "prepare_afternoon_tea", num_agents: int = 3, obs_mode: str = "array",
                  render_mode: str | None = None, view_radius: int = 7,
-                 full_observability: bool = False, reward_shaping: bool = False,
+                 full_observability: bool = False, reward_shaping: bool | str = False,
                  max_ticks: int | None = None, render_fps: int | None = None,
-                 render_options: dict | None = None):
+                 render_options: dict | None = None, units: int | tuple[int, int] | None = None,
+                 action_masks: bool = True, action_mask_in_obs: bool = False,
+                 image_scale: int | None = None, observations: bool = True):
         if obs_mode not in OBS_MODES:
             raise ValueError(f"obs_mode must be one of {OBS_MODES}, got {obs_mode!r}")
         if render_mode is not None and render_mode not in RENDER_MODES:
@@ -56,26 +72,35 @@ class HouseholdEnv(ParallelEnv):
             raise ValueError(f"view_radius must be >= 1, got {view_radius}")
         self.layout = layout if isinstance(layout, Layout) else load_layout(layout)
         self.task = task if isinstance(task, TaskSpec) else load_task(task)
+        if units is not None:
+            self.task = _with_units(self.task, units)
         missing = sorted(self.task.targets() - {f.type for f in self.layout.furniture})
         if missing:
             raise UserError(f"task {self.task.name!r} needs {', '.join(missing)}, which "
                             f"layout {self.layout.name!r} does not have")
         self.obs_mode, self.render_mode = obs_mode, render_mode
         self.view_radius, self.full_observability = view_radius, full_observability
-        self.reward_shaping, self.max_ticks = reward_shaping, max_ticks
+        self.reward_shaping, self.max_ticks = shaping_level(reward_shaping), max_ticks
+        self._reward = TeamReward(self.reward_shaping)
+        self.action_mask_in_obs = action_mask_in_obs
+        self.with_action_masks = action_masks or action_mask_in_obs
+        self._mask_cache = MaskCache()
         self.render_fps = render_fps or self.metadata["render_fps"]
         # Passed to PygameRenderer: show_fov, fov_agents, cell_size, font_path, title.
         self.render_options = dict(render_options or {})
-        self.possible_agents = [f"agent_{i}" for i in range(int(num_agents))]
+        self.possible_agents = agent_ids(int(num_agents))
         self.agent_index = {a: i for i, a in enumerate(self.possible_agents)}
         self._all_indices = list(range(len(self.possible_agents)))
         self.agents: list[str] = []
         self.display_names: list[str] | None = None
         self.overlay = Overlay()
-        if obs_mode == "array":
-            space = observation_space(view_radius)
-        else:
-            space = spaces.Text(TEXT_SPACE_LENGTH, charset=string.printable)
+        self.image_scale = image_scale or default_image_scale(view_radius)
+        if self.image_scale < 1:
+            raise ValueError(f"image_scale must be >= 1, got {image_scale}")
+        space = self._make_obs_space(obs_mode, view_radius)
+        if action_mask_in_obs:  # PettingZoo's convention for masked observations
+            space = spaces.Dict({"observation": space, "action_mask": spaces.Box(
+                0, 1, (NUM_ACTIONS,), np.int8)})
         self._obs_spaces = {a: space for a in self.possible_agents}
         act = spaces.Discrete(NUM_ACTIONS)
         self._act_spaces = {a: act for a in self.possible_agents}
@@ -83,10 +108,12 @@ class HouseholdEnv(ParallelEnv):
         self.world: HouseholdState | None = None
         self._observer: ArrayObserver | None = None
         self._renderer = None
-        # Private switch for wrappers that build their own observations (HighLevelEnv):
-        # when False, reset() and step() return None for every agent instead of an
-        # observation nobody reads. Users of this env never need to touch it.
-        self._observe = True
+        self._state_encoder: StateEncoder | None = None
+        self._masks = None  # the current world's action masks, one row per agent
+        self._stats = _fresh_stats()
+        # False for wrappers that build their own observations (HighLevelEnv): reset()
+        # and step() return None for every agent instead of an observation nobody reads.
+        self.observations = bool(observations)
 
     # ---- PettingZoo API ----
     def observation_space(self, agent: str) -> spaces.Space:
@@ -95,16 +122,42 @@ class HouseholdEnv(ParallelEnv):
     def action_space(self, agent: str) -> spaces.Space:
         return self._act_spaces[agent]
 
+    @property
+    def state_space(self) -> spaces.Box:
+        """The space of :meth:`state` (fixed per env: layout and number of agents)."""
+        return state_space(self.layout, len(self.possible_agents), self.task.units[1])
+
+    def state(self) -> np.ndarray:
+        """The global state for centralized critics (:mod:`orgteams.envs.rl_state`)."""
+        if self.world is None:
+            raise RuntimeError("call reset() before state()")
+        if self._state_encoder is None:
+            self._state_encoder = StateEncoder(self.layout, len(self.possible_agents))
+        return self._state_encoder.encode(self.world)
+
     def reset(self, seed: int | None = None, options: dict | None = None):
+        """Start an episode: a new one from ``seed``, or from ``options={"state": s}`` (a
+        :class:`HouseholdState` with this env's number of agents: tests, replays)."""
+        state = (options or {}).get("state")
         if seed is not None:
             self.np_random, self.np_random_seed = seeding.np_random(seed)
-        self.world = make_episode(self.layout, self.task, len(self.possible_agents),
-                                  self.np_random)
+        if state is None:
+            self.world = make_episode(self.layout, self.task, len(self.possible_agents),
+                                      self.np_random)
+        elif len(state.agent_pos) != len(self.possible_agents):
+            raise ValueError(f"options['state'] has {len(state.agent_pos)} agents, env has "
+                             f"{len(self.possible_agents)}")
+        else:
+            self.world = state
         self._observer = ArrayObserver(self.world.scene, self.view_radius,
                                        self.full_observability, previous=self._observer)
         self.agents = list(self.possible_agents)
         self.overlay.clear()
-        infos = {a: {"events": [], "tick": 0} for a in self.agents}
+        self._reward.reset()
+        self._stats = _fresh_stats()
+        infos = {a: {"events": [], "tick": 0, "is_success": False} for a in self.agents}
+        for info, mask in zip(infos.values(), self._current_masks() or ()):
+            info["action_mask"] = mask
         if self.render_mode == "human":
             self.render()
         return self._observations(), infos
@@ -130,14 +183,23 @@ class HouseholdEnv(ParallelEnv):
         done = world.success
         tick = world.tick
         truncated = tick >= (self.max_ticks or world.scene.step_limit) and not done
-        rewards = 1.0 if done else 0.0
-        if self.reward_shaping:
-            rewards = self._rewards(before, events, done)
+        rewards = self._reward(before, world, events, done)
         agents = self.agents
-        infos = {a: {"events": [], "tick": tick} for a in agents}
+        masks = self._current_masks(before, events)
+        if masks is None:
+            infos = {a: {"events": [], "tick": tick, "is_success": done} for a in agents}
+        else:
+            infos = {a: {"events": [], "tick": tick, "is_success": done, "action_mask": m}
+                     for a, m in zip(agents, masks)}
+        self._stats["r"] += rewards
         if events:
             names = self.possible_agents
+            stats = self._stats
             for e in events:
+                if e.type == "invalid_action":
+                    stats["invalid_actions"] += 1
+                elif e.type == "collision":
+                    stats["collisions"] += 1
                 if e.agent < 0:  # a team event (a subgoal): everyone hears of it
                     for info in infos.values():
                         info["events"].append(e.to_dict())
@@ -149,6 +211,9 @@ class HouseholdEnv(ParallelEnv):
         rew = dict.fromkeys(agents, rewards)
         if done or truncated:
             self.agents = []
+            episode = self._episode_stats(done)
+            for info in infos.values():
+                info["episode"] = dict(episode)
         if self.render_mode == "human":
             self.render()
         return obs, rew, terms, truncs, infos
@@ -176,6 +241,13 @@ class HouseholdEnv(ParallelEnv):
             self._renderer.close()
             self._renderer = None
 
+    def __getstate__(self) -> dict:
+        # A window or its surfaces do not pickle: a copy starts without one and opens
+        # its own on the next render().
+        state = dict(self.__dict__)
+        state["_renderer"] = None
+        return state
+
     # ---- extras for LLM agents, planners and tools ----
     def describe(self, agent: str) -> str:
         """What ``agent`` sees now, as text (stable object ids such as ``cup_2``)."""
@@ -202,21 +274,74 @@ class HouseholdEnv(ParallelEnv):
                              f"Discrete({NUM_ACTIONS}); see orgteams.envs.actions")
         return int(action)
 
-    def _rewards(self, before: HouseholdState, events: list[Event], done: bool) -> float:
-        reward = 1.0 if done else 0.0
-        if self.reward_shaping:
-            units = sum(p.count for p in self.world.scene.goal)
-            reward += (sum(self.world.progress) - sum(before.progress)) / units
-        return reward
+    def _make_obs_space(self, obs_mode: str, view_radius: int) -> spaces.Space:
+        if obs_mode == "array":
+            return observation_space(view_radius)
+        if obs_mode == "flat":
+            self._flat_inverse = 1 / flat_scale(view_radius, self.task.units[1])
+            return flat_space(view_radius, self.task.units[1])
+        if obs_mode == "image":
+            return image_space(view_radius, self.image_scale)
+        return spaces.Text(TEXT_SPACE_LENGTH, charset=string.printable)
 
-    def _observations(self) -> dict[str, Any]:
-        if not self._observe:
-            return dict.fromkeys(self.agents)
-        if self.obs_mode == "text":
-            return {a: self.describe(a) for a in self.agents}
+    def _indices(self) -> list[int]:
         agents = self.agents
         if agents == self.possible_agents:  # the usual case: everyone, in index order
-            indices = self._all_indices
+            return self._all_indices
+        return [self.agent_index[a] for a in agents]
+
+    def _current_masks(self, before: HouseholdState | None = None, events: list = ()
+                       ) -> list[np.ndarray] | None:
+        """Each live agent's action mask (:mod:`orgteams.envs.masks`), or None when off;
+        ``before`` and ``events``: the tick that led to the current world, if any."""
+        if not (self.observations and self.with_action_masks):
+            self._masks = None
         else:
-            indices = [self.agent_index[a] for a in agents]
-        return dict(zip(agents, self._observer.observe_many(self.world, indices)))
+            self._masks = self._mask_cache(self.world, self._indices(), before, events)
+        return self._masks
+
+    def _episode_stats(self, success: bool) -> dict[str, Any]:
+        """Episode statistics in SB3's ``info["episode"]`` form (``r`` return, ``l`` length)."""
+        world = self.world
+        return {"r": self._stats["r"], "l": world.tick, "is_success": success,
+                "units_done": sum(world.progress), "units_total": sum(world.scene.goal_counts),
+                "invalid_actions": self._stats["invalid_actions"],
+                "collisions": self._stats["collisions"]}
+
+    def _observations(self) -> dict[str, Any]:
+        if not self.observations:
+            return dict.fromkeys(self.agents)
+        agents = self.agents
+        if self.obs_mode == "text":
+            obs = [self.describe(a) for a in agents]
+        else:
+            obs = self._observer.observe_many(self.world, self._indices())
+            if self.obs_mode != "array" and obs:
+                images, hands, goals = batch(obs)
+                if self.obs_mode == "flat":
+                    obs = list(encode_flat(images, hands, goals, self._flat_inverse))
+                else:
+                    obs = list(encode_image(images, goals, self.image_scale))
+        if self.action_mask_in_obs:
+            obs = [{"observation": o, "action_mask": m} for o, m in zip(obs, self._masks)]
+        return dict(zip(agents, obs))
+
+
+def _fresh_stats() -> dict[str, float]:
+    """Running totals of an episode, for ``info["episode"]`` at its end."""
+    return {"r": 0.0, "invalid_actions": 0, "collisions": 0}
+
+
+def _with_units(task: TaskSpec, units: int | tuple[int, int]) -> TaskSpec:
+    """The task with another goal size (``units=``: one number or ``(min, max)``)."""
+    pair = (units, units) if isinstance(units, int | np.integer) else tuple(units)
+    if len(pair) != 2 or not all(isinstance(u, int | np.integer) for u in pair) \
+            or not 1 <= pair[0] <= pair[1]:
+        raise ValueError(f"units must be a positive integer or (min, max) with "
+                         f"1 <= min <= max, got {units!r}")
+    most = MAX_GOAL_PREDICATES * task.max_per_predicate
+    if pair[1] > most:
+        raise ValueError(f"units={units!r}: task {task.name!r} allows at most {most} units "
+                         f"({MAX_GOAL_PREDICATES} goal rows x max_per_predicate "
+                         f"{task.max_per_predicate})")
+    return dataclasses.replace(task, units=(int(pair[0]), int(pair[1])))

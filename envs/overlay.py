@@ -10,25 +10,20 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass, field
 
-
-@dataclass(frozen=True)
-class SpokenMessage:
-    sender: str  # agent id, e.g. "agent_0"
-    receivers: tuple[str, ...]  # agent ids; all teammates for a broadcast
-    text: str
-    round: int = 0
+from orgteams.envs.messages import TeamMessage
 
 
 @dataclass
 class Overlay:
     """Speech and markers to draw. ``log`` keeps the latest ``log_size`` messages."""
 
-    latest: dict[str, SpokenMessage] = field(default_factory=dict)
+    latest: dict[str, TeamMessage] = field(default_factory=dict)
     log: deque = field(default_factory=lambda: deque(maxlen=12))
     markers: dict[str, str] = field(default_factory=dict)  # agent id -> "abstained" | "idle"
     caption: str = ""  # e.g. "round 4 - communicate"
 
-    def say(self, message: SpokenMessage) -> None:
+    def say(self, message: TeamMessage) -> None:
+        """Draw ``message`` as its sender's latest bubble and add it to the log."""
         self.latest[message.sender] = message
         self.log.append(message)
 

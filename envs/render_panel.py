@@ -148,10 +148,10 @@ def _messages(cur: _Cursor, overlay: Overlay, names: list[str], bottom: int) -> 
     blocks = []
     for msg in overlay.log:
         who = names[index[msg.sender]] if msg.sender in index else msg.sender
-        if not msg.receivers or len(msg.receivers) >= len(names) - 1 > 1:
+        if not msg.audience or len(msg.audience) >= len(names) - 1 > 1:
             to = "all"
         else:
-            to = ", ".join(names[index[r]] if r in index else r for r in msg.receivers)
+            to = ", ".join(names[index[r]] if r in index else r for r in msg.audience)
         lines = cur.text.wrap(msg.text, SMALL, cur.width - 10, 3)
         blocks.append((msg.sender, f"{who} -> {to}", lines))
     heights = [SMALL + 4 + len(lines) * (SMALL + 2) + 4 for _, _, lines in blocks]

@@ -266,7 +266,7 @@ def layout_bubbles(pg: Any, text: Text, surf, state: HouseholdState, cell: int,
             continue
         r, c = divmod(state.agent_pos[a], w)
         anchor = (c * cell + cell // 2, r * cell)
-        to = _receivers(msg.receivers, names, index, len(state.agent_pos))
+        to = _receivers(msg.audience, names, index, len(state.agent_pos))
         lines = text.wrap(f"{to}{msg.text}", size, max_w - 12, max_lines=3)
         width = max(text.width(s, size) for s in lines) + 12
         height = len(lines) * text.font(size).get_linesize() + 8

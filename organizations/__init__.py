@@ -6,6 +6,8 @@
 ('agent_0',)
 """
 
+from orgteams.envs.team import Team, display_names
+from orgteams.organizations.episode import EpisodeState, RoundHooks, play_rounds
 from orgteams.organizations.graph_metrics import centralization, hierarchy_depth, spectral_gap
 from orgteams.organizations.library import (
     list_organizations,
@@ -20,9 +22,9 @@ from orgteams.organizations.metrics import (
     episode_metrics,
     role_stability_index,
 )
+from orgteams.organizations.protocol_facts import PROTOCOL_FACTS, PROTOCOLS, ProtocolFacts
 from orgteams.organizations.protocols import (
     ElectionRecord,
-    Output,
     Stage,
     election_due,
     leader_for_round,
@@ -34,22 +36,21 @@ from orgteams.organizations.protocols import (
     visible_outputs,
 )
 from orgteams.organizations.resolved import ResolvedOrganization
-from orgteams.organizations.spec import (
-    PROTOCOLS,
-    SELF_CHOSEN,
-    Organization,
-    display_names,
-)
+from orgteams.organizations.spec import SELF_CHOSEN, Organization
 
 __all__ = [
     "PROTOCOLS",
+    "PROTOCOL_FACTS",
     "SELF_CHOSEN",
     "ElectionRecord",
     "EpisodeMetrics",
+    "EpisodeState",
     "Organization",
-    "Output",
+    "ProtocolFacts",
     "ResolvedOrganization",
+    "RoundHooks",
     "Stage",
+    "Team",
     "aggregate",
     "centralization",
     "comm_tokens_per_step",
@@ -62,6 +63,7 @@ __all__ = [
     "list_organizations",
     "load_organization",
     "organization_path",
+    "play_rounds",
     "record_election",
     "resolve_claims",
     "role_stability_index",

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass
 
-SELF_ORGANIZING = ("sequential", "shared", "broadcast", "batched_sequential", "claim_shared")
+from orgteams.organizations.protocol_facts import SELF_ORGANIZING
 
 
 @dataclass(frozen=True)

@@ -35,12 +35,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from orgteams.agents.agent_base import StageKind
+from orgteams.envs.messages import EVERYONE, Receivers, TeamMessage
 from orgteams.organizations.resolved import ResolvedOrganization
 
 Sees = Literal["all_prior", "none_this_round", "intentions", "plan", "claims"]
-Kind = Literal["message", "intention", "claim", "vote", "plan"]
 ABSTAIN = "abstain"
-_KIND_SEEN = {"intentions": "intention", "plan": "plan", "claims": "claim"}
+_KIND_SEEN: dict[str, StageKind] = {"intentions": "intention", "plan": "plan", "claims": "claim"}
 
 
 @dataclass(frozen=True)
@@ -49,18 +50,7 @@ class Stage:
 
     speakers: tuple[str, ...]
     sees: Sees
-    kind: Kind
-
-
-@dataclass(frozen=True)
-class Output:
-    """One speaker's output in a round: ``delivered`` is ``None`` when public to all."""
-
-    stage: int
-    agent: str
-    kind: Kind
-    text: str
-    delivered: tuple[str, ...] | None = None
+    kind: StageKind
 
 
 @dataclass(frozen=True)
@@ -134,12 +124,13 @@ def schedule(
 
 
 def visible_outputs(
-    stages: Sequence[Stage], stage_index: int, agent: str, outputs: Sequence[Output]
-) -> list[Output]:
+    stages: Sequence[Stage], stage_index: int, agent: str, outputs: Sequence[TeamMessage]
+) -> list[TeamMessage]:
     """What ``agent`` sees of this round when it speaks in ``stages[stage_index]``.
 
-    Only outputs of earlier stages count (same-stage speakers are concurrent), and of
-    those only outputs delivered to ``agent`` or written by it, filtered by ``sees``.
+    Only turns of earlier stages count (same-stage speakers are concurrent), and of
+    those only turns delivered to ``agent`` (``delivered`` None: public) or written by
+    it, filtered by ``sees`` (the kind of the stage a turn was said in).
     """
     if not 0 <= stage_index < len(stages):
         raise ValueError(f"stage_index {stage_index} out of range for {len(stages)} stages")
@@ -151,13 +142,13 @@ def visible_outputs(
         o
         for o in outputs
         if o.stage < stage_index
-        and (kind is None or o.kind == kind)
-        and (o.agent == agent or o.delivered is None or agent in o.delivered)
+        and (kind is None or stages[o.stage].kind == kind)
+        and (o.sender == agent or o.delivered is None or agent in o.delivered)
     ]
 
 
 def route(
-    sender: str, receivers: Sequence[str] | Literal["everyone"], resolved: ResolvedOrganization
+    sender: str, receivers: Receivers | Sequence[str], resolved: ResolvedOrganization
 ) -> tuple[list[str], list[str]]:
     """Split a message's receivers into ``(delivered, dropped)`` along allowed channels.
 
@@ -165,10 +156,11 @@ def route(
     itself and receivers the channels forbid are dropped; duplicates are removed.
     """
     resolved.role_of(sender)  # raises a clear error for an unknown sender
-    wanted = [a for a in resolved.team if a != sender] if receivers == "everyone" else receivers
+    wanted = [a for a in resolved.team if a != sender] if receivers == EVERYONE else receivers
     delivered, dropped = [], []
+    team = resolved.reports_to  # a dict by agent: membership without scanning the team
     for r in dict.fromkeys(wanted):
-        ok = r in resolved.team and r != sender and resolved.can_message(sender, r)
+        ok = r in team and r != sender and resolved.can_message(sender, r)
         (delivered if ok else dropped).append(r)
     return delivered, dropped
 

@@ -10,13 +10,12 @@ import networkx as nx
 
 from orgteams.envs._util import did_you_mean
 from orgteams.envs.errors import UserError
+from orgteams.envs.team import AGENT_ID, Team
 from orgteams.organizations.spec import (
-    _AGENT_ID,
     SELF_CHOSEN,
     Organization,
     _fragments,
     compile_template,
-    display_names,
     share_count,
 )
 from orgteams.organizations.templates import render_instruction, substitute_fields
@@ -34,6 +33,7 @@ class ResolvedOrganization:
         roles: Role of every agent (``"self-chosen"`` when agents choose their own).
         reports_to: Each agent's direct leader, or ``None``.
         graph: Leader -> member edges (chain: agent_i -> agent_{i+1}); do not mutate.
+        roster: The team it was resolved for: ids and display names.
         instructions: Each agent's organization prompt, rendered when resolved (so a bad
             template fails before an episode starts).
     """
@@ -45,16 +45,19 @@ class ResolvedOrganization:
     roles: dict[str, str]
     reports_to: dict[str, str | None]
     graph: nx.DiGraph = field(repr=False)
+    roster: Team = field(repr=False)
     instructions: dict[str, str] = field(default_factory=dict, repr=False)
 
     @classmethod
     def build(
-        cls, org: Organization, team: list[str], leaders: list[str] | None = None
+        cls, org: Organization, team: Team | list[str], leaders: list[str] | None = None
     ) -> ResolvedOrganization:
         """Resolve ``org`` for ``team``; see :meth:`Organization.resolve`."""
-        team = list(team)
-        if len(set(team)) != len(team):
-            raise UserError(f"organization {org.name!r}: team has duplicate agents: {team}")
+        ids = list(team.ids if isinstance(team, Team) else team)
+        if len(set(ids)) != len(ids):
+            raise UserError(f"organization {org.name!r}: team has duplicate agents: {ids}")
+        roster = Team.of(team)
+        team = ids
         if len(team) < org.min_agents:
             raise UserError(
                 f"organization {org.name!r} needs at least {org.min_agents} agents, got {len(team)}"
@@ -83,7 +86,7 @@ class ResolvedOrganization:
         elif org.roles == SELF_CHOSEN:
             roles = dict.fromkeys(team, SELF_CHOSEN)
         top = tuple(a for _, agents in tiers[:-1] for a in agents)
-        resolved = cls(org, tuple(team), tuple(tiers), top, roles, reports_to, graph)
+        resolved = cls(org, tuple(team), tuple(tiers), top, roles, reports_to, graph, roster)
         resolved.instructions.update({a: resolved._render_instruction(a) for a in team})
         return resolved
 
@@ -93,9 +96,8 @@ class ResolvedOrganization:
         return self.roles[self._known(agent)]
 
     def display_name(self, agent: str) -> str:
-        """``agent_2`` -> ``Charlie``; ids that are not ``agent_<i>`` are their own label."""
-        match = _AGENT_ID.fullmatch(agent)
-        return display_names(int(match.group(1)) + 1)[-1] if match else agent
+        """The team's display name of ``agent`` (by default ``agent_2`` is Charlie)."""
+        return self.roster.name(agent)
 
     def members_of(self, leader: str) -> list[str]:
         """Agents that report directly to ``leader``, in team order."""
@@ -119,6 +121,15 @@ class ResolvedOrganization:
             for b in self._endpoint(ch.receiver)
             if a != b
         )
+
+    @cached_property
+    def _receivers(self) -> dict[str, tuple[str, ...]]:
+        allowed = self._allowed
+        return {a: tuple(b for b in self.team if (a, b) in allowed) for a in self.team}
+
+    def receivers_of(self, sender: str) -> tuple[str, ...]:
+        """Agents ``sender`` may message, in team order (computed once per resolution)."""
+        return self._receivers[self._known(sender)]
 
     def can_message(self, sender: str, receiver: str) -> bool:
         """Whether ``sender`` may message ``receiver`` under the organization's channels."""
@@ -144,7 +155,7 @@ class ResolvedOrganization:
         else:
             text = _render_template(org, self._context(agent, names))
         parts = [text] if text else []
-        frag = _fragments()
+        frag = _fragments() if org.rules or org.allow_abstain else {}  # a YAML read
         if org.rules:
             parts.append("\n".join([frag["rules_header"], *(f"- {r}" for r in org.rules)]))
         if org.allow_abstain:
@@ -153,7 +164,7 @@ class ResolvedOrganization:
 
     def with_leaders(self, leaders: list[str]) -> ResolvedOrganization:
         """The same team with ``leaders`` in the top tier (after an election or hand-over)."""
-        return self.build(self.organization, list(self.team), leaders)
+        return self.build(self.organization, self.roster, leaders)
 
     # ------------------------------------------------------------------ helpers
     def _known(self, agent: str) -> str:
@@ -167,7 +178,7 @@ class ResolvedOrganization:
     def _endpoint(self, name: str) -> list[str]:
         if name == "*":
             return list(self.team)
-        if _AGENT_ID.fullmatch(name):
+        if AGENT_ID.fullmatch(name):
             return [name] if name in self.reports_to else []
         declared = {t.role for t in self.organization.topology.tiers}
         declared |= {self.organization.topology.member_role, *self.roles.values()}

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from orgteams.envs.errors import UserError
+from orgteams.organizations.episode import check_member
 
 KINDS = ("remove", "substitute")
 
@@ -41,6 +42,8 @@ class Shock:
         if self.kind == "substitute" and isinstance(self.member, str) and factory is None:
             raise ValueError("a substitute shock given as a spec string needs the runner's "
                              "member_factory")
+        if self.kind == "substitute" and not isinstance(self.member, str):
+            check_member(self.agent, self.member)
 
     def build(self, factory) -> Any:
         if isinstance(self.member, str):
@@ -48,8 +51,7 @@ class Shock:
         return self.member
 
     def to_dict(self) -> dict:
-        member = self.member if isinstance(self.member, str | None) else getattr(
-            self.member, "model", type(self.member).__name__)
+        member = self.member if isinstance(self.member, str | None) else self.member.model
         return {"round": self.round, "kind": self.kind, "agent": self.agent, "member": member}
 
     @classmethod

@@ -32,7 +32,6 @@ of the protocol's stages every ``election_every`` rounds.
 from __future__ import annotations
 
 import math
-import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -50,21 +49,13 @@ from pydantic import (
 
 from orgteams.envs._util import did_you_mean, validation_line
 from orgteams.envs.errors import UserError
+from orgteams.envs.team import Team
+from orgteams.organizations.protocol_facts import PROTOCOL_FACTS, PROTOCOLS
 from orgteams.organizations.templates import MAX_INSTRUCTION_CHARS, compile_template
 
 if TYPE_CHECKING:
     from orgteams.organizations.resolved import ResolvedOrganization
 
-PROTOCOLS: tuple[str, ...] = (
-    "free",
-    "leader_first",
-    "coordinator",
-    "broadcast",
-    "shared",
-    "sequential",
-    "batched_sequential",
-    "claim_shared",
-)
 LEADERSHIP_RULES: tuple[str, ...] = ("fixed", "election", "round_robin", "most_progress")
 SELF_CHOSEN = "self-chosen"
 INSTRUCTION_VARIABLES: tuple[str, ...] = (
@@ -73,24 +64,6 @@ INSTRUCTION_VARIABLES: tuple[str, ...] = (
     "leadership_every",
 )  # fmt: skip
 """The variables an instruction may use (``{{ me }}`` in a template, ``{me}`` in plain text)."""
-_NAMES = (
-    "Alice", "Bob", "Charlie", "David", "Eve", "Frank",
-    "Grace", "Heidi", "Ivan", "Judy", "Kevin", "Laura",
-)  # fmt: skip
-
-
-def display_names(n: int) -> list[str]:
-    """Display names for ``agent_0 ... agent_{n-1}``: Alice, Bob, ... Laura, then Agent12, ...
-
-    Args:
-        n: Team size (>= 0).
-
-    Returns:
-        One label per agent index; labels are for prompts only, ids stay ``agent_i``.
-    """
-    if n < 0:
-        raise ValueError(f"display_names(n) needs n >= 0, got {n}")
-    return [_NAMES[i] if i < len(_NAMES) else f"Agent{i}" for i in range(n)]
 
 
 class Share(BaseModel):
@@ -286,7 +259,7 @@ class Organization(BaseModel):
         if self.leadership_rule in ("round_robin", "most_progress"):
             if self.leadership_every is None:
                 raise ValueError(f"leadership_rule {self.leadership_rule!r} needs leadership_every")
-        needs_leader = self.protocol in ("leader_first", "coordinator")
+        needs_leader = PROTOCOL_FACTS[self.protocol].needs_leader
         if (needs_leader or self.leadership_rule != "fixed") and self.topology.kind != "tiers":
             raise ValueError(
                 f"protocol {self.protocol!r} with leadership_rule {self.leadership_rule!r} "
@@ -295,11 +268,13 @@ class Organization(BaseModel):
         return self
 
     # ----------------------------------------------------------------- resolve
-    def resolve(self, team: list[str], leaders: list[str] | None = None) -> ResolvedOrganization:
+    def resolve(self, team: Team | list[str], leaders: list[str] | None = None
+                ) -> ResolvedOrganization:
         """Fix leaders, roles, channels and instructions for an actual team.
 
         Args:
-            team: Agent ids in speaking order, normally ``agent_0 ... agent_{n-1}``.
+            team: The :class:`~orgteams.envs.team.Team` (ids and display names), or agent
+                ids in speaking order (default names: ``agent_2`` is Charlie).
             leaders: Agents that replace the first tier (an elected or rotated leader).
 
         Raises:
@@ -399,9 +374,6 @@ def share_count(share: Share, left: int) -> int:
     if share.max is not None:
         k = min(k, share.max)
     return min(k, left)
-
-
-_AGENT_ID = re.compile(r"agent_(\d+)")
 
 
 def _one_line(exc: Exception) -> str:

@@ -109,24 +109,18 @@ def state_digest(state: Any) -> str:
 
 def start_replay_log(log: EpisodeLog, env: Any, *, seed: int | None, organization: str,
                      team: list[str], names: list[str], current_round: Callable[[], int]
-                     ) -> None:
-    """Write the episode line and log every tick of the high-level ``env``.
-
-    The tick logger is chained in front of whatever ``env.on_tick`` was; the caller
-    puts the old hook back when the episode ends.
-    """
+                     ) -> Callable[..., None]:
+    """Write the episode line; returns the tick hook that logs every tick of ``env``
+    (subscribe it to :attr:`~orgteams.organizations.episode.RoundHooks.tick`)."""
     log.write({"record": "episode", "seed": seed, "organization": organization,
                "agents": list(team), "names": list(names),
                "initial_state": env.base.world.to_dict()}, keep=False)
-    outer = env.on_tick
 
     def on_tick(before: Any, joint: dict[str, int], after: Any, infos: Any) -> None:
         log.write({"record": "tick", "round": current_round(), "tick": after.tick,
                    "actions": [int(joint.get(a, 0)) for a in team]}, keep=False)
-        if outer is not None:
-            outer(before, joint, after, infos)
 
-    env.on_tick = on_tick
+    return on_tick
 
 
 def end_replay_log(log: EpisodeLog, world: Any) -> None:

@@ -14,12 +14,12 @@ from __future__ import annotations
 from typing import Any
 
 __version__ = "0.1.0"
-__all__ = ["run_episode", "build_team", "__version__"]
+__all__ = ["BackendPool", "run_episode", "build_team", "__version__"]
 
 
 def __getattr__(name: str) -> Any:
     # Lazy, so `import orgteams.envs` stays light for RL code.
-    if name in ("run_episode", "build_team"):
+    if name in ("BackendPool", "run_episode", "build_team"):
         from orgteams import team
 
         return getattr(team, name)

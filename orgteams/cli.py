@@ -75,14 +75,13 @@ def _round_printer(names: dict[str, str] | None = None):
     Alice, Bob...), as in the window and the prompts; ids stay in the log.
     """
 
-    from orgteams.organizations.spec import display_names
+    from orgteams.envs.team import Team
 
     @functools.cache
     def name(agent: str) -> str:
         if names is not None:
             return names.get(agent, agent)
-        index = agent.removeprefix("agent_")
-        return display_names(int(index) + 1)[-1] if index.isdigit() else agent
+        return Team.of([agent]).names[0]  # the default name scheme (agent_1 is Bob)
 
     def show(round_: int, records: list[dict]) -> None:
         for r in records:

@@ -37,9 +37,10 @@ from pathlib import Path
 
 import numpy as np
 
-from orgteams.agents.planner import PlannerAgent, run_team
+from orgteams.agents.planner import PlannerAgent
 from orgteams.envs.highlevel import HighLevelEnv
 from orgteams.envs.observations import ArrayObserver
+from orgteams.organizations.planner_team import run_team
 
 INDEX_FILE = "index.jsonl"
 

@@ -8,7 +8,7 @@ teammates and the ``orgteams play --others ...`` entry point::
     play_with("planner", layout="studio", num_agents=3)   # you are agent_0
     play_with("local", layout="studio", num_agents=2)     # beside the embedded model
 
-Planners talk among themselves as in :func:`orgteams.agents.planner.run_team`
+Planners talk among themselves as in :func:`orgteams.organizations.planner_team.run_team`
 (claims, found, done); the person says nothing and is not told what they say.
 LLM teammates (any member spec: ``local``, ``openai:<model>``, ``scripted``) talk
 among themselves and then choose their next high-level action whenever their plan
@@ -25,57 +25,73 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from orgteams.agents import ActContext, CommunicateContext, ReceivedMessage
-from orgteams.agents.messages import Message
 from orgteams.agents.planner import PlannerAgent
 from orgteams.envs._util import unknown_name
 from orgteams.envs.highlevel import HighLevelEnv
-from orgteams.envs.overlay import SpokenMessage
+from orgteams.envs.messages import TeamMessage
 from orgteams.envs.play import play
+from orgteams.envs.team import Team
+from orgteams.organizations.episode import EpisodeState
+from orgteams.organizations.phases import communicate_phase, decide_actions
+from orgteams.organizations.planner_team import EVERYONE_HEARS_EVERYONE, TurnTaker
+from orgteams.organizations.spec import Organization, Topology
 
 OTHERS = ("random", "planner")  # plus any LLM member spec: local, openai:<model>, scripted
 LLM_KINDS = ("local", "openai", "scripted")
+
+
+# Teammates in play have no organization: no instruction and no roles; they speak at once.
+UNORGANIZED = Organization(name="play", description="orgteams play: teammates, no organization",
+                           protocol="shared", topology=Topology(member_role=""))
 
 
 class PlannerTeammates:
     """:class:`~orgteams.envs.play.Teammates` made of :class:`PlannerAgent` s.
 
     One planner per teammate, created when first asked; every tick (a decision round)
-    each one speaks (everyone hears everyone) and then acts.
+    each one speaks (everyone hears everyone) and then acts, on the round loop's phases
+    as in :func:`~orgteams.organizations.planner_team.run_team`.
     """
 
     def __init__(self) -> None:
         self.planners: dict[str, PlannerAgent] = {}
-        self._inbox: dict[str, list[Message]] = {}
+        self._state: EpisodeState | None = None
 
     def reset(self) -> None:
         """Forget the episode: new planners next time."""
         self.planners.clear()
-        self._inbox.clear()
+        self._state = None
 
     def __call__(self, env: HighLevelEnv, agents: list[str]) -> dict[str, str]:
-        for a in agents:
-            if a not in self.planners:
-                self.planners[a], self._inbox[a] = PlannerAgent(a), []
-        for a in agents:
-            said = self.planners[a].communicate(env, self._inbox[a])
-            self._inbox[a] = []
-            for m in said:
-                for other in agents:
-                    if other != a and m.addressed_to(other):
-                        self._inbox[other].append(m)
-        return {a: self.planners[a].act(env) for a in agents}
+        state = self._state
+        if state is None or state.env is not env or list(state.team) != list(agents):
+            for a in agents:
+                self.planners.setdefault(a, PlannerAgent(a))
+            members = {a: TurnTaker(self.planners[a]) for a in agents}
+            if state is not None:  # same planners, same pending messages
+                members.update({a: m for a, m in state.members.items() if a in members})
+            state = self._state = EpisodeState(env, EVERYONE_HEARS_EVERYONE,
+                                               EVERYONE_HEARS_EVERYONE.resolve(list(agents)),
+                                               members)
+
+        async def decide() -> dict[str, str]:
+            await communicate_phase(state)
+            return (await decide_actions(state))[0]
+
+        actions = asyncio.run(decide())
+        state.round += 1
+        return actions
 
 
 class MemberTeammates:
     """:class:`~orgteams.envs.play.Teammates` built from one member spec (LLM agents).
 
-    Each tick, the teammates whose plan has ended decide together (concurrently): with
-    ``talk``, first one communicate stage among them (each may message anyone, the
-    player included; what they say appears as speech bubbles), then the act phase as
-    in the team runner; the others keep their plans. An id that is not available
-    becomes ``continue`` or ``wait`` (counted in :attr:`fallbacks`). The decisions run
-    on a background event loop; meanwhile :attr:`waiting`, which the play session
+    Each tick, the teammates whose plan has ended decide together (concurrently), on
+    the round loop's phases: with ``talk``, first one communicate stage among them
+    (each may message anyone, the player included; what they say appears as speech
+    bubbles), then the act phase; the others keep their plans. An id that is not
+    available becomes the safe action (counted in :attr:`fallbacks`). The decisions
+    run on a background event loop; meanwhile :attr:`waiting`, which the play session
     sets, keeps the window drawn and responsive (a local model takes seconds per
     decision on a CPU; talking doubles that).
     """
@@ -87,6 +103,9 @@ class MemberTeammates:
             raise unknown_name("LLM teammate kind", kind, LLM_KINDS)
         self.spec, self.seed, self.cache, self.talk = spec, seed, cache, talk
         self.members: dict[str, Any] = {}
+        from orgteams.team import BackendPool
+
+        self.pool = BackendPool()  # owns the members' backends; closed by close()
         self.round = 0
         self.decisions = 0
         self.fallbacks = 0
@@ -103,23 +122,27 @@ class MemberTeammates:
         self.round = 0
 
     def __call__(self, env: HighLevelEnv, agents: list[str]) -> dict[str, str]:
-        from orgteams.team import build_member
+        from orgteams import team as team_module  # looked up per call: tests replace it
 
         for a in agents:
             if a not in self.members:
-                self.members[a] = build_member(a, self.spec, seed=self.seed, cache=self.cache)
+                self.members[a] = team_module.build_member(a, self.spec, seed=self.seed,
+                                                    cache=self.cache, pool=self.pool)
         deciders = [a for a in agents if env.needs_decision(a)]
         self.round += 1
         if not deciders:
             return {}
-        names = dict(zip(env.possible_agents,
-                         env.base.display_names or env.possible_agents))
-        contexts = {a: ActContext(self.round, a, names[a], names) for a in deciders}
+        ids = list(env.possible_agents)
+        team = Team.of(ids, list(env.base.display_names or ids))
+        state = EpisodeState(env, UNORGANIZED, UNORGANIZED.resolve(team),
+                             {a: self.members[a] for a in agents}, round=self.round)
+        spoken: list[TeamMessage] = []
+        state.hooks.message.append(spoken.append)
 
-        async def decide() -> tuple[list[SpokenMessage], list[Any]]:
-            spoken = await self._talk(env, deciders, names) if self.talk else []
-            return spoken, await asyncio.gather(
-                *(self.members[a].act(env, self.round, contexts[a]) for a in deciders))
+        async def decide() -> tuple[dict[str, str], dict[str, Any]]:
+            if self.talk:
+                await communicate_phase(state, speakers=deciders)
+            return await decide_actions(state, deciders=deciders)
 
         future = asyncio.run_coroutine_threadsafe(decide(), self._loop)
         while not future.done():
@@ -127,48 +150,18 @@ class MemberTeammates:
                 self.waiting()
             else:
                 time.sleep(0.01)
-        spoken, decisions = future.result()
+        actions, decisions = future.result()
         for message in spoken:  # drawn here: the main thread owns the window
             env.base.overlay.say(message)
         self.messages += len(spoken)
-        actions = {}
-        for agent, decision in zip(deciders, decisions):
-            valid = {x.id for x in env.available_actions(agent)}
-            action = decision.action_id
-            if action not in valid:
-                self.fallbacks += 1
-                action = "continue" if "continue" in valid else "wait"
-            actions[agent] = action
+        self.fallbacks += sum(actions[a] != decisions[a].action_id for a in deciders)
         self.decisions += len(deciders)
         return actions
 
-    async def _talk(self, env: HighLevelEnv, deciders: list[str], names: dict[str, str]
-                    ) -> list[SpokenMessage]:
-        """One communicate stage of the deciders; delivers to teammates, returns all said."""
-        team = list(env.possible_agents)
-        contexts = {a: CommunicateContext(self.round, a, names[a], names,
-                                          can_message=[b for b in team if b != a])
-                    for a in deciders}
-        said = await asyncio.gather(*(self.members[a].communicate(contexts[a], env)
-                                      for a in deciders))
-        spoken: list[SpokenMessage] = []
-        inbox: dict[str, list[ReceivedMessage]] = {}
-        for sender, decision in zip(deciders, said):
-            for m in decision.messages:
-                to = [b for b in team if b != sender and (m.receivers == "everyone"
-                                                          or b in m.receivers)]
-                spoken.append(SpokenMessage(sender, tuple(to), m.text, self.round))
-                for b in to:
-                    if b in self.members:
-                        inbox.setdefault(b, []).append(ReceivedMessage(
-                            sender, m.receivers, m.text, self.round, m.kind, dict(m.content)))
-        for b, messages in inbox.items():
-            self.members[b].receive(messages)
-        return spoken
-
     def close(self) -> None:
-        """Stop the background loop (the members' servers stop with the process)."""
+        """Stop the background loop and close the members' backends (a local server stops)."""
         self._loop.call_soon_threadsafe(self._loop.stop)
+        self.pool.close()
 
 
 def play_with(others: str = "random", *, cache: str | None = None, talk: bool = True,

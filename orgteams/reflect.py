@@ -21,6 +21,7 @@ from orgteams.criticize_reflect.coordinator import Coordinator
 from orgteams.criticize_reflect.critic import Critic
 from orgteams.criticize_reflect.loop import ReflectResult, reflect
 from orgteams.envs.errors import UserError
+from orgteams.envs.team import Team
 from orgteams.organizations.episode_status import DEFAULT_MAX_TRANSPORT_FAILURES
 from orgteams.organizations.library import load_organization
 from orgteams.organizations.spec import Organization
@@ -37,12 +38,9 @@ def make_llm(spec: str, cache: str | Path | None = None):
     """A chat backend for the Critic or Coordinator from a spec (``local``, ``openai:m``,
     ``scripted``); ``cache``: a SQLite response cache path."""
     from orgteams.agents.backends import make_backend
+    from orgteams.team import backend_options
 
-    kind, _, model = spec.partition(":")
-    options: dict[str, Any] = {"backend": kind, **({"model": model} if model else {})}
-    if cache:
-        options["cache"] = str(cache)
-    return make_backend(options)
+    return make_backend(backend_options(spec, cache))
 
 
 def make_episode_fn(task: str | Sequence[str] = "prepare_afternoon_tea",
@@ -51,14 +49,16 @@ def make_episode_fn(task: str | Sequence[str] = "prepare_afternoon_tea",
                     max_rounds: int | None = None, max_ticks: int | None = None,
                     log_dir: str | Path | None = None, cache: str | Path | None = None,
                     max_transport_failures: int | None = DEFAULT_MAX_TRANSPORT_FAILURES,
-                    episodes_per_iteration: int = 1):
+                    pool: Any = None, episodes_per_iteration: int = 1):
     """``episode_fn(organization, iteration)`` playing an iteration with ``run_episode``.
 
     Schedule: iteration ``k`` plays ``episodes_per_iteration`` (E) episodes, episode
     ``j`` with ``seeds[(k * E + j) % len(seeds)]`` (E equal to ``len(seeds)``: the same
     seeds every iteration, the fair comparison), and likewise for ``task`` and ``layout``
     when they are lists. With E = 1 (the paper's loop) it returns one result, else a list.
-    Logs go to ``log_dir/iteration_<k>[_<j>].jsonl`` (None: kept in memory).
+    Logs go to ``log_dir/iteration_<k>[_<j>].jsonl`` (None: kept in memory). ``pool``:
+    a :class:`~orgteams.team.BackendPool` shared by the episodes (None: each episode
+    makes and closes its own).
     """
     tasks = [task] if isinstance(task, str) else list(task)
     layouts = [layout] if isinstance(layout, str) else list(layout)
@@ -81,7 +81,7 @@ def make_episode_fn(task: str | Sequence[str] = "prepare_afternoon_tea",
                            organization=organization, agents=agents, backend=backend,
                            seed=seeds[i % len(seeds)], max_rounds=max_rounds,
                            max_ticks=max_ticks, log_path=log, cache=cache,
-                           max_transport_failures=max_transport_failures)
+                           max_transport_failures=max_transport_failures, pool=pool)
 
     def episode_fn(organization: Organization, iteration: int):
         if per == 1:
@@ -147,35 +147,38 @@ def run_reflect(organization: str | Path | Organization = "leader", *,
     """
     org = organization if isinstance(organization, Organization) else load_organization(
         organization)
-    resolved = org.resolve([f"agent_{i}" for i in range(agents)])
-    for i in range(agents):  # a bad instruction template fails now, before any file
-        resolved.instruction_for(f"agent_{i}")
+    resolved = org.resolve(Team.of_size(agents))
+    for agent in resolved.team:  # a bad instruction template fails now, before any file
+        resolved.instruction_for(agent)
     from orgteams.criticize_reflect.heuristic import HeuristicCoordinator, HeuristicCritic
+    from orgteams.team import BackendPool
 
     if episodes_per_iteration is None:
         episodes_per_iteration = HEURISTIC_EPISODES if coordinator == "heuristic" else 1
-
-    episode_fn = make_episode_fn(task, layout, agents, backend, seeds, max_rounds, max_ticks,
-                                 log_dir=Path(out_dir) / "logs", cache=cache,
-                                 max_transport_failures=max_transport_failures,
-                                 episodes_per_iteration=episodes_per_iteration)
-    critic_obj: Any = None
-    if use_critic:
-        critic_obj = HeuristicCritic() if critic == "heuristic" else Critic(
-            make_llm(critic, cache))
-    coordinator_obj: Any = (HeuristicCoordinator(k=candidates) if coordinator == "heuristic"
-                            else Coordinator(make_llm(coordinator, cache), k=candidates))
     if screen_candidates is None:
         screen_candidates = coordinator == "heuristic"
-    _write_run(Path(out_dir), {
-        "organization": org.name, "task": task, "layout": layout, "agents": agents,
-        "backend": backend, "seeds": list(seeds), "critic": critic if use_critic else None,
-        "coordinator": coordinator, "episodes_per_iteration": episodes_per_iteration,
-        "max_rounds": max_rounds, "max_ticks": max_ticks})
-    return reflect(org, episode_fn, critic_obj, coordinator_obj, iterations=iterations,
-                   out_dir=out_dir, step_weight=step_weight, token_weight=token_weight,
-                   use_critic=use_critic, approved=approved, budget_chars=budget_chars,
-                   failure_penalty=failure_penalty, screen_candidates=screen_candidates)
+    # One pool for the team, the Critic and the Coordinator: one local server for all,
+    # living as long as the reflect run.
+    with BackendPool() as pool:
+        critic_obj: Any = None
+        if use_critic:
+            critic_obj = HeuristicCritic() if critic == "heuristic" else Critic(
+                pool.get(critic, cache))
+        coordinator_obj: Any = (HeuristicCoordinator(k=candidates) if coordinator == "heuristic"
+                                else Coordinator(pool.get(coordinator, cache), k=candidates))
+        episode_fn = make_episode_fn(task, layout, agents, backend, seeds, max_rounds,
+                                     max_ticks, log_dir=Path(out_dir) / "logs", cache=cache,
+                                     max_transport_failures=max_transport_failures, pool=pool,
+                                     episodes_per_iteration=episodes_per_iteration)
+        _write_run(Path(out_dir), {
+            "organization": org.name, "task": task, "layout": layout, "agents": agents,
+            "backend": backend, "seeds": list(seeds), "critic": critic if use_critic else None,
+            "coordinator": coordinator, "episodes_per_iteration": episodes_per_iteration,
+            "max_rounds": max_rounds, "max_ticks": max_ticks})
+        return reflect(org, episode_fn, critic_obj, coordinator_obj, iterations=iterations,
+                       out_dir=out_dir, step_weight=step_weight, token_weight=token_weight,
+                       use_critic=use_critic, approved=approved, budget_chars=budget_chars,
+                       failure_penalty=failure_penalty, screen_candidates=screen_candidates)
 
 
 def _write_run(out: Path, run: dict[str, Any]) -> None:

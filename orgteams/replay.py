@@ -18,7 +18,8 @@ from typing import Any
 
 from orgteams.envs.dynamics import transition
 from orgteams.envs.errors import UserError
-from orgteams.envs.overlay import Overlay, SpokenMessage
+from orgteams.envs.messages import TeamMessage
+from orgteams.envs.overlay import Overlay
 from orgteams.envs.state import HouseholdState
 from orgteams.organizations.team_log import read_log, state_digest
 
@@ -142,8 +143,9 @@ def _show_round(overlay: Overlay, round_: int, episode: _Episode, agents: list[s
     for agent in episode.abstained.get(round_, []):
         overlay.markers[agent] = "abstained"
     for r in episode.speech.get(round_, []):
-        receivers = r.get("delivered") or [a for a in agents if a != r["agent"]]
-        overlay.say(SpokenMessage(r["agent"], tuple(receivers), r["message"], round_))
+        receivers = tuple(r.get("delivered") or [a for a in agents if a != r["agent"]])
+        overlay.say(TeamMessage(r["agent"], receivers, r["message"], round=round_,
+                                delivered=receivers))
 
 
 def _verdict(state: HouseholdState, episode: _Episode, stopped: bool, frames: int

@@ -119,6 +119,19 @@ def _drop_partial_tail(path: Path) -> None:
 # ---------------------------------------------------------------- running cells
 
 
+_WORKER_POOL: list = []  # this worker process's BackendPool, made by its first cell
+
+
+def _worker_pool():
+    """The backends of this worker's cells: one local server per worker, not per cell.
+    The pool lives as long as the worker; a local server it started stops at exit."""
+    if not _WORKER_POOL:
+        from orgteams.team import BackendPool
+
+        _WORKER_POOL.append(BackendPool())
+    return _WORKER_POOL[0]
+
+
 def run_cell(cell: dict[str, Any], log_path: str | None, options: dict[str, Any]) -> dict:
     """Run one cell's episode and return its summary (the default ``episode_fn``)."""
     from orgteams.team import run_episode
@@ -126,7 +139,7 @@ def run_cell(cell: dict[str, Any], log_path: str | None, options: dict[str, Any]
     result = run_episode(task=cell["task"], layout=cell["layout"],
                          organization=cell["organization"], agents=cell["agents"],
                          backend=cell["backend"], seed=cell["seed"], log_path=log_path,
-                         **options)
+                         pool=_worker_pool(), **options)
     return result.summary
 
 

@@ -107,6 +107,7 @@ class SweepSpec:
         """Check every name before any episode runs; errors name the spec field."""
         from orgteams.envs.layout import load_layout
         from orgteams.envs.tasks import load_task
+        from orgteams.envs.team import Team
         from orgteams.organizations.library import load_organization
         from orgteams.team import parse_member_spec
 
@@ -128,7 +129,7 @@ class SweepSpec:
             org = _field("organizations", load_organization, o)
             for n in self.agents:
                 _field("organizations", lambda _o, n=n, org=org: org.resolve(
-                    [f"agent_{i}" for i in range(n)]), f"{o} with {n} agents")
+                    Team.of_size(n)), f"{o} with {n} agents")
         for b in self.backends:
             parts = [p.strip() for p in b.split(",")]
             for p in parts:

@@ -16,6 +16,7 @@ from orgteams.envs._util import unknown_name
 from orgteams.envs.errors import UserError
 from orgteams.envs.highlevel import HighLevelEnv
 from orgteams.envs.limits import MAX_AGENTS, MAX_ROUNDS, MAX_SEED, MAX_TICKS, check_int
+from orgteams.envs.team import Team
 from orgteams.organizations.episode_status import DEFAULT_MAX_TRANSPORT_FAILURES
 from orgteams.organizations.library import load_organization
 from orgteams.organizations.monitor import MonitorConfig
@@ -24,7 +25,7 @@ from orgteams.organizations.shocks import Shock
 from orgteams.organizations.spec import Organization
 
 MEMBER_KINDS = ("planner", "random", "human", "local", "scripted", "openai")
-_BACKENDS: dict[str, Any] = {}  # one backend (and one local server) per spec per process
+LLM_MEMBER_KINDS = ("local", "scripted", "openai")
 
 
 _TAKES_MODEL = ("openai", "scripted")
@@ -49,20 +50,55 @@ def parse_member_spec(spec: str) -> tuple[str, str | None]:
     return kind, (model.strip() or None) if sep else None
 
 
-def _backend(spec: str, cache: str | Path | None):
-    key = f"{spec}|{cache}"
-    if key not in _BACKENDS:
-        from orgteams.agents.backends import make_backend
+def backend_options(spec: str, cache: str | Path | None = None) -> dict[str, Any]:
+    """``make_backend`` options for a spec (``local``, ``scripted``, ``openai:<model>``)."""
+    kind, model = parse_member_spec(spec)
+    return {"backend": kind, **({"model": model} if model else {}),
+            **({"cache": str(cache)} if cache else {})}
 
-        _BACKENDS[key] = make_backend({"backend": spec.split(":")[0], **(
-            {"model": spec.split(":", 1)[1]} if ":" in spec else {}), **(
-            {"cache": str(cache)} if cache else {})})
-    return _BACKENDS[key]
+
+class BackendPool:
+    """Chat backends by (spec, cache), shared by the members built from it, and closed
+    by whoever made the pool: an episode (:func:`run_episode` makes one unless given
+    one), a sweep worker, a Criticize-Reflect run, a play session. Closing stops a
+    local model server and closes response caches.
+
+    >>> with BackendPool() as pool:
+    ...     member = build_member("agent_0", "scripted", pool=pool)
+    """
+
+    def __init__(self) -> None:
+        self._backends: dict[tuple[str, str | None], Any] = {}
+
+    def get(self, spec: str, cache: str | Path | None = None):
+        """The backend for ``spec`` (``local``, ``scripted``, ``openai:<model>``), made once."""
+        key = (spec, str(cache) if cache else None)
+        if key not in self._backends:
+            from orgteams.agents.backends import make_backend
+
+            self._backends[key] = make_backend(backend_options(spec, cache))
+        return self._backends[key]
+
+    def __len__(self) -> int:
+        return len(self._backends)
+
+    def close(self) -> None:
+        """Close every backend made so far; the pool can be used again afterwards."""
+        backends, self._backends = list(self._backends.values()), {}
+        for backend in backends:
+            backend.close()
+
+    def __enter__(self) -> BackendPool:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
 def build_member(agent_id: str, spec: str, *, leader: bool = False, seed: int | None = None,
                  cache: str | Path | None = None, claims: bool = True,
-                 env: HighLevelEnv | None = None, **llm_kwargs: Any):
+                 env: HighLevelEnv | None = None, pool: BackendPool | None = None,
+                 **llm_kwargs: Any):
     """A team member from a spec: ``planner``, ``random``, ``human``, ``local``,
     ``scripted`` or ``openai:<model>`` (any OpenAI-compatible server, see README).
 
@@ -73,8 +109,17 @@ def build_member(agent_id: str, spec: str, *, leader: bool = False, seed: int | 
     ``leader`` and ``claims`` only matter to planners (see :class:`PlannerMember`).
     ``env`` only matters to ``human``: when it renders in human mode the person
     answers in that window (:class:`~orgteams.agents.window_input.WindowInput`),
-    else in the terminal."""
+    else in the terminal. ``pool`` only matters to LLM members, and they need one: it
+    owns their backend.
+
+    Raises:
+        UserError: A bad spec.
+        ValueError: An LLM member without a pool.
+    """
     kind, _ = parse_member_spec(spec)
+    if kind in LLM_MEMBER_KINDS and pool is None:
+        raise ValueError(f"member spec {spec!r} needs a BackendPool (pool=...): the pool owns "
+                         "its backend and closes it")
     if kind == "planner":
         from orgteams.agents.planner_member import PlannerMember
 
@@ -96,15 +141,17 @@ def build_member(agent_id: str, spec: str, *, leader: bool = False, seed: int | 
     from orgteams.agents.prompts import variant_for_backend
 
     llm_kwargs["prompts"] = llm_kwargs.get("prompts") or variant_for_backend(kind)
-    return LLMAgent(agent_id, _backend(spec, cache), seed=seed, **llm_kwargs)
+    return LLMAgent(agent_id, pool.get(spec, cache), seed=seed, **llm_kwargs)
 
 
 def build_team(specs: str | list[str], num_agents: int, organization: Organization,
                seed: int | None = None, cache: str | Path | None = None,
-               env: HighLevelEnv | None = None, **llm_kwargs: Any) -> dict[str, Any]:
+               env: HighLevelEnv | None = None, pool: BackendPool | None = None,
+               **llm_kwargs: Any) -> dict[str, Any]:
     """Members for ``agent_0..agent_{n-1}``: one spec for all, or a comma list / list per agent.
 
-    ``env``: where human members answer; ``llm_kwargs``: for LLM members (see
+    ``env``: where human members answer; ``pool``: owns LLM members' backends;
+    ``llm_kwargs``: for LLM members (see
     :func:`build_member`)."""
     if isinstance(specs, str):
         specs = [s.strip() for s in specs.split(",")]
@@ -113,14 +160,14 @@ def build_team(specs: str | list[str], num_agents: int, organization: Organizati
     if len(specs) != num_agents:
         raise UserError(f"got {len(specs)} member specs for {num_agents} agents; give one "
                         "spec for all or one per agent")
-    team = [f"agent_{i}" for i in range(num_agents)]
+    team = Team.of_size(num_agents)
     resolved = organization.resolve(team)
     top = set(resolved.tiers[0][1]) if len(resolved.tiers) > 1 else set()
     # Planners follow the organization: with no instruction at all (``none``) nobody
     # agreed to announce or respect claims.
     claims = bool(organization.instruction.strip())
     return {a: build_member(a, s, leader=a in top, seed=seed, cache=cache, claims=claims, env=env,
-                            **llm_kwargs)
+                            pool=pool, **llm_kwargs)
             for a, s in zip(team, specs)}
 
 
@@ -139,7 +186,8 @@ def run_episode(task: str = "prepare_afternoon_tea", layout: str = "apartment",
                 monitor: MonitorConfig | bool | None = None, cache: str | Path | None = None,
                 on_round=None, render_options: dict | None = None,
                 max_transport_failures: int | None = DEFAULT_MAX_TRANSPORT_FAILURES,
-                temperature: float = 0.0, prompts: str | None = None) -> EpisodeResult:
+                temperature: float = 0.0, prompts: str | None = None,
+                pool: BackendPool | None = None) -> EpisodeResult:
     """Play one episode of a team under an organization and return its summary and log.
 
     Args:
@@ -155,6 +203,8 @@ def run_episode(task: str = "prepare_afternoon_tea", layout: str = "apartment",
             self-organizing paper used 0.7). Recorded in the summary's ``llm_settings``.
         prompts: Prompt variant of LLM members, ``default`` or ``compact``; None: per
             backend (``local`` gets ``compact``).
+        pool: The LLM members' backends; None: the episode makes its own and closes it
+            (a local model server stops with it). Give one to share across episodes.
     """
     check_int(agents, "agents", 1, MAX_AGENTS)
     if seed is not None:
@@ -163,13 +213,30 @@ def run_episode(task: str = "prepare_afternoon_tea", layout: str = "apartment",
         check_int(max_rounds, "max_rounds", 1, MAX_ROUNDS)
     if max_ticks is not None:
         check_int(max_ticks, "max_ticks", 1, MAX_TICKS)
+    own_pool = pool is None
+    pool = BackendPool() if pool is None else pool
+    try:
+        return _run_episode(task, layout, organization, agents, backend, seed, max_rounds,
+                            max_ticks, render, video, log_path, shocks, monitor, cache,
+                            on_round, render_options, max_transport_failures, temperature,
+                            prompts, pool)
+    finally:
+        if own_pool:
+            pool.close()
+
+
+def _run_episode(task, layout, organization, agents, backend, seed, max_rounds, max_ticks,
+                 render, video, log_path, shocks, monitor, cache, on_round, render_options,
+                 max_transport_failures, temperature, prompts, pool: BackendPool
+                 ) -> EpisodeResult:
     org = organization if isinstance(organization, Organization) else load_organization(
         organization)
     render_mode = render or ("rgb_array" if video else None)
     env = HighLevelEnv(layout=layout, task=task, num_agents=agents, render_mode=render_mode,
                        max_ticks=max_ticks, render_options=render_options)
     llm = {"temperature": temperature, "prompts": prompts}
-    members = build_team(backend, agents, org, seed=seed, cache=cache, env=env, **llm)
+    members = build_team(backend, agents, org, seed=seed, cache=cache, env=env, pool=pool,
+                         **llm)
     if log_path == "auto":
         log_path = default_log_path(task, org.name, seed)
     recorder = None
@@ -177,13 +244,17 @@ def run_episode(task: str = "prepare_afternoon_tea", layout: str = "apartment",
         from orgteams.envs.video import VideoRecorder
 
         recorder = VideoRecorder(video, fps=env.base.render_fps)
-        env.on_tick = lambda *_: recorder.add_frame(env.base.render())
+
+        def frame(*_: Any) -> None:
+            recorder.add_frame(env.base.render())
     runner = TeamRunner(env, org, members, max_rounds=max_rounds, log_path=log_path,
                         shocks=[Shock.parse(s) if isinstance(s, str) else s for s in shocks],
                         monitor=MonitorConfig() if monitor is True else (monitor or None),
                         member_factory=lambda a, spec: build_member(a, spec, cache=cache,
-                                                                    env=env, **llm),
-                        on_round=on_round, max_transport_failures=max_transport_failures)
+                                                                    env=env, pool=pool,
+                                                                    **llm),
+                        on_round=on_round, on_tick=frame if recorder is not None else None,
+                        max_transport_failures=max_transport_failures)
     try:
         result = runner.run(seed)
     finally:

@@ -19,8 +19,8 @@ from orgteams.agents.backends.base import (
     BackendConfigError,
     BackendError,
     ChatBackend,
+    ChatMessage,
     Completion,
-    Message,
     Usage,
     parse_json_reply,
 )
@@ -42,7 +42,7 @@ __all__ = [
     "LocalBackend",
     "LocalServer",
     "LocalServerError",
-    "Message",
+    "ChatMessage",
     "OpenAIBackend",
     "ScriptExhaustedError",
     "ScriptedBackend",

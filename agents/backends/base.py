@@ -24,7 +24,7 @@ from typing import Any
 
 from orgteams.envs.errors import UserError
 
-Message = dict[str, str]
+ChatMessage = dict[str, str]
 """One chat message: ``{"role": "system" | "user" | "assistant", "content": str}``."""
 
 __all__ = [
@@ -33,7 +33,7 @@ __all__ = [
     "BackendError",
     "ChatBackend",
     "Completion",
-    "Message",
+    "ChatMessage",
     "TRANSPORT_KINDS",
     "Usage",
     "parse_json_reply",
@@ -207,7 +207,7 @@ class ChatBackend(ABC):
     @abstractmethod
     def complete(
         self,
-        messages: list[Message],
+        messages: list[ChatMessage],
         *,
         schema: dict[str, Any] | None = None,
         temperature: float = 0.0,
@@ -231,7 +231,7 @@ class ChatBackend(ABC):
 
     async def acomplete(
         self,
-        messages: list[Message],
+        messages: list[ChatMessage],
         *,
         schema: dict[str, Any] | None = None,
         temperature: float = 0.0,

@@ -18,7 +18,7 @@ from os import PathLike
 from pathlib import Path
 from typing import Any
 
-from orgteams.agents.backends.base import ChatBackend, Completion, Message
+from orgteams.agents.backends.base import ChatBackend, ChatMessage, Completion
 from orgteams.agents.backends.redact import scrub_value
 
 __all__ = ["CachedBackend", "cache_key"]
@@ -28,7 +28,7 @@ _SCHEMA = "CREATE TABLE IF NOT EXISTS completions (key TEXT PRIMARY KEY, complet
 
 def cache_key(
     model: str,
-    messages: list[Message],
+    messages: list[ChatMessage],
     schema: dict[str, Any] | None,
     temperature: float,
     seed: int | None,
@@ -112,7 +112,7 @@ class CachedBackend(ChatBackend):
 
     def complete(
         self,
-        messages: list[Message],
+        messages: list[ChatMessage],
         *,
         schema: dict[str, Any] | None = None,
         temperature: float = 0.0,
@@ -132,7 +132,7 @@ class CachedBackend(ChatBackend):
 
     async def acomplete(
         self,
-        messages: list[Message],
+        messages: list[ChatMessage],
         *,
         schema: dict[str, Any] | None = None,
         temperature: float = 0.0,

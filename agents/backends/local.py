@@ -45,7 +45,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from orgteams.agents.backends.base import Message
+from orgteams.agents.backends.base import ChatMessage
 from orgteams.agents.backends.openai_backend import OpenAIBackend
 from orgteams.envs.errors import MissingExtraError
 
@@ -310,7 +310,7 @@ class LocalBackend(OpenAIBackend):
             structured="json_object",
         )
 
-    def _request(self, mode: str, messages: list[Message], schema: dict[str, Any] | None,
+    def _request(self, mode: str, messages: list[ChatMessage], schema: dict[str, Any] | None,
                  temperature: float, max_tokens: int, seed: int | None) -> dict[str, Any]:
         """The OpenAI request, with ``max_tokens`` capped (sync and async calls alike)."""
         return super()._request(mode, messages, schema, temperature,

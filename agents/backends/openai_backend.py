@@ -52,8 +52,8 @@ from orgteams.agents.backends.base import (
     BackendConfigError,
     BackendError,
     ChatBackend,
+    ChatMessage,
     Completion,
-    Message,
     Usage,
     parse_json_reply,
 )
@@ -210,7 +210,7 @@ class OpenAIBackend(ChatBackend):
     def _request(
         self,
         mode: str,
-        messages: list[Message],
+        messages: list[ChatMessage],
         schema: dict[str, Any] | None,
         temperature: float,
         max_tokens: int,
@@ -321,7 +321,7 @@ class OpenAIBackend(ChatBackend):
 
     def complete(
         self,
-        messages: list[Message],
+        messages: list[ChatMessage],
         *,
         schema: dict[str, Any] | None = None,
         temperature: float = 0.0,
@@ -374,7 +374,7 @@ class OpenAIBackend(ChatBackend):
 
     async def acomplete(
         self,
-        messages: list[Message],
+        messages: list[ChatMessage],
         *,
         schema: dict[str, Any] | None = None,
         temperature: float = 0.0,

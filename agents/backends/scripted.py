@@ -23,15 +23,15 @@ from typing import Any
 from orgteams.agents.backends.base import (
     BackendError,
     ChatBackend,
+    ChatMessage,
     Completion,
-    Message,
     Usage,
     parse_json_reply,
 )
 from orgteams.agents.tokens import count_tokens
 
 Reply = str | dict[str, Any] | BackendError
-Rule = Callable[[list[Message], dict[str, Any] | None], "str | dict[str, Any]"]
+Rule = Callable[[list[ChatMessage], dict[str, Any] | None], "str | dict[str, Any]"]
 
 __all__ = ["ScriptExhaustedError", "ScriptedBackend", "minimal_instance"]
 
@@ -68,14 +68,14 @@ class ScriptedBackend(ChatBackend):
         self.model = model
         self.latency = latency
         self.cycle = cycle
-        self.calls: list[list[Message]] = []
+        self.calls: list[list[ChatMessage]] = []
         self._replies = replies
         self._lock = threading.Lock()
 
     def __repr__(self) -> str:
         return f"ScriptedBackend(model={self.model!r}, calls={len(self.calls)})"
 
-    def _next_reply(self, messages: list[Message], schema: dict[str, Any] | None) -> Reply:
+    def _next_reply(self, messages: list[ChatMessage], schema: dict[str, Any] | None) -> Reply:
         with self._lock:
             index = len(self.calls)
             self.calls.append(list(messages))
@@ -93,7 +93,11 @@ class ScriptedBackend(ChatBackend):
         return self._replies[index]
 
     def _finish(
-        self, reply: Reply, messages: list[Message], schema: dict[str, Any] | None, started: float
+        self,
+        reply: Reply,
+        messages: list[ChatMessage],
+        schema: dict[str, Any] | None,
+        started: float,
     ) -> Completion:
         if isinstance(reply, BackendError):
             raise reply
@@ -113,7 +117,7 @@ class ScriptedBackend(ChatBackend):
 
     def complete(
         self,
-        messages: list[Message],
+        messages: list[ChatMessage],
         *,
         schema: dict[str, Any] | None = None,
         temperature: float = 0.0,
@@ -129,7 +133,7 @@ class ScriptedBackend(ChatBackend):
 
     async def acomplete(
         self,
-        messages: list[Message],
+        messages: list[ChatMessage],
         *,
         schema: dict[str, Any] | None = None,
         temperature: float = 0.0,

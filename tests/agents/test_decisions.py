@@ -154,3 +154,13 @@ def test_intentions_and_claims_are_public():
     spec = communicate_spec("claim", ("Bob",))
     reply = parse_communicate({"role": " scout ", "message": "I scout"}, spec, TEAM, ["agent_1"])
     assert reply.role == "scout" and reply.receivers == "everyone"
+
+
+def test_cached_specs_cannot_be_changed_by_a_caller():
+    spec = act_spec(("A", "B"))
+    spec.schema["properties"]["action"]["enum"].append("Z")
+    again = act_spec(("A", "B"))
+    assert again is spec  # cached...
+    assert again.schema["properties"]["action"]["enum"] == ["A", "B"]  # ...and unchanged
+    with pytest.raises(AttributeError):
+        spec.hint = "anything"  # type: ignore[misc]

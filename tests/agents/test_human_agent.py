@@ -6,7 +6,7 @@ import asyncio
 
 from test_prompts import TEAM, FakeEnv, comm_ctx
 
-from orgteams.agents import ActContext, HumanAgent, TeamMember
+from orgteams.agents import ActContext, HumanAgent, TeamMember, TeamMessage
 
 
 def run(coro):
@@ -118,10 +118,8 @@ def test_async_input_function_for_a_gui():
 
 
 def test_heard_messages_are_shown():
-    from orgteams.agents import ReceivedMessage
-
     human, shown = make("A")
-    human.receive([ReceivedMessage("agent_1", "everyone", "fridge has cupcakes", 1)])
+    human.receive([TeamMessage("agent_1", "everyone", "fridge has cupcakes", round=1)])
     run(human.act(FakeEnv(), 2))
     assert '  Round 1, agent_1 to everyone: "fridge has cupcakes"' in shown[0]
 
@@ -242,7 +240,8 @@ def test_window_input_answers_a_communicate_decision():
     seen: list = []
     typist = _typed(_text("Bob: fridge "), _text("is mine"), _key(pygame.K_RETURN),
                     renderer_seen=seen)
-    ctx = comm_ctx(round=1, visible_this_round=[{"sender": "agent_2", "text": "hi all"}])
+    ctx = comm_ctx(round=1, visible_this_round=[
+        TeamMessage("agent_2", "everyone", "hi all")])
     decision = run(_answer(env, human.communicate(ctx, env), typist))
     assert [(m.receivers, m.text) for m in decision.messages] == [
         (("agent_1",), "fridge is mine")]

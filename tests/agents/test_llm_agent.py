@@ -13,9 +13,9 @@ from orgteams.agents import (
     BackendConfigError,
     BackendError,
     LLMAgent,
-    ReceivedMessage,
     ScriptedBackend,
     TeamMember,
+    TeamMessage,
     Usage,
 )
 from orgteams.agents.tokens import count_tokens
@@ -81,11 +81,10 @@ def test_good_communicate_reply_maps_names_to_ids():
     decision = run(agent.communicate(comm_ctx(), FakeEnv()))
     assert [(m.receivers, m.text) for m in decision.messages] == [(("agent_1",),
                                                                    "Take the fridge.")]
-    assert decision.messages[0].tokens == count_tokens("Take the fridge.")
     assert decision.record.notes == ["dropped receiver 'Zed': not a teammate you may message"]
     assert not decision.abstain and decision.role is None and decision.vote is None
     # what it said is remembered (once, even if the runner echoes it back)
-    agent.receive([ReceivedMessage("agent_0", ("agent_1",), "Take the fridge.", 3)])
+    agent.receive([TeamMessage("agent_0", ("agent_1",), "Take the fridge.", round=3)])
     assert agent.log.dialogue_lines(TEAM, "agent_0") == ['Round 3, you to Bob: "Take the fridge."']
 
 
@@ -214,8 +213,8 @@ def test_no_receivers_means_silence_without_a_model_call():
 def test_visible_outputs_of_this_round_are_shown():
     backend = ScriptedBackend()
     ctx = comm_ctx(agent="agent_1", name="Bob", can_message=["agent_0"], visible_this_round=[
-        {"sender": "agent_0", "receivers": "everyone", "text": "Bob: fridge.", "role": "leader"},
-        {"sender": "agent_2", "receivers": None, "text": "", "abstained": True},
+        TeamMessage("agent_0", "everyone", "Bob: fridge.", role="leader"),
+        TeamMessage("agent_2", (), abstained=True),
     ])
     run(Agent("agent_1", backend).communicate(ctx, FakeEnv()))
     text = backend.calls[0][1]["content"]

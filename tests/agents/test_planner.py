@@ -6,11 +6,12 @@ import statistics
 
 import pytest
 
-from orgteams.agents.messages import Message
-from orgteams.agents.planner import PlannerAgent, run_team
+from orgteams.agents.planner import PlannerAgent
 from orgteams.agents.random_agent import RandomAgent
 from orgteams.envs import list_tasks
 from orgteams.envs.highlevel import HighLevelEnv
+from orgteams.envs.messages import TeamMessage
+from orgteams.organizations.planner_team import run_team
 
 
 def _cell(layout: str, task: str, n: int, seeds, leader: bool = False) -> list[dict]:
@@ -73,12 +74,14 @@ def test_second_speaker_hears_the_claim_and_picks_another_object():
 def test_simultaneous_claims_the_lower_index_wins():
     b = PlannerAgent("agent_1")
     b.claims["cupcake_1"] = ("agent_1", 5)
-    b.receive([Message("agent_0", "everyone", "claim",
-                       {"object": "cupcake_1", "target": "coffee_table", "tick": 5})])
+    b.receive([TeamMessage.structured("agent_0", "everyone", "claim",
+                                      {"object": "cupcake_1", "target": "coffee_table",
+                                       "tick": 5})])
     assert b.claims["cupcake_1"] == ("agent_0", 5)
     a = PlannerAgent("agent_0")
     a.claims["cupcake_1"] = ("agent_0", 5)
-    a.receive([Message("agent_1", "everyone", "claim", {"object": "cupcake_1", "tick": 5})])
+    a.receive([TeamMessage.structured("agent_1", "everyone", "claim",
+                                      {"object": "cupcake_1", "tick": 5})])
     assert a.claims["cupcake_1"] == ("agent_0", 5)
 
 
@@ -96,7 +99,7 @@ def test_leader_assigns_and_member_follows():
     said = leader.communicate(env, [])
     assigns = [m for m in said if m.kind == "assign"]
     assert len(assigns) == 1 and assigns[0].receivers == ("agent_1",)
-    assert assigns[0].render().startswith("agent_1: ")
+    assert assigns[0].text.startswith("agent_1: ")
     assert assigns[0].content["action"] == f"grab:{obj}"
     member.communicate(env, said)
     assert env.memory("agent_1").location_of(obj) == where  # heard from the leader
@@ -104,18 +107,21 @@ def test_leader_assigns_and_member_follows():
 
 
 def test_message_rendering():
-    m = Message("agent_0", "everyone", "claim", {"object": "cupcake_2", "target": "coffee_table"})
-    assert m.render() == "claim cupcake_2 -> coffee_table"
-    assert Message("agent_0", "everyone", "found",
-                   {"object": "apple_1", "location": "fridge"}).render() == "seen apple_1 in fridge"
-    assert Message("agent_0", ("agent_1",), "assign",
-                   {"agent": "agent_1", "action": "grab:cupcake_2",
-                    "target": "coffee_table"}).render() == "agent_1: grab cupcake_2 -> coffee_table"
-    assert Message("agent_0", "everyone", "text", text="hello").render() == "hello"
+    m = TeamMessage.structured("agent_0", "everyone", "claim",
+                               {"object": "cupcake_2", "target": "coffee_table"})
+    assert m.text == "claim cupcake_2 -> coffee_table"
+    assert TeamMessage.structured("agent_0", "everyone", "found", {
+        "object": "apple_1", "location": "fridge"}).text == "seen apple_1 in fridge"
+    assert TeamMessage.structured("agent_0", ("agent_1",), "assign", {
+        "agent": "agent_1", "action": "grab:cupcake_2",
+        "target": "coffee_table"}).text == "agent_1: grab cupcake_2 -> coffee_table"
+    assert TeamMessage("agent_0", "everyone", "hello").text == "hello"
     with pytest.raises(ValueError, match="message kind 'shout' must be one of"):
-        Message("agent_0", "everyone", "shout")
+        TeamMessage.structured("agent_0", "everyone", "shout", {})
+    with pytest.raises(ValueError, match="message kind 'shout' must be one of"):
+        TeamMessage("agent_0", "everyone", "hi", "shout")
     with pytest.raises(ValueError, match="receivers must be a tuple"):
-        Message("agent_0", "agent_1", "text")
+        TeamMessage("agent_0", "agent_1", "text")
     with pytest.raises(ValueError, match="role must be one of"):
         PlannerAgent("agent_0", role="boss")
 

@@ -19,8 +19,8 @@ from orgteams.agents import (
     LLMAgent,
     PromptError,
     PromptTemplates,
-    ReceivedMessage,
     ScriptedBackend,
+    TeamMessage,
     letters,
 )
 
@@ -163,7 +163,7 @@ def test_abstain_and_role_options_only_when_allowed():
 def test_dialogue_window_keeps_latest_messages():
     backend = ScriptedBackend()
     agent = LLMAgent("agent_0", backend, dialogue_window=12)
-    agent.receive([ReceivedMessage("agent_1", "everyone", f"note {i:02d}", i) for i in range(15)])
+    agent.receive([TeamMessage("agent_1", "everyone", f"note {i:02d}", round=i) for i in range(15)])
     run(agent.communicate(comm_ctx(), FakeEnv()))
     text = backend.calls[0][1]["content"]
     assert "note 00" not in text and "note 02" not in text
@@ -184,7 +184,7 @@ def test_action_window_keeps_latest_actions():
 
 def test_dialogue_lines_name_receivers_and_self():
     log = DialogueLog()
-    log.heard([ReceivedMessage("agent_1", ("agent_0", "agent_2"), "hi", 1)])
+    log.heard([TeamMessage("agent_1", ("agent_0", "agent_2"), "hi", round=1)])
     assert log.dialogue_lines(TEAM, "agent_0") == ['Round 1, Bob to you, Charlie: "hi"']
 
 

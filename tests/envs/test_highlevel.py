@@ -31,7 +31,8 @@ def test_contract_reset_and_step_on_a_shipped_layout():
     assert obs["agent_0"].startswith("You are agent_0")
     info = infos["agent_0"]
     assert set(info) == {"needs_decision", "status", "failure_reason", "ticks_elapsed",
-                         "events", "available", "current"}
+                         "events", "available", "current", "is_success"}
+    assert info["is_success"] is False
     assert info["needs_decision"] and info["status"] == "idle" and info["current"] is None
     first = info["available"][0]
     assert isinstance(first, HighLevelAction) and first.kind == "explore"
@@ -251,3 +252,57 @@ def test_action_space_samples_and_accepts_only_available_ids():
             break
         env.step({a: env.action_space(a).sample() for a in env.agents})
     assert env.ticks > 0
+
+
+def test_reset_starts_from_a_given_state_through_options():
+    from orgteams.envs.household import HouseholdEnv
+
+    source = HouseholdEnv(layout="studio", num_agents=2)
+    obs, _ = source.reset(seed=3)
+    state = source.world
+    other = HouseholdEnv(layout="studio", num_agents=2)
+    again, infos = other.reset(options={"state": state})
+    assert other.world is state and infos["agent_0"]["tick"] == 0
+    assert all((again[a]["image"] == obs[a]["image"]).all() for a in obs)
+    high = HighLevelEnv(layout="studio", num_agents=2)
+    assert high.base.observations is False  # the wrapper builds its own, per round
+    high.reset(options={"state": state})
+    assert high.base.world is state and high.ticks == 0
+    with pytest.raises(ValueError, match=re.escape(
+            "options['state'] has 2 agents, env has 3")):
+        HouseholdEnv(layout="studio", num_agents=3).reset(options={"state": state})
+
+
+def test_pickles_mid_plan_and_the_copy_goes_on_identically():
+    import pickle
+
+    import numpy as np
+
+    env = HighLevelEnv(layout="apartment", num_agents=2, render_mode="rgb_array")
+    obs, infos = env.reset(seed=3)
+    env.render()  # a window's surfaces must not stop the env from pickling
+    rng = np.random.default_rng(3)
+
+    def choose(infos):
+        return {a: i["available"][int(rng.integers(len(i["available"])))].id
+                for a, i in infos.items() if i["needs_decision"]}
+
+    for _ in range(4):
+        obs, _, _, _, infos = env.step(choose(infos))
+    assert any(env.current(a) is not None for a in env.agents)  # a plan is mid-way
+    copy = pickle.loads(pickle.dumps(env))
+    state = rng.bit_generator.state
+    trace = []
+    for e in (env, copy):
+        rng.bit_generator.state = state
+        i = infos
+        steps = []
+        for _ in range(8):
+            if not e.agents:
+                break
+            o, r, _, _, i = e.step(choose(i))
+            steps.append((o, r, {a: (x["status"], x["ticks_elapsed"]) for a, x in i.items()},
+                          e.base.world.to_dict()))
+        trace.append(steps)
+    assert trace[0] == trace[1] and len(trace[0]) == 8
+    env.close()

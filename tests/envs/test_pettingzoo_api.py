@@ -234,7 +234,18 @@ def test_step_before_reset():
 
 
 @pytest.mark.parametrize("kwargs, msg", [
-    ({"obs_mode": "pixels"}, "obs_mode must be one of ('array', 'text'), got 'pixels'"),
+    ({"obs_mode": "pixels"}, "obs_mode must be one of ('array', 'text', 'flat', 'image'), "
+                             "got 'pixels'"),
+    ({"units": 0}, "units must be a positive integer or (min, max) with 1 <= min <= max, "
+                   "got 0"),
+    ({"units": (3, 2)}, "units must be a positive integer or (min, max) with 1 <= min <= max, "
+                        "got (3, 2)"),
+    ({"task": "put_dishwasher_easy", "units": 11},
+     "units=11: task 'put_dishwasher_easy' allows at most 10 units (5 goal rows x "
+     "max_per_predicate 2)"),
+    ({"reward_shaping": "lots"}, "reward_shaping must be True, False or one of ('none', "
+                                 "'units', 'subgoals'), got 'lots'"),
+    ({"image_scale": -1}, "image_scale must be >= 1, got -1"),
     ({"render_mode": "gif"}, "render_mode must be None or one of ('human', 'rgb_array', "
                              "'ansi'), got 'gif'"),
     ({"num_agents": 0}, "num_agents must be a positive integer, got 0"),

@@ -297,7 +297,7 @@ def test_llm_teammates_talk_before_they_act_and_the_player_sees_it(monkeypatch):
         if talk:
             assert teammates.messages == 2 and set(said) == {"agent_1", "agent_2"}
             assert said["agent_1"].text == "I take the kitchen."
-            assert said["agent_1"].receivers == ("agent_0", "agent_2")  # the player too
+            assert said["agent_1"].audience == ("agent_0", "agent_2")  # the player too
             act_prompt = backends["agent_2"].calls[-1][-1]["content"]
             assert "I take the kitchen." in act_prompt  # agent_2 heard agent_1 first
         else:

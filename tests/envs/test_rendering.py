@@ -17,7 +17,7 @@ iio = pytest.importorskip("imageio.v2")
 
 from orgteams.envs import household_v0  # noqa: E402
 from orgteams.envs.ansi import LEGEND  # noqa: E402
-from orgteams.envs.overlay import SpokenMessage  # noqa: E402
+from orgteams.envs.messages import TeamMessage  # noqa: E402
 from orgteams.envs.rendering import (  # noqa: E402
     INSTALL_HINT,
     PygameRenderer,
@@ -100,7 +100,7 @@ def test_overlay_message_marker_and_caption_change_the_frame():
     env = make_env()
     plain = env.render()
     raw = env.unwrapped
-    raw.overlay.say(SpokenMessage("agent_0", ("agent_1",), "I will fetch the apples.", 1))
+    raw.overlay.say(TeamMessage("agent_0", ("agent_1",), "I will fetch the apples.", round=1))
     with_message = env.render()
     raw.overlay.markers["agent_2"] = "abstained"
     with_marker = env.render()
@@ -119,8 +119,8 @@ def test_long_messages_and_display_names_render():
     raw = env.unwrapped
     raw.display_names = ["Alice", "Bob", "Carol", "Dave"]
     for i in range(20):
-        raw.overlay.say(SpokenMessage(f"agent_{i % 4}", ("agent_0", "agent_1", "agent_2"),
-                                      "word " * 80 + "x" * 300, i))
+        raw.overlay.say(TeamMessage(f"agent_{i % 4}", ("agent_0", "agent_1", "agent_2"),
+                                    "word " * 80 + "x" * 300, round=i))
     frame = env.render()
     assert frame.shape == make_env().render().shape
     env.close()

@@ -4,10 +4,10 @@ import re
 
 import pytest
 
+from orgteams.envs.messages import TeamMessage
 from orgteams.organizations import (
     ElectionRecord,
     Organization,
-    Output,
     Stage,
     election_due,
     leader_for_round,
@@ -20,6 +20,12 @@ from orgteams.organizations import (
     visible_outputs,
 )
 
+
+def turn(stage, agent, text, delivered=None):
+    """One speaker's turn in ``stage`` (its kind is the stage's kind)."""
+    return TeamMessage(agent, (), text, stage=stage, delivered=delivered)
+
+
 T3 = ("agent_0", "agent_1", "agent_2")
 T5 = tuple(f"agent_{i}" for i in range(5))
 
@@ -31,9 +37,9 @@ def resolved(name, team=T5):
 def test_sequential_one_speaker_per_stage_sees_earlier_outputs():
     stages = schedule(resolved("sequential", T3), list(T3), 0)
     assert stages == [Stage((a,), "all_prior", "message") for a in T3]
-    outs = [Output(0, "agent_0", "message", "I take the kitchen")]
+    outs = [turn(0, "agent_0", "I take the kitchen")]
     assert visible_outputs(stages, 1, "agent_1", outs) == outs
-    outs.append(Output(1, "agent_1", "message", "I abstain"))
+    outs.append(turn(1, "agent_1", "I abstain"))
     assert visible_outputs(stages, 2, "agent_2", outs) == outs
     assert visible_outputs(stages, 1, "agent_1", outs) == outs[:1]
 
@@ -41,7 +47,7 @@ def test_sequential_one_speaker_per_stage_sees_earlier_outputs():
 def test_shared_sees_nothing_of_this_round():
     stages = schedule(resolved("shared", T3), list(T3), 4)
     assert stages == [Stage(T3, "none_this_round", "message")]
-    outs = [Output(0, "agent_0", "message", "x")]
+    outs = [turn(0, "agent_0", "x")]
     assert visible_outputs(stages, 0, "agent_1", outs) == []
 
 
@@ -51,8 +57,8 @@ def test_broadcast_decision_sees_all_intentions_only():
         Stage(T3, "none_this_round", "intention"),
         Stage(T3, "intentions", "message"),
     ]
-    intents = [Output(0, a, "intention", f"{a} plans") for a in T3]
-    decisions = [Output(1, "agent_0", "message", "done")]
+    intents = [turn(0, a, f"{a} plans") for a in T3]
+    decisions = [turn(1, "agent_0", "done")]
     assert visible_outputs(stages, 1, "agent_2", intents + decisions) == intents
     assert visible_outputs(stages, 0, "agent_2", intents) == []
 
@@ -63,7 +69,7 @@ def test_coordinator_plans_first_then_others_see_the_plan():
         Stage(("agent_0",), "none_this_round", "plan"),
         Stage(T5[1:], "plan", "message"),
     ]
-    plan = Output(0, "agent_0", "plan", "agent_1 kitchen, agent_2 fridge")
+    plan = turn(0, "agent_0", "agent_1 kitchen, agent_2 fridge")
     assert visible_outputs(stages, 1, "agent_3", [plan]) == [plan]
 
 
@@ -74,7 +80,7 @@ def test_batched_sequential_groups_of_k():
     stages = schedule(resolved("batched_sequential", team), team, 0)
     assert [s.speakers for s in stages] == [tuple(team[:4]), tuple(team[4:8]), (team[8],)]
     assert {s.sees for s in stages} == {"all_prior"}
-    outs = [Output(0, a, "message", a) for a in team[:4]] + [Output(1, "agent_4", "message", "")]
+    outs = [turn(0, a, a) for a in team[:4]] + [turn(1, "agent_4", "")]
     assert visible_outputs(stages, 1, "agent_5", outs) == outs[:4]
     assert visible_outputs(stages, 2, "agent_8", outs) == outs
 
@@ -96,7 +102,7 @@ def test_leader_first_and_pyramid_order():
 
 def test_free_visibility_follows_delivery():
     stages = schedule(resolved("chain", T3), list(T3), 0)
-    outs = [Output(0, "agent_0", "message", "hi Bob", delivered=("agent_1",))]
+    outs = [turn(0, "agent_0", "hi Bob", delivered=("agent_1",))]
     assert visible_outputs(stages, 1, "agent_1", outs) == outs
     assert visible_outputs(stages, 2, "agent_2", outs) == []
     assert visible_outputs(stages, 2, "agent_0", outs) == outs
@@ -186,3 +192,24 @@ def test_leader_for_round_rules():
     assert leader_for_round(dyn, 4, current="agent_0", progress=progress) == "agent_0"
     assert leader_for_round(dyn, 0) == "agent_0"
     assert leader_for_round(resolved("leader"), 3) == "agent_0"
+
+
+def test_protocol_facts_are_the_one_registry():
+    from orgteams.organizations.monitor import CapabilityMonitor, MonitorConfig
+    from orgteams.organizations.protocol_facts import PROTOCOL_FACTS, PROTOCOLS, SELF_ORGANIZING
+
+    assert PROTOCOLS == tuple(PROTOCOL_FACTS)
+    monitor = CapabilityMonitor(MonitorConfig(window=1))
+    monitor.update(0, 3, 3, 3)  # nobody abstains, everyone duplicates
+    for name, facts in PROTOCOL_FACTS.items():
+        tiers = {"kind": "tiers", "tiers": [{"role": "leader", "count": 1},
+                                            {"role": "member", "count": "rest"}]}
+        org = Organization(name=f"t_{name}", protocol=name, batch_size=2,
+                           **({"topology": tiers} if facts.needs_leader else {}))
+        stages = schedule(org.resolve(list(T3)), list(T3), 0)
+        assert {a for s in stages for a in s.speakers} == set(T3), name
+        assert (monitor.should_switch(name) is not None) == facts.self_organizing, name
+        assert (name in SELF_ORGANIZING) == facts.self_organizing
+    with pytest.raises(ValueError, match=re.escape(
+            "protocol 'coordinator' with leadership_rule 'fixed' needs a leader")):
+        Organization(name="x", protocol="coordinator")

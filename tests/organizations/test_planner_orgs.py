@@ -70,3 +70,25 @@ def test_a_rerun_with_the_response_cache_is_free_and_exact(tmp_path):
     assert calls and all(r["cached_usage"] == r["usage"] for r in calls)
     for key in ("ticks", "rounds", "message_tokens_delivered", "llm_prompt_tokens"):
         assert first[key] == second[key], key
+
+
+def test_backends_are_owned_by_the_episode_or_the_pool_given(monkeypatch):
+    import re
+
+    from orgteams.agents.backends import ScriptedBackend
+    from orgteams.team import BackendPool, build_member
+
+    closed: list = []
+    monkeypatch.setattr(ScriptedBackend, "close", lambda self: closed.append(self))
+    kw = {"task": "prepare_afternoon_tea", "layout": "studio", "agents": 2,
+          "backend": "scripted", "max_rounds": 1, "log_path": None}
+    run_episode(**kw)
+    assert len(closed) == 1  # the episode made one backend for both members and closed it
+    with BackendPool() as pool:
+        run_episode(**kw, pool=pool)
+        run_episode(**kw, pool=pool)
+        assert len(closed) == 1 and len(pool) == 1  # shared, still open
+    assert len(closed) == 2 and len(pool) == 0
+    with pytest.raises(ValueError, match=re.escape(
+            "member spec 'scripted' needs a BackendPool (pool=...)")):
+        build_member("agent_0", "scripted")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -10,7 +11,8 @@ from orgteams.agents.agent_base import (
     ActDecision,
     CommunicateDecision,
     DecisionRecord,
-    OutgoingMessage,
+    MemberBase,
+    TeamMessage,
 )
 from orgteams.envs.highlevel import HighLevelEnv
 from orgteams.organizations import load_organization
@@ -20,7 +22,7 @@ from orgteams.organizations.shocks import Shock, recovery_rounds
 from orgteams.organizations.team_log import read_log
 
 
-class Recorder:
+class Recorder(MemberBase):
     """A member that says who it is, remembers what it saw, and acts by a rule."""
 
     model = "recorder"
@@ -48,11 +50,12 @@ class Recorder:
         if self.fail_round is not None and ctx.round == self.fail_round:
             raise RuntimeError("member crashed")
         self.contexts.append(ctx)
-        self.seen.append((ctx.round, ctx.stage_kind, [v["sender"] for v in
-                                                      ctx.visible_this_round if v["text"]]))
+        self.seen.append((ctx.round, ctx.stage_kind, [v.sender for v in
+                                                      ctx.visible_this_round if v.text]))
         rec = DecisionRecord("communicate", self.agent_id, ctx.round, model=self.model)
         vote = self.vote if ctx.stage_kind == "vote" else None
-        msgs = [] if self.abstain else [OutgoingMessage(self.to, f"hi from {self.agent_id}")]
+        msgs = [] if self.abstain else [TeamMessage(self.agent_id, self.to,
+                                                                f"hi from {self.agent_id}")]
         return CommunicateDecision(msgs, self.role, self.abstain, vote, "", rec)
 
     async def act(self, env, round, ctx=None):
@@ -119,7 +122,7 @@ def test_election_is_recorded_and_changes_the_leader():
     assert election["votes"] == {"agent_0": "agent_2", "agent_1": "agent_2",
                                  "agent_2": "agent_2"}
     assert result.summary["election_count"] == 1
-    assert runner.resolved.leaders[0] == "agent_2"
+    assert runner.state.resolved.leaders[0] == "agent_2"
 
 
 def test_abstaining_agents_wait_and_count_in_the_abstention_rate():
@@ -214,6 +217,21 @@ def test_members_must_match_the_team():
         TeamRunner(env, load_organization("none"), {"agent_0": Recorder("agent_0")})
 
 
+def test_a_member_missing_part_of_the_protocol_is_one_clear_line():
+    class Mute:
+        agent_id, model = "agent_1", "mute"
+
+        def reset(self):
+            pass
+
+    env = HighLevelEnv(layout="studio", num_agents=2)
+    with pytest.raises(ValueError, match=re.escape(
+            "member agent_1 (Mute) does not implement TeamMember: missing act, "
+            "acts_every_round, backend, communicate, observe, receive, set_leader")):
+        TeamRunner(env, load_organization("none"), {"agent_0": Recorder("agent_0"),
+                                                    "agent_1": Mute()})
+
+
 def test_live_view_shows_the_round_messages():
     pytest.importorskip("pygame")
     env = HighLevelEnv(layout="studio", task="prepare_afternoon_tea", num_agents=3,
@@ -221,7 +239,7 @@ def test_live_view_shows_the_round_messages():
     members = {f"agent_{i}": Recorder(f"agent_{i}") for i in range(3)}
     TeamRunner(env, load_organization("none"), members, max_rounds=1).run(seed=0)
     overlay = env.base.overlay
-    assert [(m.sender, m.receivers) for m in overlay.log][:2] == [
+    assert [(m.sender, m.audience) for m in overlay.log][:2] == [
         ("agent_0", ("agent_1", "agent_2")), ("agent_1", ("agent_0", "agent_2"))]
     assert overlay.latest["agent_2"].text == "hi from agent_2"
     with_speech = env.render()
@@ -241,3 +259,15 @@ def test_act_phase_sees_the_same_role_as_the_communicate_phase():
         acted = {c.role for c in member.act_contexts}
         assert acted and acted == said, agent
     assert {c.role for c in members["agent_0"].act_contexts} == {"leader"}
+
+
+def test_custom_names_reach_the_organization_instruction():
+    """One name scheme: the instruction and the context name the same people."""
+    env = HighLevelEnv(layout="studio", task="prepare_afternoon_tea", num_agents=3)
+    members = {f"agent_{i}": Recorder(f"agent_{i}") for i in range(3)}
+    names = {"agent_0": "Zed", "agent_1": "Yan", "agent_2": "Xia"}
+    TeamRunner(env, load_organization("leader"), members, names=names, max_rounds=1).run(0)
+    ctx = members["agent_1"].contexts[0]
+    assert ctx.name == "Yan" and ctx.team == names
+    assert "You are Yan" in ctx.instruction and "Zed" in ctx.instruction
+    assert "Alice" not in ctx.instruction and "Bob" not in ctx.instruction

@@ -1,0 +1,112 @@
+"""What a team member may read of the episode: queries only, never the env itself.
+
+The round loop hands members a :class:`MemberView` where it used to hand them the
+:class:`~orgteams.envs.highlevel.HighLevelEnv`: the same questions a member asks
+(its description and memory, the goal and progress, the actions open to it, whether
+it must decide), and none of the env's levers (``step``, ``reset``, ``set_idle``,
+``on_tick``, rendering) or attribute writes. A scripted expert (the planner) also
+reads the world state and the navigator, as a teammate watching the house would.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from orgteams.envs.highlevel import HighLevelAction, HighLevelEnv
+    from orgteams.envs.memory import AgentMemory
+    from orgteams.envs.navigation import Navigator
+    from orgteams.envs.state import HouseholdState
+
+__all__ = ["MemberView"]
+
+
+class _ReadOnly:
+    """Refuses attribute writes: a view never changes what it shows."""
+
+    __slots__ = ()
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(f"{type(self).__name__} is read-only (cannot set {name!r})")
+
+
+class HouseView(_ReadOnly):
+    """The household seen by members: descriptions, the goal, progress, the world state."""
+
+    __slots__ = ("_base",)
+
+    def __init__(self, base: Any) -> None:
+        object.__setattr__(self, "_base", base)
+
+    @property
+    def world(self) -> HouseholdState:
+        """The current world state (read it; the env replaces it every tick)."""
+        return self._base.world
+
+    @property
+    def agent_index(self) -> Mapping[str, int]:
+        """Agent id -> index in the world's per-agent lists."""
+        return MappingProxyType(self._base.agent_index)
+
+    def describe(self, agent: str) -> str:
+        """What ``agent`` sees now, as text."""
+        return self._base.describe(agent)
+
+    def describe_goal(self) -> str:
+        """The goal, as text."""
+        return self._base.describe_goal()
+
+    def progress(self) -> Any:
+        """Goal progress (see :meth:`HouseholdEnv.progress`)."""
+        return self._base.progress()
+
+
+class MemberView(_ReadOnly):
+    """A read-only view of a :class:`HighLevelEnv` for team members (one per episode)."""
+
+    __slots__ = ("_env", "base")
+
+    def __init__(self, env: HighLevelEnv) -> None:
+        object.__setattr__(self, "_env", env)
+        object.__setattr__(self, "base", HouseView(env.base))
+
+    @property
+    def agents(self) -> tuple[str, ...]:
+        """Agents still in the episode."""
+        return tuple(self._env.agents)
+
+    @property
+    def possible_agents(self) -> tuple[str, ...]:
+        """Every agent of the env."""
+        return tuple(self._env.possible_agents)
+
+    @property
+    def nav(self) -> Navigator:
+        """Shortest paths on the static grid (distances, goals of rooms and furniture)."""
+        return self._env.nav
+
+    @property
+    def ticks(self) -> int:
+        return self._env.ticks
+
+    @property
+    def rounds(self) -> int:
+        return self._env.rounds
+
+    def memory(self, agent: str) -> AgentMemory:
+        """What ``agent`` believes about where things are (its own env memory)."""
+        return self._env.memory(agent)
+
+    def available_actions(self, agent: str) -> list[HighLevelAction]:
+        """The high-level actions ``agent`` may choose now."""
+        return self._env.available_actions(agent)
+
+    def needs_decision(self, agent: str) -> bool:
+        """Whether ``agent``'s plan ended (it must choose a new action)."""
+        return self._env.needs_decision(agent)
+
+    def current(self, agent: str) -> HighLevelAction | None:
+        """The high-level action ``agent`` is carrying out, if any."""
+        return self._env.current(agent)

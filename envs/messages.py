@@ -1,0 +1,129 @@
+"""The one team message: what a member says, from its decision to the overlay and the log.
+
+A :class:`TeamMessage` is created by the member that speaks (an LLM's reply, a
+person's line, a planner's structured claim), stamped by the round loop with its
+round, stage and the receivers the organization's channels let it reach
+(``delivered``), shown to later speakers of the round, delivered to receivers'
+memories, drawn by the window overlay (:class:`~orgteams.envs.overlay.Overlay`) and
+written to the episode log. It lives in ``envs`` because the overlay draws it and
+``envs`` imports nothing above it.
+
+Structured kinds (spoken by planner agents; ``text`` is their rendering, which is
+what token counts measure):
+
+=========  ================================================  ==================================
+kind       content                                           text
+=========  ================================================  ==================================
+claim      ``{"object": "cupcake_2", "target": "coffee_table"}``  "claim cupcake_2 -> coffee_table"
+           or ``{"room": "kitchen"}`` (exploring it)         "claim explore kitchen"
+release    ``{"object": "cupcake_2"}`` or ``{"room": ...}``   "release cupcake_2"
+found      ``{"object": "apple_1", "location": "fridge"}``    "seen apple_1 in fridge"
+assign     ``{"agent": "agent_1", "action": "grab:cupcake_2", "agent_1: grab cupcake_2 ->
+           "target": "coffee_table"}`` (target optional)    coffee_table"
+done       ``{"object": "cupcake_2", "target": "coffee_table"}``  "done cupcake_2 -> coffee_table"
+text       ``{}``                                            what was said
+=========  ================================================  ==================================
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+__all__ = ["EVERYONE", "MESSAGE_KINDS", "Everyone", "Receivers", "TeamMessage", "render"]
+
+EVERYONE = "everyone"  # the one spelling of "every other team member"
+Everyone = Literal["everyone"]
+Receivers = tuple[str, ...] | Everyone
+MESSAGE_KINDS = ("claim", "release", "found", "assign", "done", "text")
+
+
+def render(kind: str, content: Mapping[str, Any], text: str = "",
+           names: Mapping[str, str] | None = None) -> str:
+    """The short English sentence of a structured message (``text`` for kind ``text``).
+
+    ``names``: agent id -> display name, to name an assignee as the team does
+    (``Bob: grab cupcake_2``); ids are kept without it.
+    """
+    c = content
+    if kind == "text":
+        return text
+    if kind == "found":
+        return f"seen {c['object']} in {c['location']}"
+    if kind == "assign":
+        what = c["action"].replace(":", " ", 1)
+        tail = f" -> {c['target']}" if c.get("target") else ""
+        return f"{(names or {}).get(c['agent'], c['agent'])}: {what}{tail}"
+    thing = c.get("object") or f"explore {c.get('room', '')}"
+    tail = f" -> {c['target']}" if c.get("target") else ""
+    return f"{kind} {thing}{tail}"
+
+
+@dataclass(frozen=True)
+class TeamMessage:
+    """One message of a team member (or one silent turn: empty ``text``).
+
+    Attributes:
+        sender: Agent id of the speaker.
+        receivers: Whom it addressed: agent ids, or ``"everyone"``.
+        text: What was said (for structured kinds, their rendering).
+        kind: One of :data:`MESSAGE_KINDS`.
+        round: The decision round it was said in.
+        stage: Index of the communicate stage it was said in.
+        content: Structured payload of non-text kinds (do not mutate).
+        delivered: Agent ids it reached along allowed channels; None until routed, and
+            for silent turns, which every later speaker may see.
+        role: The role the speaker chose or claimed when it spoke, if any.
+        abstained: The speaker abstained from the round instead of speaking.
+    """
+
+    sender: str
+    receivers: Receivers
+    text: str = ""
+    kind: str = "text"
+    round: int = 0
+    stage: int = 0
+    content: Mapping[str, Any] = field(default_factory=dict, hash=False)
+    delivered: tuple[str, ...] | None = None
+    role: str | None = None
+    abstained: bool = False
+
+    def __post_init__(self) -> None:
+        if self.kind not in MESSAGE_KINDS:
+            raise ValueError(f"message kind {self.kind!r} must be one of "
+                             f"{', '.join(MESSAGE_KINDS)}")
+        if isinstance(self.receivers, str):
+            if self.receivers != EVERYONE:
+                raise ValueError(f"receivers must be a tuple of agent names or {EVERYONE!r}, "
+                                 f"got {self.receivers!r}")
+        elif not isinstance(self.receivers, tuple):
+            object.__setattr__(self, "receivers", tuple(self.receivers))
+
+    @classmethod
+    def structured(cls, sender: str, receivers: Receivers, kind: str,
+                   content: Mapping[str, Any]) -> TeamMessage:
+        """A structured message whose ``text`` is its rendering (:func:`render`)."""
+        if kind not in MESSAGE_KINDS:
+            raise ValueError(f"message kind {kind!r} must be one of {', '.join(MESSAGE_KINDS)}")
+        return cls(sender, receivers, render(kind, content), kind, content=dict(content))
+
+    def addressed_to(self, agent: str) -> bool:
+        """Whether the speaker addressed ``agent`` (``"everyone"`` addresses all)."""
+        return self.receivers == EVERYONE or agent in self.receivers
+
+    @property
+    def audience(self) -> tuple[str, ...]:
+        """Who it reached (``delivered``), else whom it named; ``()`` means everyone."""
+        if self.delivered is not None:
+            return self.delivered
+        return () if self.receivers == EVERYONE else self.receivers
+
+    @property
+    def silent(self) -> bool:
+        """A turn with nothing said."""
+        return not self.text
+
+    def receivers_json(self) -> list[str] | str:
+        """``receivers`` as the log writes them: a list of ids, or ``"everyone"``."""
+        return self.receivers if isinstance(self.receivers, str) else list(self.receivers)

@@ -1,0 +1,232 @@
+"""The one round loop: an episode's state, its hooks, and the loop over decision rounds.
+
+:class:`EpisodeState` is everything an episode knows between rounds (the env, the
+organization as resolved now, the members, who was removed, granted roles, the
+counters behaviour depends on). :func:`play_rounds` runs rounds until the episode
+ends: leadership hand-over, the communicate phase and the act phase
+(:mod:`~orgteams.organizations.phases`, plain functions over the state), then the
+round-end hooks. Everything that only watches (the episode log, the replay's tick
+lines, video frames, the window overlay, live progress) subscribes to
+:class:`RoundHooks` instead of being written into the loop; the things that change
+the episode (shocks, the capability monitor) subscribe the same way, from
+:class:`~orgteams.organizations.runner.TeamRunner`.
+
+The same loop plays ``orgteams run`` (:class:`TeamRunner`), the planner teams of
+:func:`~orgteams.organizations.planner_team.run_team` and the LLM teammates of
+``orgteams play`` (:mod:`orgteams.play_team`, one round per call).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from orgteams.agents.agent_base import TeamMember
+from orgteams.envs.highlevel import HighLevelEnv
+from orgteams.envs.member_view import MemberView
+from orgteams.envs.messages import TeamMessage
+from orgteams.envs.team import Team
+from orgteams.organizations.phases import act_phase, communicate_phase
+from orgteams.organizations.protocols import leader_for_round
+from orgteams.organizations.resolved import ResolvedOrganization
+from orgteams.organizations.spec import SELF_CHOSEN, Organization
+
+__all__ = ["EpisodeState", "RoundHooks", "check_member", "check_members", "play_rounds"]
+
+StateHook = Callable[["EpisodeState"], None]
+
+
+@dataclass
+class RoundHooks:
+    """Who watches (or steers) the loop; each list is called in subscription order.
+
+    Attributes:
+        record: Every log record: decision lines and ``"record": "event"`` lines.
+        message: Every routed message (the window overlay draws them).
+        phase: ``(state, "communicate" | "act")`` when a phase starts.
+        stage: After every communicate stage (the live window redraws).
+        decided: ``(state, decision records)`` after each communicate stage and act
+            phase, in speaking order (the transport-failure stop counts them).
+        actions: ``(state, joint high-level actions)`` right before the env steps.
+        round_start: Before a round (shocks apply here).
+        round_end: After a round (monitor, log flush, live progress).
+        tick: ``(before, joint, after, infos)`` after every env tick (replay log, video).
+    """
+
+    record: list[Callable[[dict], None]] = field(default_factory=list)
+    message: list[Callable[[TeamMessage], None]] = field(default_factory=list)
+    phase: list[Callable[[EpisodeState, str], None]] = field(default_factory=list)
+    stage: list[StateHook] = field(default_factory=list)
+    decided: list[Callable[[EpisodeState, list[Any]], None]] = field(default_factory=list)
+    actions: list[Callable[[EpisodeState, dict[str, str]], None]] = field(default_factory=list)
+    round_start: list[StateHook] = field(default_factory=list)
+    round_end: list[StateHook] = field(default_factory=list)
+    tick: list[Callable[..., None]] = field(default_factory=list)
+
+
+@dataclass
+class EpisodeState:
+    """One episode between rounds.
+
+    Attributes:
+        env: The high-level env.
+        organization: The organization in force (the monitor may switch it).
+        resolved: It, resolved for the team; leaders change with elections.
+        members: Agent id -> member.
+        hooks: Subscribers.
+        round: The current decision round (0-based).
+        removed: Agents a shock removed (they stay in the env, idle).
+        roles: Self-chosen roles granted so far.
+        placed: Goal objects each agent placed (``most_progress`` leadership).
+        progress: Goal units done after each round (index 0: the start).
+        duplicates: ``decisions`` and ``duplicated`` counts of new decisions.
+        last_duplicates: ``(duplicated, new decisions)`` of the latest act phase.
+        events: Team-level events so far (also sent to ``hooks.record``).
+        abstained: Agents that abstained so far this round.
+        view: What members are given instead of the env (read-only queries).
+    """
+
+    env: HighLevelEnv
+    organization: Organization
+    resolved: ResolvedOrganization
+    members: dict[str, TeamMember]
+    hooks: RoundHooks = field(default_factory=RoundHooks)
+    round: int = 0
+    removed: set[str] = field(default_factory=set)
+    roles: dict[str, str] = field(default_factory=dict)
+    placed: Counter = field(default_factory=Counter)
+    progress: list[int] = field(default_factory=lambda: [0])
+    duplicates: Counter = field(default_factory=Counter)
+    last_duplicates: tuple[int, int] = (0, 0)
+    events: list[dict] = field(default_factory=list)
+    abstained: set[str] = field(default_factory=set)
+    view: MemberView = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self.view = MemberView(self.env)
+
+    @property
+    def team(self) -> tuple[str, ...]:
+        """Agent ids in speaking order."""
+        return self.resolved.team
+
+    @property
+    def roster(self) -> Team:
+        """Ids and display names."""
+        return self.resolved.roster
+
+    def active(self) -> list[str]:
+        """Agents not removed, in team order."""
+        return [a for a in self.team if a not in self.removed]
+
+    def role(self, agent: str) -> str | None:
+        """The agent's role now: assigned by the organization, else chosen and granted
+        (None for none, also when the organization's role is empty)."""
+        assigned = self.resolved.role_of(agent)
+        return self.roles.get(agent) if assigned == SELF_CHOSEN else assigned or None
+
+    def set_leaders(self, leaders: list[str]) -> None:
+        """Put ``leaders`` in the top tier and tell members (planners: only it assigns)."""
+        self.resolved = self.resolved.with_leaders(leaders)
+        top = set(self.resolved.tiers[0][1]) if len(self.resolved.tiers) > 1 else set()
+        for agent, member in self.members.items():
+            member.set_leader(agent in top)
+
+    def switch(self, organization: Organization) -> None:
+        """Put ``organization`` in force for the same team (the monitor's fallback)."""
+        self.organization = organization
+        self.resolved = organization.resolve(self.roster)
+        self.set_leaders(list(self.resolved.leaders))
+
+    def emit(self, record: dict) -> None:
+        """Send one log record to the ``record`` subscribers."""
+        for hook in self.hooks.record:
+            hook(record)
+
+    def event(self, type_: str, **data: Any) -> None:
+        """Record a team-level event of this round."""
+        event = {"record": "event", "round": self.round, "tick": self.env.ticks,
+                 "type": type_, **data}
+        self.events.append(event)
+        self.emit(event)
+
+
+def check_members(team: list[str] | tuple[str, ...], members: dict[str, Any]) -> None:
+    """Members must cover exactly ``team`` and implement :class:`TeamMember`.
+
+    Raises:
+        ValueError: A missing or extra agent, or a member missing part of the protocol.
+    """
+    if sorted(members) != sorted(team):
+        raise ValueError(f"members must cover exactly the env's agents {list(team)}, "
+                         f"got {sorted(members)}")
+    for agent, member in members.items():
+        check_member(agent, member)
+
+
+def check_member(agent: str, member: Any) -> None:
+    """``member`` implements :class:`TeamMember` (the one place a member is probed).
+
+    Raises:
+        ValueError: What it misses, in one line.
+    """
+    missing = [n for n in TeamMember.__annotations__.keys() | _METHODS if not hasattr(member, n)]
+    if missing:
+        raise ValueError(f"member {agent} ({type(member).__name__}) does not implement "
+                         f"TeamMember: missing {', '.join(sorted(missing))}")
+
+
+_METHODS = frozenset({"reset", "observe", "receive", "communicate", "act", "set_leader"})
+
+
+def _update_leadership(state: EpisodeState) -> None:
+    org, resolved = state.organization, state.resolved
+    if state.round == 0:
+        state.set_leaders(list(resolved.leaders))
+    if org.leadership_rule in ("round_robin", "most_progress") and len(state.team) > 1:
+        current = state.resolved.leaders[0] if state.resolved.leaders else None
+        leader = leader_for_round(state.resolved, state.round, current=current,
+                                  progress=dict(state.placed))
+        if leader != current:
+            state.set_leaders([leader])
+            state.event("leader_change", leader=leader, rule=org.leadership_rule)
+
+
+async def play_round(state: EpisodeState) -> None:
+    """One decision round: round-start hooks, leadership, communicate, act, round-end hooks."""
+    for hook in state.hooks.round_start:
+        hook(state)
+    _update_leadership(state)
+    abstained = await communicate_phase(state)
+    await act_phase(state, abstained)
+    state.progress.append(sum(state.env.base.world.progress))
+    for hook in state.hooks.round_end:
+        hook(state)
+
+
+async def play_rounds(state: EpisodeState, max_rounds: int | None = None) -> None:
+    """Play rounds until the env ends the episode or ``max_rounds`` rounds were played.
+
+    The env's ``on_tick`` calls the ``tick`` hooks (after any hook set before) while the
+    rounds run, and is put back afterwards.
+    """
+    env = state.env
+    outer = env.on_tick
+    if state.hooks.tick:
+        ticks = state.hooks.tick
+
+        def on_tick(before: Any, joint: Any, after: Any, infos: Any) -> None:
+            if outer is not None:
+                outer(before, joint, after, infos)
+            for hook in ticks:
+                hook(before, joint, after, infos)
+
+        env.on_tick = on_tick
+    try:
+        while env.agents and (max_rounds is None or state.round < max_rounds):
+            await play_round(state)
+            state.round += 1
+    finally:
+        env.on_tick = outer

@@ -1,0 +1,251 @@
+"""The two phases of a decision round, as plain functions over an :class:`EpisodeState`.
+
+:func:`communicate_phase` runs the organization's stages
+(:func:`~orgteams.organizations.protocols.schedule`) in order, the speakers of a stage
+concurrently (``asyncio.gather``), each seeing only what the protocol shows it; each
+message is routed along allowed channels, indexed by receiver, and delivered at the
+end of the phase. :func:`act_phase` asks, concurrently, every agent that must decide
+(and members that act every round) for one high-level action, replaces an
+unavailable one by the one fallback rule
+(:func:`~orgteams.agents.agent_base.safe_action`) and steps the env.
+
+Neither writes a file or draws: they send records, messages and stage ends to the
+state's hooks.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import Counter
+from dataclasses import asdict, replace
+from typing import TYPE_CHECKING
+
+from orgteams.agents.agent_base import (
+    ActContext,
+    ActDecision,
+    CommunicateContext,
+    CommunicateDecision,
+    TeamMessage,
+    safe_action,
+)
+from orgteams.organizations.protocols import (
+    Stage,
+    record_election,
+    resolve_claims,
+    route,
+    schedule,
+    visible_outputs,
+)
+from orgteams.organizations.team_log import decision_fields
+
+if TYPE_CHECKING:  # the loop (episode.py) calls the phases; they only read its state
+    from orgteams.organizations.episode import EpisodeState
+
+__all__ = ["act_phase", "communicate_phase", "decide_actions"]
+
+TRACKED = ("grab", "explore", "check")  # kinds whose targets two agents should not share
+# Fields of a decision, not of each message it sends: only its first message line has them.
+_CALL_ONLY = ("usage", "cached_usage", "prompt", "replies", "attempts")
+
+
+async def _all(calls) -> list:
+    """The calls' results, run concurrently (one call is awaited without a task)."""
+    calls = list(calls)
+    if len(calls) == 1:
+        return [await calls[0]]
+    return list(await asyncio.gather(*calls))
+
+
+def _context(state: EpisodeState, agent: str, stage: Stage, visible: list[TeamMessage],
+             team: dict[str, str]) -> CommunicateContext:
+    r, org = state.resolved, state.organization
+    assigned = r.role_of(agent)
+    return CommunicateContext(
+        round=state.round, agent=agent, name=state.roster.name(agent),
+        team=team, instruction=r.instruction_for(agent),
+        role=state.role(agent), allow_abstain=org.allow_abstain,
+        self_chosen_roles=org.self_chosen_roles or assigned == "self-chosen",
+        can_message=[b for b in r.receivers_of(agent) if b not in state.removed],
+        visible_this_round=visible, stage_kind=stage.kind,
+        candidates=state.active() if stage.kind == "vote" else None)
+
+
+async def communicate_phase(state: EpisodeState, speakers: list[str] | None = None
+                            ) -> set[str]:
+    """Run this round's communicate stages; returns the agents that abstained.
+
+    Args:
+        state: The episode.
+        speakers: Who speaks this round (default: every active agent).
+    """
+    org, active = state.organization, state.active()
+    for hook in state.hooks.phase:
+        hook(state, "communicate")
+    stages = schedule(state.resolved, active if speakers is None else speakers, state.round)
+    outputs: list[TeamMessage] = []
+    inbox: dict[str, list[TeamMessage]] = {a: [] for a in state.team}
+    abstained: set[str] = set()
+    state.abstained = abstained
+    team = dict(state.roster.by_id)  # one copy per phase, shared by the contexts
+    view = state.view  # members read the episode through it, never the env
+    for member in state.members.values():
+        member.observe(view)
+    si = 0
+    while si < len(stages):
+        stage = stages[si]
+        ctxs = {a: _context(state, a, stage, visible_outputs(stages, si, a, outputs), team)
+                for a in stage.speakers}
+        decisions = await _all(state.members[a].communicate(ctxs[a], view)
+                               for a in stage.speakers)
+        votes, claims = {}, {}
+        for agent, d in zip(stage.speakers, decisions):
+            if d.abstain and org.allow_abstain:
+                abstained.add(agent)
+            if d.role and (org.self_chosen_roles or ctxs[agent].self_chosen_roles):
+                claims[agent] = d.role
+            if stage.kind == "vote" and d.vote in active:
+                votes[agent] = d.vote
+            outputs += _route(state, si, stage, agent, d, ctxs[agent], inbox)
+        for hook in state.hooks.decided:
+            hook(state, [d.record for d in decisions])
+        if stage.kind == "vote" and votes:
+            incumbent = state.resolved.leaders[0] if state.resolved.leaders else None
+            election = record_election(state.round, votes, order=state.team, incumbent=incumbent)
+            state.set_leaders([election.winner])
+            state.event("election", **asdict(election))
+            stages = stages[:si + 1] + schedule(state.resolved, active, state.round,
+                                                with_election=False)
+        if claims:
+            granted = resolve_claims(claims, order=state.team) if stage.kind == "claim" \
+                else claims
+            for agent, role in granted.items():
+                if role is None:
+                    state.event("claim_refused", agent=agent, role=claims[agent])
+                else:
+                    state.roles[agent] = role
+        for hook in state.hooks.stage:
+            hook(state)
+        si += 1
+    for agent, messages in inbox.items():
+        if messages and agent not in state.removed and agent in state.members:
+            state.members[agent].receive(messages)  # a player beside the team has none
+    return abstained
+
+
+def _route(state: EpisodeState, si: int, stage: Stage, agent: str, d: CommunicateDecision,
+           ctx: CommunicateContext, inbox: dict[str, list[TeamMessage]]) -> list[TeamMessage]:
+    """Stamp, route and record one speaker's turn; returns what later stages may see."""
+    from orgteams.agents.tokens import count_tokens
+
+    recording = bool(state.hooks.record)  # records cost: build them only for a reader
+    allow = state.organization.allow_abstain
+    base = {"round": state.round, "tick": state.env.ticks, "agent": agent,
+            "phase": "communicate", "stage": si, "kind": stage.kind, "role": d.role or ctx.role,
+            "abstained": d.abstain if allow else None, "vote": d.vote,
+            "thoughts": d.thoughts, **decision_fields(d.record)} if recording else {}
+    if not d.messages:
+        if recording:
+            state.emit({**base, "message": None, "receivers": [], "delivered": [],
+                        "message_tokens": 0})
+        return [TeamMessage(agent, (), round=state.round, stage=si, role=d.role,
+                            abstained=d.abstain)]
+    said = []
+    for i, m in enumerate(d.messages):
+        delivered, dropped = route(agent, m.receivers, state.resolved)
+        delivered = [b for b in delivered if b not in state.removed]
+        out = replace(m, sender=agent, round=state.round, stage=si, delivered=tuple(delivered),
+                      role=d.role, abstained=d.abstain)
+        said.append(out)
+        for b in delivered:
+            inbox[b].append(out)
+        if recording:
+            rec = base if i == 0 else {k: v for k, v in base.items() if k not in _CALL_ONLY}
+            state.emit({**rec, "message": m.text, "message_kind": m.kind,
+                        "receivers": out.receivers_json(), "delivered": delivered,
+                        "dropped": dropped, "message_tokens": count_tokens(m.text)})
+        for hook in state.hooks.message:
+            hook(out)
+    return said
+
+
+async def decide_actions(state: EpisodeState, abstained: set[str] = frozenset(),
+                         deciders: list[str] | None = None
+                         ) -> tuple[dict[str, str], dict[str, ActDecision]]:
+    """Ask the deciders, concurrently, for one action each; an unavailable one becomes
+    the safe action (the decision record says so).
+
+    Args:
+        state: The episode.
+        abstained: Agents that abstained this round (they are not asked).
+        deciders: Who decides (default: active members that need a decision or act
+            every round).
+
+    Returns:
+        ``(actions, decisions)`` by agent id.
+    """
+    env = state.env
+    if deciders is None:
+        deciders = [a for a in state.active() if a not in abstained and a in state.members
+                    and (env.needs_decision(a) or state.members[a].acts_every_round)]
+    team = dict(state.roster.by_id)  # one copy per phase, shared by the contexts
+    ctxs = {a: ActContext(state.round, a, state.roster.name(a), team,
+                          state.resolved.instruction_for(a), state.role(a)) for a in deciders}
+    decisions = await _all(state.members[a].act(state.view, state.round, ctxs[a])
+                           for a in deciders)
+    actions: dict[str, str] = {}
+    chosen: dict[str, ActDecision] = {}
+    for agent, d in zip(deciders, decisions):
+        offered = env.available_actions(agent)
+        action = d.action_id
+        if all(x.id != action for x in offered):
+            d.record.fallback = d.record.fallback or f"runner: {action!r} not available"
+            action = safe_action(offered)[0]
+        actions[agent] = action
+        chosen[agent] = d
+    return actions, chosen
+
+
+async def act_phase(state: EpisodeState, abstained: set[str]) -> None:
+    """Ask the deciders for actions, apply the fallback rule, step the env, record."""
+    env = state.env
+    for hook in state.hooks.phase:
+        hook(state, "act")
+    actions, chosen = await decide_actions(state, abstained)
+    for agent in abstained:
+        if agent not in state.removed and env.needs_decision(agent):
+            actions[agent] = "wait"
+    _count_duplicates(state, actions)
+    for hook in state.hooks.actions:
+        hook(state, actions)
+    _, _, _, _, infos = env.step(actions)
+    for agent, d in chosen.items():
+        info = infos.get(agent, {})
+        events = info.get("events", [])
+        state.placed[agent] += sum(1 for e in events if e.get("type") == "placed")
+        if state.hooks.record:
+            state.emit({"round": state.round, "tick": env.ticks, "agent": agent, "phase": "act",
+                        "kind": "action", "action": actions[agent], "thoughts": d.thoughts,
+                        "status": info.get("status"),
+                        "failure_reason": info.get("failure_reason"),
+                        "events": [e.get("type") for e in events],
+                        "ticks_elapsed": info.get("ticks_elapsed"), **decision_fields(d.record)})
+    for hook in state.hooks.decided:
+        hook(state, [d.record for d in chosen.values()])
+
+
+def _count_duplicates(state: EpisodeState, actions: dict[str, str]) -> None:
+    """Count new decisions whose target another agent already pursues (duplicated work)."""
+    env, pursuing = state.env, {}
+    for a in state.active():
+        current = env.current(a)
+        act = actions.get(a)
+        if act and act not in ("continue", "wait"):
+            pursuing[a] = tuple(act.split(":", 1))
+        elif current is not None and act != "wait":
+            pursuing[a] = (current.kind, current.target)
+    targets = Counter(t for t in pursuing.values() if t[0] in TRACKED)
+    new = [a for a, act in actions.items() if act not in ("continue", "wait")]
+    duplicated = sum(1 for a in new if targets[pursuing[a]] > 1)
+    state.duplicates["decisions"] += len(new)
+    state.duplicates["duplicated"] += duplicated
+    state.last_duplicates = (duplicated, len(new))

@@ -1,0 +1,99 @@
+"""Planner teams on the one round loop: :func:`run_team`, everyone hearing everyone.
+
+:func:`run_team` plays :class:`~orgteams.agents.planner.PlannerAgent` s (or any agent
+with ``communicate(env, inbox)``, ``act(env)`` and ``agent_id``, such as
+:class:`~orgteams.agents.random_agent.RandomAgent`) through
+:func:`~orgteams.organizations.episode.play_rounds` under a plain organization
+(protocol ``free``, all channels, no instruction): each round every agent speaks in
+team order, hearing at once what earlier speakers said, then every agent acts. It is
+the organization-free baseline of ``benchmarks/planner_table.py`` and the source of
+demonstrations (:mod:`orgteams.demos`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from orgteams.agents.agent_base import (
+    ActContext,
+    ActDecision,
+    CommunicateContext,
+    CommunicateDecision,
+    DecisionRecord,
+    MemberBase,
+    TeamMessage,
+)
+from orgteams.envs.highlevel import HighLevelEnv
+from orgteams.envs.team import Team
+from orgteams.organizations.episode import EpisodeState, play_rounds
+from orgteams.organizations.spec import Organization
+
+__all__ = ["TurnTaker", "run_team"]
+
+EVERYONE_HEARS_EVERYONE = Organization(
+    name="everyone_hears_everyone", description="run_team: speak in turn, all channels")
+
+
+class TurnTaker(MemberBase):
+    """An agent that speaks with ``communicate(env, inbox)`` and acts with ``act(env)``,
+    as a team member. At its turn it hears, once each and in the order said, the
+    messages addressed to it since its last turn; its role stays the one it was given.
+    """
+
+    acts_every_round = True
+
+    def __init__(self, agent: Any) -> None:
+        self.agent, self.agent_id = agent, agent.agent_id
+        self.model = type(agent).__name__
+        self._pending: list[TeamMessage] = []
+        self._shown: set[int] = set()
+
+    def receive(self, messages: list[TeamMessage]) -> None:
+        """Keep what it was not already shown this round, for its next turn."""
+        self._pending += [m for m in messages if id(m) not in self._shown]
+
+    async def communicate(self, ctx: CommunicateContext, env: HighLevelEnv) -> CommunicateDecision:
+        shown = [m for m in ctx.visible_this_round if not m.silent]
+        self._shown = {id(m) for m in shown}
+        inbox, self._pending = self._pending + shown, []
+        said = self.agent.communicate(env, inbox)
+        record = DecisionRecord("communicate", self.agent_id, ctx.round, model=self.model)
+        return CommunicateDecision(list(said), None, False, None, "", record)
+
+    async def act(self, env: HighLevelEnv, round: int, ctx: ActContext | None = None
+                  ) -> ActDecision:
+        action = self.agent.act(env)
+        return ActDecision(action, "", DecisionRecord("act", self.agent_id, round,
+                                                      model=self.model))
+
+
+def run_team(env: HighLevelEnv, agents: list, seed: int | None = None,
+             max_rounds: int = 100_000, decisions: list | None = None) -> dict:
+    """One episode: each round every agent speaks in order (everyone hears everyone,
+    later speakers hear earlier ones at once), then every agent acts.
+
+    When ``decisions`` is a list, ``(tick, round, agent, action_id)`` is appended for
+    every action other than ``continue``.
+
+    Returns:
+        ``ticks``, ``rounds``, ``success``, ``messages`` and ``message_words``.
+    """
+    env.reset(seed=seed)
+    members = {a.agent_id: TurnTaker(a) for a in agents}
+    team = Team.of([a.agent_id for a in agents])
+    state = EpisodeState(env, EVERYONE_HEARS_EVERYONE, EVERYONE_HEARS_EVERYONE.resolve(team),
+                         members)
+    counts = {"messages": 0, "message_words": 0}
+
+    def said(m: TeamMessage) -> None:
+        counts["messages"] += 1
+        counts["message_words"] += len(m.text.split())
+
+    state.hooks.message.append(said)
+    if decisions is not None:
+        state.hooks.actions.append(lambda s, actions: decisions.extend(
+            (env.ticks, env.rounds, a, act) for a, act in actions.items() if act != "continue"))
+    asyncio.run(play_rounds(state, max_rounds))
+    return {"ticks": env.ticks, "rounds": env.rounds, "success": bool(env.base.world.success),
+            **counts}

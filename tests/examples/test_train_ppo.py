@@ -1,0 +1,49 @@
+"""examples/train_ppo.py: its vector env and a short training run (slow)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("sb3_contrib")
+
+EXAMPLE = Path(__file__).parents[2] / "examples" / "train_ppo.py"
+
+
+@pytest.fixture(scope="module")
+def train_ppo():
+    spec = importlib.util.spec_from_file_location("train_ppo", EXAMPLE)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_agent_vec_env_batches_agents_and_their_masks(train_ppo):
+    venv = train_ppo.AgentVecEnv(2, **{**train_ppo.EASY, "max_ticks": 5})
+    assert venv.num_envs == 4
+    obs = venv.reset()
+    assert obs.shape == (4, *venv.observation_space.shape) and obs.dtype == np.float32
+    masks = venv.action_masks()
+    assert masks.shape == (4, 53) and masks[:, 0].all()
+    for _ in range(5):
+        venv.step_async(np.array([int(np.flatnonzero(m)[-1]) for m in venv.action_masks()]))
+        obs, rewards, dones, infos = venv.step_wait()
+    assert dones.all() and all("terminal_observation" in i and "episode" in i for i in infos)
+    assert all(i["TimeLimit.truncated"] for i in infos)
+    assert np.array_equal(np.stack(venv.env_method("action_masks")), venv.action_masks())
+
+
+@pytest.mark.slow
+def test_a_short_training_run_writes_its_curve_and_results(train_ppo, tmp_path):
+    result = train_ppo.train(4096, tmp_path, copies=2, eval_every=2048, eval_episodes=2)
+    assert result["timesteps"] >= 4096
+    saved = json.loads((tmp_path / "results.json").read_text())
+    assert saved["held_out_success"] == result["held_out_success"]
+    assert 0.0 <= saved["held_out_success"] <= 1.0
+    assert [c[0] for c in saved["curve"]][:2] == [2048, 4096] or len(saved["curve"]) >= 2
+    assert (tmp_path / "curve.png").stat().st_size > 1000
+    assert (tmp_path / "model.zip").exists()
