@@ -130,6 +130,8 @@ class CoordinatorDecision:
         analysis: The model's analysis.
         fallback: None, or why the current organization is kept.
         call: The structured call's record.
+        options: Every valid candidate organization, in the reply's order.
+        screened: When the loop screened the options: each one's ``{name, cost}``.
     """
 
     organization: Organization
@@ -139,13 +141,15 @@ class CoordinatorDecision:
     analysis: str = ""
     fallback: str | None = None
     call: dict[str, Any] = field(default_factory=dict)
+    options: list[Organization] = field(default_factory=list)
+    screened: list[dict[str, Any]] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready (the organization as its JSON dump)."""
         return {"organization": self.organization.model_dump(mode="json", by_alias=True),
                 "candidates": self.candidates, "pick": self.pick,
                 "pick_reason": self.pick_reason, "analysis": self.analysis,
-                "fallback": self.fallback, "call": self.call}
+                "fallback": self.fallback, "call": self.call, "screened": self.screened}
 
 
 def _capped(text: str, limit: int) -> str:
@@ -380,7 +384,8 @@ class Coordinator:
             else:
                 pick, why = valid[0], f"first valid (model pick {reply.pick} invalid)"
             return CoordinatorDecision(organization=built[pick], pick=pick,  # type: ignore[arg-type]
-                                       pick_reason=why, analysis=reply.analysis)
+                                       pick_reason=why, analysis=reply.analysis,
+                                       options=[o for o in built if o is not None])
 
         decision, call = structured_call(
             self.backend, self.prompt(history, current, approved), CoordinatorReply,

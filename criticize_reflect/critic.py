@@ -62,10 +62,13 @@ class Critique(CritiqueReply):
     Attributes:
         fallback: None for a model's critique; else why this is an empty fallback.
         call: The :class:`~orgteams.criticize_reflect.structured.CallRecord` as a dict.
+        codes: Problem codes of the heuristic Critic (:data:`~orgteams.criticize_reflect.
+            heuristic.PROBLEMS`), empty for a model's critique.
     """
 
     fallback: str | None = None
     call: dict[str, Any] = Field(default_factory=dict)
+    codes: list[str] = Field(default_factory=list)
 
     @classmethod
     def empty(cls, reason: str, call: CallRecord | None = None) -> Critique:

@@ -1,7 +1,9 @@
 """The Criticize-Reflect loop: play, criticize, reflect, repeat; saved as it goes.
 
-Each iteration ``k`` plays one episode under the current organization
-(``episode_fn(organization, k)``), scores it with :func:`episode_cost`, has the
+Each iteration ``k`` plays one episode or several (``episode_fn(organization, k)``; the
+paper's loop played one) under the current organization, scores them with the mean of
+:func:`~orgteams.criticize_reflect.cost.episode_cost` (a failed episode costs at least the
+step limit; the formula and weights are recorded with every iteration), has the
 :class:`~orgteams.criticize_reflect.critic.Critic` assess a bounded summary (skipped in
 the ``use_critic=False`` ablation: reflection without the Critic), and has the
 :class:`~orgteams.criticize_reflect.coordinator.Coordinator` pick the organization for
@@ -43,14 +45,16 @@ from __future__ import annotations
 import json
 import os
 import warnings
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from orgteams.criticize_reflect.coordinator import Coordinator, CoordinatorDecision, Trial
-from orgteams.criticize_reflect.critic import Critic, Critique
+from orgteams.criticize_reflect.cost import CostModel, episode_cost
+from orgteams.criticize_reflect.critic import Critique
 from orgteams.criticize_reflect.summary import summarize_episode
+from orgteams.criticize_reflect.trials import mean_metrics, play
 from orgteams.envs.errors import UserError
 from orgteams.envs.team import agent_ids
 from orgteams.organizations.spec import Organization
@@ -62,17 +66,6 @@ HISTORY_METRICS = ("success", "ticks", "rounds", "comm_tokens_per_step",
                    "llm_prompt_tokens", "llm_completion_tokens", "seed", "task", "layout",
                    "log_path")
 """Episode-summary keys kept in each ``history.jsonl`` row (those present)."""
-
-
-def episode_cost(ticks: float, comm_tokens_per_step: float, step_weight: float = 1.0,
-                 token_weight: float = 1.0) -> float:
-    """The Criticize-Reflect cost (lower is better); the one place the formula is written.
-
-    ``cost = ticks * step_weight + comm_tokens_per_step * token_weight``, where
-    ``comm_tokens_per_step`` is message tokens *sent* per tick (the paper's
-    communication cost; delivered tokens are not counted here).
-    """
-    return ticks * step_weight + comm_tokens_per_step * token_weight
 
 
 class EpisodeFailed(RuntimeError):
@@ -162,12 +155,6 @@ def _append(path: Path, row: dict[str, Any]) -> None:
         os.fsync(f.fileno())
 
 
-def _parts(result: Any) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    if isinstance(result, Mapping):
-        return dict(result["summary"]), list(result.get("records") or [])
-    return dict(result.summary), list(result.records)
-
-
 def _trial(row: dict[str, Any]) -> Trial:
     critique = row.get("critique")
     return Trial(iteration=row["iteration"], cost=row["cost"], metrics=row["metrics"],
@@ -186,39 +173,48 @@ def _check_config(path: Path, config: dict[str, Any]) -> None:
                         f"{', '.join(changed)}; use another out_dir to start a new run")
 
 
-def reflect(initial_org: Organization, episode_fn: EpisodeFn, critic: Critic | None,
-            coordinator: Coordinator, iterations: int = 3, out_dir: str | Path = "runs/reflect",
+def reflect(initial_org: Organization, episode_fn: EpisodeFn, critic: Any | None,
+            coordinator: Any, iterations: int = 3, out_dir: str | Path = "runs/reflect",
             step_weight: float = 1.0, token_weight: float = 1.0, use_critic: bool = True,
-            approved: bool = False, budget_chars: int = 6000) -> ReflectResult:
-    """Run (or resume) the Criticize-Reflect loop for ``iterations`` episodes in all.
+            approved: bool = False, budget_chars: int = 6000, failure_penalty: float = 0.0,
+            screen_candidates: bool = False) -> ReflectResult:
+    """Run (or resume) the Criticize-Reflect loop for ``iterations`` iterations in all.
 
     Args:
         initial_org: The organization of iteration 0.
-        episode_fn: Plays one episode: ``episode_fn(organization, iteration)`` returns an
-            ``EpisodeResult`` (or a mapping with ``summary`` and ``records``); the
-            summary needs ``ticks`` and ``comm_tokens_per_step``.
-        critic: Assesses each episode; not called (may be None) when ``use_critic`` is False.
-        coordinator: Picks the next organization.
-        iterations: Episodes in all, counting those already finished in ``out_dir``.
+        episode_fn: Plays an iteration: ``episode_fn(organization, iteration)`` returns
+            an ``EpisodeResult`` (or a mapping with ``summary`` and ``records``), or a
+            list of them (several seeds: the iteration costs their mean); a summary needs
+            ``ticks`` and ``comm_tokens_per_step`` (and ``success``, ``step_limit``).
+        critic: Assesses each iteration; not called (may be None) when ``use_critic`` is
+            False. An LLM :class:`Critic` or a heuristic one (same ``criticize``).
+        coordinator: Picks the next organization (same ``propose`` for every kind).
+        iterations: Iterations in all, counting those already finished in ``out_dir``.
         out_dir: Where everything is saved (see the module docstring).
-        step_weight, token_weight: Weights of :func:`episode_cost`.
+        step_weight, token_weight, failure_penalty: The :class:`CostModel`.
         use_critic: False for the ablation "reflection without the Critic".
         approved: A human approved changes to ``needs_approval`` fields.
         budget_chars: Size bound of the Critic's episode summary (JSON characters).
+        screen_candidates: Play every valid candidate on the next iteration's episodes
+            and play the cheapest (the decision records each one's cost); False: the
+            Coordinator's pick is played (the paper's loop).
 
     Raises:
-        ValueError: ``out_dir`` holds a run with other weights, flags or initial
-            organization; ``iterations < 1``; ``use_critic`` without a critic.
+        UserError: ``out_dir`` holds a run with other weights, flags or initial
+            organization; ``iterations < 1``.
     """
     if iterations < 1:
         raise UserError(f"iterations must be >= 1, got {iterations}")
     if use_critic and critic is None:
         raise ValueError("use_critic=True needs a critic")
+    model = CostModel(step_weight, token_weight, failure_penalty)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    _check_config(out / "config.json", {
-        "step_weight": step_weight, "token_weight": token_weight, "use_critic": use_critic,
-        "approved": approved, "initial_organization": initial_org.model_dump(mode="json")})
+    config = {"step_weight": step_weight, "token_weight": token_weight, "use_critic": use_critic,
+              "approved": approved, "initial_organization": initial_org.model_dump(mode="json")}
+    if failure_penalty or screen_candidates:  # older runs' config.json stay resumable
+        config.update(failure_penalty=failure_penalty, screen_candidates=screen_candidates)
+    _check_config(out / "config.json", config)
     history_path = out / "history.jsonl"
     rows = _read_history(history_path)
     start = rows[-1]["iteration"] + 1 if rows else 0
@@ -226,30 +222,42 @@ def reflect(initial_org: Organization, episode_fn: EpisodeFn, critic: Critic | N
     ran: list[int] = []
     current = initial_org
     team: list[str] | None = None
+    screened: dict[tuple[int, str], list] = {}
+    ctx = _Context(episode_fn, model, screen_candidates, screened, out)
     if rows:
         last = rows[-1]
         team = last.get("team")
         if last["next_organization"] is None and start < iterations:
             decision = _propose(coordinator, rows, _played(last), approved, team, start)
-            _record_decision(out, last, decision)
+            _record_decision(out, last, decision, ctx, start)
             _write(history_path, "".join(json.dumps(r, default=str) + "\n" for r in rows))
         current = (Organization.from_dict(last["next_organization"], source="history")
                    if last["next_organization"] else _played(last))
 
     for k in range(start, iterations):
-        summary, records = _parts(episode_fn(current, k))
-        _refuse_unfinished(out / f"iteration_{k}", current, summary, k, len(rows))
+        episodes = screened.pop((k, current.to_yaml()), None) or play(episode_fn, current, k)
+        for summary, _ in episodes:
+            _refuse_unfinished(out / f"iteration_{k}", current, summary, k, len(rows))
+        summaries = [s for s, _ in episodes]
+        summary, records = episodes[0]
         n = summary.get("num_agents")
         team = agent_ids(int(n)) if n else sorted(
             {str(r["agent"]) for r in records if r.get("agent")}) or None
-        cost = episode_cost(summary["ticks"], summary["comm_tokens_per_step"], step_weight,
-                            token_weight)
-        bounded = summarize_episode(records, summary, budget_chars=budget_chars)
+        cost = model.mean_cost(summaries)
+        metrics = mean_metrics(summaries, HISTORY_METRICS)
+        bounded = summarize_episode(records, {**summary, **{
+            k2: v for k2, v in metrics.items() if isinstance(v, int | float)}},
+            budget_chars=budget_chars)
         critique = (critic.criticize(current, bounded, cost, team={a: a for a in team or []})
                     if use_critic and critic is not None else None)
         folder = out / f"iteration_{k}"
+        per_episode = [{"seed": s.get("seed"), "cost": model.cost(s),
+                        "success": s.get("success"), "ticks": s.get("ticks"),
+                        "comm_tokens_per_step": s.get("comm_tokens_per_step")}
+                       for s in summaries]
         _write(folder / "organization.yaml", current.to_yaml())
-        _write(folder / "summary.json", _dump({"cost": cost, "episode": summary,
+        _write(folder / "summary.json", _dump({"cost": cost, "cost_model": model.to_dict(),
+                                               "episodes": per_episode, "episode": summary,
                                                "critic_input": bounded}))
         _write(folder / "critique.json", _dump(
             critique.model_dump(mode="json") if critique is not None
@@ -257,14 +265,14 @@ def reflect(initial_org: Organization, episode_fn: EpisodeFn, critic: Critic | N
         row: dict[str, Any] = {
             "iteration": k, "organization_name": current.name,
             "organization": current.model_dump(mode="json", by_alias=True), "cost": cost,
-            "metrics": {m: summary[m] for m in HISTORY_METRICS if m in summary},
+            "cost_model": model.to_dict(), "episodes": per_episode, "metrics": metrics,
             "critique": critique.model_dump(mode="json") if critique is not None else None,
             "team": team, "decision": None, "next_organization": None,
             "next_organization_name": None,
         }
         if k + 1 < iterations:
             decision = _propose(coordinator, [*rows, row], current, approved, team, k + 1)
-            _record_decision(out, row, decision)
+            _record_decision(out, row, decision, ctx, k + 1)
         rows.append(row)
         _append(history_path, row)
         _export_best(out, rows)
@@ -277,6 +285,44 @@ def reflect(initial_org: Organization, episode_fn: EpisodeFn, critic: Critic | N
                          best=Organization.from_dict(best_row["organization"], source="history"),
                          best_iteration=best_row["iteration"], best_cost=best_row["cost"],
                          resumed_from=resumed_from, ran=ran)
+
+
+@dataclass
+class _Context:
+    """What deciding the next organization needs besides the Coordinator."""
+
+    episode_fn: EpisodeFn
+    model: CostModel
+    screen: bool
+    screened: dict[tuple[int, str], list]
+    out: Path
+
+
+def _screen(ctx: _Context, decision: CoordinatorDecision, next_iteration: int) -> None:
+    """Play every valid candidate on the next iteration's episodes; keep the cheapest
+    (ties: the Coordinator's order, its pick first). Their episodes are reused when the
+    chosen one plays, so screening costs K - 1 extra plays per iteration."""
+    options = list(decision.options) or [decision.organization]
+    picked = decision.organization
+    options.sort(key=lambda o: o is not picked)
+    scores = []
+    for org in options:
+        episodes = play(ctx.episode_fn, org, next_iteration)
+        if any(s.get("episode_status", "complete") != "complete" for s, _ in episodes):
+            scores.append({"name": org.name, "cost": None, "status": "stopped early"})
+            continue
+        cost = ctx.model.mean_cost([s for s, _ in episodes])
+        scores.append({"name": org.name, "cost": cost})
+        ctx.screened[(next_iteration, org.to_yaml())] = episodes
+    scored = [(s["cost"], i) for i, s in enumerate(scores) if s["cost"] is not None]
+    if scored:
+        best = options[min(scored)[1]]
+        if best is not picked:
+            decision.pick_reason += f"; screened: {best.name} cost least"
+        decision.organization = best
+    decision.screened = scores
+    for key in [key for key in ctx.screened if key[1] != decision.organization.to_yaml()]:
+        ctx.screened.pop(key)
 
 
 def _refuse_unfinished(folder: Path, organization: Organization, summary: dict[str, Any],
@@ -307,7 +353,10 @@ def _propose(coordinator: Coordinator, rows: list[dict[str, Any]], current: Orga
                                team=team, iteration=next_iteration)
 
 
-def _record_decision(out: Path, row: dict[str, Any], decision: CoordinatorDecision) -> None:
+def _record_decision(out: Path, row: dict[str, Any], decision: CoordinatorDecision,
+                     ctx: _Context | None = None, next_iteration: int = 0) -> None:
+    if ctx is not None and ctx.screen and decision.fallback is None:
+        _screen(ctx, decision, next_iteration)
     folder = out / f"iteration_{row['iteration']}"
     data = decision.to_dict()
     _write(folder / "proposal.json", _dump(data))

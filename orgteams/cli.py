@@ -276,12 +276,43 @@ def cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_experiment(args: argparse.Namespace) -> int:
+    from orgteams.experiments import list_experiments, run_experiment
+
+    if args.list or not args.name:
+        for name, description in list_experiments():
+            print(f"{name}: {description}")
+        return 0
+    table = run_experiment(args.name, backend=args.backend, seeds=args.seeds, out=args.out,
+                           progress=not args.no_progress)
+    out = args.out or f"runs/experiments/{args.name}"
+    print(f"{args.name}: {len(table['rows'])} rows; table {out}/table.md, spec {out}/spec.yaml")
+    return 0
+
+
+def _name_list(text: str) -> list[str]:
+    names = [t.strip() for t in text.split(",") if t.strip()]
+    if not names:
+        raise argparse.ArgumentTypeError("give at least one name")
+    return names
+
+
 def cmd_reflect(args: argparse.Namespace) -> int:
     from orgteams.criticize_reflect.loop import EpisodeFailed
-    from orgteams.reflect import run_reflect
+    from orgteams.reflect import HEURISTIC_EPISODES, run_reflect
 
-    seeds = args.seeds or [args.seed]
+    if args.episodes_per_iteration is None:
+        args.episodes_per_iteration = (HEURISTIC_EPISODES if args.coordinator == "heuristic"
+                                       else 1)
+    seeds = args.seeds or list(range(args.seed, args.seed + args.episodes_per_iteration))
     out_dir = args.out or f"runs/reflect_{args.org.replace('/', '_')}_{args.task}"
+    if args.evaluate is not None:
+        from orgteams.reflect_eval import evaluate_reflect, format_evaluation
+
+        report = evaluate_reflect(out_dir, seeds=args.evaluate, tasks=args.eval_tasks,
+                                  layouts=args.eval_layouts)
+        _print_json(report) if args.json else print(format_evaluation(report))
+        return 0
     try:
         result = _reflect(run_reflect, args, seeds, out_dir)
     except EpisodeFailed as exc:  # recorded on disk; not bad input, not a bug
@@ -309,7 +340,9 @@ def _reflect(run_reflect, args: argparse.Namespace, seeds: list[int], out_dir: s
         step_weight=args.step_weight, token_weight=args.token_weight,
         use_critic=not args.no_critic, approved=args.approved, max_rounds=args.max_rounds,
         max_ticks=args.max_ticks, cache=args.cache,
-        max_transport_failures=_failure_limit(args))
+        max_transport_failures=_failure_limit(args),
+        episodes_per_iteration=args.episodes_per_iteration, failure_penalty=args.failure_penalty,
+        screen_candidates=args.screen)
 
 
 def _common(p: argparse.ArgumentParser, agents: int = 3) -> None:
@@ -405,19 +438,34 @@ def build_parser() -> argparse.ArgumentParser:
     _common(p)
     p.add_argument("--org", default="leader", help="starting organization name or YAML path")
     p.add_argument("--backend", default="local", help="team member spec(s), as for run")
-    p.add_argument("--critic", default="local", help="Critic model: local, openai:<model>, "
-                   "scripted")
-    p.add_argument("--coordinator", default="local", help="Coordinator model spec")
+    p.add_argument("--critic", default="local", help="Critic: heuristic (rules), local, "
+                   "openai:<model>, scripted")
+    p.add_argument("--coordinator", default="local",
+                   help="Coordinator: heuristic (rules) or a model spec")
     p.add_argument("--iterations", type=COUNT, default=3,
                    help="episodes in all (resumes count)")
     p.add_argument("--candidates", type=COUNT, default=3,
                    help="K organizations proposed each time")
     p.add_argument("--seeds", type=_seed_list, default=None,
-                   help="comma list of seeds, one per iteration, "
-                   "cycled (default: --seed every iteration)")
+                   help="comma list of the loop's seeds, cycled, E per iteration "
+                   "(default: --seed .. --seed + E - 1, the same every iteration)")
     p.add_argument("--step-weight", type=_weight, default=1.0)
     p.add_argument("--token-weight", type=_weight, default=1.0)
     p.add_argument("--no-critic", action="store_true", help="ablation: reflect without Critic")
+    p.add_argument("--episodes-per-iteration", type=COUNT, default=None,
+                   help="seeds each iteration plays (default: 5 with --coordinator "
+                   "heuristic, else 1 as in the paper's loop)")
+    p.add_argument("--failure-penalty", type=_weight, default=0.0,
+                   help="extra cost of a failed episode (it already costs the step limit)")
+    p.add_argument("--screen", action=argparse.BooleanOptionalAction, default=None,
+                   help="play every valid candidate, keep the cheapest (default: on for "
+                   "--coordinator heuristic)")
+    p.add_argument("--evaluate", type=COUNT, default=None, metavar="N",
+                   help="do not run: compare best.yaml with the start on N held-out seeds")
+    p.add_argument("--eval-tasks", type=_name_list, default=None,
+                   help="with --evaluate: comma list of tasks (default: the run's)")
+    p.add_argument("--eval-layouts", type=_name_list, default=None,
+                   help="with --evaluate: comma list of layouts (default: the run's)")
     p.add_argument("--approved", action="store_true",
                    help="a human approves changes to needs_approval fields")
     p.add_argument("--out", default=None, help="output folder; rerun to resume "
@@ -427,6 +475,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--cache", default=None, help="SQLite response cache for LLM calls")
     _add_failure_limit(p)
     p.set_defaults(func=cmd_reflect)
+
+    p = sub.add_parser("experiment", help="run a paper experiment by name (--list: all)")
+    p.add_argument("name", nargs="?", help="recipe name (see --list)")
+    p.add_argument("--list", action="store_true", help="list the experiments")
+    p.add_argument("--backend", default=None, help="member spec replacing the recipe's")
+    p.add_argument("--seeds", type=COUNT, default=None, help="seeds per cell (reflect "
+                   "recipes: held-out seeds)")
+    p.add_argument("--out", default=None, help="output folder (default "
+                   "runs/experiments/<name>)")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.set_defaults(func=cmd_experiment)
 
     p = sub.add_parser("list", help="list layouts, tasks and organizations")
     p.add_argument("what", nargs="?", choices=["layouts", "tasks", "organizations"])

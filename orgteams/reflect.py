@@ -26,7 +26,12 @@ from orgteams.organizations.episode_status import DEFAULT_MAX_TRANSPORT_FAILURES
 from orgteams.organizations.library import load_organization
 from orgteams.organizations.spec import Organization
 
-__all__ = ["make_episode_fn", "make_llm", "run_reflect"]
+__all__ = ["HEURISTIC_EPISODES", "make_episode_fn", "make_llm", "run_reflect"]
+
+HEURISTIC_EPISODES = 5
+"""Default episodes per iteration of the heuristic Coordinator. The paper's loop played
+one; with one seed the best organization fits that seed's house and does not generalize
+(measured in benchmarks/README.md), and planner episodes are cheap."""
 
 
 def make_llm(spec: str, cache: str | Path | None = None):
@@ -44,14 +49,16 @@ def make_episode_fn(task: str | Sequence[str] = "prepare_afternoon_tea",
                     max_rounds: int | None = None, max_ticks: int | None = None,
                     log_dir: str | Path | None = None, cache: str | Path | None = None,
                     max_transport_failures: int | None = DEFAULT_MAX_TRANSPORT_FAILURES,
-                    pool: Any = None):
-    """``episode_fn(organization, iteration)`` playing one episode with ``run_episode``.
+                    pool: Any = None, episodes_per_iteration: int = 1):
+    """``episode_fn(organization, iteration)`` playing an iteration with ``run_episode``.
 
-    ``pool``: a :class:`~orgteams.team.BackendPool` shared by the episodes (None: each
-    episode makes and closes its own). Schedule: iteration ``k`` uses
-    ``seeds[k % len(seeds)]``, and likewise for ``task`` and ``layout`` when they are
-    lists (one value: the same every iteration, the fair comparison). Logs go to
-    ``log_dir/iteration_<k>.jsonl`` (None: kept in memory).
+    Schedule: iteration ``k`` plays ``episodes_per_iteration`` (E) episodes, episode
+    ``j`` with ``seeds[(k * E + j) % len(seeds)]`` (E equal to ``len(seeds)``: the same
+    seeds every iteration, the fair comparison), and likewise for ``task`` and ``layout``
+    when they are lists. With E = 1 (the paper's loop) it returns one result, else a list.
+    Logs go to ``log_dir/iteration_<k>[_<j>].jsonl`` (None: kept in memory). ``pool``:
+    a :class:`~orgteams.team.BackendPool` shared by the episodes (None: each episode
+    makes and closes its own).
     """
     tasks = [task] if isinstance(task, str) else list(task)
     layouts = [layout] if isinstance(layout, str) else list(layout)
@@ -60,15 +67,26 @@ def make_episode_fn(task: str | Sequence[str] = "prepare_afternoon_tea",
         raise UserError("the schedule needs at least one task, layout and seed")
     _check_schedule(tasks, layouts, agents, backend)
 
-    def episode_fn(organization: Organization, iteration: int):
+    if episodes_per_iteration < 1:
+        raise UserError(f"episodes_per_iteration must be >= 1, got {episodes_per_iteration}")
+    per = episodes_per_iteration
+
+    def one(organization: Organization, iteration: int, j: int):
         from orgteams.team import run_episode
 
-        log = Path(log_dir) / f"iteration_{iteration}.jsonl" if log_dir is not None else None
-        return run_episode(task=tasks[iteration % len(tasks)],
-                           layout=layouts[iteration % len(layouts)], organization=organization,
-                           agents=agents, backend=backend, seed=seeds[iteration % len(seeds)],
-                           max_rounds=max_rounds, max_ticks=max_ticks, log_path=log, cache=cache,
+        i = iteration * per + j
+        name = f"iteration_{iteration}" + (f"_{j}" if per > 1 else "")
+        log = Path(log_dir) / f"{name}.jsonl" if log_dir is not None else None
+        return run_episode(task=tasks[i % len(tasks)], layout=layouts[i % len(layouts)],
+                           organization=organization, agents=agents, backend=backend,
+                           seed=seeds[i % len(seeds)], max_rounds=max_rounds,
+                           max_ticks=max_ticks, log_path=log, cache=cache,
                            max_transport_failures=max_transport_failures, pool=pool)
+
+    def episode_fn(organization: Organization, iteration: int):
+        if per == 1:
+            return one(organization, iteration, 0)
+        return [one(organization, iteration, j) for j in range(per)]
 
     return episode_fn
 
@@ -106,32 +124,66 @@ def run_reflect(organization: str | Path | Organization = "leader", *,
                 approved: bool = False, max_rounds: int | None = None,
                 max_ticks: int | None = None, cache: str | Path | None = None,
                 budget_chars: int = 6000,
-                max_transport_failures: int | None = DEFAULT_MAX_TRANSPORT_FAILURES
-                ) -> ReflectResult:
+                max_transport_failures: int | None = DEFAULT_MAX_TRANSPORT_FAILURES,
+                episodes_per_iteration: int | None = None, failure_penalty: float = 0.0,
+                screen_candidates: bool | None = None) -> ReflectResult:
     """Run (or resume) the Criticize-Reflect loop; see :func:`~orgteams.criticize_reflect.reflect`.
 
     Args:
         organization: Starting organization: a library name, a YAML path or an Organization.
         backend: Team member spec(s), as in ``orgteams run``.
-        critic, coordinator: Backend specs of the two reflecting models.
+        critic, coordinator: Backend specs of the two reflecting models, or
+            ``heuristic`` (the offline rule-based ones of
+            :mod:`~orgteams.criticize_reflect.heuristic`).
         candidates: K, the candidate organizations the Coordinator proposes each time.
         out_dir: Everything is saved there; a rerun with the same ``out_dir`` resumes.
+        seeds: The loop's training seeds (see :func:`make_episode_fn`); the held-out
+            evaluation (:mod:`orgteams.reflect_eval`) never uses them.
+        episodes_per_iteration: Episodes (seeds) per iteration (default: 5 for the
+            heuristic Coordinator, 1 otherwise: the paper's loop played one episode).
+        failure_penalty: Extra cost of a failed episode (see ``CostModel``).
+        screen_candidates: Play every valid candidate and keep the cheapest (default:
+            on for the heuristic Coordinator, off for a model, as in the paper).
     """
     org = organization if isinstance(organization, Organization) else load_organization(
         organization)
     resolved = org.resolve(Team.of_size(agents))
     for agent in resolved.team:  # a bad instruction template fails now, before any file
         resolved.instruction_for(agent)
+    from orgteams.criticize_reflect.heuristic import HeuristicCoordinator, HeuristicCritic
     from orgteams.team import BackendPool
 
+    if episodes_per_iteration is None:
+        episodes_per_iteration = HEURISTIC_EPISODES if coordinator == "heuristic" else 1
+    if screen_candidates is None:
+        screen_candidates = coordinator == "heuristic"
     # One pool for the team, the Critic and the Coordinator: one local server for all,
     # living as long as the reflect run.
     with BackendPool() as pool:
-        critic_obj = Critic(pool.get(critic, cache)) if use_critic else None
-        coordinator_obj = Coordinator(pool.get(coordinator, cache), k=candidates)
+        critic_obj: Any = None
+        if use_critic:
+            critic_obj = HeuristicCritic() if critic == "heuristic" else Critic(
+                pool.get(critic, cache))
+        coordinator_obj: Any = (HeuristicCoordinator(k=candidates) if coordinator == "heuristic"
+                                else Coordinator(pool.get(coordinator, cache), k=candidates))
         episode_fn = make_episode_fn(task, layout, agents, backend, seeds, max_rounds,
                                      max_ticks, log_dir=Path(out_dir) / "logs", cache=cache,
-                                     max_transport_failures=max_transport_failures, pool=pool)
+                                     max_transport_failures=max_transport_failures, pool=pool,
+                                     episodes_per_iteration=episodes_per_iteration)
+        _write_run(Path(out_dir), {
+            "organization": org.name, "task": task, "layout": layout, "agents": agents,
+            "backend": backend, "seeds": list(seeds), "critic": critic if use_critic else None,
+            "coordinator": coordinator, "episodes_per_iteration": episodes_per_iteration,
+            "max_rounds": max_rounds, "max_ticks": max_ticks})
         return reflect(org, episode_fn, critic_obj, coordinator_obj, iterations=iterations,
                        out_dir=out_dir, step_weight=step_weight, token_weight=token_weight,
-                       use_critic=use_critic, approved=approved, budget_chars=budget_chars)
+                       use_critic=use_critic, approved=approved, budget_chars=budget_chars,
+                       failure_penalty=failure_penalty, screen_candidates=screen_candidates)
+
+
+def _write_run(out: Path, run: dict[str, Any]) -> None:
+    """``run.json``: how the loop played (the evaluation reads its seeds to avoid them)."""
+    import json
+
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "run.json").write_text(json.dumps(run, indent=2) + "\n", encoding="utf-8")

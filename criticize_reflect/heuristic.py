@@ -1,0 +1,188 @@
+"""The offline ``heuristic`` Critic and Coordinator: rules, no model.
+
+The :class:`HeuristicCritic` derives problems from an iteration's metrics and events
+(:data:`PROBLEMS`, each with the threshold that raises it); the
+:class:`HeuristicCoordinator` proposes up to K structural edits (:data:`EDITS`: protocol,
+channels, leader, abstention) that address those problems, skips organizations already
+played, and checks each candidate exactly as the LLM Coordinator's are
+(:func:`~orgteams.criticize_reflect.coordinator.build_candidate`: validation, governance,
+resolution for the team). Both answer the same types as their LLM counterparts, so the
+loop, its files and its ablations do not know which kind ran. They are a baseline and
+an ablation beside the LLM ones, and make the loop demonstrable without a model.
+
+Adding an edit of the organization's machine-readable rules is one more entry of
+:data:`EDITS` (the fields it sets, as a proposal).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from orgteams.criticize_reflect.coordinator import (
+    CoordinatorDecision,
+    OrganizationProposal,
+    Trial,
+    build_candidate,
+)
+from orgteams.criticize_reflect.critic import Critique
+from orgteams.envs.errors import UserError
+from orgteams.organizations.spec import Organization
+
+__all__ = ["EDITS", "PROBLEMS", "HeuristicCoordinator", "HeuristicCritic", "problems_of"]
+
+CHATTER_TOKENS_PER_STEP = 2.0
+"""Message tokens sent per tick above which talk counts as chatter (planners' messages
+change nothing they do, so any sizeable amount is cost without effect)."""
+DUPLICATE_RATE = 0.1
+"""Share of duplicated decisions above which work counts as duplicated."""
+FAILED_ACTION_SHARE = 0.25
+"""Share of an agent's actions that failed above which it counts as idle."""
+ABSTENTION_RATE = 0.2
+"""Abstention rate above which agents count as idle."""
+
+PROBLEMS = {
+    "failure": "the task was not finished within the step limit",
+    "duplicated_work": f"duplicate_rate above {DUPLICATE_RATE}: agents redo each other's work",
+    "idle_agents": (f"an agent's failed actions above {FAILED_ACTION_SHARE:.0%} of its actions, "
+                    f"or abstention_rate above {ABSTENTION_RATE}"),
+    "chatter": (f"more than {CHATTER_TOKENS_PER_STEP} message tokens sent per tick: talk that "
+                "costs more than it changes"),
+    "late_reports": "messages reach agents only after fallbacks or failed actions pile up",
+}
+"""Problem code -> when the heuristic Critic raises it."""
+
+EDITS: dict[str, list[dict[str, Any]]] = {
+    "chatter": [{"channels": "topology"}, {"channels": "none"}, {"protocol": "sequential"}],
+    "duplicated_work": [{"protocol": "leader_first"}, {"protocol": "shared"},
+                        {"channels": "all"}],
+    "idle_agents": [{"protocol": "broadcast"}, {"allow_abstain": True},
+                    {"protocol": "shared"}],
+    "late_reports": [{"channels": "topology"}, {"protocol": "coordinator"}],
+    "failure": [{"protocol": "shared"}, {"channels": "all"}, {"leader": "agent_1"}],
+    "explore": [{"protocol": "shared"}, {"protocol": "broadcast"}, {"leader": "agent_1"},
+                {"leader": "agent_2"}, {"channels": "topology"}, {"channels": "none"}],
+}
+"""Problem code -> structural edits that address it, best first (``explore``: when no
+problem was found, or every edit for the problems found was already played)."""
+
+
+def _num(value: Any) -> float | None:
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) \
+        else None
+
+
+def problems_of(summary: dict[str, Any]) -> list[tuple[str, str]]:
+    """``(code, evidence)`` for each problem of :data:`PROBLEMS` that a bounded episode
+    summary (or a history row's metrics) shows, most serious first."""
+    metrics = summary.get("metrics", summary)
+    found: list[tuple[str, str]] = []
+    success = metrics.get("success")
+    if success is not None and float(success) < 1:
+        found.append(("failure", f"success {float(success):.2f} (ticks {metrics.get('ticks')}, "
+                                 f"step limit {metrics.get('step_limit')})"))
+    dup = _num(metrics.get("duplicate_rate"))
+    if dup is not None and dup > DUPLICATE_RATE:
+        found.append(("duplicated_work", f"duplicate_rate {dup:.2f}"))
+    idle = [name for name, a in (summary.get("agents") or {}).items()
+            if a.get("actions") and a.get("failed_actions", 0) / a["actions"] > FAILED_ACTION_SHARE]
+    abstain = _num(metrics.get("abstention_rate"))
+    if idle or (abstain is not None and abstain > ABSTENTION_RATE):
+        found.append(("idle_agents", f"agents with many failed actions: {idle}; abstention_rate "
+                                     f"{abstain}"))
+    tokens = _num(metrics.get("comm_tokens_per_step"))
+    if tokens is not None and tokens > CHATTER_TOKENS_PER_STEP:
+        found.append(("chatter", f"{tokens:.2f} message tokens sent per tick"))
+    fallbacks = _num(metrics.get("fallback_count"))
+    if fallbacks and fallbacks > 0 and metrics.get("messages_sent"):
+        found.append(("late_reports", f"{fallbacks:.0f} fallbacks while messages were sent"))
+    return found
+
+
+class HeuristicCritic:
+    """Critic by rules: problems (and their codes) from the metrics and events."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def criticize(self, organization: Organization, summary: dict[str, Any], cost: float,
+                  team: dict[str, str] | None = None) -> Critique:
+        """A :class:`Critique` whose ``problems`` are the evidence and ``codes`` the
+        problem codes; ``suggestions`` name the first edit for each code."""
+        self.calls += 1
+        found = problems_of(summary)
+        return Critique(
+            summary=f"cost {cost:.2f}; {len(found)} problem(s) found by rule",
+            problems=[f"{code}: {evidence}"[:300] for code, evidence in found][:10],
+            suggestions=[f"{code}: set {EDITS[code][0]}" for code, _ in found][:10],
+            codes=[code for code, _ in found])
+
+
+def _shape(org: Organization) -> str:
+    """An organization without its name and description (what playing it depends on)."""
+    return org.model_dump_json(exclude={"name", "description"})
+
+
+class HeuristicCoordinator:
+    """Coordinator by rules: K edits for the latest iteration's problems.
+
+    Each candidate is one edit of the best organization so far (hill climbing); its name
+    is the start's plus the latest edit, its description appends every edit, so
+    ``best.yaml`` says which edits it carries.
+
+    Args:
+        k: Candidates proposed each time.
+    """
+
+    def __init__(self, k: int = 3) -> None:
+        if k < 1:
+            raise UserError(f"k must be >= 1, got {k}")
+        self.k = k
+        self.calls = 0
+
+    def propose(self, history: list[Trial], current: Organization, *, approved: bool = False,
+                team: list[str] | None = None, iteration: int | None = None
+                ) -> CoordinatorDecision:
+        """Edits of the best organization so far addressing the latest problems (from the
+        latest critique's codes; without a Critic, from the latest metrics)."""
+        self.calls += 1
+        latest = max(history, key=lambda t: t.iteration)
+        base = min(history, key=lambda t: (t.cost, t.iteration)).organization
+        codes = (latest.critique.codes if latest.critique is not None
+                 and latest.critique.fallback is None
+                 else [c for c, _ in problems_of(latest.metrics)])
+        played = {_shape(t.organization) for t in history}
+        rows: list[dict[str, Any]] = []
+        options: list[Organization] = []
+        for code in [*codes, "explore"]:
+            for edit in EDITS[code]:
+                if len(options) >= self.k:
+                    break
+                slug = "_".join(f"{k}_{v}" for k, v in edit.items()).lower()
+                name = f"{base.name.split('__')[0]}__{slug}"[:40]
+                if any(r["changes"] == edit for r in rows):
+                    continue
+                described = f"{base.description} Edit: {slug}."
+                gov = base.governance
+                free = "description" not in [*gov.human_only, *gov.needs_approval]
+                proposal = OrganizationProposal(**edit, description=(
+                    described if len(described) <= 200 else "..." + described[-197:])
+                    if free else None)
+                org, reason = build_candidate(base, proposal, name=name, approved=approved,
+                                              team=team)
+                if org is not None and _shape(org) in played | {_shape(o) for o in options}:
+                    org, reason = None, "skipped: already played"
+                rows.append({"attempt": 1, "index": len(rows), "name": name,
+                             "rationale": f"addresses {code}", "changes": edit,
+                             "valid": org is not None, "reason": reason})
+                if org is not None:
+                    options.append(org)
+        analysis = f"problems: {', '.join(codes) or 'none'}; edits of {base.name}"
+        if not options:
+            reason = "no untried edit is valid"
+            return CoordinatorDecision(organization=current, candidates=rows,
+                                       pick_reason=f"fallback: {reason}", analysis=analysis,
+                                       fallback=reason)
+        pick = next(r["index"] for r in rows if r["valid"])
+        return CoordinatorDecision(organization=options[0], candidates=rows, pick=pick,
+                                   pick_reason="first edit for the most serious problem",
+                                   analysis=analysis, options=options)

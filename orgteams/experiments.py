@@ -1,0 +1,205 @@
+"""Paper experiments as one command each: recipes in ``assets/experiments/<name>.yaml``.
+
+A recipe is data: ``kind: sweep`` (a sweep spec, a baseline organization, the metrics
+of its table, and with ``behaviours: true`` each organization's shares of the
+rule-based message labels of :mod:`orgteams.behaviours`) or ``kind: reflect``
+(Criticize-Reflect variants, each evaluated best vs start on held-out seeds).
+:func:`run_experiment` runs one and writes into ``out``: ``spec.yaml`` (exactly what
+ran, after ``--backend``/``--seeds``), ``table.md`` and ``table.json`` (its table) and
+plots (``report.md``/``report.json`` with Welch tests for sweeps; ``<variant>/costs.png``
+for reflect runs).
+
+>>> from orgteams.experiments import run_experiment
+>>> run_experiment("paper2-protocols", backend="planner", seeds=3, out="runs/protocols")
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from statistics import fmean
+from typing import Any
+
+import yaml
+
+from orgteams.envs._util import asset_dir, unknown_name
+from orgteams.envs.errors import UserError
+
+__all__ = ["list_experiments", "load_recipe", "run_experiment"]
+
+KINDS = ("sweep", "reflect", "shocks")
+
+
+def _recipes() -> dict[str, Path]:
+    folder = asset_dir("experiments")
+    return {p.stem: p for p in sorted(folder.glob("*.yaml"))}
+
+
+def list_experiments() -> list[tuple[str, str]]:
+    """``(name, description)`` of every shipped recipe."""
+    return [(name, str(load_recipe(name).get("description", ""))) for name in _recipes()]
+
+
+def load_recipe(name: str) -> dict[str, Any]:
+    """A recipe by name; an unknown name or a malformed recipe is one clear line."""
+    recipes = _recipes()
+    if name not in recipes:
+        raise unknown_name("experiment", name, list(recipes))
+    path = recipes[name]
+    data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    if not isinstance(data, dict) or data.get("kind") not in KINDS:
+        raise UserError(f"{path}: field 'kind' must be one of {', '.join(KINDS)}")
+    return data
+
+
+def run_experiment(name: str, *, backend: str | None = None, seeds: int | None = None,
+                   out: str | Path | None = None, progress: bool = True) -> dict[str, Any]:
+    """Run recipe ``name``; ``backend`` replaces its member spec, ``seeds`` its seed count
+    (for reflect recipes: the held-out seeds). Returns the table as JSON."""
+    recipe = load_recipe(name)
+    out_dir = Path(out or f"runs/experiments/{name}")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    if seeds is not None and seeds < 1:
+        raise UserError(f"seeds must be >= 1, got {seeds}")
+    if recipe["kind"] == "sweep":
+        table = _run_sweep(name, recipe, backend, seeds, out_dir, progress)
+    elif recipe["kind"] == "shocks":
+        table = _run_shocks(name, recipe, backend, seeds, out_dir, progress)
+    else:
+        table = _run_reflect(name, recipe, backend, seeds, out_dir)
+    (out_dir / "table.json").write_text(json.dumps(table, indent=2, default=str) + "\n",
+                                        encoding="utf-8")
+    (out_dir / "table.md").write_text(_markdown(table) + "\n", encoding="utf-8")
+    return table
+
+
+def _run_sweep(name: str, recipe: dict[str, Any], backend: str | None, seeds: int | None,
+               out: Path, progress: bool) -> dict[str, Any]:
+    from orgteams.report import report
+    from orgteams.sweep import played, read_results, run_sweep
+    from orgteams.sweep_spec import SweepSpec
+
+    data = dict(recipe.get("sweep") or {})
+    if backend is not None:
+        data["backends"] = [backend]
+    if seeds is not None:
+        data["seeds"] = seeds
+    spec = SweepSpec.from_dict(data, source=f"experiment {name}")
+    (out / "spec.yaml").write_text(yaml.safe_dump(spec.to_dict(), sort_keys=False),
+                                   encoding="utf-8")
+    run_sweep(spec, out, workers=1, progress=progress)
+    report(out / "results.jsonl", out, baseline=recipe.get("baseline"))
+    rows, _ = read_results(out / "results.jsonl")
+    metrics = list(recipe.get("metrics") or ["ticks", "comm_tokens_per_step"])
+    groups: dict[tuple, list[dict]] = {}
+    for row in rows:
+        c = row["cell"]
+        key = (c["task"], c["layout"], c["agents"], c["backend"], c["organization"])
+        groups.setdefault(key, []).append(row)
+    behaviours = bool(recipe.get("behaviours"))
+    if behaviours:
+        from orgteams.behaviours import LABELS, label_shares, messages_of_log
+    shares = [f"share_{label}" for label in LABELS] if behaviours else []
+    columns = ["task", "layout", "agents", "backend", "organization", "n", "errors",
+               "success_rate", *metrics, *(["messages", *shares] if behaviours else [])]
+    out_rows = []
+    for key, group in groups.items():
+        ok = [r["summary"] for r in group if played(r)]
+        entry: dict[str, Any] = dict(zip(columns[:5], key, strict=True))
+        entry.update(n=len(ok), errors=len(group) - len(ok),
+                     success_rate=fmean(bool(s.get("success")) for s in ok) if ok else None)
+        for m in metrics:
+            values = [float(s[m]) for s in ok if isinstance(s.get(m), int | float)]
+            entry[m] = fmean(values) if values else None
+        if behaviours:  # rule-based labels of every message the group's episodes sent
+            logs = [s.get("log_path") for s in ok if s.get("log_path")]
+            found = label_shares(m for log in logs if Path(log).is_file()
+                                 for m in messages_of_log(log))
+            entry["messages"] = found["n"]
+            entry.update({f"share_{k}": v for k, v in found["shares"].items()})
+        out_rows.append(entry)
+    return {"experiment": name, "kind": "sweep", "description": recipe.get("description"),
+            "columns": columns, "rows": out_rows, "report": str(out / "report.md")}
+
+
+def _run_reflect(name: str, recipe: dict[str, Any], backend: str | None, seeds: int | None,
+                 out: Path) -> dict[str, Any]:
+    from orgteams.reflect import run_reflect
+    from orgteams.reflect_eval import evaluate_reflect
+
+    common = {k: recipe[k] for k in ("task", "layout", "agents", "critic", "coordinator",
+                                     "iterations", "episodes_per_iteration") if k in recipe}
+    common["backend"] = backend or recipe.get("backend", "planner")
+    n = seeds or int(recipe.get("heldout_seeds", 20))
+    ran = {"organization": recipe.get("organization", "leader"), **common, "heldout_seeds": n,
+           "variants": recipe.get("variants") or {"default": {}}}
+    (out / "spec.yaml").write_text(yaml.safe_dump(ran, sort_keys=False), encoding="utf-8")
+    columns = ["variant", "start", "best", "best_iteration", "loop_cost_start",
+               "loop_cost_best", "n", "heldout_start", "heldout_best", "difference",
+               "cohens_dz", "t_test_p", "wilcoxon_p"]
+    rows = []
+    for variant, options in ran["variants"].items():
+        per = {**common, **(options or {})}
+        per.setdefault("seeds", list(range(int(per.get("episodes_per_iteration") or 1))))
+        result = run_reflect(ran["organization"], out_dir=out / variant, **per)
+        ev = evaluate_reflect(out / variant, seeds=n)["rows"][0]
+        rows.append({"variant": variant, "start": ran["organization"], "best": result.best.name,
+                     "best_iteration": result.best_iteration,
+                     "loop_cost_start": result.history[0]["cost"],
+                     "loop_cost_best": result.best_cost, "n": ev["n"],
+                     "heldout_start": ev["mean_start"], "heldout_best": ev["mean_best"],
+                     "difference": ev["mean_difference"], "cohens_dz": ev["cohens_dz"],
+                     "t_test_p": ev["t_test_p"], "wilcoxon_p": ev["wilcoxon_p"]})
+    return {"experiment": name, "kind": "reflect", "description": recipe.get("description"),
+            "columns": columns, "rows": rows}
+
+
+def _run_shocks(name: str, recipe: dict[str, Any], backend: str | None, seeds: int | None,
+                out: Path, progress: bool) -> dict[str, Any]:
+    """Every organization under every shock condition (``remove:agent_1@5`` strings, as
+    ``orgteams run --shock``), once per seed: success, ticks and recovery rounds."""
+    from orgteams.sweep import _Progress
+    from orgteams.team import run_episode
+
+    ran = {k: recipe[k] for k in ("task", "layout", "agents", "organizations", "conditions")}
+    ran["backend"] = backend or recipe.get("backend", "planner")
+    ran["seeds"] = list(range(seeds or int(recipe.get("seeds", 5))))
+    (out / "spec.yaml").write_text(yaml.safe_dump(ran, sort_keys=False), encoding="utf-8")
+    columns = ["organization", "condition", "n", "success_rate", "ticks", "recovery_rounds",
+               "never_recovered"]
+    jobs = [(o, c, s) for o in ran["organizations"] for c in ran["conditions"]
+            for s in ran["seeds"]]
+    bar = _Progress(len(jobs), progress)
+    found: dict[tuple[str, str], list[dict]] = {}
+    for org, condition, seed in jobs:
+        result = run_episode(task=ran["task"], layout=ran["layout"], organization=org,
+                             agents=ran["agents"], backend=ran["backend"], seed=seed,
+                             shocks=list(ran["conditions"][condition] or []))
+        found.setdefault((org, condition), []).append(result.summary)
+        bar.update({"key": f"{org}|{condition}|{seed}", "status": "ok"})
+    bar.close()
+    rows = []
+    for (org, condition), summaries in found.items():
+        recoveries = [s2.get("recovery_rounds") for s in summaries for s2 in s.get("shocks") or []]
+        done = [r for r in recoveries if isinstance(r, int | float)]
+        rows.append({"organization": org, "condition": condition, "n": len(summaries),
+                     "success_rate": fmean(bool(s.get("success")) for s in summaries),
+                     "ticks": fmean(float(s["ticks"]) for s in summaries),
+                     "recovery_rounds": fmean(done) if done else None,
+                     "never_recovered": len(recoveries) - len(done)})
+    return {"experiment": name, "kind": "shocks", "description": recipe.get("description"),
+            "columns": columns, "rows": rows}
+
+
+def _cell(value: Any) -> str:
+    if isinstance(value, float):
+        return f"{value:.3g}" if abs(value) < 0.01 else f"{value:.2f}"
+    return "-" if value is None else str(value)
+
+
+def _markdown(table: dict[str, Any]) -> str:
+    cols = table["columns"]
+    lines = [f"# {table['experiment']}", "", str(table.get("description") or ""), "",
+             "| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+    lines += ["| " + " | ".join(_cell(r.get(c)) for c in cols) + " |" for r in table["rows"]]
+    return "\n".join(lines)

@@ -1,0 +1,166 @@
+"""The cost that cannot reward failure, episodes per iteration, held-out seeds, and the
+offline heuristic Critic and Coordinator (issue 17, items 1 to 4)."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+import orgteams.team
+from orgteams.cli import main
+from orgteams.criticize_reflect import reflect
+from orgteams.criticize_reflect.coordinator import Trial
+from orgteams.criticize_reflect.cost import CostModel, episode_cost
+from orgteams.criticize_reflect.heuristic import (
+    HeuristicCoordinator,
+    HeuristicCritic,
+    problems_of,
+)
+from orgteams.envs.errors import UserError
+from orgteams.organizations.library import load_organization
+from orgteams.reflect import make_episode_fn, run_reflect
+from orgteams.reflect_eval import evaluate_reflect, heldout_seeds, paired_comparison
+
+
+def test_a_failed_episode_costs_at_least_the_step_limit():
+    assert episode_cost(81, 0.82) == pytest.approx(81.82)
+    # the issue's case: failing in 37 ticks used to cost less than succeeding in 81
+    assert episode_cost(37, 0.82, success=False, step_limit=200) == pytest.approx(200.82)
+    assert episode_cost(37, 2.0, success=False, step_limit=200, failure_penalty=50) == 252.0
+    assert episode_cost(250, 1.0, 2.0, 3.0, success=False, step_limit=200) == 503.0
+    model = CostModel(step_weight=1.0, token_weight=0.5, failure_penalty=10.0)
+    ok = {"ticks": 81, "comm_tokens_per_step": 4.0, "success": True, "step_limit": 200}
+    failed = {"ticks": 37, "comm_tokens_per_step": 4.0, "success": False, "step_limit": 200}
+    assert model.cost(ok) == 83.0 and model.cost(failed) == 212.0
+    assert model.mean_cost([ok, failed]) == 147.5
+    assert model.to_dict()["failure_penalty"] == 10.0
+    assert "max(ticks, step_limit)" in model.to_dict()["formula"]
+    with pytest.raises(UserError, match=re.escape("failure_penalty must be a number >= 0, "
+                                                  "got -1")):
+        CostModel(failure_penalty=-1)
+
+
+def fake(ticks_by_seed: dict[int, int], success: bool = True):
+    def episode_fn(org, k):
+        return [{"summary": {"ticks": t, "comm_tokens_per_step": 1.0, "num_agents": 3,
+                             "success": success, "step_limit": 300, "seed": s},
+                 "records": []} for s, t in ticks_by_seed.items()]
+    return episode_fn
+
+
+def test_an_iteration_costs_the_mean_of_its_episodes_and_records_the_formula(tmp_path):
+    result = reflect(load_organization("leader"), fake({0: 50, 1: 70}, success=False),
+                     HeuristicCritic(), HeuristicCoordinator(k=2), iterations=2,
+                     out_dir=tmp_path, failure_penalty=5.0)
+    row = result.history[0]
+    assert row["cost"] == 306.0  # both failed: (300 + 1 + 5) each
+    assert [e["seed"] for e in row["episodes"]] == [0, 1]
+    assert [e["cost"] for e in row["episodes"]] == [306.0, 306.0]
+    assert row["metrics"]["ticks"] == 60.0 and row["metrics"]["episodes"] == 2
+    assert row["cost_model"]["failure_penalty"] == 5.0
+    assert row["critique"]["codes"] == ["failure"]
+    saved = json.loads((tmp_path / "iteration_0" / "summary.json").read_text())
+    assert saved["cost_model"] == row["cost_model"]
+
+
+def test_episode_fn_plays_e_seeds_per_iteration(monkeypatch):
+    played = []
+    real = orgteams.team.run_episode
+
+    def spy(**kw):
+        played.append(kw["seed"])
+        return real(**kw)
+
+    monkeypatch.setattr(orgteams.team, "run_episode", spy)
+    fn = make_episode_fn(layout="studio", backend="planner", seeds=[3, 4, 5, 6],
+                         episodes_per_iteration=2)
+    first = fn(load_organization("leader"), 0)
+    fn(load_organization("leader"), 1)
+    assert played == [3, 4, 5, 6]
+    assert [r.summary["seed"] for r in first] == [3, 4]
+    with pytest.raises(UserError, match=re.escape("episodes_per_iteration must be >= 1, got 0")):
+        make_episode_fn(backend="planner", episodes_per_iteration=0)
+
+
+def test_problems_come_from_metrics_and_agents():
+    summary = {"metrics": {"success": False, "ticks": 300, "step_limit": 300,
+                           "duplicate_rate": 0.3, "comm_tokens_per_step": 6.2,
+                           "abstention_rate": 0.0, "fallback_count": 0},
+               "agents": {"agent_1": {"actions": 10, "failed_actions": 4}}}
+    assert [c for c, _ in problems_of(summary)] == ["failure", "duplicated_work",
+                                                    "idle_agents", "chatter"]
+    assert problems_of({"metrics": {"success": True, "comm_tokens_per_step": 1.0}}) == []
+
+
+def test_heuristic_coordinator_edits_the_best_skips_played_and_obeys_governance():
+    leader = load_organization("leader")
+    critique = HeuristicCritic().criticize(
+        leader, {"metrics": {"success": True, "comm_tokens_per_step": 7.0}}, 80.0)
+    assert critique.codes == ["chatter"]
+    history = [Trial(0, leader, 80.0, {}, critique)]
+    team = ["agent_0", "agent_1", "agent_2"]
+    decision = HeuristicCoordinator(k=2).propose(history, leader, team=team, iteration=1)
+    assert [o.channels for o in decision.options] == ["topology", "none"]
+    assert decision.organization.channels == "topology" and decision.fallback is None
+    # already played: skipped, the next edit proposed
+    played = [*history, Trial(1, decision.organization, 90.0, {}, critique)]
+    again = HeuristicCoordinator(k=1).propose(played, leader, team=team, iteration=2)
+    assert again.organization.channels == "none"
+    assert any(r["reason"] == "skipped: already played" for r in again.candidates)
+    # governance: a human-only field is never edited
+    locked = leader.updated(governance={"human_only": ["channels", "protocol", "topology",
+                                                       "allow_abstain", "governance"]})
+    history = [Trial(0, locked, 80.0, {}, critique)]
+    decision = HeuristicCoordinator(k=3).propose(history, locked, team=team, iteration=1)
+    assert decision.fallback == "no untried edit is valid"
+    assert decision.organization is locked
+    assert all(r["reason"].startswith("governance:") for r in decision.candidates)
+
+
+def test_heldout_seeds_never_overlap_the_loop_and_the_evaluation_uses_them(tmp_path,
+                                                                            monkeypatch):
+    assert set(heldout_seeds([0, 1, 2], 20)).isdisjoint({0, 1, 2})
+    out = tmp_path / "run"
+    run_reflect("leader", layout="studio", backend="planner", seeds=[0, 1], critic="heuristic",
+                coordinator="heuristic", iterations=2, out_dir=out, episodes_per_iteration=2)
+    played = []
+    real = orgteams.team.run_episode
+
+    def spy(**kw):
+        played.append(kw["seed"])
+        return real(**kw)
+
+    monkeypatch.setattr(orgteams.team, "run_episode", spy)
+    report = evaluate_reflect(out, seeds=3)
+    assert played and set(played).isdisjoint({0, 1}) and len(played) == 6
+    assert report["train_seeds"] == [0, 1] and sorted(set(played)) == report["heldout_seeds"]
+    row = report["rows"][0]
+    assert row["n"] == 3 and len(row["best_costs"]) == 3
+    assert (out / "evaluation.json").is_file() and (out / "costs.png").is_file()
+
+
+def test_paired_comparison_numbers():
+    r = paired_comparison([10.0, 12.0, 14.0, 16.0], [9.0, 10.0, 11.0, 12.0])
+    assert r["mean_difference"] == -2.5 and r["n"] == 4
+    assert r["cohens_dz"] == pytest.approx(-2.5 / 1.2909944, rel=1e-6)
+    # t = -2.5 / (1.291 / 2) = -3.873 with 3 degrees of freedom: two-sided p = 0.0305
+    assert r["t_test_p"] == pytest.approx(0.0305, abs=5e-4)
+
+
+def test_cli_heuristic_loop_then_evaluate(capsys, tmp_path):
+    out = tmp_path / "r"
+    base = ["reflect", "--layout", "studio", "--backend", "planner", "--critic", "heuristic",
+            "--coordinator", "heuristic", "--out", str(out)]
+    assert main([*base, "--iterations", "2", "--episodes-per-iteration", "2", "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["iterations_done"] == 2
+    history = [json.loads(line) for line in (out / "history.jsonl").read_text().splitlines()]
+    assert [e["seed"] for e in history[0]["episodes"]] == [0, 1]
+    screened = history[0]["decision"]["screened"]
+    assert screened and all(s["cost"] is not None for s in screened)
+    assert history[1]["cost"] == min(s["cost"] for s in screened)
+    assert main([*base, "--evaluate", "2"]) == 0
+    text = capsys.readouterr().out
+    assert "| prepare_afternoon_tea | studio | 2 |" in text

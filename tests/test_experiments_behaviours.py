@@ -1,0 +1,105 @@
+"""``orgteams experiment`` recipes and the cooperative-behaviour classifiers (issue 17,
+items 6 and 7)."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+import yaml
+
+from orgteams.agents.backends import ScriptedBackend
+from orgteams.behaviours import (
+    LABELS,
+    LLMClassifier,
+    agreement,
+    classify_rule,
+    label_shares,
+    load_labelled,
+)
+from orgteams.cli import main
+from orgteams.envs.errors import UserError
+from orgteams.experiments import list_experiments, load_recipe, run_experiment
+
+RECIPES = ["paper1-behaviours", "paper1-organizations", "paper1-reflect", "paper1-team-size",
+           "paper2-protocols", "paper2-scaling", "paper2-shocks"]
+
+
+def test_list_names_every_recipe(capsys):
+    assert [name for name, _ in list_experiments()] == RECIPES
+    assert main(["experiment", "--list"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert [line.split(":")[0] for line in out] == RECIPES
+
+
+def test_an_unknown_experiment_is_one_line():
+    with pytest.raises(UserError, match=re.escape("Unknown experiment 'paper3'. Did you "
+                                                  "mean 'paper2-shocks'?")):
+        load_recipe("paper3")
+
+
+def test_a_sweep_recipe_writes_spec_table_report_and_plots(tmp_path):
+    table = run_experiment("paper1-behaviours", backend="planner", seeds=1, out=tmp_path,
+                           progress=False)
+    spec = yaml.safe_load((tmp_path / "spec.yaml").read_text())
+    assert spec["seeds"] == [0] and spec["backends"] == ["planner"]
+    assert spec["organizations"] == ["none", "leader", "coordinator", "shared", "broadcast"]
+    saved = json.loads((tmp_path / "table.json").read_text())
+    assert saved["rows"] == json.loads(json.dumps(table["rows"]))
+    assert [r["organization"] for r in table["rows"]] == spec["organizations"]
+    for row in table["rows"]:
+        assert row["n"] == 1 and row["errors"] == 0
+        assert sum(row[f"share_{label}"] for label in LABELS) == pytest.approx(1.0)
+    md = (tmp_path / "table.md").read_text()
+    assert md.count("\n| prepare_afternoon_tea | apartment | 3 | planner |") == 5
+    assert (tmp_path / "report.md").is_file() and list(tmp_path.glob("*.png"))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", [r for r in RECIPES if r != "paper1-behaviours"])
+def test_every_recipe_runs_end_to_end_with_planners(tmp_path, name):
+    table = run_experiment(name, backend="planner", seeds=1 if name != "paper1-reflect" else 2,
+                           out=tmp_path, progress=False)
+    assert table["rows"] and (tmp_path / "spec.yaml").is_file()
+    assert (tmp_path / "table.md").read_text().startswith(f"# {name}")
+    cols = set(table["columns"])
+    assert all(set(r) <= cols | {"report"} for r in table["rows"])
+    if name == "paper2-shocks":
+        assert {r["condition"] for r in table["rows"]} == {
+            "no_shock", "remove_leader", "remove_member", "substitute_member"}
+        assert all(r["n"] == 1 for r in table["rows"])
+    elif name == "paper1-reflect":
+        assert [r["variant"] for r in table["rows"]] == ["with_critic", "without_critic"]
+        assert (tmp_path / "with_critic" / "costs.png").is_file()
+    else:
+        assert all(r["errors"] == 0 and r["n"] == 1 for r in table["rows"])
+
+
+def test_rule_classifier_labels():
+    assert classify_rule("agent_1: grab wine_1 -> coffee_table") == "leadership_assistance"
+    assert classify_rule("seen apple_3 in cabinet_2") == "information_sharing"
+    assert classify_rule("What should I do next?") == "request_for_guidance"
+    assert classify_rule("I'll help you carry the plates") == "leadership_assistance"
+    assert classify_rule("hello") == "other"
+    shares = label_shares(["seen a in b", "done a -> b", "agent_0: explore kitchen", "hm"])
+    assert shares == {"n": 4, "shares": {"information_sharing": 0.5,
+                                         "leadership_assistance": 0.25,
+                                         "request_for_guidance": 0.0, "other": 0.25}}
+
+
+def test_the_labelled_sample_and_agreement():
+    items = load_labelled()
+    assert len(items) >= 60 and {i["label"] for i in items} <= set(LABELS)
+    assert agreement(["a", "b", "a", "b"], ["a", "b", "b", None]) == {
+        "n": 4, "accuracy": 0.5, "cohens_kappa": pytest.approx((0.5 - 0.375) / 0.625),
+        "fallbacks": 1}
+
+
+def test_llm_classifier_is_constrained_and_records_fallbacks():
+    replies = iter([{"label": "information_sharing"}, {"label": "bossing"},
+                    {"label": "orders"}])
+    classifier = LLMClassifier(ScriptedBackend(lambda messages, schema: next(replies)))
+    assert classifier.classify("seen a in b") == "information_sharing"
+    assert classifier.classify("agent_1: go") is None  # two invalid labels: a fallback
+    assert classifier.fallbacks and classifier.fallbacks[0][0] == "agent_1: go"
