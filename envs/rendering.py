@@ -37,6 +37,7 @@ import numpy as np
 from orgteams.envs.overlay import Overlay
 from orgteams.envs.render_panel import draw_help, draw_panel
 from orgteams.envs.render_style import BACKGROUND, MIN_HEIGHT, PANEL_WIDTH, Text, cell_size_for
+from orgteams.envs.render_window import WATCH_HELP, Playback, Window
 from orgteams.envs.render_world import (
     draw_agents,
     draw_bubbles,
@@ -140,37 +141,48 @@ class PygameRenderer:
         fov_agents: agent indices whose view to show; ``None`` means all agents.
         font_path: a TTF file; missing or unreadable falls back to pygame's font.
         manage_events: in human mode, read the window's events in ``render``
-            (close button, F). A caller with its own event loop (the play loop)
+            (close button, F, and the playback keys of
+            :mod:`~orgteams.envs.render_window`: Space pause, N next tick, +/- speed,
+            H keys, Q close). A caller with its own event loop (the play loop)
             passes ``False`` and forwards events to :meth:`handle_event`.
+        title: the window caption.
+        scale: frame size factor: the window's first size in human mode (it can
+            then be resized), the size of the returned frames in rgb_array mode.
 
     After the user closes the window, :attr:`closed` is True and ``render`` draws
-    nothing and returns ``None``: the caller can notice and stop.
+    nothing and returns ``None``: the caller can notice and stop. At the end of an
+    episode :meth:`hold` keeps the last frame up until the person closes it.
     """
 
     def __init__(self, render_mode: str = "rgb_array", fps: int = 10, *,
                  cell_size: int | None = None, show_fov: bool = False,
                  fov_agents: list[int] | None = None, font_path: str | None = None,
-                 manage_events: bool = True, title: str = "orgteams household"):
+                 manage_events: bool = True, title: str = "orgteams household",
+                 scale: float = 1.0):
         if render_mode not in MODES:
             raise ValueError(f"PygameRenderer render_mode must be one of {MODES}, "
                              f"got {render_mode!r}")
         if fps <= 0:
             raise ValueError(f"fps must be positive, got {fps}")
+        if scale <= 0:
+            raise ValueError(f"scale must be positive, got {scale}")
         self.pg = import_pygame()
-        self.render_mode, self.fps = render_mode, fps
+        self.render_mode, self.fps, self.scale = render_mode, fps, scale
         self.cell_size, self.show_fov, self.fov_agents = cell_size, show_fov, fov_agents
         self.manage_events, self.title = manage_events, title
         self.help_lines: list[str] | None = None  # drawn as a centred box when set
         self.footer: list[str] = []  # extra lines at the bottom of the panel
         self.entry: TextEntry | None = None  # a question box over the map, gets the typing
+        self.banner: list[str] = []  # lines in a box at the top of the map (episode over)
         self.closed = False
         self.frames = 0
         self.pg.font.init()
         if render_mode == "human":
             self.pg.display.init()
         self.text = Text(self.pg, font_path)
-        self._window = None
-        self._clock = None
+        self._window: Window | None = None
+        self._holding = False
+        self._choice = ""
         self._layout_key: tuple | None = None
         self._static = None
         self._fov_cache: dict = {}
@@ -189,9 +201,41 @@ class PygameRenderer:
         canvas = self.draw(state, overlay, names)
         self.frames += 1
         if self.render_mode == "rgb_array":
+            if self.scale != 1:
+                w, h = canvas.get_size()
+                size = (round(w * self.scale / 2) * 2, round(h * self.scale / 2) * 2)
+                canvas = self.pg.transform.smoothscale(canvas, size)
             return to_array(self.pg, canvas)
         self._show(canvas)
+        if self.manage_events and self.entry is None:
+            self._wait_while_paused(state, overlay, names)
         return None
+
+    @property
+    def playback(self) -> Playback:
+        """Pause, single step and speed of the human window (see render_window)."""
+        return self._open_window().playback
+
+    def hold(self, state: HouseholdState, overlay: Overlay | None = None,
+             names: list[str] | None = None, banner: list[str] | None = None,
+             can_replay: bool = False) -> str:
+        """Keep the last frame up with ``banner`` until the person closes the window.
+
+        Returns ``"replay"`` when R was pressed (only with ``can_replay``), else
+        ``"close"`` (Q, Escape, the close button). Returns at once without a window."""
+        if self.render_mode != "human" or self.closed:
+            return "close"
+        self.banner = list(banner or [])
+        self._holding, self._choice = can_replay, ""
+        try:
+            while not self.closed and not self._choice:
+                self.pump()
+                if self.closed or self._choice:
+                    break
+                self._show(self.draw(state, overlay, names), pace=False)
+        finally:
+            self.banner, self._holding = [], False
+        return self._choice or "close"
 
     def draw(self, state: HouseholdState, overlay: Overlay | None = None,
              names: list[str] | None = None):
@@ -223,8 +267,13 @@ class PygameRenderer:
         panel = self._panel
         footer = list(self.footer)
         if self.render_mode == "human":
+            if self.manage_events and not self.banner:
+                footer.append(self.playback.status())
             footer.append(f"F: field of view ({'on' if self.show_fov else 'off'})")
         draw_panel(pg, self.text, panel, state, overlay, names, footer)
+        if self.banner:
+            draw_banner(pg, self.text, canvas, self.banner, canvas.get_width() - PANEL_WIDTH)
+            self._overdrawn = True
         if self.help_lines:
             draw_help(pg, self.text, canvas, self.help_lines)
             self._overdrawn = True
@@ -235,7 +284,8 @@ class PygameRenderer:
         return canvas
 
     def handle_event(self, event: Any) -> bool:
-        """React to a window event (close button, F, typing into :attr:`entry`).
+        """React to a window event (close button, F, typing into :attr:`entry`, and
+        with ``manage_events`` the playback keys, H and Q).
 
         True when it was used."""
         pg = self.pg
@@ -244,10 +294,22 @@ class PygameRenderer:
             return True
         if self.entry is not None and self.entry.handle_event(pg, event):
             return True
-        if event.type == pg.KEYDOWN and event.key == pg.K_f:
+        if event.type != pg.KEYDOWN:
+            return False
+        if event.key == pg.K_f:
             self.toggle_fov()
             return True
-        return False
+        if not self.manage_events:  # the play loop has its own keys
+            return False
+        if event.key in (pg.K_q, pg.K_ESCAPE):
+            self.close()
+        elif event.key == pg.K_h:
+            self.help_lines = None if self.help_lines else WATCH_HELP
+        elif event.key == pg.K_r and self._holding:
+            self._choice = "replay"
+        else:
+            return self.playback.handle_key(pg, event.key)
+        return True
 
     def pump(self) -> None:
         """Read pending window events so the window stays responsive."""
@@ -260,7 +322,7 @@ class PygameRenderer:
     def close(self) -> None:
         """Close the window (if any). Safe to call twice; later renders do nothing."""
         if self._window is not None:
-            self.pg.display.quit()
+            self._window.close()
             self._window = None
         self.closed = True
 
@@ -293,15 +355,41 @@ class PygameRenderer:
             self._layout_key = key
         return self._cell
 
-    def _show(self, canvas) -> None:
-        pg = self.pg
-        if self._window is None or self._window.get_size() != canvas.get_size():
-            self._window = pg.display.set_mode(canvas.get_size())
-            pg.display.set_caption(self.title)
-            self._clock = pg.time.Clock()
-        self._window.blit(canvas, (0, 0))
-        pg.display.flip()
-        self._clock.tick(self.fps)
+    def _open_window(self) -> Window:
+        if self._window is None:
+            self._window = Window(self.pg, self.title, self.fps, self.scale)
+        return self._window
+
+    def _show(self, canvas, pace: bool = True) -> None:
+        window = self._open_window()
+        window.fps = self.fps
+        window.show(canvas, pace)
+
+    def _wait_while_paused(self, state, overlay, names) -> None:
+        """While paused, keep the window drawn and responsive; N lets one frame through."""
+        playback = self.playback
+        while playback.paused and not playback.step and not self.closed:
+            self.pump()
+            if self.closed:
+                return
+            self._show(self.draw(state, overlay, names), pace=False)
+        playback.step = False
+
+
+def draw_banner(pg: Any, text: Text, surf, lines: list[str], width: int) -> None:
+    """A box across the top of the map area (the first ``width`` pixels) with ``lines``."""
+    size, pad = 18, 12
+    step = text.font(size).get_linesize() + 2
+    box = pg.Rect(0, MARGIN, min(width - 2 * MARGIN, max(
+        text.width(s, size, True) for s in lines) + 2 * pad), len(lines) * step + 2 * pad)
+    box.centerx = width // 2
+    shade = pg.Surface(box.size, pg.SRCALPHA)
+    shade.fill((20, 22, 30, 235))
+    surf.blit(shade, box)
+    pg.draw.rect(surf, (255, 230, 150), box, 2, border_radius=6)
+    for k, line in enumerate(lines):
+        text.blit(surf, line, (box.centerx, box.y + pad + k * step), size,
+                  (255, 230, 150) if k == 0 else (235, 235, 240), k == 0, anchor="midtop")
 
 
 def to_array(pg: Any, surface) -> np.ndarray:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -44,6 +45,10 @@ from orgteams.organizations.team_log import EpisodeLog, decision_fields
 TRACKED = ("grab", "explore", "check")  # kinds whose targets two agents should not share
 
 
+class EpisodeStopped(Exception):
+    """Raised at a round or tick boundary when ``should_stop`` gives a reason."""
+
+
 @dataclass
 class EpisodeResult:
     """What :meth:`TeamRunner.run` returns."""
@@ -68,12 +73,16 @@ class TeamRunner:
         member_factory: Builds a member from a spec for substitution shocks.
         on_round: Called after every round as ``on_round(round, round_records)`` (live
             progress in the CLI).
+        should_stop: Asked at round and tick boundaries (and before decisions taken
+            meanwhile are used); a reason (e.g. ``"window closed"``) ends the episode
+            there, with ``episode_status`` ``"interrupted"`` and that ``stop_reason``.
     """
 
     def __init__(self, env: HighLevelEnv, organization: Organization, members: dict[str, Any],
                  *, names: dict[str, str] | None = None, max_rounds: int | None = None,
                  log_path: str | Path | None = None, shocks: list[Shock] | tuple = (),
-                 monitor: MonitorConfig | None = None, member_factory=None, on_round=None):
+                 monitor: MonitorConfig | None = None, member_factory=None, on_round=None,
+                 should_stop: Callable[[], str | None] | None = None):
         team = list(env.possible_agents)
         if sorted(members) != sorted(team):
             raise ValueError(f"members must cover exactly the env's agents {team}, "
@@ -89,6 +98,7 @@ class TeamRunner:
         self.monitor_config = monitor
         self.member_factory = member_factory
         self.on_round = on_round
+        self.should_stop = should_stop
 
     def run(self, seed: int | None = None) -> EpisodeResult:
         """Play one episode (blocking)."""
@@ -116,15 +126,25 @@ class TeamRunner:
             team_log.start_replay_log(log, env, seed=seed, organization=self.org.name,
                                       team=self.team, names=[self.names[a] for a in self.team],
                                       current_round=lambda: self._round)
+        self.stop_reason: str | None = None
+        env.should_stop = self._stop_requested
         try:
             round_ = self._round = 0
             while env.agents and (self.max_rounds is None or round_ < self.max_rounds):
                 self._round = round_
+                try:
+                    self._check_stop()
+                except EpisodeStopped:
+                    break
                 first = len(log.records)
                 self._apply_shocks(round_, log)
                 self._update_leadership(round_, log)
-                abstained = await self._communicate(round_, log)
-                await self._act(round_, abstained, log)
+                try:
+                    abstained = await self._communicate(round_, log)
+                    await self._act(round_, abstained, log)
+                except EpisodeStopped:
+                    log.flush()
+                    break
                 self.progress_by_round.append(sum(env.base.world.progress))
                 if monitor is not None:
                     self._check_monitor(monitor, round_, abstained, log)
@@ -138,6 +158,7 @@ class TeamRunner:
                 log.write({"record": "summary", **summary})
         finally:
             env.on_tick = outer_hook
+            env.should_stop = None
             log.close()
             await self._close_async_clients()
         return EpisodeResult(summary, log.records, self.log_path)
@@ -150,6 +171,16 @@ class TeamRunner:
             await backend.aclose()
 
     # ---- rounds ----
+    def _stop_requested(self) -> bool:
+        if self.stop_reason is None and self.should_stop is not None:
+            self.stop_reason = self.should_stop()
+        return self.stop_reason is not None
+
+    def _check_stop(self) -> None:
+        """End the episode here (before anything more is used) when asked to stop."""
+        if self._stop_requested():
+            raise EpisodeStopped(self.stop_reason)
+
     def _event(self, log: EpisodeLog, round_: int, type_: str, **data: Any) -> None:
         event = {"record": "event", "round": round_, "tick": self.env.ticks, "type": type_, **data}
         self.events.append(event)
@@ -226,6 +257,7 @@ class TeamRunner:
                 for a in stage.speakers}
             decisions = await asyncio.gather(
                 *(self.members[a].communicate(ctxs[a], env) for a in stage.speakers))
+            self._check_stop()  # e.g. a person's window closed while they were asked
             votes, claims = {}, {}
             for agent, d in zip(stage.speakers, decisions):
                 if d.abstain and self.org.allow_abstain:
@@ -304,6 +336,7 @@ class TeamRunner:
                 deciders}
         decisions = await asyncio.gather(*(self.members[a].act(env, round_, ctxs[a])
                                            for a in deciders))
+        self._check_stop()
         actions: dict[str, str] = {}
         chosen: dict[str, Any] = {}
         for agent, d in zip(deciders, decisions):
@@ -379,6 +412,8 @@ class TeamRunner:
         dup = self.dup
         return {
             **asdict(metrics),
+            "episode_status": "complete" if self.stop_reason is None else "interrupted",
+            "stop_reason": self.stop_reason,
             "rounds": env.rounds, "seed": seed, "task": world.scene.task,
             "layout": world.scene.layout.name, "organization": self.organization.name,
             "final_organization": self.org.name, "protocol": self.organization.protocol,

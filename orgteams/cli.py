@@ -1,4 +1,4 @@
-"""The ``orgteams`` command line: run, play, replay, record, demos, reflect, sweep, report, list.
+"""The orgteams command line: run, play, replay, record, demos, reflect, sweep, report, list.
 
 Every command that produces results accepts ``--json`` and then prints exactly one
 JSON object on stdout (the episode summary for ``run``), so scripts can consume it.
@@ -35,7 +35,8 @@ def _round_printer(names: dict[str, str] | None = None):
     return show
 
 
-SUMMARY_ROWS = ("success", "ticks", "rounds", "units_done", "units_total",
+SUMMARY_ROWS = ("episode_status", "stop_reason", "success", "ticks", "rounds", "units_done",
+                "units_total",
                 "message_tokens_sent", "message_tokens_delivered", "comm_tokens_per_step",
                 "llm_prompt_tokens", "llm_completion_tokens", "cost_usd", "fallback_count",
                 "abstention_rate", "duplicate_rate", "hierarchy_depth", "spectral_gap",
@@ -68,11 +69,17 @@ def cmd_run(args: argparse.Namespace) -> int:
         backend=args.backend, seed=args.seed, max_rounds=args.max_rounds,
         max_ticks=args.max_ticks, render=args.render, video=args.video,
         log_path=args.log or "auto", shocks=args.shock, monitor=args.monitor or None,
-        cache=args.cache, on_round=None if args.quiet else _round_printer())
+        cache=args.cache, on_round=None if args.quiet else _round_printer(),
+        fps=args.fps, scale=args.scale)
+    summary = result.summary
+    if summary.get("episode_status") == "interrupted":
+        partial = f"; partial log {result.log_path}" if result.log_path else ""
+        print(f"stopped at round {summary['rounds']} ({summary['stop_reason']}){partial}",
+              file=sys.stderr)
     if args.json:
-        _print_json(result.summary)
+        _print_json(summary)
     else:
-        _print_summary(result.summary)
+        _print_summary(summary)
         if result.log_path is not None:  # the table cuts long paths
             print(f"log: {result.log_path}\nreplay it: orgteams replay {result.log_path}")
     return 0
@@ -89,24 +96,27 @@ def cmd_play(args: argparse.Namespace) -> int:
 
 
 def cmd_record(args: argparse.Namespace) -> int:
-    from orgteams.envs import household_v0
-    from orgteams.envs.video import record_episode, save_frame
+    from orgteams.envs.video import check_video_path
+    from orgteams.progress import Progress
+    from orgteams.team import run_episode
 
-    kwargs = {"layout": args.layout, "task": args.task, "num_agents": args.agents}
-    if args.out.lower().endswith(".png"):  # one frame: the state after --max-ticks ticks
-        env = household_v0.parallel_env(**kwargs)
-        env.reset(seed=args.seed)
-        for _ in range(args.max_ticks or 0):
-            if not env.agents:
-                break
-            env.step({a: env.action_space(a).sample() for a in env.agents})
-        save_frame(env, args.out)
-        out = {"path": args.out, "frames": 1, "tick": env.unwrapped.world.tick}
+    check_video_path(args.out, images=True)  # before a whole episode is played
+    bar = Progress(1, f"recording {args.out}", enabled=not (args.json or args.quiet))
+    result = run_episode(
+        task=args.task, layout=args.layout, organization=args.org, agents=args.agents,
+        backend=args.backend, seed=args.seed, max_rounds=args.max_rounds,
+        max_ticks=args.max_ticks, video=args.out, log_path=None, cache=args.cache,
+        fps=args.fps, scale=args.scale,
+        on_tick=lambda tick, limit: bar.update(tick, f"tick {tick}", total=limit))
+    bar.close()
+    summary = result.summary
+    out = {"path": args.out, "frames": summary["video"]["frames"], "ticks": summary["ticks"],
+           "success": summary["success"], "organization": summary["organization"]}
+    if args.json:
+        _print_json(out)
     else:
-        frames = record_episode(kwargs, "random", args.out, seed=args.seed,
-                                max_ticks=args.max_ticks)
-        out = {"path": args.out, "frames": frames}
-    _print_json(out) if args.json else print(f"wrote {out['frames']} frame(s) to {args.out}")
+        done = "goal complete" if out["success"] else "goal not met"
+        print(f"wrote {out['frames']} frame(s) to {args.out}: {out['ticks']} ticks, {done}")
     return 0
 
 
@@ -116,7 +126,8 @@ def cmd_replay(args: argparse.Namespace) -> int:
     from orgteams.replay import replay
 
     render = None if (args.no_window or args.video) and not args.window else "human"
-    result = replay(args.log, render=render, video=args.video, fps=args.fps)
+    result = replay(args.log, render=render, video=args.video, fps=args.fps,
+                    render_options={"scale": args.scale})
     if args.json:
         _print_json(asdict(result))
     else:
@@ -219,27 +230,67 @@ def cmd_reflect(args: argparse.Namespace) -> int:
 
 
 def _common(p: argparse.ArgumentParser, agents: int = 3) -> None:
-    p.add_argument("--task", default="prepare_afternoon_tea")
-    p.add_argument("--layout", default="apartment")
-    p.add_argument("--agents", type=int, default=agents)
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--task", default="prepare_afternoon_tea",
+                   help="task name (orgteams list tasks)")
+    p.add_argument("--layout", default="apartment",
+                   help="layout name or generated:<rooms>:<seed> (orgteams list layouts)")
+    p.add_argument("--agents", type=int, default=agents, help="team size")
+    p.add_argument("--seed", type=int, default=0, help="episode seed")
     p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
+
+
+def _positive(kind):
+    def parse(text: str):
+        value = kind(text)
+        if value <= 0:
+            raise argparse.ArgumentTypeError(f"must be positive, got {text}")
+        return value
+    return parse
+
+
+def _view(p: argparse.ArgumentParser, fps: float = 10, what: str = "ticks") -> None:
+    """--fps and --scale of a window or a video."""
+    p.add_argument("--fps", type=_positive(float), default=fps,
+                   help=f"{what} per second in the window or video")
+    p.add_argument("--scale", type=_positive(float), default=1.0,
+                   help="size factor of the window (it can also be resized) or video")
+
+
+class _DefaultsShown(argparse.HelpFormatter):
+    """Help that ends each option with its default, unless there is none to show."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        if "default" in text or action.required or action.default in (
+                None, False, [], argparse.SUPPRESS):
+            return text
+        return f"{text} (default: %(default)s)"
+
+
+def _parser(sub, name: str, help: str, **kw) -> argparse.ArgumentParser:
+    """A subcommand whose --help shows every option's default."""
+    return sub.add_parser(name, help=help, description=help, formatter_class=_DefaultsShown,
+                          **kw)
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="orgteams", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
 
-    p = sub.add_parser("run", help="play one episode of a team under an organization")
+    p = _parser(sub, "run", "play one episode of a team under an organization")
     _common(p)
     p.add_argument("--org", default="leader", help="organization name or YAML path")
     p.add_argument("--backend", default="local",
                    help="member spec for all agents or a comma list per agent: local, "
                         "openai:<model>, planner, random, human, scripted")
-    p.add_argument("--max-rounds", type=int, default=None)
-    p.add_argument("--max-ticks", type=int, default=None)
-    p.add_argument("--render", choices=["human"], default=None, help="live pygame window")
+    p.add_argument("--max-rounds", type=int, default=None, help="stop after this many rounds")
+    p.add_argument("--max-ticks", type=int, default=None,
+                   help="stop after this many ticks (default: the task's step limit)")
+    p.add_argument("--render", choices=["human"], default=None,
+                   help="live pygame window (Space pause, N next tick, +/- speed, H keys; "
+                        "closing it stops the run)")
     p.add_argument("--video", default=None, help="record every tick to this .mp4/.gif")
+    _view(p)
     p.add_argument("--log", default=None, help="JSONL episode log path (default under runs/)")
     p.add_argument("--shock", action="append", default=[],
                    help="remove:agent_1@5 or substitute:agent_1=planner@5 (repeatable)")
@@ -249,11 +300,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--quiet", action="store_true", help="no live round-by-round output")
     p.set_defaults(func=cmd_run)
 
-    p = sub.add_parser("play", help="control one agent with the keyboard in a window")
+    p = _parser(sub, "play", "control one agent with the keyboard in a window")
     _common(p)
     p.set_defaults(layout="studio")
-    p.add_argument("--agent", default="agent_0")
-    p.add_argument("--fps", type=int, default=30)
+    p.add_argument("--agent", default="agent_0", help="the agent you play")
+    p.add_argument("--fps", type=_positive(int), default=30, help="window frames per second")
     p.add_argument("--others", default="random",
                    help="who drives the other agents: random (primitive actions), planner, "
                         "or an LLM member spec: local, openai:<model>, scripted (high-level "
@@ -263,32 +314,39 @@ def build_parser() -> argparse.ArgumentParser:
                    help="LLM teammates act without talking first (half the wait)")
     p.set_defaults(func=cmd_play)
 
-    p = sub.add_parser("replay", help="replay an episode from its JSONL log (window, video, "
-                                      "or a headless check that it reproduces)")
+    p = _parser(sub, "replay", "replay an episode from its JSONL log (window, video, or a "
+                               "headless check that it reproduces)")
     p.add_argument("log", help="episode log written by orgteams run --log (or a sweep)")
     p.add_argument("--video", default=None, help="write every tick to this .mp4/.gif "
                                                  "(no window unless --window)")
-    p.add_argument("--fps", type=float, default=10, help="ticks per second (default 10)")
+    _view(p)
     p.add_argument("--no-window", action="store_true",
                    help="no window: only check that the log reproduces")
     p.add_argument("--window", action="store_true", help="a window even with --video")
     p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
     p.set_defaults(func=cmd_replay)
 
-    p = sub.add_parser("record", help="record a random-policy episode to MP4/GIF, or one "
-                                      "frame to PNG")
+    p = _parser(sub, "record", "record a team's episode to MP4/GIF, or its last frame to PNG")
     _common(p)
-    p.add_argument("--out", required=True)
-    p.add_argument("--max-ticks", type=int, default=None)
+    p.add_argument("--out", required=True, help="output file: .mp4, .gif or .png")
+    p.add_argument("--org", default="leader", help="organization name or YAML path")
+    p.add_argument("--backend", default="planner",
+                   help="member spec(s), as for run (planner needs no model)")
+    p.add_argument("--max-rounds", type=int, default=None, help="stop after this many rounds")
+    p.add_argument("--max-ticks", type=int, default=None,
+                   help="stop after this many ticks (default: the task's step limit)")
+    p.add_argument("--cache", default=None, help="SQLite response cache for LLM calls")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    _view(p)
     p.set_defaults(func=cmd_record)
 
-    p = sub.add_parser("demos", help="roll out planner teams and save demonstrations")
+    p = _parser(sub, "demos", "roll out planner teams and save demonstrations")
     _common(p)
     p.add_argument("--seeds", type=int, default=10)
     p.add_argument("--out", required=True)
     p.set_defaults(func=cmd_demos)
 
-    p = sub.add_parser("reflect", help="Criticize-Reflect: improve an organization over episodes")
+    p = _parser(sub, "reflect", "Criticize-Reflect: improve an organization over episodes")
     _common(p)
     p.add_argument("--org", default="leader", help="starting organization name or YAML path")
     p.add_argument("--backend", default="local", help="team member spec(s), as for run")
@@ -311,12 +369,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--cache", default=None, help="SQLite response cache for LLM calls")
     p.set_defaults(func=cmd_reflect)
 
-    p = sub.add_parser("list", help="list layouts, tasks and organizations")
+    p = _parser(sub, "list", "list layouts, tasks and organizations")
     p.add_argument("what", nargs="?", choices=["layouts", "tasks", "organizations"])
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_list)
 
-    p = sub.add_parser("sweep", help="run many episodes in parallel (resumable)")
+    p = _parser(sub, "sweep", "run many episodes in parallel (resumable)")
     p.add_argument("--spec", default=None, help="YAML sweep spec; flags given override it")
     p.add_argument("--tasks", default=None, help="comma list of tasks")
     p.add_argument("--layouts", default=None, help="comma list of layouts")
@@ -338,7 +396,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
     p.set_defaults(func=cmd_sweep)
 
-    p = sub.add_parser("report", help="statistics and plots from a sweep's results.jsonl")
+    p = _parser(sub, "report", "statistics and plots from a sweep's results.jsonl")
     p.add_argument("results", help="results.jsonl written by orgteams sweep")
     p.add_argument("--out", required=True, help="folder for report.md, report.json, PNGs")
     p.add_argument("--baseline", default=None,
@@ -361,6 +419,9 @@ def main(argv: list[str] | None = None) -> int:
         # model server that would not start: one clear line, no traceback.
         print(f"orgteams {args.command}: error: {exc}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:  # Ctrl-C: one line, the shell's usual status for SIGINT
+        print(f"orgteams {args.command}: interrupted (Ctrl-C)", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":

@@ -12,7 +12,8 @@ Files under ``out``:
 
       {"key": "task|layout|organization|agents|backend|seed",
        "cell": {"task", "layout", "organization", "agents", "backend", "seed"},
-       "status": "ok" | "error", "summary": {...} | null, "error": null | "Type: message",
+       "status": "ok" | "error" | "interrupted", "summary": {...} | null,
+       "error": null | "Type: message",
        "finished_at": "ISO time"}
 
   A rerun skips every key with an ``ok`` row; ``error`` rows are retried. A truncated
@@ -118,6 +119,10 @@ def _execute(episode_fn: Callable, cell: dict[str, Any], log_path: str | None,
         if log_path:
             Path(log_path).unlink(missing_ok=True)  # a retried cell starts a fresh log
         summary = episode_fn(cell, log_path, options)
+        status = summary.get("episode_status", "complete")
+        if status != "complete":  # an episode that did not really play to its end
+            return {"status": status, "summary": summary,
+                    "error": f"episode {status}: {summary.get('stop_reason')}"}
         return {"status": "ok", "summary": summary, "error": None}
     except BaseException as exc:  # noqa: BLE001 - a failed episode must not stop the sweep
         if isinstance(exc, KeyboardInterrupt):
@@ -229,7 +234,7 @@ def run_sweep(spec: SweepSpec, out: str | Path, workers: int | None = None, ray:
             fh.write(json.dumps(row, default=str) + "\n")
             fh.flush()
             os.fsync(fh.fileno())
-            counts[row["status"]] += 1
+            counts["ok" if row["status"] == "ok" else "error"] += 1
             bar.update(row)
 
         def log_of(cell: dict) -> str:
