@@ -33,6 +33,7 @@ class Overlay:
     said: int = 0  # messages said since the last clear (a video holds frames with new ones)
 
     def say(self, message: SpokenMessage) -> None:
+        self.latest.pop(message.sender, None)  # re-inserted: the dict runs oldest to newest
         self.latest[message.sender] = message
         self.log.append(message)
         self.said += 1

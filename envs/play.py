@@ -114,6 +114,7 @@ class PlaySession:
                              f"{self.raw.possible_agents}")
         self.human = human_agent
         self.index = self.raw.agent_index[human_agent]
+        self.raw.overlay.you = human_agent  # ringed and tagged YOU in the window
         self.policy = resolve_policy(others, seed) if teammates is None else None
         self.seed, self.pump_events = seed, pump_events
         self.renderer = PygameRenderer("human", fps=fps, show_fov=show_fov,

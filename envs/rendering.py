@@ -26,32 +26,31 @@ receives the window's typing (TEXTINPUT characters, Enter, Backspace, Escape):
 
 from __future__ import annotations
 
-import math
 import os
 import sys
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from orgteams.envs.overlay import Overlay
+from orgteams.envs.render_boxes import MARGIN, TextEntry, draw_banner, draw_entry
+from orgteams.envs.render_bubbles import draw_bubbles, draw_tails, layout_bubbles
 from orgteams.envs.render_panel import draw_help, draw_panel
 from orgteams.envs.render_style import BACKGROUND, MIN_HEIGHT, PANEL_WIDTH, Text, cell_size_for
 from orgteams.envs.render_window import WATCH_HELP, Playback, Window
 from orgteams.envs.render_world import (
     draw_agents,
-    draw_bubbles,
     draw_dynamic,
     draw_fov,
+    draw_room_names,
     draw_static,
-    draw_tails,
-    layout_bubbles,
+    place_name_tags,
+    room_label_spots,
 )
 from orgteams.envs.state import HouseholdState
 
 INSTALL_HINT = "pip install 'orgteams[render]'"
 MODES = ("human", "rgb_array")
-MARGIN = 10
 
 
 def import_pygame():
@@ -63,70 +62,6 @@ def import_pygame():
         raise ImportError("rendering with pygame (render_mode 'human' or 'rgb_array') needs "
                           f"pygame, which is not installed: {INSTALL_HINT}") from exc
     return pygame
-
-
-@dataclass
-class TextEntry:
-    """A one-line answer box drawn over the map while a person is asked something.
-
-    Characters come from TEXTINPUT events (what SDL sends for typing); KEYDOWN
-    handles Enter (``answer`` becomes the text), Backspace and Escape (``answer``
-    becomes ``escape_answer``, e.g. silence or ``wait``).
-    """
-
-    title: str
-    prompt: str
-    lines: list[str] = field(default_factory=list)  # the options or recent messages
-    escape_answer: str = ""
-    note: str = ""  # the last error or remark, drawn in red
-    text: str = ""
-    answer: str | None = None
-
-    def handle_event(self, pg: Any, event: Any) -> bool:
-        """Take one typing event; True when it was used."""
-        if event.type == pg.TEXTINPUT:
-            self.text += event.text
-            return True
-        if event.type != pg.KEYDOWN:
-            return False
-        if event.key in (pg.K_RETURN, pg.K_KP_ENTER):
-            self.answer = self.text
-        elif event.key == pg.K_BACKSPACE:
-            self.text = self.text[:-1]
-        elif event.key == pg.K_ESCAPE:
-            self.answer = self.escape_answer
-        return True  # other keys (F...) are typing, not window commands
-
-
-def draw_entry(pg: Any, text: Text, surf, entry: TextEntry, width: int) -> None:
-    """The entry box along the bottom of ``surf``, ``width`` pixels wide; options in columns."""
-    size, pad = 15, 12
-    step = text.font(size).get_linesize() + 2
-    col_w = max((text.width(s, size) for s in entry.lines), default=0) + 24
-    cols = max(1, min(len(entry.lines), (width - 2 * pad) // max(col_w, 1)))
-    rows = min(math.ceil(len(entry.lines) / cols), 14)
-    shown = entry.lines[:rows * cols]
-    if len(shown) < len(entry.lines):
-        shown[-1] = f"... {len(entry.lines) - len(shown) + 1} more: type the id"
-    rows_total = 1 + rows + 1 + bool(entry.note)
-    box = pg.Rect(MARGIN, 0, width, rows_total * step + 2 * pad + 6)
-    box.bottom = surf.get_height() - MARGIN
-    shade = pg.Surface(box.size, pg.SRCALPHA)
-    shade.fill((20, 22, 30, 235))
-    surf.blit(shade, box)
-    pg.draw.rect(surf, (255, 230, 150), box, 2, border_radius=6)
-    x, y = box.x + pad, box.y + pad
-    text.blit(surf, entry.title, (x, y), size, (255, 230, 150), True)
-    for k, line in enumerate(shown):
-        col, row = divmod(k, rows)
-        text.blit(surf, line, (x + col * col_w, y + (1 + row) * step), size, (235, 235, 240))
-    y += (1 + rows) * step + 6
-    typed = f"{entry.prompt}{entry.text}_"
-    while len(typed) > 1 and text.width(typed, size, True) > width - 2 * pad:
-        typed = "..." + typed[4:]  # keep the end (what is being typed) visible
-    text.blit(surf, typed, (x, y), size, (255, 255, 255), True)
-    if entry.note:
-        text.blit(surf, entry.note, (x, y + step), size, (255, 130, 120))
 
 
 class PygameRenderer:
@@ -254,15 +189,18 @@ class PygameRenderer:
         map_surf = self._map
         map_surf.blit(self._static, (0, 0))
         draw_dynamic(pg, self.text, map_surf, state, cell)
+        rooms = draw_room_names(pg, self.text, map_surf, state, cell, self._room_spots)
+        tags = place_name_tags(pg, self.text, state, cell, names, overlay, map_surf.get_rect())
         if self.show_fov:
             agents = [a for a in (self.fov_agents or range(n)) if 0 <= a < n]
             draw_fov(pg, map_surf, state, cell, agents, self._fov_cache)
         bubbles = []
         if overlay is not None and overlay.latest:
             index = {f"agent_{i}": i for i in range(n)}
-            bubbles = layout_bubbles(pg, self.text, map_surf, state, cell, overlay, names, index)
+            bubbles = layout_bubbles(pg, self.text, map_surf, state, cell, overlay, names, index,
+                                     tags + rooms)
             draw_tails(pg, map_surf, bubbles)
-        draw_agents(pg, self.text, map_surf, state, cell, names, overlay)
+        draw_agents(pg, self.text, map_surf, state, cell, names, overlay, tags)
         draw_bubbles(pg, self.text, map_surf, bubbles)
         panel = self._panel
         footer = list(self.footer)
@@ -339,6 +277,7 @@ class PygameRenderer:
             cell = self.cell_size or cell_size_for(layout.width, layout.height)
             self._cell = cell
             self._static = draw_static(self.pg, self.text, layout, cell)
+            self._room_spots = room_label_spots(self.text, layout, cell)
             self._fov_cache = {}
             width = layout.width * cell + 2 * MARGIN + PANEL_WIDTH
             height = max(layout.height * cell + 2 * MARGIN, MIN_HEIGHT)
@@ -374,22 +313,6 @@ class PygameRenderer:
                 return
             self._show(self.draw(state, overlay, names), pace=False)
         playback.step = False
-
-
-def draw_banner(pg: Any, text: Text, surf, lines: list[str], width: int) -> None:
-    """A box across the top of the map area (the first ``width`` pixels) with ``lines``."""
-    size, pad = 18, 12
-    step = text.font(size).get_linesize() + 2
-    box = pg.Rect(0, MARGIN, min(width - 2 * MARGIN, max(
-        text.width(s, size, True) for s in lines) + 2 * pad), len(lines) * step + 2 * pad)
-    box.centerx = width // 2
-    shade = pg.Surface(box.size, pg.SRCALPHA)
-    shade.fill((20, 22, 30, 235))
-    surf.blit(shade, box)
-    pg.draw.rect(surf, (255, 230, 150), box, 2, border_radius=6)
-    for k, line in enumerate(lines):
-        text.blit(surf, line, (box.centerx, box.y + pad + k * step), size,
-                  (255, 230, 150) if k == 0 else (235, 235, 240), k == 0, anchor="midtop")
 
 
 def to_array(pg: Any, surface) -> np.ndarray:

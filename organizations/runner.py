@@ -139,6 +139,7 @@ class TeamRunner:
                 first = len(log.records)
                 self._apply_shocks(round_, log)
                 self._update_leadership(round_, log)
+                self._show_roles()
                 try:
                     abstained = await self._communicate(round_, log)
                     await self._act(round_, abstained, log)
@@ -202,6 +203,12 @@ class TeamRunner:
             self._event(log, round_, "shock", kind=shock.kind, agent=shock.agent,
                         member=getattr(self.members[shock.agent], "model", None))
 
+    def _top_tier(self) -> list[str]:
+        """The first tier's agents (``resolved.leaders`` holds every tier but the last:
+        handing all of those to ``with_leaders`` would make vice leaders leaders)."""
+        tiers = self.resolved.tiers
+        return list(tiers[0][1]) if len(tiers) > 1 else []
+
     def _set_leaders(self, leaders: list[str]) -> None:
         self.resolved = self.resolved.with_leaders(leaders)
         top = set(self.resolved.tiers[0][1]) if len(self.resolved.tiers) > 1 else set()
@@ -211,7 +218,7 @@ class TeamRunner:
 
     def _update_leadership(self, round_: int, log: EpisodeLog) -> None:
         if round_ == 0:
-            self._set_leaders(list(self.resolved.leaders))
+            self._set_leaders(self._top_tier())
         if self.org.leadership_rule in ("round_robin", "most_progress") and len(self.team) > 1:
             current = self.resolved.leaders[0] if self.resolved.leaders else None
             leader = leader_for_round(self.resolved, round_, current=current,
@@ -389,12 +396,17 @@ class TeamRunner:
             old = self.org.name
             self.org = load_organization(monitor.config.fallback)
             self.resolved = self.org.resolve(self.team)
-            self._set_leaders(list(self.resolved.leaders))
+            self._set_leaders(self._top_tier())
             monitor.switched = True
             self._event(log, round_, "org_switch", from_org=old, to_org=self.org.name,
                         reason=reason)
 
+    def _show_roles(self) -> None:
+        """Role badges in the window and videos (roles change with elections and claims)."""
+        self.env.base.overlay.roles = {a: r for a in self.team if (r := self._role(a))}
+
     def _live_update(self, abstained: set[str]) -> None:
+        self._show_roles()
         overlay = self.env.base.overlay
         for a in abstained:
             overlay.markers[a] = "abstained"

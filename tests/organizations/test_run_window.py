@@ -147,3 +147,24 @@ def test_a_real_sigint_during_a_watched_run(tmp_path):
     assert proc.returncode == 130
     assert "Traceback" not in err
     assert err.strip().splitlines()[-1] == "orgteams run: interrupted (Ctrl-C)"
+
+
+def test_a_pyramid_keeps_its_tiers_and_shows_its_roles(monkeypatch):
+    """Nine agents: one leader, two vice leaders, six members, in the log and the window."""
+    from orgteams.envs.highlevel import HighLevelEnv
+
+    seen = []
+    original = HighLevelEnv.step
+
+    def step(env, actions):
+        seen.append(dict(env.base.overlay.roles))
+        return original(env, actions)
+
+    monkeypatch.setattr(HighLevelEnv, "step", step)
+    result = run_episode(layout="house", organization="pyramid", agents=9, backend="planner",
+                         seed=0, max_rounds=1, log_path=None)
+    roles = {r["agent"]: r["role"] for r in result.records if r.get("phase") == "communicate"}
+    expected = {"agent_0": "leader", "agent_1": "vice_leader", "agent_2": "vice_leader",
+                **{f"agent_{i}": "member" for i in range(3, 9)}}
+    assert roles == expected
+    assert seen[0] == expected
