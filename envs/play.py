@@ -34,7 +34,7 @@ from typing import Any, Protocol
 
 from orgteams.envs.actions import HAND_CAPACITY, Verb, decode, encode
 from orgteams.envs.highlevel import PRIMITIVE, HighLevelEnv
-from orgteams.envs.layout import DIRECTIONS
+from orgteams.envs.layout import DIRECTION_NAMES, DIRECTIONS
 from orgteams.envs.rendering import PygameRenderer
 from orgteams.envs.state import is_walkable
 from orgteams.envs.video import Policy, resolve_policy
@@ -245,7 +245,7 @@ class PlaySession:
         events = infos.get(self.human, {}).get("events", [])
         bad = [e for e in events if e.get("type") in ("invalid_action", "collision")]
         reason = bad[0].get("reason") or bad[0]["type"] if bad else ""
-        self.message = f"{decode(action)}" + (f" - not possible: {reason}" if bad else "")
+        self.message = describe_action(action) + (f" - not possible: {reason}" if bad else "")
 
     def run(self, max_frames: int | None = None) -> dict[str, Any]:
         """Loop until quit (or ``max_frames``); returns a summary and closes."""
@@ -269,13 +269,27 @@ class PlaySession:
         names = self.raw.display_names or self.raw.possible_agents
         lines = [f"You: {names[self.index]} ({self.human}). H: help, Q: quit"]
         if not self.env.agents:
-            done = "goal complete!" if self.raw.world.success else "time is up."
-            lines.append(f"Episode over: {done} R: new episode")
+            world = self.raw.world
+            done = "goal complete" if world.success else "time is up"
+            lines.append(f"Episode over at tick {world.tick}: {done}. R: new episode")
         elif self.pending is not None:
             lines.append(f"{self.pending.name.lower()} slot {self.slot + 1}: press an arrow")
         elif self.message:
             lines.append(self.message)
         return lines
+
+
+def describe_action(action: int) -> str:
+    """What a key did, as the player says it: slots and hands counted from 1, as the keys."""
+    a = decode(action)
+    if a.verb == Verb.WAIT:
+        return "wait"
+    d = DIRECTION_NAMES[a.direction]
+    if a.verb == Verb.PUT:
+        return f"put hand {a.index + 1} {d}"
+    if a.verb == Verb.PICK:
+        return f"pick up slot {a.index + 1} {d}"
+    return f"{a.verb.name.lower()} {d}"
 
 
 def play(layout: str = "studio", task: str = "prepare_afternoon_tea", num_agents: int = 3,
@@ -298,4 +312,4 @@ def play(layout: str = "studio", task: str = "prepare_afternoon_tea", num_agents
     return session.run(max_frames=max_frames)
 
 
-__all__ = ["HELP_LINES", "PlaySession", "Teammates", "play"]
+__all__ = ["HELP_LINES", "PlaySession", "Teammates", "describe_action", "play"]

@@ -27,6 +27,7 @@ class TextEntry:
     note: str = ""  # the last error or remark, drawn in red
     text: str = ""
     answer: str | None = None
+    sees: str = ""  # what the person's agent sees now, wrapped above the options
 
     def handle_event(self, pg: Any, event: Any) -> bool:
         """Take one typing event; True when it was used."""
@@ -44,10 +45,15 @@ class TextEntry:
         return True  # other keys (F...) are typing, not window commands
 
 
-def draw_entry(pg: Any, text: Text, surf, entry: TextEntry, width: int) -> None:
-    """The entry box along the bottom of ``surf``, ``width`` pixels wide; options in columns."""
+def draw_entry(pg: Any, text: Text, surf, entry: TextEntry, width: int,
+               at_top: bool = False) -> None:
+    """The entry box along the bottom (or top) of ``surf``, ``width`` pixels wide; options
+    in columns, what the agent sees above them. The caller puts it on the side away
+    from the person's agent, so the map round it stays visible."""
     size, pad = 15, 12
     step = text.font(size).get_linesize() + 2
+    sees = text.wrap(entry.sees, 13, width - 2 * pad, max_lines=3) if entry.sees else []
+    sees_h = len(sees) * (text.font(13).get_linesize() + 1)
     col_w = max((text.width(s, size) for s in entry.lines), default=0) + 24
     cols = max(1, min(len(entry.lines), (width - 2 * pad) // max(col_w, 1)))
     rows = min(math.ceil(len(entry.lines) / cols), 14)
@@ -55,14 +61,20 @@ def draw_entry(pg: Any, text: Text, surf, entry: TextEntry, width: int) -> None:
     if len(shown) < len(entry.lines):
         shown[-1] = f"... {len(entry.lines) - len(shown) + 1} more: type the id"
     rows_total = 1 + rows + 1 + bool(entry.note)
-    box = pg.Rect(MARGIN, 0, width, rows_total * step + 2 * pad + 6)
-    box.bottom = surf.get_height() - MARGIN
+    box = pg.Rect(MARGIN, 0, width, rows_total * step + 2 * pad + 6 + sees_h)
+    if at_top:
+        box.top = MARGIN
+    else:
+        box.bottom = surf.get_height() - MARGIN
     shade = pg.Surface(box.size, pg.SRCALPHA)
     shade.fill((20, 22, 30, 235))
     surf.blit(shade, box)
     pg.draw.rect(surf, (255, 230, 150), box, 2, border_radius=6)
     x, y = box.x + pad, box.y + pad
     text.blit(surf, entry.title, (x, y), size, (255, 230, 150), True)
+    for k, line in enumerate(sees):
+        text.blit(surf, line, (x, y + step + k * (sees_h // len(sees))), 13, (170, 200, 235))
+    y += sees_h
     for k, line in enumerate(shown):
         col, row = divmod(k, rows)
         text.blit(surf, line, (x + col * col_w, y + (1 + row) * step), size, (235, 235, 240))

@@ -217,9 +217,21 @@ class PygameRenderer:
             self._overdrawn = True
         if self.entry is not None:
             draw_entry(pg, self.text, canvas, self.entry, canvas.get_width() - PANEL_WIDTH
-                       - 2 * MARGIN)
+                       - 2 * MARGIN, at_top=self._you_low(state, overlay))
             self._overdrawn = True
         return canvas
+
+    def _you_low(self, state: HouseholdState, overlay: Overlay | None) -> bool:
+        """Whether the person's agent is in the lower half of the frame."""
+        you = overlay.you if overlay is not None else None
+        if not you or not you.startswith("agent_") or not you[6:].isdigit():
+            return False
+        a = int(you[6:])
+        if a >= len(state.agent_pos):
+            return False
+        row = state.agent_pos[a] // state.scene.width
+        y = self._map.get_offset()[1] + row * self._cell
+        return y > self._canvas.get_height() / 2
 
     def handle_event(self, event: Any) -> bool:
         """React to a window event (close button, F, typing into :attr:`entry`, and

@@ -91,7 +91,13 @@ def cmd_play(args: argparse.Namespace) -> int:
     out = play_with(args.others, layout=args.layout, task=args.task, num_agents=args.agents,
                     human_agent=args.agent, seed=args.seed, fps=args.fps, cache=args.cache,
                     talk=not args.silent)
-    _print_json(out) if args.json else print(out)
+    if args.json:
+        _print_json(out)
+    else:
+        done = "goal complete" if out["success"] else "goal not met"
+        said = (f", teammates said {out['teammate_messages']} message(s)"
+                if "teammate_messages" in out else "")
+        print(f"played {out['ticks']} tick(s) of seed {out['seed']}: {done}{said}")
     return 0
 
 
@@ -144,7 +150,14 @@ def cmd_demos(args: argparse.Namespace) -> int:
     from orgteams.demos import collect_demos
 
     out = collect_demos(args.layout, args.task, args.agents, range(args.seeds), args.out)
-    _print_json(out) if args.json else print(out)
+    if args.json:
+        _print_json(out)
+    else:
+        wins = sum(r["success"] for r in out)
+        for r in out:
+            print(f"seed {r['seed']}: {r['ticks']} ticks, "
+                  f"{'success' if r['success'] else 'goal not met'} -> {r['file']}")
+        print(f"{len(out)} demonstration(s), {wins} successful, in {args.out}")
     return 0
 
 
@@ -204,17 +217,25 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def cmd_reflect(args: argparse.Namespace) -> int:
+    from orgteams.progress import Progress
     from orgteams.reflect import run_reflect
 
     seeds = [int(x) for x in args.seeds.split(",")] if args.seeds else [args.seed]
     out_dir = args.out or f"runs/reflect_{args.org.replace('/', '_')}_{args.task}"
+    bar = Progress(args.iterations, "reflect", enabled=not args.json)
+
+    def progress(iteration: int, tick: int, limit: int) -> None:
+        bar.update(iteration, f"iteration {iteration + 1}/{args.iterations}: "
+                              f"tick {tick}/{limit}")
+
     result = run_reflect(
         args.org, task=args.task, layout=args.layout, agents=args.agents, backend=args.backend,
         seeds=seeds, critic=args.critic, coordinator=args.coordinator,
         iterations=args.iterations, out_dir=out_dir, candidates=args.candidates,
         step_weight=args.step_weight, token_weight=args.token_weight,
         use_critic=not args.no_critic, approved=args.approved, max_rounds=args.max_rounds,
-        max_ticks=args.max_ticks, cache=args.cache)
+        max_ticks=args.max_ticks, cache=args.cache, on_progress=progress)
+    bar.close()
     out = result.to_dict()
     if args.json:
         _print_json(out)
@@ -342,8 +363,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = _parser(sub, "demos", "roll out planner teams and save demonstrations")
     _common(p)
-    p.add_argument("--seeds", type=int, default=10)
-    p.add_argument("--out", required=True)
+    p.add_argument("--seeds", type=int, default=10, help="episodes, seeds 0..N-1")
+    p.add_argument("--out", required=True, help="folder for the .npz files and index.jsonl")
     p.set_defaults(func=cmd_demos)
 
     p = _parser(sub, "reflect", "Criticize-Reflect: improve an organization over episodes")
@@ -357,21 +378,26 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--candidates", type=int, default=3, help="K organizations proposed each time")
     p.add_argument("--seeds", default=None, help="comma list of seeds, one per iteration, "
                    "cycled (default: --seed every iteration)")
-    p.add_argument("--step-weight", type=float, default=1.0)
-    p.add_argument("--token-weight", type=float, default=1.0)
+    p.add_argument("--step-weight", type=float, default=1.0,
+                   help="weight of ticks in an organization's cost")
+    p.add_argument("--token-weight", type=float, default=1.0,
+                   help="weight of communicated tokens per tick in the cost")
     p.add_argument("--no-critic", action="store_true", help="ablation: reflect without Critic")
     p.add_argument("--approved", action="store_true",
                    help="a human approves changes to needs_approval fields")
     p.add_argument("--out", default=None, help="output folder; rerun to resume "
                    "(default runs/reflect_<org>_<task>)")
-    p.add_argument("--max-rounds", type=int, default=None)
-    p.add_argument("--max-ticks", type=int, default=None)
+    p.add_argument("--max-rounds", type=int, default=None,
+                   help="stop each episode after this many rounds")
+    p.add_argument("--max-ticks", type=int, default=None,
+                   help="stop each episode after this many ticks (default: the task's limit)")
     p.add_argument("--cache", default=None, help="SQLite response cache for LLM calls")
     p.set_defaults(func=cmd_reflect)
 
     p = _parser(sub, "list", "list layouts, tasks and organizations")
-    p.add_argument("what", nargs="?", choices=["layouts", "tasks", "organizations"])
-    p.add_argument("--json", action="store_true")
+    p.add_argument("what", nargs="?", choices=["layouts", "tasks", "organizations"],
+                   help="list only these (default: all three)")
+    p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
     p.set_defaults(func=cmd_list)
 
     p = _parser(sub, "sweep", "run many episodes in parallel (resumable)")
@@ -385,8 +411,10 @@ def build_parser() -> argparse.ArgumentParser:
                         "flag to sweep over backends")
     p.add_argument("--seeds", default=None,
                    help="a count N (seeds 0..N-1), a comma list, or a range A-B")
-    p.add_argument("--max-rounds", type=int, default=None)
-    p.add_argument("--max-ticks", type=int, default=None)
+    p.add_argument("--max-rounds", type=int, default=None,
+                   help="stop each episode after this many rounds")
+    p.add_argument("--max-ticks", type=int, default=None,
+                   help="stop each episode after this many ticks (default: the task's limit)")
     p.add_argument("--cache", default=None, help="SQLite response cache for LLM calls")
     p.add_argument("--out", required=True, help="folder for results.jsonl and logs/")
     p.add_argument("--workers", type=int, default=None,

@@ -41,22 +41,28 @@ class PlannerTeammates:
     """:class:`~orgteams.envs.play.Teammates` made of :class:`PlannerAgent` s.
 
     One planner per teammate, created when first asked; every tick (a decision round)
-    each one speaks (everyone hears everyone) and then acts.
+    each one speaks (everyone hears everyone; the player sees speech bubbles, as in
+    ``orgteams run``) and then acts.
     """
 
     def __init__(self) -> None:
         self.planners: dict[str, PlannerAgent] = {}
         self._inbox: dict[str, list[Message]] = {}
+        self.round = 0
+        self.messages = 0
 
     def reset(self) -> None:
         """Forget the episode: new planners next time."""
         self.planners.clear()
         self._inbox.clear()
+        self.round = 0
 
     def __call__(self, env: HighLevelEnv, agents: list[str]) -> dict[str, str]:
         for a in agents:
             if a not in self.planners:
                 self.planners[a], self._inbox[a] = PlannerAgent(a), []
+        self.round += 1
+        team = list(env.possible_agents)
         for a in agents:
             said = self.planners[a].communicate(env, self._inbox[a])
             self._inbox[a] = []
@@ -64,6 +70,9 @@ class PlannerTeammates:
                 for other in agents:
                     if other != a and m.addressed_to(other):
                         self._inbox[other].append(m)
+                heard = tuple(b for b in team if b != a and m.addressed_to(b))
+                env.base.overlay.say(SpokenMessage(a, heard, m.text or m.render(), self.round))
+                self.messages += 1
         return {a: self.planners[a].act(env) for a in agents}
 
 
@@ -179,7 +188,9 @@ def play_with(others: str = "random", *, cache: str | None = None, talk: bool = 
     if others == "random":
         return play(others="random", **play_kwargs)
     if others == "planner":
-        return play(teammates=PlannerTeammates(), **play_kwargs)
+        planners = PlannerTeammates()
+        return {**play(teammates=planners, **play_kwargs),
+                "teammate_messages": planners.messages}
     if others.split(":", 1)[0] not in LLM_KINDS:
         raise unknown_name("others", others, OTHERS + LLM_KINDS)
     teammates = MemberTeammates(others, seed=play_kwargs.get("seed", 0), cache=cache,

@@ -13,7 +13,7 @@ members are member specs as in ``orgteams run`` (``planner``, ``local``, ...).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -42,12 +42,14 @@ def make_episode_fn(task: str | Sequence[str] = "prepare_afternoon_tea",
                     layout: str | Sequence[str] = "apartment", agents: int = 3,
                     backend: str | list[str] = "local", seeds: Sequence[int] = (0,),
                     max_rounds: int | None = None, max_ticks: int | None = None,
-                    log_dir: str | Path | None = None, cache: str | Path | None = None):
+                    log_dir: str | Path | None = None, cache: str | Path | None = None,
+                    on_progress: Callable[[int, int, int], object] | None = None):
     """``episode_fn(organization, iteration)`` playing one episode with ``run_episode``.
 
     Schedule: iteration ``k`` uses ``seeds[k % len(seeds)]``, and likewise for ``task``
     and ``layout`` when they are lists (one value: the same every iteration, the fair
     comparison). Logs go to ``log_dir/iteration_<k>.jsonl`` (None: kept in memory).
+    ``on_progress(iteration, tick, tick_limit)`` is called after every tick.
     """
     tasks = [task] if isinstance(task, str) else list(task)
     layouts = [layout] if isinstance(layout, str) else list(layout)
@@ -62,7 +64,9 @@ def make_episode_fn(task: str | Sequence[str] = "prepare_afternoon_tea",
         return run_episode(task=tasks[iteration % len(tasks)],
                            layout=layouts[iteration % len(layouts)], organization=organization,
                            agents=agents, backend=backend, seed=seeds[iteration % len(seeds)],
-                           max_rounds=max_rounds, max_ticks=max_ticks, log_path=log, cache=cache)
+                           max_rounds=max_rounds, max_ticks=max_ticks, log_path=log, cache=cache,
+                           on_tick=None if on_progress is None else (
+                               lambda tick, limit: on_progress(iteration, tick, limit)))
 
     return episode_fn
 
@@ -76,7 +80,8 @@ def run_reflect(organization: str | Path | Organization = "leader", *,
                 step_weight: float = 1.0, token_weight: float = 1.0, use_critic: bool = True,
                 approved: bool = False, max_rounds: int | None = None,
                 max_ticks: int | None = None, cache: str | Path | None = None,
-                budget_chars: int = 6000) -> ReflectResult:
+                budget_chars: int = 6000,
+                on_progress: Callable[[int, int, int], object] | None = None) -> ReflectResult:
     """Run (or resume) the Criticize-Reflect loop; see :func:`~orgteams.criticize_reflect.reflect`.
 
     Args:
@@ -85,13 +90,16 @@ def run_reflect(organization: str | Path | Organization = "leader", *,
         critic, coordinator: Backend specs of the two reflecting models.
         candidates: K, the candidate organizations the Coordinator proposes each time.
         out_dir: Everything is saved there; a rerun with the same ``out_dir`` resumes.
+        on_progress: Called as ``on_progress(iteration, tick, tick_limit)`` while each
+            episode plays (the CLI's progress bar).
     """
     org = organization if isinstance(organization, Organization) else load_organization(
         organization)
     critic_obj = Critic(make_llm(critic, cache)) if use_critic else None
     coordinator_obj = Coordinator(make_llm(coordinator, cache), k=candidates)
     episode_fn = make_episode_fn(task, layout, agents, backend, seeds, max_rounds, max_ticks,
-                                 log_dir=Path(out_dir) / "logs", cache=cache)
+                                 log_dir=Path(out_dir) / "logs", cache=cache,
+                                 on_progress=on_progress)
     return reflect(org, episode_fn, critic_obj, coordinator_obj, iterations=iterations,
                    out_dir=out_dir, step_weight=step_weight, token_weight=token_weight,
                    use_critic=use_critic, approved=approved, budget_chars=budget_chars)

@@ -63,6 +63,8 @@ def build_member(agent_id: str, spec: str, *, leader: bool = False, seed: int | 
         if env is not None and env.render_mode == "human":
             from orgteams.agents.window_input import WindowInput
 
+            overlay = env.base.overlay
+            overlay.you = overlay.you or agent_id  # ringed and tagged YOU in the window
             window = WindowInput(env)
             return HumanAgent(agent_id, window.ask, window.show)
         return HumanAgent(agent_id)
