@@ -15,9 +15,12 @@ off-screen at scale 1. Rows:
 * ``record CLI gif``: ``orgteams record --backend random`` end to end (with the held
   speech and end frames, so more frames).
 
-Peak memory is the process's maximum resident set (``ru_maxrss``) plus, where ffmpeg
-runs as a child process, the largest child's. Printed: one row per measurement and the
-before/after ratios of the GIF rows.
+The GIF rows run at a quarter of the episode and at all of it: a streamed GIF's peak
+memory stays flat as the episode grows, the old one grows with it. Peak memory is the
+process's maximum resident set (``ru_maxrss``) plus, where ffmpeg runs as a child
+process, the largest child's (an upper bound: they do not peak at the same moment).
+Printed: one row per measurement, the before/after ratios of the GIF rows and how
+each GIF row's peak grows with the episode.
 """
 
 from __future__ import annotations
@@ -116,26 +119,32 @@ def main() -> None:
                                Path(args.out))))
         return
     rows = []
+    short = max(1, args.ticks // 4)
+    plan = [("frames only", ".gif", args.ticks), ("gif before", ".gif", short),
+            ("gif after", ".gif", short), ("gif before", ".gif", args.ticks),
+            ("gif after", ".gif", args.ticks), ("mp4", ".mp4", args.ticks)]
     with tempfile.TemporaryDirectory() as tmp:
-        for mode, suffix in (("frames only", ".gif"), ("gif before", ".gif"),
-                             ("gif after", ".gif"), ("mp4", ".mp4")):
-            out = Path(tmp) / f"{mode.replace(' ', '_')}{suffix}"
+        for mode, suffix, ticks in plan:
+            out = Path(tmp) / f"{mode.replace(' ', '_')}_{ticks}{suffix}"
             proc = subprocess.run(
-                [sys.executable, __file__, "--child", mode, "--ticks", str(args.ticks),
+                [sys.executable, __file__, "--child", mode, "--ticks", str(ticks),
                  "--layout", args.layout, "--agents", str(args.agents), "--out", str(out)],
                 capture_output=True, text=True, check=True)
             rows.append(json.loads(proc.stdout.strip().splitlines()[-1]))
             print(_line(rows[-1]), flush=True)
         rows.append(run_cli(args.ticks, args.layout, args.agents, Path(tmp) / "cli.gif"))
         print(_line(rows[-1]), flush=True)
-    by = {r["row"]: r for r in rows}
-    before, after = by["gif before"], by["gif after"]
-    print(f"\n{args.layout}, {args.agents} agents, {args.ticks} ticks "
-          f"({before['frames']} frames):")
+    by = {(r["row"], r["frames"]): r for r in rows}
+    n_short, n_long = short + 1, args.ticks + 1
+    before, after = by[("gif before", n_long)], by[("gif after", n_long)]
+    print(f"\n{args.layout}, {args.agents} agents, {args.ticks} ticks ({n_long} frames):")
     print(f"  GIF peak memory before / after: {before['peak_mb'] / after['peak_mb']:.1f}x "
           f"({before['peak_mb']:.0f} MB -> {after['peak_mb']:.0f} MB)")
     print(f"  GIF time before / after: {before['seconds'] / after['seconds']:.2f}x "
           f"({before['seconds']:.1f} s -> {after['seconds']:.1f} s)")
+    for name in ("gif before", "gif after"):
+        grow = by[(name, n_long)]["peak_mb"] / by[(name, n_short)]["peak_mb"]
+        print(f"  {name}: peak memory at {n_long} frames / at {n_short} frames: {grow:.2f}x")
 
 
 def _line(r: dict) -> str:

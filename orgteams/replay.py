@@ -41,6 +41,7 @@ class _Episode:
     speech: dict[int, list[dict]]  # round -> its communicate records with a message
     abstained: dict[int, list[str]]  # round -> agents that abstained
     end: dict | None
+    roles: dict[int, dict[str, str]]  # round -> agent -> role (badges)
 
 
 def _load(path: Path) -> _Episode:
@@ -51,6 +52,7 @@ def _load(path: Path) -> _Episode:
     header, end, ticks = None, None, []
     speech: dict[int, list[dict]] = defaultdict(list)
     abstained: dict[int, list[str]] = defaultdict(list)
+    roles: dict[int, dict[str, str]] = defaultdict(dict)
     for r in read_log(path):
         kind = r.get("record")
         if kind == "episode":
@@ -60,6 +62,8 @@ def _load(path: Path) -> _Episode:
         elif kind == "end":
             end = r
         elif kind is None and r.get("phase") == "communicate":
+            if r.get("role"):
+                roles[int(r["round"])][r["agent"]] = r["role"]
             if r.get("message"):
                 speech[int(r["round"])].append(r)
             if r.get("abstained"):
@@ -68,7 +72,7 @@ def _load(path: Path) -> _Episode:
         raise ValueError(f"{path}: no episode line, so it cannot be replayed (logs written "
                          "before replay support, or not by the team runner); run the episode "
                          "again with --log to get a replayable log")
-    return _Episode(header, ticks, speech, abstained, end)
+    return _Episode(header, ticks, speech, abstained, end, roles)
 
 
 def replay(log_path: str | Path, *, render: str | None = "human",
@@ -163,6 +167,7 @@ def _play(episode: _Episode, log_path, renderer, recorder, overlay: Overlay
 def _show_round(overlay: Overlay, round_: int, episode: _Episode, agents: list[str]) -> None:
     overlay.caption = f"round {round_} (replay)"
     overlay.markers.clear()
+    overlay.roles = dict(episode.roles.get(round_) or overlay.roles)
     for agent in episode.abstained.get(round_, []):
         overlay.markers[agent] = "abstained"
     for r in episode.speech.get(round_, []):

@@ -196,7 +196,7 @@ def end_banner(summary: dict[str, Any], can_replay: bool) -> list[str]:
         how = "goal complete" if summary["success"] else "goal not met"
     keys = "Q to close, R to replay" if can_replay else "Q to close"
     return [f"Episode over: {how}",
-            f"tick {summary['ticks']} of {summary['step_limit']}, round {summary['rounds']}, "
+            f"tick {summary['ticks']} of {summary['step_limit']}, {summary['rounds']} rounds, "
             f"{summary['units_done']}/{summary['units_total']} goal units",
             keys]
 

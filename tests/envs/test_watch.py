@@ -149,3 +149,18 @@ def test_a_resized_window_shows_the_whole_frame_scaled(logged, monkeypatch):
     pixels = pygame.surfarray.array3d(surface)
     assert pixels[:, 60:240].std() > 10  # the house, scaled down, fills the middle
     renderer.close()
+
+
+def test_a_replay_shows_the_organization_and_roles(logged, monkeypatch):
+    path, _ = logged
+    seen = []
+    original = PygameRenderer.draw
+
+    def draw(renderer, state, overlay=None, names=None):
+        seen.append((overlay.organization, dict(overlay.roles)))
+        return original(renderer, state, overlay, names)
+
+    monkeypatch.setattr(PygameRenderer, "draw", draw)
+    replay(path, render=None, video=path.parent / "roles.mp4")
+    assert seen[-1] == ("leader", {"agent_0": "leader", "agent_1": "member",
+                                   "agent_2": "member"})

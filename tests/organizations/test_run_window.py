@@ -40,7 +40,7 @@ def test_a_run_in_the_window_is_complete_and_holds_its_last_frame(tmp_path, monk
     assert s["episode_status"] == "complete" and s["stop_reason"] is None
     assert s["ticks"] == headless["ticks"] and s["success"] == headless["success"]
     assert script.banners[0] == ["Episode over: goal complete",
-                                 f"tick {s['ticks']} of {s['step_limit']}, round {s['rounds']}, "
+                                 f"tick {s['ticks']} of {s['step_limit']}, {s['rounds']} rounds, "
                                  f"{s['units_done']}/{s['units_total']} goal units",
                                  "Q to close, R to replay"]
     assert len(script.banners) == 4
