@@ -81,24 +81,48 @@ def room_label_spots(text: Text, layout: Layout, cell: int) -> list[list[tuple]]
 
 def draw_room_names(pg: Any, text: Text, surf, state: HouseholdState, cell: int,
                     spots: list[list[tuple]]) -> list:
-    """Each room's name on its best row that no agent (or its name tag) covers; returns
-    where the names went (speech bubbles keep clear of them)."""
-    drawn = []
+    """Each room's name where no agent (or its name tag) covers it: on its best row, in
+    the widest stretch of that row no agent stands on (a one-row storage room full of
+    agents still shows its name between them). Returns where the names went (speech
+    bubbles keep clear of them)."""
     size = max(12, min(20, cell // 2))
     w = state.scene.width
     taken = {divmod(p, w) for p in state.agent_pos}
     taken |= {(r - 1, c) for r, c in taken}  # the name tag sits on the row above
     tints = load_catalog().room_colors
+    drawn = []
     for i, room_spots in enumerate(spots):
         if not room_spots:
             continue
-        free = [s for s in room_spots
-                if not any((s[0], c) in taken for c in range(s[1], s[2] + 1))]
-        row, _, _, x, label = (free or room_spots)[0]
+        choice = None
+        for row, c0, c1, x, label in room_spots:
+            need = text.width(label, size, True) + 4
+            start, end = _widest_free_run(row, c0, c1, taken)
+            if (end - start + 1) * cell >= need:
+                choice = (row, int((start + end + 1) * cell / 2), label)
+                break
+            if choice is None:  # the best row, centred, if nothing is free
+                choice = (row, x, label)
+        row, x, label = choice
         color = shade(tints[room_type(state.scene.layout.rooms[i])], 0.62)
         drawn.append(text.blit(surf, label, (x, int((row + 0.5) * cell)), size, color,
                                bold=True, anchor="center"))
     return drawn
+
+
+def _widest_free_run(row: int, c0: int, c1: int, taken: set) -> tuple[int, int]:
+    """The longest run of columns in ``c0..c1`` of ``row`` not in ``taken`` (start, end);
+    an empty run is ``(c0, c0 - 1)``."""
+    best, start = (c0, c0 - 1), None
+    for c in range(c0, c1 + 2):
+        free = c <= c1 and (row, c) not in taken
+        if free and start is None:
+            start = c
+        elif not free and start is not None:
+            if c - start > best[1] - best[0] + 1:
+                best = (start, c - 1)
+            start = None
+    return best
 
 
 MIN_ICON = 12  # pixels: below this an object icon is an unreadable square

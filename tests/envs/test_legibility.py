@@ -151,3 +151,12 @@ def test_human_render_mode_draws_on_reset_and_step_without_render_calls():
     assert renderer.frames == 2
     assert pygame.display.get_surface() is not None
     env.close()
+
+
+def test_a_room_name_finds_the_free_stretch_of_a_crowded_row():
+    from orgteams.envs.render_world import _widest_free_run
+
+    taken = {(5, 3), (5, 4), (5, 9)}
+    assert _widest_free_run(5, 0, 12, taken) == (5, 8)
+    assert _widest_free_run(5, 3, 4, taken) == (3, 2)  # nothing free
+    assert _widest_free_run(6, 0, 12, taken) == (0, 12)
