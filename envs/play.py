@@ -83,6 +83,7 @@ class PlaySession:
             the env is then a :class:`HighLevelEnv` (built here, or passed as ``env``).
         seed: episode seed (R starts the next seed).
         fps: window frame rate.
+        scale: the window's first size as a factor of the frame (it can be resized).
         show_fov: start with your field of view highlighted.
         display_names: labels for the agents (e.g. ``["You", "Bob", "Carol"]``).
         pump_events: read window events in :meth:`tick`; ``False`` leaves it to
@@ -93,7 +94,7 @@ class PlaySession:
                  task: str = "prepare_afternoon_tea", num_agents: int = 3,
                  human_agent: str = "agent_0", others: str | Policy = "random",
                  teammates: Teammates | None = None,
-                 seed: int = 0, fps: int = 30, show_fov: bool = True,
+                 seed: int = 0, fps: int = 30, show_fov: bool = True, scale: float = 1.0,
                  display_names: list[str] | None = None, pump_events: bool = True):
         self._owned = env is None
         if env is None and teammates is not None:
@@ -117,7 +118,7 @@ class PlaySession:
         self.raw.overlay.you = human_agent  # ringed and tagged YOU in the window
         self.policy = resolve_policy(others, seed) if teammates is None else None
         self.seed, self.pump_events = seed, pump_events
-        self.renderer = PygameRenderer("human", fps=fps, show_fov=show_fov,
+        self.renderer = PygameRenderer("human", fps=fps, show_fov=show_fov, scale=scale,
                                        fov_agents=[self.index], manage_events=False,
                                        title=f"orgteams play - you are {human_agent}")
         self.running = True
@@ -295,6 +296,7 @@ def describe_action(action: int) -> str:
 def play(layout: str = "studio", task: str = "prepare_afternoon_tea", num_agents: int = 3,
          human_agent: str = "agent_0", others: str | Policy = "random", seed: int = 0,
          fps: int = 30, show_fov: bool = True, max_frames: int | None = None,
+         scale: float = 1.0,
          display_names: list[str] | None = None,
          teammates: Teammates | None = None) -> dict[str, Any]:
     """Open a window and play ``human_agent`` with the keyboard (see module docstring).
@@ -307,7 +309,7 @@ def play(layout: str = "studio", task: str = "prepare_afternoon_tea", num_agents
     """
     session = PlaySession(layout=layout, task=task, num_agents=num_agents,
                           human_agent=human_agent, others=others, teammates=teammates,
-                          seed=seed, fps=fps,
+                          seed=seed, fps=fps, scale=scale,
                           show_fov=show_fov, display_names=display_names)
     return session.run(max_frames=max_frames)
 

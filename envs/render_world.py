@@ -88,7 +88,8 @@ def draw_room_names(pg: Any, text: Text, surf, state: HouseholdState, cell: int,
     size = max(12, min(20, cell // 2))
     w = state.scene.width
     taken = {divmod(p, w) for p in state.agent_pos}
-    taken |= {(r - 1, c) for r, c in taken}  # the name tag sits on the row above
+    # A name tag sits on the row above, about three cells wide.
+    taken |= {(r - 1, c + d) for r, c in taken for d in (-1, 0, 1)}
     tints = load_catalog().room_colors
     drawn = []
     for i, room_spots in enumerate(spots):

@@ -90,7 +90,7 @@ def cmd_play(args: argparse.Namespace) -> int:
 
     out = play_with(args.others, layout=args.layout, task=args.task, num_agents=args.agents,
                     human_agent=args.agent, seed=args.seed, fps=args.fps, cache=args.cache,
-                    talk=not args.silent)
+                    talk=not args.silent, scale=args.scale)
     if args.json:
         _print_json(out)
     else:
@@ -326,6 +326,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(layout="studio")
     p.add_argument("--agent", default="agent_0", help="the agent you play")
     p.add_argument("--fps", type=_positive(int), default=30, help="window frames per second")
+    p.add_argument("--scale", type=_positive(float), default=1.0,
+                   help="size factor of the window (it can also be resized)")
     p.add_argument("--others", default="random",
                    help="who drives the other agents: random (primitive actions), planner, "
                         "or an LLM member spec: local, openai:<model>, scripted (high-level "
