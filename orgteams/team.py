@@ -147,8 +147,7 @@ def run_episode(task: str = "prepare_afternoon_tea", layout: str = "apartment",
     if video:
         from orgteams.envs.video import EpisodeVideo
 
-        recorder = EpisodeVideo(video, env.base, fps=env.base.render_fps,
-                                scale=scale if render == "human" else 1.0)
+        recorder = EpisodeVideo(video, env.base, fps=env.base.render_fps, scale=scale)
     if recorder is not None or on_tick is not None:
         def tick_hook(*_: Any) -> None:
             if recorder is not None:

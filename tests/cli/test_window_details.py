@@ -110,3 +110,19 @@ def test_reflect_reports_progress_while_an_episode_plays():
     ticks = result.summary["ticks"]
     assert seen[0] == (2, 1, result.summary["step_limit"])
     assert seen[-1][1] == ticks and len(seen) == ticks
+
+
+def test_record_scale_and_unknown_extension(capsys, tmp_path):
+    import imageio.v2 as iio
+
+    sizes = {}
+    for scale in ("1", "0.5"):
+        path = tmp_path / f"s{scale}.png"
+        assert main(["record", "--layout", "studio", "--max-ticks", "2", "--scale", scale,
+                     "--out", str(path), "--json"]) == 0
+        sizes[scale] = iio.imread(path).shape[:2]
+    assert sizes["0.5"] == (sizes["1"][0] // 2, sizes["1"][1] // 2)
+    capsys.readouterr()
+    assert main(["record", "--out", str(tmp_path / "x.webm")]) == 2
+    assert capsys.readouterr().err == (f"orgteams record: error: {tmp_path / 'x.webm'}: unknown "
+                                       "file type '.webm'; accepted: .mp4, .gif, .png\n")
