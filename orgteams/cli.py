@@ -11,6 +11,8 @@ import json
 import sys
 from typing import Any
 
+from orgteams.cli_options import common_options, positive, subcommand, view_options
+
 
 def _print_json(obj: Any) -> None:
     print(json.dumps(obj, default=str))
@@ -250,56 +252,12 @@ def cmd_reflect(args: argparse.Namespace) -> int:
     return 0
 
 
-def _common(p: argparse.ArgumentParser, agents: int = 3) -> None:
-    p.add_argument("--task", default="prepare_afternoon_tea",
-                   help="task name (orgteams list tasks)")
-    p.add_argument("--layout", default="apartment",
-                   help="layout name or generated:<rooms>:<seed> (orgteams list layouts)")
-    p.add_argument("--agents", type=int, default=agents, help="team size")
-    p.add_argument("--seed", type=int, default=0, help="episode seed")
-    p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
-
-
-def _positive(kind):
-    def parse(text: str):
-        value = kind(text)
-        if value <= 0:
-            raise argparse.ArgumentTypeError(f"must be positive, got {text}")
-        return value
-    return parse
-
-
-def _view(p: argparse.ArgumentParser, fps: float = 10, what: str = "ticks") -> None:
-    """--fps and --scale of a window or a video."""
-    p.add_argument("--fps", type=_positive(float), default=fps,
-                   help=f"{what} per second in the window or video")
-    p.add_argument("--scale", type=_positive(float), default=1.0,
-                   help="size factor of the window (it can also be resized) or video")
-
-
-class _DefaultsShown(argparse.HelpFormatter):
-    """Help that ends each option with its default, unless there is none to show."""
-
-    def _get_help_string(self, action: argparse.Action) -> str:
-        text = action.help or ""
-        if "default" in text or action.required or action.default in (
-                None, False, [], argparse.SUPPRESS):
-            return text
-        return f"{text} (default: %(default)s)"
-
-
-def _parser(sub, name: str, help: str, **kw) -> argparse.ArgumentParser:
-    """A subcommand whose --help shows every option's default."""
-    return sub.add_parser(name, help=help, description=help, formatter_class=_DefaultsShown,
-                          **kw)
-
-
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="orgteams", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
 
-    p = _parser(sub, "run", "play one episode of a team under an organization")
-    _common(p)
+    p = subcommand(sub, "run", "play one episode of a team under an organization")
+    common_options(p)
     p.add_argument("--org", default="leader", help="organization name or YAML path")
     p.add_argument("--backend", default="local",
                    help="member spec for all agents or a comma list per agent: local, "
@@ -311,7 +269,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="live pygame window (Space pause, N next tick, +/- speed, H keys; "
                         "closing it stops the run)")
     p.add_argument("--video", default=None, help="record every tick to this .mp4/.gif")
-    _view(p)
+    view_options(p)
     p.add_argument("--log", default=None, help="JSONL episode log path (default under runs/)")
     p.add_argument("--shock", action="append", default=[],
                    help="remove:agent_1@5 or substitute:agent_1=planner@5 (repeatable)")
@@ -321,12 +279,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--quiet", action="store_true", help="no live round-by-round output")
     p.set_defaults(func=cmd_run)
 
-    p = _parser(sub, "play", "control one agent with the keyboard in a window")
-    _common(p)
+    p = subcommand(sub, "play", "control one agent with the keyboard in a window")
+    common_options(p)
     p.set_defaults(layout="studio")
     p.add_argument("--agent", default="agent_0", help="the agent you play")
-    p.add_argument("--fps", type=_positive(int), default=30, help="window frames per second")
-    p.add_argument("--scale", type=_positive(float), default=1.0,
+    p.add_argument("--fps", type=positive(int), default=30, help="window frames per second")
+    p.add_argument("--scale", type=positive(float), default=1.0,
                    help="size factor of the window (it can also be resized)")
     p.add_argument("--others", default="random",
                    help="who drives the other agents: random (primitive actions), planner, "
@@ -337,20 +295,20 @@ def build_parser() -> argparse.ArgumentParser:
                    help="LLM teammates act without talking first (half the wait)")
     p.set_defaults(func=cmd_play)
 
-    p = _parser(sub, "replay", "replay an episode from its JSONL log (window, video, or a "
+    p = subcommand(sub, "replay", "replay an episode from its JSONL log (window, video, or a "
                                "headless check that it reproduces)")
     p.add_argument("log", help="episode log written by orgteams run --log (or a sweep)")
     p.add_argument("--video", default=None, help="write every tick to this .mp4/.gif "
                                                  "(no window unless --window)")
-    _view(p)
+    view_options(p)
     p.add_argument("--no-window", action="store_true",
                    help="no window: only check that the log reproduces")
     p.add_argument("--window", action="store_true", help="a window even with --video")
     p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
     p.set_defaults(func=cmd_replay)
 
-    p = _parser(sub, "record", "record a team's episode to MP4/GIF, or its last frame to PNG")
-    _common(p)
+    p = subcommand(sub, "record", "record a team's episode to MP4/GIF, or its last frame to PNG")
+    common_options(p)
     p.add_argument("--out", required=True, help="output file: .mp4, .gif or .png")
     p.add_argument("--org", default="leader", help="organization name or YAML path")
     p.add_argument("--backend", default="planner",
@@ -360,17 +318,17 @@ def build_parser() -> argparse.ArgumentParser:
                    help="stop after this many ticks (default: the task's step limit)")
     p.add_argument("--cache", default=None, help="SQLite response cache for LLM calls")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
-    _view(p)
+    view_options(p)
     p.set_defaults(func=cmd_record)
 
-    p = _parser(sub, "demos", "roll out planner teams and save demonstrations")
-    _common(p)
+    p = subcommand(sub, "demos", "roll out planner teams and save demonstrations")
+    common_options(p)
     p.add_argument("--seeds", type=int, default=10, help="episodes, seeds 0..N-1")
     p.add_argument("--out", required=True, help="folder for the .npz files and index.jsonl")
     p.set_defaults(func=cmd_demos)
 
-    p = _parser(sub, "reflect", "Criticize-Reflect: improve an organization over episodes")
-    _common(p)
+    p = subcommand(sub, "reflect", "Criticize-Reflect: improve an organization over episodes")
+    common_options(p)
     p.add_argument("--org", default="leader", help="starting organization name or YAML path")
     p.add_argument("--backend", default="local", help="team member spec(s), as for run")
     p.add_argument("--critic", default="local", help="Critic model: local, openai:<model>, "
@@ -396,13 +354,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--cache", default=None, help="SQLite response cache for LLM calls")
     p.set_defaults(func=cmd_reflect)
 
-    p = _parser(sub, "list", "list layouts, tasks and organizations")
+    p = subcommand(sub, "list", "list layouts, tasks and organizations")
     p.add_argument("what", nargs="?", choices=["layouts", "tasks", "organizations"],
                    help="list only these (default: all three)")
     p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
     p.set_defaults(func=cmd_list)
 
-    p = _parser(sub, "sweep", "run many episodes in parallel (resumable)")
+    p = subcommand(sub, "sweep", "run many episodes in parallel (resumable)")
     p.add_argument("--spec", default=None, help="YAML sweep spec; flags given override it")
     p.add_argument("--tasks", default=None, help="comma list of tasks")
     p.add_argument("--layouts", default=None, help="comma list of layouts")
@@ -426,7 +384,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
     p.set_defaults(func=cmd_sweep)
 
-    p = _parser(sub, "report", "statistics and plots from a sweep's results.jsonl")
+    p = subcommand(sub, "report", "statistics and plots from a sweep's results.jsonl")
     p.add_argument("results", help="results.jsonl written by orgteams sweep")
     p.add_argument("--out", required=True, help="folder for report.md, report.json, PNGs")
     p.add_argument("--baseline", default=None,
