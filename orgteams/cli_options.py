@@ -6,6 +6,7 @@ import argparse
 
 
 def common_options(p: argparse.ArgumentParser, agents: int = 3) -> None:
+    """--task, --layout, --agents, --seed and --json, as most commands take them."""
     p.add_argument("--task", default="prepare_afternoon_tea",
                    help="task name (orgteams list tasks)")
     p.add_argument("--layout", default="apartment",
@@ -16,6 +17,7 @@ def common_options(p: argparse.ArgumentParser, agents: int = 3) -> None:
 
 
 def positive(kind):
+    """An argparse type: ``kind`` (int or float) of a value above zero."""
     def parse(text: str):
         value = kind(text)
         if value <= 0:
