@@ -132,9 +132,7 @@ class TeamRunner:
             round_ = self._round = 0
             while env.agents and (self.max_rounds is None or round_ < self.max_rounds):
                 self._round = round_
-                try:
-                    self._check_stop()
-                except EpisodeStopped:
+                if self._stop_requested():
                     break
                 first = len(log.records)
                 self._apply_shocks(round_, log)
