@@ -18,7 +18,8 @@ from collections import deque
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
-from orgteams.agents.backends.base import Message, Usage
+from orgteams.agents.backends.base import Attempt, Message, Usage
+from orgteams.agents.quoting import quote_text
 
 if TYPE_CHECKING:  # the env layer is imported lazily; agents only read from it
     from orgteams.envs.highlevel import HighLevelEnv
@@ -107,6 +108,9 @@ class DecisionRecord:
         model: The model that answered ("human", "planner", ...).
         cached_calls: How many calls were served from a cache.
         cached_usage: The part of ``usage`` served from a cache (costs nothing).
+        attempts: Every HTTP request of this decision's model calls, failed ones and
+            structured-mode downgrades included (see
+            :class:`~orgteams.agents.backends.base.Attempt`).
     """
 
     phase: str
@@ -126,6 +130,7 @@ class DecisionRecord:
     model: str = ""
     cached_calls: int = 0
     cached_usage: Usage = field(default_factory=Usage)
+    attempts: list[Attempt] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-serializable dict (usage as ``{"prompt_tokens", "completion_tokens"}``)."""
@@ -296,14 +301,17 @@ class DialogueLog:
         self.actions.append((round, label))
 
     def dialogue_lines(self, names: dict[str, str], me: str) -> list[str]:
-        """``Round 3, Alice to Bob, Charlie: text`` per remembered message, oldest first."""
+        """``Round 3, Alice to Bob, Charlie: "text"`` per remembered message, oldest first.
+
+        The text is quoted (:func:`~orgteams.agents.quoting.quote_text`): one line, so a
+        message cannot forge another message's line or a prompt header."""
         def label(agent: str) -> str:
             return "you" if agent == me else names.get(agent, agent)
 
         lines = []
         for e in self.dialogue:
             to = "everyone" if e.receivers == "everyone" else ", ".join(map(label, e.receivers))
-            lines.append(f"Round {e.round}, {label(e.sender)} to {to}: {e.text}")
+            lines.append(f"Round {e.round}, {label(e.sender)} to {to}: {quote_text(e.text)}")
         return lines
 
     def action_lines(self) -> list[str]:

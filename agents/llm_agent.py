@@ -39,6 +39,7 @@ from orgteams.agents.decisions import (
     parse_communicate,
 )
 from orgteams.agents.prompts import PromptTemplates, action_options, default_templates, situation
+from orgteams.agents.quoting import one_line, quote_text
 
 if TYPE_CHECKING:
     from orgteams.envs.highlevel import HighLevelAction, HighLevelEnv
@@ -263,9 +264,11 @@ class LLMAgent(DialogueMember):
                     seed=self.seed,
                 )
             except BackendError as exc:
+                record.attempts += exc.attempts
                 record.error = f"{exc.kind}: {exc.reason}"
                 record.fallback = f"backend error ({exc.kind})"
                 return None
+            record.attempts += completion.attempts
             record.usage += completion.usage
             record.latency += completion.latency
             record.cached_calls += int(completion.cached)
@@ -297,13 +300,13 @@ class LLMAgent(DialogueMember):
 
 
 def _visible_lines(ctx: CommunicateContext) -> list[str]:
-    """This round's visible outputs as ``Alice (leader) to everyone: text`` lines."""
+    """This round's visible outputs as ``Alice (leader) to everyone: "text"`` lines (quoted)."""
     lines = []
     for out in ctx.visible_this_round:
         sender = out.get("sender", "?")
         who = "You" if sender == ctx.agent else ctx.team.get(sender, sender)
         if out.get("role"):
-            who += f" ({out['role']})"
+            who += f" ({one_line(out['role'])})"  # a self-chosen role is model text
         if out.get("abstained"):
             lines.append(f"{who} abstained.")
             continue
@@ -314,5 +317,5 @@ def _visible_lines(ctx: CommunicateContext) -> list[str]:
             else ", ".join(ctx.team.get(r, r) for r in receivers)
         )
         text = out.get("text", "")
-        lines.append(f"{who} to {to}: {text}" if text else f"{who} stayed silent.")
+        lines.append(f"{who} to {to}: {quote_text(text)}" if text else f"{who} stayed silent.")
     return lines

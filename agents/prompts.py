@@ -20,6 +20,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from orgteams.agents.agent_base import ActContext, DialogueLog
+from orgteams.agents.quoting import one_line, quote_block
+from orgteams.envs.errors import UserError
+
+MAX_PROMPT_CHARS = 1_000_000
+"""Largest value (characters or items) a prompt template may build."""
 
 if TYPE_CHECKING:
     from orgteams.envs.highlevel import HighLevelAction, HighLevelEnv
@@ -34,8 +39,8 @@ __all__ = [
 ]
 
 
-class PromptError(ValueError):
-    """A prompt template is missing, malformed, or lacks a variable."""
+class PromptError(UserError):
+    """A prompt template is missing, malformed, unsafe, or lacks a variable."""
 
 
 def letters(n: int) -> list[str]:
@@ -65,10 +70,14 @@ class PromptTemplates:
         import jinja2
 
         from orgteams.envs._util import asset_dir
+        from orgteams.organizations.templates import LimitedSandbox
 
         shipped = asset_dir("prompts")
         folders = [Path(directory), shipped] if directory is not None else [shipped]
-        self._env = jinja2.Environment(
+        # A prompt folder is a person's templates: sandboxed like organization instructions
+        # (no attribute walks to os), with a size limit fit for whole prompts.
+        self._env = LimitedSandbox(
+            max_size=MAX_PROMPT_CHARS,
             loader=jinja2.FileSystemLoader([str(f) for f in folders]),
             undefined=jinja2.StrictUndefined,
             trim_blocks=True,
@@ -76,7 +85,8 @@ class PromptTemplates:
             keep_trailing_newline=False,
             autoescape=False,
         )
-        self._env.filters["tojson"] = lambda v: json.dumps(v, ensure_ascii=False)
+        self._env.filters["tojson"] = self._env.checked_filter(
+            lambda v: json.dumps(v, ensure_ascii=False))
         self._cache: dict[str, Any] = {}
 
     @property
@@ -102,17 +112,23 @@ class PromptTemplates:
         return self._cache[name]
 
     def render(self, name: str, /, **variables: Any) -> str:
-        """Render template ``name`` with ``variables``.
+        """Render template ``name`` with ``variables`` (values are data, never templates).
 
         Raises:
             PromptError: Unknown template, syntax error, or a variable is missing.
         """
         import jinja2
+        from jinja2.sandbox import SecurityError
+
+        from orgteams.organizations.templates import step_budget
 
         try:
-            return self._template(name).render(**variables).strip()
+            with step_budget():
+                return self._template(name).render(**variables).strip()
         except jinja2.UndefinedError as exc:
             raise PromptError(f"prompt template {name}.j2: {exc.message}") from None
+        except SecurityError as exc:
+            raise PromptError(f"prompt template {name}.j2: unsafe template: {exc}") from None
 
 
 @lru_cache(maxsize=1)
@@ -151,8 +167,9 @@ def situation(
     return {
         "round": ctx.round,
         "name": ctx.name,
-        "role": ctx.role,
-        "instruction": ctx.instruction.strip(),
+        "role": one_line(ctx.role) if ctx.role else ctx.role,  # may be a model's claim
+        # marked line by line as the organization's (it may be a Coordinator model's text)
+        "instruction": quote_block(ctx.instruction.strip()),
         "teammates": [n for a, n in ctx.team.items() if a != agent],
         "team_size": len(ctx.team),
         "goal": env.base.describe_goal(),

@@ -31,7 +31,9 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from orgteams.agents.backends.base import ChatBackend
 from orgteams.criticize_reflect.critic import Critique
 from orgteams.criticize_reflect.structured import ReplyInvalid, structured_call
+from orgteams.envs.errors import UserError
 from orgteams.organizations.spec import (
+    INSTRUCTION_VARIABLES,
     LEADERSHIP_RULES,
     PROTOCOLS,
     Organization,
@@ -39,11 +41,14 @@ from orgteams.organizations.spec import (
 )
 
 __all__ = ["EDITABLE_FIELDS", "Coordinator", "CoordinatorDecision", "CoordinatorReply",
-           "OrganizationProposal", "Trial", "build_candidate"]
+           "OrganizationProposal", "Trial", "build_candidate", "plain_instruction"]
 
 INSTRUCTION_MAX_CHARS = 3000
 """Longest instruction a candidate may have (checked in :func:`build_candidate`, not in the
 JSON schema: a long ``maxLength`` becomes a grammar too deep for llama.cpp)."""
+
+CRITIQUE_MAX_CHARS = 3000
+"""Longest critique (its one-line JSON text) kept per history entry in the prompt."""
 
 EDITABLE_FIELDS = ("description", "protocol", "topology", "roles", "channels", "rules",
                    "allow_abstain", "leadership_rule", "election_every", "leadership_every",
@@ -143,6 +148,11 @@ class CoordinatorDecision:
                 "fallback": self.fallback, "call": self.call}
 
 
+def _capped(text: str, limit: int) -> str:
+    """Model-written text cut to ``limit`` characters (with a marker) before a prompt keeps it."""
+    return text if len(text) <= limit else text[:limit] + " [cut]"
+
+
 def _slug(text: str) -> str:
     return re.sub(r"[^a-z0-9_]+", "_", text.strip().lower()).strip("_")[:40]
 
@@ -159,6 +169,16 @@ def build_candidate(base: Organization, proposal: OrganizationProposal, *, name:
     changes = proposal.changes()
     if len(changes.get("instruction") or "") > INSTRUCTION_MAX_CHARS:
         return None, f"invalid: instruction longer than {INSTRUCTION_MAX_CHARS} characters"
+    problem = _text_problem({k: v for k, v in changes.items() if k != "instruction"})
+    if problem:
+        return None, f"invalid: {problem}"
+    if changes.get("instruction") is not None:
+        # A model's instruction is plain text, never a template (here, and wherever its
+        # saved organization.yaml is loaded again): only {me}-style names are replaced.
+        text, problem = plain_instruction(changes["instruction"])
+        if problem:
+            return None, f"invalid: field 'instruction': {problem}"
+        changes.update(instruction=text, instruction_format="plain")
     if proposal.leader is not None:
         topology = dict(changes.get("topology") or base.topology.model_dump(mode="json"))
         tiers = list(topology.get("tiers") or [])
@@ -187,6 +207,56 @@ def build_candidate(base: Organization, proposal: OrganizationProposal, *, name:
     return org, None
 
 
+FIELD_TEXT_MAX_CHARS = 300
+"""Longest string (a rule, a role, a mission...) a proposal may set outside the instruction."""
+FIELD_LIST_MAX_ITEMS = 30
+"""Most items of a list (rules, channels, tiers) a proposal may set."""
+
+
+def _text_problem(value: Any, where: str = "") -> str | None:
+    """Why a proposal's field values are unfit for prompts: a multi-line or long string
+    (roles and rules reach prompts outside the quoted instruction), or a long list."""
+    if isinstance(value, str):
+        if len(value.splitlines()) > 1 or len(value) > FIELD_TEXT_MAX_CHARS:
+            return (f"field '{where}': must be one line of at most {FIELD_TEXT_MAX_CHARS} "
+                    "characters")
+        return None
+    if isinstance(value, dict):
+        items = [(f"{where}.{k}" if where else str(k), v) for k, v in value.items()]
+        items += [(f"{where}.{k}" if where else str(k), k) for k in value]
+    elif isinstance(value, list | tuple):
+        if len(value) > FIELD_LIST_MAX_ITEMS:
+            return f"field '{where}': at most {FIELD_LIST_MAX_ITEMS} items"
+        items = [(f"{where}.{i}", v) for i, v in enumerate(value)]
+    else:
+        return None
+    for path, item in items:
+        problem = _text_problem(item, path)
+        if problem:
+            return problem
+    return None
+
+
+_SIMPLE_VARIABLE = re.compile(r"\{\{-?\s*([a-z_]+)\s*-?\}\}")
+
+
+def plain_instruction(text: str) -> tuple[str, str | None]:
+    """A model's instruction as plain text: ``{{ me }}`` becomes ``{me}``; other syntax refused.
+
+    Returns:
+        ``(text, None)``, or ``(text, problem)`` when template syntax is left.
+    """
+    text = _SIMPLE_VARIABLE.sub(
+        lambda m: f"{{{m.group(1)}}}" if m.group(1) in INSTRUCTION_VARIABLES else m.group(0),
+        text)
+    found = sorted((text.find(tag), tag) for tag in ("{{", "{%", "{#") if tag in text)
+    if found:
+        return text, (f"template syntax {found[0][1]!r} is not allowed in an instruction a model "
+                      f"writes; write plain text with {{me}}, {{role}}, {{leader}}, {{boss}}, "
+                      f"{{reports}}, {{names}} or {{n}}")
+    return text, None
+
+
 EXAMPLE = {
     "analysis": "Members flood everyone with sightings; the leader should receive reports.",
     "candidates": [{"name": "leader_reports", "rationale": "cut broadcast reports",
@@ -211,7 +281,7 @@ class Coordinator:
     def __init__(self, backend: ChatBackend, *, k: int = 3, max_history: int = 6,
                  max_retries: int = 1, max_tokens: int = 2048, templates: Any = None) -> None:
         if k < 1:
-            raise ValueError(f"k must be >= 1, got {k}")
+            raise UserError(f"k must be >= 1, got {k}")
         self.backend = backend
         self.k = k
         self.max_history = max_history
@@ -244,7 +314,8 @@ class Coordinator:
                 "metrics": json.dumps(t.metrics, default=str),
                 "organization": yaml.dump(org, Dumper=_BlockDumper, sort_keys=False,
                                           allow_unicode=True, width=100),
-                "critique": (json.dumps(t.critique.for_prompt(), ensure_ascii=False)
+                "critique": (_capped(json.dumps(t.critique.for_prompt(), ensure_ascii=False),
+                                     CRITIQUE_MAX_CHARS)
                              if t.critique is not None and t.critique.fallback is None
                              else None)})
         gov = current.governance

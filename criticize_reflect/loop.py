@@ -27,13 +27,22 @@ last finished one; asking for more iterations continues a finished run):
 ``best.yaml``                   the lowest-cost organization so far (ties: earliest),
                                 reusable on other tasks (``--org best.yaml``)
 ``best.json``                   ``{"iteration", "cost", "organization"}``
+``iteration_<k>/failed.json``   only for an episode that stopped early (``episode_status``
+                                ``error`` or ``interrupted``): its summary and reason
 ==============================  ======================================================
+
+An episode that did not play to its end (its model server was gone, it was
+interrupted) is not a result: it is recorded in ``failed.json``, never scored, never
+shown to the Critic or Coordinator, and :class:`EpisodeFailed` stops the loop; a rerun
+retries that iteration. A corrupted line in the middle of ``history.jsonl`` is skipped
+with a warning naming the file and line; the iterations after it are kept.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -42,9 +51,10 @@ from typing import Any
 from orgteams.criticize_reflect.coordinator import Coordinator, CoordinatorDecision, Trial
 from orgteams.criticize_reflect.critic import Critic, Critique
 from orgteams.criticize_reflect.summary import summarize_episode
+from orgteams.envs.errors import UserError
 from orgteams.organizations.spec import Organization
 
-__all__ = ["HISTORY_METRICS", "ReflectResult", "episode_cost", "reflect"]
+__all__ = ["HISTORY_METRICS", "EpisodeFailed", "ReflectResult", "episode_cost", "reflect"]
 
 HISTORY_METRICS = ("success", "ticks", "rounds", "comm_tokens_per_step",
                    "message_tokens_delivered", "units_done", "units_total", "fallback_count",
@@ -60,6 +70,10 @@ def episode_cost(ticks: float, comm_tokens_per_step: float, step_weight: float =
     ``cost = ticks * step_weight + comm_tokens_per_step * token_weight``
     """
     return ticks * step_weight + comm_tokens_per_step * token_weight
+
+
+class EpisodeFailed(RuntimeError):
+    """An iteration's episode stopped early; it is recorded, not scored (rerun to retry)."""
 
 
 EpisodeFn = Callable[[Organization, int], Any]
@@ -112,18 +126,30 @@ def _dump(obj: Any) -> str:
 
 
 def _read_history(path: Path) -> list[dict[str, Any]]:
-    """Finished iterations; a torn last line (crash while appending) is dropped."""
+    """Finished iterations in order. A torn last line (crash while appending) is cut
+    from the file; an unreadable line elsewhere is skipped with a warning and the
+    iterations after it are kept (the file is left as it is)."""
     if not path.is_file():
         return []
-    rows = []
-    for line in path.read_text(encoding="utf-8").splitlines():
+    data = path.read_text(encoding="utf-8")
+    lines = data.split("\n")
+    by_iteration: dict[int, dict[str, Any]] = {}
+    for i, line in enumerate(lines):
+        if not line.strip():
+            continue
         try:
-            rows.append(json.loads(line))
+            row = json.loads(line)
+            if not isinstance(row, dict) or not isinstance(row.get("iteration"), int):
+                raise ValueError("not a history row")
         except ValueError:
-            break
-    rows = [r for i, r in enumerate(rows) if r.get("iteration") == i]
-    _write(path, "".join(json.dumps(r, default=str) + "\n" for r in rows))
-    return rows
+            if i == len(lines) - 1:  # no newline after it: the append a crash cut short
+                _write(path, data[: len(data) - len(line)])
+                continue
+            warnings.warn(f"{path}:{i + 1}: unreadable history line skipped (the other "
+                          "iterations are kept)", stacklevel=3)
+            continue
+        by_iteration[row["iteration"]] = row
+    return [by_iteration[k] for k in sorted(by_iteration)]
 
 
 def _append(path: Path, row: dict[str, Any]) -> None:
@@ -153,8 +179,8 @@ def _check_config(path: Path, config: dict[str, Any]) -> None:
     saved = json.loads(path.read_text(encoding="utf-8"))
     changed = [k for k in config if saved.get(k) != config[k]]
     if changed:
-        raise ValueError(f"{path.parent}: already holds a reflect run with different "
-                         f"{', '.join(changed)}; use another out_dir to start a new run")
+        raise UserError(f"{path.parent}: already holds a reflect run with different "
+                        f"{', '.join(changed)}; use another out_dir to start a new run")
 
 
 def reflect(initial_org: Organization, episode_fn: EpisodeFn, critic: Critic | None,
@@ -182,7 +208,7 @@ def reflect(initial_org: Organization, episode_fn: EpisodeFn, critic: Critic | N
             organization; ``iterations < 1``; ``use_critic`` without a critic.
     """
     if iterations < 1:
-        raise ValueError(f"iterations must be >= 1, got {iterations}")
+        raise UserError(f"iterations must be >= 1, got {iterations}")
     if use_critic and critic is None:
         raise ValueError("use_critic=True needs a critic")
     out = Path(out_dir)
@@ -192,23 +218,24 @@ def reflect(initial_org: Organization, episode_fn: EpisodeFn, critic: Critic | N
         "approved": approved, "initial_organization": initial_org.model_dump(mode="json")})
     history_path = out / "history.jsonl"
     rows = _read_history(history_path)
-    resumed_from = len(rows)
+    start = rows[-1]["iteration"] + 1 if rows else 0
+    resumed_from = start
     ran: list[int] = []
     current = initial_org
     team: list[str] | None = None
     if rows:
         last = rows[-1]
         team = last.get("team")
-        if last["next_organization"] is None and len(rows) < iterations:
-            decision = _propose(coordinator, rows, _played(last), approved, team,
-                                len(rows))
+        if last["next_organization"] is None and start < iterations:
+            decision = _propose(coordinator, rows, _played(last), approved, team, start)
             _record_decision(out, last, decision)
             _write(history_path, "".join(json.dumps(r, default=str) + "\n" for r in rows))
         current = (Organization.from_dict(last["next_organization"], source="history")
                    if last["next_organization"] else _played(last))
 
-    for k in range(len(rows), iterations):
+    for k in range(start, iterations):
         summary, records = _parts(episode_fn(current, k))
+        _refuse_unfinished(out / f"iteration_{k}", current, summary, k, len(rows))
         n = summary.get("num_agents")
         team = [f"agent_{i}" for i in range(int(n))] if n else sorted(
             {str(r["agent"]) for r in records if r.get("agent")}) or None
@@ -247,6 +274,22 @@ def reflect(initial_org: Organization, episode_fn: EpisodeFn, critic: Critic | N
                          best=Organization.from_dict(best_row["organization"], source="history"),
                          best_iteration=best_row["iteration"], best_cost=best_row["cost"],
                          resumed_from=resumed_from, ran=ran)
+
+
+def _refuse_unfinished(folder: Path, organization: Organization, summary: dict[str, Any],
+                       k: int, finished: int) -> None:
+    """Record and raise for an episode that stopped early; clear a stale record."""
+    status = summary.get("episode_status", "complete")
+    if status == "complete":
+        (folder / "failed.json").unlink(missing_ok=True)
+        return
+    reason = summary.get("stop_reason")
+    _write(folder / "organization.yaml", organization.to_yaml())
+    _write(folder / "failed.json", _dump({"episode_status": status, "stop_reason": reason,
+                                           "episode": summary}))
+    raise EpisodeFailed(f"iteration {k}: the episode stopped early ({status}: {reason}); it "
+                        f"is not scored. Recorded in {folder / 'failed.json'}; the {finished} "
+                        "finished iteration(s) are kept; rerun to retry it")
 
 
 def _played(row: dict[str, Any]) -> Organization:

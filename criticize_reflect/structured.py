@@ -16,7 +16,13 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from orgteams.agents.backends.base import BackendError, ChatBackend, Message, parse_json_reply
+from orgteams.agents.backends.base import (
+    Attempt,
+    BackendError,
+    ChatBackend,
+    Message,
+    parse_json_reply,
+)
 
 T = TypeVar("T")
 
@@ -37,6 +43,7 @@ class CallRecord:
         fallback: Why the caller fell back (None when a reply was accepted).
         prompt_tokens / completion_tokens: Summed usage of all attempts.
         replies: Raw reply texts, in order.
+        requests: Every HTTP request made, failed and retried ones included.
     """
 
     attempts: int = 0
@@ -45,6 +52,7 @@ class CallRecord:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     replies: list[str] = field(default_factory=list)
+    requests: list[Attempt] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -99,10 +107,12 @@ def structured_call(
             completion = backend.complete(conversation, schema=schema, temperature=temperature,
                                           max_tokens=max_tokens, seed=seed)
         except BackendError as exc:
+            record.requests += exc.attempts
             record.errors.append(f"{exc.kind}: {exc.reason}")
             record.fallback = f"backend error ({exc.kind}: {exc.reason})"
             return None, record
         record.attempts += 1
+        record.requests += completion.attempts
         record.prompt_tokens += completion.usage.prompt_tokens
         record.completion_tokens += completion.usage.completion_tokens
         record.replies.append(completion.text)

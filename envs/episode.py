@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from orgteams.envs.catalog import load_catalog
+from orgteams.envs.errors import UserError
 from orgteams.envs.layout import Layout
 from orgteams.envs.state import HouseholdState, Scene
 from orgteams.envs.tasks import TaskSpec
@@ -24,8 +25,8 @@ def make_episode(layout: Layout, task: TaskSpec, num_agents: int, rng: np.random
     targets = task.targets()
     missing = sorted(targets - {f.type for f in furn})
     if missing:
-        raise ValueError(f"task {task.name!r} needs {', '.join(missing)}, which layout "
-                         f"{layout.name!r} does not have")
+        raise UserError(f"task {task.name!r} needs {', '.join(missing)}, which layout "
+                        f"{layout.name!r} does not have")
     goal = task.sample_goal(rng)
     classes: list[str] = []
     for p in goal:
@@ -54,8 +55,8 @@ def make_episode(layout: Layout, task: TaskSpec, num_agents: int, rng: np.random
             far = [i for i in spots if furn[i].room not in target_rooms]
             spots = far or spots
         if not spots:
-            raise ValueError(f"layout {layout.name!r} has no room left for {cls}: "
-                             "add furniture or lower the task's units")
+            raise UserError(f"layout {layout.name!r} has no room left for {cls}: "
+                            "add furniture or lower the task's units")
         in_container = [i for i in spots if is_container[i]]
         on_surface = [i for i in spots if not is_container[i]]
         pool = in_container if (in_container and (not on_surface or
@@ -66,8 +67,8 @@ def make_episode(layout: Layout, task: TaskSpec, num_agents: int, rng: np.random
                   task.step_limit(layout.name, len(layout.rooms)))
     floor = scene.floor_cells
     if num_agents > len(floor):
-        raise ValueError(f"layout {layout.name!r} has {len(floor)} floor cells; cannot "
-                         f"place {num_agents} agents")
+        raise UserError(f"layout {layout.name!r} has {len(floor)} floor cells; cannot "
+                        f"place {num_agents} agents")
     starts = rng.choice(floor, size=num_agents, replace=False)
     return HouseholdState(
         scene=scene, tick=0, agent_pos=[int(c) for c in starts],

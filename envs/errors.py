@@ -11,3 +11,11 @@ from __future__ import annotations
 
 class UserError(ValueError):
     """Bad input from the user (a file, an option, a name); the message says where."""
+
+
+class MissingExtraError(UserError, ImportError):
+    """A feature the user asked for needs an optional extra that is not installed.
+
+    The message carries the install hint (``pip install 'orgteams[render]'``). It is
+    also an ``ImportError``, so code that tries an import and falls back keeps working.
+    """

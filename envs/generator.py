@@ -25,6 +25,7 @@ import string
 import numpy as np
 
 from orgteams.envs.catalog import load_catalog
+from orgteams.envs.errors import UserError
 from orgteams.envs.layout import DIRECTIONS, Layout
 
 ROOM_KEYS = (string.ascii_lowercase
@@ -62,7 +63,7 @@ def parse_generated_name(name: str) -> dict[str, int]:
     """
     match = _NAME.fullmatch(name.strip()) if isinstance(name, str) else None
     if match is None:
-        raise ValueError(f"malformed generated layout name {name!r}: {_NAME_HELP}")
+        raise UserError(f"malformed generated layout name {name!r}: {_NAME_HELP}")
     return {"rooms": int(match.group(1)), "seed": int(match.group(2) or 0)}
 
 
@@ -73,10 +74,10 @@ def generate_layout(rooms: int, seed: int = 0) -> Layout:
         ValueError: when ``rooms`` is out of range or ``seed`` is negative.
     """
     if not isinstance(rooms, int | np.integer) or not MIN_ROOMS <= rooms <= MAX_ROOMS:
-        raise ValueError(f"rooms must be an integer from {MIN_ROOMS} to {MAX_ROOMS}, "
-                         f"got {rooms!r}")
+        raise UserError(f"rooms must be an integer from {MIN_ROOMS} to {MAX_ROOMS}, "
+                        f"got {rooms!r}")
     if not isinstance(seed, int | np.integer) or seed < 0:
-        raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
+        raise UserError(f"seed must be a non-negative integer, got {seed!r}")
     rooms, seed = int(rooms), int(seed)
     rng = np.random.default_rng([rooms, seed])
     names = _room_names(rooms, rng)

@@ -20,6 +20,7 @@ from orgteams.envs.actions import NUM_ACTIONS
 from orgteams.envs.ansi import render_ansi
 from orgteams.envs.dynamics import Event, transition
 from orgteams.envs.episode import make_episode
+from orgteams.envs.errors import UserError
 from orgteams.envs.layout import Layout, load_layout
 from orgteams.envs.observations import ArrayObserver, observation_space
 from orgteams.envs.overlay import Overlay
@@ -57,8 +58,8 @@ class HouseholdEnv(ParallelEnv):
         self.task = task if isinstance(task, TaskSpec) else load_task(task)
         missing = sorted(self.task.targets() - {f.type for f in self.layout.furniture})
         if missing:
-            raise ValueError(f"task {self.task.name!r} needs {', '.join(missing)}, which "
-                             f"layout {self.layout.name!r} does not have")
+            raise UserError(f"task {self.task.name!r} needs {', '.join(missing)}, which "
+                            f"layout {self.layout.name!r} does not have")
         self.obs_mode, self.render_mode = obs_mode, render_mode
         self.view_radius, self.full_observability = view_radius, full_observability
         self.reward_shaping, self.max_ticks = reward_shaping, max_ticks
@@ -195,7 +196,8 @@ class HouseholdEnv(ParallelEnv):
     def _check_action(self, agent: str, action: Any) -> int:
         if isinstance(action, np.ndarray) and action.shape == ():
             action = action.item()
-        if not isinstance(action, int | np.integer) or not 0 <= action < NUM_ACTIONS:
+        if isinstance(action, bool | np.bool_) or not isinstance(action, int | np.integer) \
+                or not 0 <= action < NUM_ACTIONS:  # True is not "move north"
             raise ValueError(f"{agent}: action {action!r} is outside the action space "
                              f"Discrete({NUM_ACTIONS}); see orgteams.envs.actions")
         return int(action)

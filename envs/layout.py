@@ -22,18 +22,48 @@ from __future__ import annotations
 from collections import Counter, deque
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import yaml
+from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
-from orgteams.envs._util import asset_dir, asset_names, unknown_name
+from orgteams.envs._util import asset_dir, asset_names, unknown_name, validation_line
 from orgteams.envs.catalog import load_catalog, room_type
+from orgteams.envs.errors import UserError
+from orgteams.envs.limits import MAX_GRID_SIDE
 
 WALL, FLOOR, DOOR, FURNITURE, OUTSIDE = 0, 1, 2, 3, 4
 FIXED_CHARS = {"#": WALL, "+": DOOR, "=": DOOR, " ": OUTSIDE}
 # Row/column offsets for directions 0..3 = north, east, south, west.
 DIRECTIONS = ((-1, 0), (0, 1), (1, 0), (0, -1))
 DIRECTION_NAMES = ("north", "east", "south", "west")
+
+
+class LayoutFile(BaseModel):
+    """The fields of a layout file, with their types (the grid itself is checked by parsing).
+
+    ``grid`` is a block of text or a list of rows; ``rooms`` maps one lowercase letter to
+    a room name (``kitchen``, ``bedroom_2``); ``furniture`` one uppercase letter to a
+    catalog furniture type.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+    name: str | None = None
+    description: str = ""
+    grid: str | list[str]
+    rooms: dict[str, str]
+    furniture: dict[str, str] | None = None
+    require_rooms: bool = True
+
+    @field_validator("grid", mode="before")
+    @classmethod
+    def _text_or_rows(cls, value: Any) -> Any:
+        if isinstance(value, str) or (isinstance(value, list)
+                                      and all(isinstance(row, str) for row in value)):
+            return value
+        raise ValueError(f"must be the grid as a block of text or a list of rows, got "
+                         f"{type(value).__name__}")
 
 
 @dataclass(frozen=True)
@@ -90,24 +120,33 @@ class Layout:
 
     @classmethod
     def from_dict(cls, data: dict, source: str = "<dict>") -> Layout:
-        """Build from the YAML structure (``name``, ``grid``, ``rooms``, ``furniture``)."""
+        """Build from the YAML structure (``name``, ``grid``, ``rooms``, ``furniture``).
+
+        Raises:
+            UserError: One line naming ``source`` and the field, e.g. ``"house.yaml:
+                field 'rooms.k': Input should be a valid string"``.
+        """
         if not isinstance(data, dict):
-            raise ValueError(f"{source}: expected a mapping with keys name, grid, rooms, furniture")
+            raise UserError(f"{source}: expected a mapping with keys name, grid, rooms, furniture")
         missing = [k for k in ("grid", "rooms") if k not in data]
         if missing:
-            raise ValueError(f"{source}: missing required key(s) {', '.join(missing)}")
-        grid = data["grid"]
-        lines = grid.splitlines() if isinstance(grid, str) else list(grid)
+            raise UserError(f"{source}: missing required key(s) {', '.join(missing)}")
+        try:
+            spec = LayoutFile.model_validate(data)
+        except ValidationError as exc:
+            raise UserError(f"{source}: {validation_line(exc, LayoutFile.model_fields)}"
+                            ) from None
+        lines = spec.grid.splitlines() if isinstance(spec.grid, str) else list(spec.grid)
         while lines and not lines[-1].strip():
             lines.pop()
         return cls.from_grid(
             lines,
-            rooms=data["rooms"],
-            furniture=data.get("furniture") or {},
-            name=data.get("name", Path(source).stem),
+            rooms=spec.rooms,
+            furniture=spec.furniture or {},
+            name=spec.name if spec.name is not None else Path(source).stem,
             source=source,
-            description=data.get("description", ""),
-            require_rooms=bool(data.get("require_rooms", True)),
+            description=spec.description,
+            require_rooms=spec.require_rooms,
         )
 
     @classmethod
@@ -128,7 +167,7 @@ class Layout:
 
 def _err(source: str, row: int | None, col: int | None, msg: str) -> ValueError:
     where = f"row {row}, col {col}" if row is not None else "whole layout"
-    return ValueError(f"{source}: {where}: {msg}")
+    return UserError(f"{source}: {where}: {msg}")
 
 
 def _parse(lines, room_legend, furn_legend, name, source, description, require_rooms) -> Layout:
@@ -136,6 +175,9 @@ def _parse(lines, room_legend, furn_legend, name, source, description, require_r
     if not lines:
         raise _err(source, None, None, "grid is empty")
     width = len(lines[0])
+    if len(lines) > MAX_GRID_SIDE or width > MAX_GRID_SIDE:
+        raise _err(source, None, None, f"grid is {len(lines)} rows x {width} columns; the "
+                   f"limit is {MAX_GRID_SIDE} x {MAX_GRID_SIDE}")
     for r, line in enumerate(lines):
         if len(line) != width:
             raise _err(source, r, min(len(line), width),
@@ -144,14 +186,14 @@ def _parse(lines, room_legend, furn_legend, name, source, description, require_r
         if len(ch) != 1 or not ch.islower():
             raise _err(source, None, None, f"room key {ch!r} must be one lowercase letter")
         if room_type(rname) not in catalog.room_colors:
-            raise ValueError(f"{source}: "
-                             f"{unknown_name('room type', room_type(rname), catalog.room_colors)}")
+            raise UserError(f"{source}: "
+                            f"{unknown_name('room type', room_type(rname), catalog.room_colors)}")
     for ch, ftype in furn_legend.items():
         if len(ch) != 1 or not ch.isupper():
             raise _err(source, None, None, f"furniture key {ch!r} must be one uppercase letter")
         if ftype not in catalog.furniture:
-            raise ValueError(f"{source}: "
-                             f"{unknown_name('furniture type', ftype, catalog.furniture)}")
+            raise UserError(f"{source}: "
+                            f"{unknown_name('furniture type', ftype, catalog.furniture)}")
 
     room_names = tuple(dict.fromkeys(room_legend.values()))
     room_index = {n: i for i, n in enumerate(room_names)}
@@ -272,9 +314,9 @@ def load_layout(name_or_path: str | Path) -> Layout:
             raise unknown_name("layout", text, list_layouts() + ["generated:<rooms>:<seed>"])
         path = asset_dir("layouts", f"{text}.yaml")
     if not path.exists():
-        raise ValueError(f"Layout file not found: {path}")
+        raise UserError(f"Layout file not found: {path}")
     try:
         data = yaml.safe_load(path.read_text())
     except yaml.YAMLError as exc:
-        raise ValueError(f"{path}: not valid YAML: {exc}") from None
+        raise UserError(f"{path}: not valid YAML: {exc}") from None
     return Layout.from_dict(data, source=str(path))

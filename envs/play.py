@@ -33,6 +33,7 @@ from __future__ import annotations
 from typing import Any, Protocol
 
 from orgteams.envs.actions import HAND_CAPACITY, Verb, decode, encode
+from orgteams.envs.errors import UserError
 from orgteams.envs.highlevel import PRIMITIVE, HighLevelEnv
 from orgteams.envs.layout import DIRECTION_NAMES, DIRECTIONS
 from orgteams.envs.rendering import PygameRenderer
@@ -111,8 +112,8 @@ class PlaySession:
         self.env = env
         self.raw = env.base if isinstance(env, HighLevelEnv) else env.unwrapped
         if human_agent not in self.raw.possible_agents:
-            raise ValueError(f"human_agent {human_agent!r} is not one of "
-                             f"{self.raw.possible_agents}")
+            raise UserError(f"human_agent {human_agent!r} is not one of "
+                            f"{self.raw.possible_agents}")
         self.human = human_agent
         self.index = self.raw.agent_index[human_agent]
         self.raw.overlay.you = human_agent  # ringed and tagged YOU in the window

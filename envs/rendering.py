@@ -32,6 +32,7 @@ from typing import Any
 
 import numpy as np
 
+from orgteams.envs.errors import MissingExtraError
 from orgteams.envs.overlay import Overlay
 from orgteams.envs.render_boxes import MARGIN, TextEntry, draw_banner, draw_entry
 from orgteams.envs.render_bubbles import draw_bubbles, draw_tails, layout_bubbles
@@ -59,7 +60,7 @@ def import_pygame():
     try:
         import pygame
     except ImportError as exc:
-        raise ImportError("rendering with pygame (render_mode 'human' or 'rgb_array') needs "
+        raise MissingExtraError("rendering with pygame (render_mode 'human' or 'rgb_array') needs "
                           f"pygame, which is not installed: {INSTALL_HINT}") from exc
     return pygame
 

@@ -10,12 +10,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Annotated
 
 import numpy as np
 import yaml
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 
-from orgteams.envs._util import asset_dir, asset_names, unknown_name
+from orgteams.envs._util import asset_dir, asset_names, unknown_name, validation_line
 from orgteams.envs.catalog import load_catalog
+from orgteams.envs.errors import UserError
+from orgteams.envs.limits import MAX_TICKS
 
 RELATIONS = ("on", "inside")
 # At most this many predicates in one goal (array observations have one row each).
@@ -89,6 +93,42 @@ class TaskSpec:
         return tuple(Predicate(r, c, t, n) for (r, c, t), n in counts.items())
 
 
+def _predicate_shape(value: object) -> object:
+    if isinstance(value, str) or (isinstance(value, list)
+                                  and all(isinstance(x, str) for x in value)):
+        return value
+    raise ValueError(f"a predicate must look like ON(class, target) or [on, class, target], "
+                     f"got {value!r}")
+
+
+_Predicate = Annotated[str | list[str], BeforeValidator(_predicate_shape)]
+_Count = Annotated[int, Field(ge=0, le=1_000)]
+_Limit = Annotated[int, Field(ge=1, le=MAX_TICKS)]
+
+
+class TaskFile(BaseModel):
+    """The fields of a task file and their types (see ``assets/tasks/*.yaml``).
+
+    Predicates are ``"ON(cupcake, coffee_table)"`` or ``[on, cupcake, coffee_table]``;
+    their meaning (relation, class, target) is checked when parsed.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+    name: str
+    description: str
+    candidates: list[_Predicate]
+    required: list[_Predicate] = Field(default_factory=list)
+    units: tuple[Annotated[int, Field(ge=1, le=1_000)], Annotated[int, Field(ge=1, le=1_000)]] = (
+        3, 5)
+    max_per_predicate: Annotated[int, Field(ge=1, le=1_000)] = 2
+    extra_objects: _Count = 1
+    distractors: _Count = 3
+    container_prob: float = Field(default=0.4, ge=0, le=1)
+    far: bool = False
+    default_step_limit: _Limit = 400
+    step_limits: dict[str, _Limit] = Field(default_factory=dict)
+
+
 def _parse_pred(text, where: str) -> tuple[str, str, str]:
     """Parse ``"ON(cupcake, coffee_table)"`` or ``[on, cupcake, coffee_table]``."""
     catalog = load_catalog()
@@ -99,16 +139,16 @@ def _parse_pred(text, where: str) -> tuple[str, str, str]:
     else:
         parts = [str(x).lower() for x in text]
     if len(parts) != 3:
-        raise ValueError(f"{where}: predicate {text!r} must look like ON(class, target)")
+        raise UserError(f"{where}: predicate {text!r} must look like ON(class, target)")
     rel, cls, target = parts
     if rel not in RELATIONS:
-        raise ValueError(f"{where}: relation {rel!r} must be one of {', '.join(RELATIONS)}")
+        raise UserError(f"{where}: relation {rel!r} must be one of {', '.join(RELATIONS)}")
     if cls not in catalog.object_glyphs:
-        raise ValueError(f"{where}: {unknown_name('object class', cls, catalog.object_glyphs)}")
+        raise UserError(f"{where}: {unknown_name('object class', cls, catalog.object_glyphs)}")
     if target not in catalog.furniture:
-        raise ValueError(f"{where}: {unknown_name('furniture type', target, catalog.furniture)}")
+        raise UserError(f"{where}: {unknown_name('furniture type', target, catalog.furniture)}")
     if rel == "inside" and not catalog.furniture[target].is_container:
-        raise ValueError(f"{where}: INSIDE needs a container, and {target!r} is a surface")
+        raise UserError(f"{where}: INSIDE needs a container, and {target!r} is a surface")
     return rel, cls, target
 
 
@@ -117,22 +157,25 @@ def task_from_dict(data: dict, source: str = "<dict>") -> TaskSpec:
     known = set(TaskSpec.__dataclass_fields__) - {"source"}
     extra = set(data) - known
     if extra:
-        raise ValueError(f"{source}: unknown field(s) {sorted(extra)}; known: {sorted(known)}")
+        raise UserError(f"{source}: unknown field(s) {sorted(extra)}; known: {sorted(known)}")
     missing = sorted(k for k in ("name", "description") if k not in data)
     if missing:
-        raise ValueError(f"{source}: missing field(s) {missing}")
+        raise UserError(f"{source}: missing field(s) {missing}")
     if not data.get("candidates"):
-        raise ValueError(f"{source}: field 'candidates' must list at least one predicate")
-    kw = dict(data)
-    kw["candidates"] = tuple(_parse_pred(p, f"{source}: candidates") for p in data["candidates"])
-    kw["required"] = tuple(_parse_pred(p, f"{source}: required") for p in data.get("required", []))
-    kw["units"] = tuple(data.get("units", (3, 5)))
+        raise UserError(f"{source}: field 'candidates' must list at least one predicate")
+    try:
+        kw = TaskFile.model_validate(data).model_dump(exclude_unset=True)
+    except ValidationError as exc:
+        raise UserError(f"{source}: {validation_line(exc, TaskFile.model_fields)}") from None
+    kw["candidates"] = tuple(_parse_pred(p, f"{source}: candidates") for p in kw["candidates"])
+    kw["required"] = tuple(_parse_pred(p, f"{source}: required") for p in kw.get("required", []))
+    kw["units"] = tuple(kw.get("units", (3, 5)))
     if not 1 <= kw["units"][0] <= kw["units"][1]:
-        raise ValueError(f"{source}: field 'units' must be [min, max] with 1 <= min <= max")
+        raise UserError(f"{source}: field 'units' must be [min, max] with 1 <= min <= max")
     most = MAX_GOAL_PREDICATES * kw.get("max_per_predicate", 2)
     if kw["units"][1] > most:
-        raise ValueError(f"{source}: field 'units' allows at most {most} units "
-                         f"({MAX_GOAL_PREDICATES} predicates x max_per_predicate)")
+        raise UserError(f"{source}: field 'units' allows at most {most} units "
+                        f"({MAX_GOAL_PREDICATES} predicates x max_per_predicate)")
     return TaskSpec(**kw, source=source)
 
 
@@ -151,7 +194,7 @@ def load_task(name_or_path: str | Path) -> TaskSpec:
     try:
         data = yaml.safe_load(path.read_text())
     except (OSError, yaml.YAMLError) as exc:
-        raise ValueError(f"{path}: cannot read task: {exc}") from None
+        raise UserError(f"{path}: cannot read task: {exc}") from None
     if not isinstance(data, dict):
-        raise ValueError(f"{path}: expected a mapping of task fields")
+        raise UserError(f"{path}: expected a mapping of task fields")
     return task_from_dict(data, source=str(path))

@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from orgteams.envs.errors import MissingExtraError, UserError
 from orgteams.envs.rendering import INSTALL_HINT, PygameRenderer
 
 Policy = Callable[[str, Any], int]
@@ -31,11 +32,11 @@ HOLD_END_SECONDS = 2.0  # and the last frame this long
 
 
 def check_video_path(path: str | Path, images: bool = False) -> Path:
-    """``path`` as a Path when its suffix is one we write, else a ValueError listing them."""
+    """``path`` as a Path when its suffix is one we write, else a UserError listing them."""
     accepted = VIDEO_SUFFIXES + (IMAGE_SUFFIXES if images else ())
     path = Path(path)
     if path.suffix.lower() not in accepted:
-        raise ValueError(f"{path}: unknown file type {path.suffix or '(none)'!r}; "
+        raise UserError(f"{path}: unknown file type {path.suffix or '(none)'!r}; "
                          f"accepted: {', '.join(accepted)}")
     return path
 
@@ -97,7 +98,7 @@ def _imageio():
     try:
         import imageio.v2 as iio
     except ImportError as exc:
-        raise ImportError(f"recording video needs imageio: {INSTALL_HINT}") from exc
+        raise MissingExtraError(f"recording video needs imageio: {INSTALL_HINT}") from exc
     return iio
 
 
@@ -115,7 +116,7 @@ class VideoRecorder:
         self.path = check_video_path(path)
         suffix = self.path.suffix.lower()
         if fps <= 0:
-            raise ValueError(f"fps must be positive, got {fps}")
+            raise UserError(f"fps must be positive, got {fps}")
         self.fps = fps
         self.frames = 0
         self._size: tuple[int, int] | None = None

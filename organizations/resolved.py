@@ -9,6 +9,7 @@ from typing import Any
 import networkx as nx
 
 from orgteams.envs._util import did_you_mean
+from orgteams.envs.errors import UserError
 from orgteams.organizations.spec import (
     _AGENT_ID,
     SELF_CHOSEN,
@@ -18,6 +19,7 @@ from orgteams.organizations.spec import (
     display_names,
     share_count,
 )
+from orgteams.organizations.templates import render_instruction, substitute_fields
 
 
 @dataclass(frozen=True)
@@ -32,6 +34,8 @@ class ResolvedOrganization:
         roles: Role of every agent (``"self-chosen"`` when agents choose their own).
         reports_to: Each agent's direct leader, or ``None``.
         graph: Leader -> member edges (chain: agent_i -> agent_{i+1}); do not mutate.
+        instructions: Each agent's organization prompt, rendered when resolved (so a bad
+            template fails before an episode starts).
     """
 
     organization: Organization
@@ -41,6 +45,7 @@ class ResolvedOrganization:
     roles: dict[str, str]
     reports_to: dict[str, str | None]
     graph: nx.DiGraph = field(repr=False)
+    instructions: dict[str, str] = field(default_factory=dict, repr=False)
 
     @classmethod
     def build(
@@ -49,9 +54,9 @@ class ResolvedOrganization:
         """Resolve ``org`` for ``team``; see :meth:`Organization.resolve`."""
         team = list(team)
         if len(set(team)) != len(team):
-            raise ValueError(f"organization {org.name!r}: team has duplicate agents: {team}")
+            raise UserError(f"organization {org.name!r}: team has duplicate agents: {team}")
         if len(team) < org.min_agents:
-            raise ValueError(
+            raise UserError(
                 f"organization {org.name!r} needs at least {org.min_agents} agents, got {len(team)}"
             )
         graph = nx.DiGraph()
@@ -70,7 +75,7 @@ class ResolvedOrganization:
                         graph.add_edge(boss, member)
                 above = agents or above
         elif leaders:
-            raise ValueError(f"organization {org.name!r} has no leader tier to replace")
+            raise UserError(f"organization {org.name!r} has no leader tier to replace")
         elif org.topology.kind == "chain":
             nx.add_path(graph, team)
         if isinstance(org.roles, dict):
@@ -78,7 +83,9 @@ class ResolvedOrganization:
         elif org.roles == SELF_CHOSEN:
             roles = dict.fromkeys(team, SELF_CHOSEN)
         top = tuple(a for _, agents in tiers[:-1] for a in agents)
-        return cls(org, tuple(team), tuple(tiers), top, roles, reports_to, graph)
+        resolved = cls(org, tuple(team), tuple(tiers), top, roles, reports_to, graph)
+        resolved.instructions.update({a: resolved._render_instruction(a) for a in team})
+        return resolved
 
     # ------------------------------------------------------------------ queries
     def role_of(self, agent: str) -> str:
@@ -118,16 +125,15 @@ class ResolvedOrganization:
         return (self._known(sender), self._known(receiver)) in self._allowed
 
     def instruction_for(self, agent: str) -> str:
-        """The organization prompt for ``agent``: the rendered template, rules, abstention."""
-        import jinja2
+        """The organization prompt for ``agent``: the rendered instruction, rules, abstention."""
+        return self.instructions[self._known(agent)]
 
+    def _render_instruction(self, agent: str) -> str:
         org = self.organization
-        try:
-            text = compile_template(org.instruction).render(**self._context(agent)).strip()
-        except jinja2.UndefinedError as exc:
-            raise ValueError(
-                f"organization {org.name!r}: field 'instruction': {exc.message}"
-            ) from None
+        if org.instruction_format == "plain":  # a model's text: never a template
+            text = substitute_fields(org.instruction, self._context(agent)).strip()
+        else:
+            text = _render_template(org, self._context(agent))
         parts = [text] if text else []
         frag = _fragments()
         if org.rules:
@@ -157,7 +163,7 @@ class ResolvedOrganization:
         declared = {t.role for t in self.organization.topology.tiers}
         declared |= {self.organization.topology.member_role, *self.roles.values()}
         if name not in declared:
-            raise ValueError(
+            raise UserError(
                 f"organization {self.organization.name!r}: field 'channels': unknown role or "
                 f"agent {name!r}.{did_you_mean(name, declared)}"
             )
@@ -191,6 +197,23 @@ class ResolvedOrganization:
         }
 
 
+def _render_template(org: Organization, context: dict[str, Any]) -> str:
+    """A person's instruction rendered in the limited sandbox; what goes wrong is a UserError."""
+    import jinja2
+
+    try:
+        return render_instruction(compile_template(org.instruction), context).strip()
+    except jinja2.UndefinedError as exc:
+        msg = exc.message
+    except jinja2.sandbox.SecurityError as exc:
+        msg = f"unsafe template: {exc}"
+    except jinja2.TemplateError as exc:
+        msg = f"template error: {exc}"
+    except (ArithmeticError, LookupError, TypeError, ValueError) as exc:
+        msg = f"template error: {type(exc).__name__}: {exc}"
+    raise UserError(f"{org.origin}: field 'instruction': {msg}")
+
+
 def _fill_tiers(
     org: Organization, team: list[str], leaders: list[str] | None
 ) -> list[tuple[str, tuple[str, ...]]]:
@@ -201,7 +224,7 @@ def _fill_tiers(
         if named is not None:
             missing = [a for a in named if a not in team]
             if missing:
-                raise ValueError(
+                raise UserError(
                     f"organization {org.name!r}: tier {tier.role!r} names "
                     f"{', '.join(missing)}, not in the team of {len(team)}"
                 )

@@ -11,6 +11,10 @@ high-level action, and the env runs ticks until someone needs a new decision.
 Every decision is a record in the JSONL episode log (flushed every round); the
 summary adds :class:`~orgteams.organizations.metrics.EpisodeMetrics` and the
 team-level facts (elections, organization switches, shocks and recovery).
+
+The summary's ``episode_status`` is ``"complete"``, or ``"error"`` when
+``max_transport_failures`` model calls in a row failed (see
+:mod:`~orgteams.organizations.episode_status`), with a ``stop_reason``.
 """
 
 from __future__ import annotations
@@ -27,6 +31,11 @@ from orgteams.agents.agent_base import ActContext, CommunicateContext, ReceivedM
 from orgteams.envs.highlevel import HighLevelEnv
 from orgteams.envs.overlay import SpokenMessage
 from orgteams.organizations import team_log
+from orgteams.organizations.episode_status import (
+    DEFAULT_MAX_TRANSPORT_FAILURES,
+    EpisodeStopped,
+    TransportFailures,
+)
 from orgteams.organizations.metrics import episode_metrics
 from orgteams.organizations.monitor import CapabilityMonitor, MonitorConfig
 from orgteams.organizations.protocols import (
@@ -43,10 +52,6 @@ from orgteams.organizations.spec import SELF_CHOSEN, Organization, display_names
 from orgteams.organizations.team_log import EpisodeLog, decision_fields
 
 TRACKED = ("grab", "explore", "check")  # kinds whose targets two agents should not share
-
-
-class EpisodeStopped(Exception):
-    """Raised at a round or tick boundary when ``should_stop`` gives a reason."""
 
 
 @dataclass
@@ -73,6 +78,8 @@ class TeamRunner:
         member_factory: Builds a member from a spec for substitution shocks.
         on_round: Called after every round as ``on_round(round, round_records)`` (live
             progress in the CLI).
+        max_transport_failures: Stop with status ``error`` after this many model calls
+            in a row failed after their retries (None: never stop).
         should_stop: Asked at round and tick boundaries (and before decisions taken
             meanwhile are used); a reason (e.g. ``"window closed"``) ends the episode
             there, with ``episode_status`` ``"interrupted"`` and that ``stop_reason``.
@@ -82,13 +89,19 @@ class TeamRunner:
                  *, names: dict[str, str] | None = None, max_rounds: int | None = None,
                  log_path: str | Path | None = None, shocks: list[Shock] | tuple = (),
                  monitor: MonitorConfig | None = None, member_factory=None, on_round=None,
+                 max_transport_failures: int | None = DEFAULT_MAX_TRANSPORT_FAILURES,
                  should_stop: Callable[[], str | None] | None = None):
         team = list(env.possible_agents)
+        TransportFailures(max_transport_failures)  # validate before the episode
+        self.max_transport_failures = max_transport_failures
         if sorted(members) != sorted(team):
             raise ValueError(f"members must cover exactly the env's agents {team}, "
                              f"got {sorted(members)}")
         self.env, self.organization, self.members = env, organization, dict(members)
         self.team = team
+        resolved = organization.resolve(team)  # bad templates fail here, before any file
+        for a in team:
+            resolved.instruction_for(a)
         self.names = names or dict(zip(team, display_names(len(team))))
         self.max_rounds = max_rounds
         self.log_path = Path(log_path) if log_path else None
@@ -119,6 +132,8 @@ class TeamRunner:
         self.progress_by_round: list[int] = [0]
         self.placed: Counter = Counter()
         self.dup = Counter()
+        self._failures = TransportFailures(self.max_transport_failures)
+        status, reason = "complete", None
         monitor = CapabilityMonitor(self.monitor_config) if self.monitor_config else None
         log = EpisodeLog(self.log_path)
         outer_hook = env.on_tick
@@ -130,28 +145,28 @@ class TeamRunner:
         env.should_stop = self._stop_requested
         try:
             round_ = self._round = 0
-            while env.agents and (self.max_rounds is None or round_ < self.max_rounds):
-                self._round = round_
-                if self._stop_requested():
-                    break
-                first = len(log.records)
-                self._apply_shocks(round_, log)
-                self._update_leadership(round_, log)
-                self._show_roles()
-                try:
+            try:
+                while env.agents and (self.max_rounds is None or round_ < self.max_rounds):
+                    self._round = round_
+                    self._check_stop()
+                    first = len(log.records)
+                    self._apply_shocks(round_, log)
+                    self._update_leadership(round_, log)
+                    self._show_roles()
                     abstained = await self._communicate(round_, log)
                     await self._act(round_, abstained, log)
-                except EpisodeStopped:
+                    self.progress_by_round.append(sum(env.base.world.progress))
+                    if monitor is not None:
+                        self._check_monitor(monitor, round_, abstained, log)
                     log.flush()
-                    break
-                self.progress_by_round.append(sum(env.base.world.progress))
-                if monitor is not None:
-                    self._check_monitor(monitor, round_, abstained, log)
-                log.flush()
-                if self.on_round is not None:
-                    self.on_round(round_, log.records[first:])
-                round_ += 1
+                    if self.on_round is not None:
+                        self.on_round(round_, log.records[first:])
+                    round_ += 1
+            except EpisodeStopped as stop:
+                status, reason = stop.status, stop.reason
+                self._event(log, round_, "stopped", status=status, reason=reason)
             summary = self._summary(log.records, seed, time.perf_counter() - start)
+            summary.update(episode_status=status, stop_reason=reason)
             if self.log_path is not None:
                 team_log.end_replay_log(log, env.base.world)
                 log.write({"record": "summary", **summary})
@@ -178,7 +193,7 @@ class TeamRunner:
     def _check_stop(self) -> None:
         """End the episode here (before anything more is used) when asked to stop."""
         if self._stop_requested():
-            raise EpisodeStopped(self.stop_reason)
+            raise EpisodeStopped("interrupted", self.stop_reason)
 
     def _event(self, log: EpisodeLog, round_: int, type_: str, **data: Any) -> None:
         event = {"record": "event", "round": round_, "tick": self.env.ticks, "type": type_, **data}
@@ -273,6 +288,7 @@ class TeamRunner:
                     votes[agent] = d.vote
                 self._record_communicate(log, round_, si, stage, agent, d, ctxs[agent], outputs,
                                          extra, inbox)
+            self._failures.count(d.record for d in decisions)
             if stage.kind == "vote" and votes:
                 incumbent = self.resolved.leaders[0] if self.resolved.leaders else None
                 election = record_election(round_, votes, order=self.team, incumbent=incumbent)
@@ -324,8 +340,8 @@ class TeamRunner:
             for b in delivered:
                 inbox[b].append(ReceivedMessage(agent, m.receivers, m.text, round_, m.kind,
                                                 dict(m.content)))
-            rec = base if i == 0 else {k: v for k, v in base.items()
-                                       if k not in ("usage", "cached_usage", "prompt", "replies")}
+            rec = base if i == 0 else {k: v for k, v in base.items() if k not in (
+                "usage", "cached_usage", "prompt", "replies", "attempts")}
             log.write({**rec, "message": m.text, "message_kind": m.kind,
                        "receivers": receivers, "delivered": delivered, "dropped": dropped,
                        "message_tokens": count_tokens(m.text)})
@@ -367,6 +383,7 @@ class TeamRunner:
                        "events": [e.get("type") for e in events],
                        "ticks_elapsed": info.get("ticks_elapsed"),
                        **decision_fields(d.record)})
+        self._failures.count(d.record for d in decisions)
 
     def _count_duplicates(self, actions: dict[str, str]) -> None:
         """Count new decisions whose target another agent already pursues (duplicated work)."""
@@ -422,8 +439,6 @@ class TeamRunner:
         dup = self.dup
         return {
             **asdict(metrics),
-            "episode_status": "complete" if self.stop_reason is None else "interrupted",
-            "stop_reason": self.stop_reason,
             "rounds": env.rounds, "seed": seed, "task": world.scene.task,
             "layout": world.scene.layout.name, "organization": self.organization.name,
             "final_organization": self.org.name, "protocol": self.organization.protocol,
@@ -439,6 +454,7 @@ class TeamRunner:
             "shocks": [{**s.to_dict(), "recovery_rounds": recovery_rounds(
                 self.progress_by_round, s.round)} for s in self.shocks],
             "org_switches": [e for e in self.events if e["type"] == "org_switch"],
+            **team_log.fault_counts(decisions),
             "tokenizer": tokenizer_name(), "wall_seconds": wall,
             "log_path": str(self.log_path) if self.log_path else None,
         }

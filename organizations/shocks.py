@@ -11,6 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from orgteams.envs.errors import UserError
+
 KINDS = ("remove", "substitute")
 
 
@@ -29,11 +31,11 @@ class Shock:
 
     def validate(self, team: list[str], factory) -> None:
         if self.kind not in KINDS:
-            raise ValueError(f"shock kind must be one of {KINDS}, got {self.kind!r}")
+            raise UserError(f"shock kind must be one of {KINDS}, got {self.kind!r}")
         if self.agent not in team:
-            raise ValueError(f"shock agent {self.agent!r} is not in the team {team}")
+            raise UserError(f"shock agent {self.agent!r} is not in the team {team}")
         if self.round < 0:
-            raise ValueError(f"shock round must be >= 0, got {self.round}")
+            raise UserError(f"shock round must be >= 0, got {self.round}")
         if self.kind == "substitute" and self.member is None:
             raise ValueError("a substitute shock needs member= (a member or a spec string)")
         if self.kind == "substitute" and isinstance(self.member, str) and factory is None:
@@ -59,8 +61,8 @@ class Shock:
             agent, _, member = rest.partition("=")
             return cls(int(at), kind, agent, member or None)
         except ValueError:
-            raise ValueError(f"malformed shock {text!r}: expected 'remove:<agent>@<round>' or "
-                             "'substitute:<agent>=<backend>@<round>'") from None
+            raise UserError(f"malformed shock {text!r}: expected 'remove:<agent>@<round>' or "
+                            "'substitute:<agent>=<backend>@<round>'") from None
 
 
 def recovery_rounds(units_by_round: list[int], shock_round: int, window: int = 5) -> int | None:

@@ -2,8 +2,10 @@
 
 An :class:`Organization` is data. Its ``topology`` says who leads whom with *tiers*
 that resolve for any team size; ``protocol`` names the turn-taking of the communicate
-phase (see :mod:`orgteams.organizations.protocols`); ``instruction`` is a Jinja2
-template (``StrictUndefined``) rendered into each agent's prompt.
+phase (see :mod:`orgteams.organizations.protocols`); ``instruction`` is a person's Jinja2
+template (``StrictUndefined``, rendered in a limited sandbox:
+:mod:`orgteams.organizations.templates`) or, with ``instruction_format: plain`` (what a
+Coordinator model writes), plain text with ``{me}``-style names, never a template.
 :meth:`Organization.resolve` fixes everything for an actual team
 (:class:`ResolvedOrganization`).
 
@@ -35,9 +37,20 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
-from orgteams.envs._util import did_you_mean
+from orgteams.envs._util import did_you_mean, validation_line
+from orgteams.envs.errors import UserError
+from orgteams.organizations.templates import MAX_INSTRUCTION_CHARS, compile_template
 
 if TYPE_CHECKING:
     from orgteams.organizations.resolved import ResolvedOrganization
@@ -54,6 +67,12 @@ PROTOCOLS: tuple[str, ...] = (
 )
 LEADERSHIP_RULES: tuple[str, ...] = ("fixed", "election", "round_robin", "most_progress")
 SELF_CHOSEN = "self-chosen"
+INSTRUCTION_VARIABLES: tuple[str, ...] = (
+    "me", "agent", "role", "names", "n", "leader", "leaders", "top_leaders", "boss", "reports",
+    "tiers", "neighbours", "mission", "rules", "allow_abstain", "batch_size", "election_every",
+    "leadership_every",
+)  # fmt: skip
+"""The variables an instruction may use (``{{ me }}`` in a template, ``{me}`` in plain text)."""
 _NAMES = (
     "Alice", "Bob", "Charlie", "David", "Eve", "Frank",
     "Grace", "Heidi", "Ivan", "Judy", "Kevin", "Laura",
@@ -184,7 +203,11 @@ class Organization(BaseModel):
         min_agents: Smallest team this organization resolves for.
         mission: The team's mission statement (human-only by default).
         governance: What the Criticize-Reflect Coordinator may change.
-        instruction: Jinja2 template of the organization prompt; empty = no instruction.
+        instruction_format: ``jinja`` (a person's template, rendered in a limited sandbox,
+            see :mod:`orgteams.organizations.templates`) or ``plain`` (text where only
+            ``{me}``-style variable names are replaced; never a template). Instructions a
+            Coordinator model writes are ``plain``, also when their saved file is reused.
+        instruction: The organization prompt (see ``instruction_format``); empty = none.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -206,7 +229,9 @@ class Organization(BaseModel):
     min_agents: int = Field(default=1, ge=1)
     mission: str = ""
     governance: Governance = Field(default_factory=Governance)
+    instruction_format: Literal["jinja", "plain"] = "jinja"
     instruction: str = ""
+    _source: str = PrivateAttr(default="")
 
     @field_validator("protocol")
     @classmethod
@@ -230,9 +255,25 @@ class Organization(BaseModel):
 
     @field_validator("instruction")
     @classmethod
-    def _parses(cls, value: str) -> str:
-        compile_template(value)
+    def _parses(cls, value: str, info: ValidationInfo) -> str:
+        if info.data.get("instruction_format", "jinja") == "jinja":
+            compile_template(value)
+        elif len(value) > MAX_INSTRUCTION_CHARS:
+            raise ValueError(f"the instruction is longer than {MAX_INSTRUCTION_CHARS} characters")
         return value
+
+    def __eq__(self, other: object) -> bool:
+        # Equal fields are equal organizations, wherever each was loaded from (_source).
+        if not isinstance(other, Organization):
+            return NotImplemented
+        return self.__dict__ == other.__dict__
+
+    __hash__ = None  # type: ignore[assignment] - mutable model, as pydantic's default
+
+    @property
+    def origin(self) -> str:
+        """Where it came from, for error messages: its file, else ``organization 'name'``."""
+        return self._source or f"organization {self.name!r}"
 
     @model_validator(mode="after")
     def _consistent(self) -> Organization:
@@ -285,17 +326,20 @@ class Organization(BaseModel):
         ):
             path = Path(path_or_text)
             if not path.is_file():
-                raise ValueError(f"{path}: no such organization file")
+                raise UserError(f"{path}: no such organization file")
             source, text = str(path), path.read_text(encoding="utf-8")
         try:
             data = yaml.safe_load(text)
         except yaml.YAMLError as exc:
-            raise ValueError(f"{source}: invalid YAML: {exc}") from None
+            raise UserError(f"{source}: invalid YAML: {_one_line(exc)}") from None
         if not isinstance(data, dict):
-            raise ValueError(
+            raise UserError(
                 f"{source}: expected a mapping of organization fields, got {type(data).__name__}"
             )
-        return cls.from_dict(data, source=source)
+        org = cls.from_dict(data, source=source)
+        if source != "<text>":
+            org._source = source
+        return org
 
     @classmethod
     def from_dict(cls, data: dict[str, Any], source: str = "<dict>") -> Organization:
@@ -303,7 +347,8 @@ class Organization(BaseModel):
         try:
             return cls.model_validate(data)
         except ValidationError as exc:
-            raise ValueError(f"{source}: {_explain(exc)}") from None
+            line = validation_line(exc, Organization.model_fields)
+            raise UserError(f"{source}: {line}") from None
 
     def to_yaml(self) -> str:
         """YAML text that :meth:`from_yaml` reads back to an equal organization."""
@@ -334,20 +379,6 @@ class Organization(BaseModel):
         return bad
 
 
-def _explain(exc: ValidationError) -> str:
-    """One line per error: ``field 'a.b': message`` with a hint for unknown fields."""
-    lines = []
-    for err in exc.errors():
-        loc = ".".join(str(p) for p in err["loc"])
-        msg = str(err["msg"]).removeprefix("Value error, ")
-        if err["type"] == "extra_forbidden":
-            parent = err["loc"][:-1]
-            known = Organization.model_fields if not parent else ()
-            msg = f"unknown field.{did_you_mean(str(err['loc'][-1]), known)}"
-        lines.append(f"field '{loc}': {msg}" if loc else msg)
-    return "; ".join(dict.fromkeys(lines))
-
-
 class _BlockDumper(yaml.SafeDumper):
     """Write multi-line strings (instructions) as ``|`` blocks so they stay editable."""
 
@@ -373,19 +404,9 @@ def share_count(share: Share, left: int) -> int:
 _AGENT_ID = re.compile(r"agent_(\d+)")
 
 
-def compile_template(text: str) -> Any:
-    """Compile an instruction with Jinja2 ``StrictUndefined``; syntax errors -> ValueError."""
-    try:
-        import jinja2
-    except ImportError:  # pragma: no cover - jinja2 ships with the llm extra
-        raise ValueError("instructions need Jinja2: pip install 'orgteams[llm]'") from None
-    env = jinja2.Environment(
-        undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True, autoescape=False
-    )
-    try:
-        return env.from_string(text)
-    except jinja2.TemplateSyntaxError as exc:
-        raise ValueError(f"template syntax error at line {exc.lineno}: {exc.message}") from None
+def _one_line(exc: Exception) -> str:
+    """An exception's text on one line (YAML errors span several)."""
+    return " ".join(str(exc).split())
 
 
 def _fragments() -> dict[str, str]:

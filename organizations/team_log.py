@@ -8,6 +8,12 @@ events (elections, organization switches, shocks) are lines with ``"record":
 "event"``. The file is flushed at the end of every round, so a crash loses at
 most the round in flight; :func:`read_log` skips a torn last line.
 
+A log file holds one episode. It is written as ``<path>.partial`` (truncated first)
+and renamed over ``<path>`` when the episode ends, however it ends: a second run with
+the same path replaces the first episode instead of appending to it, and a killed
+process leaves its rounds so far readable in the ``.partial`` file (``read_log`` and
+``orgteams replay`` accept it).
+
 For replay (``orgteams replay``) the file also holds, but the in-memory records do
 not: one ``"record": "episode"`` line first (seed, names, organization and the whole
 initial world state, so a replay needs no asset files), one ``"record": "tick"``
@@ -20,9 +26,12 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+from collections import Counter
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TextIO
+
+from orgteams.envs.errors import UserError
 
 
 def _default(obj: Any) -> Any:
@@ -38,7 +47,8 @@ def _default(obj: Any) -> Any:
 
 
 class EpisodeLog:
-    """Append-only JSONL writer for one episode (``path`` is created with its folder)."""
+    """JSONL writer for one episode: ``<path>.partial`` while it runs, ``path`` after
+    :meth:`close` (the folder is created; an older file at ``path`` is replaced)."""
 
     def __init__(self, path: str | Path | None):
         self.path = Path(path) if path else None
@@ -46,7 +56,8 @@ class EpisodeLog:
         self._fh: TextIO | None = None
         if self.path is not None:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._fh = self.path.open("a", encoding="utf-8")
+            self.partial = self.path.with_name(self.path.name + ".partial")
+            self._fh = self.partial.open("w", encoding="utf-8")
 
     def write(self, record: dict, keep: bool = True) -> None:
         """Append ``record`` to the file (flushed per round); keep it in memory too
@@ -62,10 +73,12 @@ class EpisodeLog:
             os.fsync(self._fh.fileno())
 
     def close(self) -> None:
+        """Flush, close and rename the ``.partial`` file over ``path`` (atomic)."""
         if self._fh is not None:
             self.flush()
             self._fh.close()
             self._fh = None
+            os.replace(self.partial, self.path)
 
     def __enter__(self) -> EpisodeLog:
         return self
@@ -85,7 +98,7 @@ def read_log(path: str | Path) -> Iterator[dict]:
         except json.JSONDecodeError:
             if i == len(lines) - 1:
                 return  # the round in flight when the process died
-            raise ValueError(f"{path}: line {i + 1} is not valid JSON") from None
+            raise UserError(f"{path}: line {i + 1} is not valid JSON") from None
 
 
 def state_digest(state: Any) -> str:
@@ -129,4 +142,23 @@ def decision_fields(record: Any) -> dict:
             "wall": r["wall"], "prompt": r["prompt"], "replies": r["replies"],
             "parsed": r["parsed"], "fallback": r["fallback"], "error": r["error"],
             "errors": r["errors"], "notes": r["notes"], "retries": r["retries"],
-            "cached_calls": r["cached_calls"], "cached_usage": r["cached_usage"]}
+            "cached_calls": r["cached_calls"], "cached_usage": r["cached_usage"],
+            "attempts": r["attempts"]}
+
+
+def fault_counts(decisions: list[dict]) -> dict[str, Any]:
+    """Summary fields about the model server, from decision records: HTTP requests made,
+    failed ones by kind, decisions that fell back on a backend error, and every
+    structured-output downgrade (who, when, from which mode to which, and why)."""
+    attempts = [(r, a) for r in decisions for a in r.get("attempts") or []]
+    failed = Counter(a["kind"] for _, a in attempts if a.get("kind"))
+    return {
+        "model_requests": len(attempts),
+        "failed_requests": sum(failed.values()),
+        "failed_requests_by_kind": dict(sorted(failed.items())),
+        "backend_fallbacks": sum(1 for r in decisions if r.get("error")),
+        "structured_downgrades": [
+            {"agent": r.get("agent"), "round": r.get("round"), "from": a["mode"],
+             "to": a["downgrade"], "status": a["status"], "detail": a["detail"]}
+            for r, a in attempts if a.get("downgrade")],
+    }

@@ -8,10 +8,60 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
+import traceback
 from typing import Any
 
-from orgteams.cli_options import common_options, positive, subcommand, view_options
+from orgteams.cli_options import positive, subcommand, view_options
+from orgteams.envs.errors import UserError
+from orgteams.envs.limits import MAX_AGENTS, MAX_ROUNDS, MAX_SEED, MAX_TICKS
+
+
+class _Parser(argparse.ArgumentParser):
+    """Bad options are one line (``orgteams run: error: argument --seed: ...``), exit 2."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
+def _int_in(low: int, high: int):
+    """An argparse type: an integer in ``[low, high]``."""
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"expected an integer from {low} to {high}, got {text!r}") from None
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"must be from {low} to {high}, got {value}")
+        return value
+
+    return parse
+
+
+def _weight(text: str) -> float:
+    """An argparse type: a finite number >= 0 (a cost weight)."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value) or value < 0:
+        raise argparse.ArgumentTypeError(f"must be a finite number >= 0, got {text!r}")
+    return value
+
+
+def _seed_list(text: str) -> list[int]:
+    """An argparse type: a comma list of seeds (``0,5,7``)."""
+    parse = _int_in(0, MAX_SEED)
+    seeds = [parse(x.strip()) for x in text.split(",") if x.strip()]
+    if not seeds:
+        raise argparse.ArgumentTypeError(f"expected a comma list of seeds, got {text!r}")
+    return seeds
+
+
+SEED, AGENTS = _int_in(0, MAX_SEED), _int_in(1, MAX_AGENTS)
+ROUNDS, TICKS, COUNT = _int_in(1, MAX_ROUNDS), _int_in(1, MAX_TICKS), _int_in(1, 1_000)
 
 
 def _print_json(obj: Any) -> None:
@@ -72,19 +122,40 @@ def cmd_run(args: argparse.Namespace) -> int:
         max_ticks=args.max_ticks, render=args.render, video=args.video,
         log_path=args.log or "auto", shocks=args.shock, monitor=args.monitor or None,
         cache=args.cache, on_round=None if args.quiet else _round_printer(),
-        fps=args.fps, scale=args.scale)
+        max_transport_failures=_failure_limit(args), fps=args.fps, scale=args.scale)
     summary = result.summary
-    if summary.get("episode_status") == "interrupted":
-        partial = f"; partial log {result.log_path}" if result.log_path else ""
-        print(f"stopped at round {summary['rounds']} ({summary['stop_reason']}){partial}",
-              file=sys.stderr)
     if args.json:
         _print_json(summary)
     else:
         _print_summary(summary)
         if result.log_path is not None:  # the table cuts long paths
             print(f"log: {result.log_path}\nreplay it: orgteams replay {result.log_path}")
+    status = summary.get("episode_status", "complete")
+    if status == "interrupted":  # e.g. the window was closed
+        partial = f"; partial log {result.log_path}" if result.log_path else ""
+        print(f"stopped at round {summary['rounds']} ({summary['stop_reason']}){partial}",
+              file=sys.stderr)
+        return 1
+    if status != "complete":
+        print(f"orgteams run: episode stopped ({status}): {summary.get('stop_reason')}",
+              file=sys.stderr)
+        return 1
     return 0
+
+
+def _failure_limit(args: argparse.Namespace) -> int | None:
+    """--max-transport-failures N; 0 means never stop."""
+    return args.max_transport_failures or None
+
+
+def _add_failure_limit(p: argparse.ArgumentParser, spec_default: bool = False) -> None:
+    from orgteams.organizations.episode_status import DEFAULT_MAX_TRANSPORT_FAILURES
+
+    p.add_argument("--max-transport-failures", type=int, metavar="N",
+                   default=None if spec_default else DEFAULT_MAX_TRANSPORT_FAILURES,
+                   help="stop an episode with status error after N model calls in a row "
+                        f"failed after retries (default {DEFAULT_MAX_TRANSPORT_FAILURES}; "
+                        "0: never)")
 
 
 def cmd_play(args: argparse.Namespace) -> int:
@@ -186,13 +257,9 @@ def cmd_sweep(args: argparse.Namespace) -> int:
                            organizations=args.orgs, agents=args.agents,
                            backends=args.backend, seeds=args.seeds,
                            max_rounds=args.max_rounds, max_ticks=args.max_ticks,
-                           cache=args.cache)
-    try:
-        out = run_sweep(spec, args.out, workers=args.workers, ray=args.ray,
-                        progress=not args.quiet)
-    except ImportError as exc:  # --ray without Ray installed
-        print(f"orgteams sweep: error: {exc}", file=sys.stderr)
-        return 2
+                           cache=args.cache,
+                           max_transport_failures=args.max_transport_failures)
+    out = run_sweep(spec, args.out, workers=args.workers, ray=args.ray, progress=not args.quiet)
     if args.json:
         _print_json(out)
     else:
@@ -204,11 +271,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 def cmd_report(args: argparse.Namespace) -> int:
     from orgteams.report import report
 
-    try:
-        out = report(args.results, args.out, baseline=args.baseline)
-    except ImportError as exc:  # the report extra is missing
-        print(f"orgteams report: error: {exc}", file=sys.stderr)
-        return 2
+    out = report(args.results, args.out, baseline=args.baseline)
     if args.json:
         _print_json(out)
     else:
@@ -219,10 +282,11 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def cmd_reflect(args: argparse.Namespace) -> int:
+    from orgteams.criticize_reflect.loop import EpisodeFailed
     from orgteams.progress import Progress
     from orgteams.reflect import run_reflect
 
-    seeds = [int(x) for x in args.seeds.split(",")] if args.seeds else [args.seed]
+    seeds = args.seeds or [args.seed]
     out_dir = args.out or f"runs/reflect_{args.org.replace('/', '_')}_{args.task}"
     bar = Progress(args.iterations, "reflect", enabled=not args.json)
 
@@ -230,14 +294,13 @@ def cmd_reflect(args: argparse.Namespace) -> int:
         bar.update(iteration, f"iteration {iteration + 1}/{args.iterations}: "
                               f"tick {tick}/{limit}")
 
-    result = run_reflect(
-        args.org, task=args.task, layout=args.layout, agents=args.agents, backend=args.backend,
-        seeds=seeds, critic=args.critic, coordinator=args.coordinator,
-        iterations=args.iterations, out_dir=out_dir, candidates=args.candidates,
-        step_weight=args.step_weight, token_weight=args.token_weight,
-        use_critic=not args.no_critic, approved=args.approved, max_rounds=args.max_rounds,
-        max_ticks=args.max_ticks, cache=args.cache, on_progress=progress)
-    bar.close()
+    try:
+        result = _reflect(run_reflect, args, seeds, out_dir, progress)
+    except EpisodeFailed as exc:  # recorded on disk; not bad input, not a bug
+        print(f"orgteams reflect: stopped: {exc}", file=sys.stderr)
+        return 1
+    finally:
+        bar.close()
     out = result.to_dict()
     if args.json:
         _print_json(out)
@@ -252,18 +315,42 @@ def cmd_reflect(args: argparse.Namespace) -> int:
     return 0
 
 
+def _reflect(run_reflect, args: argparse.Namespace, seeds: list[int], out_dir: str,
+             on_progress=None):
+    return run_reflect(
+        args.org, task=args.task, layout=args.layout, agents=args.agents, backend=args.backend,
+        seeds=seeds, critic=args.critic, coordinator=args.coordinator,
+        iterations=args.iterations, out_dir=out_dir, candidates=args.candidates,
+        step_weight=args.step_weight, token_weight=args.token_weight,
+        use_critic=not args.no_critic, approved=args.approved, max_rounds=args.max_rounds,
+        max_ticks=args.max_ticks, cache=args.cache,
+        max_transport_failures=_failure_limit(args), on_progress=on_progress)
+
+
+def _common(p: argparse.ArgumentParser, agents: int = 3) -> None:
+    p.add_argument("--task", default="prepare_afternoon_tea",
+                   help="task name (orgteams list tasks)")
+    p.add_argument("--layout", default="apartment",
+                   help="layout name or generated:<rooms>:<seed> (orgteams list layouts)")
+    p.add_argument("--agents", type=AGENTS, default=agents, help=f"team size (1 to {MAX_AGENTS})")
+    p.add_argument("--seed", type=SEED, default=0, help="episode seed")
+    p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="orgteams", description=__doc__.splitlines()[0])
+    parser = _Parser(prog="orgteams", description=__doc__.splitlines()[0])
+    parser.add_argument("--debug", action="store_true",
+                        help="show the traceback of bad-input errors too")
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = subcommand(sub, "run", "play one episode of a team under an organization")
-    common_options(p)
+    _common(p)
     p.add_argument("--org", default="leader", help="organization name or YAML path")
     p.add_argument("--backend", default="local",
                    help="member spec for all agents or a comma list per agent: local, "
                         "openai:<model>, planner, random, human, scripted")
-    p.add_argument("--max-rounds", type=int, default=None, help="stop after this many rounds")
-    p.add_argument("--max-ticks", type=int, default=None,
+    p.add_argument("--max-rounds", type=ROUNDS, default=None, help="stop after this many rounds")
+    p.add_argument("--max-ticks", type=TICKS, default=None,
                    help="stop after this many ticks (default: the task's step limit)")
     p.add_argument("--render", choices=["human"], default=None,
                    help="live pygame window (Space pause, N next tick, +/- speed, H keys; "
@@ -277,13 +364,14 @@ def build_parser() -> argparse.ArgumentParser:
                    help="capability-threshold monitor: fall back to coordinator when needed")
     p.add_argument("--cache", default=None, help="SQLite response cache for LLM calls")
     p.add_argument("--quiet", action="store_true", help="no live round-by-round output")
+    _add_failure_limit(p)
     p.set_defaults(func=cmd_run)
 
     p = subcommand(sub, "play", "control one agent with the keyboard in a window")
-    common_options(p)
+    _common(p)
     p.set_defaults(layout="studio")
     p.add_argument("--agent", default="agent_0", help="the agent you play")
-    p.add_argument("--fps", type=positive(int), default=30, help="window frames per second")
+    p.add_argument("--fps", type=_int_in(1, 240), default=30, help="window frames per second")
     p.add_argument("--scale", type=positive(float), default=1.0,
                    help="size factor of the window (it can also be resized)")
     p.add_argument("--others", default="random",
@@ -308,13 +396,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_replay)
 
     p = subcommand(sub, "record", "record a team's episode to MP4/GIF, or its last frame to PNG")
-    common_options(p)
+    _common(p)
     p.add_argument("--out", required=True, help="output file: .mp4, .gif or .png")
     p.add_argument("--org", default="leader", help="organization name or YAML path")
     p.add_argument("--backend", default="planner",
                    help="member spec(s), as for run (planner needs no model)")
-    p.add_argument("--max-rounds", type=int, default=None, help="stop after this many rounds")
-    p.add_argument("--max-ticks", type=int, default=None,
+    p.add_argument("--max-rounds", type=ROUNDS, default=None, help="stop after this many rounds")
+    p.add_argument("--max-ticks", type=TICKS, default=None,
                    help="stop after this many ticks (default: the task's step limit)")
     p.add_argument("--cache", default=None, help="SQLite response cache for LLM calls")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -322,36 +410,41 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_record)
 
     p = subcommand(sub, "demos", "roll out planner teams and save demonstrations")
-    common_options(p)
-    p.add_argument("--seeds", type=int, default=10, help="episodes, seeds 0..N-1")
+    _common(p)
+    p.add_argument("--seeds", type=_int_in(1, 100_000), default=10,
+                   help="episodes, seeds 0..N-1")
     p.add_argument("--out", required=True, help="folder for the .npz files and index.jsonl")
     p.set_defaults(func=cmd_demos)
 
     p = subcommand(sub, "reflect", "Criticize-Reflect: improve an organization over episodes")
-    common_options(p)
+    _common(p)
     p.add_argument("--org", default="leader", help="starting organization name or YAML path")
     p.add_argument("--backend", default="local", help="team member spec(s), as for run")
     p.add_argument("--critic", default="local", help="Critic model: local, openai:<model>, "
                    "scripted")
     p.add_argument("--coordinator", default="local", help="Coordinator model spec")
-    p.add_argument("--iterations", type=int, default=3, help="episodes in all (resumes count)")
-    p.add_argument("--candidates", type=int, default=3, help="K organizations proposed each time")
-    p.add_argument("--seeds", default=None, help="comma list of seeds, one per iteration, "
+    p.add_argument("--iterations", type=COUNT, default=3,
+                   help="episodes in all (resumes count)")
+    p.add_argument("--candidates", type=COUNT, default=3,
+                   help="K organizations proposed each time")
+    p.add_argument("--seeds", type=_seed_list, default=None,
+                   help="comma list of seeds, one per iteration, "
                    "cycled (default: --seed every iteration)")
-    p.add_argument("--step-weight", type=float, default=1.0,
+    p.add_argument("--step-weight", type=_weight, default=1.0,
                    help="weight of ticks in an organization's cost")
-    p.add_argument("--token-weight", type=float, default=1.0,
+    p.add_argument("--token-weight", type=_weight, default=1.0,
                    help="weight of communicated tokens per tick in the cost")
     p.add_argument("--no-critic", action="store_true", help="ablation: reflect without Critic")
     p.add_argument("--approved", action="store_true",
                    help="a human approves changes to needs_approval fields")
     p.add_argument("--out", default=None, help="output folder; rerun to resume "
                    "(default runs/reflect_<org>_<task>)")
-    p.add_argument("--max-rounds", type=int, default=None,
+    p.add_argument("--max-rounds", type=ROUNDS, default=None,
                    help="stop each episode after this many rounds")
-    p.add_argument("--max-ticks", type=int, default=None,
+    p.add_argument("--max-ticks", type=TICKS, default=None,
                    help="stop each episode after this many ticks (default: the task's limit)")
     p.add_argument("--cache", default=None, help="SQLite response cache for LLM calls")
+    _add_failure_limit(p)
     p.set_defaults(func=cmd_reflect)
 
     p = subcommand(sub, "list", "list layouts, tasks and organizations")
@@ -371,17 +464,18 @@ def build_parser() -> argparse.ArgumentParser:
                         "flag to sweep over backends")
     p.add_argument("--seeds", default=None,
                    help="a count N (seeds 0..N-1), a comma list, or a range A-B")
-    p.add_argument("--max-rounds", type=int, default=None,
+    p.add_argument("--max-rounds", type=ROUNDS, default=None,
                    help="stop each episode after this many rounds")
-    p.add_argument("--max-ticks", type=int, default=None,
+    p.add_argument("--max-ticks", type=TICKS, default=None,
                    help="stop each episode after this many ticks (default: the task's limit)")
     p.add_argument("--cache", default=None, help="SQLite response cache for LLM calls")
     p.add_argument("--out", required=True, help="folder for results.jsonl and logs/")
-    p.add_argument("--workers", type=int, default=None,
+    p.add_argument("--workers", type=_int_in(1, 256), default=None,
                    help="parallel processes (default: 1 with a local backend, else up to 4)")
     p.add_argument("--ray", action="store_true", help='run as Ray tasks (orgteams[ray])')
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
+    _add_failure_limit(p, spec_default=True)
     p.set_defaults(func=cmd_sweep)
 
     p = subcommand(sub, "report", "statistics and plots from a sweep's results.jsonl")
@@ -392,20 +486,31 @@ def build_parser() -> argparse.ArgumentParser:
                         "present, else the first)")
     p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
     p.set_defaults(func=cmd_report)
+    for p in sub.choices.values():  # --debug also after the command name
+        p.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
+                       help="show the traceback of bad-input errors too")
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run the command line; bad input is one line on stderr and exit code 2.
+
+    Only user errors get that treatment: :class:`~orgteams.envs.errors.UserError` (a bad
+    name, file or option; a missing extra for a feature asked for), a missing file, an
+    embedded model server that would not start. Anything else is our bug and keeps its
+    traceback; ``--debug`` shows the traceback of user errors too.
+    """
     parser = build_parser()
     args = parser.parse_args(argv)
     from orgteams.agents.backends.local import LocalServerError
 
     try:
         return args.func(args)
-    except (ValueError, FileNotFoundError, ImportError, LocalServerError) as exc:
-        # Bad input (unknown names, malformed files), a missing extra, or an embedded
-        # model server that would not start: one clear line, no traceback.
-        print(f"orgteams {args.command}: error: {exc}", file=sys.stderr)
+    except (UserError, FileNotFoundError, LocalServerError) as exc:
+        if args.debug:
+            traceback.print_exc()
+        text = " ".join(str(exc).split())  # one line, whatever the message holds
+        print(f"orgteams {args.command}: error: {text}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:  # Ctrl-C: one line, the shell's usual status for SIGINT
         print(f"orgteams {args.command}: interrupted (Ctrl-C)", file=sys.stderr)

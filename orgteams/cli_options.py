@@ -1,19 +1,8 @@
-"""Option helpers of the orgteams CLI: shared options, checked numbers, help with defaults."""
+"""Option helpers of the orgteams CLI: positive numbers, --fps/--scale, help with defaults."""
 
 from __future__ import annotations
 
 import argparse
-
-
-def common_options(p: argparse.ArgumentParser, agents: int = 3) -> None:
-    """--task, --layout, --agents, --seed and --json, as most commands take them."""
-    p.add_argument("--task", default="prepare_afternoon_tea",
-                   help="task name (orgteams list tasks)")
-    p.add_argument("--layout", default="apartment",
-                   help="layout name or generated:<rooms>:<seed> (orgteams list layouts)")
-    p.add_argument("--agents", type=int, default=agents, help="team size")
-    p.add_argument("--seed", type=int, default=0, help="episode seed")
-    p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
 
 
 def positive(kind):

@@ -20,6 +20,8 @@ from typing import Any
 from orgteams.criticize_reflect.coordinator import Coordinator
 from orgteams.criticize_reflect.critic import Critic
 from orgteams.criticize_reflect.loop import ReflectResult, reflect
+from orgteams.envs.errors import UserError
+from orgteams.organizations.episode_status import DEFAULT_MAX_TRANSPORT_FAILURES
 from orgteams.organizations.library import load_organization
 from orgteams.organizations.spec import Organization
 
@@ -43,6 +45,7 @@ def make_episode_fn(task: str | Sequence[str] = "prepare_afternoon_tea",
                     backend: str | list[str] = "local", seeds: Sequence[int] = (0,),
                     max_rounds: int | None = None, max_ticks: int | None = None,
                     log_dir: str | Path | None = None, cache: str | Path | None = None,
+                    max_transport_failures: int | None = DEFAULT_MAX_TRANSPORT_FAILURES,
                     on_progress: Callable[[int, int, int], object] | None = None):
     """``episode_fn(organization, iteration)`` playing one episode with ``run_episode``.
 
@@ -55,7 +58,8 @@ def make_episode_fn(task: str | Sequence[str] = "prepare_afternoon_tea",
     layouts = [layout] if isinstance(layout, str) else list(layout)
     seeds = list(seeds)
     if not (tasks and layouts and seeds):
-        raise ValueError("the schedule needs at least one task, layout and seed")
+        raise UserError("the schedule needs at least one task, layout and seed")
+    _check_schedule(tasks, layouts, agents, backend)
 
     def episode_fn(organization: Organization, iteration: int):
         from orgteams.team import run_episode
@@ -65,10 +69,34 @@ def make_episode_fn(task: str | Sequence[str] = "prepare_afternoon_tea",
                            layout=layouts[iteration % len(layouts)], organization=organization,
                            agents=agents, backend=backend, seed=seeds[iteration % len(seeds)],
                            max_rounds=max_rounds, max_ticks=max_ticks, log_path=log, cache=cache,
+                           max_transport_failures=max_transport_failures,
                            on_tick=None if on_progress is None else (
                                lambda tick, limit: on_progress(iteration, tick, limit)))
 
     return episode_fn
+
+
+def _check_schedule(tasks: list[str], layouts: list[str], agents: int,
+                    backend: str | list[str]) -> None:
+    """Every name of the schedule is loaded now, so bad input fails before any file is
+    written (not at the first episode, after ``config.json``)."""
+    from orgteams.envs._util import unknown_name
+    from orgteams.envs.layout import load_layout
+    from orgteams.envs.tasks import load_task
+    from orgteams.team import MEMBER_KINDS
+
+    for t in tasks:
+        load_task(t)
+    for lay in layouts:
+        load_layout(lay)
+    specs = [s.strip() for s in backend.split(",")] if isinstance(backend, str) else backend
+    for spec in specs:
+        kind = str(spec).split(":", 1)[0]
+        if kind not in MEMBER_KINDS:
+            raise unknown_name("member kind", kind, MEMBER_KINDS)
+    if len(specs) not in (1, agents):
+        raise UserError(f"got {len(specs)} member specs for {agents} agents; give one "
+                         "spec for all or one per agent")
 
 
 def run_reflect(organization: str | Path | Organization = "leader", *,
@@ -81,6 +109,7 @@ def run_reflect(organization: str | Path | Organization = "leader", *,
                 approved: bool = False, max_rounds: int | None = None,
                 max_ticks: int | None = None, cache: str | Path | None = None,
                 budget_chars: int = 6000,
+                max_transport_failures: int | None = DEFAULT_MAX_TRANSPORT_FAILURES,
                 on_progress: Callable[[int, int, int], object] | None = None) -> ReflectResult:
     """Run (or resume) the Criticize-Reflect loop; see :func:`~orgteams.criticize_reflect.reflect`.
 
@@ -95,10 +124,14 @@ def run_reflect(organization: str | Path | Organization = "leader", *,
     """
     org = organization if isinstance(organization, Organization) else load_organization(
         organization)
+    resolved = org.resolve([f"agent_{i}" for i in range(agents)])
+    for i in range(agents):  # a bad instruction template fails now, before any file
+        resolved.instruction_for(f"agent_{i}")
     critic_obj = Critic(make_llm(critic, cache)) if use_critic else None
     coordinator_obj = Coordinator(make_llm(coordinator, cache), k=candidates)
     episode_fn = make_episode_fn(task, layout, agents, backend, seeds, max_rounds, max_ticks,
                                  log_dir=Path(out_dir) / "logs", cache=cache,
+                                 max_transport_failures=max_transport_failures,
                                  on_progress=on_progress)
     return reflect(org, episode_fn, critic_obj, coordinator_obj, iterations=iterations,
                    out_dir=out_dir, step_weight=step_weight, token_weight=token_weight,

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from orgteams.envs.dynamics import transition
+from orgteams.envs.errors import UserError
 from orgteams.envs.overlay import Overlay, SpokenMessage
 from orgteams.envs.state import HouseholdState
 from orgteams.organizations.team_log import read_log, state_digest
@@ -45,8 +46,9 @@ class _Episode:
 
 
 def _load(path: Path) -> _Episode:
-    if path.is_dir() and (path / "episode.jsonl").is_file():  # a run folder under runs/
-        path = path / "episode.jsonl"
+    if path.is_dir():  # a run folder under runs/ (a killed run left only the .partial)
+        path = next((path / n for n in ("episode.jsonl", "episode.jsonl.partial")
+                     if (path / n).is_file()), path / "episode.jsonl")
     if not path.is_file():
         raise FileNotFoundError(f"no episode log at {path}")
     header, end, ticks = None, None, []
@@ -69,9 +71,9 @@ def _load(path: Path) -> _Episode:
             if r.get("abstained"):
                 abstained[int(r["round"])].append(r["agent"])
     if header is None:
-        raise ValueError(f"{path}: no episode line, so it cannot be replayed (logs written "
-                         "before replay support, or not by the team runner); run the episode "
-                         "again with --log to get a replayable log")
+        raise UserError(f"{path}: no episode line, so it cannot be replayed (logs written "
+                        "before replay support, or not by the team runner); run the episode "
+                        "again with --log to get a replayable log")
     return _Episode(header, ticks, speech, abstained, end, roles)
 
 
@@ -94,7 +96,7 @@ def replay(log_path: str | Path, *, render: str | None = "human",
 
     Raises:
         FileNotFoundError: No file at ``log_path``.
-        ValueError: The log has no episode line or a tick out of sequence.
+        UserError: The log has no episode line or a tick out of sequence.
     """
     episode = _load(Path(log_path))
     names = episode.header["names"]
@@ -153,8 +155,8 @@ def _play(episode: _Episode, log_path, renderer, recorder, overlay: Overlay
     show()
     for t in episode.ticks:
         if t["tick"] != state.tick + 1:
-            raise ValueError(f"{log_path}: tick line {t['tick']} follows tick "
-                             f"{state.tick}; the log is out of sequence")
+            raise UserError(f"{log_path}: tick line {t['tick']} follows tick "
+                            f"{state.tick}; the log is out of sequence")
         if t["round"] != shown_round:
             shown_round = t["round"]
             _show_round(overlay, shown_round, episode, agents)

@@ -9,6 +9,11 @@ ones (labelled ``all_episodes`` / ``successful_episodes``). Each organization is
 compared to a baseline of the same (task, layout, agents, backend) with Welch's
 t-test (unequal variances, all episodes) on ticks and comm tokens per step.
 
+Only episodes that really played count: a row is used when its ``status`` is ``ok``
+and its summary's ``episode_status`` (when present) is ``complete``. Every other cell
+(a crash, or an episode stopped early as ``error`` or ``interrupted``) is counted in
+its group's ``errors`` and listed under ``failed`` with its reason, never averaged.
+
 Needs the ``report`` extra (``pip install "orgteams[report]"``: scipy, matplotlib).
 """
 
@@ -21,7 +26,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from orgteams.sweep import cell_key, read_results
+from orgteams.envs.errors import MissingExtraError, UserError
+from orgteams.sweep import KEY_FIELDS, cell_key, played, read_results
 
 METRICS = ("ticks", "rounds", "comm_tokens_per_step")
 TESTED = ("ticks", "comm_tokens_per_step")
@@ -33,7 +39,7 @@ def _scipy_stats():
     try:
         from scipy import stats
     except ImportError:
-        raise ImportError(REPORT_HINT) from None
+        raise MissingExtraError(REPORT_HINT) from None
     return stats
 
 
@@ -44,7 +50,7 @@ def _pyplot():
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
-        raise ImportError(REPORT_HINT) from None
+        raise MissingExtraError(REPORT_HINT) from None
     return plt
 
 
@@ -81,18 +87,31 @@ def welch(a: Sequence[float], b: Sequence[float]) -> dict[str, Any]:
     return out
 
 
+def _check_row(row: dict, where: str) -> None:
+    """A result row must name its whole cell; else one line naming the row and field."""
+    cell = row.get("cell")
+    if not isinstance(cell, dict):
+        raise UserError(f"{where}: field 'cell' must be a mapping of {', '.join(KEY_FIELDS)}")
+    missing = [k for k in KEY_FIELDS if k not in cell]
+    if missing:
+        raise UserError(f"{where}: field 'cell.{missing[0]}' is missing (rows written by "
+                        "orgteams sweep name task, layout, organization, agents, backend, seed)")
+
+
 def load_rows(results_path: str | Path) -> tuple[list[dict], dict[str, int]]:
     """The last row per cell key (a retried error replaced by its success), and counts."""
     rows, bad = read_results(results_path)
+    for i, r in enumerate(rows):
+        _check_row(r, f"{results_path}: result row {i + 1}")
     latest: dict[str, dict] = {}
     for r in rows:
         key = r.get("key") or cell_key(r["cell"])
-        if key in latest and latest[key].get("status") == "ok" and r.get("status") != "ok":
+        if key in latest and played(latest[key]) and not played(r):
             continue  # never let a later error hide a finished episode
         latest[key] = r
     kept = list(latest.values())
     return kept, {"lines": len(rows), "unreadable_lines": bad, "cells": len(kept),
-                  "error_cells": sum(r.get("status") != "ok" for r in kept)}
+                  "error_cells": sum(not played(r) for r in kept)}
 
 
 def report(results_path: str | Path, out_dir: str | Path, baseline: str | None = None,
@@ -115,7 +134,7 @@ def report(results_path: str | Path, out_dir: str | Path, baseline: str | None =
         g = groups.setdefault(gkey, {**{k: c.get(k) for k in CONTEXT},
                                      "organization": c.get("organization"),
                                      "episodes": [], "errors": 0})
-        if r.get("status") == "ok" and isinstance(r.get("summary"), dict):
+        if played(r):
             g["episodes"].append(r["summary"])
         else:
             g["errors"] += 1
@@ -124,8 +143,8 @@ def report(results_path: str | Path, out_dir: str | Path, baseline: str | None =
         contexts.setdefault(gkey[:-1], []).append(g)
     if baseline is not None and not any(g["organization"] == baseline for g in groups.values()):
         known = sorted({str(g["organization"]) for g in groups.values()})
-        raise ValueError(f"baseline organization {baseline!r} is not in {results_path} "
-                         f"(organizations: {', '.join(known)})")
+        raise UserError(f"baseline organization {baseline!r} is not in {results_path} "
+                        f"(organizations: {', '.join(known)})")
 
     out_groups = []
     for ctx_groups in contexts.values():
@@ -151,9 +170,12 @@ def report(results_path: str | Path, out_dir: str | Path, baseline: str | None =
             out_groups.append(entry)
 
     out_dir.mkdir(parents=True, exist_ok=True)
+    failed = [{"key": r.get("key") or cell_key(r["cell"]), "status": r.get("status"),
+               "episode_status": (r.get("summary") or {}).get("episode_status"),
+               "error": r.get("error")} for r in rows if not played(r)]
     result: dict[str, Any] = {"results": str(results_path), **counts,
                               "baseline": baseline, "confidence": 0.95,
-                              "groups": out_groups, "files": {}}
+                              "groups": out_groups, "failed": failed, "files": {}}
     if plots:
         result["files"]["plots"] = _plots(contexts, out_groups, out_dir)
     md = out_dir / "report.md"
@@ -234,6 +256,13 @@ def _markdown(result: dict) -> str:
         plots = [p for p in result["files"].get("plots", []) if Path(p).name.startswith(
             _slug(gs[0]) + "_")]
         lines += [f"![{Path(p).stem}]({Path(p).name})" for p in plots] + [""]
+    if result["failed"]:
+        lines += ["## Cells left out (did not play to the end)", "",
+                  "| cell | status | episode status | error |", "|---|---|---|---|"]
+        lines += [f"| `{f['key']}` | {f['status']} | {f['episode_status'] or '-'} | "
+                  f"{str(f['error'] or '-').replace('|', '/')[:200]} |"
+                  for f in result["failed"]]
+        lines.append("")
     return "\n".join(lines)
 
 

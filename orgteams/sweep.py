@@ -12,13 +12,21 @@ Files under ``out``:
 
       {"key": "task|layout|organization|agents|backend|seed",
        "cell": {"task", "layout", "organization", "agents", "backend", "seed"},
-       "status": "ok" | "error" | "interrupted", "summary": {...} | null,
-       "error": null | "Type: message",
+       "status": "ok" | "error", "summary": {...} | null, "error": null | "Type: message",
        "finished_at": "ISO time"}
 
-  A rerun skips every key with an ``ok`` row; ``error`` rows are retried. A truncated
+  A row is ``ok`` only when its episode really played (``episode_status`` is
+  ``complete``); an episode stopped early (e.g. its model server was gone) is an
+  ``error`` row that keeps its summary. A rerun skips every key with an ``ok`` row;
+  ``error`` rows are retried. A truncated
   last line (a crash mid-write) is dropped before appending.
 * ``logs/<cell>.jsonl``: the episode log of each cell (see ``read_log``).
+* ``.sweep.lock``: held (``filelock``) while a sweep runs, so a second sweep into the
+  same folder is refused at once instead of running every cell twice.
+
+Worker processes exit when the sweep's process dies, even by ``kill -9`` (Linux:
+``PR_SET_PDEATHSIG``; elsewhere a thread that watches the parent's pid); they run
+their exit hooks first, so a ``local`` worker stops its llama.cpp server.
 
 LLM backends: each worker process builds its own backend. For ``local`` that means one
 llama.cpp server per process (memory and cores multiply), so the default is one worker
@@ -41,7 +49,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from orgteams.envs.errors import MissingExtraError, UserError
 from orgteams.sweep_spec import SweepSpec, parse_seeds, spec_from_lists
+from orgteams.sweep_workers import worker_init
 
 KEY_FIELDS = ("task", "layout", "organization", "agents", "backend", "seed")
 RAY_HINT = 'Ray is not installed: pip install "orgteams[ray]" (or run without --ray)'
@@ -58,6 +68,14 @@ def cell_log_name(cell: dict[str, Any]) -> str:
 
 
 # ---------------------------------------------------------------- results file
+
+
+def played(row: dict) -> bool:
+    """True when a results row is an episode that really played to its end: ``ok``,
+    with ``episode_status`` ``complete`` (rows from before that field count as played)."""
+    summary = row.get("summary")
+    return (row.get("status") == "ok" and isinstance(summary, dict)
+            and summary.get("episode_status", "complete") == "complete")
 
 
 def read_results(path: str | Path) -> tuple[list[dict], int]:
@@ -120,12 +138,12 @@ def _execute(episode_fn: Callable, cell: dict[str, Any], log_path: str | None,
             Path(log_path).unlink(missing_ok=True)  # a retried cell starts a fresh log
         summary = episode_fn(cell, log_path, options)
         status = summary.get("episode_status", "complete")
-        if status != "complete":  # an episode that did not really play to its end
-            return {"status": status, "summary": summary,
+        if status != "complete":  # stopped early: not data, and retried on rerun
+            return {"status": "error", "summary": summary,
                     "error": f"episode {status}: {summary.get('stop_reason')}"}
         return {"status": "ok", "summary": summary, "error": None}
     except BaseException as exc:  # noqa: BLE001 - a failed episode must not stop the sweep
-        if isinstance(exc, KeyboardInterrupt):
+        if isinstance(exc, KeyboardInterrupt | SystemExit):
             raise
         return {"status": "error", "summary": None, "error": f"{type(exc).__name__}: {exc}",
                 "traceback": traceback.format_exc(limit=8)}
@@ -179,7 +197,7 @@ def _ray_module():
     try:
         import ray
     except ImportError:
-        raise ImportError(RAY_HINT) from None
+        raise MissingExtraError(RAY_HINT) from None
     return ray
 
 
@@ -211,19 +229,43 @@ def run_sweep(spec: SweepSpec, out: str | Path, workers: int | None = None, ray:
     if workers is None:
         workers = default_workers(spec)
     if workers < 1:
-        raise ValueError(f"workers must be at least 1, got {workers}")
+        raise UserError(f"workers must be at least 1, got {workers}")
     if spec.uses_local and workers > 1 and not ray:
         warnings.warn(f"{workers} workers with a 'local' backend start {workers} llama.cpp "
                       "servers (one per process)", stacklevel=2)
     out = Path(out)
     (out / "logs").mkdir(parents=True, exist_ok=True)
+    lock = _lock(out)
+    try:
+        return _run_locked(spec, out, workers, ray_mod, episode_fn, progress)
+    finally:
+        lock.release()
+
+
+def _lock(out: Path) -> Any:
+    """The folder's lock, taken now or refused (another sweep is writing there)."""
+    from filelock import FileLock, Timeout
+
+    lock = FileLock(out / ".sweep.lock")
+    try:
+        lock.acquire(timeout=0)
+    except Timeout:
+        raise UserError(f"{out} is in use by another sweep (lock file {lock.lock_file}); "
+                        "wait for it to finish or use another --out") from None
+    return lock
+
+
+def _run_locked(spec: SweepSpec, out: Path, workers: int, ray_mod: Any, episode_fn: Callable,
+                progress: bool) -> dict[str, Any]:
+    ray = ray_mod is not None
     results = out / "results.jsonl"
     _drop_partial_tail(results)
     rows, _ = read_results(results)
-    done = {r.get("key") or cell_key(r["cell"]) for r in rows if r.get("status") == "ok"}
+    done = {r.get("key") or cell_key(r["cell"]) for r in rows if played(r)}
     cells = list(spec.cells())
     todo = [c for c in cells if cell_key(c) not in done]
-    options = {"max_rounds": spec.max_rounds, "max_ticks": spec.max_ticks, "cache": spec.cache}
+    options = {"max_rounds": spec.max_rounds, "max_ticks": spec.max_ticks, "cache": spec.cache,
+               "max_transport_failures": spec.max_transport_failures or None}
     t0 = time.perf_counter()
     counts = {"ok": 0, "error": 0}
     bar = _Progress(len(todo), progress)
@@ -234,7 +276,7 @@ def run_sweep(spec: SweepSpec, out: str | Path, workers: int | None = None, ray:
             fh.write(json.dumps(row, default=str) + "\n")
             fh.flush()
             os.fsync(fh.fileno())
-            counts["ok" if row["status"] == "ok" else "error"] += 1
+            counts[row["status"]] += 1
             bar.update(row)
 
         def log_of(cell: dict) -> str:
@@ -259,7 +301,8 @@ def run_sweep(spec: SweepSpec, out: str | Path, workers: int | None = None, ray:
 def _run_pool(workers: int, todo: list[dict], episode_fn: Callable, log_of: Callable,
               options: dict, write: Callable) -> None:
     ctx = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
+    with ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=worker_init,
+                             initargs=(os.getpid(),)) as pool:
         pending = {pool.submit(_execute, episode_fn, c, log_of(c), options): c for c in todo}
         while pending:
             finished, _ = wait(pending, return_when=FIRST_COMPLETED)
@@ -291,5 +334,5 @@ def _run_ray(ray: Any, todo: list[dict], episode_fn: Callable, log_of: Callable,
             write(cell, outcome)
 
 
-__all__ = ["SweepSpec", "cell_key", "parse_seeds", "read_results", "run_cell",
+__all__ = ["SweepSpec", "cell_key", "parse_seeds", "played", "read_results", "run_cell",
            "run_sweep", "spec_from_lists"]

@@ -7,6 +7,7 @@ any episode runs; every error names the spec field (see :mod:`orgteams.sweep`).
 from __future__ import annotations
 
 import itertools
+import math
 import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass, fields
@@ -15,6 +16,17 @@ from typing import Any
 
 import yaml
 
+from orgteams.envs.errors import UserError
+from orgteams.envs.limits import (
+    MAX_AGENTS,
+    MAX_ROUNDS,
+    MAX_SEED,
+    MAX_SEEDS,
+    MAX_SWEEP_CELLS,
+    MAX_TICKS,
+    check_int,
+)
+
 
 @dataclass(frozen=True)
 class SweepSpec:
@@ -22,7 +34,8 @@ class SweepSpec:
 
     ``seeds`` is a count (seeds ``0..n-1``) or an explicit list. ``backends`` are
     member specs as in ``orgteams run --backend`` (one for all agents, or a comma list
-    per agent). ``max_rounds``, ``max_ticks`` and ``cache`` are passed to every episode.
+    per agent). ``max_rounds``, ``max_ticks``, ``cache`` and ``max_transport_failures``
+    (0: never stop an episode for failed model calls) are passed to every episode.
     """
 
     tasks: tuple[str, ...] = ("prepare_afternoon_tea",)
@@ -34,17 +47,18 @@ class SweepSpec:
     max_rounds: int | None = None
     max_ticks: int | None = None
     cache: str | None = None
+    max_transport_failures: int = 3
 
     @classmethod
     def from_dict(cls, data: dict[str, Any], source: str = "<spec>") -> SweepSpec:
         """Build from a mapping (YAML); unknown keys and bad values raise ``ValueError``."""
         if not isinstance(data, dict):
-            raise ValueError(f"{source}: a sweep spec must be a mapping of fields")
+            raise UserError(f"{source}: a sweep spec must be a mapping of fields")
         known = {f.name for f in fields(cls)}
         unknown = sorted(set(data) - known)
         if unknown:
-            raise ValueError(f"{source}: unknown sweep spec field {unknown[0]!r} "
-                             f"(fields: {', '.join(sorted(known))})")
+            raise UserError(f"{source}: unknown sweep spec field {unknown[0]!r} "
+                            f"(fields: {', '.join(sorted(known))})")
         kw: dict[str, Any] = {}
         for name in ("tasks", "layouts", "organizations", "backends"):
             if name in data:
@@ -53,9 +67,15 @@ class SweepSpec:
             kw["agents"] = _int_list(data["agents"], "agents", source)
         if "seeds" in data:
             kw["seeds"] = parse_seeds(data["seeds"], source)
-        for name in ("max_rounds", "max_ticks"):
+        for name, high in (("max_rounds", MAX_ROUNDS), ("max_ticks", MAX_TICKS)):
             if data.get(name) is not None:
-                kw[name] = _int_list(data[name], name, source)[0]
+                value = _int_list(data[name], name, source)[0]
+                kw[name] = check_int(value, f"{source}: sweep spec field {name!r}", 1, high)
+        if data.get("max_transport_failures") is not None:  # 0: never stop an episode
+            value = _int_list(data["max_transport_failures"], "max_transport_failures",
+                              source)[0]
+            kw["max_transport_failures"] = check_int(
+                value, f"{source}: sweep spec field 'max_transport_failures'", 0, 1000)
         if data.get("cache") is not None:
             kw["cache"] = str(data["cache"])
         return cls(**kw)
@@ -68,7 +88,7 @@ class SweepSpec:
         try:
             data = yaml.safe_load(path.read_text()) or {}
         except yaml.YAMLError as exc:
-            raise ValueError(f"{path}: not valid YAML: {exc}") from None
+            raise UserError(f"{path}: not valid YAML: {exc}") from None
         return cls.from_dict(data, source=str(path))
 
     def to_dict(self) -> dict[str, Any]:
@@ -88,18 +108,22 @@ class SweepSpec:
         from orgteams.envs.layout import load_layout
         from orgteams.envs.tasks import load_task
         from orgteams.organizations.library import load_organization
-        from orgteams.team import MEMBER_KINDS
+        from orgteams.team import parse_member_spec
 
         for name in ("tasks", "layouts", "organizations", "agents", "backends", "seeds"):
             if not getattr(self, name):
-                raise ValueError(f"sweep spec field '{name}': empty list")
+                raise UserError(f"sweep spec field '{name}': empty list")
         for t in self.tasks:
             _field("tasks", load_task, t)
         for lay in self.layouts:
             _field("layouts", load_layout, lay)
         for n in self.agents:
-            if not isinstance(n, int) or n < 1:
-                raise ValueError(f"sweep spec field 'agents': {n!r} is not a positive team size")
+            _field("agents", lambda n: check_int(n, "a team size", 1, MAX_AGENTS), n)
+        cells = math.prod(len(getattr(self, f)) for f in (
+            "tasks", "layouts", "organizations", "agents", "backends", "seeds"))
+        if cells > MAX_SWEEP_CELLS:
+            raise UserError(f"the sweep spec has {cells} cells (episodes); the limit is "
+                            f"{MAX_SWEEP_CELLS}")
         for o in self.organizations:
             org = _field("organizations", load_organization, o)
             for n in self.agents:
@@ -108,19 +132,14 @@ class SweepSpec:
         for b in self.backends:
             parts = [p.strip() for p in b.split(",")]
             for p in parts:
-                kind = p.split(":", 1)[0]
-                if kind not in MEMBER_KINDS:
-                    from orgteams.envs._util import unknown_name
-
-                    raise ValueError(f"sweep spec field 'backends': "
-                                     f"{unknown_name('member kind', kind, MEMBER_KINDS)}")
+                kind, _ = _field("backends", parse_member_spec, p)
                 if kind == "human":
-                    raise ValueError("sweep spec field 'backends': a sweep cannot wait for a "
-                                     "human member; use planner, random, local or openai:<m>")
+                    raise UserError("sweep spec field 'backends': a sweep cannot wait for a "
+                                    "human member; use planner, random, local or openai:<m>")
             bad = [n for n in self.agents if len(parts) not in (1, n)]
             if bad:
-                raise ValueError(f"sweep spec field 'backends': {b!r} lists {len(parts)} "
-                                 f"members but a team has {bad[0]} agents")
+                raise UserError(f"sweep spec field 'backends': {b!r} lists {len(parts)} "
+                                f"members but a team has {bad[0]} agents")
 
     @property
     def uses_local(self) -> bool:
@@ -131,14 +150,14 @@ class SweepSpec:
 def _field(name: str, fn: Callable[[Any], Any], value: Any) -> Any:
     try:
         return fn(value)
-    except (ValueError, FileNotFoundError, KeyError) as exc:
-        raise ValueError(f"sweep spec field '{name}': {exc}") from None
+    except (UserError, FileNotFoundError) as exc:
+        raise UserError(f"sweep spec field '{name}': {exc}") from None
 
 
 def _str_list(v: Any, name: str, source: str) -> tuple[str, ...]:
     items = v.split(",") if isinstance(v, str) else v
     if not isinstance(items, list | tuple) or not all(isinstance(x, str | int) for x in items):
-        raise ValueError(f"{source}: sweep spec field '{name}' must be a list of names")
+        raise UserError(f"{source}: sweep spec field '{name}' must be a list of names")
     return tuple(str(x).strip() for x in items if str(x).strip())
 
 
@@ -147,21 +166,42 @@ def _int_list(v: Any, name: str, source: str) -> tuple[int, ...]:
     try:
         return tuple(int(x) for x in items)
     except (TypeError, ValueError):
-        raise ValueError(f"{source}: sweep spec field '{name}' must be integers, got {v!r}"
-                         ) from None
+        raise UserError(f"{source}: sweep spec field '{name}' must be integers, got {v!r}"
+                        ) from None
 
 
 def parse_seeds(v: Any, source: str = "<spec>") -> tuple[int, ...]:
-    """``20`` -> seeds 0..19; a list or ``"0,5,7"`` -> those; ``"10-19"`` -> a range."""
+    """``20`` -> seeds 0..19; a list or ``"0,5,7"`` -> those; ``"10-19"`` -> a range.
+
+    At most :data:`~orgteams.envs.limits.MAX_SEEDS` seeds, each from 0 to ``MAX_SEED``.
+    """
+    where = f"{source}: sweep spec field 'seeds'"
     if isinstance(v, str) and re.fullmatch(r"\s*\d+\s*-\s*\d+\s*", v):
         lo, hi = (int(x) for x in v.split("-"))
-        return tuple(range(lo, hi + 1))
-    if isinstance(v, int) or (isinstance(v, str) and v.strip().isdigit()):
+        _check_seed_count(hi - lo + 1, where)
+        seeds = tuple(range(lo, hi + 1))
+    elif isinstance(v, int) and not isinstance(v, bool) or (
+            isinstance(v, str) and v.strip().isdigit()):
         n = int(v)
         if n < 1:
-            raise ValueError(f"{source}: sweep spec field 'seeds': need at least one seed")
-        return tuple(range(n))
-    return _int_list(v, "seeds", source)
+            raise UserError(f"{where}: need at least one seed")
+        _check_seed_count(n, where)
+        seeds = tuple(range(n))
+    else:
+        if isinstance(v, list | tuple):
+            _check_seed_count(len(v), where)
+        seeds = _int_list(v, "seeds", source)
+    if not seeds:
+        raise UserError(f"{where}: need at least one seed")
+    for s in seeds:
+        if not 0 <= s <= MAX_SEED:
+            raise UserError(f"{where}: seed {s} is not from 0 to {MAX_SEED}")
+    return seeds
+
+
+def _check_seed_count(n: int, where: str) -> None:
+    if n > MAX_SEEDS:
+        raise UserError(f"{where}: {n} seeds; the limit is {MAX_SEEDS}")
 
 
 def spec_from_lists(base: SweepSpec | None = None, **lists: Iterable | None) -> SweepSpec:

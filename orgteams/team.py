@@ -14,7 +14,10 @@ from pathlib import Path
 from typing import Any
 
 from orgteams.envs._util import unknown_name
+from orgteams.envs.errors import UserError
 from orgteams.envs.highlevel import HighLevelEnv
+from orgteams.envs.limits import MAX_AGENTS, MAX_ROUNDS, MAX_SEED, MAX_TICKS, check_int
+from orgteams.organizations.episode_status import DEFAULT_MAX_TRANSPORT_FAILURES
 from orgteams.organizations.library import load_organization
 from orgteams.organizations.monitor import MonitorConfig
 from orgteams.organizations.runner import EpisodeResult, TeamRunner
@@ -23,6 +26,28 @@ from orgteams.organizations.spec import Organization
 
 MEMBER_KINDS = ("planner", "random", "human", "local", "scripted", "openai")
 _BACKENDS: dict[str, Any] = {}  # one backend (and one local server) per spec per process
+
+
+_TAKES_MODEL = ("openai", "scripted")
+
+
+def parse_member_spec(spec: str) -> tuple[str, str | None]:
+    """Split a member spec: ``"openai:gpt-4o-mini"`` -> ``("openai", "gpt-4o-mini")``.
+
+    Raises:
+        UserError: An unknown kind, or a model name on a kind that takes none
+            (``local:foo``: the embedded model is always SmolLM2).
+    """
+    kind, sep, model = spec.strip().partition(":")
+    if kind not in MEMBER_KINDS:
+        raise unknown_name("member kind", kind, MEMBER_KINDS)
+    if sep and kind not in _TAKES_MODEL:
+        hint = (" (the embedded model is SmolLM2; another model is openai:<model> on any "
+                "OpenAI-compatible server)" if kind == "local" else "")
+        raise UserError(f"member spec {spec!r}: {kind} takes no model name{hint}")
+    if sep and not model.strip():
+        raise UserError(f"member spec {spec!r}: the model name after ':' is empty")
+    return kind, (model.strip() or None) if sep else None
 
 
 def _backend(spec: str, cache: str | Path | None):
@@ -46,9 +71,7 @@ def build_member(agent_id: str, spec: str, *, leader: bool = False, seed: int | 
     ``env`` only matters to ``human``: when it renders in human mode the person
     answers in that window (:class:`~orgteams.agents.window_input.WindowInput`),
     else in the terminal."""
-    kind = spec.split(":", 1)[0]
-    if kind not in MEMBER_KINDS:
-        raise unknown_name("member kind", kind, MEMBER_KINDS)
+    kind, _ = parse_member_spec(spec)
     if kind == "planner":
         from orgteams.agents.planner_member import PlannerMember
 
@@ -84,8 +107,8 @@ def build_team(specs: str | list[str], num_agents: int, organization: Organizati
     if len(specs) == 1:
         specs = specs * num_agents
     if len(specs) != num_agents:
-        raise ValueError(f"got {len(specs)} member specs for {num_agents} agents; give one "
-                         "spec for all or one per agent")
+        raise UserError(f"got {len(specs)} member specs for {num_agents} agents; give one "
+                        "spec for all or one per agent")
     team = [f"agent_{i}" for i in range(num_agents)]
     resolved = organization.resolve(team)
     top = set(resolved.tiers[0][1]) if len(resolved.tiers) > 1 else set()
@@ -109,8 +132,9 @@ def run_episode(task: str = "prepare_afternoon_tea", layout: str = "apartment",
                 render: str | None = None, video: str | Path | None = None,
                 log_path: str | Path | None = "auto", shocks: list[Shock | str] = (),
                 monitor: MonitorConfig | bool | None = None, cache: str | Path | None = None,
-                on_round=None, render_options: dict | None = None, fps: float | None = None,
-                scale: float = 1.0, hold: bool = True,
+                on_round=None, render_options: dict | None = None,
+                max_transport_failures: int | None = DEFAULT_MAX_TRANSPORT_FAILURES,
+                fps: float | None = None, scale: float = 1.0, hold: bool = True,
                 should_stop: Callable[[], str | None] | None = None,
                 on_tick: Callable[[int, int], object] | None = None) -> EpisodeResult:
     """Play one episode of a team under an organization and return its summary and log.
@@ -125,6 +149,8 @@ def run_episode(task: str = "prepare_afternoon_tea", layout: str = "apartment",
         log_path: JSONL episode log; ``"auto"`` puts it under ``runs/``; None keeps it in memory.
         shocks: :class:`Shock` objects or CLI strings (``remove:agent_1@5``).
         monitor: Capability-threshold monitor: True for defaults, or a MonitorConfig.
+        max_transport_failures: Stop the episode (``episode_status: "error"``) after this
+            many model calls in a row failed after their retries; None never stops.
         fps: Ticks per second of the window and the video (default the env's, 10).
         scale: Size factor of the window (its first size) and of the video frames.
         hold: With a window, keep the last frame up until the person closes it (Q) or
@@ -132,6 +158,13 @@ def run_episode(task: str = "prepare_afternoon_tea", layout: str = "apartment",
         should_stop: Asked at round and tick boundaries; a reason stops the episode.
         on_tick: Called as ``on_tick(tick, tick_limit)`` after every tick (progress bars).
     """
+    check_int(agents, "agents", 1, MAX_AGENTS)
+    if seed is not None:
+        check_int(seed, "seed", 0, MAX_SEED)
+    if max_rounds is not None:
+        check_int(max_rounds, "max_rounds", 1, MAX_ROUNDS)
+    if max_ticks is not None:
+        check_int(max_ticks, "max_ticks", 1, MAX_TICKS)
     org = organization if isinstance(organization, Organization) else load_organization(
         organization)
     render_mode = render or ("rgb_array" if video else None)
@@ -171,7 +204,8 @@ def run_episode(task: str = "prepare_afternoon_tea", layout: str = "apartment",
                         monitor=MonitorConfig() if monitor is True else (monitor or None),
                         member_factory=lambda a, spec: build_member(a, spec, cache=cache,
                                                                     env=env),
-                        on_round=on_round, should_stop=stop)
+                        on_round=on_round, max_transport_failures=max_transport_failures,
+                        should_stop=stop)
     try:
         result = runner.run(seed)
         if recorder is not None:

@@ -30,6 +30,7 @@ from orgteams.agents.backends.openai_backend import OpenAIBackend
 from orgteams.agents.backends.pricing import cost, price_of
 from orgteams.agents.backends.scripted import ScriptedBackend, ScriptExhaustedError
 from orgteams.envs._util import unknown_name
+from orgteams.envs.errors import UserError
 
 __all__ = [
     "BACKENDS",
@@ -79,7 +80,7 @@ def make_backend(spec: str | dict[str, Any]) -> ChatBackend:
     elif isinstance(spec, dict):
         options = dict(spec)
         if "backend" not in options:
-            raise ValueError(
+            raise UserError(
                 f"Backend spec needs a 'backend' key (one of {', '.join(sorted(BACKENDS))}); "
                 f"got keys {sorted(options)}"
             )

@@ -4,8 +4,9 @@ Every backend (OpenAI-compatible HTTP, the embedded local model, the scripted te
 double, the disk cache) implements :class:`ChatBackend`. Control flow follows the
 exception type:
 
-* :class:`BackendError`: the model or server failed (timeout, HTTP 5xx or 429 after
-  the bounded retries, connection refused). Callers record it and fall back.
+* :class:`BackendError`: the model or server failed (timeout, HTTP 5xx or 429, a
+  dropped connection, a truncated or non-JSON body) after the backend's bounded
+  retries. Callers record it and fall back.
 * :class:`BackendConfigError`: our configuration is wrong (no API key, bad key, unknown
   model, malformed request). It is raised to the user, never swallowed.
 * A reply that does not parse is not an exception: ``Completion.parsed`` is None and
@@ -18,21 +19,61 @@ import asyncio
 import json
 import re
 from abc import ABC, abstractmethod
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any
+
+from orgteams.envs.errors import UserError
 
 Message = dict[str, str]
 """One chat message: ``{"role": "system" | "user" | "assistant", "content": str}``."""
 
 __all__ = [
+    "Attempt",
     "BackendConfigError",
     "BackendError",
     "ChatBackend",
     "Completion",
     "Message",
+    "TRANSPORT_KINDS",
     "Usage",
     "parse_json_reply",
 ]
+
+
+@dataclass(frozen=True)
+class Attempt:
+    """One HTTP request made for a model call (a retry or a mode downgrade adds one).
+
+    Attributes:
+        mode: The structured-output mode of the request (``""`` without a schema).
+        status: The HTTP status received, or None when no response came (timeout,
+            dropped connection).
+        kind: None for a usable reply, else the failure: ``"timeout"``,
+            ``"connection"``, ``"protocol"`` (truncated or non-JSON body), ``"http"``
+            (5xx, 429, 408, 409), ``"unsupported"`` (the server rejected the mode) or
+            ``"config"`` (any other 4xx).
+        error: The exception class, e.g. ``"APITimeoutError"``, ``"JSONDecodeError"``.
+        detail: Short message (the server's own error text when there is one).
+        latency: Seconds this request took.
+        downgrade: The mode the backend switched to after this request, if it did.
+    """
+
+    mode: str
+    status: int | None
+    kind: str | None = None
+    error: str | None = None
+    detail: str = ""
+    latency: float = 0.0
+    downgrade: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        """True when this request got a usable reply."""
+        return self.kind is None
+
+
+TRANSPORT_KINDS = ("timeout", "connection", "protocol", "http", "scripted")
+"""Failure kinds that mean the model could not be reached or did not answer usably."""
 
 
 class BackendError(Exception):
@@ -40,18 +81,24 @@ class BackendError(Exception):
 
     Attributes:
         reason: Short human-readable cause, e.g. ``"HTTP 500: boom"`` or ``"timeout"``.
-        kind: One of ``"timeout"``, ``"http"``, ``"connection"``, ``"scripted"``.
+        kind: One of :data:`TRANSPORT_KINDS`.
         status: The HTTP status for ``kind == "http"``, else None.
+        attempts: Every request made for the failed call, oldest first.
+        retry_after: Seconds the server asked us to wait (``Retry-After``), if any.
     """
 
-    def __init__(self, reason: str, *, kind: str = "http", status: int | None = None) -> None:
+    def __init__(self, reason: str, *, kind: str = "http", status: int | None = None,
+                 attempts: list[Attempt] | None = None, retry_after: float | None = None
+                 ) -> None:
         super().__init__(reason)
         self.reason = reason
         self.kind = kind
         self.status = status
+        self.attempts: list[Attempt] = list(attempts or [])
+        self.retry_after = retry_after
 
 
-class BackendConfigError(ValueError):
+class BackendConfigError(UserError):
     """The backend is misconfigured (missing/bad key, unknown model, bad request)."""
 
 
@@ -89,6 +136,8 @@ class Completion:
         raw: The wire response as a dict, when there was one.
         cached: True when served from a :class:`~.cache.CachedBackend`.
         model: The model that answered.
+        attempts: The HTTP requests made for this reply, failed ones included (empty
+            for backends without HTTP and for cache hits).
     """
 
     text: str
@@ -98,6 +147,7 @@ class Completion:
     raw: dict[str, Any] | None
     cached: bool = False
     model: str = ""
+    attempts: list[Attempt] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-serializable dict (inverse of :meth:`from_dict`)."""
@@ -106,7 +156,8 @@ class Completion:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Completion:
         """Rebuild a completion written by :meth:`to_dict`."""
-        return cls(**{**data, "usage": Usage(**data["usage"])})
+        attempts = [Attempt(**a) for a in data.get("attempts") or []]
+        return cls(**{**data, "usage": Usage(**data["usage"]), "attempts": attempts})
 
 
 _FENCE = re.compile(r"```(?:json|JSON)?\s*\n?(.*?)```", re.DOTALL)

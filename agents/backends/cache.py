@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from orgteams.agents.backends.base import ChatBackend, Completion, Message
+from orgteams.agents.backends.redact import scrub_value
 
 __all__ = ["CachedBackend", "cache_key"]
 
@@ -96,10 +97,13 @@ class CachedBackend(ChatBackend):
         completion = Completion.from_dict(json.loads(row[0]))
         completion.cached = True
         completion.latency = 0.0
+        completion.attempts = []  # a hit sends no request
         return completion
 
     def _store(self, key: str, completion: Completion) -> None:
-        data = json.dumps(completion.to_dict(), ensure_ascii=False)
+        # A reply may echo a key (a server's error page, a model repeating its prompt):
+        # the file keeps none (a rerun from the cache then sees the masked text).
+        data = json.dumps(scrub_value(completion.to_dict()), ensure_ascii=False)
         with self._lock:
             self._conn.execute(
                 "INSERT OR REPLACE INTO completions (key, completion) VALUES (?, ?)", (key, data)

@@ -37,6 +37,7 @@ from typing import Any
 
 from orgteams.agents.backends.base import Message
 from orgteams.agents.backends.openai_backend import OpenAIBackend
+from orgteams.envs.errors import MissingExtraError
 
 __all__ = ["LOCAL_MODEL", "LocalBackend", "LocalServer", "LocalServerError", "local_unavailable",
            "smollm2_path"]
@@ -73,7 +74,7 @@ def smollm2_path() -> Path:
 
 def _require_llama_cpp() -> None:
     if importlib.util.find_spec("llama_cpp") is None:
-        raise ImportError(f"{_INSTALL_HINT} (llama-cpp-python is not installed)")
+        raise MissingExtraError(f"{_INSTALL_HINT} (llama-cpp-python is not installed)")
 
 
 def local_unavailable() -> str | None:

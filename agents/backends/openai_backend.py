@@ -4,13 +4,33 @@ Structured output (``schema=``) has three wire modes, because servers disagree:
 
 * ``"json_schema"``: ``response_format={"type": "json_schema", ...}`` (OpenAI, vLLM).
 * ``"json_object"``: ``{"type": "json_object", "schema": ...}``, which llama.cpp's
-  servers turn into a grammar (llama-cpp-python 0.3.x answers HTTP 500 to json_schema).
+  servers turn into a grammar (llama-cpp-python 0.3.x answers json_schema with HTTP
+  500 ``response_format.type: Input should be 'text' or 'json_object'``).
 * ``"prompt"``: no ``response_format``; the schema goes into a system instruction.
 
-``structured="auto"`` tries them in that order until one works, on HTTP 400, 422 or
-500, and then keeps the mode that worked for the life of the backend. Once a mode has
-worked, an error is an error. Retries with backoff on 429, 5xx, timeouts and
-connection errors are the SDK's own (``max_retries``, ``timeout``).
+``structured="auto"`` starts with ``json_schema`` and moves down that list only when
+the server says the mode is not supported: HTTP 400, 415, 422, 500 or 501 whose error
+message names ``response_format``, ``json_schema`` or ``json_object``. Any other error
+(a transient 500, a timeout) never changes the mode. Each downgrade is recorded on the
+request that caused it (:attr:`Attempt.downgrade`) and in
+:attr:`OpenAIBackend.downgrades`; the mode that worked is kept for the life of the
+backend, and once a mode has worked an error is an error.
+
+Retry policy (ours, not the SDK's: the client is built with ``max_retries=0`` and
+`tenacity <https://tenacity.readthedocs.io>`_ drives the retries, so every request is
+an :class:`~orgteams.agents.backends.base.Attempt` in the reply or in the error):
+
+* Retried, up to ``max_retries`` more requests: timeouts, connection errors (refused,
+  dropped), protocol errors (a truncated or non-JSON body, a reply that is not a chat
+  completion), HTTP 408, 409, 429 and 5xx other than "mode not supported".
+* The wait before a retry is the server's ``Retry-After`` (``retry-after-ms`` or
+  ``retry-after`` seconds, up to 60 s) when it sends one, else exponential backoff
+  with full jitter: a random time up to ``min(max_backoff, backoff * 2 ** n)``.
+* Never retried: other 4xx (:class:`BackendConfigError`: our request or key is wrong)
+  and "mode not supported" (a downgrade in ``auto`` mode, else a config error).
+
+Defaults: ``timeout`` 30 s per request, ``max_retries`` 2; ``$ORGTEAMS_TIMEOUT`` and
+``$ORGTEAMS_MAX_RETRIES`` set them for backends built from a spec string.
 
 The API key is held privately: it never appears in ``repr``, error messages,
 completions or anything else this module returns.
@@ -23,9 +43,12 @@ import json
 import os
 import re
 import time
+from dataclasses import replace
 from typing import Any
 
+from orgteams.agents.backends import retry
 from orgteams.agents.backends.base import (
+    Attempt,
     BackendConfigError,
     BackendError,
     ChatBackend,
@@ -34,12 +57,13 @@ from orgteams.agents.backends.base import (
     Usage,
     parse_json_reply,
 )
+from orgteams.agents.backends.redact import scrub_text, scrub_url
+from orgteams.agents.backends.retry import UnexpectedBody, Unsupported
+from orgteams.envs.errors import MissingExtraError
 
 __all__ = ["MODES", "OpenAIBackend"]
 
 MODES = ("json_schema", "json_object", "prompt")
-_FALLBACK_STATUS = (400, 422, 500)
-_SERVER_FAULT_STATUS = (408, 409, 429)
 _NO_KEY = "sk-no-key-required"
 
 _INSTRUCTION = (
@@ -56,28 +80,27 @@ def _env(*names: str) -> str | None:
     return None
 
 
+def _env_number(name: str, default: float, kind: type) -> Any:
+    raw = os.environ.get(name)
+    if not raw:
+        return default
+    try:
+        return kind(raw)
+    except ValueError:
+        raise BackendConfigError(
+            f"${name} must be a {kind.__name__} number, got {raw!r}"
+        ) from None
+
+
 def _schema_name(schema: dict[str, Any]) -> str:
     return re.sub(r"[^A-Za-z0-9_-]", "_", str(schema.get("title", "reply")))[:64] or "reply"
-
-
-def _error_detail(exc: Any) -> str:
-    """The server's own error message, without the SDK's "Error code: N - " prefix."""
-    body = getattr(exc, "body", None)
-    if isinstance(body, dict):
-        inner = body.get("error", body)
-        message = inner.get("message") if isinstance(inner, dict) else inner
-        if message:
-            return str(message)
-    if isinstance(body, str) and body:
-        return body
-    return str(getattr(exc, "message", "") or exc)
 
 
 def _import_openai() -> Any:
     try:
         import openai
     except ImportError as exc:
-        raise ImportError(
+        raise MissingExtraError(
             'The openai backend needs the "llm" extra: pip install "orgteams[llm]"'
         ) from exc
     return openai
@@ -92,12 +115,16 @@ class OpenAIBackend(ChatBackend):
             ``$OPENAI_BASE_URL``, then OpenAI's.
         api_key: Default ``$ORGTEAMS_API_KEY``, then ``$OPENAI_API_KEY``. Optional
             when ``base_url`` is set (local servers need none).
-        timeout: Seconds per HTTP attempt.
-        max_retries: SDK retries (with backoff) on 429, 5xx, timeout, connection error.
+        timeout: Seconds per HTTP request; default ``$ORGTEAMS_TIMEOUT``, else 30.
+        max_retries: Requests after the first on a transient failure (see the module
+            docstring); default ``$ORGTEAMS_MAX_RETRIES``, else 2.
         structured: ``"auto"`` or one of :data:`MODES` (see the module docstring).
+        backoff: Base seconds of the exponential backoff between retries.
+        max_backoff: Longest backoff wait in seconds.
 
     Raises:
-        BackendConfigError: No model, no key for OpenAI's own server, bad ``structured``.
+        BackendConfigError: No model, no key for OpenAI's own server, bad ``structured``,
+            a negative timeout, retry count or backoff.
     """
 
     name = "openai"
@@ -107,14 +134,25 @@ class OpenAIBackend(ChatBackend):
         model: str | None = None,
         base_url: str | None = None,
         api_key: str | None = None,
-        timeout: float = 30.0,
-        max_retries: int = 2,
+        timeout: float | None = None,
+        max_retries: int | None = None,
         structured: str = "auto",
+        backoff: float = 0.5,
+        max_backoff: float = 8.0,
     ) -> None:
         openai = _import_openai()
         if structured != "auto" and structured not in MODES:
             raise BackendConfigError(
                 f"structured must be 'auto' or one of {', '.join(MODES)}; got {structured!r}"
+            )
+        timeout = timeout if timeout is not None else _env_number("ORGTEAMS_TIMEOUT", 30.0, float)
+        if max_retries is None:
+            max_retries = _env_number("ORGTEAMS_MAX_RETRIES", 2, int)
+        if not timeout > 0 or max_retries < 0 or not 0 <= backoff <= max_backoff:
+            raise BackendConfigError(
+                f"need timeout > 0, max_retries >= 0 and 0 <= backoff <= max_backoff; got "
+                f"timeout={timeout}, max_retries={max_retries}, backoff={backoff}, "
+                f"max_backoff={max_backoff}"
             )
         model = model or _env("ORGTEAMS_MODEL")
         if not model:
@@ -131,16 +169,22 @@ class OpenAIBackend(ChatBackend):
                 )
             key = _NO_KEY
         self.model = model
-        self.base_url = base_url
-        self.timeout = timeout
-        self.max_retries = max_retries
+        # What we show and record has no credentials; the clients get the real URL.
+        self.base_url = scrub_url(base_url)
+        self.__url = base_url
+        self.timeout = float(timeout)
+        self.max_retries = int(max_retries)
+        self.backoff = backoff
+        self.max_backoff = max_backoff
         self.structured = structured
+        self.downgrades: list[dict[str, Any]] = []
+        """Every structured-mode downgrade: ``{"from", "to", "status", "detail"}``."""
         self._mode = MODES[0] if structured == "auto" else structured
         self._mode_confirmed = structured != "auto"
         self.__key = key
-        self._client = openai.OpenAI(
-            api_key=key, base_url=base_url, timeout=timeout, max_retries=max_retries
-        )
+        # max_retries=0: the SDK must not retry behind our back (see the module docstring).
+        self._client = openai.OpenAI(api_key=key, base_url=base_url, timeout=self.timeout,
+                                     max_retries=0)
         self._aclient: Any = None
         self._aloop: asyncio.AbstractEventLoop | None = None
 
@@ -156,7 +200,12 @@ class OpenAIBackend(ChatBackend):
         return self._mode
 
     def _scrub(self, text: str) -> str:
-        return text.replace(self.__key, "***") if self.__key else text
+        """``text`` without the key, the URL's credentials or key-like strings."""
+        if self.__key:
+            text = text.replace(self.__key, "***")
+        if self.__url and self.base_url:
+            text = text.replace(self.__url, self.base_url)
+        return scrub_text(text)
 
     def _request(
         self,
@@ -190,10 +239,11 @@ class OpenAIBackend(ChatBackend):
             kwargs["response_format"] = {"type": "json_object", "schema": schema}
         return kwargs
 
-    def _to_completion(
-        self, response: Any, schema: dict[str, Any] | None, started: float
-    ) -> Completion:
-        text = (response.choices[0].message.content or "") if response.choices else ""
+    def _to_completion(self, response: Any, schema: dict[str, Any] | None) -> Completion:
+        choices = getattr(response, "choices", None)
+        if not isinstance(choices, list):  # the SDK hands back the text of a non-JSON body
+            raise UnexpectedBody(f"not a chat completion: {str(response)[:120]!r}")
+        text = (choices[0].message.content or "") if choices else ""
         usage = response.usage
         return Completion(
             text=text,
@@ -202,46 +252,72 @@ class OpenAIBackend(ChatBackend):
                 prompt_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
                 completion_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
             ),
-            latency=time.perf_counter() - started,
+            latency=0.0,
             raw=response.model_dump(mode="json"),
             model=response.model or self.model,
         )
 
-    def _convert_error(self, exc: Exception) -> Exception:
-        """Map an SDK exception to BackendError / BackendConfigError, key scrubbed."""
-        openai = _import_openai()
-        if isinstance(exc, openai.APITimeoutError):
-            return BackendError(
-                f"timeout after {self.timeout}s x {self.max_retries + 1} attempts", kind="timeout"
-            )
-        if isinstance(exc, openai.APIConnectionError):
-            return BackendError(
-                self._scrub(f"connection failed to {self.base_url or 'api.openai.com'}"),
-                kind="connection",
-            )
-        if isinstance(exc, openai.APIStatusError):
-            status = exc.status_code
-            detail = self._scrub(_error_detail(exc))[:300]
-            if status >= 500 or status in _SERVER_FAULT_STATUS:
-                return BackendError(f"HTTP {status}: {detail}", status=status)
-            return BackendConfigError(f"HTTP {status} from {self.model!r}: {detail}")
-        return exc
+    def _failed(self, exc: Exception, label: str, kwargs: dict[str, Any], started: float,
+                attempts: list[Attempt]) -> Exception:
+        """Record the failed request; the exception to raise (``exc`` if not a fault)."""
+        attempt, error = retry.classify(
+            exc, label=label, has_format="response_format" in kwargs,
+            latency=time.perf_counter() - started, timeout=self.timeout,
+            number=len(attempts) + 1, where=self.base_url or "api.openai.com",
+            model=self.model, scrub=self._scrub)
+        if attempt is not None:
+            attempts.append(attempt)
+        return error
+
+    def _policy(self, asynchronous: bool = False) -> Any:
+        return retry.policy(asynchronous=asynchronous, max_retries=self.max_retries,
+                            backoff=self.backoff, max_backoff=self.max_backoff)
 
     def _modes_to_try(self, schema: dict[str, Any] | None) -> list[str]:
         if schema is None or self._mode_confirmed:
             return [self._mode]
         return list(MODES[MODES.index(self._mode) :])
 
-    @staticmethod
-    def _should_fall_back(exc: Exception, mode: str, modes: list[str]) -> bool:
-        """True when an unsettled ``auto`` mode was rejected and another mode is left."""
-        status = getattr(exc, "status_code", None)
-        return status in _FALLBACK_STATUS and mode != modes[-1]
+    def _downgrade(self, mode: str, exc: Unsupported, attempts: list[Attempt]) -> bool:
+        """Move an unsettled ``auto`` backend to the next mode; False when none is left."""
+        if self.structured != "auto" or self._mode_confirmed or mode == MODES[-1]:
+            return False
+        nxt = MODES[MODES.index(mode) + 1]
+        attempts[-1] = replace(attempts[-1], downgrade=nxt)
+        self.downgrades.append({"from": mode, "to": nxt, "status": exc.status,
+                                "detail": exc.detail})
+        self._mode = nxt
+        return True
 
-    def _settle(self, mode: str, schema: dict[str, Any] | None) -> None:
+    def _not_supported(self, mode: str, exc: Unsupported, attempts: list[Attempt]
+                       ) -> Exception:
+        if self.structured != "auto":
+            return BackendConfigError(
+                f"HTTP {exc.status} from {self.model!r}: structured={mode!r} is not supported "
+                f"by this server ({exc.detail}); use structured='auto'"
+            )
+        return BackendError(f"HTTP {exc.status}: {exc.detail}", status=exc.status,
+                            attempts=attempts)
+
+    def _finish(self, completion: Completion, mode: str, schema: dict[str, Any] | None,
+                attempts: list[Attempt], started: float) -> Completion:
         if schema is not None and not self._mode_confirmed:
             self._mode = mode
             self._mode_confirmed = True
+        completion.latency = time.perf_counter() - started
+        completion.attempts = list(attempts)
+        return completion
+
+    def _send(self, kwargs: dict[str, Any], label: str, schema: dict[str, Any] | None,
+              attempts: list[Attempt]) -> Completion:
+        started = time.perf_counter()
+        try:
+            completion = self._to_completion(
+                self._client.chat.completions.create(**kwargs), schema)
+        except Exception as exc:  # noqa: BLE001 - _failed re-raises what is not a server fault
+            raise self._failed(exc, label, kwargs, started, attempts) from None
+        attempts.append(Attempt(label, 200, latency=time.perf_counter() - started))
+        return completion
 
     def complete(
         self,
@@ -253,20 +329,24 @@ class OpenAIBackend(ChatBackend):
         seed: int | None = None,
     ) -> Completion:
         """One chat completion (see :meth:`ChatBackend.complete`)."""
-        openai = _import_openai()
-        modes = self._modes_to_try(schema)
-        for mode in modes:
-            started = time.perf_counter()
+        attempts: list[Attempt] = []
+        started = time.perf_counter()
+        for mode in self._modes_to_try(schema):
             kwargs = self._request(mode, messages, schema, temperature, max_tokens, seed)
+            label = mode if schema is not None else ""
             try:
-                response = self._client.chat.completions.create(**kwargs)
-            except openai.OpenAIError as exc:
-                if self._should_fall_back(exc, mode, modes):
+                for attempt in self._policy():
+                    with attempt:
+                        completion = self._send(kwargs, label, schema, attempts)
+            except Unsupported as exc:
+                if self._downgrade(mode, exc, attempts):
                     continue
-                raise self._convert_error(exc) from None
-            self._settle(mode, schema)
-            return self._to_completion(response, schema, started)
-        raise RuntimeError("unreachable: the last mode never falls back")
+                raise self._not_supported(mode, exc, attempts) from None
+            except BackendError as exc:
+                exc.attempts = list(attempts)
+                raise
+            return self._finish(completion, mode, schema, attempts, started)
+        raise RuntimeError("unreachable: the last mode is never downgraded")
 
     def _async_client(self) -> Any:
         # An AsyncOpenAI client's connection pool belongs to one event loop.
@@ -274,12 +354,23 @@ class OpenAIBackend(ChatBackend):
         if self._aclient is None or self._aloop is not loop:
             self._aclient = _import_openai().AsyncOpenAI(
                 api_key=self.__key,
-                base_url=self.base_url,
+                base_url=self.__url,
                 timeout=self.timeout,
-                max_retries=self.max_retries,
+                max_retries=0,
             )
             self._aloop = loop
         return self._aclient
+
+    async def _asend(self, client: Any, kwargs: dict[str, Any], label: str,
+                     schema: dict[str, Any] | None, attempts: list[Attempt]) -> Completion:
+        started = time.perf_counter()
+        try:
+            completion = self._to_completion(
+                await client.chat.completions.create(**kwargs), schema)
+        except Exception as exc:  # noqa: BLE001 - _failed re-raises what is not a server fault
+            raise self._failed(exc, label, kwargs, started, attempts) from None
+        attempts.append(Attempt(label, 200, latency=time.perf_counter() - started))
+        return completion
 
     async def acomplete(
         self,
@@ -291,21 +382,25 @@ class OpenAIBackend(ChatBackend):
         seed: int | None = None,
     ) -> Completion:
         """Async :meth:`complete` with the SDK's ``AsyncOpenAI`` client."""
-        openai = _import_openai()
         client = self._async_client()
-        modes = self._modes_to_try(schema)
-        for mode in modes:
-            started = time.perf_counter()
+        attempts: list[Attempt] = []
+        started = time.perf_counter()
+        for mode in self._modes_to_try(schema):
             kwargs = self._request(mode, messages, schema, temperature, max_tokens, seed)
+            label = mode if schema is not None else ""
             try:
-                response = await client.chat.completions.create(**kwargs)
-            except openai.OpenAIError as exc:
-                if self._should_fall_back(exc, mode, modes):
+                async for attempt in self._policy(asynchronous=True):
+                    with attempt:
+                        completion = await self._asend(client, kwargs, label, schema, attempts)
+            except Unsupported as exc:
+                if self._downgrade(mode, exc, attempts):
                     continue
-                raise self._convert_error(exc) from None
-            self._settle(mode, schema)
-            return self._to_completion(response, schema, started)
-        raise RuntimeError("unreachable: the last mode never falls back")
+                raise self._not_supported(mode, exc, attempts) from None
+            except BackendError as exc:
+                exc.attempts = list(attempts)
+                raise
+            return self._finish(completion, mode, schema, attempts, started)
+        raise RuntimeError("unreachable: the last mode is never downgraded")
 
     async def aclose(self) -> None:
         """Close the async client while its event loop still runs (no 'loop is closed')."""

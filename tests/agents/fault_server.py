@@ -2,16 +2,27 @@
 
 Runs stdlib ``http.server`` on 127.0.0.1 in a daemon thread. Set ``server.mode``:
 
-* ``"ok"``: reply with ``server.reply_text`` (default a small JSON object).
-* ``"http500"``: HTTP 500 on every chat request (with ``retry-after-ms`` so the SDK
-  retries fast).
-* ``"timeout"``: sleep ``server.delay`` seconds before answering.
-* ``"invalid_json"``: reply with assistant text that is not JSON.
+* ``"ok"``: reply with ``server.reply_text`` (default a small JSON object; ``None``:
+  the minimal valid object of the request's schema, so any caller's reply validates).
+* ``"http500"``: HTTP 500 on every chat request (with ``retry-after-ms`` so retries
+  are fast).
+* ``"http429"``: HTTP 429 rate limit (with ``retry-after-ms``).
+* ``"timeout"`` (a hang): sleep ``server.delay`` seconds before answering.
+* ``"truncated"``: HTTP 200, then the connection closes halfway through the JSON body
+  (no content-length: the client reads a cut-off body, as when a server dies mid-reply).
+* ``"non_json"``: HTTP 200 with an HTML page instead of JSON (a proxy's error page).
+* ``"drop"``: close the connection without any response.
+* ``"invalid_json"``: a well-formed reply whose assistant text is not JSON.
 * ``"reject_json_schema"``: HTTP 500 for ``response_format.type == "json_schema"``
-  (like llama-cpp-python 0.3.x), normal replies otherwise.
+  with llama-cpp-python 0.3.x's own message, normal replies otherwise.
 * ``"reject_response_format"``: HTTP 400 for any ``response_format``.
+* ``"chaos"``: each chat request gets a fault with probability ``server.fault_rate``
+  (seeded by ``seed``), else a normal reply; the faults take turns in the order of
+  ``server.faults`` (default ``CHAOS_FAULTS``), so every kind comes up once seven have
+  been injected.
 
-Every chat request body is appended to ``server.requests``.
+Every chat request body is appended to ``server.requests``, and every injected fault
+to ``server.injected`` as ``{"n": request index, "fault": mode}``.
 
 Run as a script (``python fault_server.py --port N [--model PATH] ...``) it stands in
 for ``python -m llama_cpp.server`` in tests of the local-server process management:
@@ -21,12 +32,26 @@ it exits with an error when the model file starts with ``b"crash"``.
 from __future__ import annotations
 
 import json
+import random
+import socket
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-MODES = ("ok", "http500", "timeout", "invalid_json", "reject_json_schema", "reject_response_format")
+FAULTS = ("http500", "http429", "timeout", "truncated", "non_json", "drop")
+"""The transport faults: the model call fails."""
+CHAOS_FAULTS = (*FAULTS, "invalid_json")
+"""What ``chaos`` mode injects by default: the transport faults and a reply whose
+assistant text is not JSON (``INVALID_TEXT``; the model's fault, not the server's)."""
+INVALID_TEXT = "Sure! I would pick a."
+MODES = ("ok", *CHAOS_FAULTS, "reject_json_schema", "reject_response_format", "chaos")
+LLAMA_CPP_JSON_SCHEMA_ERROR = (
+    "1 validation error:\n  {'type': 'literal_error', 'loc': ('body', 'response_format', "
+    "'type'), 'msg': \"Input should be 'text' or 'json_object'\", 'input': 'json_schema', "
+    "'ctx': {'expected': \"'text' or 'json_object'\"}}"
+)
+"""What llama-cpp-python 0.3.36's server answers (HTTP 500) to a json_schema request."""
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -41,12 +66,20 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_response(status)
             self.send_header("content-type", "application/json")
             self.send_header("content-length", str(len(data)))
-            if status >= 500:
+            if status >= 500 or status == 429:
                 self.send_header("retry-after-ms", "5")
             self.end_headers()
             self.wfile.write(data)
         except (BrokenPipeError, ConnectionResetError):
             pass  # the client gave up (timeout mode)
+
+    def _raw(self, head: bytes, body: bytes) -> None:
+        try:
+            self.wfile.write(head + body)
+            self.wfile.flush()
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+        self.close_connection = True
 
     def do_GET(self) -> None:  # noqa: N802  (stdlib name)
         if self.path.rstrip("/").endswith("/models"):
@@ -58,23 +91,41 @@ class _Handler(BaseHTTPRequestHandler):
         length = int(self.headers.get("content-length", 0))
         body = json.loads(self.rfile.read(length) or b"{}")
         srv = self.server
+        mode = srv.draw()
         with srv.lock:
+            n = len(srv.requests)
             srv.requests.append(body)
             srv.auth_headers.append(self.headers.get("authorization", ""))
-        mode = srv.mode
-        fmt = (body.get("response_format") or {}).get("type")
+            if mode in CHAOS_FAULTS:
+                srv.injected.append({"n": n, "fault": mode})
+        fmt = body.get("response_format") or {}
         if mode == "http500":
             return self._send(500, {"error": {"message": "injected failure"}})
-        if mode == "reject_json_schema" and fmt == "json_schema":
-            return self._send(
-                500, {"error": {"message": "response_format type json_schema is not supported"}}
-            )
-        if mode == "reject_response_format" and fmt is not None:
+        if mode == "http429":
+            return self._send(429, {"error": {"message": "rate limit (injected)"}})
+        if mode == "drop":
+            self.connection.shutdown(socket.SHUT_RDWR)
+            self.close_connection = True
+            return None
+        if mode == "non_json":
+            page = b"<html><body><h1>502 Bad Gateway</h1></body></html>"
+            return self._raw(b"HTTP/1.1 200 OK\r\ncontent-type: text/html\r\n"
+                             b"content-length: %d\r\nconnection: close\r\n\r\n" % len(page), page)
+        if mode == "reject_json_schema" and fmt.get("type") == "json_schema":
+            return self._send(500, {"error": {"message": LLAMA_CPP_JSON_SCHEMA_ERROR,
+                                              "type": "internal_server_error"}})
+        if mode == "reject_response_format" and fmt:
             return self._send(400, {"error": {"message": "unknown field: response_format"}})
         if mode == "timeout":
             time.sleep(srv.delay)
-        text = "Sure! I would pick a." if mode == "invalid_json" else srv.reply_text
-        self._send(200, _chat_response(body.get("model", "fake-model"), text))
+        text = INVALID_TEXT if mode == "invalid_json" else srv.reply_for(fmt)
+        reply = _chat_response(body.get("model", "fake-model"), text)
+        if mode == "truncated":
+            data = json.dumps(reply).encode()
+            # HTTP/1.0-style: no content-length, the body ends where the connection does.
+            return self._raw(b"HTTP/1.0 200 OK\r\ncontent-type: application/json\r\n\r\n",
+                             data[: len(data) // 2])
+        return self._send(200, reply)
 
 
 def _chat_response(model: str, text: str) -> dict[str, Any]:
@@ -102,23 +153,55 @@ class FaultServer(ThreadingHTTPServer):
     def __init__(
         self,
         mode: str = "ok",
-        reply_text: str = '{"action": "a"}',
+        reply_text: str | None = '{"action": "a"}',
         delay: float = 2.0,
         port: int = 0,
+        *,
+        fault_rate: float = 0.3,
+        faults: tuple[str, ...] = CHAOS_FAULTS,
+        seed: int = 0,
     ) -> None:
         if mode not in MODES:
             raise ValueError(f"unknown mode {mode!r}; known: {', '.join(MODES)}")
+        unknown = [f for f in faults if f not in CHAOS_FAULTS]
+        if unknown:
+            raise ValueError(f"unknown faults {unknown}; known: {', '.join(CHAOS_FAULTS)}")
         super().__init__(("127.0.0.1", port), _Handler)
         self.mode = mode
         self.reply_text = reply_text
         self.delay = delay
+        self.fault_rate = fault_rate
+        self.faults = tuple(faults)
         self.lock = threading.Lock()
         self.requests: list[dict[str, Any]] = []
         self.auth_headers: list[str] = []
+        self.injected: list[dict[str, Any]] = []
+        self._rng = random.Random(seed)
+        self._turn = 0
         self._thread = threading.Thread(
             target=self.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
         )
         self._thread.start()
+
+    def draw(self) -> str:
+        """The mode of the next request (a random fault or ``ok`` in chaos mode)."""
+        if self.mode != "chaos":
+            return self.mode
+        with self.lock:
+            if self._rng.random() < self.fault_rate:
+                self._turn += 1
+                return self.faults[(self._turn - 1) % len(self.faults)]
+        return "ok"
+
+    def reply_for(self, response_format: dict[str, Any]) -> str:
+        """``reply_text``, or the minimal valid object of the request's schema."""
+        if self.reply_text is not None:
+            return self.reply_text
+        from orgteams.agents.backends.scripted import minimal_instance
+
+        schema = response_format.get("schema") or (
+            response_format.get("json_schema") or {}).get("schema")
+        return json.dumps(minimal_instance(schema) if schema else {})
 
     @property
     def base_url(self) -> str:

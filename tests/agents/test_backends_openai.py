@@ -8,6 +8,7 @@ import re
 import pytest
 
 from orgteams.agents.backends import BackendConfigError, BackendError, OpenAIBackend, Usage
+from orgteams.agents.backends.base import Attempt
 
 SCHEMA = {
     "title": "Act",
@@ -19,7 +20,7 @@ MESSAGES = [{"role": "user", "content": "Pick a or b."}]
 
 
 def make(server, **kwargs) -> OpenAIBackend:
-    kwargs = {"timeout": 2.0, "max_retries": 1, **kwargs}
+    kwargs = {"timeout": 2.0, "max_retries": 1, "backoff": 0.01, **kwargs}
     return OpenAIBackend("fake-model", base_url=server.base_url, api_key="sk-test", **kwargs)
 
 
@@ -51,12 +52,12 @@ def test_auto_falls_back_to_json_object_and_remembers(fault_server):
     assert backend.complete(MESSAGES, schema=SCHEMA).parsed == {"action": "a"}
     assert backend.mode == "json_object"
     formats = [r["response_format"]["type"] for r in fault_server.requests]
-    # json_schema is tried (1 + max_retries attempts), then json_object once.
-    assert formats == ["json_schema", "json_schema", "json_object"]
+    # "not supported" is not retried: json_schema once, then json_object once.
+    assert formats == ["json_schema", "json_object"]
     assert fault_server.requests[-1]["response_format"]["schema"] == SCHEMA
     backend.complete(MESSAGES, schema=SCHEMA)
     assert fault_server.requests[-1]["response_format"]["type"] == "json_object"
-    assert len(fault_server.requests) == 4
+    assert len(fault_server.requests) == 3
 
 
 def test_auto_falls_back_to_prompt_mode(fault_server):
@@ -73,8 +74,11 @@ def test_auto_falls_back_to_prompt_mode(fault_server):
 def test_fixed_mode_does_not_fall_back(fault_server):
     fault_server.mode = "reject_json_schema"
     backend = make(fault_server, structured="json_schema")
-    with pytest.raises(BackendError, match=re.escape("HTTP 500: ")):
+    with pytest.raises(BackendConfigError, match=re.escape(
+            "HTTP 500 from 'fake-model': structured='json_schema' is not supported by this "
+            "server (1 validation error:")):
         backend.complete(MESSAGES, schema=SCHEMA)
+    assert len(fault_server.requests) == 1 and backend.downgrades == []
 
 
 def test_http500_raises_backend_error_after_bounded_retries(fault_server):
@@ -87,13 +91,18 @@ def test_http500_raises_backend_error_after_bounded_retries(fault_server):
     assert len(fault_server.requests) == 2  # 1 try + max_retries=1
 
 
-def test_http500_in_auto_mode_tries_every_mode_then_raises(fault_server):
+def test_transient_500_in_auto_mode_never_downgrades(fault_server):
+    # A 500 that does not say "not supported" is a fault, not an answer about modes.
     fault_server.mode = "http500"
     backend = make(fault_server, max_retries=0)
     with pytest.raises(BackendError, match=re.escape("HTTP 500: injected failure")):
         backend.complete(MESSAGES, schema=SCHEMA)
-    assert len(fault_server.requests) == 3
-    assert backend.mode == "json_schema"  # nothing worked, nothing remembered
+    assert len(fault_server.requests) == 1
+    assert backend.mode == "json_schema" and backend.downgrades == []
+    fault_server.mode = "ok"
+    reply = backend.complete(MESSAGES, schema=SCHEMA)
+    assert backend.mode == "json_schema"
+    assert [a.mode for a in reply.attempts] == ["json_schema"]
 
 
 def test_timeout_raises_backend_error(fault_server):
@@ -173,3 +182,106 @@ def test_repr_masks_key(fault_server):
     backend = make(fault_server)
     assert "sk-test" not in repr(backend)
     assert "api_key='***'" in repr(backend)
+
+
+# ---- faults: every request is an Attempt, our retry policy, recorded downgrades ----
+
+FAULT_RECORDS = {
+    # mode: (BackendError.kind, Attempt.status, Attempt.error, reason start)
+    "http500": ("http", 500, "InternalServerError", "HTTP 500: injected failure"),
+    "http429": ("http", 429, "RateLimitError", "HTTP 429: rate limit (injected)"),
+    "timeout": ("timeout", None, "APITimeoutError", "timeout after 0.2s x 3 attempts"),
+    "truncated": ("protocol", None, "JSONDecodeError",
+                  "unreadable reply body (JSONDecodeError: "),
+    "non_json": ("protocol", None, "UnexpectedBody",
+                 "unreadable reply body (UnexpectedBody: not a chat completion: '<html>"),
+    "drop": ("connection", None, "APIConnectionError", "connection failed to http://127.0.0"),
+}
+
+
+@pytest.mark.parametrize("mode", sorted(FAULT_RECORDS))
+@pytest.mark.parametrize("call", ["sync", "async"])
+def test_each_fault_is_retried_and_every_attempt_recorded(fault_server, mode, call):
+    fault_server.mode, fault_server.delay = mode, 1.0
+    backend = make(fault_server, timeout=0.2, max_retries=2)
+    kind, status, error, reason = FAULT_RECORDS[mode]
+    with pytest.raises(BackendError, match=re.escape(reason)) as info:
+        if call == "sync":
+            backend.complete(MESSAGES, schema=SCHEMA)
+        else:
+            asyncio.run(backend.acomplete(MESSAGES, schema=SCHEMA))
+    exc = info.value
+    assert exc.kind == kind
+    assert len(fault_server.requests) == 3 == len(exc.attempts)  # ours: 1 + max_retries
+    assert [(a.mode, a.status, a.kind, a.error) for a in exc.attempts] == [
+        ("json_schema", status, kind, error)] * 3
+    assert all(a.latency > 0 and not a.ok for a in exc.attempts)
+    assert backend.mode == "json_schema" and backend.downgrades == []
+
+
+def test_truncated_body_then_success_keeps_the_failed_attempt(fault_server):
+    # The SDK's raw JSONDecodeError used to escape; now it is a retried, recorded fault.
+    fault_server.mode = "chaos"
+    fault_server.fault_rate, fault_server.faults = 1.0, ("truncated",)
+    backend = make(fault_server)
+    calls = []
+    real = fault_server.draw
+
+    def once() -> str:
+        calls.append(1)
+        return real() if len(calls) == 1 else "ok"
+
+    fault_server.draw = once
+    reply = backend.complete(MESSAGES, schema=SCHEMA)
+    assert reply.parsed == {"action": "a"}
+    assert [(a.kind, a.error) for a in reply.attempts] == [("protocol", "JSONDecodeError"),
+                                                           (None, None)]
+    assert fault_server.injected == [{"n": 0, "fault": "truncated"}]
+
+
+def test_retry_after_header_sets_the_wait(fault_server, monkeypatch):
+    import time
+
+    waits: list[float] = []
+    monkeypatch.setattr(time, "sleep", waits.append)  # tenacity's nap calls time.sleep
+    fault_server.mode = "http429"
+    backend = make(fault_server, max_retries=2, backoff=5.0, max_backoff=5.0)
+    with pytest.raises(BackendError):
+        backend.complete(MESSAGES)
+    assert waits == [0.005, 0.005]  # the server's retry-after-ms, not our 5 s backoff
+
+
+def test_sdk_never_retries_on_its_own(fault_server):
+    fault_server.mode = "http500"
+    backend = make(fault_server, max_retries=0)
+    with pytest.raises(BackendError):
+        backend.complete(MESSAGES)
+    assert len(fault_server.requests) == 1
+    assert backend._client.max_retries == 0
+
+
+def test_llama_cpp_json_schema_rejection_downgrades_once_and_records_it(fault_server):
+    fault_server.mode = "reject_json_schema"
+    backend = make(fault_server)
+    reply = backend.complete(MESSAGES, schema=SCHEMA)
+    first, second = reply.attempts
+    assert (first.mode, first.status, first.kind, first.downgrade) == (
+        "json_schema", 500, "unsupported", "json_object")
+    assert "Input should be 'text' or 'json_object'" in first.detail
+    assert (second.mode, second.status, second.ok) == ("json_object", 200, True)
+    assert backend.downgrades == [{"from": "json_schema", "to": "json_object", "status": 500,
+                                   "detail": first.detail}]
+    again = backend.complete(MESSAGES, schema=SCHEMA).attempts
+    assert again == [Attempt("json_object", 200, latency=again[0].latency)]
+    assert len(backend.downgrades) == 1
+
+
+def test_retry_settings_from_the_environment(monkeypatch, fault_server):
+    monkeypatch.setenv("ORGTEAMS_TIMEOUT", "0.5")
+    monkeypatch.setenv("ORGTEAMS_MAX_RETRIES", "0")
+    backend = OpenAIBackend("m", base_url=fault_server.base_url)
+    assert (backend.timeout, backend.max_retries) == (0.5, 0)
+    monkeypatch.setenv("ORGTEAMS_MAX_RETRIES", "many")
+    with pytest.raises(BackendConfigError,
+                       match=re.escape("$ORGTEAMS_MAX_RETRIES must be a int number, got 'many'")):
+        OpenAIBackend("m", base_url=fault_server.base_url)

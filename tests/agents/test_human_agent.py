@@ -123,7 +123,7 @@ def test_heard_messages_are_shown():
     human, shown = make("A")
     human.receive([ReceivedMessage("agent_1", "everyone", "fridge has cupcakes", 1)])
     run(human.act(FakeEnv(), 2))
-    assert "  Round 1, agent_1 to everyone: fridge has cupcakes" in shown[0]
+    assert '  Round 1, agent_1 to everyone: "fridge has cupcakes"' in shown[0]
 
 
 # ---- answering in the pygame window (injected TEXTINPUT / KEYDOWN events) ----

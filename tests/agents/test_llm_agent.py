@@ -79,7 +79,7 @@ def test_good_communicate_reply_maps_names_to_ids():
     assert not decision.abstain and decision.role is None and decision.vote is None
     # what it said is remembered (once, even if the runner echoes it back)
     agent.receive([ReceivedMessage("agent_0", ("agent_1",), "Take the fridge.", 3)])
-    assert agent.log.dialogue_lines(TEAM, "agent_0") == ["Round 3, you to Bob: Take the fridge."]
+    assert agent.log.dialogue_lines(TEAM, "agent_0") == ['Round 3, you to Bob: "Take the fridge."']
 
 
 def test_invalid_reply_gets_one_exact_correction_then_succeeds():
@@ -212,7 +212,7 @@ def test_visible_outputs_of_this_round_are_shown():
     ])
     run(LLMAgent("agent_1", backend).communicate(ctx, FakeEnv()))
     text = backend.calls[0][1]["content"]
-    assert "Said so far this round:\nAlice (leader) to everyone: Bob: fridge.\n" \
+    assert 'Said so far this round:\nAlice (leader) to everyone: "Bob: fridge."\n' \
            "Charlie abstained." in text
 
 

@@ -8,7 +8,13 @@ import urllib.request
 
 import pytest
 
-from orgteams.agents.backends import LocalBackend, LocalServer, LocalServerError, make_backend
+from orgteams.agents.backends import (
+    LocalBackend,
+    LocalServer,
+    LocalServerError,
+    OpenAIBackend,
+    make_backend,
+)
 from orgteams.agents.backends.local import local_unavailable
 
 pytestmark = [
@@ -46,6 +52,20 @@ def test_complete_returns_schema_valid_json(server):
     assert reply.model == "smollm2-135m-instruct"
     assert backend.mode == "json_object"
 
+
+def test_auto_mode_downgrades_once_on_the_real_server(server):
+    # The fault server's "reject_json_schema" imitates this answer; this keeps the
+    # "not supported" rule honest against the real llama-cpp-python server.
+    backend = OpenAIBackend("smollm2", base_url=server.base_url, max_retries=0, timeout=120)
+    reply = backend.complete([{"role": "user", "content": "Pick a or b."}], schema=SCHEMA,
+                             max_tokens=16)
+    rejected, answered = reply.attempts
+    assert (rejected.mode, rejected.status, rejected.kind, rejected.downgrade) == (
+        "json_schema", 500, "unsupported", "json_object")
+    assert "Input should be 'text' or 'json_object'" in rejected.detail
+    assert (answered.mode, answered.status, answered.ok) == ("json_object", 200, True)
+    assert reply.parsed in ({"action": "a"}, {"action": "b"})
+    assert backend.mode == "json_object" and len(backend.downgrades) == 1
 
 def test_server_shuts_down_on_close():
     srv = LocalServer()

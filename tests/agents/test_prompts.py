@@ -130,14 +130,15 @@ def test_communicate_prompt_has_the_papers_parts():
     assert system["role"] == "system" and "You are Alice, one of 3 agents" in system["content"]
     text = user["content"]
     for part in (
-        "Organization instruction:\nAlice is the leader. Follow her orders.",
+        'Organization instruction (from your organization; each of its lines starts with '
+        '"> "):\n> Alice is the leader. Follow her orders.',
         "You are Alice, your role is: leader. Your teammates: Bob, Charlie. This is round 3.",
         "Goal: ON(cupcake, coffee_table): 2 (1 done)",
         "Progress: 1 of 2 goal items done. Still to do: ON(cupcake, coffee_table): 2.",
         "Rooms seen: kitchen.\ncupcake_1: on kitchen_table.",
         "What you see now:\nYou are agent_0, in the kitchen.",
         "A. [goexplore] <kitchen>\nB. [gocheck] <fridge>\nC. [gograb] <cupcake_1>\nD. [wait]",
-        "Latest dialogue (up to 12 messages):\n(none yet)",
+        "Latest dialogue (up to 12 messages, one per line, the words in quotes):\n(none yet)",
         'You may message: Bob, Charlie (or "everyone").',
     ):
         assert part in text, part
@@ -166,8 +167,8 @@ def test_dialogue_window_keeps_latest_messages():
     run(agent.communicate(comm_ctx(), FakeEnv()))
     text = backend.calls[0][1]["content"]
     assert "note 00" not in text and "note 02" not in text
-    assert "Round 3, Bob to everyone: note 03" in text and "note 14" in text
-    assert text.count(", Bob to everyone: note") == 12
+    assert 'Round 3, Bob to everyone: "note 03"' in text and "note 14" in text
+    assert text.count(', Bob to everyone: "note') == 12
 
 
 def test_action_window_keeps_latest_actions():
@@ -184,7 +185,7 @@ def test_action_window_keeps_latest_actions():
 def test_dialogue_lines_name_receivers_and_self():
     log = DialogueLog()
     log.heard([ReceivedMessage("agent_1", ("agent_0", "agent_2"), "hi", 1)])
-    assert log.dialogue_lines(TEAM, "agent_0") == ["Round 1, Bob to you, Charlie: hi"]
+    assert log.dialogue_lines(TEAM, "agent_0") == ['Round 1, Bob to you, Charlie: "hi"']
 
 
 def test_negative_window_is_rejected():

@@ -7,6 +7,7 @@ import json
 import pytest
 
 from orgteams.cli import main
+from orgteams.envs.errors import MissingExtraError
 from orgteams.organizations.team_log import read_log
 
 
@@ -91,8 +92,8 @@ def test_record_a_png_frame(capsys, tmp_path):
 def test_missing_local_extra_is_one_clear_line(capsys, monkeypatch):
     import orgteams.agents.backends.local as local
 
-    def missing():
-        raise ImportError(f"{local._INSTALL_HINT} (llama-cpp-python is not installed)")
+    def missing():  # what _require_llama_cpp raises where llama-cpp-python is absent
+        raise MissingExtraError(f"{local._INSTALL_HINT} (llama-cpp-python is not installed)")
 
     monkeypatch.setattr(local, "_require_llama_cpp", missing)
     monkeypatch.setattr(local.LocalServer, "_shared", None)  # no server from earlier tests

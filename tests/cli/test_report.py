@@ -151,3 +151,32 @@ def test_sweep_then_report_end_to_end(tmp_path, capsys):
     rep = report(tmp_path / "results.jsonl", tmp_path / "report")
     assert [g["n"] for g in rep["groups"]] == [3, 3]
     assert group(rep, "leader")["welch_vs_baseline"]["baseline"] == "none"
+
+
+def test_stopped_episodes_are_listed_not_averaged(tmp_path):
+    path = tmp_path / "results.jsonl"
+    write_results(path, truncated=False)
+    cell = {"task": "put_fridge", "layout": "studio", "organization": "none", "agents": 3,
+            "backend": "planner", "seed": 7}
+    key = "put_fridge|studio|none|3|planner|7"
+    stopped = {"success": False, "ticks": 1, "rounds": 1, "comm_tokens_per_step": 0.0,
+               "episode_status": "error", "stop_reason": "server gone"}
+    with path.open("a") as fh:
+        # an "ok" row whose episode did not really play (written by older code) and the
+        # sweep's own error row for another cell: neither enters any mean
+        fh.write(json.dumps({"key": key, "cell": cell, "status": "ok", "error": None,
+                             "summary": stopped}) + "\n")
+        fh.write(json.dumps({"key": key.replace("|7", "|8"), "cell": {**cell, "seed": 8},
+                             "status": "error", "error": "episode error: server gone",
+                             "summary": stopped}) + "\n")
+    out = report(path, tmp_path / "rep", plots=False)
+    none = next(g for g in out["groups"] if g["organization"] == "none")
+    assert none["n"] == len(EPISODES["none"]) and none["errors"] == 2
+    ticks = [t for _, t, _, _ in EPISODES["none"]]
+    assert none["metrics"]["ticks"]["all_episodes"]["mean"] == pytest.approx(
+        sum(ticks) / len(ticks))
+    assert [(f["key"], f["status"], f["episode_status"]) for f in out["failed"]][-2:] == [
+        (key, "ok", "error"), (key.replace("|7", "|8"), "error", "error")]
+    md = (tmp_path / "rep" / "report.md").read_text()
+    assert "## Cells left out (did not play to the end)" in md
+    assert f"| `{key.replace('|7', '|8')}` | error | error | episode error: server gone |" in md

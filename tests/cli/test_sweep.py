@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -190,3 +191,89 @@ def test_ray_sweep_runs_every_cell_like_local_processes(tmp_path):
         assert run_sweep(spec, tmp_path, ray=True, progress=False)["skipped"] == 4
     finally:
         ray.shutdown()
+
+
+def test_episode_stopped_early_is_an_error_row_retried_next_run(tmp_path):
+    # A dead model server ends an episode with episode_status "error": that row is
+    # not ok (never skipped on rerun, never averaged), and it keeps its summary.
+    calls: list[str] = []
+
+    def dead_server(cell, log_path, options):
+        calls.append(cell_key(cell))
+        assert options["max_transport_failures"] == 3  # the spec's default reaches episodes
+        if cell["seed"] == 0:
+            return {"ticks": 0, "success": False, "episode_status": "error",
+                    "stop_reason": "3 model calls in a row failed after retries (last: x)"}
+        return {"ticks": 5, "success": True, "episode_status": "complete", "stop_reason": None}
+
+    out = run_sweep(SPEC, tmp_path, workers=1, episode_fn=dead_server, progress=False)
+    assert out["ok"] == 4 and out["errors"] == 2
+    err = [r for r in rows_of(tmp_path) if r["status"] == "error"]
+    assert {r["cell"]["seed"] for r in err} == {0}
+    assert err[0]["error"] == ("episode error: 3 model calls in a row failed after retries "
+                               "(last: x)")
+    assert err[0]["summary"]["episode_status"] == "error"
+    calls.clear()
+    out = run_sweep(SPEC, tmp_path, workers=1, episode_fn=_counting(calls), progress=False)
+    assert sorted(calls) == sorted(r["key"] for r in err) and out["skipped"] == 4
+
+
+def test_spec_max_transport_failures_field(tmp_path):
+    from orgteams.envs.errors import UserError
+
+    spec = SweepSpec.from_dict({"max_transport_failures": 5})
+    assert spec.max_transport_failures == 5
+    with pytest.raises(UserError, match=re.escape(
+            "<spec>: sweep spec field 'max_transport_failures' must be from 0 to 1000, "
+            "got -1")):
+        SweepSpec.from_dict({"max_transport_failures": -1})
+
+
+def test_second_sweep_into_a_locked_folder_is_refused(tmp_path):
+    from filelock import FileLock
+
+    from orgteams.envs.errors import UserError
+
+    calls: list[str] = []
+    with FileLock(tmp_path / ".sweep.lock"):  # another sweep is running there
+        with pytest.raises(UserError, match=re.escape(
+                f"{tmp_path} is in use by another sweep (lock file "
+                f"{tmp_path / '.sweep.lock'}); wait for it to finish or use another --out")):
+            run_sweep(SPEC, tmp_path, workers=1, episode_fn=_counting(calls), progress=False)
+    assert calls == [] and not (tmp_path / "results.jsonl").exists()
+    out = run_sweep(SPEC, tmp_path, workers=1, episode_fn=_counting(calls), progress=False)
+    assert out["ran"] == 6  # released: the next sweep runs, and releases in turn
+    assert run_sweep(SPEC, tmp_path, workers=1, episode_fn=_counting(calls),
+                     progress=False)["skipped"] == 6
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+    return state not in ("Z", "X")  # a zombie has exited
+
+
+@pytest.mark.skipif(not Path("/proc").is_dir(), reason="reads process states from /proc")
+def test_workers_exit_when_the_sweep_process_is_killed(tmp_path):
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    victim = Path(__file__).with_name("sweep_victim.py")
+    parent = subprocess.Popen([sys.executable, str(victim), str(tmp_path)])
+    pids_dir = tmp_path / "pids"
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and len(list(pids_dir.glob("*"))) < 2:
+        time.sleep(0.2)
+    workers = [int(p.name) for p in pids_dir.glob("*")]
+    assert len(workers) == 2 and all(_alive(w) for w in workers)
+    os.kill(parent.pid, signal.SIGKILL)
+    parent.wait()
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline and any(_alive(w) for w in workers):
+        time.sleep(0.2)
+    assert not any(_alive(w) for w in workers)

@@ -123,3 +123,61 @@ def test_critic_and_coordinator_fallbacks_do_not_stop_the_loop(tmp_path):
     assert first["critic_fallback"].startswith("invalid reply")
     assert first["coordinator_fallback"].startswith("invalid reply")
     assert first["next_organization"] == "leader"  # current organization kept
+
+
+class ServerGoneAt(FakeEpisodes):
+    """Iteration ``k`` stops early with episode_status error (its model server died)."""
+
+    def __init__(self, gone_at: int) -> None:
+        super().__init__()
+        self.gone_at = gone_at
+
+    def __call__(self, org: Organization, k: int) -> dict:
+        result = super().__call__(org, k)
+        if k == self.gone_at:
+            self.gone_at = None
+            result["summary"].update(episode_status="error", stop_reason="3 model calls in a "
+                                     "row failed after retries (last: connection: refused)")
+        return result
+
+
+def test_errored_episode_is_recorded_not_scored_and_retried_on_rerun(tmp_path):
+    import re
+
+    from orgteams.criticize_reflect.loop import EpisodeFailed
+
+    episodes, critic = ServerGoneAt(1), Critic(ScriptedBackend())
+    with pytest.raises(EpisodeFailed, match=re.escape(
+            "iteration 1: the episode stopped early (error: 3 model calls in a row failed "
+            "after retries (last: connection: refused)); it is not scored. Recorded in "
+            f"{tmp_path / 'iteration_1' / 'failed.json'}; the 1 finished iteration(s) are "
+            "kept; rerun to retry it")):
+        reflect(load_organization("leader"), episodes, critic, coordinator_adding_rules(),
+                iterations=3, out_dir=tmp_path)
+    failed = json.loads((tmp_path / "iteration_1" / "failed.json").read_text())
+    assert failed["episode_status"] == "error" and failed["episode"]["ticks"] == 105 - 15
+    assert not (tmp_path / "iteration_1" / "summary.json").exists()  # never scored
+    assert critic.calls == 1  # the Critic never saw the failed episode
+    assert [json.loads(x)["iteration"] for x in
+            (tmp_path / "history.jsonl").read_text().splitlines()] == [0]
+    result = reflect(load_organization("leader"), episodes, critic,
+                     coordinator_adding_rules(), iterations=3, out_dir=tmp_path)
+    assert result.resumed_from == 1 and result.ran == [1, 2]
+    assert not (tmp_path / "iteration_1" / "failed.json").exists()
+    assert (tmp_path / "iteration_1" / "summary.json").is_file()
+
+
+def test_corrupted_middle_history_line_warns_and_keeps_the_rest(tmp_path):
+    episodes = FakeEpisodes()
+    reflect(load_organization("leader"), episodes, Critic(ScriptedBackend()),
+            coordinator_adding_rules(), iterations=3, out_dir=tmp_path)
+    path = tmp_path / "history.jsonl"
+    lines = path.read_text().splitlines(keepends=True)
+    lines[1] = '{"iteration": 1, "organ\n'  # bit rot in the middle
+    path.write_text("".join(lines))
+    with pytest.warns(UserWarning, match=f"{path}:2: unreadable history line skipped"):
+        result = reflect(load_organization("leader"), episodes, Critic(ScriptedBackend()),
+                         coordinator_adding_rules(), iterations=4, out_dir=tmp_path)
+    assert [r["iteration"] for r in result.history] == [0, 2, 3]
+    assert result.ran == [3]  # iteration 2 was kept, not rerun
+    assert episodes.played[-1][0] == 3 and len(episodes.played) == 4

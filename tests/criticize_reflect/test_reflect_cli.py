@@ -38,3 +38,29 @@ def test_reflect_refuses_a_different_run_in_the_same_folder(capsys, tmp_path):
     capsys.readouterr()
     assert main([*base, "--no-critic"]) == 2
     assert "different use_critic" in capsys.readouterr().err
+
+
+def test_bad_schedule_writes_nothing(capsys, tmp_path):
+    out = tmp_path / "reflect"
+    argv = ["reflect", "--layout", "studio", "--task", "no_such_task", "--critic", "scripted",
+            "--coordinator", "scripted", "--backend", "planner", "--out", str(out)]
+    assert main(argv) == 2
+    assert "no_such_task" in capsys.readouterr().err
+    assert not out.exists()  # no config.json, no folder
+
+
+def test_resumed_iteration_replaces_its_log(capsys, tmp_path):
+    from orgteams.organizations.team_log import read_log
+
+    out = tmp_path / "reflect"
+    argv = ["reflect", "--layout", "studio", "--critic", "scripted", "--coordinator",
+            "scripted", "--backend", "planner", "--iterations", "1", "--out", str(out)]
+    assert main(argv) == 0
+    log = out / "logs" / "iteration_0.jsonl"
+    first = log.read_text()
+    (out / "history.jsonl").unlink()  # as if killed before the iteration was finished
+    assert main(argv) == 0
+    records = list(read_log(log))
+    assert sum(r.get("record") == "episode" for r in records) == 1  # one episode, not two
+    assert log.read_text().count("\n") == first.count("\n")
+    assert not log.with_name("iteration_0.jsonl.partial").exists()

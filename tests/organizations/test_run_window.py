@@ -66,7 +66,7 @@ def test_cli_says_where_it_stopped(tmp_path, monkeypatch, capsys):
     log = tmp_path / "ep.jsonl"
     assert main(["run", "--layout", "studio", "--backend", "planner", "--seed", "4",
                  "--render", "human", "--fps", "1000", "--quiet", "--log", str(log),
-                 "--json"]) == 0
+                 "--json"]) == 1  # the episode did not complete
     captured = capsys.readouterr()
     s = json.loads(captured.out)
     assert captured.err == (f"stopped at round {s['rounds']} (window closed); "
@@ -107,7 +107,7 @@ def test_an_interrupted_episode_is_not_an_ok_sweep_row(tmp_path):
                     progress=False)
     assert out["ok"] == 0 and out["errors"] == 1
     row = json.loads((tmp_path / "results.jsonl").read_text())
-    assert row["status"] == "interrupted" and row["error"] == "episode interrupted: test budget"
+    assert row["status"] == "error" and row["error"] == "episode interrupted: test budget"
     assert row["summary"]["rounds"] == 2
     # A rerun retries it.
     again = run_sweep(spec, tmp_path, workers=1, episode_fn=_stopped_after_two_rounds,

@@ -1,0 +1,50 @@
+"""Documented caps on what a user may ask for; past them the request is refused in one line.
+
+Without caps a 10,000 x 10,000 grid ran 300 s and took 4 GB, and ``seeds: 1000000000``
+ran out of memory building the sweep. The caps are far above anything the papers or
+benchmarks use (generated houses of 83 rooms are about 100 x 80 cells; the largest
+team in the tests has 64 agents).
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from typing import Any
+
+from orgteams.envs.errors import UserError
+
+MAX_GRID_SIDE = 512
+"""Most rows or columns of a layout grid."""
+MAX_AGENTS = 256
+"""Largest team."""
+MAX_ROUNDS = 10_000
+"""Most rounds of one episode (``--max-rounds``)."""
+MAX_TICKS = 1_000_000
+"""Most ticks of one episode (``--max-ticks``, a task's step limit)."""
+MAX_SEEDS = 100_000
+"""Most seeds in one sweep spec."""
+MAX_SWEEP_CELLS = 1_000_000
+"""Most episodes (cells) in one sweep spec."""
+MAX_SEED = 2**32 - 1
+"""Largest seed (numpy's legacy seeding range; seeds are never negative)."""
+
+
+def check_int(value: Any, name: str, low: int, high: int) -> int:
+    """``value`` as an int in ``[low, high]``, else a UserError naming ``name``.
+
+    Bools are refused: ``True`` is not a team size.
+    """
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise UserError(f"{name} must be an integer from {low} to {high}, got {value!r}")
+    if not low <= value <= high:
+        raise UserError(f"{name} must be from {low} to {high}, got {value}")
+    return int(value)
+
+
+def check_weight(value: Any, name: str) -> float:
+    """``value`` as a finite float >= 0 (a cost weight), else a UserError naming ``name``."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(
+            value) or value < 0:
+        raise UserError(f"{name} must be a finite number >= 0, got {value!r}")
+    return float(value)

@@ -1,0 +1,110 @@
+"""Chaos: a sweep of LLM teams against a server that injects every transport fault.
+
+The fault server answers 30% of chat requests with a 500, a 429, a hang (past the
+client's timeout), a body cut off mid-reply, an HTML page, a dropped connection, or
+assistant text that is not JSON. Nothing may crash, every injected fault must be in
+some decision record (a failed attempt of its kind, or a rejected reply; the server's
+count and the logs' count agree per kind), a transient 500 must never downgrade the
+structured mode, and no row may be ``ok`` unless its episode played.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from orgteams.organizations.team_log import read_log
+from orgteams.sweep import SweepSpec, read_results, run_sweep
+
+sys.path.insert(0, str(Path(__file__).parents[1] / "agents"))
+from fault_server import INVALID_TEXT, FaultServer  # noqa: E402  (needs the path above)
+
+pytest.importorskip("openai")
+pytest.importorskip("tenacity")
+
+# How each injected fault must look in the decision records: (kind, status, error class).
+EXPECTED = {
+    "http500": ("http", 500, "InternalServerError"),
+    "http429": ("http", 429, "RateLimitError"),
+    "timeout": ("timeout", None, "APITimeoutError"),
+    "truncated": ("protocol", None, "JSONDecodeError"),
+    "non_json": ("protocol", None, "UnexpectedBody"),
+    "drop": ("connection", None, "APIConnectionError"),
+}
+MAX_ROUNDS = 2
+
+
+def _decisions(out: Path) -> list[dict]:
+    return [r for log in sorted((out / "logs").glob("*.jsonl")) for r in read_log(log)
+            if r.get("phase")]
+
+
+@pytest.fixture
+def chaos(monkeypatch):
+    with FaultServer("chaos", reply_text=None, delay=3.0, fault_rate=0.3, seed=7) as server:
+        monkeypatch.setenv("ORGTEAMS_BASE_URL", server.base_url)
+        monkeypatch.setenv("ORGTEAMS_API_KEY", "sk-chaos")
+        # the hang outlasts the timeout; a real reply on a busy machine does not
+        monkeypatch.setenv("ORGTEAMS_TIMEOUT", "1.5")
+        monkeypatch.setenv("ORGTEAMS_MAX_RETRIES", "1")
+        yield server
+
+
+def test_chaos_sweep_records_every_fault_and_marks_only_played_rows_ok(tmp_path, chaos):
+    # Two worker processes, each with its own backend (configured by the environment).
+    # A model name of its own: run_episode keeps one backend per spec per process.
+    spec = SweepSpec(tasks=("prepare_afternoon_tea",), layouts=("studio",),
+                     organizations=("none", "leader"), agents=(3,),
+                     backends=("openai:chaos-model",), seeds=tuple(range(5)),
+                     max_rounds=MAX_ROUNDS)
+    out = run_sweep(spec, tmp_path, workers=2, progress=False)
+    assert out["ran"] == 10 and out["ok"] + out["errors"] == 10
+
+    # Every injected fault is a failed attempt of its own kind in the logs, and every
+    # request the server saw is an attempt.
+    decisions = _decisions(tmp_path)
+    attempts = [a for r in decisions for a in r.get("attempts") or []]
+    injected = Counter(f["fault"] for f in chaos.injected)
+    bad_text = injected.pop("invalid_json")
+    assert set(injected) == set(EXPECTED) and bad_text > 0  # every kind came up
+    recorded = Counter((a["kind"], a["status"], a["error"]) for a in attempts if a["kind"])
+    assert recorded == Counter({EXPECTED[f]: n for f, n in injected.items()})
+    assert len(attempts) == len(chaos.requests)
+    assert sum(1 for a in attempts if a["kind"] is None) == len(chaos.requests) - sum(
+        injected.values())
+    # a reply that is not JSON is an answered request whose reply was rejected
+    assert sum(r["replies"].count(INVALID_TEXT) for r in decisions
+               if r.get("replies")) == bad_text
+
+    rows, bad = read_results(tmp_path / "results.jsonl")
+    assert bad == 0 and len(rows) == 10
+    for row in rows:
+        s = row["summary"]
+        # ok only when the episode played to its end; nothing silently downgraded
+        assert (row["status"] == "ok") == (s["episode_status"] == "complete"), row["key"]
+        assert s["structured_downgrades"] == []
+        if row["status"] == "ok":
+            assert s["rounds"] == MAX_ROUNDS or s["success"]
+        else:
+            assert row["error"].startswith("episode error: 3 model calls in a row failed")
+    assert sum(r["summary"]["failed_requests"] for r in rows) == sum(injected.values())
+
+    # Then the server dies for good: the new cells stop early as error rows (retried on
+    # a rerun), and the finished ones are skipped.
+    chaos.fault_rate, chaos.faults = 1.0, ("drop",)
+    more = SweepSpec(**{**spec.to_dict(), "seeds": list(range(6))})
+    again = run_sweep(more, tmp_path, workers=1, progress=False)
+    assert again["skipped"] == out["ok"] and again["ok"] == 0
+    rows, _ = read_results(tmp_path / "results.jsonl")
+    dead = [r for r in rows[10:] if r["cell"]["seed"] == 5]
+    assert len(dead) == 2 and all(r["status"] == "error" for r in dead)
+    for r in dead:
+        s = r["summary"]
+        assert s["episode_status"] == "error" and s["backend_fallbacks"] == 3
+        assert s["failed_requests_by_kind"] == {"connection": 6}  # 3 calls x 2 requests
+        assert r["error"] == ("episode error: 3 model calls in a row failed after retries "
+                              "(last: connection: connection failed to "
+                              f"{chaos.base_url})")
