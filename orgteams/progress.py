@@ -20,9 +20,11 @@ class Progress:
         self.total, self.label, self.enabled = max(1, total), label, enabled
         self.done = 0
         self._rich = None
+        self._started = False  # the bar appears with the first update, not before
         self._last_line = 0.0
-        if not enabled:
-            return
+
+    def _start(self) -> None:
+        self._started = True
         try:
             from rich.console import Console
             from rich.progress import Progress as RichProgress
@@ -30,9 +32,11 @@ class Progress:
             return
         self._rich = RichProgress(console=Console(stderr=True), transient=False)
         self._rich.start()
-        self._task = self._rich.add_task(label, total=self.total)
+        self._task = self._rich.add_task(self.label, total=self.total)
 
     def update(self, done: int, note: str = "", total: int | None = None) -> None:
+        if self.enabled and not self._started:
+            self._start()
         if total is not None:
             self.total = max(1, total)
             if self._rich is not None:

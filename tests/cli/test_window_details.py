@@ -126,3 +126,20 @@ def test_record_scale_and_unknown_extension(capsys, tmp_path):
     assert main(["record", "--out", str(tmp_path / "x.webm")]) == 2
     assert capsys.readouterr().err == (f"orgteams record: error: {tmp_path / 'x.webm'}: unknown "
                                        "file type '.webm'; accepted: .mp4, .gif, .png\n")
+
+
+def test_progress_bar_is_on_stderr_and_only_once_work_starts(capsys):
+    from orgteams.progress import Progress
+
+    bar = Progress(10, "recording x.gif")
+    bar.close()
+    assert capsys.readouterr().err == ""  # nothing done, nothing drawn
+    bar = Progress(10, "recording x.gif")
+    bar.update(10, "tick 10")
+    bar.close()
+    captured = capsys.readouterr()
+    assert "recording x.gif tick 10" in captured.err and captured.out == ""
+    quiet = Progress(10, "reflect", enabled=False)
+    quiet.update(5)
+    quiet.close()
+    assert capsys.readouterr().err == ""
