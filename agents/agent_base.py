@@ -108,6 +108,8 @@ class DecisionRecord:
         model: The model that answered ("human", "planner", ...).
         cached_calls: How many calls were served from a cache.
         cached_usage: The part of ``usage`` served from a cache (costs nothing).
+        options: Action ids in the order the prompt listed them (letter A first), so
+            position bias can be measured and a shuffled order replayed.
         attempts: Every HTTP request of this decision's model calls, failed ones and
             structured-mode downgrades included (see
             :class:`~orgteams.agents.backends.base.Attempt`).
@@ -130,6 +132,7 @@ class DecisionRecord:
     model: str = ""
     cached_calls: int = 0
     cached_usage: Usage = field(default_factory=Usage)
+    options: list[str] = field(default_factory=list)
     attempts: list[Attempt] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:

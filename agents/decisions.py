@@ -4,9 +4,12 @@ A reply spec (:class:`ReplySpec`) says what the model must answer right now: the
 schema sent to the backend (enums of the currently valid action letters, receiver
 names and vote candidates, so constrained decoding can only produce valid choices;
 short fields first and every free-text field bounded, because a reply cut off by
-``max_tokens`` is invalid JSON), an example object and a hint for the correction
-message. Validation is a little more lenient than the schema (an action given by id
-or label is accepted; unknown receivers are dropped and noted) and raises
+``max_tokens`` is invalid JSON), a plain description of every field and a hint for
+the correction message. There is deliberately no example reply: a small model copies
+an example's values (its option, message and reason) instead of deciding, and a
+schema-constrained reply needs none. Validation is a little more lenient than the
+schema (an action given by id or label is accepted; unknown receivers are dropped and
+noted) and raises
 :class:`ReplyError` with text written for the model to read and act on.
 """
 
@@ -61,9 +64,14 @@ class CommunicateReply(BaseModel):
     abstain: bool = False
     role: str | None = Field(default=None, max_length=ROLE_MAX_CHARS)
     receivers: list[str] = Field(default_factory=list)
+    assignments: dict[str, str] = Field(default_factory=dict)
     message: str = Field(default="", max_length=MESSAGE_MAX_CHARS)
     vote: str | None = None
     thoughts: str = ""
+
+
+Assignees = tuple[tuple[str, tuple[str, ...]], ...]
+"""``((display name, (option label, ...)), ...)``: what a leader may assign to whom."""
 
 
 @dataclass(frozen=True)
@@ -73,20 +81,28 @@ class ReplySpec:
     Attributes:
         phase: ``"act"`` or the communicate stage kind.
         schema: The JSON schema sent to the backend.
-        example: A valid example object (shown in the prompt and corrections).
+        fields: What each field holds, in words (shown in the prompt and corrections);
+            never a concrete value a model could copy.
         hint: The rule that most often goes wrong, e.g. ``action must be one of A, B``.
         required: Fields a reply must contain (``thoughts`` is never required).
     """
 
     phase: str
     schema: dict[str, Any]
-    example: dict[str, Any]
+    fields: str
     hint: str
     required: tuple[str, ...] = field(default=())
 
 
 def _text(max_chars: int) -> dict[str, Any]:
     return {"type": "string", "maxLength": max_chars}
+
+
+_THOUGHTS = f'"thoughts": why, in a few words (at most {THOUGHTS_MAX_CHARS} characters)'
+
+
+def _describe(parts: list[str]) -> str:
+    return "; ".join(parts) + "."
 
 
 def _object(properties: dict[str, Any]) -> dict[str, Any]:
@@ -107,8 +123,9 @@ def act_spec(options: tuple[str, ...]) -> ReplySpec:
         {"action": {"type": "string", "enum": list(options)},
          "thoughts": _text(THOUGHTS_MAX_CHARS)}
     )
-    example = {"action": options[0], "thoughts": "one short reason"}
-    return ReplySpec("act", schema, example, f"action must be one of {', '.join(options)}",
+    fields = _describe([f'"action": the letter of the action you choose '
+                        f'(one of {", ".join(options)})', _THOUGHTS])
+    return ReplySpec("act", schema, fields, f"action must be one of {', '.join(options)}",
                      ("action",))
 
 
@@ -120,6 +137,7 @@ def communicate_spec(
     allow_abstain: bool = False,
     self_chosen_roles: bool = False,
     candidates: tuple[str, ...] = (),
+    assignees: Assignees = (),
 ) -> ReplySpec:
     """The communicate reply for one stage.
 
@@ -129,47 +147,61 @@ def communicate_spec(
         allow_abstain: Add the ``abstain`` field.
         self_chosen_roles: Add the ``role`` field (always present in claim stages).
         candidates: Display names that may be voted for (vote stages).
+        assignees: A leader's teammates and the actions each may be given (message and
+            plan stages): adds ``assignments``, one enum per teammate, so a reply can
+            only assign a teammate an action that teammate can take.
 
     Raises:
         ValueError: Unknown stage kind, or a vote stage without candidates.
     """
     props: dict[str, Any] = {}
-    example: dict[str, Any] = {}
+    fields: list[str] = []
     hints: list[str] = []
     if stage_kind == "vote":
         if not candidates:
             raise ValueError("a vote stage needs candidates")
         props["vote"] = {"type": "string", "enum": list(candidates)}
-        example["vote"] = candidates[0]
+        fields.append(f'"vote": the name you vote for (one of {", ".join(candidates)})')
         hints.append(f"vote must be one of {', '.join(candidates)}")
     elif stage_kind in ("message", "plan", "intention", "claim"):
         if allow_abstain:
             props["abstain"] = {"type": "boolean"}
-            example["abstain"] = False
+            fields.append('"abstain": true to sit this round out (you wait), else false')
         if self_chosen_roles or stage_kind == "claim":
             props["role"] = _text(ROLE_MAX_CHARS)
-            example["role"] = "explorer"
+            fields.append(f'"role": the role you take this round, in a few words '
+                          f'(at most {ROLE_MAX_CHARS} characters)')
             hints.append(f"role must be at most {ROLE_MAX_CHARS} characters")
         if stage_kind in ("message", "plan") and receivers:
             names = [*receivers, EVERYONE]
             props["receivers"] = {
                 "type": "array", "items": {"type": "string", "enum": names},
-                "minItems": 0, "maxItems": len(names),
+                # at least one: a small model otherwise leaves it empty and writes the
+                # names into the message (silence is an empty message, not no receivers)
+                "minItems": 1, "maxItems": len(names),
             }
-            example["receivers"] = [EVERYONE]
+            fields.append(f'"receivers": a list of the names you write to, from '
+                          f'{", ".join(names)}')
             hints.insert(0, f"receivers must be names from {', '.join(names)}")
+        if stage_kind in ("message", "plan") and assignees:
+            props["assignments"] = _object(
+                {name: {"type": "string", "enum": list(labels)} for name, labels in assignees})
+            fields.append('"assignments": one action for each teammate (' + "; ".join(
+                f"{name}: one of {', '.join(labels)}" for name, labels in assignees) + ")")
+            hints.append("each assignment must be one of that teammate's actions")
         if receivers or stage_kind in ("intention", "claim"):
             props["message"] = _text(MESSAGE_MAX_CHARS)
-            example["message"] = "I will explore the kitchen."
+            fields.append(f'"message": what you tell them, in your own words (at most '
+                          f'{MESSAGE_MAX_CHARS} characters; an empty string means silence)')
             hints.append(f'message must be at most {MESSAGE_MAX_CHARS} characters ("" = silence)')
     else:
         raise ValueError(
             f"unknown stage kind {stage_kind!r}; known: message, plan, intention, claim, vote"
         )
     props["thoughts"] = _text(THOUGHTS_MAX_CHARS)
-    example["thoughts"] = "one short reason"
+    fields.append(_THOUGHTS)
     required = tuple(p for p in props if p != "thoughts")
-    return ReplySpec(stage_kind, _object(props), example, "; ".join(hints), required)
+    return ReplySpec(stage_kind, _object(props), _describe(fields), "; ".join(hints), required)
 
 
 def _explain(exc: ValidationError) -> str:
@@ -239,6 +271,7 @@ class ParsedCommunicate:
     message: str = ""
     vote: str | None = None
     thoughts: str = ""
+    assignments: dict[str, str] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
 
 
@@ -280,7 +313,7 @@ def parse_communicate(
         raise ReplyError(_explain(exc)) from None
     offered = spec.schema["properties"]
     out = ParsedCommunicate()
-    for extra in ("abstain", "role", "receivers", "message", "vote"):
+    for extra in ("abstain", "role", "receivers", "assignments", "message", "vote"):
         if extra in data and extra not in offered:
             out.notes.append(f"ignored field {extra!r}: not offered in this stage")
     names = _lookup(team)
@@ -303,7 +336,22 @@ def parse_communicate(
             )
     elif out.message:
         out.receivers = EVERYONE  # intentions and claims are public
+    if "assignments" in offered:
+        out.assignments = _assignments(reply.assignments, offered["assignments"], names)
     out.thoughts = _clip(reply.thoughts, out.notes)
+    return out
+
+
+def _assignments(given: dict[str, str], schema: dict[str, Any], names: dict[str, str]
+                 ) -> dict[str, str]:
+    """Teammate id -> assigned option label; every teammate offered must get one."""
+    out = {}
+    for name, prop in schema["properties"].items():
+        label = (given.get(name) or "").strip()
+        if label not in prop["enum"]:
+            raise ReplyError(f"assignment for {name} {label!r} is not one of "
+                             f"{', '.join(prop['enum'])}")
+        out[names[name.casefold()]] = label
     return out
 
 

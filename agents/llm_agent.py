@@ -38,7 +38,15 @@ from orgteams.agents.decisions import (
     parse_act,
     parse_communicate,
 )
-from orgteams.agents.prompts import PromptTemplates, action_options, default_templates, situation
+from orgteams.agents.prompts import (
+    PromptTemplates,
+    PromptVariant,
+    action_options,
+    default_templates,
+    prompt_variant,
+    situation,
+    terse_label,
+)
 from orgteams.agents.quoting import one_line, quote_text
 
 if TYPE_CHECKING:
@@ -47,6 +55,7 @@ if TYPE_CHECKING:
 __all__ = ["LLMAgent", "safe_action"]
 
 T = TypeVar("T")
+_ASSIGNABLE = ("explore", "check", "grab", "put")  # subgoals a leader hands out
 
 
 def safe_action(actions: list[HighLevelAction]) -> tuple[str, str | None]:
@@ -70,11 +79,19 @@ class LLMAgent(DialogueMember):
         agent_id: ``agent_<i>``.
         backend: This agent's model (teams may mix models).
         name: Display name; default: the name the runner gives in the contexts.
-        temperature, max_tokens, seed: Passed to every model call.
-        dialogue_window: Latest messages shown in prompts (the paper: 12).
-        action_window: Latest own actions shown in prompts (the paper: 20).
+        temperature, max_tokens, seed: Passed to every model call (the
+            self-organizing paper used temperature 0.7; 0.0 is greedy).
+        dialogue_window: Latest messages shown in prompts; default: the variant's
+            (``default``: 12 as in the paper).
+        action_window: Latest own actions shown in prompts; default: the variant's
+            (``default``: 20 as in the paper).
         max_retries: Extra attempts after an invalid reply (each after a correction).
-        templates: Prompt templates; default: the shipped ones.
+        prompts: Prompt variant, ``"default"`` or ``"compact"`` (small models; see
+            :class:`~orgteams.agents.prompts.PromptVariant`).
+        shuffle_options: List the options in a per-agent, per-round order seeded by
+            ``seed`` (recorded as ``options`` in each decision record) instead of the
+            env's order, whose first option a small model picks far too often.
+        templates: Prompt templates; default: the shipped ones of the variant.
     """
 
     def __init__(
@@ -85,16 +102,21 @@ class LLMAgent(DialogueMember):
         name: str | None = None,
         temperature: float = 0.0,
         max_tokens: int = 320,
-        dialogue_window: int = 12,
-        action_window: int = 20,
+        dialogue_window: int | None = None,
+        action_window: int | None = None,
         max_retries: int = 1,
         seed: int | None = None,
+        prompts: str | PromptVariant = "default",
+        shuffle_options: bool = True,
         templates: PromptTemplates | None = None,
     ) -> None:
         if max_retries < 0:
             raise ValueError(f"max_retries must be >= 0, got {max_retries}")
         if max_tokens < 1:
             raise ValueError(f"max_tokens must be >= 1, got {max_tokens}")
+        if not 0.0 <= temperature <= 2.0:
+            raise ValueError(f"temperature must be in [0, 2], got {temperature}")
+        self.variant = prompt_variant(prompts)
         self.agent_id = agent_id
         self.backend = backend
         self.name = name
@@ -102,17 +124,66 @@ class LLMAgent(DialogueMember):
         self.max_tokens = max_tokens
         self.max_retries = max_retries
         self.seed = seed
-        self.templates = templates or default_templates()
-        self.log = DialogueLog(dialogue_window, action_window)
+        self.shuffle_options = shuffle_options
+        self.templates = templates or default_templates(self.variant.folder)
+        self.log = DialogueLog(
+            self.variant.dialogue_window if dialogue_window is None else dialogue_window,
+            self.variant.action_window if action_window is None else action_window,
+        )
         self._context: ActContext | None = None
+        self.leader = False
+
+    def set_leader(self, leader: bool) -> None:
+        """Called by the runner when leadership changes: a leader's message and plan
+        replies also assign each teammate that must decide one of its actions."""
+        self.leader = leader
 
     @property
     def model(self) -> str:
         """The model name of this agent's backend (recorded in summaries)."""
         return self.backend.model
 
+    @property
+    def settings(self) -> dict[str, Any]:
+        """What shapes this agent's decisions besides the model (recorded in summaries)."""
+        return {"temperature": self.temperature, "prompts": self.variant.name,
+                "option_order": "shuffled" if self.shuffle_options else "env",
+                "max_tokens": self.max_tokens}
+
     def __repr__(self) -> str:
         return f"LLMAgent({self.agent_id!r}, model={self.backend.model!r})"
+
+    def _options(self, env: HighLevelEnv, round: int, record: DecisionRecord
+                 ) -> list[tuple[str, HighLevelAction]]:
+        """The lettered options of this round, recorded in the order shown."""
+        key = f"{self.seed}|{self.agent_id}|{round}" if self.shuffle_options else None
+        options = action_options(env.available_actions(self.agent_id), key)
+        record.options = [a.id for _, a in options]
+        return options
+
+    def _assignable(self, ctx: CommunicateContext, env: HighLevelEnv
+                    ) -> dict[str, dict[str, str]]:
+        """A leader's assignable work: teammate -> {option label: action id}.
+
+        Teammates it may message that must decide now, each with the subgoals
+        (explore, check, grab, put) of that teammate's own available actions, in a
+        seeded order per teammate like the agent's own options.
+        """
+        if not self.leader or ctx.stage_kind not in ("message", "plan"):
+            return {}
+        out = {}
+        for agent in ctx.can_message:
+            if not env.needs_decision(agent):
+                continue
+            actions = [a for a in env.available_actions(agent)
+                       if a.id.partition(":")[0] in _ASSIGNABLE]
+            order = action_options(actions, f"{self.seed}|{self.agent_id}|{ctx.round}|{agent}")
+            if order:
+                out[agent] = {self._label(a): a.id for _, a in order}
+        return out
+
+    def _label(self, action: HighLevelAction) -> str:
+        return terse_label(action.id) if self.variant.terse_labels else action.label
 
     # ---- TeamMember (reset, observe and receive come from DialogueMember) ----
     async def communicate(self, ctx: CommunicateContext, env: HighLevelEnv) -> CommunicateDecision:
@@ -129,15 +200,17 @@ class LLMAgent(DialogueMember):
             record.notes.append("no teammate may be messaged: silent without a model call")
             record.wall = time.perf_counter() - started
             return CommunicateDecision([], None, False, None, "", record)
+        assignable = self._assignable(ctx, env)
         spec = communicate_spec(
             ctx.stage_kind,
             receivers,
             allow_abstain=ctx.allow_abstain,
             self_chosen_roles=ctx.self_chosen_roles,
             candidates=candidates,
+            assignees=tuple((ctx.team.get(a, a), tuple(opts)) for a, opts in assignable.items()),
         )
-        options = action_options(env.available_actions(self.agent_id))
-        variables = situation(env, self._context, self.log, options)
+        options = self._options(env, ctx.round, record)
+        variables = situation(env, self._context, self.log, options, self.variant)
         variables.update(
             stage_kind=ctx.stage_kind,
             visible=_visible_lines(ctx),
@@ -145,7 +218,8 @@ class LLMAgent(DialogueMember):
             candidates=list(candidates),
             allow_abstain=ctx.allow_abstain,
             self_chosen_roles=ctx.self_chosen_roles,
-            example=spec.example,
+            assignees=[ctx.team.get(a, a) for a in assignable],
+            fields=spec.fields,
         )
         prompt = self._prompt("communicate", variables)
         reply = await self._decide(
@@ -165,6 +239,11 @@ class LLMAgent(DialogueMember):
             if reply.message and reply.receivers and not reply.abstain
             else []
         )
+        for agent, label in ({} if reply.abstain else reply.assignments).items():
+            # structured assign messages: planner members follow them
+            messages.append(OutgoingMessage(
+                (agent,), f"{ctx.team.get(agent, agent)}: {label}", "assign",
+                {"agent": agent, "action": assignable[agent][label]}))
         if reply.abstain and reply.message:
             record.notes.append("abstained: message not sent")
         self.log.said(ctx.round, self.agent_id, messages)
@@ -188,17 +267,17 @@ class LLMAgent(DialogueMember):
         ctx = self._act_context(ctx, round)
         record = DecisionRecord("act", self.agent_id, round, model=self.backend.model)
         actions = env.available_actions(self.agent_id)
-        options = action_options(actions)
+        options = self._options(env, round, record)
         if ctx.abstained or not options:
             action_id, note = safe_action(actions)
             record.notes.append("abstained this round" if ctx.abstained else "no actions offered")
             record.notes += [note] if note else []
             return self._acted(ActDecision(action_id, "", record), actions, started)
         spec = act_spec(tuple(letter for letter, _ in options))
-        variables = situation(env, ctx, self.log, options)
-        variables.update(example=spec.example, letters=[letter for letter, _ in options])
+        variables = situation(env, ctx, self.log, options, self.variant)
+        variables.update(fields=spec.fields, letters=[letter for letter, _ in options])
         prompt = self._prompt("act", variables)
-        triples = [(letter, a.id, a.label) for letter, a in options]
+        triples = [(letter, a.id, self._label(a)) for letter, a in options]
         reply = await self._decide(record, prompt, spec, lambda p: parse_act(p, spec, triples))
         if reply is None:
             action_id, note = safe_action(actions)
@@ -232,7 +311,7 @@ class LLMAgent(DialogueMember):
     def _acted(
         self, decision: ActDecision, actions: list[HighLevelAction], started: float
     ) -> ActDecision:
-        label = next((a.label for a in actions if a.id == decision.action_id),
+        label = next((self._label(a) for a in actions if a.id == decision.action_id),
                      decision.action_id)
         self.log.acted(decision.record.round, label)
         decision.record.wall = time.perf_counter() - started
@@ -286,7 +365,7 @@ class LLMAgent(DialogueMember):
                 if attempt < self.max_retries:
                     record.retries += 1
                     correction = self.templates.render(
-                        "correction", error=str(exc), example=spec.example, hint=spec.hint
+                        "correction", error=str(exc), fields=spec.fields, hint=spec.hint
                     )
                     conversation += [
                         {"role": "assistant", "content": completion.text},

@@ -43,8 +43,12 @@ class Message:
             raise ValueError(f"receivers must be a tuple of agent names or {EVERYONE!r}, "
                              f"got {self.receivers!r}")
 
-    def render(self) -> str:
-        """A short English sentence (what an LLM would have said)."""
+    def render(self, names: dict[str, str] | None = None) -> str:
+        """A short English sentence (what an LLM would have said).
+
+        ``names``: agent id -> display name, to name an assignee as the team does
+        (``Bob: grab cupcake_2``); ids are kept without it.
+        """
         c = self.content
         if self.kind == "text":
             return self.text
@@ -53,7 +57,7 @@ class Message:
         if self.kind == "assign":
             what = c["action"].replace(":", " ", 1)
             tail = f" -> {c['target']}" if c.get("target") else ""
-            return f"{c['agent']}: {what}{tail}"
+            return f"{(names or {}).get(c['agent'], c['agent'])}: {what}{tail}"
         thing = c.get("object") or f"explore {c.get('room', '')}"
         tail = f" -> {c['target']}" if c.get("target") else ""
         return f"{self.kind} {thing}{tail}"

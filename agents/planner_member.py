@@ -91,7 +91,8 @@ class PlannerMember:
         inbox = self._fresh([x for m in ctx.visible_this_round if (x := _to_message(m))])
         said = [m for m in self.planner.communicate(env, inbox)
                 if self.claims or m.kind not in ("claim", "release")]
-        out = [OutgoingMessage(m.receivers, m.render(), m.kind, dict(m.content)) for m in said]
+        out = [OutgoingMessage(m.receivers, m.render(ctx.team), m.kind, dict(m.content))
+               for m in said]
         record.parsed = {"messages": [m.to_dict() for m in said]}
         record.wall = time.perf_counter() - start
         return CommunicateDecision(out, ctx.role, False, None, "", record)

@@ -9,12 +9,24 @@ the context is an error that names the template, never a silently empty prompt.
   sees, the lettered actions, the latest dialogue and own actions).
 * ``correction.j2``: the one actionable message after an invalid reply.
 
+A :class:`PromptVariant` picks a template set and how much memory goes into a prompt.
+``default`` is the papers' prompt (12 messages, 20 own actions, full belief, the
+papers' option labels); ``compact`` is for small local models, whose decision time on
+a CPU is mostly prompt evaluation: templates in ``assets/prompts/compact/`` override
+the shipped ones, with shorter dialogue, action and belief windows and terse option
+labels (``explore kitchen``). :func:`variant_for_backend` is the per-backend default
+(``local`` gets ``compact``).
+
 :func:`situation` gathers the variables both phase templates share from the env.
+:func:`action_options` letters the options in a per-agent seeded shuffled order, so
+no option gains from always being ``A`` (small models favour the first one).
 """
 
 from __future__ import annotations
 
 import json
+import random
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -30,12 +42,16 @@ if TYPE_CHECKING:
     from orgteams.envs.highlevel import HighLevelAction, HighLevelEnv
 
 __all__ = [
+    "PROMPT_VARIANTS",
     "PromptError",
-    "action_options",
     "PromptTemplates",
+    "PromptVariant",
+    "action_options",
     "default_templates",
     "letters",
+    "prompt_variant",
     "situation",
+    "variant_for_backend",
 ]
 
 
@@ -55,25 +71,80 @@ def letters(n: int) -> list[str]:
     return out
 
 
+@dataclass(frozen=True)
+class PromptVariant:
+    """A prompt template set and how much an agent's memory goes into each prompt.
+
+    Attributes:
+        name: ``default`` or ``compact``.
+        folder: Subfolder of ``assets/prompts`` whose templates override the shipped
+            ones (None: the shipped ones only).
+        dialogue_window: Latest messages shown.
+        action_window: Latest own actions shown.
+        belief_lines: Most lines of the belief shown (None: all).
+        terse_labels: Options as ``explore kitchen`` instead of ``[goexplore] <kitchen>``.
+    """
+
+    name: str
+    folder: str | None
+    dialogue_window: int
+    action_window: int
+    belief_lines: int | None
+    terse_labels: bool
+
+
+PROMPT_VARIANTS: dict[str, PromptVariant] = {
+    "default": PromptVariant("default", None, 12, 20, None, False),
+    "compact": PromptVariant("compact", "compact", 4, 3, 8, True),
+}
+_BACKEND_VARIANTS = {"local": "compact"}
+
+
+def prompt_variant(name: str | PromptVariant) -> PromptVariant:
+    """The variant called ``name`` (a variant is returned as is).
+
+    Raises:
+        ValueError: Unknown name (with the known ones).
+    """
+    if isinstance(name, PromptVariant):
+        return name
+    if name not in PROMPT_VARIANTS:
+        raise ValueError(
+            f"unknown prompt variant {name!r}; known: {', '.join(PROMPT_VARIANTS)}"
+        )
+    return PROMPT_VARIANTS[name]
+
+
+def variant_for_backend(kind: str) -> str:
+    """The default prompt variant for a backend kind (``local`` -> ``compact``)."""
+    return _BACKEND_VARIANTS.get(kind.split(":", 1)[0], "default")
+
+
 class PromptTemplates:
     """The prompt templates of one folder (default: the shipped ``assets/prompts``).
 
     Args:
         directory: A folder of ``<name>.j2`` files; None for the shipped ones. A user
             folder may hold only some templates: the rest come from the shipped folder.
+        variant: A shipped variant's subfolder (``compact``) searched before the
+            shipped folder and after ``directory``.
 
     Raises:
         PromptError: A template does not compile (with file and line).
     """
 
-    def __init__(self, directory: str | Path | None = None) -> None:
+    def __init__(self, directory: str | Path | None = None, *, variant: str | None = None
+                 ) -> None:
         import jinja2
 
         from orgteams.envs._util import asset_dir
         from orgteams.organizations.templates import LimitedSandbox
 
         shipped = asset_dir("prompts")
-        folders = [Path(directory), shipped] if directory is not None else [shipped]
+        folders = [Path(directory)] if directory is not None else []
+        if variant:
+            folders.append(shipped / variant)
+        folders.append(shipped)
         # A prompt folder is a person's templates: sandboxed like organization instructions
         # (no attribute walks to os), with a size limit fit for whole prompts.
         self._env = LimitedSandbox(
@@ -131,10 +202,10 @@ class PromptTemplates:
             raise PromptError(f"prompt template {name}.j2: unsafe template: {exc}") from None
 
 
-@lru_cache(maxsize=1)
-def default_templates() -> PromptTemplates:
-    """The shipped templates (compiled once per process)."""
-    return PromptTemplates()
+@lru_cache(maxsize=4)
+def default_templates(variant: str | None = None) -> PromptTemplates:
+    """The shipped templates of a variant's folder (compiled once per process)."""
+    return PromptTemplates(variant=variant)
 
 
 def _progress_text(env: HighLevelEnv) -> str:
@@ -144,9 +215,34 @@ def _progress_text(env: HighLevelEnv) -> str:
     return f"{done} of {total} goal items done. Still to do: {remaining}."
 
 
-def action_options(actions: list[HighLevelAction]) -> list[tuple[str, HighLevelAction]]:
-    """``[(letter, action), ...]`` in the env's order."""
+def action_options(
+    actions: list[HighLevelAction], order_key: str | None = None
+) -> list[tuple[str, HighLevelAction]]:
+    """``[(letter, action), ...]``: in the env's order, or shuffled by ``order_key``.
+
+    The shuffle is a pure function of ``order_key`` (e.g. ``"<seed>|agent_1|3"``) and
+    of the action ids, so the same agent in the same round of a rerun sees the same
+    order (replays and response caches stay exact), and its communicate and act
+    prompts list the options alike.
+    """
+    actions = list(actions)
+    if order_key is not None:
+        actions.sort(key=lambda a: a.id)  # independent of the env's listing order
+        random.Random(order_key).shuffle(actions)
     return list(zip(letters(len(actions)), actions))
+
+
+def terse_label(action_id: str) -> str:
+    """``explore:kitchen`` -> ``explore kitchen`` (compact prompts' option label)."""
+    kind, _, target = action_id.partition(":")
+    return f"{kind} {target}" if target else kind
+
+
+def _belief(env: HighLevelEnv, agent: str, max_lines: int | None) -> str:
+    lines = env.memory(agent).render_text().strip().splitlines()
+    if max_lines is not None and len(lines) > max_lines:
+        lines = [*lines[:max_lines], f"(and {len(lines) - max_lines} more lines)"]
+    return "\n".join(lines) or "Nothing yet."
 
 
 def situation(
@@ -154,6 +250,7 @@ def situation(
     ctx: ActContext,
     log: DialogueLog,
     options: list[tuple[str, HighLevelAction]],
+    variant: PromptVariant = PROMPT_VARIANTS["default"],
 ) -> dict[str, Any]:
     """The template variables shared by the communicate and act prompts.
 
@@ -162,8 +259,10 @@ def situation(
         ctx: Who the agent is this round.
         log: Its dialogue and action memory.
         options: The lettered available actions (:func:`action_options`).
+        variant: Belief window and option labels.
     """
     agent = ctx.agent
+    label = (lambda a: terse_label(a.id)) if variant.terse_labels else (lambda a: a.label)
     return {
         "round": ctx.round,
         "name": ctx.name,
@@ -174,9 +273,9 @@ def situation(
         "team_size": len(ctx.team),
         "goal": env.base.describe_goal(),
         "progress": _progress_text(env),
-        "belief": env.memory(agent).render_text().strip() or "Nothing yet.",
+        "belief": _belief(env, agent, variant.belief_lines),
         "observation": env.base.describe(agent).strip(),
-        "actions": [(letter, a.label) for letter, a in options],
+        "actions": [(letter, label(a)) for letter, a in options],
         "dialogue": log.dialogue_lines(ctx.team, agent),
         "dialogue_window": log.dialogue.maxlen,
         "action_history": log.action_lines(),

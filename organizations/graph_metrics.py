@@ -73,19 +73,49 @@ def hierarchy_depth(g: nx.DiGraph, roots: Iterable[str] | None = None) -> int:
     return max(depth.values())
 
 
+def _weights(h: nx.Graph) -> np.ndarray:
+    """The symmetric weighted adjacency matrix of ``h`` in node order."""
+    index = {n: i for i, n in enumerate(h.nodes)}
+    a = np.zeros((len(index), len(index)))
+    for u, v, d in h.edges(data=True):
+        a[index[u], index[v]] = a[index[v], index[u]] = float(d.get("weight", 1))
+    return a
+
+
+def _lambda2(lap: np.ndarray) -> float:
+    return float(round(np.sort(np.linalg.eigvalsh(lap))[1], 12))
+
+
 def spectral_gap(g: nx.DiGraph) -> float:
     """Algebraic connectivity lambda_2 of the normalized Laplacian of the undirected
-    weighted graph (:func:`undirected_weighted`).
+    weighted graph (:func:`undirected_weighted`): ``L = I - D^-1/2 A D^-1/2``.
 
     0.0 for graphs with fewer than 2 nodes and for disconnected graphs (isolated agents
-    included). Star K1,3 and path P3 give 1.0, the triangle K3 gives 1.5.
+    included). Star K1,3 and path P3 give 1.0, the triangle K3 gives 1.5. Computed with
+    numpy alone (networkx's Laplacian matrices need scipy, an optional extra).
     """
     h = undirected_weighted(g)
     if h.number_of_nodes() < 2 or not nx.is_connected(h):
         return 0.0
-    lap = nx.normalized_laplacian_matrix(h, weight="weight").toarray()
-    eig = np.sort(np.linalg.eigvalsh(lap))
-    return float(round(eig[1], 12))
+    a = _weights(h)
+    inv_sqrt = 1.0 / np.sqrt(a.sum(axis=1))  # connected: every degree is > 0
+    return _lambda2(np.eye(len(a)) - inv_sqrt[:, None] * a * inv_sqrt[None, :])
+
+
+def algebraic_connectivity(g: nx.DiGraph) -> float:
+    """Lambda_2 of the weighted combinatorial Laplacian ``L = D - A`` of the undirected
+    weighted graph (:func:`undirected_weighted`), as DESIGN.md defines the metric.
+
+    0.0 for graphs with fewer than 2 nodes and for disconnected graphs. Unit weights:
+    one-way path P3 and star K1,3 give 1.0,
+    the triangle K3 gives 3.0 (6.0 when every pair messages both ways); it grows with message
+    counts (doubling every weight doubles it), unlike :func:`spectral_gap`.
+    """
+    h = undirected_weighted(g)
+    if h.number_of_nodes() < 2 or not nx.is_connected(h):
+        return 0.0
+    a = _weights(h)
+    return _lambda2(np.diag(a.sum(axis=1)) - a)
 
 
 def centralization(g: nx.DiGraph) -> float:

@@ -124,16 +124,25 @@ class ResolvedOrganization:
         """Whether ``sender`` may message ``receiver`` under the organization's channels."""
         return (self._known(sender), self._known(receiver)) in self._allowed
 
-    def instruction_for(self, agent: str) -> str:
-        """The organization prompt for ``agent``: the rendered instruction, rules, abstention."""
-        return self.instructions[self._known(agent)]
+    def instruction_for(self, agent: str, names: dict[str, str] | None = None) -> str:
+        """The organization prompt for ``agent``: the rendered instruction, rules, abstention.
 
-    def _render_instruction(self, agent: str) -> str:
+        ``names``: agent id -> display name, the team's own names (default
+        :meth:`display_name`), so the instruction names people as the rest of the
+        prompt does; other names render the instruction again.
+        """
+        known = self._known(agent)
+        if not names or all(names.get(a, self.display_name(a)) == self.display_name(a)
+                            for a in self.team):
+            return self.instructions[known]
+        return self._render_instruction(known, names)
+
+    def _render_instruction(self, agent: str, names: dict[str, str] | None = None) -> str:
         org = self.organization
         if org.instruction_format == "plain":  # a model's text: never a template
-            text = substitute_fields(org.instruction, self._context(agent)).strip()
+            text = substitute_fields(org.instruction, self._context(agent, names)).strip()
         else:
-            text = _render_template(org, self._context(agent))
+            text = _render_template(org, self._context(agent, names))
         parts = [text] if text else []
         frag = _fragments()
         if org.rules:
@@ -169,8 +178,12 @@ class ResolvedOrganization:
             )
         return [a for a in self.team if self.roles[a] == name]
 
-    def _context(self, agent: str) -> dict[str, Any]:
-        org, name = self.organization, self.display_name
+    def _context(self, agent: str, names: dict[str, str] | None = None) -> dict[str, Any]:
+        org = self.organization
+
+        def name(a: str) -> str:
+            return (names or {}).get(a) or self.display_name(a)
+
         boss = self.reports_to[self._known(agent)]
         i = self.team.index(agent)
         chain = [self.team[j] for j in (i - 1, i + 1) if 0 <= j < len(self.team)]

@@ -252,7 +252,7 @@ class TeamRunner:
         role = self._role(agent)
         return CommunicateContext(
             round=round_, agent=agent, name=self.names[agent], team=dict(self.names),
-            instruction=r.instruction_for(agent), role=role,
+            instruction=r.instruction_for(agent, self.names), role=role,
             allow_abstain=self.org.allow_abstain,
             self_chosen_roles=self.org.self_chosen_roles or assigned == SELF_CHOSEN,
             can_message=[b for b in self._active() if b != agent and r.can_message(agent, b)],
@@ -353,8 +353,8 @@ class TeamRunner:
         deciders = [a for a in self._active() if a not in abstained and (
             env.needs_decision(a) or getattr(self.members[a], "acts_every_round", False))]
         ctxs = {a: ActContext(round_, a, self.names[a], dict(self.names),
-                              self.resolved.instruction_for(a), self._role(a)) for a in
-                deciders}
+                              self.resolved.instruction_for(a, self.names), self._role(a))
+                for a in deciders}
         decisions = await asyncio.gather(*(self.members[a].act(env, round_, ctxs[a])
                                            for a in deciders))
         self._check_stop()
@@ -447,6 +447,8 @@ class TeamRunner:
             "units_done": sum(world.progress),
             "units_total": sum(p.count for p in world.scene.goal),
             "members": {a: getattr(m, "model", type(m).__name__) for a, m in self.members.items()},
+            "llm_settings": {a: m.settings for a, m in self.members.items()
+                             if hasattr(m, "settings")},
             "cache_hits": sum(r.get("cached_calls") or 0 for r in decisions),
             "duplicate_decisions": dup["duplicated"], "new_decisions": dup["decisions"],
             "duplicate_rate": dup["duplicated"] / dup["decisions"] if dup["decisions"] else 0.0,

@@ -143,7 +143,7 @@ def decision_fields(record: Any) -> dict:
             "parsed": r["parsed"], "fallback": r["fallback"], "error": r["error"],
             "errors": r["errors"], "notes": r["notes"], "retries": r["retries"],
             "cached_calls": r["cached_calls"], "cached_usage": r["cached_usage"],
-            "attempts": r["attempts"]}
+            "attempts": r["attempts"], "options": r["options"]}
 
 
 def fault_counts(decisions: list[dict]) -> dict[str, Any]:

@@ -7,6 +7,7 @@ JSON object on stdout (the episode summary for ``run``), so scripts can consume 
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import math
 import sys
@@ -69,12 +70,26 @@ def _print_json(obj: Any) -> None:
 
 
 def _round_printer(names: dict[str, str] | None = None):
-    """A live one-line-per-event printer for ``orgteams run`` (stderr, so --json stays clean)."""
+    """A live one-line-per-event printer for ``orgteams run`` (stderr, so --json stays clean).
+
+    Agents appear by display name (``names``: agent id -> name; default the runner's
+    Alice, Bob...), as in the window and the prompts; ids stay in the log.
+    """
+
+    from orgteams.organizations.spec import display_names
+
+    @functools.cache
+    def name(agent: str) -> str:
+        if names is not None:
+            return names.get(agent, agent)
+        index = agent.removeprefix("agent_")
+        return display_names(int(index) + 1)[-1] if index.isdigit() else agent
+
     def show(round_: int, records: list[dict]) -> None:
         for r in records:
-            who = r.get("agent", "team")
+            who = name(r.get("agent", "team"))
             if r.get("phase") == "communicate" and r.get("message"):
-                to = ", ".join(r.get("delivered") or []) or "nobody"
+                to = ", ".join(map(name, r.get("delivered") or [])) or "nobody"
                 print(f"  r{round_:<3} {who} -> {to}: {r['message'][:100]}", file=sys.stderr)
             elif r.get("phase") == "act":
                 extra = f"  [fallback: {r['fallback']}]" if r.get("fallback") else ""
@@ -122,7 +137,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         max_ticks=args.max_ticks, render=args.render, video=args.video,
         log_path=args.log or "auto", shocks=args.shock, monitor=args.monitor or None,
         cache=args.cache, on_round=None if args.quiet else _round_printer(),
-        max_transport_failures=_failure_limit(args), fps=args.fps, scale=args.scale)
+        max_transport_failures=_failure_limit(args),
+        temperature=args.temperature, prompts=args.prompts, fps=args.fps, scale=args.scale)
     summary = result.summary
     if args.json:
         _print_json(summary)
@@ -337,6 +353,16 @@ def _common(p: argparse.ArgumentParser, agents: int = 3) -> None:
     p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
 
 
+def _temperature(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not 0.0 <= value <= 2.0:
+        raise argparse.ArgumentTypeError(f"must be between 0 and 2, got {text}")
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="orgteams", description=__doc__.splitlines()[0])
     parser.add_argument("--debug", action="store_true",
@@ -365,6 +391,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--cache", default=None, help="SQLite response cache for LLM calls")
     p.add_argument("--quiet", action="store_true", help="no live round-by-round output")
     _add_failure_limit(p)
+    p.add_argument("--temperature", type=_temperature, default=0.0,
+                   help="sampling temperature of LLM members, 0-2 (default 0: greedy; the "
+                        "self-organizing paper used 0.7)")
+    p.add_argument("--prompts", choices=["default", "compact"], default=None,
+                   help="prompt variant of LLM members (default: compact for local, "
+                        "default for others)")
     p.set_defaults(func=cmd_run)
 
     p = subcommand(sub, "play", "control one agent with the keyboard in a window")

@@ -67,6 +67,10 @@ def build_member(agent_id: str, spec: str, *, leader: bool = False, seed: int | 
     """A team member from a spec: ``planner``, ``random``, ``human``, ``local``,
     ``scripted`` or ``openai:<model>`` (any OpenAI-compatible server, see README).
 
+    ``llm_kwargs`` go to :class:`~orgteams.agents.llm_agent.LLMAgent` (``temperature``,
+    ``prompts``...); ``prompts=None`` picks the backend's default variant (``local``:
+    ``compact``).
+
     ``leader`` and ``claims`` only matter to planners (see :class:`PlannerMember`).
     ``env`` only matters to ``human``: when it renders in human mode the person
     answers in that window (:class:`~orgteams.agents.window_input.WindowInput`),
@@ -92,16 +96,19 @@ def build_member(agent_id: str, spec: str, *, leader: bool = False, seed: int | 
             return HumanAgent(agent_id, window.ask, window.show)
         return HumanAgent(agent_id)
     from orgteams.agents.llm_agent import LLMAgent
+    from orgteams.agents.prompts import variant_for_backend
 
+    llm_kwargs["prompts"] = llm_kwargs.get("prompts") or variant_for_backend(kind)
     return LLMAgent(agent_id, _backend(spec, cache), seed=seed, **llm_kwargs)
 
 
 def build_team(specs: str | list[str], num_agents: int, organization: Organization,
                seed: int | None = None, cache: str | Path | None = None,
-               env: HighLevelEnv | None = None) -> dict[str, Any]:
+               env: HighLevelEnv | None = None, **llm_kwargs: Any) -> dict[str, Any]:
     """Members for ``agent_0..agent_{n-1}``: one spec for all, or a comma list / list per agent.
 
-    ``env``: where human members answer (see :func:`build_member`)."""
+    ``env``: where human members answer; ``llm_kwargs``: for LLM members (see
+    :func:`build_member`)."""
     if isinstance(specs, str):
         specs = [s.strip() for s in specs.split(",")]
     if len(specs) == 1:
@@ -115,7 +122,8 @@ def build_team(specs: str | list[str], num_agents: int, organization: Organizati
     # Planners follow the organization: with no instruction at all (``none``) nobody
     # agreed to announce or respect claims.
     claims = bool(organization.instruction.strip())
-    return {a: build_member(a, s, leader=a in top, seed=seed, cache=cache, claims=claims, env=env)
+    return {a: build_member(a, s, leader=a in top, seed=seed, cache=cache, claims=claims, env=env,
+                            **llm_kwargs)
             for a, s in zip(team, specs)}
 
 
@@ -134,6 +142,7 @@ def run_episode(task: str = "prepare_afternoon_tea", layout: str = "apartment",
                 monitor: MonitorConfig | bool | None = None, cache: str | Path | None = None,
                 on_round=None, render_options: dict | None = None,
                 max_transport_failures: int | None = DEFAULT_MAX_TRANSPORT_FAILURES,
+                temperature: float = 0.0, prompts: str | None = None,
                 fps: float | None = None, scale: float = 1.0, hold: bool = True,
                 should_stop: Callable[[], str | None] | None = None,
                 on_tick: Callable[[int, int], object] | None = None) -> EpisodeResult:
@@ -151,6 +160,10 @@ def run_episode(task: str = "prepare_afternoon_tea", layout: str = "apartment",
         monitor: Capability-threshold monitor: True for defaults, or a MonitorConfig.
         max_transport_failures: Stop the episode (``episode_status: "error"``) after this
             many model calls in a row failed after their retries; None never stops.
+        temperature: Sampling temperature of every LLM member (0.0 greedy; the
+            self-organizing paper used 0.7). Recorded in the summary's ``llm_settings``.
+        prompts: Prompt variant of LLM members, ``default`` or ``compact``; None: per
+            backend (``local`` gets ``compact``).
         fps: Ticks per second of the window and the video (default the env's, 10).
         scale: Size factor of the window (its first size) and of the video frames.
         hold: With a window, keep the last frame up until the person closes it (Q) or
@@ -173,7 +186,8 @@ def run_episode(task: str = "prepare_afternoon_tea", layout: str = "apartment",
     env = HighLevelEnv(layout=layout, task=task, num_agents=agents, render_mode=render_mode,
                        max_ticks=max_ticks, render_options=options, render_fps=fps)
     env.base.overlay.organization = org.name
-    members = build_team(backend, agents, org, seed=seed, cache=cache, env=env)
+    llm = {"temperature": temperature, "prompts": prompts}
+    members = build_team(backend, agents, org, seed=seed, cache=cache, env=env, **llm)
     if log_path == "auto":
         log_path = default_log_path(task, org.name, seed)
     recorder = None
@@ -203,7 +217,7 @@ def run_episode(task: str = "prepare_afternoon_tea", layout: str = "apartment",
                         shocks=[Shock.parse(s) if isinstance(s, str) else s for s in shocks],
                         monitor=MonitorConfig() if monitor is True else (monitor or None),
                         member_factory=lambda a, spec: build_member(a, spec, cache=cache,
-                                                                    env=env),
+                                                                    env=env, **llm),
                         on_round=on_round, max_transport_failures=max_transport_failures,
                         should_stop=stop)
     try:

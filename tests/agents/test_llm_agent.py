@@ -22,9 +22,16 @@ from orgteams.agents.tokens import count_tokens
 
 ACT_CTX = ActContext(2, "agent_0", "Alice", dict(TEAM), "Alice leads.")
 CORRECTION = (
-    'Your reply was not valid: {error}. Reply with exactly one JSON object like '
-    '{{"action": "A", "thoughts": "one short reason"}}; action must be one of A, B, C, D.'
+    'Your reply was not valid: {error}. Reply with exactly one JSON object with these '
+    'fields: "action": the letter of the action you choose (one of A, B, C, D); '
+    '"thoughts": why, in a few words (at most 200 characters). action must be one of '
+    'A, B, C, D.'
 )
+
+
+def Agent(*args, **kwargs) -> LLMAgent:
+    """An LLMAgent listing options in the env's order (these tests pick by letter)."""
+    return LLMAgent(*args, **{"shuffle_options": False, **kwargs})
 
 
 def run(coro):
@@ -44,7 +51,7 @@ def test_llm_agent_is_a_team_member():
 
 def test_good_act_reply():
     backend = ScriptedBackend([{"action": "B", "thoughts": "check the fridge"}])
-    decision = run(LLMAgent("agent_0", backend).act(FakeEnv(), 2, ACT_CTX))
+    decision = run(Agent("agent_0", backend).act(FakeEnv(), 2, ACT_CTX))
     assert decision.action_id == "check:fridge" and decision.thoughts == "check the fridge"
     rec = decision.record
     assert rec.fallback is None and rec.retries == 0 and rec.errors == []
@@ -59,8 +66,8 @@ def test_cached_calls_keep_their_tokens_but_are_marked_free(tmp_path):
 
     reply = {"action": "B", "thoughts": "check the fridge"}
     backend = CachedBackend(ScriptedBackend([reply, reply]), tmp_path / "cache.sqlite")
-    first = run(LLMAgent("agent_0", backend, seed=1).act(FakeEnv(), 2, ACT_CTX)).record
-    again = run(LLMAgent("agent_0", backend, seed=1).act(FakeEnv(), 2, ACT_CTX)).record
+    first = run(Agent("agent_0", backend, seed=1).act(FakeEnv(), 2, ACT_CTX)).record
+    again = run(Agent("agent_0", backend, seed=1).act(FakeEnv(), 2, ACT_CTX)).record
     assert (first.cached_calls, first.cached_usage) == (0, Usage())
     assert again.cached_calls == 1 and again.usage == first.usage
     assert again.cached_usage == again.usage  # all of it came from the cache
@@ -70,7 +77,7 @@ def test_cached_calls_keep_their_tokens_but_are_marked_free(tmp_path):
 def test_good_communicate_reply_maps_names_to_ids():
     backend = ScriptedBackend([{"receivers": ["Bob", "Zed"], "message": "Take the fridge.",
                                 "thoughts": "split work"}])
-    agent = LLMAgent("agent_0", backend)
+    agent = Agent("agent_0", backend)
     decision = run(agent.communicate(comm_ctx(), FakeEnv()))
     assert [(m.receivers, m.text) for m in decision.messages] == [(("agent_1",),
                                                                    "Take the fridge.")]
@@ -84,7 +91,7 @@ def test_good_communicate_reply_maps_names_to_ids():
 
 def test_invalid_reply_gets_one_exact_correction_then_succeeds():
     backend = ScriptedBackend(["I think B", {"action": "C", "thoughts": "ok"}])
-    decision = run(LLMAgent("agent_0", backend).act(FakeEnv(), 2, ACT_CTX))
+    decision = run(Agent("agent_0", backend).act(FakeEnv(), 2, ACT_CTX))
     assert decision.action_id == "grab:cupcake_1"
     first, second = backend.calls
     assert second[: len(first)] == first
@@ -100,7 +107,7 @@ def test_invalid_reply_gets_one_exact_correction_then_succeeds():
 
 def test_action_not_in_list_is_corrected():
     backend = ScriptedBackend([{"action": "Q"}, {"action": "A"}])
-    decision = run(LLMAgent("agent_0", backend).act(FakeEnv(), 2, ACT_CTX))
+    decision = run(Agent("agent_0", backend).act(FakeEnv(), 2, ACT_CTX))
     assert decision.action_id == "explore:kitchen"
     assert backend.calls[1][-1]["content"] == CORRECTION.format(
         error="action 'Q' is not one of A, B, C, D")
@@ -108,7 +115,7 @@ def test_action_not_in_list_is_corrected():
 
 def test_retries_exhausted_falls_back_to_wait_with_raw_replies():
     backend = ScriptedBackend(["nope", '{"action": "Z"}'])
-    decision = run(LLMAgent("agent_0", backend, max_retries=1).act(FakeEnv(), 2, ACT_CTX))
+    decision = run(Agent("agent_0", backend, max_retries=1).act(FakeEnv(), 2, ACT_CTX))
     assert decision.action_id == "wait"
     rec = decision.record
     assert rec.fallback == "invalid reply after 2 attempt(s)" and rec.parsed is None
@@ -119,13 +126,13 @@ def test_retries_exhausted_falls_back_to_wait_with_raw_replies():
 
 def test_busy_agent_falls_back_to_continue():
     env = FakeEnv(ACTIONS + [FakeAction("continue", "continue", "", "[continue]")])
-    decision = run(LLMAgent("agent_0", ScriptedBackend(["x"]), max_retries=0).act(env, 2))
+    decision = run(Agent("agent_0", ScriptedBackend(["x"]), max_retries=0).act(env, 2))
     assert decision.action_id == "continue" and len(decision.record.replies) == 1
 
 
 def test_fallback_without_wait_offered_is_noted():
     env = FakeEnv(ACTIONS[:1])
-    decision = run(LLMAgent("agent_0", ScriptedBackend(["x"]), max_retries=0).act(env, 2))
+    decision = run(Agent("agent_0", ScriptedBackend(["x"]), max_retries=0).act(env, 2))
     assert decision.action_id == "wait"
     assert decision.record.notes == ["'wait' is not among the available actions "
                                      "['explore:kitchen']"]
@@ -133,7 +140,7 @@ def test_fallback_without_wait_offered_is_noted():
 
 def test_backend_error_is_a_recorded_fallback():
     backend = ScriptedBackend([BackendError("HTTP 500: boom", kind="http", status=500)])
-    decision = run(LLMAgent("agent_0", backend).act(FakeEnv(), 2, ACT_CTX))
+    decision = run(Agent("agent_0", backend).act(FakeEnv(), 2, ACT_CTX))
     assert decision.action_id == "wait"
     rec = decision.record
     assert rec.fallback == "backend error (http)" and rec.error == "http: HTTP 500: boom"
@@ -142,13 +149,13 @@ def test_backend_error_is_a_recorded_fallback():
 
 def test_backend_error_in_communicate_is_silence():
     backend = ScriptedBackend([BackendError("timeout", kind="timeout")])
-    decision = run(LLMAgent("agent_0", backend).communicate(comm_ctx(), FakeEnv()))
+    decision = run(Agent("agent_0", backend).communicate(comm_ctx(), FakeEnv()))
     assert decision.silent and decision.record.fallback == "backend error (timeout)"
 
 
 def test_invalid_communicate_exhausted_is_recorded_silence():
     backend = ScriptedBackend(['{"message": 5}', "still not"])
-    decision = run(LLMAgent("agent_0", backend).communicate(comm_ctx(), FakeEnv()))
+    decision = run(Agent("agent_0", backend).communicate(comm_ctx(), FakeEnv()))
     assert decision.silent and decision.record.fallback == "invalid reply after 2 attempt(s)"
     assert decision.record.replies == ['{"message": 5}', "still not"]
 
@@ -158,7 +165,7 @@ def test_config_errors_raise():
         raise BackendConfigError("No API key")
 
     with pytest.raises(BackendConfigError, match="No API key"):
-        run(LLMAgent("agent_0", ScriptedBackend(broken)).act(FakeEnv(), 2))
+        run(Agent("agent_0", ScriptedBackend(broken)).act(FakeEnv(), 2))
 
 
 def test_schema_offers_abstain_and_role_only_when_allowed():
@@ -168,7 +175,7 @@ def test_schema_offers_abstain_and_role_only_when_allowed():
         schemas.append(schema)
         return {"abstain": True, "role": "scout", "receivers": [], "message": "", "thoughts": ""}
 
-    agent = LLMAgent("agent_0", ScriptedBackend(rule))
+    agent = Agent("agent_0", ScriptedBackend(rule))
     plain = run(agent.communicate(comm_ctx(), FakeEnv()))
     assert "abstain" not in schemas[0]["properties"] and "role" not in schemas[0]["properties"]
     assert plain.abstain is False and plain.role is None
@@ -179,7 +186,7 @@ def test_schema_offers_abstain_and_role_only_when_allowed():
 
 def test_abstaining_agent_sends_nothing_and_waits():
     backend = ScriptedBackend([{"abstain": True, "receivers": ["Bob"], "message": "bye"}])
-    agent = LLMAgent("agent_0", backend)
+    agent = Agent("agent_0", backend)
     decision = run(agent.communicate(comm_ctx(allow_abstain=True), FakeEnv()))
     assert decision.abstain and decision.silent
     assert decision.record.notes == ["abstained: message not sent"]
@@ -192,7 +199,7 @@ def test_abstaining_agent_sends_nothing_and_waits():
 def test_vote_stage():
     backend = ScriptedBackend([{"vote": "Charlie", "thoughts": "she explores well"}])
     ctx = comm_ctx(stage_kind="vote", candidates=["agent_0", "agent_1", "agent_2"])
-    decision = run(LLMAgent("agent_0", backend).communicate(ctx, FakeEnv()))
+    decision = run(Agent("agent_0", backend).communicate(ctx, FakeEnv()))
     assert decision.vote == "agent_2" and decision.silent
     assert "elect the team leader. Vote for one of: Alice, Bob, Charlie." in (
         backend.calls[0][1]["content"])
@@ -200,7 +207,7 @@ def test_vote_stage():
 
 def test_no_receivers_means_silence_without_a_model_call():
     backend = ScriptedBackend([])
-    decision = run(LLMAgent("agent_0", backend).communicate(comm_ctx(can_message=[]), FakeEnv()))
+    decision = run(Agent("agent_0", backend).communicate(comm_ctx(can_message=[]), FakeEnv()))
     assert decision.silent and backend.calls == []
 
 
@@ -210,7 +217,7 @@ def test_visible_outputs_of_this_round_are_shown():
         {"sender": "agent_0", "receivers": "everyone", "text": "Bob: fridge.", "role": "leader"},
         {"sender": "agent_2", "receivers": None, "text": "", "abstained": True},
     ])
-    run(LLMAgent("agent_1", backend).communicate(ctx, FakeEnv()))
+    run(Agent("agent_1", backend).communicate(ctx, FakeEnv()))
     text = backend.calls[0][1]["content"]
     assert 'Said so far this round:\nAlice (leader) to everyone: "Bob: fridge."\n' \
            "Charlie abstained." in text
@@ -218,7 +225,7 @@ def test_visible_outputs_of_this_round_are_shown():
 
 def test_act_without_context_reuses_the_latest_communicate_context():
     backend = ScriptedBackend()
-    agent = LLMAgent("agent_0", backend)
+    agent = Agent("agent_0", backend)
     run(agent.communicate(comm_ctx(), FakeEnv()))
     run(agent.act(FakeEnv(), 3))
     assert "Alice is the leader. Follow her orders." in backend.calls[1][1]["content"]
@@ -229,20 +236,20 @@ def test_act_without_context_reuses_the_latest_communicate_context():
 
 def test_max_retries_zero_makes_one_call():
     backend = ScriptedBackend(["bad"])
-    decision = run(LLMAgent("agent_0", backend, max_retries=0).act(FakeEnv(), 1))
+    decision = run(Agent("agent_0", backend, max_retries=0).act(FakeEnv(), 1))
     assert len(backend.calls) == 1 and decision.record.retries == 0
 
 
 def test_constructor_checks():
     with pytest.raises(ValueError, match="max_retries must be >= 0, got -1"):
-        LLMAgent("agent_0", ScriptedBackend(), max_retries=-1)
+        Agent("agent_0", ScriptedBackend(), max_retries=-1)
 
 
 def test_three_agents_through_the_real_high_level_env():
     highlevel = pytest.importorskip("orgteams.envs.highlevel")
     env = highlevel.HighLevelEnv(layout="apartment", task="prepare_afternoon_tea", num_agents=3)
     env.reset(seed=0)
-    agents = {a: LLMAgent(a, ScriptedBackend()) for a in env.agents}
+    agents = {a: Agent(a, ScriptedBackend()) for a in env.agents}
 
     async def one_round(r: int) -> dict[str, str]:
         deciding = [a for a in env.agents if env.needs_decision(a)]

@@ -102,6 +102,7 @@ def test_invalid_json_is_corrected_then_recorded(fault_server):
 
 def test_valid_reply_through_the_wire(fault_server):
     fault_server.reply_text = '{"action": "B", "thoughts": "fridge"}'
-    act = asyncio.run(LLMAgent("agent_0", _openai_backend(fault_server)).act(FakeEnv(), 0))
+    agent = LLMAgent("agent_0", _openai_backend(fault_server), shuffle_options=False)
+    act = asyncio.run(agent.act(FakeEnv(), 0))
     assert act.action_id == "check:fridge" and act.record.fallback is None
     assert fault_server.requests[0]["response_format"]["type"] == "json_object"

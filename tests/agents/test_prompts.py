@@ -124,7 +124,7 @@ def test_syntax_error_names_file_and_line(tmp_path):
 
 def test_communicate_prompt_has_the_papers_parts():
     backend = ScriptedBackend()
-    agent = LLMAgent("agent_0", backend)
+    agent = LLMAgent("agent_0", backend, shuffle_options=False)
     run(agent.communicate(comm_ctx(role="leader"), FakeEnv()))
     system, user = backend.calls[0]
     assert system["role"] == "system" and "You are Alice, one of 3 agents" in system["content"]

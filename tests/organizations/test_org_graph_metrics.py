@@ -69,3 +69,56 @@ def test_unknown_root():
         ValueError, match=re.escape("hierarchy_depth(): roots not in the graph: ['q']")
     ):
         hierarchy_depth(star(), roots=["q"])
+
+
+def test_algebraic_connectivity_known_values():
+    from orgteams.organizations.graph_metrics import algebraic_connectivity
+
+    assert algebraic_connectivity(chain()) == pytest.approx(1.0)
+    assert algebraic_connectivity(star()) == pytest.approx(1.0)
+    # both directions of every pair: undirected weight 2, so 2 x 3.0 (K3 at unit weight)
+    assert algebraic_connectivity(nx.complete_graph(3, create_using=nx.DiGraph)) == (
+        pytest.approx(6.0))
+    doubled = nx.DiGraph()
+    doubled.add_weighted_edges_from([("a", "b", 2), ("b", "c", 2)])
+    assert algebraic_connectivity(doubled) == pytest.approx(2.0)
+    assert spectral_gap(doubled) == pytest.approx(1.0)  # normalized: weights scale out
+    assert algebraic_connectivity(disconnected()) == 0.0
+
+
+def test_spectral_gap_matches_networkx_on_weighted_graphs():
+    """The numpy version gives networkx's (scipy-backed) values, to 1e-9."""
+    pytest.importorskip("scipy")
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    for n in (2, 3, 5, 8):
+        g = nx.gnp_random_graph(n, 0.7, seed=int(rng.integers(1000)), directed=True)
+        for u, v in g.edges:
+            g[u][v]["weight"] = int(rng.integers(1, 6))
+        h = nx.Graph()
+        h.add_nodes_from(g.nodes)
+        for u, v, d in g.edges(data=True):
+            prior = h[u][v]["weight"] if h.has_edge(u, v) else 0
+            h.add_edge(u, v, weight=prior + d["weight"])
+        if not nx.is_connected(h):
+            continue
+        lap = nx.normalized_laplacian_matrix(h, weight="weight").toarray()
+        assert spectral_gap(g) == pytest.approx(np.sort(np.linalg.eigvalsh(lap))[1], abs=1e-9)
+
+
+def test_graph_metrics_need_no_scipy():
+    """The core metric runs where scipy cannot be imported (it is an optional extra)."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; sys.modules['scipy'] = None\n"
+        "import networkx as nx\n"
+        "from orgteams.organizations.graph_metrics import spectral_gap, algebraic_connectivity\n"
+        "g = nx.complete_graph(3, create_using=nx.DiGraph)\n"
+        "print(spectral_gap(g), algebraic_connectivity(g))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["1.5", "6.0"]
