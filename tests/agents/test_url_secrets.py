@@ -42,10 +42,13 @@ def test_a_credentialed_base_url_never_reaches_the_episode_log(capsys, tmp_path,
     monkeypatch.setenv("ORGTEAMS_BASE_URL", dead_url())
     monkeypatch.setattr("orgteams.team._BACKENDS", {})
     log = tmp_path / "episode.jsonl"
+    # exit 1: the episode stops with status error, its server being dead (the reason, on
+    # stderr, is masked too)
     assert main(["run", "--backend", "openai:fake-model", "--agents", "2", "--layout", "studio",
                  "--org", "none", "--max-rounds", "1", "--log", str(log), "--quiet",
-                 "--json"]) == 0
-    out = capsys.readouterr().out
+                 "--json"]) == 1
+    captured = capsys.readouterr()
+    out = captured.out + captured.err
     text = log.read_text()
     errors = [r["error"] for r in map(json.loads, text.splitlines()) if r.get("error")]
     assert errors and all(e.startswith("connection: connection failed to http://***@127.0.0.1:")
