@@ -13,7 +13,7 @@ members are member specs as in ``orgteams run`` (``planner``, ``local``, ...).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -44,7 +44,8 @@ def make_episode_fn(task: str | Sequence[str] = "prepare_afternoon_tea",
                     max_rounds: int | None = None, max_ticks: int | None = None,
                     log_dir: str | Path | None = None, cache: str | Path | None = None,
                     max_transport_failures: int | None = DEFAULT_MAX_TRANSPORT_FAILURES,
-                    pool: Any = None):
+                    pool: Any = None,
+                    on_progress: Callable[[int, int, int], object] | None = None):
     """``episode_fn(organization, iteration)`` playing one episode with ``run_episode``.
 
     ``pool``: a :class:`~orgteams.team.BackendPool` shared by the episodes (None: each
@@ -52,6 +53,7 @@ def make_episode_fn(task: str | Sequence[str] = "prepare_afternoon_tea",
     ``seeds[k % len(seeds)]``, and likewise for ``task`` and ``layout`` when they are
     lists (one value: the same every iteration, the fair comparison). Logs go to
     ``log_dir/iteration_<k>.jsonl`` (None: kept in memory).
+    ``on_progress(iteration, tick, tick_limit)`` is called after every tick.
     """
     tasks = [task] if isinstance(task, str) else list(task)
     layouts = [layout] if isinstance(layout, str) else list(layout)
@@ -68,7 +70,9 @@ def make_episode_fn(task: str | Sequence[str] = "prepare_afternoon_tea",
                            layout=layouts[iteration % len(layouts)], organization=organization,
                            agents=agents, backend=backend, seed=seeds[iteration % len(seeds)],
                            max_rounds=max_rounds, max_ticks=max_ticks, log_path=log, cache=cache,
-                           max_transport_failures=max_transport_failures, pool=pool)
+                           max_transport_failures=max_transport_failures, pool=pool,
+                           on_tick=None if on_progress is None else (
+                               lambda tick, limit: on_progress(iteration, tick, limit)))
 
     return episode_fn
 
@@ -106,8 +110,8 @@ def run_reflect(organization: str | Path | Organization = "leader", *,
                 approved: bool = False, max_rounds: int | None = None,
                 max_ticks: int | None = None, cache: str | Path | None = None,
                 budget_chars: int = 6000,
-                max_transport_failures: int | None = DEFAULT_MAX_TRANSPORT_FAILURES
-                ) -> ReflectResult:
+                max_transport_failures: int | None = DEFAULT_MAX_TRANSPORT_FAILURES,
+                on_progress: Callable[[int, int, int], object] | None = None) -> ReflectResult:
     """Run (or resume) the Criticize-Reflect loop; see :func:`~orgteams.criticize_reflect.reflect`.
 
     Args:
@@ -116,6 +120,8 @@ def run_reflect(organization: str | Path | Organization = "leader", *,
         critic, coordinator: Backend specs of the two reflecting models.
         candidates: K, the candidate organizations the Coordinator proposes each time.
         out_dir: Everything is saved there; a rerun with the same ``out_dir`` resumes.
+        on_progress: Called as ``on_progress(iteration, tick, tick_limit)`` while each
+            episode plays (the CLI's progress bar).
     """
     org = organization if isinstance(organization, Organization) else load_organization(
         organization)
@@ -131,7 +137,8 @@ def run_reflect(organization: str | Path | Organization = "leader", *,
         coordinator_obj = Coordinator(pool.get(coordinator, cache), k=candidates)
         episode_fn = make_episode_fn(task, layout, agents, backend, seeds, max_rounds,
                                      max_ticks, log_dir=Path(out_dir) / "logs", cache=cache,
-                                     max_transport_failures=max_transport_failures, pool=pool)
+                                     max_transport_failures=max_transport_failures, pool=pool,
+                                     on_progress=on_progress)
         return reflect(org, episode_fn, critic_obj, coordinator_obj, iterations=iterations,
                        out_dir=out_dir, step_weight=step_weight, token_weight=token_weight,
                        use_critic=use_critic, approved=approved, budget_chars=budget_chars)
