@@ -45,7 +45,7 @@ class WindowInput:
             raise ValueError("WindowInput needs an env with render_mode='human', got "
                              f"{getattr(env, 'render_mode', None)!r}")
         self.env, self.echo, self.fps = env, echo, fps
-        self.title, self.lines, self.note = "", [], ""
+        self.title, self.lines, self.note, self.sees = "", [], "", ""
 
     def show(self, text: str) -> None:
         """Keep the compact part of a situation (or a one-line note) for the next question."""
@@ -56,6 +56,7 @@ class WindowInput:
             return
         rows = text.splitlines()
         self.title, self.note = rows[0].strip("= "), ""
+        self.sees = next((r for r in rows if r.startswith("You see: ")), "")
         if "Actions:" in rows:
             self.lines = [r.strip() for r in rows[rows.index("Actions:") + 1:]]
         else:  # communicate: the latest messages and what was said this round
@@ -66,7 +67,7 @@ class WindowInput:
         """Wait for a line typed in the window; EOFError when the window was closed."""
         renderer = window_renderer(self.env)
         entry = TextEntry(self.title, prompt, list(self.lines),
-                          "wait" if prompt == ACT_PROMPT else "", self.note)
+                          "wait" if prompt == ACT_PROMPT else "", self.note, sees=self.sees)
         while renderer.entry is not None and not renderer.closed:  # another human's turn
             await asyncio.sleep(1 / self.fps)
         renderer.entry = entry

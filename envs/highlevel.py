@@ -149,6 +149,9 @@ class HighLevelEnv(Crowding, ParallelEnv):
         # Called after every tick as on_tick(before, joint_actions, after, events):
         # demonstrations and profilers hook in here.
         self.on_tick: Callable[..., None] | None = None
+        # Asked after every tick; True ends this step early (a team runner that was
+        # asked to stop, e.g. its window was closed).
+        self.should_stop: Callable[[], bool] | None = None
 
     # ---- PettingZoo API ----
     def observation_space(self, agent: str) -> spaces.Space:
@@ -224,6 +227,8 @@ class HighLevelEnv(Crowding, ParallelEnv):
                 if r.status == "running":
                     r.advance()
             if not self.base.agents or not live:
+                break
+            if self.should_stop is not None and self.should_stop():
                 break
             if any(self._runners[a].status != "running" for a in live):
                 break

@@ -21,14 +21,22 @@ class Overlay:
     log: deque = field(default_factory=lambda: deque(maxlen=12))
     markers: dict[str, str] = field(default_factory=dict)  # agent id -> "abstained" | "idle"
     caption: str = ""  # e.g. "round 4 - communicate"
+    organization: str = ""  # the team's organization, shown in the panel
+    roles: dict[str, str] = field(default_factory=dict)  # agent id -> role (leader, ...)
+    you: str | None = None  # the agent a person plays (ringed and tagged YOU)
+    said: int = 0  # messages said since the last clear (a video holds frames with new ones)
 
     def say(self, message: TeamMessage) -> None:
         """Draw ``message`` as its sender's latest bubble and add it to the log."""
+        self.latest.pop(message.sender, None)  # re-inserted: the dict runs oldest to newest
         self.latest[message.sender] = message
         self.log.append(message)
+        self.said += 1
 
     def clear(self) -> None:
         self.latest.clear()
         self.log.clear()
         self.markers.clear()
         self.caption = ""
+        self.roles.clear()
+        self.said = 0

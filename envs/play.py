@@ -35,7 +35,7 @@ from typing import Any, Protocol
 from orgteams.envs.actions import HAND_CAPACITY, Verb, decode, encode
 from orgteams.envs.errors import UserError
 from orgteams.envs.highlevel import PRIMITIVE, HighLevelEnv
-from orgteams.envs.layout import DIRECTIONS
+from orgteams.envs.layout import DIRECTION_NAMES, DIRECTIONS
 from orgteams.envs.rendering import PygameRenderer
 from orgteams.envs.state import is_walkable
 from orgteams.envs.video import Policy, resolve_policy
@@ -84,6 +84,7 @@ class PlaySession:
             the env is then a :class:`HighLevelEnv` (built here, or passed as ``env``).
         seed: episode seed (R starts the next seed).
         fps: window frame rate.
+        scale: the window's first size as a factor of the frame (it can be resized).
         show_fov: start with your field of view highlighted.
         display_names: labels for the agents (e.g. ``["You", "Bob", "Carol"]``).
         pump_events: read window events in :meth:`tick`; ``False`` leaves it to
@@ -94,7 +95,7 @@ class PlaySession:
                  task: str = "prepare_afternoon_tea", num_agents: int = 3,
                  human_agent: str = "agent_0", others: str | Policy = "random",
                  teammates: Teammates | None = None,
-                 seed: int = 0, fps: int = 30, show_fov: bool = True,
+                 seed: int = 0, fps: int = 30, show_fov: bool = True, scale: float = 1.0,
                  display_names: list[str] | None = None, pump_events: bool = True):
         self._owned = env is None
         if env is None and teammates is not None:
@@ -115,9 +116,10 @@ class PlaySession:
                             f"{self.raw.possible_agents}")
         self.human = human_agent
         self.index = self.raw.agent_index[human_agent]
+        self.raw.overlay.you = human_agent  # ringed and tagged YOU in the window
         self.policy = resolve_policy(others, seed) if teammates is None else None
         self.seed, self.pump_events = seed, pump_events
-        self.renderer = PygameRenderer("human", fps=fps, show_fov=show_fov,
+        self.renderer = PygameRenderer("human", fps=fps, show_fov=show_fov, scale=scale,
                                        fov_agents=[self.index], manage_events=False,
                                        title=f"orgteams play - you are {human_agent}")
         self.running = True
@@ -245,7 +247,7 @@ class PlaySession:
         events = infos.get(self.human, {}).get("events", [])
         bad = [e for e in events if e.get("type") in ("invalid_action", "collision")]
         reason = bad[0].get("reason") or bad[0]["type"] if bad else ""
-        self.message = f"{decode(action)}" + (f" - not possible: {reason}" if bad else "")
+        self.message = describe_action(action) + (f" - not possible: {reason}" if bad else "")
 
     def run(self, max_frames: int | None = None) -> dict[str, Any]:
         """Loop until quit (or ``max_frames``); returns a summary and closes."""
@@ -269,8 +271,9 @@ class PlaySession:
         names = self.raw.display_names or self.raw.possible_agents
         lines = [f"You: {names[self.index]} ({self.human}). H: help, Q: quit"]
         if not self.env.agents:
-            done = "goal complete!" if self.raw.world.success else "time is up."
-            lines.append(f"Episode over: {done} R: new episode")
+            world = self.raw.world
+            done = "goal complete" if world.success else "time is up"
+            lines.append(f"Episode over at tick {world.tick}: {done}. R: new episode")
         elif self.pending is not None:
             lines.append(f"{self.pending.name.lower()} slot {self.slot + 1}: press an arrow")
         elif self.message:
@@ -278,9 +281,23 @@ class PlaySession:
         return lines
 
 
+def describe_action(action: int) -> str:
+    """What a key did, as the player says it: slots and hands counted from 1, as the keys."""
+    a = decode(action)
+    if a.verb == Verb.WAIT:
+        return "wait"
+    d = DIRECTION_NAMES[a.direction]
+    if a.verb == Verb.PUT:
+        return f"put hand {a.index + 1} {d}"
+    if a.verb == Verb.PICK:
+        return f"pick up slot {a.index + 1} {d}"
+    return f"{a.verb.name.lower()} {d}"
+
+
 def play(layout: str = "studio", task: str = "prepare_afternoon_tea", num_agents: int = 3,
          human_agent: str = "agent_0", others: str | Policy = "random", seed: int = 0,
          fps: int = 30, show_fov: bool = True, max_frames: int | None = None,
+         scale: float = 1.0,
          display_names: list[str] | None = None,
          teammates: Teammates | None = None) -> dict[str, Any]:
     """Open a window and play ``human_agent`` with the keyboard (see module docstring).
@@ -293,9 +310,9 @@ def play(layout: str = "studio", task: str = "prepare_afternoon_tea", num_agents
     """
     session = PlaySession(layout=layout, task=task, num_agents=num_agents,
                           human_agent=human_agent, others=others, teammates=teammates,
-                          seed=seed, fps=fps,
+                          seed=seed, fps=fps, scale=scale,
                           show_fov=show_fov, display_names=display_names)
     return session.run(max_frames=max_frames)
 
 
-__all__ = ["HELP_LINES", "PlaySession", "Teammates", "play"]
+__all__ = ["HELP_LINES", "PlaySession", "Teammates", "describe_action", "play"]

@@ -59,6 +59,8 @@ def draw_panel(pg: Any, text: Text, surf, state: HouseholdState, overlay: Overla
     scene = state.scene
     for s in text.wrap(scene.task.replace("_", " "), 17, cur.width, 2):
         cur.line(s, 17, bold=True)
+    if overlay is not None and overlay.organization:
+        cur.line(f"organization: {overlay.organization}", BODY, (120, 70, 20), bold=True)
     done = state.success
     status = "goal complete" if done else f"tick {state.tick} / {scene.step_limit}"
     rect = text.blit(surf, status, (cur.x, cur.y), BODY, DONE_GREEN if done else PANEL_TEXT,
@@ -90,7 +92,8 @@ def _goals(cur: _Cursor, state: HouseholdState) -> None:
     units = sum(p.count for p in goal)
     have = sum(state.progress)
     cur.header("goal", f"{have}/{units} done", DONE_GREEN if have == units else PANEL_MUTED)
-    for pred, got in zip(goal, state.progress):
+    targets = state.scene.goal_targets
+    for k, (pred, got) in enumerate(zip(goal, state.progress)):
         complete = got >= pred.count
         box = pg.Rect(cur.x, cur.y + 1, 14, 14)
         pg.draw.rect(cur.surf, DONE_GREEN if complete else (255, 255, 255), box, border_radius=3)
@@ -102,6 +105,9 @@ def _goals(cur: _Cursor, state: HouseholdState) -> None:
         icon(pg, cur.text, cur.surf, pred.cls, pg.Rect(cur.x + 20, cur.y, 17, 17))
         where = "in" if pred.relation == "inside" else "on"
         label = f"{pred.cls} {where} {pred.target}".replace("_", " ")
+        count = len(targets[k])
+        if count > 1:  # several of that furniture: any of them counts (all starred)
+            label = f"{pred.cls} {where} any {pred.target} ({count})".replace("_", " ")
         color = PANEL_MUTED if complete else PANEL_TEXT
         cur.text.blit(cur.surf, label, (cur.x + 43, cur.y + 1), BODY, color)
         cur.text.blit(cur.surf, f"{got}/{pred.count}", (cur.x + cur.width, cur.y + 1), BODY,
@@ -127,6 +133,13 @@ def _team(cur: _Cursor, state: HouseholdState, names: list[str], overlay) -> Non
         room = state.scene.room_of_cell[pos]
         where = rooms[room].replace("_", " ") if room >= 0 else "doorway"
         rect = cur.text.blit(cur.surf, where, (rect.right + 6, cur.y + 2), SMALL, PANEL_MUTED)
+        role = overlay.roles.get(f"agent_{a}") if overlay else None
+        if role:
+            rect = cur.text.blit(cur.surf, role.replace("_", " "), (rect.right + 6, cur.y + 2),
+                                 SMALL, (120, 70, 20), True)
+        if overlay is not None and overlay.you == f"agent_{a}":
+            rect = cur.text.blit(cur.surf, "YOU", (rect.right + 6, cur.y + 2), SMALL,
+                                 (200, 140, 0), True)
         marker = overlay.markers.get(f"agent_{a}") if overlay else None
         if marker:
             cur.text.blit(cur.surf, marker, (rect.right + 6, cur.y + 2), SMALL,

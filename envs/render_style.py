@@ -26,10 +26,15 @@ BUBBLE = (255, 255, 250)
 BUBBLE_EDGE = (60, 60, 70)
 MARKER_COLORS = {"abstained": (230, 120, 30), "idle": (130, 130, 140)}
 
-# Distinct, saturated agent colours (Tableau 10 order); more agents get golden-ratio hues.
+# Distinct, saturated agent colours: Tableau 10 without its grey (grey agents vanish
+# on grey walls), then dark and bright colours that stay apart from those and from
+# the room tints, 16 in all; more agents get golden-ratio hues.
 _AGENT_BASE = ((31, 119, 180), (214, 39, 40), (44, 160, 44), (148, 103, 189),
                (255, 127, 14), (23, 190, 207), (227, 119, 194), (140, 86, 75),
-               (188, 189, 34), (127, 127, 127))
+               (188, 189, 34), (0, 0, 117), (128, 0, 0), (0, 110, 100),
+               (240, 50, 230), (110, 110, 0), (255, 215, 0), (25, 25, 25))
+ROLE_COLORS = {"leader": (235, 180, 30), "vice_leader": (170, 178, 190)}
+YOU_COLOR = (255, 210, 40)
 
 PANEL_WIDTH = 340
 MIN_HEIGHT = 680
@@ -38,7 +43,7 @@ CELL_RANGE = (18, 48)
 
 
 def agent_color(i: int) -> tuple[int, int, int]:
-    """A colour per agent index; stable and distinct for the first ten."""
+    """A colour per agent index; stable, and distinct for the first sixteen."""
     if i < len(_AGENT_BASE):
         return _AGENT_BASE[i]
     h = (i * 0.618033988749895) % 1.0

@@ -26,32 +26,32 @@ receives the window's typing (TEXTINPUT characters, Enter, Backspace, Escape):
 
 from __future__ import annotations
 
-import math
 import os
 import sys
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from orgteams.envs.errors import MissingExtraError
 from orgteams.envs.overlay import Overlay
+from orgteams.envs.render_boxes import MARGIN, TextEntry, draw_banner, draw_entry
+from orgteams.envs.render_bubbles import draw_bubbles, draw_tails, layout_bubbles
 from orgteams.envs.render_panel import draw_help, draw_panel
 from orgteams.envs.render_style import BACKGROUND, MIN_HEIGHT, PANEL_WIDTH, Text, cell_size_for
+from orgteams.envs.render_window import WATCH_HELP, Playback, Window
 from orgteams.envs.render_world import (
     draw_agents,
-    draw_bubbles,
     draw_dynamic,
     draw_fov,
+    draw_room_names,
     draw_static,
-    draw_tails,
-    layout_bubbles,
+    place_name_tags,
+    room_label_spots,
 )
 from orgteams.envs.state import HouseholdState
 
 INSTALL_HINT = "pip install 'orgteams[render]'"
 MODES = ("human", "rgb_array")
-MARGIN = 10
 
 
 def import_pygame():
@@ -63,70 +63,6 @@ def import_pygame():
         raise MissingExtraError("rendering with pygame (render_mode 'human' or 'rgb_array') needs "
                           f"pygame, which is not installed: {INSTALL_HINT}") from exc
     return pygame
-
-
-@dataclass
-class TextEntry:
-    """A one-line answer box drawn over the map while a person is asked something.
-
-    Characters come from TEXTINPUT events (what SDL sends for typing); KEYDOWN
-    handles Enter (``answer`` becomes the text), Backspace and Escape (``answer``
-    becomes ``escape_answer``, e.g. silence or ``wait``).
-    """
-
-    title: str
-    prompt: str
-    lines: list[str] = field(default_factory=list)  # the options or recent messages
-    escape_answer: str = ""
-    note: str = ""  # the last error or remark, drawn in red
-    text: str = ""
-    answer: str | None = None
-
-    def handle_event(self, pg: Any, event: Any) -> bool:
-        """Take one typing event; True when it was used."""
-        if event.type == pg.TEXTINPUT:
-            self.text += event.text
-            return True
-        if event.type != pg.KEYDOWN:
-            return False
-        if event.key in (pg.K_RETURN, pg.K_KP_ENTER):
-            self.answer = self.text
-        elif event.key == pg.K_BACKSPACE:
-            self.text = self.text[:-1]
-        elif event.key == pg.K_ESCAPE:
-            self.answer = self.escape_answer
-        return True  # other keys (F...) are typing, not window commands
-
-
-def draw_entry(pg: Any, text: Text, surf, entry: TextEntry, width: int) -> None:
-    """The entry box along the bottom of ``surf``, ``width`` pixels wide; options in columns."""
-    size, pad = 15, 12
-    step = text.font(size).get_linesize() + 2
-    col_w = max((text.width(s, size) for s in entry.lines), default=0) + 24
-    cols = max(1, min(len(entry.lines), (width - 2 * pad) // max(col_w, 1)))
-    rows = min(math.ceil(len(entry.lines) / cols), 14)
-    shown = entry.lines[:rows * cols]
-    if len(shown) < len(entry.lines):
-        shown[-1] = f"... {len(entry.lines) - len(shown) + 1} more: type the id"
-    rows_total = 1 + rows + 1 + bool(entry.note)
-    box = pg.Rect(MARGIN, 0, width, rows_total * step + 2 * pad + 6)
-    box.bottom = surf.get_height() - MARGIN
-    shade = pg.Surface(box.size, pg.SRCALPHA)
-    shade.fill((20, 22, 30, 235))
-    surf.blit(shade, box)
-    pg.draw.rect(surf, (255, 230, 150), box, 2, border_radius=6)
-    x, y = box.x + pad, box.y + pad
-    text.blit(surf, entry.title, (x, y), size, (255, 230, 150), True)
-    for k, line in enumerate(shown):
-        col, row = divmod(k, rows)
-        text.blit(surf, line, (x + col * col_w, y + (1 + row) * step), size, (235, 235, 240))
-    y += (1 + rows) * step + 6
-    typed = f"{entry.prompt}{entry.text}_"
-    while len(typed) > 1 and text.width(typed, size, True) > width - 2 * pad:
-        typed = "..." + typed[4:]  # keep the end (what is being typed) visible
-    text.blit(surf, typed, (x, y), size, (255, 255, 255), True)
-    if entry.note:
-        text.blit(surf, entry.note, (x, y + step), size, (255, 130, 120))
 
 
 class PygameRenderer:
@@ -141,37 +77,48 @@ class PygameRenderer:
         fov_agents: agent indices whose view to show; ``None`` means all agents.
         font_path: a TTF file; missing or unreadable falls back to pygame's font.
         manage_events: in human mode, read the window's events in ``render``
-            (close button, F). A caller with its own event loop (the play loop)
+            (close button, F, and the playback keys of
+            :mod:`~orgteams.envs.render_window`: Space pause, N next tick, +/- speed,
+            H keys, Q close). A caller with its own event loop (the play loop)
             passes ``False`` and forwards events to :meth:`handle_event`.
+        title: the window caption.
+        scale: frame size factor: the window's first size in human mode (it can
+            then be resized), the size of the returned frames in rgb_array mode.
 
     After the user closes the window, :attr:`closed` is True and ``render`` draws
-    nothing and returns ``None``: the caller can notice and stop.
+    nothing and returns ``None``: the caller can notice and stop. At the end of an
+    episode :meth:`hold` keeps the last frame up until the person closes it.
     """
 
     def __init__(self, render_mode: str = "rgb_array", fps: int = 10, *,
                  cell_size: int | None = None, show_fov: bool = False,
                  fov_agents: list[int] | None = None, font_path: str | None = None,
-                 manage_events: bool = True, title: str = "orgteams household"):
+                 manage_events: bool = True, title: str = "orgteams household",
+                 scale: float = 1.0):
         if render_mode not in MODES:
             raise ValueError(f"PygameRenderer render_mode must be one of {MODES}, "
                              f"got {render_mode!r}")
         if fps <= 0:
             raise ValueError(f"fps must be positive, got {fps}")
+        if scale <= 0:
+            raise ValueError(f"scale must be positive, got {scale}")
         self.pg = import_pygame()
-        self.render_mode, self.fps = render_mode, fps
+        self.render_mode, self.fps, self.scale = render_mode, fps, scale
         self.cell_size, self.show_fov, self.fov_agents = cell_size, show_fov, fov_agents
         self.manage_events, self.title = manage_events, title
         self.help_lines: list[str] | None = None  # drawn as a centred box when set
         self.footer: list[str] = []  # extra lines at the bottom of the panel
         self.entry: TextEntry | None = None  # a question box over the map, gets the typing
+        self.banner: list[str] = []  # lines in a box at the top of the map (episode over)
         self.closed = False
         self.frames = 0
         self.pg.font.init()
         if render_mode == "human":
             self.pg.display.init()
         self.text = Text(self.pg, font_path)
-        self._window = None
-        self._clock = None
+        self._window: Window | None = None
+        self._holding = False
+        self._choice = ""
         self._layout_key: tuple | None = None
         self._static = None
         self._fov_cache: dict = {}
@@ -190,9 +137,41 @@ class PygameRenderer:
         canvas = self.draw(state, overlay, names)
         self.frames += 1
         if self.render_mode == "rgb_array":
+            if self.scale != 1:
+                w, h = canvas.get_size()
+                size = (round(w * self.scale / 2) * 2, round(h * self.scale / 2) * 2)
+                canvas = self.pg.transform.smoothscale(canvas, size)
             return to_array(self.pg, canvas)
         self._show(canvas)
+        if self.manage_events and self.entry is None:
+            self._wait_while_paused(state, overlay, names)
         return None
+
+    @property
+    def playback(self) -> Playback:
+        """Pause, single step and speed of the human window (see render_window)."""
+        return self._open_window().playback
+
+    def hold(self, state: HouseholdState, overlay: Overlay | None = None,
+             names: list[str] | None = None, banner: list[str] | None = None,
+             can_replay: bool = False) -> str:
+        """Keep the last frame up with ``banner`` until the person closes the window.
+
+        Returns ``"replay"`` when R was pressed (only with ``can_replay``), else
+        ``"close"`` (Q, Escape, the close button). Returns at once without a window."""
+        if self.render_mode != "human" or self.closed:
+            return "close"
+        self.banner = list(banner or [])
+        self._holding, self._choice = can_replay, ""
+        try:
+            while not self.closed and not self._choice:
+                self.pump()
+                if self.closed or self._choice:
+                    break
+                self._show(self.draw(state, overlay, names), pace=False)
+        finally:
+            self.banner, self._holding = [], False
+        return self._choice or "close"
 
     def draw(self, state: HouseholdState, overlay: Overlay | None = None,
              names: list[str] | None = None):
@@ -211,32 +190,53 @@ class PygameRenderer:
         map_surf = self._map
         map_surf.blit(self._static, (0, 0))
         draw_dynamic(pg, self.text, map_surf, state, cell)
+        rooms = draw_room_names(pg, self.text, map_surf, state, cell, self._room_spots)
+        tags = place_name_tags(pg, self.text, state, cell, names, overlay, map_surf.get_rect())
         if self.show_fov:
             agents = [a for a in (self.fov_agents or range(n)) if 0 <= a < n]
             draw_fov(pg, map_surf, state, cell, agents, self._fov_cache)
         bubbles = []
         if overlay is not None and overlay.latest:
             index = {f"agent_{i}": i for i in range(n)}
-            bubbles = layout_bubbles(pg, self.text, map_surf, state, cell, overlay, names, index)
+            bubbles = layout_bubbles(pg, self.text, map_surf, state, cell, overlay, names, index,
+                                     tags + rooms)
             draw_tails(pg, map_surf, bubbles)
-        draw_agents(pg, self.text, map_surf, state, cell, names, overlay)
+        draw_agents(pg, self.text, map_surf, state, cell, names, overlay, tags)
         draw_bubbles(pg, self.text, map_surf, bubbles)
         panel = self._panel
         footer = list(self.footer)
         if self.render_mode == "human":
+            if self.manage_events and not self.banner:
+                footer.append(self.playback.status())
             footer.append(f"F: field of view ({'on' if self.show_fov else 'off'})")
         draw_panel(pg, self.text, panel, state, overlay, names, footer)
+        if self.banner:
+            draw_banner(pg, self.text, canvas, self.banner, canvas.get_width() - PANEL_WIDTH)
+            self._overdrawn = True
         if self.help_lines:
             draw_help(pg, self.text, canvas, self.help_lines)
             self._overdrawn = True
         if self.entry is not None:
             draw_entry(pg, self.text, canvas, self.entry, canvas.get_width() - PANEL_WIDTH
-                       - 2 * MARGIN)
+                       - 2 * MARGIN, at_top=self._you_low(state, overlay))
             self._overdrawn = True
         return canvas
 
+    def _you_low(self, state: HouseholdState, overlay: Overlay | None) -> bool:
+        """Whether the person's agent is in the lower half of the frame."""
+        you = overlay.you if overlay is not None else None
+        if not you or not you.startswith("agent_") or not you[6:].isdigit():
+            return False
+        a = int(you[6:])
+        if a >= len(state.agent_pos):
+            return False
+        row = state.agent_pos[a] // state.scene.width
+        y = self._map.get_offset()[1] + row * self._cell
+        return y > self._canvas.get_height() / 2
+
     def handle_event(self, event: Any) -> bool:
-        """React to a window event (close button, F, typing into :attr:`entry`).
+        """React to a window event (close button, F, typing into :attr:`entry`, and
+        with ``manage_events`` the playback keys, H and Q).
 
         True when it was used."""
         pg = self.pg
@@ -245,10 +245,22 @@ class PygameRenderer:
             return True
         if self.entry is not None and self.entry.handle_event(pg, event):
             return True
-        if event.type == pg.KEYDOWN and event.key == pg.K_f:
+        if event.type != pg.KEYDOWN:
+            return False
+        if event.key == pg.K_f:
             self.toggle_fov()
             return True
-        return False
+        if not self.manage_events:  # the play loop has its own keys
+            return False
+        if event.key in (pg.K_q, pg.K_ESCAPE):
+            self.close()
+        elif event.key == pg.K_h:
+            self.help_lines = None if self.help_lines else WATCH_HELP
+        elif event.key == pg.K_r and self._holding:
+            self._choice = "replay"
+        else:
+            return self.playback.handle_key(pg, event.key)
+        return True
 
     def pump(self) -> None:
         """Read pending window events so the window stays responsive."""
@@ -261,7 +273,7 @@ class PygameRenderer:
     def close(self) -> None:
         """Close the window (if any). Safe to call twice; later renders do nothing."""
         if self._window is not None:
-            self.pg.display.quit()
+            self._window.close()
             self._window = None
         self.closed = True
 
@@ -278,6 +290,7 @@ class PygameRenderer:
             cell = self.cell_size or cell_size_for(layout.width, layout.height)
             self._cell = cell
             self._static = draw_static(self.pg, self.text, layout, cell)
+            self._room_spots = room_label_spots(self.text, layout, cell)
             self._fov_cache = {}
             width = layout.width * cell + 2 * MARGIN + PANEL_WIDTH
             height = max(layout.height * cell + 2 * MARGIN, MIN_HEIGHT)
@@ -294,15 +307,25 @@ class PygameRenderer:
             self._layout_key = key
         return self._cell
 
-    def _show(self, canvas) -> None:
-        pg = self.pg
-        if self._window is None or self._window.get_size() != canvas.get_size():
-            self._window = pg.display.set_mode(canvas.get_size())
-            pg.display.set_caption(self.title)
-            self._clock = pg.time.Clock()
-        self._window.blit(canvas, (0, 0))
-        pg.display.flip()
-        self._clock.tick(self.fps)
+    def _open_window(self) -> Window:
+        if self._window is None:
+            self._window = Window(self.pg, self.title, self.fps, self.scale)
+        return self._window
+
+    def _show(self, canvas, pace: bool = True) -> None:
+        window = self._open_window()
+        window.fps = self.fps
+        window.show(canvas, pace)
+
+    def _wait_while_paused(self, state, overlay, names) -> None:
+        """While paused, keep the window drawn and responsive; N lets one frame through."""
+        playback = self.playback
+        while playback.paused and not playback.step and not self.closed:
+            self.pump()
+            if self.closed:
+                return
+            self._show(self.draw(state, overlay, names), pace=False)
+        playback.step = False
 
 
 def to_array(pg: Any, surface) -> np.ndarray:

@@ -12,6 +12,9 @@ Example::
 
 from __future__ import annotations
 
+import shutil
+import subprocess
+import tempfile
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -23,6 +26,72 @@ from orgteams.envs.rendering import INSTALL_HINT, PygameRenderer
 
 Policy = Callable[[str, Any], int]
 VIDEO_SUFFIXES = (".mp4", ".gif")
+IMAGE_SUFFIXES = (".png",)
+HOLD_SPEECH_SECONDS = 1.0  # a frame with new speech bubbles stays this long in a video
+HOLD_END_SECONDS = 2.0  # and the last frame this long
+
+
+def check_video_path(path: str | Path, images: bool = False) -> Path:
+    """``path`` as a Path when its suffix is one we write, else a UserError listing them."""
+    accepted = VIDEO_SUFFIXES + (IMAGE_SUFFIXES if images else ())
+    path = Path(path)
+    if path.suffix.lower() not in accepted:
+        raise UserError(f"{path}: unknown file type {path.suffix or '(none)'!r}; "
+                         f"accepted: {', '.join(accepted)}")
+    return path
+
+
+def _ffmpeg() -> str:
+    try:
+        import imageio_ffmpeg
+    except ImportError as exc:
+        raise ImportError(f"recording video needs imageio-ffmpeg: {INSTALL_HINT}") from exc
+    return imageio_ffmpeg.get_ffmpeg_exe()
+
+
+class _StreamedGif:
+    """A GIF written without holding frames in memory.
+
+    Frames go, as they come, to a lossless temporary video beside the GIF (Ut Video,
+    through an ffmpeg pipe); :meth:`close` then runs ffmpeg twice over that file: one
+    palette for the whole episode (``palettegen``), then the GIF (``paletteuse``).
+    Peak memory is one frame plus ffmpeg's, whatever the episode's length.
+    """
+
+    def __init__(self, path: Path, fps: float):
+        self.path, self.fps, self._exe = path, fps, _ffmpeg()
+        self._tmp = Path(tempfile.mkdtemp(prefix=".frames-", dir=path.parent))
+        self._proc: subprocess.Popen | None = None
+
+    def append_data(self, frame: np.ndarray) -> None:
+        if self._proc is None:
+            h, w = frame.shape[:2]
+            self._proc = subprocess.Popen(
+                [self._exe, "-y", "-loglevel", "error", "-f", "rawvideo", "-pix_fmt", "rgb24",
+                 "-s", f"{w}x{h}", "-r", f"{self.fps}", "-i", "-", "-c:v", "utvideo",
+                 str(self._tmp / "frames.avi")], stdin=subprocess.PIPE)
+        self._proc.stdin.write(np.ascontiguousarray(frame).tobytes())
+
+    def close(self) -> None:
+        try:
+            if self._proc is None:
+                return
+            self._proc.stdin.close()
+            if self._proc.wait() != 0:
+                raise RuntimeError(f"ffmpeg could not store the frames for {self.path}")
+            frames, palette = self._tmp / "frames.avi", self._tmp / "palette.png"
+            quiet = [self._exe, "-y", "-loglevel", "error"]
+            subprocess.run([*quiet, "-i", str(frames), "-vf", "palettegen=stats_mode=full",
+                       str(palette)], check=True)
+            # No dithering: our frames are flat colours, and dithering every frame took
+            # 8x longer; diff_mode re-maps only the changed rectangle of each frame.
+            subprocess.run([*quiet, "-i", str(frames), "-i", str(palette), "-lavfi",
+                       "paletteuse=dither=none:diff_mode=rectangle", "-loop", "0",
+                            str(self.path)],
+                      check=True)
+        finally:
+            self._proc = None
+            shutil.rmtree(self._tmp, ignore_errors=True)
 
 
 def _imageio():
@@ -38,15 +107,14 @@ class VideoRecorder:
 
     Feed it frames with :meth:`add_frame` (a team runner may do so once per tick
     or round), then :meth:`close`, or use it as a context manager. MP4 frames are
-    padded to even sizes for the encoder. A GIF writer may merge identical
-    consecutive frames, so only MP4 guarantees one stored frame per ``add_frame``.
+    padded to even sizes for the encoder. Neither format keeps frames in memory: MP4
+    is encoded as frames come, a GIF is streamed to disk and encoded with one palette
+    at :meth:`close` (see :class:`_StreamedGif`).
     """
 
     def __init__(self, path: str | Path, fps: float = 10):
-        self.path = Path(path)
+        self.path = check_video_path(path)
         suffix = self.path.suffix.lower()
-        if suffix not in VIDEO_SUFFIXES:
-            raise UserError(f"video path must end in .mp4 or .gif, got {str(path)!r}")
         if fps <= 0:
             raise UserError(f"fps must be positive, got {fps}")
         self.fps = fps
@@ -58,8 +126,8 @@ class VideoRecorder:
             self._writer = iio.get_writer(self.path, format="FFMPEG", mode="I", fps=fps,
                                           codec="libx264", macro_block_size=2,
                                           ffmpeg_log_level="error")
-        else:
-            self._writer = iio.get_writer(self.path, mode="I", duration=1000.0 / fps, loop=0)
+        else:  # streamed to disk: memory stays flat however long the episode
+            self._writer = _StreamedGif(self.path, fps)
 
     def add_frame(self, frame: np.ndarray) -> None:
         """Append one RGB frame; every frame must have the first frame's size."""
@@ -89,6 +157,70 @@ class VideoRecorder:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+class EpisodeVideo:
+    """Records an episode as it is played: one frame per :meth:`tick`, from ``env``'s state.
+
+    A frame that shows new speech bubbles is held for :data:`HOLD_SPEECH_SECONDS`
+    (a communicate phase is over in one tick, too fast to read) and the last frame,
+    written by :meth:`end`, for :data:`HOLD_END_SECONDS`. A ``.png`` path keeps only
+    the last frame, written at :meth:`close`.
+
+    Args:
+        path: ``.mp4``, ``.gif`` or ``.png``.
+        env: the household env (or a wrapper of it) whose ``world`` and ``overlay`` to draw.
+        fps: frames per second of the video.
+        scale: frame size factor.
+        renderer_options: further :class:`PygameRenderer` keywords.
+    """
+
+    def __init__(self, path: str | Path, env: Any, fps: float = 10, scale: float = 1.0,
+                 **renderer_options: Any):
+        self.path = check_video_path(path, images=True)
+        self.raw = getattr(env, "base", env).unwrapped
+        self.png = self.path.suffix.lower() in IMAGE_SUFFIXES
+        self.recorder = None if self.png else VideoRecorder(self.path, fps=fps)
+        self.renderer = PygameRenderer("rgb_array", scale=scale, **renderer_options)
+        self.hold_speech = max(1, round(fps * HOLD_SPEECH_SECONDS))
+        self.hold_end = max(1, round(fps * HOLD_END_SECONDS))
+        self._said = 0
+        self._last: np.ndarray | None = None
+
+    def _frame(self) -> np.ndarray:
+        raw = self.raw
+        self._last = self.renderer.render(raw.world, raw.overlay, raw.display_names)
+        return self._last
+
+    def _add(self, frame: np.ndarray, times: int) -> None:
+        if self.recorder is not None:
+            for _ in range(times):
+                self.recorder.add_frame(frame)
+
+    def tick(self) -> None:
+        """Add the current state (held when someone said something new)."""
+        frame = self._frame()
+        said = self.raw.overlay.said
+        self._add(frame, self.hold_speech if said != self._said else 1)
+        self._said = said
+
+    def end(self) -> None:
+        """Add the final state, held."""
+        self._add(self._frame(), self.hold_end)
+
+    @property
+    def frames(self) -> int:
+        return self.recorder.frames if self.recorder is not None else int(self._last is not None)
+
+    def close(self) -> int:
+        """Finish the file; returns the number of frames written."""
+        if self.recorder is not None:
+            self.recorder.close()
+        elif self._last is not None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            _imageio().imwrite(self.path, self._last)
+        self.renderer.close()
+        return self.frames
 
 
 def _make_env(env_or_kwargs: Any):

@@ -28,6 +28,7 @@ from orgteams.envs.highlevel import HighLevelEnv
 from orgteams.envs.member_view import MemberView
 from orgteams.envs.messages import TeamMessage
 from orgteams.envs.team import Team
+from orgteams.organizations.episode_status import EpisodeStopped
 from orgteams.organizations.phases import act_phase, communicate_phase
 from orgteams.organizations.protocols import leader_for_round
 from orgteams.organizations.resolved import ResolvedOrganization
@@ -85,6 +86,10 @@ class EpisodeState:
         last_duplicates: ``(duplicated, new decisions)`` of the latest act phase.
         events: Team-level events so far (also sent to ``hooks.record``).
         abstained: Agents that abstained so far this round.
+        should_stop: Asked at round boundaries, after each communicate stage's and the
+            act phase's decisions (before they are used) and after every env tick; a
+            reason (e.g. ``"window closed"``) ends the episode as ``"interrupted"``.
+        stop_reason: The reason ``should_stop`` gave, once it gave one.
         view: What members are given instead of the env (read-only queries).
     """
 
@@ -102,6 +107,8 @@ class EpisodeState:
     last_duplicates: tuple[int, int] = (0, 0)
     events: list[dict] = field(default_factory=list)
     abstained: set[str] = field(default_factory=set)
+    should_stop: Callable[[], str | None] | None = None
+    stop_reason: str | None = None
     view: MemberView = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -126,6 +133,22 @@ class EpisodeState:
         (None for none, also when the organization's role is empty)."""
         assigned = self.resolved.role_of(agent)
         return self.roles.get(agent) if assigned == SELF_CHOSEN else assigned or None
+
+    def stop_requested(self) -> bool:
+        """Whether ``should_stop`` gave a reason (asked until it does; the env's per-tick
+        ``should_stop``)."""
+        if self.stop_reason is None and self.should_stop is not None:
+            self.stop_reason = self.should_stop()
+        return self.stop_reason is not None
+
+    def check_stop(self) -> None:
+        """End the episode here, before anything more is used, when asked to stop.
+
+        Raises:
+            EpisodeStopped: ``"interrupted"`` with ``should_stop``'s reason.
+        """
+        if self.stop_requested():
+            raise EpisodeStopped("interrupted", self.stop_reason)
 
     def set_leaders(self, leaders: list[str]) -> None:
         """Put ``leaders`` in the top tier (only that tier: vice leaders stay where they
@@ -212,10 +235,15 @@ async def play_rounds(state: EpisodeState, max_rounds: int | None = None) -> Non
     """Play rounds until the env ends the episode or ``max_rounds`` rounds were played.
 
     The env's ``on_tick`` calls the ``tick`` hooks (after any hook set before) while the
-    rounds run, and is put back afterwards.
+    rounds run, and is put back afterwards; so is its ``should_stop`` (the state's).
+
+    Raises:
+        EpisodeStopped: ``state.should_stop`` gave a reason (``"interrupted"``).
     """
     env = state.env
-    outer = env.on_tick
+    outer, outer_stop = env.on_tick, env.should_stop
+    if state.should_stop is not None:
+        env.should_stop = state.stop_requested
     if state.hooks.tick:
         ticks = state.hooks.tick
 
@@ -228,7 +256,8 @@ async def play_rounds(state: EpisodeState, max_rounds: int | None = None) -> Non
         env.on_tick = on_tick
     try:
         while env.agents and (max_rounds is None or state.round < max_rounds):
+            state.check_stop()
             await play_round(state)
             state.round += 1
     finally:
-        env.on_tick = outer
+        env.on_tick, env.should_stop = outer, outer_stop

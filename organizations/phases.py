@@ -97,6 +97,7 @@ async def communicate_phase(state: EpisodeState, speakers: list[str] | None = No
                 for a in stage.speakers}
         decisions = await _all(state.members[a].communicate(ctxs[a], view)
                                for a in stage.speakers)
+        state.check_stop()  # e.g. a person's window closed while they were asked
         votes, claims = {}, {}
         for agent, d in zip(stage.speakers, decisions):
             if d.abstain and org.allow_abstain:
@@ -211,6 +212,7 @@ async def act_phase(state: EpisodeState, abstained: set[str]) -> None:
     for hook in state.hooks.phase:
         hook(state, "act")
     actions, chosen = await decide_actions(state, abstained)
+    state.check_stop()
     for agent in abstained:
         if agent not in state.removed and env.needs_decision(agent):
             actions[agent] = "wait"

@@ -70,6 +70,9 @@ class TeamRunner:
             (video frames).
         max_transport_failures: Stop with status ``error`` after this many model calls
             in a row failed after their retries (None: never stop).
+        should_stop: Asked at round and tick boundaries (and before decisions taken
+            meanwhile are used); a reason (e.g. ``"window closed"``) ends the episode
+            there, with ``episode_status`` ``"interrupted"`` and that ``stop_reason``.
     """
 
     def __init__(self, env: HighLevelEnv, organization: Organization, members: dict[str, Any],
@@ -77,7 +80,8 @@ class TeamRunner:
                  log_path: str | Path | None = None, shocks: list[Shock] | tuple = (),
                  monitor: MonitorConfig | None = None, member_factory=None, on_round=None,
                  on_tick: Callable[..., None] | None = None,
-                 max_transport_failures: int | None = DEFAULT_MAX_TRANSPORT_FAILURES):
+                 max_transport_failures: int | None = DEFAULT_MAX_TRANSPORT_FAILURES,
+                 should_stop: Callable[[], str | None] | None = None):
         team = list(env.possible_agents)
         TransportFailures(max_transport_failures)  # validate before the episode
         self.max_transport_failures = max_transport_failures
@@ -97,6 +101,7 @@ class TeamRunner:
         self.on_round = on_round
         self.on_tick = on_tick
         self.state: EpisodeState | None = None  # the latest episode's, once one ran
+        self.should_stop = should_stop
 
     def run(self, seed: int | None = None) -> EpisodeResult:
         """Play one episode (blocking)."""
@@ -110,7 +115,8 @@ class TeamRunner:
         for m in self.members.values():
             m.reset()
         state = self.state = EpisodeState(
-            env, self.organization, self.organization.resolve(self.roster), self.members)
+            env, self.organization, self.organization.resolve(self.roster), self.members,
+            should_stop=self.should_stop)
         log = EpisodeLog(self.log_path)
         self._subscribe(state, log, seed)
         small = self.organization.size_warning(len(self.team))
@@ -217,13 +223,19 @@ class TeamRunner:
 
 
 def _subscribe_overlay(hooks: RoundHooks, env: HighLevelEnv) -> None:
-    """The window overlay: captions per phase, speech bubbles, abstention markers."""
+    """The window overlay: captions per phase, speech bubbles, abstention markers and
+    role badges (roles change with hand-overs, elections and claims)."""
     overlay = env.base.overlay
+
+    def show_roles(state: EpisodeState) -> None:
+        overlay.roles = {a: r for a in state.team if (r := state.role(a))}
 
     def phase(state: EpisodeState, name: str) -> None:
         overlay.caption = f"round {state.round} - {name}"
+        show_roles(state)
 
     def stage(state: EpisodeState) -> None:
+        show_roles(state)
         for a in state.abstained:
             overlay.markers[a] = "abstained"
         if env.base.render_mode == "human":

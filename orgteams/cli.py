@@ -1,4 +1,4 @@
-"""The ``orgteams`` command line: run, play, replay, record, demos, reflect, sweep, report, list.
+"""The orgteams command line: run, play, replay, record, demos, reflect, sweep, report, list.
 
 Every command that produces results accepts ``--json`` and then prints exactly one
 JSON object on stdout (the episode summary for ``run``), so scripts can consume it.
@@ -14,6 +14,7 @@ import sys
 import traceback
 from typing import Any
 
+from orgteams.cli_options import positive, subcommand, view_options
 from orgteams.envs.errors import UserError
 from orgteams.envs.limits import MAX_AGENTS, MAX_ROUNDS, MAX_SEED, MAX_TICKS
 
@@ -100,7 +101,8 @@ def _round_printer(names: dict[str, str] | None = None):
     return show
 
 
-SUMMARY_ROWS = ("success", "ticks", "rounds", "units_done", "units_total",
+SUMMARY_ROWS = ("episode_status", "stop_reason", "success", "ticks", "rounds", "units_done",
+                "units_total",
                 "message_tokens_sent", "message_tokens_delivered", "comm_tokens_per_step",
                 "delivered_tokens_per_step", "llm_prompt_tokens", "llm_completion_tokens",
                 "cost_usd", "fallback_count", "abstention_rate", "duplicate_rate",
@@ -136,20 +138,26 @@ def cmd_run(args: argparse.Namespace) -> int:
         log_path=args.log or "auto", shocks=args.shock, monitor=args.monitor or None,
         cache=args.cache, on_round=None if args.quiet else _round_printer(),
         max_transport_failures=_failure_limit(args),
-        temperature=args.temperature, prompts=args.prompts)
+        temperature=args.temperature, prompts=args.prompts, fps=args.fps, scale=args.scale)
+    summary = result.summary
     # never met silently (stderr, so --json stays clean)
-    for line in [*result.summary.get("warnings", []), result.summary.get("tokens_approximate")]:
+    for line in [*summary.get("warnings", []), summary.get("tokens_approximate")]:
         if line:
             print(f"warning: {line}", file=sys.stderr)
     if args.json:
-        _print_json(result.summary)
+        _print_json(summary)
     else:
-        _print_summary(result.summary)
+        _print_summary(summary)
         if result.log_path is not None:  # the table cuts long paths
             print(f"log: {result.log_path}\nreplay it: orgteams replay {result.log_path}")
-    status = result.summary.get("episode_status", "complete")
+    status = summary.get("episode_status", "complete")
+    if status == "interrupted":  # e.g. the window was closed
+        partial = f"; partial log {result.log_path}" if result.log_path else ""
+        print(f"stopped at round {summary['rounds']} ({summary['stop_reason']}){partial}",
+              file=sys.stderr)
+        return 1
     if status != "complete":
-        print(f"orgteams run: episode stopped ({status}): {result.summary.get('stop_reason')}",
+        print(f"orgteams run: episode stopped ({status}): {summary.get('stop_reason')}",
               file=sys.stderr)
         return 1
     return 0
@@ -175,30 +183,39 @@ def cmd_play(args: argparse.Namespace) -> int:
 
     out = play_with(args.others, layout=args.layout, task=args.task, num_agents=args.agents,
                     human_agent=args.agent, seed=args.seed, fps=args.fps, cache=args.cache,
-                    talk=not args.silent)
-    _print_json(out) if args.json else print(out)
+                    talk=not args.silent, scale=args.scale)
+    if args.json:
+        _print_json(out)
+    else:
+        done = "goal complete" if out["success"] else "goal not met"
+        said = (f", teammates said {out['teammate_messages']} message(s)"
+                if "teammate_messages" in out else "")
+        print(f"played {out['ticks']} tick(s) of seed {out['seed']}: {done}{said}")
     return 0
 
 
 def cmd_record(args: argparse.Namespace) -> int:
-    from orgteams.envs import household_v0
-    from orgteams.envs.video import record_episode, save_frame
+    from orgteams.envs.video import check_video_path
+    from orgteams.progress import Progress
+    from orgteams.team import run_episode
 
-    kwargs = {"layout": args.layout, "task": args.task, "num_agents": args.agents}
-    if args.out.lower().endswith(".png"):  # one frame: the state after --max-ticks ticks
-        env = household_v0.parallel_env(**kwargs)
-        env.reset(seed=args.seed)
-        for _ in range(args.max_ticks or 0):
-            if not env.agents:
-                break
-            env.step({a: env.action_space(a).sample() for a in env.agents})
-        save_frame(env, args.out)
-        out = {"path": args.out, "frames": 1, "tick": env.unwrapped.world.tick}
+    check_video_path(args.out, images=True)  # before a whole episode is played
+    bar = Progress(1, f"recording {args.out}", enabled=not (args.json or args.quiet))
+    result = run_episode(
+        task=args.task, layout=args.layout, organization=args.org, agents=args.agents,
+        backend=args.backend, seed=args.seed, max_rounds=args.max_rounds,
+        max_ticks=args.max_ticks, video=args.out, log_path=None, cache=args.cache,
+        fps=args.fps, scale=args.scale,
+        on_tick=lambda tick, limit: bar.update(tick, f"tick {tick}", total=limit))
+    bar.close()
+    summary = result.summary
+    out = {"path": args.out, "frames": summary["video"]["frames"], "ticks": summary["ticks"],
+           "success": summary["success"], "organization": summary["organization"]}
+    if args.json:
+        _print_json(out)
     else:
-        frames = record_episode(kwargs, "random", args.out, seed=args.seed,
-                                max_ticks=args.max_ticks)
-        out = {"path": args.out, "frames": frames}
-    _print_json(out) if args.json else print(f"wrote {out['frames']} frame(s) to {args.out}")
+        done = "goal complete" if out["success"] else "goal not met"
+        print(f"wrote {out['frames']} frame(s) to {args.out}: {out['ticks']} ticks, {done}")
     return 0
 
 
@@ -208,7 +225,8 @@ def cmd_replay(args: argparse.Namespace) -> int:
     from orgteams.replay import replay
 
     render = None if (args.no_window or args.video) and not args.window else "human"
-    result = replay(args.log, render=render, video=args.video, fps=args.fps)
+    result = replay(args.log, render=render, video=args.video, fps=args.fps,
+                    render_options={"scale": args.scale})
     if args.json:
         _print_json(asdict(result))
     else:
@@ -225,7 +243,14 @@ def cmd_demos(args: argparse.Namespace) -> int:
     from orgteams.demos import collect_demos
 
     out = collect_demos(args.layout, args.task, args.agents, range(args.seeds), args.out)
-    _print_json(out) if args.json else print(out)
+    if args.json:
+        _print_json(out)
+    else:
+        wins = sum(r["success"] for r in out)
+        for r in out:
+            print(f"seed {r['seed']}: {r['ticks']} ticks, "
+                  f"{'success' if r['success'] else 'goal not met'} -> {r['file']}")
+        print(f"{len(out)} demonstration(s), {wins} successful, in {args.out}")
     return 0
 
 
@@ -299,6 +324,7 @@ def _name_list(text: str) -> list[str]:
 
 def cmd_reflect(args: argparse.Namespace) -> int:
     from orgteams.criticize_reflect.loop import EpisodeFailed
+    from orgteams.progress import Progress
     from orgteams.reflect import HEURISTIC_EPISODES, run_reflect
 
     if args.episodes_per_iteration is None:
@@ -313,11 +339,19 @@ def cmd_reflect(args: argparse.Namespace) -> int:
                                   layouts=args.eval_layouts)
         _print_json(report) if args.json else print(format_evaluation(report))
         return 0
+    bar = Progress(args.iterations, "reflect", enabled=not args.json)
+
+    def progress(iteration: int, tick: int, limit: int) -> None:
+        bar.update(iteration, f"iteration {iteration + 1}/{args.iterations}: "
+                              f"tick {tick}/{limit}")
+
     try:
-        result = _reflect(run_reflect, args, seeds, out_dir)
+        result = _reflect(run_reflect, args, seeds, out_dir, progress)
     except EpisodeFailed as exc:  # recorded on disk; not bad input, not a bug
         print(f"orgteams reflect: stopped: {exc}", file=sys.stderr)
         return 1
+    finally:
+        bar.close()
     out = result.to_dict()
     if args.json:
         _print_json(out)
@@ -332,7 +366,8 @@ def cmd_reflect(args: argparse.Namespace) -> int:
     return 0
 
 
-def _reflect(run_reflect, args: argparse.Namespace, seeds: list[int], out_dir: str):
+def _reflect(run_reflect, args: argparse.Namespace, seeds: list[int], out_dir: str,
+             on_progress=None):
     return run_reflect(
         args.org, task=args.task, layout=args.layout, agents=args.agents, backend=args.backend,
         seeds=seeds, critic=args.critic, coordinator=args.coordinator,
@@ -342,14 +377,16 @@ def _reflect(run_reflect, args: argparse.Namespace, seeds: list[int], out_dir: s
         max_ticks=args.max_ticks, cache=args.cache,
         max_transport_failures=_failure_limit(args),
         episodes_per_iteration=args.episodes_per_iteration, failure_penalty=args.failure_penalty,
-        screen_candidates=args.screen)
+        screen_candidates=args.screen, on_progress=on_progress)
 
 
 def _common(p: argparse.ArgumentParser, agents: int = 3) -> None:
-    p.add_argument("--task", default="prepare_afternoon_tea")
-    p.add_argument("--layout", default="apartment")
+    p.add_argument("--task", default="prepare_afternoon_tea",
+                   help="task name (orgteams list tasks)")
+    p.add_argument("--layout", default="apartment",
+                   help="layout name or generated:<rooms>:<seed> (orgteams list layouts)")
     p.add_argument("--agents", type=AGENTS, default=agents, help=f"team size (1 to {MAX_AGENTS})")
-    p.add_argument("--seed", type=SEED, default=0)
+    p.add_argument("--seed", type=SEED, default=0, help="episode seed")
     p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
 
 
@@ -369,16 +406,20 @@ def build_parser() -> argparse.ArgumentParser:
                         help="show the traceback of bad-input errors too")
     sub = parser.add_subparsers(dest="command", required=True)
 
-    p = sub.add_parser("run", help="play one episode of a team under an organization")
+    p = subcommand(sub, "run", "play one episode of a team under an organization")
     _common(p)
     p.add_argument("--org", default="leader", help="organization name or YAML path")
     p.add_argument("--backend", default="local",
                    help="member spec for all agents or a comma list per agent: local, "
                         "openai:<model>, planner, random, human, scripted")
-    p.add_argument("--max-rounds", type=ROUNDS, default=None)
-    p.add_argument("--max-ticks", type=TICKS, default=None)
-    p.add_argument("--render", choices=["human"], default=None, help="live pygame window")
+    p.add_argument("--max-rounds", type=ROUNDS, default=None, help="stop after this many rounds")
+    p.add_argument("--max-ticks", type=TICKS, default=None,
+                   help="stop after this many ticks (default: the task's step limit)")
+    p.add_argument("--render", choices=["human"], default=None,
+                   help="live pygame window (Space pause, N next tick, +/- speed, H keys; "
+                        "closing it stops the run)")
     p.add_argument("--video", default=None, help="record every tick to this .mp4/.gif")
+    view_options(p)
     p.add_argument("--log", default=None, help="JSONL episode log path (default under runs/)")
     p.add_argument("--shock", action="append", default=[],
                    help="remove:agent_1@5 or substitute:agent_1=planner@5 (repeatable)")
@@ -395,11 +436,13 @@ def build_parser() -> argparse.ArgumentParser:
                         "default for others)")
     p.set_defaults(func=cmd_run)
 
-    p = sub.add_parser("play", help="control one agent with the keyboard in a window")
+    p = subcommand(sub, "play", "control one agent with the keyboard in a window")
     _common(p)
     p.set_defaults(layout="studio")
-    p.add_argument("--agent", default="agent_0")
-    p.add_argument("--fps", type=_int_in(1, 240), default=30)
+    p.add_argument("--agent", default="agent_0", help="the agent you play")
+    p.add_argument("--fps", type=_int_in(1, 240), default=30, help="window frames per second")
+    p.add_argument("--scale", type=positive(float), default=1.0,
+                   help="size factor of the window (it can also be resized)")
     p.add_argument("--others", default="random",
                    help="who drives the other agents: random (primitive actions), planner, "
                         "or an LLM member spec: local, openai:<model>, scripted (high-level "
@@ -409,32 +452,40 @@ def build_parser() -> argparse.ArgumentParser:
                    help="LLM teammates act without talking first (half the wait)")
     p.set_defaults(func=cmd_play)
 
-    p = sub.add_parser("replay", help="replay an episode from its JSONL log (window, video, "
-                                      "or a headless check that it reproduces)")
+    p = subcommand(sub, "replay", "replay an episode from its JSONL log (window, video, or a "
+                               "headless check that it reproduces)")
     p.add_argument("log", help="episode log written by orgteams run --log (or a sweep)")
     p.add_argument("--video", default=None, help="write every tick to this .mp4/.gif "
                                                  "(no window unless --window)")
-    p.add_argument("--fps", type=float, default=10, help="ticks per second (default 10)")
+    view_options(p)
     p.add_argument("--no-window", action="store_true",
                    help="no window: only check that the log reproduces")
     p.add_argument("--window", action="store_true", help="a window even with --video")
     p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
     p.set_defaults(func=cmd_replay)
 
-    p = sub.add_parser("record", help="record a random-policy episode to MP4/GIF, or one "
-                                      "frame to PNG")
+    p = subcommand(sub, "record", "record a team's episode to MP4/GIF, or its last frame to PNG")
     _common(p)
-    p.add_argument("--out", required=True)
-    p.add_argument("--max-ticks", type=TICKS, default=None)
+    p.add_argument("--out", required=True, help="output file: .mp4, .gif or .png")
+    p.add_argument("--org", default="leader", help="organization name or YAML path")
+    p.add_argument("--backend", default="planner",
+                   help="member spec(s), as for run (planner needs no model)")
+    p.add_argument("--max-rounds", type=ROUNDS, default=None, help="stop after this many rounds")
+    p.add_argument("--max-ticks", type=TICKS, default=None,
+                   help="stop after this many ticks (default: the task's step limit)")
+    p.add_argument("--cache", default=None, help="SQLite response cache for LLM calls")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    view_options(p)
     p.set_defaults(func=cmd_record)
 
-    p = sub.add_parser("demos", help="roll out planner teams and save demonstrations")
+    p = subcommand(sub, "demos", "roll out planner teams and save demonstrations")
     _common(p)
-    p.add_argument("--seeds", type=_int_in(1, 100_000), default=10)
-    p.add_argument("--out", required=True)
+    p.add_argument("--seeds", type=_int_in(1, 100_000), default=10,
+                   help="episodes, seeds 0..N-1")
+    p.add_argument("--out", required=True, help="folder for the .npz files and index.jsonl")
     p.set_defaults(func=cmd_demos)
 
-    p = sub.add_parser("reflect", help="Criticize-Reflect: improve an organization over episodes")
+    p = subcommand(sub, "reflect", "Criticize-Reflect: improve an organization over episodes")
     _common(p)
     p.add_argument("--org", default="leader", help="starting organization name or YAML path")
     p.add_argument("--backend", default="local", help="team member spec(s), as for run")
@@ -449,8 +500,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seeds", type=_seed_list, default=None,
                    help="comma list of the loop's seeds, cycled, E per iteration "
                    "(default: --seed .. --seed + E - 1, the same every iteration)")
-    p.add_argument("--step-weight", type=_weight, default=1.0)
-    p.add_argument("--token-weight", type=_weight, default=1.0)
+    p.add_argument("--step-weight", type=_weight, default=1.0,
+                   help="weight of ticks in an organization's cost")
+    p.add_argument("--token-weight", type=_weight, default=1.0,
+                   help="weight of communicated tokens (sent) per tick in the cost")
     p.add_argument("--no-critic", action="store_true", help="ablation: reflect without Critic")
     p.add_argument("--episodes-per-iteration", type=COUNT, default=None,
                    help="seeds each iteration plays (default: 5 with --coordinator "
@@ -470,8 +523,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="a human approves changes to needs_approval fields")
     p.add_argument("--out", default=None, help="output folder; rerun to resume "
                    "(default runs/reflect_<org>_<task>)")
-    p.add_argument("--max-rounds", type=ROUNDS, default=None)
-    p.add_argument("--max-ticks", type=TICKS, default=None)
+    p.add_argument("--max-rounds", type=ROUNDS, default=None,
+                   help="stop each episode after this many rounds")
+    p.add_argument("--max-ticks", type=TICKS, default=None,
+                   help="stop each episode after this many ticks (default: the task's limit)")
     p.add_argument("--cache", default=None, help="SQLite response cache for LLM calls")
     _add_failure_limit(p)
     p.set_defaults(func=cmd_reflect)
@@ -487,12 +542,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.set_defaults(func=cmd_experiment)
 
-    p = sub.add_parser("list", help="list layouts, tasks and organizations")
-    p.add_argument("what", nargs="?", choices=["layouts", "tasks", "organizations"])
-    p.add_argument("--json", action="store_true")
+    p = subcommand(sub, "list", "list layouts, tasks and organizations")
+    p.add_argument("what", nargs="?", choices=["layouts", "tasks", "organizations"],
+                   help="list only these (default: all three)")
+    p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
     p.set_defaults(func=cmd_list)
 
-    p = sub.add_parser("sweep", help="run many episodes in parallel (resumable)")
+    p = subcommand(sub, "sweep", "run many episodes in parallel (resumable)")
     p.add_argument("--spec", default=None, help="YAML sweep spec; flags given override it")
     p.add_argument("--tasks", default=None, help="comma list of tasks")
     p.add_argument("--layouts", default=None, help="comma list of layouts")
@@ -503,8 +559,10 @@ def build_parser() -> argparse.ArgumentParser:
                         "flag to sweep over backends")
     p.add_argument("--seeds", default=None,
                    help="a count N (seeds 0..N-1), a comma list, or a range A-B")
-    p.add_argument("--max-rounds", type=ROUNDS, default=None)
-    p.add_argument("--max-ticks", type=TICKS, default=None)
+    p.add_argument("--max-rounds", type=ROUNDS, default=None,
+                   help="stop each episode after this many rounds")
+    p.add_argument("--max-ticks", type=TICKS, default=None,
+                   help="stop each episode after this many ticks (default: the task's limit)")
     p.add_argument("--cache", default=None, help="SQLite response cache for LLM calls")
     p.add_argument("--out", required=True, help="folder for results.jsonl and logs/")
     p.add_argument("--workers", type=_int_in(1, 256), default=None,
@@ -515,7 +573,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_failure_limit(p, spec_default=True)
     p.set_defaults(func=cmd_sweep)
 
-    p = sub.add_parser("report", help="statistics and plots from a sweep's results.jsonl")
+    p = subcommand(sub, "report", "statistics and plots from a sweep's results.jsonl")
     p.add_argument("results", help="results.jsonl written by orgteams sweep")
     p.add_argument("--out", required=True, help="folder for report.md, report.json, PNGs")
     p.add_argument("--baseline", default=None,
@@ -549,6 +607,9 @@ def main(argv: list[str] | None = None) -> int:
         text = " ".join(str(exc).split())  # one line, whatever the message holds
         print(f"orgteams {args.command}: error: {text}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:  # Ctrl-C: one line, the shell's usual status for SIGINT
+        print(f"orgteams {args.command}: interrupted (Ctrl-C)", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":

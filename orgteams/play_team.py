@@ -49,13 +49,16 @@ class PlannerTeammates:
     """:class:`~orgteams.envs.play.Teammates` made of :class:`PlannerAgent` s.
 
     One planner per teammate, created when first asked; every tick (a decision round)
-    each one speaks (everyone hears everyone) and then acts, on the round loop's phases
-    as in :func:`~orgteams.organizations.planner_team.run_team`.
+    each one speaks (everyone hears everyone; the player sees speech bubbles, as in
+    ``orgteams run``) and then acts, on the round loop's phases as in
+    :func:`~orgteams.organizations.planner_team.run_team`. :attr:`messages` counts
+    what they said.
     """
 
     def __init__(self) -> None:
         self.planners: dict[str, PlannerAgent] = {}
         self._state: EpisodeState | None = None
+        self.messages = 0
 
     def reset(self) -> None:
         """Forget the episode: new planners next time."""
@@ -73,6 +76,7 @@ class PlannerTeammates:
             state = self._state = EpisodeState(env, EVERYONE_HEARS_EVERYONE,
                                                EVERYONE_HEARS_EVERYONE.resolve(list(agents)),
                                                members)
+            state.hooks.message.append(self._said)
 
         async def decide() -> dict[str, str]:
             await communicate_phase(state)
@@ -81,6 +85,11 @@ class PlannerTeammates:
         actions = asyncio.run(decide())
         state.round += 1
         return actions
+
+    def _said(self, message: TeamMessage) -> None:
+        """A bubble for the player (decisions run on this thread, which owns the window)."""
+        self._state.env.base.overlay.say(message)
+        self.messages += 1
 
 
 class MemberTeammates:
@@ -172,7 +181,9 @@ def play_with(others: str = "random", *, cache: str | None = None, talk: bool = 
     if others == "random":
         return play(others="random", **play_kwargs)
     if others == "planner":
-        return play(teammates=PlannerTeammates(), **play_kwargs)
+        planners = PlannerTeammates()
+        return {**play(teammates=planners, **play_kwargs),
+                "teammate_messages": planners.messages}
     if others.split(":", 1)[0] not in LLM_KINDS:
         raise unknown_name("others", others, OTHERS + LLM_KINDS)
     teammates = MemberTeammates(others, seed=play_kwargs.get("seed", 0), cache=cache,

@@ -13,7 +13,7 @@ members are member specs as in ``orgteams run`` (``planner``, ``local``, ...).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -49,7 +49,8 @@ def make_episode_fn(task: str | Sequence[str] = "prepare_afternoon_tea",
                     max_rounds: int | None = None, max_ticks: int | None = None,
                     log_dir: str | Path | None = None, cache: str | Path | None = None,
                     max_transport_failures: int | None = DEFAULT_MAX_TRANSPORT_FAILURES,
-                    pool: Any = None, episodes_per_iteration: int = 1):
+                    pool: Any = None, episodes_per_iteration: int = 1,
+                    on_progress: Callable[[int, int, int], object] | None = None):
     """``episode_fn(organization, iteration)`` playing an iteration with ``run_episode``.
 
     Schedule: iteration ``k`` plays ``episodes_per_iteration`` (E) episodes, episode
@@ -58,7 +59,8 @@ def make_episode_fn(task: str | Sequence[str] = "prepare_afternoon_tea",
     when they are lists. With E = 1 (the paper's loop) it returns one result, else a list.
     Logs go to ``log_dir/iteration_<k>[_<j>].jsonl`` (None: kept in memory). ``pool``:
     a :class:`~orgteams.team.BackendPool` shared by the episodes (None: each episode
-    makes and closes its own).
+    makes and closes its own). ``on_progress(iteration, tick, tick_limit)`` is called
+    after every tick.
     """
     tasks = [task] if isinstance(task, str) else list(task)
     layouts = [layout] if isinstance(layout, str) else list(layout)
@@ -81,7 +83,9 @@ def make_episode_fn(task: str | Sequence[str] = "prepare_afternoon_tea",
                            organization=organization, agents=agents, backend=backend,
                            seed=seeds[i % len(seeds)], max_rounds=max_rounds,
                            max_ticks=max_ticks, log_path=log, cache=cache,
-                           max_transport_failures=max_transport_failures, pool=pool)
+                           max_transport_failures=max_transport_failures, pool=pool,
+                           on_tick=None if on_progress is None else (
+                               lambda tick, limit: on_progress(iteration, tick, limit)))
 
     def episode_fn(organization: Organization, iteration: int):
         if per == 1:
@@ -126,7 +130,8 @@ def run_reflect(organization: str | Path | Organization = "leader", *,
                 budget_chars: int = 6000,
                 max_transport_failures: int | None = DEFAULT_MAX_TRANSPORT_FAILURES,
                 episodes_per_iteration: int | None = None, failure_penalty: float = 0.0,
-                screen_candidates: bool | None = None) -> ReflectResult:
+                screen_candidates: bool | None = None,
+                on_progress: Callable[[int, int, int], object] | None = None) -> ReflectResult:
     """Run (or resume) the Criticize-Reflect loop; see :func:`~orgteams.criticize_reflect.reflect`.
 
     Args:
@@ -144,6 +149,8 @@ def run_reflect(organization: str | Path | Organization = "leader", *,
         failure_penalty: Extra cost of a failed episode (see ``CostModel``).
         screen_candidates: Play every valid candidate and keep the cheapest (default:
             on for the heuristic Coordinator, off for a model, as in the paper).
+        on_progress: Called as ``on_progress(iteration, tick, tick_limit)`` while each
+            episode plays (the CLI's progress bar).
     """
     org = organization if isinstance(organization, Organization) else load_organization(
         organization)
@@ -169,7 +176,8 @@ def run_reflect(organization: str | Path | Organization = "leader", *,
         episode_fn = make_episode_fn(task, layout, agents, backend, seeds, max_rounds,
                                      max_ticks, log_dir=Path(out_dir) / "logs", cache=cache,
                                      max_transport_failures=max_transport_failures, pool=pool,
-                                     episodes_per_iteration=episodes_per_iteration)
+                                     episodes_per_iteration=episodes_per_iteration,
+                                     on_progress=on_progress)
         _write_run(Path(out_dir), {
             "organization": org.name, "task": task, "layout": layout, "agents": agents,
             "backend": backend, "seeds": list(seeds), "critic": critic if use_critic else None,

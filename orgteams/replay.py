@@ -43,6 +43,7 @@ class _Episode:
     speech: dict[int, list[dict]]  # round -> its communicate records with a message
     abstained: dict[int, list[str]]  # round -> agents that abstained
     end: dict | None
+    roles: dict[int, dict[str, str]]  # round -> agent -> role (badges)
 
 
 def _load(path: Path) -> _Episode:
@@ -54,6 +55,7 @@ def _load(path: Path) -> _Episode:
     header, end, ticks = None, None, []
     speech: dict[int, list[dict]] = defaultdict(list)
     abstained: dict[int, list[str]] = defaultdict(list)
+    roles: dict[int, dict[str, str]] = defaultdict(dict)
     for r in read_log(path):
         kind = r.get("record")
         if kind == "episode":
@@ -63,6 +65,8 @@ def _load(path: Path) -> _Episode:
         elif kind == "end":
             end = r
         elif kind is None and r.get("phase") == "communicate":
+            if r.get("role"):
+                roles[int(r["round"])][r["agent"]] = r["role"]
             if r.get("message"):
                 speech[int(r["round"])].append(r)
             if r.get("abstained"):
@@ -71,40 +75,70 @@ def _load(path: Path) -> _Episode:
         raise UserError(f"{path}: no episode line, so it cannot be replayed (logs written "
                         "before replay support, or not by the team runner); run the episode "
                         "again with --log to get a replayable log")
-    return _Episode(header, ticks, speech, abstained, end)
+    return _Episode(header, ticks, speech, abstained, end, roles)
 
 
 def replay(log_path: str | Path, *, render: str | None = "human",
            video: str | Path | None = None, fps: float = 10,
-           render_options: dict[str, Any] | None = None) -> ReplayResult:
+           render_options: dict[str, Any] | None = None, hold: bool = True,
+           renderer: Any = None) -> ReplayResult:
     """Replay the episode in ``log_path`` (a JSONL log, or a run folder holding
     ``episode.jsonl``).
 
     Args:
-        render: ``"human"`` for a window (close it to stop), None for no window.
+        render: ``"human"`` for a window (close it to stop; Space pauses, N steps,
+            +/- change the speed), None for no window.
         video: Also write every tick to this .mp4/.gif.
         fps: Ticks per second in the window and the video.
-        render_options: Passed to the renderer (``cell_size``, ``show_fov``, ...).
+        render_options: Passed to the renderer (``cell_size``, ``show_fov``, ``scale``...).
+        hold: In a window, keep the last frame up until Q (close) or R (replay again).
+        renderer: A human-window renderer to reuse (``orgteams run`` replays in its
+            own window); it is not closed here.
 
     Raises:
         FileNotFoundError: No file at ``log_path``.
-        ValueError: The log has no episode line or a tick out of sequence.
+        UserError: The log has no episode line or a tick out of sequence.
     """
     episode = _load(Path(log_path))
-    state = HouseholdState.from_dict(episode.header["initial_state"])
-    agents, names = episode.header["agents"], episode.header["names"]
-    renderer = recorder = None
-    if render is not None or video is not None:
-        from orgteams.envs.rendering import PygameRenderer, to_array
+    names = episode.header["names"]
+    owned = renderer is None
+    recorder = None
+    if owned and (render is not None or video is not None):
+        from orgteams.envs.rendering import PygameRenderer
 
-        renderer = PygameRenderer(render or "rgb_array", fps=fps,
-                                  title=f"orgteams replay: {Path(log_path).name}",
+        title = f"orgteams replay: {episode.header.get('organization', '')} - {Path(log_path).name}"
+        renderer = PygameRenderer(render or "rgb_array", fps=fps, title=title,
                                   **(render_options or {}))
     if video is not None:
         from orgteams.envs.video import VideoRecorder
 
         recorder = VideoRecorder(video, fps=fps)
-    overlay, shown_round, stopped = Overlay(), None, False
+    overlay = Overlay(organization=episode.header.get("organization") or "")
+    frames = 0
+    try:
+        while True:
+            state, stopped = _play(episode, log_path, renderer, recorder, overlay)
+            if recorder is not None:  # the video holds the first pass only
+                frames, recorder = recorder.close(), None
+            if stopped or not hold or renderer is None or renderer.render_mode != "human":
+                break
+            done = "goal complete" if state.success else "goal not met"
+            banner = [f"Replay over: {done}", f"tick {state.tick}", "Q to close, R to replay"]
+            if renderer.hold(state, overlay, names, banner, can_replay=True) != "replay":
+                break
+    finally:
+        if recorder is not None:
+            recorder.close()
+        if renderer is not None and owned:
+            renderer.close()
+    return _verdict(state, episode, stopped, frames)
+def _play(episode: _Episode, log_path, renderer, recorder, overlay: Overlay
+          ) -> tuple[HouseholdState, bool]:
+    """Apply the logged ticks from the initial state, drawing each; (last state, stopped)."""
+    state = HouseholdState.from_dict(episode.header["initial_state"])
+    agents, names = episode.header["agents"], episode.header["names"]
+    overlay.clear()
+    shown_round = None
 
     def show() -> bool:
         """Draw the state; False when the window was closed."""
@@ -113,33 +147,30 @@ def replay(log_path: str | Path, *, render: str | None = "human",
         frame = renderer.render(state, overlay, names)  # None in a window
         if recorder is not None and not renderer.closed:
             if frame is None:
+                from orgteams.envs.rendering import to_array
+
                 frame = to_array(renderer.pg, renderer.draw(state, overlay, names))
             recorder.add_frame(frame)
         return not renderer.closed
 
-    try:
-        show()
-        for t in episode.ticks:
-            if t["tick"] != state.tick + 1:
-                raise UserError(f"{log_path}: tick line {t['tick']} follows tick "
-                                f"{state.tick}; the log is out of sequence")
-            if t["round"] != shown_round:
-                shown_round = t["round"]
-                _show_round(overlay, shown_round, episode, agents)
-            state, _ = transition(state, t["actions"])
-            if not show():
-                stopped = True
-                break
-    finally:
-        frames = recorder.close() if recorder is not None else 0
-        if renderer is not None:
-            renderer.close()
-    return _verdict(state, episode, stopped, frames)
+    show()
+    for t in episode.ticks:
+        if t["tick"] != state.tick + 1:
+            raise UserError(f"{log_path}: tick line {t['tick']} follows tick "
+                            f"{state.tick}; the log is out of sequence")
+        if t["round"] != shown_round:
+            shown_round = t["round"]
+            _show_round(overlay, shown_round, episode, agents)
+        state, _ = transition(state, t["actions"])
+        if not show():
+            return state, True
+    return state, False
 
 
 def _show_round(overlay: Overlay, round_: int, episode: _Episode, agents: list[str]) -> None:
     overlay.caption = f"round {round_} (replay)"
     overlay.markers.clear()
+    overlay.roles = dict(episode.roles.get(round_) or overlay.roles)
     for agent in episode.abstained.get(round_, []):
         overlay.markers[agent] = "abstained"
     for r in episode.speech.get(round_, []):

@@ -8,6 +8,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -134,6 +135,8 @@ def build_member(agent_id: str, spec: str, *, leader: bool = False, seed: int | 
         if env is not None and env.render_mode == "human":
             from orgteams.agents.window_input import WindowInput
 
+            overlay = env.base.overlay
+            overlay.you = overlay.you or agent_id  # ringed and tagged YOU in the window
             window = WindowInput(env)
             return HumanAgent(agent_id, window.ask, window.show)
         return HumanAgent(agent_id)
@@ -187,13 +190,19 @@ def run_episode(task: str = "prepare_afternoon_tea", layout: str = "apartment",
                 on_round=None, render_options: dict | None = None,
                 max_transport_failures: int | None = DEFAULT_MAX_TRANSPORT_FAILURES,
                 temperature: float = 0.0, prompts: str | None = None,
-                pool: BackendPool | None = None) -> EpisodeResult:
+                pool: BackendPool | None = None,
+                fps: float | None = None, scale: float = 1.0, hold: bool = True,
+                should_stop: Callable[[], str | None] | None = None,
+                on_tick: Callable[[int, int], object] | None = None) -> EpisodeResult:
     """Play one episode of a team under an organization and return its summary and log.
 
     Args:
         backend: One member spec for every agent, a comma list, or a list per agent.
-        render: ``"human"`` for a live window, None for none.
-        video: Record an MP4/GIF of every tick to this path.
+        render: ``"human"`` for a live window, None for none. Closing the window stops
+            the episode (``episode_status`` ``"interrupted"``, ``stop_reason``
+            ``"window closed"``); Space pauses, N steps, +/- change the speed.
+        video: Record an MP4/GIF of every tick to this path (frames with new speech
+            and the last frame are held, see :class:`~orgteams.envs.video.EpisodeVideo`).
         log_path: JSONL episode log; ``"auto"`` puts it under ``runs/``; None keeps it in memory.
         shocks: :class:`Shock` objects or CLI strings (``remove:agent_1@5``).
         monitor: Capability-threshold monitor: True for defaults, or a MonitorConfig.
@@ -205,6 +214,12 @@ def run_episode(task: str = "prepare_afternoon_tea", layout: str = "apartment",
             backend (``local`` gets ``compact``).
         pool: The LLM members' backends; None: the episode makes its own and closes it
             (a local model server stops with it). Give one to share across episodes.
+        fps: Ticks per second of the window and the video (default the env's, 10).
+        scale: Size factor of the window (its first size) and of the video frames.
+        hold: With a window, keep the last frame up until the person closes it (Q) or
+            replays it (R).
+        should_stop: Asked at round and tick boundaries; a reason stops the episode.
+        on_tick: Called as ``on_tick(tick, tick_limit)`` after every tick (progress bars).
     """
     check_int(agents, "agents", 1, MAX_AGENTS)
     if seed is not None:
@@ -219,7 +234,8 @@ def run_episode(task: str = "prepare_afternoon_tea", layout: str = "apartment",
         return _run_episode(task, layout, organization, agents, backend, seed, max_rounds,
                             max_ticks, render, video, log_path, shocks, monitor, cache,
                             on_round, render_options, max_transport_failures, temperature,
-                            prompts, pool)
+                            prompts, pool, fps=fps, scale=scale, hold=hold,
+                            should_stop=should_stop, on_tick=on_tick)
     finally:
         if own_pool:
             pool.close()
@@ -227,13 +243,16 @@ def run_episode(task: str = "prepare_afternoon_tea", layout: str = "apartment",
 
 def _run_episode(task, layout, organization, agents, backend, seed, max_rounds, max_ticks,
                  render, video, log_path, shocks, monitor, cache, on_round, render_options,
-                 max_transport_failures, temperature, prompts, pool: BackendPool
-                 ) -> EpisodeResult:
+                 max_transport_failures, temperature, prompts, pool: BackendPool, *,
+                 fps, scale, hold, should_stop, on_tick) -> EpisodeResult:
     org = organization if isinstance(organization, Organization) else load_organization(
         organization)
     render_mode = render or ("rgb_array" if video else None)
+    options = {"title": f"orgteams: {org.name} - {task} on {layout}", "scale": scale,
+               **(render_options or {})}
     env = HighLevelEnv(layout=layout, task=task, num_agents=agents, render_mode=render_mode,
-                       max_ticks=max_ticks, render_options=render_options)
+                       max_ticks=max_ticks, render_options=options, render_fps=fps)
+    env.base.overlay.organization = org.name
     llm = {"temperature": temperature, "prompts": prompts}
     members = build_team(backend, agents, org, seed=seed, cache=cache, env=env, pool=pool,
                          **llm)
@@ -241,22 +260,40 @@ def _run_episode(task, layout, organization, agents, backend, seed, max_rounds, 
         log_path = default_log_path(task, org.name, seed)
     recorder = None
     if video:
-        from orgteams.envs.video import VideoRecorder
+        from orgteams.envs.video import EpisodeVideo
 
-        recorder = VideoRecorder(video, fps=env.base.render_fps)
+        recorder = EpisodeVideo(video, env.base, fps=env.base.render_fps, scale=scale)
+    tick_hook = None
+    if recorder is not None or on_tick is not None:
+        def tick_hook(*_: Any) -> None:
+            if recorder is not None:
+                recorder.tick()
+            if on_tick is not None:
+                world = env.base.world
+                on_tick(world.tick, max_ticks or world.scene.step_limit)
 
-        def frame(*_: Any) -> None:
-            recorder.add_frame(env.base.render())
+    def stop() -> str | None:
+        if render == "human":
+            from orgteams.envs.rendering import window_closed
+
+            if window_closed(env.base):
+                return "window closed"
+        return should_stop() if should_stop is not None else None
+
     runner = TeamRunner(env, org, members, max_rounds=max_rounds, log_path=log_path,
                         shocks=[Shock.parse(s) if isinstance(s, str) else s for s in shocks],
                         monitor=MonitorConfig() if monitor is True else (monitor or None),
                         member_factory=lambda a, spec: build_member(a, spec, cache=cache,
                                                                     env=env, pool=pool,
                                                                     **llm),
-                        on_round=on_round, on_tick=frame if recorder is not None else None,
-                        max_transport_failures=max_transport_failures)
+                        on_round=on_round, on_tick=tick_hook,
+                        max_transport_failures=max_transport_failures, should_stop=stop)
     try:
         result = runner.run(seed)
+        if recorder is not None:
+            recorder.end()
+        if render == "human" and hold:
+            _hold_window(env, result)
     finally:
         if recorder is not None:
             result_frames = recorder.close()
@@ -264,3 +301,33 @@ def _run_episode(task, layout, organization, agents, backend, seed, max_rounds, 
     if recorder is not None:
         result.summary["video"] = {"path": str(video), "frames": result_frames}
     return result
+
+
+def end_banner(summary: dict[str, Any], can_replay: bool) -> list[str]:
+    """The lines shown over the last frame of an episode in the window."""
+    if summary.get("episode_status") == "interrupted":
+        how = f"stopped ({summary.get('stop_reason')})"
+    else:
+        how = "goal complete" if summary["success"] else "goal not met"
+    keys = "Q to close, R to replay" if can_replay else "Q to close"
+    return [f"Episode over: {how}",
+            f"tick {summary['ticks']} of {summary['step_limit']}, {summary['rounds']} rounds, "
+            f"{summary['units_done']}/{summary['units_total']} goal units",
+            keys]
+
+
+def _hold_window(env: HighLevelEnv, result: EpisodeResult) -> None:
+    """The last frame stays up until Q; R replays the logged episode in the same window."""
+    from orgteams.envs.rendering import window_renderer
+
+    renderer = window_renderer(env)
+    if renderer is None or renderer.closed:
+        return
+    can_replay = result.log_path is not None
+    base = env.base
+    choice = renderer.hold(base.world, base.overlay, base.display_names,
+                           end_banner(result.summary, can_replay), can_replay)
+    if choice == "replay":
+        from orgteams.replay import replay
+
+        replay(result.log_path, render="human", renderer=renderer)

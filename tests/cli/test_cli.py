@@ -61,8 +61,15 @@ def test_record_writes_a_video(capsys, tmp_path):
     pytest.importorskip("imageio")
     path = tmp_path / "ep.gif"
     out = run_json(capsys, "record", "--layout", "studio", "--out", str(path),
-                   "--max-ticks", "5")
-    assert out["frames"] == 6 and path.stat().st_size > 0
+                   "--max-ticks", "5", "--fps", "10")
+    # A planner team (the default): five ticks, the ones with new speech held 1 s (10
+    # frames), then the last frame again, 2 s (20 frames).
+    assert out["ticks"] == 5 and out["organization"] == "leader"
+    held = (out["frames"] - 5 - 20) / 9
+    assert held == int(held) and 1 <= held <= 5
+    import imageio.v2 as iio
+
+    assert len(iio.mimread(path)) == out["frames"]  # the GIF stores every frame
 
 
 def test_demos(capsys, tmp_path):
@@ -77,7 +84,8 @@ def test_record_a_png_frame(capsys, tmp_path):
     path = tmp_path / "frame.png"
     out = run_json(capsys, "record", "--layout", "studio", "--out", str(path),
                    "--max-ticks", "3")
-    assert out == {"path": str(path), "frames": 1, "tick": 3}
+    assert out == {"path": str(path), "frames": 1, "ticks": 3, "success": False,
+                   "organization": "leader"}
     assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 

@@ -99,7 +99,7 @@ def test_replay_to_a_gif_and_in_a_window(episode, tmp_path):
     assert out.frames == ticks + 1 and out.matches is True  # the start, then every tick
     with iio.get_reader(gif) as reader:
         assert reader.get_data(0).shape[2] in (3, 4)
-    window = replay(path, render="human", fps=1000)  # SDL dummy driver in the tests
+    window = replay(path, render="human", fps=1000, hold=False)  # SDL dummy driver
     assert window.matches is True and not window.stopped
 
 

@@ -238,7 +238,8 @@ def test_record_gif_and_callable_policy(tmp_path):
 
 
 def test_video_recorder_validates_frames(tmp_path):
-    with pytest.raises(ValueError, match=re.escape("video path must end in .mp4 or .gif")):
+    with pytest.raises(ValueError, match=re.escape(
+            f"{tmp_path / 'x.avi'}: unknown file type '.avi'; accepted: .mp4, .gif")):
         VideoRecorder(tmp_path / "x.avi")
     with VideoRecorder(tmp_path / "x.mp4", fps=5) as video:
         video.add_frame(np.zeros((31, 41, 3), np.uint8))  # odd sizes are padded

@@ -103,3 +103,44 @@ def test_members_get_a_read_only_view_not_the_env():
     state.members["agent_1"] = Peeker("agent_1")
     asyncio.run(play_rounds(state, 1))
     assert seen and all(isinstance(v, MemberView) for v in seen)
+
+
+@pytest.mark.parametrize("asked_after, ticks, rounds, acted", [
+    ("communicate", 0, 0, False),  # after the first stage's decisions: none is used
+    ("act", 0, 0, False),  # after the act decisions: the env does not step
+    ("tick", 1, 1, True),  # the env's per-tick check ends the step after one tick
+])
+def test_should_stop_ends_the_episode_where_it_is_asked(asked_after, ticks, rounds, acted):
+    from orgteams.organizations.episode_status import EpisodeStopped
+
+    state = _state()
+    records, phase, ticked = [], [], []
+    state.hooks.record.append(records.append)
+    state.hooks.phase.append(lambda s, name: phase.append(name))
+    state.hooks.tick.append(lambda *args: ticked.append(1))
+
+    def stop():
+        if asked_after == "tick":
+            return "window closed" if ticked else None
+        if asked_after == "communicate":
+            return "window closed" if phase else None
+        return "window closed" if "act" in phase else None
+
+    state.should_stop = stop
+    with pytest.raises(EpisodeStopped, match="window closed") as caught:
+        asyncio.run(play_rounds(state, 3))
+    assert caught.value.status == "interrupted" and state.stop_reason == "window closed"
+    assert (state.env.ticks, state.round) == (ticks, rounds)
+    assert state.env.should_stop is None  # put back
+    if asked_after == "communicate":
+        assert not records  # the stage's decisions were not routed or logged
+    assert bool([r for r in records if r.get("phase") == "act"]) == acted
+
+
+def test_a_pyramid_starts_with_one_leader_not_every_upper_tier():
+    state = _state(n=9, org="pyramid")
+    asyncio.run(play_rounds(state, 1))
+    leaders = [a for a, m in state.members.items() if m.planner.role == "leader"]
+    assert leaders == ["agent_0"]
+    assert [state.role(a) for a in ("agent_0", "agent_1", "agent_2", "agent_3")] == [
+        "leader", "vice_leader", "vice_leader", "member"]
