@@ -44,7 +44,7 @@ def test_planner_assignments_use_display_names():
 
 
 def test_terminal_lines_use_display_names():
-    from orgteams.cli import _round_printer
+    from orgteams.cli_commands import _round_printer
 
     show = _round_printer(NAMES)
     err = io.StringIO()
