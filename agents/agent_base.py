@@ -136,6 +136,8 @@ class CommunicateContext:
             speaker stood).
         stage_kind: ``"message"``, ``"intention"``, ``"claim"``, ``"vote"`` or ``"plan"``.
         candidates: Agent ids that may be voted for (``stage_kind == "vote"``).
+        removed: Agents a shock took out of the team: their claims and assignments
+            lapse (they never act again).
     """
 
     round: int
@@ -150,6 +152,7 @@ class CommunicateContext:
     visible_this_round: list[TeamMessage] = field(default_factory=list)
     stage_kind: StageKind = "message"
     candidates: list[str] | None = None
+    removed: tuple[str, ...] = ()
 
     def act_context(self) -> ActContext:
         """The matching :class:`ActContext` (used when the runner gives none to ``act``)."""

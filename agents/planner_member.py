@@ -37,6 +37,17 @@ def _parsed(m: TeamMessage) -> dict:
             "content": dict(m.content), "text": m.text}
 
 
+def _forget(planner: PlannerAgent, removed: tuple[str, ...]) -> None:
+    """Claims and assignments of agents taken out of the team lapse (shocks)."""
+    gone = set(removed)
+    for obj in [o for o, (who, _) in planner.claims.items() if who in gone]:
+        del planner.claims[obj]
+    for agent in gone & set(planner.room_claims):
+        del planner.room_claims[agent]
+    for key in [k for k, who in planner.assigned.items() if who in gone]:
+        del planner.assigned[key]
+
+
 class PlannerMember(MemberBase):
     """A :class:`PlannerAgent` on a team. ``leader=True`` makes it assign subgoals.
 
@@ -83,6 +94,8 @@ class PlannerMember(MemberBase):
             record.parsed = {"vote": vote}
             record.wall = time.perf_counter() - start
             return CommunicateDecision([], None, False, vote, "", record)
+        if ctx.removed:
+            _forget(self.planner, ctx.removed)
         inbox = self._fresh(_structured(ctx.visible_this_round))
         heard = self.planner.communicate(env, inbox, ctx.can_message)
         said = [replace(m, round=ctx.round) for m in heard

@@ -3,7 +3,8 @@
 Lower agent index has right of way. A waiting agent, or a higher-index one that is
 only walking, is pushed one cell aside when a teammate walks into it (two deep at
 most); an agent boxed into a dead end is given way to for ``DEFER_TICKS`` instead.
-Idle (removed) agents and agents playing primitive actions are never moved.
+Idle agents (unless made idle with ``obstacle=False``, as a removed team member is)
+and agents playing primitive actions are never moved.
 This is a mixin of :class:`~orgteams.envs.highlevel.HighLevelEnv`: it reads the
 env's runners, navigator and base world.
 """
@@ -21,12 +22,17 @@ class Crowding:
 
     def _waiting(self, agent: str) -> bool:
         r = self._runners[agent]
-        return not r.idle and (r.status != "running" or r.action.kind == "wait")
+        if r.idle:
+            return not r.obstacle
+        return r.status != "running" or r.action.kind == "wait"
 
     def _movable(self, agent: str) -> bool:
-        """Whether teammates may push ``agent`` aside: not idle, not playing primitives."""
+        """Whether teammates may push ``agent`` aside: not an idle obstacle, not playing
+        primitives."""
         r = self._runners[agent]
-        return not r.idle and not (r.status == "running" and r.action.kind == "primitive")
+        if r.idle:
+            return not r.obstacle
+        return not (r.status == "running" and r.action.kind == "primitive")
 
     def yielding_cells(self, agent: str) -> tuple[frozenset[int], frozenset[int]]:
         """Cells of waiting teammates, and of lower-priority (higher index) ones.
@@ -85,8 +91,9 @@ class Crowding:
                     taken.add(n)
 
     def _pushable(self, b: str, mover: str, joint: dict[str, int]) -> bool:
-        # An idle (removed) agent never moves: it is an obstacle, not a teammate; nor is
-        # one playing primitive actions moved against its choice.
+        # An idle obstacle never moves, nor is an agent playing primitive actions moved
+        # against its choice; an idle non-obstacle (a removed member) is pushed like a
+        # waiting agent.
         return joint[b] <= 4 and self._movable(b) and (
             self._waiting(b) or self._outranks(mover, b))
 

@@ -44,7 +44,8 @@ Crowding: a lower agent index has right of way. An agent that is waiting (its pl
 is ``wait`` or it awaits a decision), or has a higher index and is only walking,
 is pushed one cell aside when a teammate walks into it (its tick becomes that
 move); an agent boxed into a dead end is given way instead. Idle agents
-(:meth:`HighLevelEnv.set_idle`) never move: they are obstacles.
+(:meth:`HighLevelEnv.set_idle`) never move: they are obstacles, unless made idle with
+``obstacle=False`` (a removed team member): those are pushed aside like waiting ones.
 
 For RL, ``action_mode="discrete"`` gives each agent a ``Discrete`` space over stable
 option slots with ``info[agent]["action_mask"]``, and ``obs_mode="array"`` per-slot
@@ -260,10 +261,15 @@ class HighLevelEnv(Crowding, ParallelEnv):
         r = self._runners[agent]
         return r.action if r.status == "running" else None
 
-    def set_idle(self, agent: str, idle: bool) -> None:
-        """An idle agent waits every tick and never needs a decision."""
+    def set_idle(self, agent: str, idle: bool, *, obstacle: bool = True) -> None:
+        """An idle agent waits every tick and never needs a decision.
+
+        ``obstacle=True`` (the default) makes it a fixed obstacle that teammates walk
+        around or are blocked by; ``obstacle=False`` lets them push it aside like a
+        waiting agent (a removed team member must not seal a doorway or corridor).
+        """
         r = self._runners[agent]
-        r.idle = idle
+        r.idle, r.obstacle = idle, obstacle
         r.plan, r.action, r.pending, r.status, r.failure_reason = None, None, 0, "idle", ""
 
     def available_actions(self, agent: str) -> list[HighLevelAction]:

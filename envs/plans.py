@@ -77,6 +77,7 @@ class Runner:
     pending: int = 0  # the primitive action for the next tick
     ticks: int = 0
     idle: bool = False
+    obstacle: bool = True  # an idle agent teammates may not push aside
 
     def advance(self) -> None:
         """Take the plan's next primitive action, or record that it ended."""

@@ -35,7 +35,7 @@ from orgteams.organizations.episode_status import (
 )
 from orgteams.organizations.metrics import episode_metrics, roles_by_round
 from orgteams.organizations.monitor import CapabilityMonitor, MonitorConfig
-from orgteams.organizations.shocks import Shock, recovery_rounds
+from orgteams.organizations.shocks import Shock, apply_shock, recovery_rounds
 from orgteams.organizations.spec import Organization
 from orgteams.organizations.team_log import EpisodeLog
 
@@ -118,6 +118,8 @@ class TeamRunner:
             env, self.organization, self.organization.resolve(self.roster), self.members,
             should_stop=self.should_stop)
         log = EpisodeLog(self.log_path)
+        self._shock_data: dict[int, dict[str, Any]] = {}
+        self._start_scene = env.base.world.scene  # a priority shift replaces the scene
         self._subscribe(state, log, seed)
         small = self.organization.size_warning(len(self.team))
         if small:
@@ -172,17 +174,23 @@ class TeamRunner:
             await backend.aclose()
 
     def _apply_shocks(self, state: EpisodeState) -> None:
-        for shock in (s for s in self.shocks if s.round == state.round):
-            if shock.kind == "remove":
-                state.removed.add(shock.agent)
-                self.env.set_idle(shock.agent, True)
-                self.env.base.overlay.markers[shock.agent] = "idle"
-            else:
-                member = shock.build(self.member_factory)
-                member.reset()
-                state.members[shock.agent] = member
-            state.event("shock", kind=shock.kind, agent=shock.agent,
-                        member=state.members[shock.agent].model or None)
+        for i, shock in enumerate(self.shocks):
+            if shock.round == state.round:
+                data = apply_shock(state, shock, self.member_factory)
+                self._shock_data[i] = data
+                state.event("shock", kind=shock.kind, agent=shock.agent, **data)
+
+    def _shock_summary(self, state: EpisodeState) -> list[dict[str, Any]]:
+        """Each shock with what it changed and its recovery (docs/shocks.md)."""
+        success = bool(self.env.base.world.success)
+        out = []
+        for i, s in enumerate(self.shocks):
+            data = self._shock_data.get(i)
+            out.append({**s.to_dict(), "applied": data is not None, **(data or {}),
+                        "recovery_rounds": recovery_rounds(
+                            state.progress, s.round, success=success,
+                            baseline=None if data is None else data["units_after"])})
+        return out
 
     def _summary(self, state: EpisodeState, records: list[dict], seed, wall: float
                  ) -> dict[str, Any]:
@@ -196,11 +204,13 @@ class TeamRunner:
         dup = state.duplicates
         return {
             **asdict(metrics),
-            "rounds": env.rounds, "seed": seed, "task": world.scene.task,
+            "rounds": env.rounds, "seed": seed, "task": self._start_scene.task,
             "layout": world.scene.layout.name, "organization": self.organization.name,
             "final_organization": state.organization.name, "protocol": self.organization.protocol,
             "num_agents": len(self.team), "step_limit": world.scene.step_limit,
-            "goal": [str(p) for p in world.scene.goal],
+            "goal": [str(p) for p in self._start_scene.goal],
+            "final_task": world.scene.task,
+            "final_goal": [str(p) for p in world.scene.goal],
             "units_done": sum(world.progress),
             "units_total": sum(p.count for p in world.scene.goal),
             "members": {a: m.model for a, m in state.members.items()},
@@ -210,8 +220,7 @@ class TeamRunner:
             "duplicate_decisions": dup["duplicated"], "new_decisions": dup["decisions"],
             "duplicate_rate": dup["duplicated"] / dup["decisions"] if dup["decisions"] else 0.0,
             "events": state.events,
-            "shocks": [{**s.to_dict(), "recovery_rounds": recovery_rounds(
-                state.progress, s.round)} for s in self.shocks],
+            "shocks": self._shock_summary(state),
             "org_switches": [e for e in state.events if e["type"] == "org_switch"],
             "warnings": [e["message"] for e in state.events if e["type"] == "small_team"],
             "roles_by_round": roles_by_round(decisions),
