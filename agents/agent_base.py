@@ -23,6 +23,7 @@ from orgteams.agents.quoting import quote_text
 from orgteams.envs.messages import EVERYONE, TeamMessage
 
 if TYPE_CHECKING:  # the env layer is imported lazily; agents only read from it
+    from orgteams.agents.shared_context import SharedHistory
     from orgteams.envs.highlevel import HighLevelAction, HighLevelEnv
     from orgteams.envs.member_view import MemberView
 
@@ -110,6 +111,10 @@ class ActContext:
         instruction: The organization's rendered instruction ("" for ``none``).
         role: Its assigned or granted role, or None.
         abstained: The agent abstained this round (it should wait).
+        visible_this_round: This round's outputs it may see when it acts (under
+            ``sequential``: earlier agents' turns and chosen actions, kind ``action``).
+        history: The shared history under ``shared`` (else None); see
+            :mod:`~orgteams.agents.shared_context`.
     """
 
     round: int
@@ -119,6 +124,8 @@ class ActContext:
     instruction: str = ""
     role: str | None = None
     abstained: bool = False
+    visible_this_round: list[TeamMessage] = field(default_factory=list)
+    history: SharedHistory | None = None
 
 
 @dataclass
@@ -138,6 +145,7 @@ class CommunicateContext:
         candidates: Agent ids that may be voted for (``stage_kind == "vote"``).
         removed: Agents a shock took out of the team: their claims and assignments
             lapse (they never act again).
+        history: As in :class:`ActContext`.
     """
 
     round: int
@@ -153,11 +161,14 @@ class CommunicateContext:
     stage_kind: StageKind = "message"
     candidates: list[str] | None = None
     removed: tuple[str, ...] = ()
+    history: SharedHistory | None = None
 
     def act_context(self) -> ActContext:
         """The matching :class:`ActContext` (used when the runner gives none to ``act``)."""
         return ActContext(self.round, self.agent, self.name, dict(self.team),
-                          self.instruction, self.role)
+                          self.instruction, self.role,
+                          visible_this_round=list(self.visible_this_round),
+                          history=self.history)
 
 
 @dataclass

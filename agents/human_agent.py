@@ -103,7 +103,8 @@ class HumanAgent(DialogueMember):
         for out in ctx.visible_this_round:
             who = ctx.team.get(out.sender, out.sender)
             text = out.text or "(nothing)"
-            said = "abstained" if out.abstained else f"said: {text}"
+            said = "abstained" if out.abstained else (
+                f"chose: {text}" if out.kind == "action" else f"said: {text}")
             shown.append(f"This round, {who} {said}")
         self.output_fn("\n".join(shown))
         record.prompt = [{"role": "user", "content": "\n".join(shown)}]

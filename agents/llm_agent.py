@@ -370,6 +370,8 @@ def _visible_lines(ctx: CommunicateContext) -> list[str]:
     """This round's visible outputs as ``Alice (leader) to everyone: "text"`` lines (quoted)."""
     lines = []
     for out in ctx.visible_this_round:
+        if out.kind == "action":
+            continue  # chosen actions are their own prompt section (prompts.situation)
         sender = out.sender
         who = "You" if sender == ctx.agent else ctx.team.get(sender, sender)
         if out.role:

@@ -23,18 +23,32 @@ from orgteams.agents.agent_base import (
     TeamMessage,
 )
 from orgteams.agents.planner import PlannerAgent
+from orgteams.agents.shared_context import as_claims
 from orgteams.envs.messages import render
 
 
 def _structured(messages: list[TeamMessage]) -> list[TeamMessage]:
     """The structured messages a planner understands (free text is ignored)."""
-    return [m for m in messages if m.kind != "text" and m.content]
+    return [m for m in messages if m.kind not in ("text", "action") and m.content]
 
 
 def _parsed(m: TeamMessage) -> dict:
     """A planner's message as its decision record shows it."""
     return {"sender": m.sender, "receivers": m.receivers_json(), "kind": m.kind,
             "content": dict(m.content), "text": m.text}
+
+
+def _known_choices(ctx: CommunicateContext) -> list[TeamMessage]:
+    """What the protocol shows of others' actions, as claims: earlier agents' chosen
+    actions this round (``sequential``) and the latest round of the shared history
+    (``shared``)."""
+    chosen = {m.sender: m.content["action"] for m in ctx.visible_this_round
+              if m.kind == "action"}
+    out = as_claims(chosen, ctx.agent, tick=-1)  # decided before this agent, this round
+    if ctx.history is not None and ctx.history.rounds:
+        last = ctx.history.rounds[-1]
+        out += as_claims(last.actions, ctx.agent, tick=last.tick)
+    return out
 
 
 def _forget(planner: PlannerAgent, removed: tuple[str, ...]) -> None:
@@ -96,7 +110,7 @@ class PlannerMember(MemberBase):
             return CommunicateDecision([], None, False, vote, "", record)
         if ctx.removed:
             _forget(self.planner, ctx.removed)
-        inbox = self._fresh(_structured(ctx.visible_this_round))
+        inbox = self._fresh(_structured(ctx.visible_this_round) + _known_choices(ctx))
         heard = self.planner.communicate(env, inbox, ctx.can_message)
         said = [replace(m, round=ctx.round) for m in heard
                 if self.claims or m.kind not in ("claim", "release")]

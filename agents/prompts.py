@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 from orgteams.agents.agent_base import ActContext, DialogueLog
 from orgteams.agents.quoting import one_line, quote_block
+from orgteams.agents.shared_context import chosen_lines
 from orgteams.envs.errors import UserError
 
 MAX_PROMPT_CHARS = 1_000_000
@@ -280,4 +281,7 @@ def situation(
         "dialogue_window": log.dialogue.maxlen,
         "action_history": log.action_lines(),
         "action_window": log.actions.maxlen,
+        # what the protocol shows besides messages (orgteams.agents.shared_context)
+        "chosen": chosen_lines(ctx.visible_this_round, ctx.team, agent),
+        "history": ctx.history.lines(ctx.team, agent) if ctx.history else [],
     }

@@ -36,7 +36,9 @@ __all__ = ["EVERYONE", "MESSAGE_KINDS", "Everyone", "Receivers", "TeamMessage", 
 EVERYONE = "everyone"  # the one spelling of "every other team member"
 Everyone = Literal["everyone"]
 Receivers = tuple[str, ...] | Everyone
-MESSAGE_KINDS = ("claim", "release", "found", "assign", "done", "text")
+MESSAGE_KINDS = ("claim", "release", "found", "assign", "done", "text", "action")
+# "action": not a message but an agent's chosen action shown to later agents of a
+# sequential round (orgteams.agents.shared_context); never delivered, no tokens.
 
 
 def render(kind: str, content: Mapping[str, Any], text: str = "",

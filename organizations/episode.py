@@ -23,13 +23,21 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from orgteams.agents.agent_base import TeamMember
+from orgteams.agents.agent_base import ActDecision, TeamMember
+from orgteams.agents.shared_context import (
+    HISTORY_EPISODES,
+    HISTORY_ROUNDS,
+    EpisodePattern,
+    RoundOutcome,
+    SharedHistory,
+)
 from orgteams.envs.highlevel import HighLevelEnv
 from orgteams.envs.member_view import MemberView
 from orgteams.envs.messages import TeamMessage
 from orgteams.envs.team import Team
 from orgteams.organizations.episode_status import EpisodeStopped
 from orgteams.organizations.phases import act_phase, communicate_phase
+from orgteams.organizations.protocol_facts import PROTOCOL_FACTS
 from orgteams.organizations.protocols import leader_for_round
 from orgteams.organizations.resolved import ResolvedOrganization
 from orgteams.organizations.spec import SELF_CHOSEN, Organization
@@ -91,6 +99,14 @@ class EpisodeState:
             reason (e.g. ``"window closed"``) ends the episode as ``"interrupted"``.
         stop_reason: The reason ``should_stop`` gave, once it gave one.
         view: What members are given instead of the env (read-only queries).
+        early_actions: Actions decided in turn this round (``sequential``), by agent:
+            ``(action id, decision)``; the act phase plays them.
+        undelivered: This round's inboxes held back until after the act phase
+            (``shared``), else None.
+        outcomes: Every earlier round's new actions, roles and abstentions (the shared
+            history; see :mod:`~orgteams.agents.shared_context`).
+        patterns: The team's earlier episodes (given by the runner).
+        round_tick: The tick this round's actions start at.
     """
 
     env: HighLevelEnv
@@ -109,6 +125,11 @@ class EpisodeState:
     abstained: set[str] = field(default_factory=set)
     should_stop: Callable[[], str | None] | None = None
     stop_reason: str | None = None
+    early_actions: dict[str, tuple[str, ActDecision]] = field(default_factory=dict)
+    undelivered: dict[str, list[TeamMessage]] | None = None
+    outcomes: list[RoundOutcome] = field(default_factory=list)
+    patterns: tuple[EpisodePattern, ...] = ()
+    round_tick: int = 0
     view: MemberView = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -133,6 +154,27 @@ class EpisodeState:
         (None for none, also when the organization's role is empty)."""
         assigned = self.resolved.role_of(agent)
         return self.roles.get(agent) if assigned == SELF_CHOSEN else assigned or None
+
+    def shared_history(self) -> SharedHistory | None:
+        """What members decide from under a ``from_history`` protocol (``shared``): the
+        last rounds' outcomes and the earlier episodes' patterns; None otherwise."""
+        if not PROTOCOL_FACTS[self.organization.protocol].from_history:
+            return None
+        return SharedHistory(tuple(self.outcomes[-HISTORY_ROUNDS:]),
+                             self.patterns[-HISTORY_EPISODES:])
+
+    def remember_round(self, actions: dict[str, str], abstained: set[str]) -> None:
+        """Record this round's outcome for the shared history (after the env step)."""
+        new = {a: act for a, act in actions.items()
+               if act not in ("continue", "wait") and a not in abstained}
+        roles = {a: r for a in new if (r := self.role(a))}
+        self.outcomes.append(RoundOutcome(self.round, new, roles, tuple(sorted(abstained)),
+                                          sum(self.env.base.world.progress), self.round_tick))
+
+    def pattern(self) -> EpisodePattern:
+        """This episode as an :class:`EpisodePattern` (the runner keeps them)."""
+        return EpisodePattern.of(bool(self.env.base.world.success), self.env.ticks,
+                                 self.outcomes)
 
     def stop_requested(self) -> bool:
         """Whether ``should_stop`` gave a reason (asked until it does; the env's per-tick

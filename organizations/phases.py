@@ -28,6 +28,8 @@ from orgteams.agents.agent_base import (
     TeamMessage,
     safe_action,
 )
+from orgteams.agents.shared_context import action_output
+from orgteams.organizations.protocol_facts import PROTOCOL_FACTS
 from orgteams.organizations.protocols import (
     Stage,
     record_election,
@@ -68,7 +70,7 @@ def _context(state: EpisodeState, agent: str, stage: Stage, visible: list[TeamMe
         can_message=[b for b in r.receivers_of(agent) if b not in state.removed],
         visible_this_round=visible, stage_kind=stage.kind,
         candidates=state.active() if stage.kind == "vote" else None,
-        removed=tuple(sorted(state.removed)))
+        removed=tuple(sorted(state.removed)), history=state.shared_history())
 
 
 async def communicate_phase(state: EpisodeState, speakers: list[str] | None = None
@@ -110,6 +112,8 @@ async def communicate_phase(state: EpisodeState, speakers: list[str] | None = No
             outputs += _route(state, si, stage, agent, d, ctxs[agent], inbox)
         for hook in state.hooks.decided:
             hook(state, [d.record for d in decisions])
+        if stage.acts:
+            outputs += await _act_in_turn(state, si, stage, abstained, outputs, stages, inbox)
         if stage.kind == "vote" and votes:
             incumbent = state.resolved.leaders[0] if state.resolved.leaders else None
             election = record_election(state.round, votes, order=state.team, incumbent=incumbent)
@@ -128,10 +132,47 @@ async def communicate_phase(state: EpisodeState, speakers: list[str] | None = No
         for hook in state.hooks.stage:
             hook(state)
         si += 1
+    if PROTOCOL_FACTS[org.protocol].from_history:
+        state.undelivered = inbox  # decisions from history only: heard after acting
+    else:
+        _deliver(state, inbox)
+    return abstained
+
+
+def _deliver(state: EpisodeState, inbox: dict[str, list[TeamMessage]]) -> None:
     for agent, messages in inbox.items():
         if messages and agent not in state.removed and agent in state.members:
             state.members[agent].receive(messages)  # a player beside the team has none
-    return abstained
+
+
+async def _act_in_turn(state: EpisodeState, si: int, stage: Stage, abstained: set[str],
+                       outputs: list[TeamMessage], stages: list[Stage],
+                       inbox: dict[str, list[TeamMessage]]) -> list[TeamMessage]:
+    """The speakers of an ``acts`` stage decide their actions now, each seeing what it
+    saw when it spoke; returns their chosen actions as public outputs (kind ``action``).
+
+    What was delivered to them so far is delivered before they decide (the rest of the
+    round's messages come at the end of the phase).
+    """
+    env = state.env
+    deciders = [a for a in stage.speakers if a not in abstained and a in state.members
+                and (env.needs_decision(a) or state.members[a].acts_every_round)]
+    for a in deciders:
+        _deliver(state, {a: inbox[a]})
+        inbox[a] = []
+    visible = {a: visible_outputs(stages, si, a, outputs) for a in deciders}
+    actions, chosen = await decide_actions(state, abstained, deciders, visible)
+    for hook in state.hooks.decided:
+        hook(state, [d.record for d in chosen.values()])
+    state.check_stop()
+    labels = {x.id: x.label for a in deciders for x in env.available_actions(a)}
+    out = []
+    for a in deciders:
+        state.early_actions[a] = (actions[a], chosen[a])
+        if actions[a] != "continue":
+            out.append(action_output(a, actions[a], labels.get(actions[a], actions[a]),
+                                     state.round, si))
+    return out
 
 
 def _route(state: EpisodeState, si: int, stage: Stage, agent: str, d: CommunicateDecision,
@@ -171,7 +212,8 @@ def _route(state: EpisodeState, si: int, stage: Stage, agent: str, d: Communicat
 
 
 async def decide_actions(state: EpisodeState, abstained: set[str] = frozenset(),
-                         deciders: list[str] | None = None
+                         deciders: list[str] | None = None,
+                         visible: dict[str, list[TeamMessage]] | None = None
                          ) -> tuple[dict[str, str], dict[str, ActDecision]]:
     """Ask the deciders, concurrently, for one action each; an unavailable one becomes
     the safe action (the decision record says so).
@@ -181,6 +223,7 @@ async def decide_actions(state: EpisodeState, abstained: set[str] = frozenset(),
         abstained: Agents that abstained this round (they are not asked).
         deciders: Who decides (default: active members that need a decision or act
             every round).
+        visible: This round's outputs each decider may see (``sequential``).
 
     Returns:
         ``(actions, decisions)`` by agent id.
@@ -190,8 +233,11 @@ async def decide_actions(state: EpisodeState, abstained: set[str] = frozenset(),
         deciders = [a for a in state.active() if a not in abstained and a in state.members
                     and (env.needs_decision(a) or state.members[a].acts_every_round)]
     team = dict(state.roster.by_id)  # one copy per phase, shared by the contexts
+    history = state.shared_history()
     ctxs = {a: ActContext(state.round, a, state.roster.name(a), team,
-                          state.resolved.instruction_for(a), state.role(a)) for a in deciders}
+                          state.resolved.instruction_for(a), state.role(a),
+                          visible_this_round=(visible or {}).get(a, []), history=history)
+            for a in deciders}
     decisions = await _all(state.members[a].act(state.view, state.round, ctxs[a])
                            for a in deciders)
     actions: dict[str, str] = {}
@@ -212,11 +258,19 @@ async def act_phase(state: EpisodeState, abstained: set[str]) -> None:
     env = state.env
     for hook in state.hooks.phase:
         hook(state, "act")
-    actions, chosen = await decide_actions(state, abstained)
+    early, state.early_actions = state.early_actions, {}
+    deciders = [a for a in state.active() if a not in abstained and a in state.members
+                and a not in early
+                and (env.needs_decision(a) or state.members[a].acts_every_round)]
+    actions, chosen = await decide_actions(state, abstained, deciders)
     state.check_stop()
+    for agent, (action, decision) in early.items():  # decided in turn (sequential)
+        actions[agent], chosen[agent] = action, decision
+    chosen = {a: chosen[a] for a in state.team if a in chosen}  # records in team order
     for agent in abstained:
         if agent not in state.removed and env.needs_decision(agent):
             actions[agent] = "wait"
+    state.round_tick = env.ticks
     _count_duplicates(state, actions)
     for hook in state.hooks.actions:
         hook(state, actions)
@@ -233,7 +287,11 @@ async def act_phase(state: EpisodeState, abstained: set[str]) -> None:
                         "events": [e.get("type") for e in events],
                         "ticks_elapsed": info.get("ticks_elapsed"), **decision_fields(d.record)})
     for hook in state.hooks.decided:
-        hook(state, [d.record for d in chosen.values()])
+        hook(state, [d.record for a, d in chosen.items() if a not in early])
+    if state.undelivered is not None:
+        _deliver(state, state.undelivered)
+        state.undelivered = None
+    state.remember_round(actions, abstained)
 
 
 def _count_duplicates(state: EpisodeState, actions: dict[str, str]) -> None:

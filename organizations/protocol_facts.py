@@ -22,12 +22,20 @@ class ProtocolFacts:
         self_organizing: Agents organize themselves (the self-organizing paper's
             protocols); the capability monitor may replace it with a structured one.
         stages: One line on the stages of a round.
+        acts_in_order: Each speaker decides its action right after its own turn, seeing
+            earlier speakers' chosen actions (``sequential``), instead of everyone
+            acting at once after the communicate phase.
+        from_history: Everyone decides at once from the shared history only: this
+            round's messages are delivered after the act phase, and members get the
+            :class:`~orgteams.agents.shared_context.SharedHistory` (``shared``).
     """
 
     name: str
     needs_leader: bool
     self_organizing: bool
     stages: str
+    acts_in_order: bool = False
+    from_history: bool = False
 
 
 PROTOCOL_FACTS: dict[str, ProtocolFacts] = {f.name: f for f in (
@@ -38,9 +46,17 @@ PROTOCOL_FACTS: dict[str, ProtocolFacts] = {f.name: f for f in (
                   "the top tier's plan, then everyone else at once seeing only the plan"),
     ProtocolFacts("broadcast", False, True,
                   "everyone's intention at once, then everyone's message seeing intentions"),
-    ProtocolFacts("shared", False, True, "everyone at once, from shared history only"),
+    ProtocolFacts("shared", False, True,
+                  "everyone speaks and acts at once, from the shared history only (earlier "
+                  "rounds and episodes); this round's messages arrive after the act phase",
+                  from_history=True),
     ProtocolFacts("sequential", False, True,
-                  "one stage per agent in fixed order; public outputs, self-chosen roles"),
+                  "one stage per agent in fixed order, each deciding its action right after "
+                  "its turn, seeing earlier agents' messages, claims and chosen actions",
+                  acts_in_order=True),
+    ProtocolFacts("sequential_messages", False, True,
+                  "one stage per agent in fixed order seeing earlier messages, then "
+                  "everyone acts at once (sequential before #11)"),
     ProtocolFacts("batched_sequential", False, True,
                   "groups of batch_size agents in order, each seeing all prior"),
     ProtocolFacts("claim_shared", False, True,

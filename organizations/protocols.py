@@ -10,15 +10,24 @@ of *this* round is fixed by the stage's ``sees`` (:func:`visible_outputs`):
 
 Per protocol (``agents`` = the speakers of this round, in team order):
 
-* ``free`` and ``sequential``: one stage per agent, ``all_prior`` (``free`` delivers along
-  channels; ``sequential`` outputs are public and roles are self-chosen).
+* ``free`` and ``sequential_messages``: one stage per agent, ``all_prior``, then everyone
+  acts at once (``free`` delivers along channels).
+* ``sequential`` (the self-organizing paper's): one stage per agent in team order, each
+  ``acts``: the speaker decides its high-level action right after its turn, so agent
+  ``i`` speaks and chooses with agents ``0..i-1``'s messages, claims and chosen actions
+  (public outputs) known. The actions are then played from the same tick (one env step
+  per round, the time model's decision round); within that tick the env resolves
+  interactions in agent-index order and gives lower indexes right of way, and team
+  order is index order, so an earlier agent's action also takes effect first.
 * ``leader_first``: one stage per leader (top tier first), then one per other agent,
   ``all_prior``; members' corrections thus reach leaders before the act phase.
 * ``coordinator``: the leaders' ``plan`` stage (``none_this_round``), then everyone else
   at once seeing only the ``plan``.
 * ``broadcast``: everyone's ``intention`` at once (``none_this_round``), then everyone's
   ``message`` at once seeing all ``intentions``.
-* ``shared``: everyone at once, ``none_this_round``.
+* ``shared``: everyone at once, ``none_this_round``; everyone then acts at once and this
+  round's messages are delivered after the act phase (decisions from the shared history
+  only, see :data:`~orgteams.organizations.protocol_facts.PROTOCOL_FACTS`).
 * ``batched_sequential``: groups of ``batch_size`` in order, each ``all_prior``.
 * ``claim_shared``: everyone's ``claim`` at once (``none_this_round``), then everyone's
   ``message`` at once seeing the ``claims`` (settled by :func:`resolve_claims`).
@@ -46,11 +55,13 @@ _KIND_SEEN: dict[str, StageKind] = {"intentions": "intention", "plan": "plan", "
 
 @dataclass(frozen=True)
 class Stage:
-    """Speakers that run concurrently, what they see of this round, and what they write."""
+    """Speakers that run concurrently, what they see of this round, and what they write;
+    ``acts``: each speaker also decides its action at the end of this stage."""
 
     speakers: tuple[str, ...]
     sees: Sees
     kind: StageKind
+    acts: bool = False
 
 
 @dataclass(frozen=True)
@@ -95,8 +106,10 @@ def schedule(
         stages.append(Stage(tuple(resolved.team), "none_this_round", "vote"))
     lead = [a for a in resolved.leaders if a in order]
     rest = [a for a in order if a not in lead]
-    if org.protocol in ("free", "sequential"):
+    if org.protocol in ("free", "sequential_messages"):
         stages += [Stage((a,), "all_prior", "message") for a in order]
+    elif org.protocol == "sequential":
+        stages += [Stage((a,), "all_prior", "message", acts=True) for a in order]
     elif org.protocol == "leader_first":
         stages += [Stage((a,), "all_prior", "message") for a in lead + rest]
     elif org.protocol == "coordinator":

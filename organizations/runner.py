@@ -24,6 +24,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from orgteams.agents.shared_context import EpisodePattern
 from orgteams.envs.highlevel import HighLevelEnv
 from orgteams.envs.team import Team
 from orgteams.organizations import team_log
@@ -101,6 +102,9 @@ class TeamRunner:
         self.on_round = on_round
         self.on_tick = on_tick
         self.state: EpisodeState | None = None  # the latest episode's, once one ran
+        # Patterns of the episodes this runner played, oldest first: the part of the
+        # shared history (protocol ``shared``) that spans episodes.
+        self.patterns: list[EpisodePattern] = []
         self.should_stop = should_stop
 
     def run(self, seed: int | None = None) -> EpisodeResult:
@@ -116,7 +120,7 @@ class TeamRunner:
             m.reset()
         state = self.state = EpisodeState(
             env, self.organization, self.organization.resolve(self.roster), self.members,
-            should_stop=self.should_stop)
+            should_stop=self.should_stop, patterns=tuple(self.patterns))
         log = EpisodeLog(self.log_path)
         self._shock_data: dict[int, dict[str, Any]] = {}
         self._start_scene = env.base.world.scene  # a priority shift replaces the scene
@@ -133,6 +137,8 @@ class TeamRunner:
             except EpisodeStopped as stop:
                 status, reason = stop.status, stop.reason
                 state.event("stopped", status=status, reason=reason)
+            if status == "complete":
+                self.patterns.append(state.pattern())  # the shared history's episodes
             summary = self._summary(state, log.records, seed, time.perf_counter() - start)
             summary.update(episode_status=status, stop_reason=reason)
             if self.log_path is not None:

@@ -36,12 +36,18 @@ def resolved(name, team=T5):
 
 def test_sequential_one_speaker_per_stage_sees_earlier_outputs():
     stages = schedule(resolved("sequential", T3), list(T3), 0)
-    assert stages == [Stage((a,), "all_prior", "message") for a in T3]
+    assert stages == [Stage((a,), "all_prior", "message", acts=True) for a in T3]
     outs = [turn(0, "agent_0", "I take the kitchen")]
     assert visible_outputs(stages, 1, "agent_1", outs) == outs
     outs.append(turn(1, "agent_1", "I abstain"))
     assert visible_outputs(stages, 2, "agent_2", outs) == outs
     assert visible_outputs(stages, 1, "agent_1", outs) == outs[:1]
+
+
+def test_sequential_messages_keeps_the_concurrent_act_phase():
+    org = load_organization("sequential").updated(protocol="sequential_messages")
+    stages = schedule(org.resolve(list(T3)), list(T3), 0)
+    assert stages == [Stage((a,), "all_prior", "message") for a in T3]
 
 
 def test_shared_sees_nothing_of_this_round():

@@ -77,8 +77,13 @@ def test_sequential_speakers_see_earlier_outputs_of_this_round():
     runner, members = make("sequential", rounds=1)
     runner.run(seed=0)
     assert members["agent_0"].seen == [(0, "message", [])]
-    assert members["agent_1"].seen == [(0, "message", ["agent_0"])]
-    assert members["agent_2"].seen == [(0, "message", ["agent_0", "agent_1"])]
+    # each earlier agent's message, then the action it chose right after its turn
+    assert members["agent_1"].seen == [(0, "message", ["agent_0", "agent_0"])]
+    assert [(v.sender, v.kind, v.text) for v in members["agent_2"].contexts[0]
+            .visible_this_round] == [("agent_0", "text", "hi from agent_0"),
+                                     ("agent_0", "action", "[wait]"),
+                                     ("agent_1", "text", "hi from agent_1"),
+                                     ("agent_1", "action", "[wait]")]
 
 
 def test_shared_speakers_see_nothing_of_this_round_but_hear_it_after():
