@@ -36,7 +36,8 @@ def shifted_goal(goal: tuple[Predicate, ...], task: str, furniture_types: set[st
     by_class: dict[str, tuple[str, str]] = {}
     for relation, cls, target in spec.candidates + spec.required:
         by_class.setdefault(cls, (relation, target))
-    new = tuple(Predicate(*by_class[p.cls], p.count) for p in goal if p.cls in by_class)
+    new = tuple(Predicate(by_class[p.cls][0], p.cls, by_class[p.cls][1], p.count)
+                for p in goal if p.cls in by_class)
     if not new:
         classes = ", ".join(sorted({p.cls for p in goal}))
         raise UserError(f"priority shift to task {task!r}: it uses none of the goal's "

@@ -36,7 +36,13 @@ from orgteams.organizations.episode_status import (
 )
 from orgteams.organizations.metrics import episode_metrics, roles_by_round
 from orgteams.organizations.monitor import CapabilityMonitor, MonitorConfig
-from orgteams.organizations.shocks import Shock, apply_shock, recovery_rounds
+from orgteams.organizations.shocks import (
+    Shock,
+    apply_shock,
+    check_priority_shifts,
+    check_shocks,
+    recovery_rounds,
+)
 from orgteams.organizations.spec import Organization
 from orgteams.organizations.team_log import EpisodeLog
 
@@ -95,8 +101,7 @@ class TeamRunner:
         self.max_rounds = max_rounds
         self.log_path = Path(log_path) if log_path else None
         self.shocks = sorted(shocks, key=lambda s: s.round)
-        for s in self.shocks:
-            s.validate(team, member_factory)
+        check_shocks(self.shocks, team, member_factory, organization, self.roster)
         self.monitor_config = monitor
         self.member_factory = member_factory
         self.on_round = on_round
@@ -115,6 +120,7 @@ class TeamRunner:
         """Play one episode."""
         env, start = self.env, time.perf_counter()
         env.reset(seed=seed)
+        check_priority_shifts(self.shocks, env)  # needs this episode's goal
         env.base.display_names = list(self.roster.names)
         for m in self.members.values():
             m.reset()
@@ -213,6 +219,7 @@ class TeamRunner:
             "rounds": env.rounds, "seed": seed, "task": self._start_scene.task,
             "layout": world.scene.layout.name, "organization": self.organization.name,
             "final_organization": state.organization.name, "protocol": self.organization.protocol,
+            "final_protocol": state.organization.protocol,
             "num_agents": len(self.team), "step_limit": world.scene.step_limit,
             "goal": [str(p) for p in self._start_scene.goal],
             "final_task": world.scene.task,

@@ -33,7 +33,8 @@ from orgteams.organizations.episode import check_member
 if TYPE_CHECKING:
     from orgteams.organizations.episode import EpisodeState
 
-__all__ = ["KINDS", "REGULATED", "Shock", "apply_shock", "recovery_rounds"]
+__all__ = ["KINDS", "REGULATED", "Shock", "apply_shock", "check_priority_shifts",
+           "check_shocks", "recovery_rounds", "regulated"]
 
 KINDS = ("remove", "substitute", "regulate", "priority")
 # Organization fields a regulation change may set (the rest are identity or governance).
@@ -85,9 +86,16 @@ class Shock:
         if self.kind == "regulate" and self.field not in REGULATED:
             raise UserError(f"regulate shock: field {self.field!r} cannot change mid-episode; "
                             f"fields: {', '.join(REGULATED)}")
-        if self.kind == "priority" and not isinstance(self.value, str):
-            raise UserError(f"priority shock: the new task must be a task name, got "
-                            f"{self.value!r}")
+        if self.kind == "priority":
+            if not isinstance(self.value, str):
+                raise UserError(f"priority shock: the new task must be a task name, got "
+                                f"{self.value!r}")
+            from orgteams.envs.tasks import load_task
+
+            try:
+                load_task(self.value)
+            except (UserError, FileNotFoundError) as exc:
+                raise UserError(f"priority shock: {exc}") from None
 
     def build(self, factory) -> Any:
         """The substitute member."""
@@ -184,6 +192,42 @@ def regulated(organization, field: str, value: Any):
         return organization.updated(**{field: value})
     except UserError as exc:
         raise UserError(f"regulate shock {field}={value!r}: {exc}") from None
+
+
+def check_shocks(shocks: list[Shock], team: list[str], factory, organization, roster) -> None:
+    """Validate every shock before the episode; regulation changes are applied in round
+    order to a copy of ``organization`` and resolved for the team, so a bad value is one
+    line now, not an error mid-episode.
+
+    Raises:
+        UserError: The first bad shock, in one line.
+    """
+    org = organization
+    for shock in sorted(shocks, key=lambda s: s.round):
+        shock.validate(team, factory)
+        if shock.kind == "regulate":
+            org = regulated(org, shock.field, shock.value)
+            try:
+                org.resolve(roster)
+            except ValueError as exc:
+                raise UserError(f"regulate shock {shock.field}={shock.value!r}: {exc}") from None
+
+
+def check_priority_shifts(shocks: list[Shock], env) -> None:
+    """Each priority shift can turn this episode's goal into its task's (checked right
+    after ``reset``, before any round; shifts compose in round order).
+
+    Raises:
+        UserError: A task shares no object class with the goal, or the layout lacks
+            its target.
+    """
+    from orgteams.envs.goal_shift import shifted_goal
+
+    scene = env.base.world.scene
+    goal, types = scene.goal, {f.type for f in scene.layout.furniture}
+    for shock in sorted(shocks, key=lambda s: s.round):
+        if shock.kind == "priority":
+            goal = shifted_goal(goal, shock.value, types)
 
 
 def apply_shock(state: EpisodeState, shock: Shock, factory=None) -> dict[str, Any]:

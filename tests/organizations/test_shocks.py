@@ -6,9 +6,12 @@ import re
 
 import pytest
 
+from orgteams.agents.planner_member import PlannerMember
 from orgteams.envs.errors import UserError
 from orgteams.envs.highlevel import HighLevelEnv
 from orgteams.envs.removal import remove_agent
+from orgteams.organizations import load_organization
+from orgteams.organizations.runner import TeamRunner
 from orgteams.organizations.shocks import Shock, recovery_rounds
 from orgteams.team import run_episode
 
@@ -117,3 +120,103 @@ def test_failed_episode_reports_recovery_none():
                          seed=0, shocks=["remove:agent_1@1"], max_ticks=20, log_path=None)
     assert not result.summary["success"]
     assert result.summary["shocks"][0]["recovery_rounds"] is None
+
+
+# ---------------------------------------------------------------- regulation change
+def test_regulation_change_puts_the_new_protocol_in_force_mid_episode():
+    from tests.organizations.test_protocol_fidelity import Tracer
+
+    env = HighLevelEnv(layout="studio", task="prepare_afternoon_tea", num_agents=3)
+    trace: list = []
+    members = {f"agent_{i}": Tracer(f"agent_{i}", trace) for i in range(3)}
+    for m in members.values():
+        m.acts_every_round = True  # every agent decides in both rounds
+    runner = TeamRunner(env, load_organization("sequential"), members, max_rounds=2,
+                        shocks=[Shock.parse("regulate:protocol=shared@1")])
+    result = runner.run(seed=0)
+    by_round = [[k for k, _, r in trace if r == rnd] for rnd in (0, 1)]
+    assert by_round[0] == ["communicate", "act"] * 3  # sequential: each acts in turn
+    assert by_round[1] == ["communicate"] * 3 + ["act"] * 3  # shared: all at once
+    ctxs = members["agent_1"].comm
+    assert ctxs[0].history is None and ctxs[1].history is not None
+    assert result.summary["protocol"] == "sequential"
+    assert result.summary["final_protocol"] == "shared"
+    (event,) = [e for e in result.summary["events"] if e["type"] == "shock"]
+    assert (event["field"], event["before"], event["after"]) == ("protocol", "sequential",
+                                                                 "shared")
+
+
+def test_regulation_change_of_the_instruction_reaches_the_members():
+    from tests.organizations.test_protocol_fidelity import Tracer
+
+    env = HighLevelEnv(layout="studio", task="prepare_afternoon_tea", num_agents=2)
+    trace: list = []
+    members = {f"agent_{i}": Tracer(f"agent_{i}", trace) for i in range(2)}
+    TeamRunner(env, load_organization("decentralized"), members, max_rounds=2,
+               shocks=[Shock(1, "regulate", field="instruction",
+                             value="New rule: report only on completion.")]).run(seed=0)
+    before, after = (c.instruction for c in members["agent_0"].comm)
+    assert "New rule" not in before and after == "New rule: report only on completion."
+
+
+def test_regulation_change_from_a_library_organization_changes_the_channels():
+    from tests.organizations.test_protocol_fidelity import Tracer
+
+    env = HighLevelEnv(layout="studio", task="prepare_afternoon_tea", num_agents=4)
+    trace: list = []
+    members = {f"agent_{i}": Tracer(f"agent_{i}", trace) for i in range(4)}
+    org = load_organization("chain").updated(channels="all")
+    TeamRunner(env, org, members, max_rounds=2,
+               shocks=[Shock.parse("regulate:channels=chain@1")]).run(seed=0)
+    reach = [c.can_message for c in members["agent_0"].comm]
+    assert reach[0] == ["agent_1", "agent_2", "agent_3"] and reach[1] == ["agent_1"]
+
+
+def test_bad_regulation_is_one_line_before_the_episode():
+    env = HighLevelEnv(layout="studio", task="prepare_afternoon_tea", num_agents=2)
+    members = {f"agent_{i}": PlannerMember(f"agent_{i}") for i in range(2)}
+    with pytest.raises(UserError, match=re.escape(
+            "regulate shock protocol='bogus': organization 'leader': field 'protocol': "
+            "unknown protocol 'bogus'")):
+        TeamRunner(env, load_organization("leader"), members,
+                   shocks=[Shock.parse("regulate:protocol=bogus@2")])
+
+
+# ---------------------------------------------------------------- priority shift
+def test_priority_shift_changes_the_goal_the_env_checks_and_the_summary_records_it():
+    result = run_episode(organization="leader", layout="apartment", backend="planner",
+                         agents=3, seed=1, shocks=["priority:put_fridge@4"], log_path=None)
+    s = result.summary
+    assert s["task"] == "prepare_afternoon_tea" and s["final_task"] == "put_fridge"
+    assert s["goal"] == ["ON(wine, coffee_table): 2", "ON(cupcake, coffee_table): 1",
+                         "ON(pudding, coffee_table): 1"]
+    assert s["final_goal"] == ["INSIDE(wine, fridge): 2", "INSIDE(cupcake, fridge): 1",
+                               "INSIDE(pudding, fridge): 1"]
+    (shock,) = s["shocks"]
+    assert shock["goal_before"] == s["goal"] and shock["goal_after"] == s["final_goal"]
+    assert s["success"] and s["units_done"] == s["units_total"] == 4
+    assert s["units_total"] == sum(int(g.rsplit(": ", 1)[1]) for g in s["final_goal"])
+
+
+def test_priority_shift_updates_what_members_see_of_the_goal():
+    from orgteams.envs.goal_shift import shift_goal
+
+    env = HighLevelEnv(layout="apartment", task="prepare_afternoon_tea", num_agents=2)
+    env.reset(seed=1)
+    shift_goal(env, "put_fridge")
+    assert "fridge" in env.base.describe_goal() and "coffee_table" not in \
+        env.base.describe_goal()
+    obs = env.base._observer.observe(env.base.world, 0)
+    assert obs["goal"].any()
+    assert not env.base.world.success
+
+
+def test_priority_shift_to_an_unrelated_task_is_one_line_before_any_round():
+    with pytest.raises(UserError, match=re.escape(
+            "priority shift to task 'setup_table': it uses none of the goal's object "
+            "classes (cupcake, pudding, wine)")):
+        run_episode(organization="leader", layout="apartment", backend="planner", agents=2,
+                    seed=1, shocks=["priority:setup_table@2"], log_path=None)
+    with pytest.raises(UserError, match=re.escape(
+            "priority shock: Unknown task 'put_fridg'. Did you mean 'put_fridge'?")):
+        Shock.parse("priority:put_fridg@2").validate(["agent_0"], None)
