@@ -133,7 +133,9 @@ def build_parser() -> argparse.ArgumentParser:
     view_options(p)
     p.add_argument("--log", default=None, help="JSONL episode log path (default under runs/)")
     p.add_argument("--shock", action="append", default=[],
-                   help="remove:agent_1@5 or substitute:agent_1=planner@5 (repeatable)")
+                   help="remove:agent_1@5, substitute:agent_1=planner@5, "
+                        "regulate:protocol=shared@5 or priority:put_fridge@5 (repeatable; "
+                        "docs/shocks.md)")
     p.add_argument("--monitor", action="store_true",
                    help="capability-threshold monitor: fall back to coordinator when needed")
     p.add_argument("--cache", default=None, help="SQLite response cache for LLM calls")

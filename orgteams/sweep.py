@@ -58,12 +58,17 @@ RAY_HINT = 'Ray is not installed: pip install "orgteams[ray]" (or run without --
 
 
 def cell_key(cell: dict[str, Any]) -> str:
-    return "|".join(str(cell[k]) for k in KEY_FIELDS)
+    """``task|layout|organization|agents|backend|seed``, plus ``|shocks=<condition>`` for
+    a cell of a sweep with shock conditions (keys of sweeps without them are unchanged)."""
+    key = "|".join(str(cell[k]) for k in KEY_FIELDS)
+    return key + (f"|shocks={cell['shocks']}" if cell.get("shocks") is not None else "")
 
 
 def cell_log_name(cell: dict[str, Any]) -> str:
     raw = "_".join(f"{cell[k]}" for k in ("task", "layout", "organization"))
     raw += f"_a{cell['agents']}_{cell['backend']}_s{cell['seed']}"
+    if cell.get("shocks") is not None:
+        raw += f"_shocks-{cell['shocks']}"
     return re.sub(r"[^A-Za-z0-9_.=-]+", "-", raw) + ".jsonl"
 
 
@@ -139,7 +144,8 @@ def run_cell(cell: dict[str, Any], log_path: str | None, options: dict[str, Any]
     result = run_episode(task=cell["task"], layout=cell["layout"],
                          organization=cell["organization"], agents=cell["agents"],
                          backend=cell["backend"], seed=cell["seed"], log_path=log_path,
-                         pool=_worker_pool(), **options)
+                         shocks=list(cell.get("shock_list") or ()), pool=_worker_pool(),
+                         **options)
     return result.summary
 
 

@@ -10,7 +10,7 @@ import itertools
 import math
 import re
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +36,9 @@ class SweepSpec:
     member specs as in ``orgteams run --backend`` (one for all agents, or a comma list
     per agent). ``max_rounds``, ``max_ticks``, ``cache`` and ``max_transport_failures``
     (0: never stop an episode for failed model calls) are passed to every episode.
+    ``shocks`` maps a condition name to its shocks (``orgteams run --shock`` strings, or
+    mappings with ``kind``, ``round``, ``agent`` / ``member`` / ``field`` / ``value``); the
+    conditions are one more dimension of the product (empty: no shocks, no dimension).
     """
 
     tasks: tuple[str, ...] = ("prepare_afternoon_tea",)
@@ -48,6 +51,7 @@ class SweepSpec:
     max_ticks: int | None = None
     cache: str | None = None
     max_transport_failures: int = 3
+    shocks: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any], source: str = "<spec>") -> SweepSpec:
@@ -78,6 +82,8 @@ class SweepSpec:
                 value, f"{source}: sweep spec field 'max_transport_failures'", 0, 1000)
         if data.get("cache") is not None:
             kw["cache"] = str(data["cache"])
+        if data.get("shocks") is not None:
+            kw["shocks"] = _shock_conditions(data["shocks"], source)
         return cls(**kw)
 
     @classmethod
@@ -93,15 +99,22 @@ class SweepSpec:
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
+        d["shocks"] = {k: list(v) for k, v in self.shocks.items()}
         return {k: list(v) if isinstance(v, tuple) else v for k, v in d.items()}
 
     def cells(self) -> Iterator[dict[str, Any]]:
-        """Every cell of the product, in a stable order (seed varies fastest)."""
-        for t, lay, org, n, b, s in itertools.product(self.tasks, self.layouts,
-                                                      self.organizations, self.agents,
-                                                      self.backends, self.seeds):
-            yield {"task": t, "layout": lay, "organization": org, "agents": n, "backend": b,
-                   "seed": s}
+        """Every cell of the product, in a stable order (seed varies fastest). With
+        ``shocks`` a cell also names its condition (``shocks``) and lists them
+        (``shock_list``)."""
+        conditions = list(self.shocks.items()) or [(None, ())]
+        for t, lay, org, n, b, (cond, shocks), s in itertools.product(
+                self.tasks, self.layouts, self.organizations, self.agents, self.backends,
+                conditions, self.seeds):
+            cell = {"task": t, "layout": lay, "organization": org, "agents": n, "backend": b,
+                    "seed": s}
+            if cond is not None:
+                cell.update(shocks=cond, shock_list=list(shocks))
+            yield cell
 
     def validate(self) -> None:
         """Check every name before any episode runs; errors name the spec field."""
@@ -109,6 +122,7 @@ class SweepSpec:
         from orgteams.envs.tasks import load_task
         from orgteams.envs.team import Team
         from orgteams.organizations.library import load_organization
+        from orgteams.organizations.shocks import Shock, check_shocks
         from orgteams.team import parse_member_spec
 
         for name in ("tasks", "layouts", "organizations", "agents", "backends", "seeds"):
@@ -122,6 +136,7 @@ class SweepSpec:
             _field("agents", lambda n: check_int(n, "a team size", 1, MAX_AGENTS), n)
         cells = math.prod(len(getattr(self, f)) for f in (
             "tasks", "layouts", "organizations", "agents", "backends", "seeds"))
+        cells *= max(1, len(self.shocks))
         if cells > MAX_SWEEP_CELLS:
             raise UserError(f"the sweep spec has {cells} cells (episodes); the limit is "
                             f"{MAX_SWEEP_CELLS}")
@@ -130,6 +145,15 @@ class SweepSpec:
             for n in self.agents:
                 _field("organizations", lambda _o, n=n, org=org: org.resolve(
                     Team.of_size(n)), f"{o} with {n} agents")
+                for cond, texts in self.shocks.items():
+                    team = Team.of_size(n)
+                    _field(f"shocks.{cond}", lambda _t, team=team, org=org, texts=texts:
+                           check_shocks([Shock.parse(t) for t in texts], list(team.ids),
+                                        _spec_only, org, team), None)
+        for cond, texts in self.shocks.items():
+            for shock in map(Shock.parse, texts):
+                if shock.kind == "substitute":
+                    _field(f"shocks.{cond}", parse_member_spec, shock.member)
         for b in self.backends:
             parts = [p.strip() for p in b.split(",")]
             for p in parts:
@@ -146,6 +170,30 @@ class SweepSpec:
     def uses_local(self) -> bool:
         return any(p.strip().split(":")[0] == "local" for b in self.backends
                    for p in b.split(","))
+
+
+def _spec_only(agent: str, spec: str) -> None:
+    """Stands in for a member factory while validating: substitutes are built per cell."""
+
+
+def _shock_conditions(v: Any, source: str) -> dict[str, tuple[str, ...]]:
+    """``{condition: [shock, ...]}`` with every shock parsed and written in CLI form."""
+    from orgteams.organizations.shocks import Shock
+
+    if not isinstance(v, dict) or not all(isinstance(k, str) and k for k in v):
+        raise UserError(f"{source}: sweep spec field 'shocks' must map condition names to "
+                        "lists of shocks")
+    out = {}
+    for cond, items in v.items():
+        where = f"{source}: sweep spec field 'shocks.{cond}'"
+        if items is None:
+            items = []
+        if not isinstance(items, list | tuple):
+            raise UserError(f"{where} must be a list of shocks")
+        out[cond] = tuple(
+            Shock.from_spec(item, f"{source}: sweep spec field 'shocks.{cond}[{i}]'").text()
+            for i, item in enumerate(items))
+    return out
 
 
 def _field(name: str, fn: Callable[[Any], Any], value: Any) -> Any:

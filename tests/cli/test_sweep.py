@@ -277,3 +277,57 @@ def test_workers_exit_when_the_sweep_process_is_killed(tmp_path):
     while time.monotonic() < deadline and any(_alive(w) for w in workers):
         time.sleep(0.2)
     assert not any(_alive(w) for w in workers)
+
+
+SHOCKS = {"no_shock": [], "remove": ["remove:agent_1@2"],
+          "rules": [{"kind": "regulate", "round": 2, "field": "protocol", "value": "shared"}],
+          "priority": ["priority:put_fridge@2"]}
+
+
+def test_sweep_spec_shock_conditions_are_a_dimension_and_reach_the_episode(tmp_path):
+    spec = SweepSpec.from_dict({**SPEC.to_dict(), "organizations": ["sequential"],
+                                "seeds": [0], "shocks": SHOCKS}, source="s.yaml")
+    assert spec.shocks["rules"] == ("regulate:protocol=shared@2",)
+    out = run_sweep(spec, tmp_path, workers=1, progress=False)
+    assert out["cells"] == 4 and out["ok"] == 4
+    rows = {r["cell"]["shocks"]: r for r in rows_of(tmp_path)}
+    assert rows["remove"]["key"].endswith("|0|shocks=remove")
+    assert rows["no_shock"]["summary"]["shocks"] == []
+    assert rows["remove"]["summary"]["shocks"][0]["kind"] == "remove"
+    assert rows["rules"]["summary"]["final_protocol"] == "shared"
+    assert rows["priority"]["summary"]["final_task"] == "put_fridge"
+    # a rerun skips them all: the condition is part of the key
+    again = run_sweep(spec, tmp_path, workers=1, progress=False)
+    assert again["ran"] == 0 and again["skipped"] == 4
+
+
+@pytest.mark.parametrize(("shocks", "message"), [
+    ({"a": ["kill:agent_1@2"]},
+     "s.yaml: sweep spec field 'shocks.a[0]': malformed shock 'kill:agent_1@2': unknown "
+     "kind 'kill'"),
+    ({"a": [{"kind": "remove", "round": 1, "who": "agent_1"}]},
+     "s.yaml: sweep spec field 'shocks.a[0]': unknown shock field 'who'"),
+    ({"a": "remove:agent_1@2"}, "s.yaml: sweep spec field 'shocks.a' must be a list of shocks"),
+    (["remove:agent_1@2"], "s.yaml: sweep spec field 'shocks' must map condition names"),
+])
+def test_bad_shock_in_a_spec_is_one_line_naming_file_and_field(shocks, message):
+    with pytest.raises(ValueError, match=re.escape(message)):
+        SweepSpec.from_dict({"shocks": shocks}, source="s.yaml")
+
+
+@pytest.mark.parametrize(("shocks", "message"), [
+    ({"gone": ["remove:agent_7@2"]},
+     "sweep spec field 'shocks.gone': shock agent 'agent_7' is not in the team"),
+    ({"rules": ["regulate:protocol=bogus@2"]},
+     "sweep spec field 'shocks.rules': regulate shock protocol='bogus': organization "
+     "'none': field 'protocol': unknown protocol 'bogus'"),
+    ({"goal": ["priority:put_frige@2"]},
+     "sweep spec field 'shocks.goal': priority shock: Unknown task 'put_frige'"),
+    ({"sub": ["substitute:agent_1=plannr@2"]}, "sweep spec field 'shocks.sub': "),
+])
+def test_bad_shock_values_fail_validation_before_any_episode(tmp_path, shocks, message):
+    calls: list[str] = []
+    spec = SweepSpec.from_dict({**SPEC.to_dict(), "shocks": shocks})
+    with pytest.raises(ValueError, match=re.escape(message)):
+        run_sweep(spec, tmp_path, workers=1, episode_fn=_counting(calls), progress=False)
+    assert calls == []
