@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from orgteams.organizations.episode import EpisodeState
 
 __all__ = ["KINDS", "REGULATED", "Shock", "apply_shock", "check_priority_shifts",
-           "check_shocks", "recovery_rounds", "regulated"]
+           "check_shocks", "recovery_rounds", "recovery_summary", "regulated"]
 
 KINDS = ("remove", "substitute", "regulate", "priority")
 # Organization fields a regulation change may set (the rest are identity or governance).
@@ -292,3 +292,27 @@ def recovery_rounds(units_by_round: list[int], shock_round: int, *, success: boo
         if (units_by_round[s + k] - baseline) / k >= before:
             return k
     return None
+
+
+def recovery_summary(summaries: list[dict]) -> dict[str, Any] | None:
+    """Recovery over episode summaries' ``shocks``: counts and the recovered ones' rounds.
+
+    A ``recovery_rounds`` of None (failed episode, shock never hit, rate never back) is
+    counted in ``not_recovered`` and never averaged (it is not 0). None when no episode
+    had a shock.
+
+    Returns:
+        ``{"shocks", "applied", "recovered", "not_recovered", "rounds", "mean_rounds"}``,
+        ``rounds`` the recovered shocks' values, ``mean_rounds`` their mean (None when
+        none recovered).
+    """
+    shocks = [s for e in summaries for s in e.get("shocks") or []]
+    if not shocks:
+        return None
+    applied = [s for s in shocks if s.get("applied", True)]
+    rounds = [s["recovery_rounds"] for s in applied
+              if isinstance(s.get("recovery_rounds"), int)
+              and not isinstance(s["recovery_rounds"], bool)]
+    return {"shocks": len(shocks), "applied": len(applied), "recovered": len(rounds),
+            "not_recovered": len(applied) - len(rounds), "rounds": rounds,
+            "mean_rounds": sum(rounds) / len(rounds) if rounds else None}

@@ -156,37 +156,58 @@ def _run_reflect(name: str, recipe: dict[str, Any], backend: str | None, seeds: 
 
 def _run_shocks(name: str, recipe: dict[str, Any], backend: str | None, seeds: int | None,
                 out: Path, progress: bool) -> dict[str, Any]:
-    """Every organization under every shock condition (``remove:agent_1@5`` strings, as
-    ``orgteams run --shock``), once per seed: success, ticks and recovery rounds."""
+    """Every organization under every shock condition (``orgteams run --shock`` strings or
+    mappings, as in a sweep spec's ``shocks``), once per seed: success, ticks and recovery
+    (docs/shocks.md; a shock that did not recover is counted, never averaged)."""
+    from orgteams.organizations.shocks import recovery_summary
     from orgteams.sweep import _Progress
+    from orgteams.sweep_spec import SweepSpec
     from orgteams.team import run_episode
 
-    ran = {k: recipe[k] for k in ("task", "layout", "agents", "organizations", "conditions")}
-    ran["backend"] = backend or recipe.get("backend", "planner")
-    ran["seeds"] = list(range(seeds or int(recipe.get("seeds", 5))))
+    missing = [k for k in ("task", "layout", "agents", "organizations", "conditions")
+               if k not in recipe]
+    if missing:
+        raise UserError(f"experiment {name!r}: recipe field {missing[0]!r} is missing")
+    where = f"experiment {name!r} recipe"
+    spec = SweepSpec.from_dict({
+        "tasks": [recipe["task"]], "layouts": [recipe["layout"]],
+        "organizations": recipe["organizations"], "agents": [recipe["agents"]],
+        "backends": [backend or recipe.get("backend", "planner")],
+        "seeds": seeds or int(recipe.get("seeds", 5)), "shocks": recipe["conditions"]},
+        source=where)
+    try:
+        spec.validate()  # every shock against every organization, before any episode
+    except UserError as exc:
+        raise UserError(f"{where}: {exc}") from None
+    ran = {"task": recipe["task"], "layout": recipe["layout"], "agents": recipe["agents"],
+           "organizations": list(spec.organizations),
+           "conditions": {k: list(v) for k, v in spec.shocks.items()},
+           "backend": spec.backends[0], "seeds": list(spec.seeds)}
     (out / "spec.yaml").write_text(yaml.safe_dump(ran, sort_keys=False), encoding="utf-8")
-    columns = ["organization", "condition", "n", "success_rate", "ticks", "recovery_rounds",
-               "never_recovered"]
-    jobs = [(o, c, s) for o in ran["organizations"] for c in ran["conditions"]
-            for s in ran["seeds"]]
-    bar = _Progress(len(jobs), progress)
+    columns = ["organization", "condition", "n", "success_rate", "ticks", "shocks_applied",
+               "recovered", "not_recovered", "recovery_rounds"]
+    cells = list(spec.cells())
+    bar = _Progress(len(cells), progress)
     found: dict[tuple[str, str], list[dict]] = {}
-    for org, condition, seed in jobs:
-        result = run_episode(task=ran["task"], layout=ran["layout"], organization=org,
-                             agents=ran["agents"], backend=ran["backend"], seed=seed,
-                             shocks=list(ran["conditions"][condition] or []))
-        found.setdefault((org, condition), []).append(result.summary)
-        bar.update({"key": f"{org}|{condition}|{seed}", "status": "ok"})
+    for cell in cells:
+        result = run_episode(task=cell["task"], layout=cell["layout"],
+                             organization=cell["organization"], agents=cell["agents"],
+                             backend=cell["backend"], seed=cell["seed"],
+                             shocks=cell["shock_list"], log_path=None)
+        found.setdefault((cell["organization"], cell["shocks"]), []).append(result.summary)
+        bar.update({"key": f"{cell['organization']}|{cell['shocks']}|{cell['seed']}",
+                    "status": "ok"})
     bar.close()
     rows = []
     for (org, condition), summaries in found.items():
-        recoveries = [s2.get("recovery_rounds") for s in summaries for s2 in s.get("shocks") or []]
-        done = [r for r in recoveries if isinstance(r, int | float)]
+        rec = recovery_summary(summaries) or {}
         rows.append({"organization": org, "condition": condition, "n": len(summaries),
                      "success_rate": fmean(bool(s.get("success")) for s in summaries),
                      "ticks": fmean(float(s["ticks"]) for s in summaries),
-                     "recovery_rounds": fmean(done) if done else None,
-                     "never_recovered": len(recoveries) - len(done)})
+                     "shocks_applied": rec.get("applied", 0),
+                     "recovered": rec.get("recovered", 0),
+                     "not_recovered": rec.get("not_recovered", 0),
+                     "recovery_rounds": rec.get("mean_rounds")})
     return {"experiment": name, "kind": "shocks", "description": recipe.get("description"),
             "columns": columns, "rows": rows}
 

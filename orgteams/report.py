@@ -36,7 +36,7 @@ from orgteams.sweep import KEY_FIELDS, cell_key, played, read_results
 
 METRICS = ("ticks", "rounds", "comm_tokens_per_step")
 TESTED = ("ticks", "comm_tokens_per_step")
-CONTEXT = ("task", "layout", "agents", "backend")
+CONTEXT = ("task", "layout", "agents", "backend", "shocks")  # shocks: a sweep's condition
 REPORT_HINT = 'reports need scipy and matplotlib: pip install "orgteams[report]"'
 
 
@@ -196,7 +196,7 @@ def report(results_path: str | Path, out_dir: str | Path, baseline: str | None =
             entry.update({"n": len(eps), "errors": g["errors"], "successes": len(wins),
                           "success_rate": len(wins) / len(eps) if eps else None,
                           "baseline": base, "metrics": {}, "welch_vs_baseline": None,
-                          "rsi": group_rsi(eps),
+                          "rsi": group_rsi(eps), "recovery": _recovery(eps),
                           "tokenizers": sorted({str(e["tokenizer"]) for e in eps
                                                 if e.get("tokenizer")})})
             for m in METRICS:
@@ -233,17 +233,33 @@ def report(results_path: str | Path, out_dir: str | Path, baseline: str | None =
     return result
 
 
+def _recovery(episodes: list[dict]) -> dict[str, Any] | None:
+    """Recovery of the group's shocks (docs/shocks.md): counts, and mean, sd and CI over
+    the shocks that recovered only; None (not recovered) is counted, never averaged."""
+    from orgteams.organizations.shocks import recovery_summary
+
+    rec = recovery_summary(episodes)
+    if rec is None:
+        return None
+    rounds = rec.pop("rounds")
+    rec.pop("mean_rounds")
+    return {**rec, "recovery_rounds": describe([float(r) for r in rounds])}
+
+
 def _values(episodes: list[dict], metric: str) -> list[float]:
     return [float(e[metric]) for e in episodes if isinstance(e.get(metric), int | float)
             and not isinstance(e.get(metric), bool)]
 
 
 def _ctx_title(g: dict) -> str:
-    return f"{g['task']} on {g['layout']}, {g['agents']} agents, backend {g['backend']}"
+    shocks = f", shocks {g['shocks']}" if g.get("shocks") is not None else ""
+    return f"{g['task']} on {g['layout']}, {g['agents']} agents, backend {g['backend']}{shocks}"
 
 
 def _slug(g: dict) -> str:
     raw = f"{g['task']}_{g['layout']}_a{g['agents']}_{g['backend']}"
+    if g.get("shocks") is not None:
+        raw += f"_shocks-{g['shocks']}"
     return re.sub(r"[^A-Za-z0-9_.=-]+", "-", raw)
 
 
@@ -304,6 +320,17 @@ def _markdown(result: dict) -> str:
                     [f"| {g['organization']}"]
                     + [f"{_fmt(w[m]['t'])} | {_fmt(w[m]['p'], 4)} | {_fmt(w[m]['d'])}"
                        for m in TESTED]) + " |")
+        if any(g.get("recovery") for g in gs):
+            lines += ["", "### Recovery from shocks (rounds; not recovered = failed episode, "
+                      "shock never hit, or rate never back: counted, never averaged)", "",
+                      "| organization | shocks applied | recovered | not recovered | "
+                      "recovery rounds |", "|---|---:|---:|---:|---:|"]
+            for g in gs:
+                rec = g.get("recovery")
+                if rec:
+                    lines.append(f"| {g['organization']} | {rec['applied']} | "
+                                 f"{rec['recovered']} | {rec['not_recovered']} | "
+                                 f"{_cell(rec['recovery_rounds'])} |")
         kw = gs[0].get("kruskal_across_organizations") or {}
         lines += ["", "Kruskal-Wallis across organizations: " + "; ".join(
             f"{m} H {_fmt(kw[m]['H'])}, p {_fmt(kw[m]['p'], 4)} (k = {kw[m]['k']})"

@@ -21,6 +21,7 @@ from orgteams.behaviours import (
 from orgteams.cli import main
 from orgteams.envs.errors import UserError
 from orgteams.experiments import list_experiments, load_recipe, run_experiment
+from orgteams.organizations.shocks import Shock
 
 RECIPES = ["paper1-behaviours", "paper1-organizations", "paper1-reflect", "paper1-team-size",
            "paper2-protocols", "paper2-scaling", "paper2-shocks"]
@@ -67,13 +68,47 @@ def test_every_recipe_runs_end_to_end_with_planners(tmp_path, name):
     assert all(set(r) <= cols | {"report"} for r in table["rows"])
     if name == "paper2-shocks":
         assert {r["condition"] for r in table["rows"]} == {
-            "no_shock", "remove_leader", "remove_member", "substitute_member"}
+            "no_shock", "remove_leader", "remove_member", "substitute_member",
+            "regulation_no_channels", "priority_to_fridge"}
         assert all(r["n"] == 1 for r in table["rows"])
     elif name == "paper1-reflect":
         assert [r["variant"] for r in table["rows"]] == ["with_critic", "without_critic"]
         assert (tmp_path / "with_critic" / "costs.png").is_file()
     else:
         assert all(r["errors"] == 0 and r["n"] == 1 for r in table["rows"])
+
+
+def test_shocks_recipe_uses_all_four_kinds_and_counts_unrecovered(tmp_path):
+    from orgteams.experiments import _run_shocks, load_recipe
+
+    shipped = load_recipe("paper2-shocks")["conditions"]
+    kinds = {(Shock.from_spec(s, "x").kind) for c in shipped.values() for s in c}
+    assert kinds == {"remove", "substitute", "regulate", "priority"}
+    recipe = {"task": "prepare_afternoon_tea", "layout": "studio", "agents": 3,
+              "organizations": ["sequential"], "conditions": {
+                  "none": [], "late": ["remove:agent_1@500"],
+                  "rules": [{"kind": "regulate", "round": 1, "field": "protocol",
+                             "value": "shared"}],
+                  "goal": ["priority:put_fridge@1"]}}
+    table = _run_shocks("t", recipe, "planner", 1, tmp_path, progress=False)
+    rows = {r["condition"]: r for r in table["rows"]}
+    assert rows["none"]["shocks_applied"] == 0 and rows["none"]["recovery_rounds"] is None
+    # a shock after the episode ended never hit: not applied, so neither recovered nor not
+    assert (rows["late"]["shocks_applied"], rows["late"]["not_recovered"]) == (0, 0)
+    assert rows["rules"]["shocks_applied"] == 1 and rows["goal"]["shocks_applied"] == 1
+    assert rows["goal"]["recovered"] + rows["goal"]["not_recovered"] == 1
+
+
+def test_shocks_recipe_with_a_bad_shock_is_one_line(tmp_path):
+    from orgteams.experiments import _run_shocks
+
+    recipe = {"task": "prepare_afternoon_tea", "layout": "studio", "agents": 3,
+              "organizations": ["leader"], "conditions": {"x": ["regulate:name=y@2"]}}
+    with pytest.raises(UserError, match=re.escape(
+            "experiment 't' recipe: sweep spec field 'shocks.x': regulate shock: field "
+            "'name' cannot change "
+            "mid-episode")):
+        _run_shocks("t", recipe, "planner", 1, tmp_path, progress=False)
 
 
 def test_rule_classifier_labels():

@@ -219,3 +219,32 @@ def test_stopped_episodes_are_listed_not_averaged(tmp_path):
     md = (tmp_path / "rep" / "report.md").read_text()
     assert "## Cells left out (did not play to the end)" in md
     assert f"| `{key.replace('|7', '|8')}` | error | error | episode error: server gone |" in md
+
+
+def test_recovery_none_is_counted_as_not_recovered_never_averaged_as_zero(tmp_path):
+    recoveries = {"leader": [2, None, 4, None], "none": [None, None]}
+    lines = []
+    for org, values in recoveries.items():
+        for seed, rec in enumerate(values):
+            cell = {"task": "put_fridge", "layout": "studio", "organization": org,
+                    "agents": 3, "backend": "planner", "seed": seed, "shocks": "remove",
+                    "shock_list": ["remove:agent_1@5"]}
+            shock = {"round": 5, "kind": "remove", "agent": "agent_1", "applied": True,
+                     "recovery_rounds": rec}
+            lines.append(json.dumps({"key": f"{org}{seed}", "cell": cell, "status": "ok",
+                                     "error": None, "summary": {
+                                         "success": rec is not None, "ticks": 50,
+                                         "rounds": 10, "comm_tokens_per_step": 1.0,
+                                         "shocks": [shock]}}))
+    results = tmp_path / "results.jsonl"
+    results.write_text("\n".join(lines) + "\n")
+    rep = report(results, tmp_path / "rep", plots=False)
+    leader, none = group(rep, "leader"), group(rep, "none")
+    assert leader["shocks"] == "remove"
+    rec = leader["recovery"]
+    assert (rec["applied"], rec["recovered"], rec["not_recovered"]) == (4, 2, 2)
+    assert rec["recovery_rounds"]["mean"] == 3.0  # (2 + 4) / 2, not (2 + 0 + 4 + 0) / 4
+    assert none["recovery"]["recovery_rounds"]["mean"] is None
+    assert none["recovery"]["not_recovered"] == 2
+    md = (tmp_path / "rep" / "report.md").read_text()
+    assert "shocks remove" in md and "| leader | 4 | 2 | 2 | 3.00 ± 1.41" in md
