@@ -127,7 +127,7 @@ class TeamRunner:
         state = self.state = EpisodeState(
             env, self.organization, self.organization.resolve(self.roster), self.members,
             should_stop=self.should_stop, patterns=tuple(self.patterns))
-        log = EpisodeLog(self.log_path)
+        log = self._log = EpisodeLog(self.log_path)
         self._shock_data: dict[int, dict[str, Any]] = {}
         self._start_scene = env.base.world.scene  # a priority shift replaces the scene
         self._subscribe(state, log, seed)
@@ -188,8 +188,12 @@ class TeamRunner:
     def _apply_shocks(self, state: EpisodeState) -> None:
         for i, shock in enumerate(self.shocks):
             if shock.round == state.round:
+                before = self.env.base.world
                 data = apply_shock(state, shock, self.member_factory)
                 self._shock_data[i] = data
+                if self.log_path is not None and self.env.base.world is not before:
+                    # the world changed outside the dynamics: the replay loads it here
+                    team_log.log_world_edit(self._log, before, self.env.base.world)
                 state.event("shock", kind=shock.kind, agent=shock.agent, **data)
 
     def _shock_summary(self, state: EpisodeState) -> list[dict[str, Any]]:

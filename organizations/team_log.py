@@ -123,6 +123,14 @@ def start_replay_log(log: EpisodeLog, env: Any, *, seed: int | None, organizatio
     return on_tick
 
 
+def log_world_edit(log: EpisodeLog, before: Any, after: Any) -> None:
+    """Write a world line: the whole state after a change outside the dynamics (a removed
+    member setting things down, a priority shift's new goal) and the digest of the state
+    before it; a replay checks that digest, then loads the state."""
+    log.write({"record": "world", "tick": after.tick, "before": state_digest(before),
+               "state": after.to_dict()}, keep=False)
+
+
 def end_replay_log(log: EpisodeLog, world: Any) -> None:
     """Write the end line: the final tick and the final state's digest."""
     log.write({"record": "end", "tick": world.tick, "digest": state_digest(world)}, keep=False)

@@ -1,8 +1,9 @@
 """Replay an episode from its JSONL log: in a window, to a video, or just checked.
 
 A log written by the team runner (``orgteams run --log``, sweeps, ``run_episode``)
-holds the whole initial world, every tick's joint primitive action and a digest of
-the final state (see :mod:`orgteams.organizations.team_log`). Replaying applies the
+holds the whole initial world, every tick's joint primitive action, the whole world
+again wherever a shock changed it outside the dynamics (``world`` lines) and a digest
+of the final state (see :mod:`orgteams.organizations.team_log`). Replaying applies the
 pure ``transition`` tick by tick, so it needs no LLM, no API key and no asset
 files, and it is exact: the final state must match the logged digest, or the
 replay says where it went wrong. Messages spoken in each round are shown as speech
@@ -39,11 +40,12 @@ class ReplayResult:
 @dataclass
 class _Episode:
     header: dict
-    ticks: list[dict]
+    ticks: list[dict]  # tick and world lines, in log order
     speech: dict[int, list[dict]]  # round -> its communicate records with a message
     abstained: dict[int, list[str]]  # round -> agents that abstained
     end: dict | None
     roles: dict[int, dict[str, str]]  # round -> agent -> role (badges)
+    diverged: bool = False  # the replay differed from the log before a world line
 
 
 def _load(path: Path) -> _Episode:
@@ -60,7 +62,7 @@ def _load(path: Path) -> _Episode:
         kind = r.get("record")
         if kind == "episode":
             header = r
-        elif kind == "tick":
+        elif kind in ("tick", "world"):
             ticks.append(r)
         elif kind == "end":
             end = r
@@ -155,6 +157,14 @@ def _play(episode: _Episode, log_path, renderer, recorder, overlay: Overlay
 
     show()
     for t in episode.ticks:
+        if t.get("record") == "world":  # a shock changed the world between ticks
+            if t["tick"] != state.tick:
+                raise UserError(f"{log_path}: world line at tick {t['tick']} follows tick "
+                                f"{state.tick}; the log is out of sequence")
+            if state_digest(state) != t.get("before"):
+                episode.diverged = True
+            state = HouseholdState.from_dict(t["state"])
+            continue
         if t["tick"] != state.tick + 1:
             raise UserError(f"{log_path}: tick line {t['tick']} follows tick "
                             f"{state.tick}; the log is out of sequence")
@@ -194,7 +204,7 @@ def _verdict(state: HouseholdState, episode: _Episode, stopped: bool, frames: in
         result.problem = (f"the log's episode ended at tick {end['tick']}, the replay at "
                           f"tick {state.tick}: tick lines are missing")
     else:
-        result.matches = state_digest(state) == end["digest"]
+        result.matches = state_digest(state) == end["digest"] and not episode.diverged
         if not result.matches:
             result.problem = ("the final state differs from the logged one: the log was "
                               "edited, or the dynamics changed since it was written")

@@ -114,3 +114,22 @@ def test_cli_replay_json(episode, capsys):
     run_folder.mkdir(exist_ok=True)
     (run_folder / "episode.jsonl").write_text(path.read_text())  # as runs/<run>/ holds it
     assert main(["replay", str(run_folder), "--no-window"]) == 0
+
+
+def test_replay_matches_after_shocks_that_change_the_world(tmp_path):
+    # a removed member sets down what it holds and a priority shift changes the goal:
+    # both change the world outside the dynamics, and the log carries them
+    path = tmp_path / "shocked.jsonl"
+    result = run_episode(layout="apartment", organization="leader", agents=3,
+                         backend="planner", seed=2, log_path=path,
+                         shocks=["remove:agent_1@3", "priority:put_fridge@5"])
+    worlds = [r for r in read_log(path) if r.get("record") == "world"]
+    assert worlds and worlds[-1]["state"]["scene"]["task"] == "put_fridge"
+    out = replay(path, render=None)
+    assert out.matches is True and out.problem == ""
+    assert out.success == result.summary["success"]
+    # an edit before the world line is still caught: the line carries the digest before
+    bad = tmp_path / "bad.jsonl"
+    rewrite(path, bad, lambda r: {**r, "actions": [1, 1, 1]} if r.get("record") == "tick"
+            and r["tick"] == 1 else r)
+    assert replay(bad, render=None).matches is False
