@@ -178,18 +178,24 @@ def _yaml_text(value: Any) -> str:
 def regulated(organization, field: str, value: Any):
     """``organization`` with ``field`` set to ``value`` (validated).
 
-    For :data:`_FROM_LIBRARY` fields a string naming a library organization takes that
-    organization's field.
+    For :data:`_FROM_LIBRARY` fields a string that is not itself a valid value but names
+    a library organization takes that organization's field (``channels=none`` means no
+    channels; ``channels=chain`` the ``chain`` organization's).
 
     Raises:
         UserError: The value is invalid for the field (one line naming it).
     """
     from orgteams.organizations.library import list_organizations, load_organization
 
-    if field in _FROM_LIBRARY and isinstance(value, str) and value in list_organizations():
-        value = load_organization(value).model_dump(mode="json", by_alias=True)[field]
     try:
-        return organization.updated(**{field: value})
+        try:
+            return organization.updated(**{field: value})
+        except UserError:
+            if not (field in _FROM_LIBRARY and isinstance(value, str)
+                    and value in list_organizations()):
+                raise
+        taken = load_organization(value).model_dump(mode="json", by_alias=True)[field]
+        return organization.updated(**{field: taken})
     except UserError as exc:
         raise UserError(f"regulate shock {field}={value!r}: {exc}") from None
 

@@ -220,3 +220,27 @@ def test_priority_shift_to_an_unrelated_task_is_one_line_before_any_round():
     with pytest.raises(UserError, match=re.escape(
             "priority shock: Unknown task 'put_fridg'. Did you mean 'put_fridge'?")):
         Shock.parse("priority:put_fridg@2").validate(["agent_0"], None)
+
+
+def test_regulation_value_is_taken_literally_before_a_library_organization():
+    from orgteams.organizations.shocks import regulated
+
+    leader = load_organization("leader")
+    assert regulated(leader, "channels", "none").channels == "none"  # not org 'none''s
+    flat = load_organization("decentralized")
+    assert regulated(flat, "topology", "chain").topology == load_organization("chain").topology
+    with pytest.raises(UserError, match=re.escape(
+            "regulate shock topology='chain': organization 'leader': protocol 'leader_first' "
+            "with leadership_rule 'fixed' needs a leader")):
+        regulated(leader, "topology", "chain")
+
+
+def test_regulation_cutting_channels_changes_what_planners_hear():
+    base = run_episode(organization="leader", layout="apartment", backend="planner",
+                       agents=3, seed=0, log_path=None)
+    cut = run_episode(organization="leader", layout="apartment", backend="planner", agents=3,
+                      seed=0, shocks=["regulate:channels=none@1"], log_path=None)
+    delivered = [r for r in cut.records if r.get("phase") == "communicate"
+                 and r.get("round", 0) >= 1 and r.get("delivered")]
+    assert delivered == []
+    assert cut.summary["message_tokens_delivered"] < base.summary["message_tokens_delivered"]
