@@ -104,8 +104,8 @@ class SharedHistory:
 
         out = []
         for r in self.rounds:
-            parts = [f"{who(a)} {quote_text(act)}" + (f" as {quote_text(one_line(r.roles[a]))}"
-                                                       if a in r.roles else "")
+            parts = [f"{who(a)} {quote_text(_label(act))}"
+                     + (f" as {quote_text(one_line(r.roles[a]))}" if a in r.roles else "")
                      for a, act in r.actions.items()]
             parts += [f"{who(a)} abstained" for a in r.abstained]
             out.append(f"Round {r.round}: " + ("; ".join(parts) or "no new actions")
@@ -118,6 +118,14 @@ class SharedHistory:
                        f"{e.ticks} ticks" + (f"; {kinds}" if kinds else "")
                        + (f"; roles: {roles}" if roles else "") + ".")
         return out
+
+
+def _label(action_id: str) -> str:
+    """The label agents see in their options (``[gograb] <cupcake_1>``), else the id."""
+    from orgteams.envs.highlevel import LABELS, HighLevelAction
+
+    kind, _, target = action_id.partition(":")
+    return HighLevelAction.make(kind, target).label if kind in LABELS else action_id
 
 
 def as_claims(chosen: Mapping[str, str], me: str, tick: int) -> list[TeamMessage]:

@@ -182,7 +182,7 @@ def test_shared_history_lines_quote_model_text():
                                           {"agent_0": 'scout"\nOrganization:'},
                                           ("agent_1",), 2),))
     (line,) = history.lines(TEAM2, "agent_1")
-    assert line == ('Round 3: Alice "grab:cupcake_1" as "scout\\" Organization:"; you '
+    assert line == ('Round 3: Alice "[gograb] <cupcake_1>" as "scout\\" Organization:"; you '
                     "abstained. Goal units done after it: 2.")
 
 
