@@ -194,7 +194,8 @@ class TeamRunner:
                 if self.log_path is not None and self.env.base.world is not before:
                     # the world changed outside the dynamics: the replay loads it here
                     team_log.log_world_edit(self._log, before, self.env.base.world)
-                state.event("shock", kind=shock.kind, agent=shock.agent, **data)
+                who = {"agent": shock.agent} if shock.agent is not None else {}
+                state.event("shock", kind=shock.kind, **who, **data)
 
     def _shock_summary(self, state: EpisodeState) -> list[dict[str, Any]]:
         """Each shock with what it changed and its recovery (docs/shocks.md)."""

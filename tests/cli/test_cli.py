@@ -37,6 +37,32 @@ def test_run_with_shock_and_monitor_flags(capsys, tmp_path):
     assert s["rounds"] == 4
 
 
+def test_run_prints_every_shock_kind_as_a_team_event(capsys, tmp_path):
+    code = main(["run", "--backend", "planner", "--layout", "apartment", "--org", "leader",
+                 "--seed", "1", "--shock", "remove:agent_2@1", "--shock",
+                 "substitute:agent_1=planner@2", "--shock", "regulate:protocol=free@3",
+                 "--shock", "priority:put_fridge@4", "--max-rounds", "6",
+                 "--log", str(tmp_path / "e.jsonl"), "--json"])
+    out = capsys.readouterr()
+    assert code == 0 and "Traceback" not in out.err
+    s = json.loads(out.out)
+    assert [x["kind"] for x in s["shocks"]] == ["remove", "substitute", "regulate", "priority"]
+    assert all(x["applied"] for x in s["shocks"])
+    assert "event shock: {'round': 4" in out.err and "'to_task': 'put_fridge'" in out.err
+
+
+def test_bad_regulation_and_priority_shocks_are_one_line(capsys):
+    assert main(["run", "--backend", "planner", "--shock", "regulate:protocol=bogus@2",
+                 "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("orgteams run: error: regulate shock protocol='bogus': ")
+    assert "Traceback" not in err
+    assert main(["run", "--backend", "planner", "--layout", "apartment", "--seed", "1",
+                 "--shock", "priority:setup_table@2", "--quiet"]) == 2
+    assert ("orgteams run: error: priority shift to task 'setup_table': it uses none of "
+            "the goal's object classes") in capsys.readouterr().err
+
+
 def test_unknown_organization_is_one_clear_line(capsys):
     assert main(["run", "--backend", "planner", "--org", "leadr", "--quiet"]) == 2
     err = capsys.readouterr().err
