@@ -234,7 +234,7 @@ def test_recovery_none_is_counted_as_not_recovered_never_averaged_as_zero(tmp_pa
             lines.append(json.dumps({"key": f"{org}{seed}", "cell": cell, "status": "ok",
                                      "error": None, "summary": {
                                          "success": rec is not None, "ticks": 50 + seed,
-                                         "rounds": 10, "comm_tokens_per_step": 1.0,
+                                         "rounds": 10, "comm_tokens_per_step": 1.0 + seed / 10,
                                          "shocks": [shock]}}))
     results = tmp_path / "results.jsonl"
     results.write_text("\n".join(lines) + "\n")
