@@ -67,7 +67,8 @@ def _context(state: EpisodeState, agent: str, stage: Stage, visible: list[TeamMe
         self_chosen_roles=org.self_chosen_roles or assigned == "self-chosen",
         can_message=[b for b in r.receivers_of(agent) if b not in state.removed],
         visible_this_round=visible, stage_kind=stage.kind,
-        candidates=state.active() if stage.kind == "vote" else None)
+        candidates=state.active() if stage.kind == "vote" else None,
+        rules=r.member_rules(agent))
 
 
 async def communicate_phase(state: EpisodeState, speakers: list[str] | None = None
