@@ -105,15 +105,16 @@ def choose_vote(rules: MemberRules, me: str, candidates: Sequence[str], round_in
     return current if current in tied else tied[0]
 
 
-def within_budget(items: Sequence[T], rules: MemberRules, tokens: Callable[[T], int]
-                  ) -> tuple[list[T], list[T]]:
-    """Split ``items`` (most important first) into ``(kept, dropped)`` under the budget."""
+def within_budget(items: Sequence[T], rules: MemberRules, tokens: Callable[[T], int],
+                  spent: tuple[int, int] = (0, 0)) -> tuple[list[T], list[T]]:
+    """Split ``items`` (most important first) into ``(kept, dropped)`` under the budget,
+    ``spent`` (messages, tokens) being what was already sent this round."""
     kept: list[T] = []
     dropped: list[T] = []
-    used = 0
+    sent, used = spent
     for item in items:
         n = tokens(item)
-        if (rules.max_messages is not None and len(kept) >= rules.max_messages) or (
+        if (rules.max_messages is not None and sent + len(kept) >= rules.max_messages) or (
                 rules.max_tokens is not None and used + n > rules.max_tokens):
             dropped.append(item)
         else:

@@ -69,6 +69,7 @@ class PlannerMember(MemberBase):
         self.planner = PlannerAgent(agent_id, role="leader" if leader else "member")
         self._seen: set[tuple] = set()
         self._status: tuple[int, str] | None = None  # (round, status) last reported
+        self._spent = (-1, 0, 0)  # (round, messages, tokens) sent that round
 
     @property
     def claims(self) -> bool:
@@ -79,6 +80,7 @@ class PlannerMember(MemberBase):
         self.planner = PlannerAgent(self.agent_id, role=self.planner.role)
         self._seen.clear()
         self._status = None
+        self._spent = (-1, 0, 0)
 
     def set_leader(self, leader: bool) -> None:
         """Called by the runner when leadership changes (elections, dynamic rules)."""
@@ -112,7 +114,10 @@ class PlannerMember(MemberBase):
         heard = self.planner.communicate(env, inbox, ctx.can_message)
         said = self._by_rules([replace(m, round=ctx.round) for m in heard], rules, env, ctx)
         said = [replace(m, text=render(m.kind, m.content, m.text, ctx.team)) for m in said]
-        said, over = within_budget(said, rules, lambda m: count_tokens(m.text))
+        spent = self._spent if self._spent[0] == ctx.round else (ctx.round, 0, 0)
+        said, over = within_budget(said, rules, lambda m: count_tokens(m.text), spent[1:])
+        self._spent = (ctx.round, spent[1] + len(said),
+                       spent[2] + sum(count_tokens(m.text) for m in said))
         abstain = self.planner.abstaining and ctx.allow_abstain
         role = self._role(env, abstain) if ctx.self_chosen_roles else ctx.role
         record.parsed = {"messages": [_parsed(m) for m in said], "abstain": abstain,
