@@ -218,3 +218,14 @@ def test_planner_teams_differ_between_every_pair_of_named_organizations():
                       round(statistics.mean(r["comm_tokens_per_step"] for r in rows), 9))
     same = [(a, b) for a, b in combinations(NAMED, 2) if means[a] == means[b]]
     assert not same, same
+
+
+def test_the_leader_reads_the_rules_from_its_side():
+    r = load_organization("leader_with_correction").resolve(["agent_0", "agent_1", "agent_2"])
+    leader, member = r.instruction_for("agent_0"), r.instruction_for("agent_1")
+    assert "- Report only new information (goal objects found, subgoals done) to the agents " \
+           "you lead." in leader
+    assert "- Teammates may correct your orders: accept a correction that states a fact you " \
+           "missed." in leader
+    assert "to your leader." in member and "You may correct the leader" in member
+    assert "You may correct the leader" not in leader
