@@ -19,6 +19,7 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 from orgteams.agents.backends.base import Attempt, ChatMessage, Usage
+from orgteams.agents.member_rules import MemberRules
 from orgteams.agents.quoting import quote_text
 from orgteams.envs.messages import EVERYONE, TeamMessage
 
@@ -146,6 +147,8 @@ class CommunicateContext:
         removed: Agents a shock took out of the team: their claims and assignments
             lapse (they never act again).
         history: As in :class:`ActContext`.
+        rules: The organization's rules for this agent (members without a model follow
+            them; LLM members read them in ``instruction``).
     """
 
     round: int
@@ -162,6 +165,7 @@ class CommunicateContext:
     candidates: list[str] | None = None
     removed: tuple[str, ...] = ()
     history: SharedHistory | None = None
+    rules: MemberRules = field(default_factory=MemberRules)
 
     def act_context(self) -> ActContext:
         """The matching :class:`ActContext` (used when the runner gives none to ``act``)."""

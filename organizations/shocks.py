@@ -9,10 +9,11 @@ communicate phase), recorded as a ``shock`` event and in the summary's ``shocks`
   Its claims and assignments lapse for the others (``CommunicateContext.removed``).
 * ``substitute:<agent>=<member spec>@<round>``: another member (model) plays the agent.
 * ``regulate:<field>=<value>@<round>``: a regulation change: one organization field
-  changes and the new organization is in force from this round on (re-resolved: its
-  stages, channels, instructions and leaders). ``<value>`` is YAML (``regulate:
-  allow_abstain=true``); for ``topology``, ``channels``, ``roles`` and ``rules`` it may
-  also name a library organization whose field is taken (``regulate:topology=chain``).
+  (or one rule, ``rules.<rule>``) changes and the new organization is in force from
+  this round on (re-resolved: its stages, channels, rules, instructions and leaders).
+  ``<value>`` is YAML (``regulate:allow_abstain=true``), taken literally when valid;
+  else, for ``topology``, ``channels``, ``roles`` and ``rules``, a library organization's
+  name takes that organization's field (``regulate:topology=chain``).
 * ``priority:<task>@<round>``: a priority shift: the goal becomes ``<task>``'s over the
   same objects (:func:`~orgteams.envs.goal_shift.shift_goal`); the summary records the
   goal before and after.
@@ -83,7 +84,8 @@ class Shock:
                                  "runner's member_factory")
             if not isinstance(self.member, str):
                 check_member(self.agent, self.member)
-        if self.kind == "regulate" and self.field not in REGULATED:
+        if self.kind == "regulate" and self.field not in REGULATED and not (
+                isinstance(self.field, str) and self.field.startswith("rules.")):
             raise UserError(f"regulate shock: field {self.field!r} cannot change mid-episode; "
                             f"fields: {', '.join(REGULATED)}")
         if self.kind == "priority":
@@ -187,15 +189,19 @@ def regulated(organization, field: str, value: Any):
     """
     from orgteams.organizations.library import list_organizations, load_organization
 
+    name, new = field, value
+    if field.startswith("rules."):  # one rule of the rules block, the others kept
+        rules = organization.model_dump(mode="json", by_alias=True)["rules"]
+        name, new = "rules", {**rules, field[len("rules."):]: value}
     try:
         try:
-            return organization.updated(**{field: value})
+            return organization.updated(**{name: new})
         except UserError:
-            if not (field in _FROM_LIBRARY and isinstance(value, str)
-                    and value in list_organizations()):
+            if not (name in _FROM_LIBRARY and isinstance(new, str)
+                    and new in list_organizations()):
                 raise
-        taken = load_organization(value).model_dump(mode="json", by_alias=True)[field]
-        return organization.updated(**{field: taken})
+        taken = load_organization(new).model_dump(mode="json", by_alias=True)[name]
+        return organization.updated(**{name: taken})
     except UserError as exc:
         raise UserError(f"regulate shock {field}={value!r}: {exc}") from None
 
@@ -259,8 +265,9 @@ def apply_shock(state: EpisodeState, shock: Shock, factory=None) -> dict[str, An
         new = regulated(old, shock.field, shock.value)
         new.resolve(state.roster)  # a value that cannot resolve for this team fails here
         state.switch(new)
-        data.update(field=shock.field, before=old.model_dump(mode="json")[shock.field],
-                    after=new.model_dump(mode="json")[shock.field])
+        top = shock.field.partition(".")[0]  # rules.<rule>: the whole rules block
+        data.update(field=shock.field, before=old.model_dump(mode="json")[top],
+                    after=new.model_dump(mode="json")[top])
     else:
         old_task = env.base.world.scene.task
         before, after = shift_goal(env, shock.value)

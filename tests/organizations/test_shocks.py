@@ -156,7 +156,26 @@ def test_regulation_change_of_the_instruction_reaches_the_members():
                shocks=[Shock(1, "regulate", field="instruction",
                              value="New rule: report only on completion.")]).run(seed=0)
     before, after = (c.instruction for c in members["agent_0"].comm)
-    assert "New rule" not in before and after == "New rule: report only on completion."
+    assert "New rule" not in before and after.startswith("New rule: report only on completion.")
+
+
+def test_regulation_change_of_one_rule_reaches_every_member_kind():
+    from tests.organizations.test_protocol_fidelity import Tracer
+
+    env = HighLevelEnv(layout="studio", task="prepare_afternoon_tea", num_agents=3)
+    trace: list = []
+    members = {f"agent_{i}": Tracer(f"agent_{i}", trace) for i in range(3)}
+    result = TeamRunner(env, load_organization("leader"), members, max_rounds=2,
+                        shocks=[Shock.parse("regulate:rules.assign_work=claim@1")]).run(seed=0)
+    rules = [c.rules for c in members["agent_1"].comm]
+    assert rules[0].assign_work == "leader" and rules[1].assign_work == "claim"
+    assert rules[1].report_when == rules[0].report_when  # the other rules are kept
+    (event,) = [e for e in result.summary["events"] if e["type"] == "shock"]
+    assert event["before"]["assign_work"] == "leader"
+    assert event["after"]["assign_work"] == "claim"
+    with pytest.raises(UserError, match=re.escape("regulate shock rules.assign_work='boss'")):
+        TeamRunner(env, load_organization("leader"), members,
+                   shocks=[Shock.parse("regulate:rules.assign_work=boss@1")])
 
 
 def test_regulation_change_from_a_library_organization_changes_the_channels():
