@@ -104,13 +104,16 @@ def planes(images: np.ndarray, goals: np.ndarray) -> np.ndarray:
     furniture = _eye(f)[images[..., 3]]
     counts = images[..., BASE_CHANNELS:]
     objects = counts.sum(axis=-1, dtype=np.uint8)[..., None]
+    # Per goal row i: plane 2i counts row i's class here, plane 2i+1 marks row i's target
+    # type while the row misses units; unused rows (class 0) stay zero. One gather for
+    # the whole batch (the batched core encodes thousands of agents at once).
     goal = np.zeros(images.shape[:3] + (2 * MAX_GOAL,), np.uint8)
-    for i in range(n):
-        for row, (cls, target, missing) in enumerate(goals[i]):
-            if cls:
-                goal[i, ..., 2 * row] = counts[i, ..., cls - 1]
-                if missing:
-                    goal[i, ..., 2 * row + 1] = images[i, ..., 3] == target
+    cls = goals[..., 0].astype(np.intp)
+    used = (cls > 0)[:, None, None, :]
+    wanted = np.take_along_axis(counts, np.maximum(cls - 1, 0).reshape(n, 1, 1, -1), axis=-1)
+    goal[..., 0::2] = np.where(used, wanted, 0)
+    target = images[..., 3:4] == goals[:, None, None, :, 1]
+    goal[..., 1::2] = target & used & (goals[..., 2] > 0)[:, None, None, :]
     return np.concatenate([tile, agent, furniture, objects, goal], axis=-1)
 
 
