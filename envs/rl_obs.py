@@ -121,18 +121,37 @@ def encode_flat(images: np.ndarray, hands: np.ndarray, goals: np.ndarray,
                 inverse_scale: np.ndarray) -> np.ndarray:
     """``(n, D)`` float32 flat observations (module docstring) of a batch;
     ``inverse_scale``: ``1 / flat_scale(...)``."""
+    return flat_from_planes(planes(images, goals), hands, goals, inverse_scale)
+
+
+def flat_from_planes(grid: np.ndarray, hands: np.ndarray, goals: np.ndarray,
+                     inverse_scale: np.ndarray) -> np.ndarray:
+    """:func:`encode_flat` from the ``(n, S, S, 38)`` planes (the batched core builds
+    the planes itself and encodes them here)."""
+    n = len(grid)
+    return np.concatenate([grid.reshape(n, -1), flat_tail(hands, goals)], axis=1) \
+        * inverse_scale
+
+
+def flat_tail(hands: np.ndarray, goals: np.ndarray) -> np.ndarray:
+    """``(n, T)`` uint8: the entries of a flat observation after the view's planes (hand
+    slots' class one-hot, then per goal row class one-hot, target one-hot, units
+    missing), before scaling."""
     k, f = _sizes()
-    n = len(images)
-    grid = planes(images, goals).reshape(n, -1)
+    n = len(hands)
     held = _eye(k)[hands].reshape(n, -1)
     rows = np.concatenate([_eye(k)[goals[..., 0]], _eye(f)[goals[..., 1]],
                            goals[..., 2:3]], axis=-1).reshape(n, -1)
-    return np.concatenate([grid, held, rows], axis=1) * inverse_scale
+    return np.concatenate([held, rows], axis=1)
 
 
 def encode_image(images: np.ndarray, goals: np.ndarray, scale: int) -> np.ndarray:
     """``(n, 38, S*scale, S*scale)`` image observations of a batch."""
-    p = planes(images, goals)
+    return image_from_planes(planes(images, goals), scale)
+
+
+def image_from_planes(p: np.ndarray, scale: int) -> np.ndarray:
+    """:func:`encode_image` from the ``(n, S, S, 38)`` planes (overwritten)."""
     p *= _image_factor()
     p = p.transpose(0, 3, 1, 2)
     if scale > 1:

@@ -11,7 +11,11 @@ Autoreset follows Gymnasium's ``AutoresetMode.SAME_STEP``: a household that
 terminates or truncates is reset inside the same ``step``; the returned observation
 and mask are the new episode's first, and ``infos["final_obs"]`` /
 ``infos["final_info"]`` (with the masks ``infos["_final_obs"]`` /
-``infos["_final_info"]``) hold the finished episode's last observation and info.
+``infos["_final_info"]``) hold the finished episode's last observation and info:
+``final_obs`` is an object array of ``(num_agents, ...)`` observations (None for
+households that did not finish), ``final_info`` a dict of ``(num_envs, ...)`` arrays
+(``episode``: return ``r``, length ``l``, ``is_success``, ``units_done``,
+``units_total``, ``invalid_actions``, ``collisions``; ``action_mask``; ``tick``).
 """
 
 from __future__ import annotations
@@ -201,8 +205,11 @@ class VectorHouseholdEnv:
         s = self._batch
         flag = np.zeros(self.num_envs, bool)
         flag[finished] = True
-        final_obs = np.zeros_like(obs)
-        final_obs[finished] = obs[finished]
+        # As Gymnasium's SAME_STEP: an object array, each finished household's (A, ...)
+        # observation, None elsewhere (no copy of the whole batch).
+        final_obs = np.full(self.num_envs, None, dtype=object)
+        for i in finished.tolist():
+            final_obs[i] = obs[i].copy()
         final_masks = np.zeros_like(masks)
         final_masks[finished] = masks[finished]
         episode = {"r": np.where(flag, self._returns, 0.0), "l": np.where(flag, s.tick, 0),

@@ -13,7 +13,8 @@ import numpy as np
 
 from orgteams.envs.actions import ACTIONS, HAND_CAPACITY, MAX_SLOTS
 from orgteams.envs.catalog import load_catalog
-from orgteams.envs.observations import ArrayObserver
+from orgteams.envs.observations import MAX_GOAL, ArrayObserver
+from orgteams.envs.rl_obs import planes
 from orgteams.envs.state import Scene
 
 # Neighbour kinds of the mask table, as in orgteams.envs.masks (there: floor/door/furniture).
@@ -52,6 +53,9 @@ class LayoutTables:
     view_of_cell: np.ndarray  # (HW,) view id (-1 where nobody stands)
     visible: np.ndarray  # (views, HW) bool: cells seen from each view
     num_classes: int
+    num_furniture_types: int
+    stand_index: np.ndarray  # (HW,) row of static_planes for each standing cell (else 0)
+    static_planes: np.ndarray  # (cells one can stand on, side * side, 38) uint8
 
     @property
     def cells(self) -> int:
@@ -107,20 +111,44 @@ def layout_tables(scene: Scene, view_radius: int, full_observability: bool) -> L
         r = view_radius
         visible[v] = observer.view_mask(v)[r:r + lay.height, r:r + lay.width].ravel()
     capacity = np.array(scene.capacity, np.int64)
+    furniture_cell = np.array([f.cell[0] * lay.width + f.cell[1] for f in lay.furniture],
+                              np.int64)
+    door_cell = np.array([d.cell[0] * lay.width + d.cell[1] for d in lay.doors], np.int64)
+    boxes = furniture_cell[np.array(scene.is_container, bool)]
+    stand = np.flatnonzero(scene.view_array >= 0)
+    stand_index = np.zeros(hw, np.int64)
+    stand_index[stand] = np.arange(len(stand))
     return LayoutTables(
         height=lay.height, width=lay.width, deltas=deltas, floor=floor, door_at=door_at,
         furniture_at=furniture_at, is_container=np.array(scene.is_container, bool),
         capacity=capacity,
         furniture_type=np.array([cat.furniture_type_id(f.type) for f in lay.furniture],
                                 np.int64),
-        furniture_cell=np.array([f.cell[0] * lay.width + f.cell[1] for f in lay.furniture],
-                                np.int64),
-        door_cell=np.array([d.cell[0] * lay.width + d.cell[1] for d in lay.doors], np.int64),
+        furniture_cell=furniture_cell, door_cell=door_cell,
         max_capacity=int(capacity.max(initial=0)),
         neighbour_kind=kind, neighbour_index=index, neighbour_cell=target,
         radius=view_radius, channels=base.shape[1], base=base, windows=windows,
         view_of_cell=scene.view_array, visible=visible,
-        num_classes=len(cat.object_classes))
+        num_classes=len(cat.object_classes), num_furniture_types=len(cat.furniture_types),
+        stand_index=stand_index,
+        static_planes=_static_planes(base, windows[stand], np.concatenate([door_cell, boxes]),
+                                     lay.width, view_radius))
+
+
+def _static_planes(base: np.ndarray, windows: np.ndarray, switches: np.ndarray, width: int,
+                   radius: int) -> np.ndarray:
+    """Per window (one per standing cell), the ``rl_obs`` planes of what never changes
+    in it: tiles (doors and containers left blank: they open and close), furniture types and
+    the self mark, encoded by the scalar encoder :func:`orgteams.envs.rl_obs.planes`."""
+    base = base.copy()
+    pad_width = width + 2 * radius
+    rows = (switches // width + radius) * pad_width + switches % width + radius
+    base[rows, 0] = 0
+    side = 2 * radius + 1
+    images = base[windows].reshape(len(windows), side, side, -1)
+    images[:, radius, radius, 2] = 1
+    return planes(images, np.zeros((len(windows), MAX_GOAL, 3), np.uint8)).reshape(
+        len(windows), side * side, -1)
 
 
 __all__ = ["LayoutTables", "layout_tables", "VERB", "DIRECTION", "SLOT", "HAND_CAPACITY",

@@ -62,7 +62,8 @@ def test_autoreset_same_step_keeps_the_final_observation():
     assert trunc.all() and info["_final_obs"].all() and info["_final_info"].all()
     # Nobody moved: the final observation is the one before it; the returned one is the
     # next episode's first, at tick 0.
-    np.testing.assert_array_equal(info["final_obs"], obs)
+    assert info["final_obs"].dtype == object and len(info["final_obs"]) == 2
+    np.testing.assert_array_equal(np.stack(info["final_obs"]), obs)
     assert info["final_info"]["episode"]["l"].tolist() == [2, 2]
     assert info["tick"].tolist() == [0, 0]
     assert vec.state(0) != first and vec.state(0).tick == 0
