@@ -37,7 +37,7 @@ from orgteams.envs.tasks import TaskSpec
 from orgteams.envs.vector.batch import BatchState, max_objects
 from orgteams.envs.vector.dynamics import check_actions, step_batch
 from orgteams.envs.vector.masks import batch_masks
-from orgteams.envs.vector.observe import batch_observations
+from orgteams.envs.vector.observe import batch_observations, flat_observations
 from orgteams.envs.vector.rewards import BatchReward
 from orgteams.envs.vector.tables import LayoutTables, layout_tables
 
@@ -55,7 +55,14 @@ class VectorHouseholdEnv:
                  obs_mode: str = "flat", seed: int | Sequence[int] | None = None,
                  view_radius: int = 7, full_observability: bool = False,
                  reward_shaping: bool | str = False, max_ticks: int | None = None,
-                 units: int | tuple[int, int] | None = None, image_scale: int | None = None):
+                 units: int | tuple[int, int] | None = None, image_scale: int | None = None,
+                 observations: bool = True, copy: bool = True):
+        """Arguments as :class:`HouseholdEnv`; ``seed`` as :meth:`reset`'s.
+        ``observations=False``: ``reset`` and ``step`` return None for the observations
+        (the core's rate without encoding them; masks, rewards and infos as usual).
+        ``copy=False`` (as Gymnasium's vector envs): flat observations are written into
+        one array that every ``step`` overwrites; copy what you keep (saves allocating
+        ``num_envs x num_agents x D`` floats per step)."""
         if isinstance(num_envs, bool) or not isinstance(num_envs, int | np.integer) \
                 or num_envs < 1:
             raise ValueError(f"num_envs must be a positive integer, got {num_envs!r}")
@@ -93,6 +100,9 @@ class VectorHouseholdEnv:
         self.scenes: list[Scene] = []
         self._masks: np.ndarray | None = None
         self._seed = seed
+        self.observations = bool(observations)
+        self.copy = bool(copy)
+        self._obs_buffer: np.ndarray | None = None
         self._returns = np.zeros(self.num_envs)
         self._invalid = np.zeros(self.num_envs, np.int64)
         self._collisions = np.zeros(self.num_envs, np.int64)
@@ -124,8 +134,7 @@ class VectorHouseholdEnv:
         self._returns[:] = 0.0
         self._invalid[:] = 0
         self._collisions[:] = 0
-        obs = batch_observations(self._tables, self._batch, self.obs_mode, self._inverse,
-                                 self._image_scale)
+        obs = self._observe(self._batch)
         self._masks = batch_masks(self._tables, self._batch)
         return obs, {"action_mask": self._masks, "tick": self._batch.tick.copy(),
                      "is_success": np.zeros(self.num_envs, bool)}
@@ -154,7 +163,7 @@ class VectorHouseholdEnv:
         self._returns += reward
         self._invalid += events.invalid.sum(axis=1)
         self._collisions += events.collision.sum(axis=1)
-        obs = batch_observations(t, s, self.obs_mode, self._inverse, self._image_scale)
+        obs = self._observe(s, reuse=not self.copy)
         masks = batch_masks(t, s)
         infos: dict[str, Any] = {"invalid_action": events.invalid,
                                  "collision": events.collision}
@@ -199,7 +208,7 @@ class VectorHouseholdEnv:
                              f"household), got {len(seeds)}")
         return seeds
 
-    def _final(self, finished: np.ndarray, obs: np.ndarray, masks: np.ndarray,
+    def _final(self, finished: np.ndarray, obs: np.ndarray | None, masks: np.ndarray,
                done: np.ndarray) -> dict[str, Any]:
         """The finished households' last observations and infos, Gymnasium's way."""
         s = self._batch
@@ -209,7 +218,7 @@ class VectorHouseholdEnv:
         # observation, None elsewhere (no copy of the whole batch).
         final_obs = np.full(self.num_envs, None, dtype=object)
         for i in finished.tolist():
-            final_obs[i] = obs[i].copy()
+            final_obs[i] = None if obs is None else obs[i].copy()
         final_masks = np.zeros_like(masks)
         final_masks[finished] = masks[finished]
         episode = {"r": np.where(flag, self._returns, 0.0), "l": np.where(flag, s.tick, 0),
@@ -225,7 +234,7 @@ class VectorHouseholdEnv:
         return {"final_obs": final_obs, "_final_obs": flag, "final_info": final_info,
                 "_final_info": flag.copy()}
 
-    def _reset_some(self, idx: np.ndarray, obs: np.ndarray, masks: np.ndarray) -> None:
+    def _reset_some(self, idx: np.ndarray, obs: np.ndarray | None, masks: np.ndarray) -> None:
         """Draw the next episode of households ``idx``; write their first observations
         and masks into ``obs`` and ``masks``."""
         s, t = self._batch, self._tables
@@ -238,9 +247,19 @@ class VectorHouseholdEnv:
         self._invalid[idx] = 0
         self._collisions[idx] = 0
         part = s.take(idx)
-        obs[idx] = batch_observations(t, part, self.obs_mode, self._inverse,
-                                      self._image_scale)
+        if obs is not None:
+            obs[idx] = self._observe(part)
         masks[idx] = batch_masks(t, part)
+
+    def _observe(self, batch: BatchState, reuse: bool = False) -> np.ndarray | None:
+        if not self.observations:
+            return None
+        if reuse and self.obs_mode == "flat":
+            if self._obs_buffer is None:
+                self._obs_buffer = np.empty(self.observation_space.shape, np.float32)
+            return flat_observations(self._tables, batch, self._inverse, self._obs_buffer)
+        return batch_observations(self._tables, batch, self.obs_mode, self._inverse,
+                                  self._image_scale)
 
 
 __all__ = ["VectorHouseholdEnv", "VECTOR_OBS_MODES"]
