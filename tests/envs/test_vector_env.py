@@ -98,6 +98,12 @@ def test_bad_arguments_are_refused():
         vec.reset(seed=[1, 2, 3])
     with pytest.raises(ValueError, match=re.escape("Unknown layout 'studi'.")):
         household_v0.vector_env(2, layout="studi")
+    with pytest.raises(ValueError, match=re.escape(
+            "backend must be one of ('numpy', 'jax'), got 'torch'")):
+        household_v0.vector_env(2, backend="torch")
+    with pytest.raises(ValueError, match=re.escape(
+            "backend='jax' has obs_mode='flat' only, got 'image'")):
+        household_v0.vector_env(2, backend="jax", obs_mode="image")
 
 
 def test_copy_false_reuses_one_array_with_the_same_values():
