@@ -18,7 +18,11 @@ Households start at spread-out ticks so that episodes end (and households reset,
 drawing their next episode with the scalar ``make_episode``) at the steady rate of a
 long run, not all at once. Nothing is asserted: it measures.
 
-Run: ``python benchmarks/vector_throughput.py [--seconds 2] [--sizes 1,64,1024,4096]``.
+``--jax`` adds ``backend="jax"`` rows (on this machine's CPU; XLA uses every core,
+and CPU time counts them all).
+
+Run: ``python benchmarks/vector_throughput.py [--seconds 2] [--sizes 1,64,1024,4096]
+[--jax]``.
 """
 
 from __future__ import annotations
@@ -123,6 +127,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--seconds", type=float, default=2.0, help="CPU time per row")
     parser.add_argument("--sizes", default="1,64,1024,4096",
                         help="households of the batched core, comma-separated")
+    parser.add_argument("--jax", action="store_true",
+                        help="also backend='jax' (CPU here) at 1024 households, compiled "
+                             "before the clock starts")
     args = parser.parse_args(argv)
     sizes = [int(x) for x in args.sizes.split(",")]
     rows: dict[str, Callable[[int], int]] = {"scalar env (parallel_env)": scalar_step_fn()}
@@ -137,6 +144,11 @@ def main(argv: list[str] | None = None) -> None:
         big, observations=False)
     rows[f"vector_env, {big} households, copy=False"] = vector_step_fn(big, copy=False)
     rows[f"vector_env, {big} households, view_radius=2"] = vector_step_fn(big, view_radius=2)
+    if args.jax:
+        for n in (64, big):
+            step = vector_step_fn(n, backend="jax")
+            step(0)  # compile outside the measurement
+            rows[f"vector_env backend=jax (CPU), {n} households"] = step
     best, rounds = measure(rows, args.seconds)
     scalar = "scalar env (parallel_env)"
     print(f"household_v0 batched core ({LAYOUT}, {TASK}, {AGENTS} agents, flat observations "
