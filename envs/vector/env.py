@@ -171,7 +171,7 @@ class VectorHouseholdEnv:
         before_contents = s.contents.copy() if self._reward.level == "subgoals" else None
         events = step_batch(t, s, acts) if self._jax is None else self._jax.step(s, acts)
         done = (s.progress == s.goal_count).all(axis=1)
-        limit = s.step_limit if self.max_ticks is None else self.max_ticks
+        limit = self.max_ticks or s.step_limit  # as the scalar env: 0 or None -> the task's
         truncated = (s.tick >= limit) & ~done
         reward = self._reward(t, before_progress, before_contents, s, events, done)
         self._returns += reward
