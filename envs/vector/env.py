@@ -74,6 +74,8 @@ class VectorHouseholdEnv:
             raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
         if backend == "jax" and obs_mode != "flat":
             raise ValueError(f"backend='jax' has obs_mode='flat' only, got {obs_mode!r}")
+        if backend == "jax":  # fail here, not at the first reset, when JAX is missing
+            import orgteams.envs.vector.jax_core  # noqa: F401
         if obs_mode not in VECTOR_OBS_MODES:
             raise ValueError(f"obs_mode must be one of {VECTOR_OBS_MODES} for the vector env, "
                              f"got {obs_mode!r}")
@@ -123,6 +125,8 @@ class VectorHouseholdEnv:
         """Start a new episode in every household. ``seed``: an int (household ``i``
         gets ``seed + i``) or one seed per household; None continues each household's
         generator (the constructor's ``seed`` on the first reset)."""
+        if options:  # nothing silently ignored
+            raise ValueError(f"the vector env takes no reset options, got {sorted(options)}")
         if seed is None and not self._rngs:
             seed = self._seed
         if seed is not None or not self._rngs:

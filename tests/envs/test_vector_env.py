@@ -96,6 +96,9 @@ def test_bad_arguments_are_refused():
     with pytest.raises(ValueError, match=re.escape(
             "seed must be an int or 2 seeds (one per household), got 3")):
         vec.reset(seed=[1, 2, 3])
+    with pytest.raises(ValueError, match=re.escape(
+            "the vector env takes no reset options, got ['state']")):
+        vec.reset(options={"state": None})
     with pytest.raises(ValueError, match=re.escape("Unknown layout 'studi'.")):
         household_v0.vector_env(2, layout="studi")
     with pytest.raises(ValueError, match=re.escape(
