@@ -20,6 +20,7 @@ households that did not finish), ``final_info`` a dict of ``(num_envs, ...)`` ar
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from typing import Any
 
@@ -93,12 +94,8 @@ class VectorHouseholdEnv:
         self.possible_agents = list(tpl.possible_agents)
         self.single_observation_space = tpl.observation_space(tpl.possible_agents[0])
         self.single_action_space = spaces.Discrete(NUM_ACTIONS)
-        box = self.single_observation_space
         shape = (self.num_envs, self.num_agents)
-        self.observation_space = spaces.Box(
-            np.broadcast_to(box.low, shape + box.shape), np.broadcast_to(box.high,
-                                                                         shape + box.shape),
-            dtype=box.dtype)
+        self.observation_shape = shape + self.single_observation_space.shape
         self.action_space = spaces.MultiDiscrete(np.full(shape, NUM_ACTIONS))
         self._inverse = getattr(tpl, "_flat_inverse", None)
         self._image_scale = tpl.image_scale
@@ -199,6 +196,14 @@ class VectorHouseholdEnv:
                 np.broadcast_to(done[:, None], shape).copy(),
                 np.broadcast_to(truncated[:, None], shape).copy(), infos)
 
+    @functools.cached_property
+    def observation_space(self) -> spaces.Box:
+        """The batch's space, built on first use: its bounds are two arrays as large as
+        a batch of observations (200 MB at 1024 households of 3)."""
+        box = self.single_observation_space
+        return spaces.Box(np.broadcast_to(box.low, self.observation_shape),
+                          np.broadcast_to(box.high, self.observation_shape), dtype=box.dtype)
+
     def action_masks(self) -> np.ndarray:
         """The current ``(num_envs, num_agents, 53)`` int8 masks (sb3-contrib's hook)."""
         if self._masks is None:
@@ -284,7 +289,7 @@ class VectorHouseholdEnv:
             return self._jax.flat(batch)
         if reuse and self.obs_mode == "flat":
             if self._obs_buffer is None:
-                self._obs_buffer = np.empty(self.observation_space.shape, np.float32)
+                self._obs_buffer = np.empty(self.observation_shape, np.float32)
             return flat_observations(self._tables, batch, self._inverse, self._obs_buffer)
         return batch_observations(self._tables, batch, self.obs_mode, self._inverse,
                                   self._image_scale)
