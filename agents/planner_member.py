@@ -118,10 +118,13 @@ class PlannerMember(MemberBase):
         """Called by the runner when leadership changes (elections, dynamic rules)."""
         self.planner.role = "leader" if leader else "member"
 
-    def _fresh(self, messages: list[TeamMessage]) -> list[TeamMessage]:
+    def _fresh(self, messages: list[TeamMessage], observed: bool = False
+                ) -> list[TeamMessage]:
+        """Messages not seen before; ``observed``: claims derived from actions the
+        protocol showed it (kept even when the rules have no claiming: seen, not said)."""
         out = []
         for m in messages:
-            if not self.claims and m.kind in ("claim", "release"):
+            if not observed and not self.claims and m.kind in ("claim", "release"):
                 continue
             key = (m.sender, m.kind, tuple(sorted(m.content.items())))
             if key not in self._seen:
@@ -144,7 +147,8 @@ class PlannerMember(MemberBase):
             return CommunicateDecision([], None, False, vote, "", record)
         if ctx.removed:
             _forget(self.planner, ctx.removed)
-        inbox = self._fresh(_structured(ctx.visible_this_round) + _known_choices(ctx))
+        inbox = self._fresh(_structured(ctx.visible_this_round)) + self._fresh(
+            _known_choices(ctx), observed=True)
         heard = self.planner.communicate(env, inbox, ctx.can_message)
         said = self._by_rules([replace(m, round=ctx.round) for m in heard], rules, env, ctx)
         said = [replace(m, text=render(m.kind, m.content, m.text, ctx.team)) for m in said]

@@ -18,6 +18,7 @@ from orgteams.agents.agent_base import (
     MemberBase,
     TeamMessage,
 )
+from orgteams.agents.member_rules import MemberRules
 from orgteams.agents.planner_member import PlannerMember
 from orgteams.agents.shared_context import RoundOutcome, SharedHistory, action_output
 from orgteams.envs.highlevel import HighLevelEnv
@@ -191,8 +192,9 @@ def test_shared_planner_treats_the_latest_rounds_grabs_as_claims():
     env.reset(seed=1)
     m = PlannerMember("agent_1")
     history = SharedHistory((RoundOutcome(0, {"agent_0": "grab:cupcake_1"}, tick=0),))
+    # shared's rules have no claiming (assign_work: self): what it saw still counts
     ctx = CommunicateContext(1, "agent_1", "Bob", TEAM2, can_message=["agent_0"],
-                             history=history)
+                             history=history, rules=MemberRules(assign_work="self"))
     asyncio.run(m.communicate(ctx, MemberView(env)))
     assert m.planner.claims["cupcake_1"][0] == "agent_0"
     assert m.planner._intent != "grab:cupcake_1"
