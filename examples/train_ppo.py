@@ -139,17 +139,29 @@ class AgentVecEnv(VecEnv):
 
 
 def play(policy, episodes: int, seed: int = HELD_OUT, **env_kwargs: Any) -> float:
-    """Success rate of ``policy(obs_batch, mask_batch) -> actions`` on ``episodes`` seeds."""
-    env = household_v0.parallel_env(**env_kwargs)
+    """Success rate of ``policy(obs_batch, mask_batch) -> actions`` on ``episodes`` seeds.
+
+    The episodes run side by side, so the policy sees one batch per tick (every live
+    agent of every episode): evaluation costs a small share of a training run.
+    """
+    envs = [household_v0.parallel_env(**env_kwargs) for _ in range(episodes)]
+    live = {}
+    for k, env in enumerate(envs):
+        live[k] = env.reset(seed=seed + k)
     wins = 0
-    for k in range(episodes):
-        obs, infos = env.reset(seed=seed + k)
-        while env.agents:
-            names = list(env.agents)
-            acts = policy(np.stack([obs[a] for a in names]),
-                          np.stack([infos[a]["action_mask"] for a in names]))
-            obs, _, terms, _, infos = env.step(dict(zip(names, (int(x) for x in acts))))
-        wins += int(all(terms.values()))
+    while live:
+        names = {k: list(envs[k].agents) for k in live}
+        obs = np.stack([o[a] for k, (o, _) in live.items() for a in names[k]])
+        masks = np.stack([i[a]["action_mask"] for k, (_, i) in live.items() for a in names[k]])
+        acts = iter(int(x) for x in policy(obs, masks))
+        for k in list(live):
+            env = envs[k]
+            o, _, terms, _, infos = env.step({a: next(acts) for a in names[k]})
+            if env.agents:
+                live[k] = (o, infos)
+            else:
+                del live[k]
+                wins += int(all(terms.values()))
     return wins / episodes
 
 
@@ -204,6 +216,9 @@ def train(timesteps: int, out: Path, copies: int = 8, seed: int = 0, eval_every:
     from stable_baselines3.common.callbacks import BaseCallback
 
     torch.set_num_threads(threads)
+    # SB3 builds a Categorical for every batch; checking its arguments each time costs
+    # more than the small network's forward pass.
+    torch.distributions.Distribution.set_default_validate_args(False)
     env_kwargs = {**EASY, **env_kwargs}
     venv = AgentVecEnv(copies, seed=seed, **env_kwargs)
     policy_kwargs: dict[str, Any] = {"net_arch": [128, 128]}
