@@ -30,7 +30,8 @@ import numpy as np
 
 from orgteams.envs import household_v0
 from orgteams.envs.actions import NUM_ACTIONS
-from orgteams.envs.masks import mask_rows
+from orgteams.envs.dynamics import transition
+from orgteams.envs.masks import MaskCache, mask_rows
 
 sys.path.insert(0, str(Path(__file__).parent))
 sys.path.insert(0, str(Path(__file__).parents[1] / "examples"))
@@ -55,24 +56,58 @@ def step_fn(**kwargs):
     return step
 
 
-def fresh_mask_cost(**kwargs) -> tuple[float, float]:
-    """(us per tick to compute every agent's mask from scratch, us per tick of the env)."""
-    env = household_v0.parallel_env(**{**EASY, **kwargs, "action_masks": False})
-    env.reset(seed=0)
+def mask_cost(masked: bool, ticks: int = 3000, **kwargs) -> tuple[float, float, float]:
+    """(masks with reuse, masks from scratch, the env's tick), us per tick.
+
+    Plays ``ticks`` ticks of uniform random action ids, or (``masked``) of uniform
+    random *valid* actions (what a masked policy starts from: moves succeed far more
+    often, so the masks are recomputed more often). Then times, over the same
+    ticks: the env stepping them with masks off (array observations), the env's
+    :class:`MaskCache` fed each tick (what a masks-on env adds), and :func:`mask_rows`
+    from scratch.
+    """
+    kw = {**EASY, **kwargs}
+    env = household_v0.parallel_env(**kw)
+    _, infos = env.reset(seed=0)
     rng = np.random.default_rng(0)
-    states, n = [], len(env.possible_agents)
+    names, joints = list(env.possible_agents), []
+    for _ in range(ticks):
+        if not env.agents:
+            _, infos = env.reset()
+        if masked:
+            joint = [int(rng.choice(np.flatnonzero(infos[a]["action_mask"]))) for a in names]
+        else:
+            joint = rng.integers(0, NUM_ACTIONS, len(names)).tolist()
+        joints.append(joint)
+        _, _, _, _, infos = env.step(dict(zip(names, joint)))
+    env = household_v0.parallel_env(**{**kw, "action_masks": False})
+    env.reset(seed=0)
+    ticks_run = []
     start = time.process_time()
-    for _ in range(3000):
+    for joint in joints:
         if not env.agents:
             env.reset()
-        env.step(dict(zip(env.possible_agents, rng.integers(0, NUM_ACTIONS, n).tolist())))
-        states.append(env.world)
-    tick = (time.process_time() - start) / len(states)
-    agents = list(range(n))
+        before = env.world
+        env.step(dict(zip(names, joint)))
+        ticks_run.append((before, env.world, joint))
+    tick = (time.process_time() - start) / len(joints)
+    # The env's own state objects (the cache tells reuse by identity), the events again.
+    steps = [(before, world, transition(before, joint)[1])
+             for before, world, joint in ticks_run]
+    agents = list(range(len(names)))
+    cache, last = MaskCache(), None
     start = time.process_time()
-    for s in states:
-        mask_rows(s, agents)
-    return (time.process_time() - start) / len(states) * 1e6, tick * 1e6
+    for before, world, events in steps:
+        if before is not last:  # a reset: the env computes the first masks afresh
+            cache(before, agents)
+        cache(world, agents, before, events)
+        last = world
+    reused = (time.process_time() - start) / len(steps)
+    start = time.process_time()
+    for _, world, _ in steps:
+        mask_rows(world, agents)
+    fresh = (time.process_time() - start) / len(steps)
+    return reused * 1e6, fresh * 1e6, tick * 1e6
 
 
 def train_rate(kind: str, steps: int) -> float:
@@ -120,11 +155,14 @@ def main() -> None:
         off, on = best[f"{where}, array, masks off"], best[f"{where}, array, masks on"]
         print(f"  masks' share of a tick, {where}: {1 - on / off:.1%} "
               f"({1e6 / on:.2f} vs {1e6 / off:.2f} us per agent-step)")
+    print("masks per tick, as a share of the tick with masks off (array obs)")
     for label, kw in (("studio x2", {}), ("apartment x3", {"layout": "apartment",
                                                            "num_agents": 3})):
-        fresh, tick = fresh_mask_cost(**kw)
-        print(f"  masks from scratch, {label}: {fresh:.1f} us per tick = {fresh / tick:.1%} "
-              f"of a {tick:.1f} us tick (array obs, masks off)")
+        for masked in (False, True):
+            reused, fresh, tick = mask_cost(masked, **kw)
+            play = "valid random" if masked else "random ids  "
+            print(f"  {label:<12}, {play}: reused {reused:5.2f} us = {reused / tick:5.1%}, "
+                  f"from scratch {fresh:5.2f} us = {fresh / tick:5.1%} of {tick:5.1f} us")
     try:
         import sb3_contrib  # noqa: F401
         import stable_baselines3  # noqa: F401

@@ -171,12 +171,12 @@ def masked_random(rng: np.random.Generator):
     return policy
 
 
-def grid_extractor(view_radius: int):
-    """A small CNN over the view part of a flat observation (SB3 features extractor).
-
-    The flat observation starts with the ``(2r+1, 2r+1, planes)`` view, cell-major
-    (``orgteams.envs.rl_obs``); the rest (hands, goal rows) joins after the convolutions.
-    Shared by the policy and value heads.
+def cell_extractor(view_radius: int, embed: int = 8):
+    """Features shared by the policy and value heads (an SB3 features extractor): each
+    view cell's 38 planes (``orgteams.envs.rl_obs``) go through one small linear layer
+    shared by all cells (a 1x1 convolution, ``embed`` outputs), then everything, hands
+    and goal rows included, through one dense layer. A sixth of the plain MLP's
+    multiply-adds on the 11x11 view, and a cell's contents mean the same wherever it is.
     """
     import torch
     from stable_baselines3.common.torch_layers import BaseFeaturesExtractor
@@ -184,32 +184,31 @@ def grid_extractor(view_radius: int):
 
     from orgteams.envs.rl_obs import num_planes
 
-    side, planes = 2 * view_radius + 1, num_planes()
+    cells, planes = (2 * view_radius + 1) ** 2, num_planes()
 
-    class GridCNN(BaseFeaturesExtractor):
+    class CellFeatures(BaseFeaturesExtractor):
         def __init__(self, space, features_dim: int = 128):
             super().__init__(space, features_dim)
-            self.view = side * side * planes
-            self.conv = nn.Sequential(
-                nn.Conv2d(planes, 32, 3, padding=1), nn.ReLU(),
-                nn.Conv2d(32, 32, 3, stride=2, padding=1), nn.ReLU(), nn.Flatten())
-            n = self.conv(torch.zeros(1, planes, side, side)).shape[1]
+            self.view = cells * planes
+            self.embed = nn.Linear(planes, embed)
             rest = space.shape[0] - self.view
-            self.head = nn.Sequential(nn.Linear(n + rest, features_dim), nn.ReLU())
+            self.head = nn.Sequential(nn.Linear(cells * embed + rest, features_dim), nn.ReLU())
 
         def forward(self, obs):
-            grid = obs[:, :self.view].reshape(-1, side, side, planes).permute(0, 3, 1, 2)
-            return self.head(torch.cat([self.conv(grid), obs[:, self.view:]], dim=1))
+            n = len(obs)
+            grid = torch.relu(self.embed(obs[:, :self.view].reshape(n, cells, planes)))
+            return self.head(torch.cat([grid.reshape(n, -1), obs[:, self.view:]], dim=1))
 
-    return GridCNN
+    return CellFeatures
 
 
 def train(timesteps: int, out: Path, copies: int = 8, seed: int = 0, eval_every: int = 50_000,
-          eval_episodes: int = 30, threads: int = 1, cnn: bool = False,
+          eval_episodes: int = 30, threads: int = 1, net: str = "cells",
           ppo_kwargs: dict | None = None, **env_kwargs: Any) -> dict:
     """Train MaskablePPO, evaluating on held-out seeds every ``eval_every`` steps.
 
-    ``cnn``: a small CNN over the view (:func:`grid_extractor`), else a plain MLP.
+    ``net``: ``"cells"`` (:func:`cell_extractor`, then 64-unit policy and value heads)
+    or ``"mlp"`` (two separate 128x128 MLPs over the whole observation).
     """
     import torch
     from sb3_contrib import MaskablePPO
@@ -222,10 +221,10 @@ def train(timesteps: int, out: Path, copies: int = 8, seed: int = 0, eval_every:
     env_kwargs = {**EASY, **env_kwargs}
     venv = AgentVecEnv(copies, seed=seed, **env_kwargs)
     policy_kwargs: dict[str, Any] = {"net_arch": [128, 128]}
-    if cnn:
-        policy_kwargs = {"net_arch": [128], "features_extractor_class":
-                         grid_extractor(env_kwargs.get("view_radius", 7))}
-    ppo = {"n_steps": 256, "batch_size": 512, "n_epochs": 10, "learning_rate": 3e-4,
+    if net == "cells":
+        policy_kwargs = {"net_arch": {"pi": [64], "vf": [64]}, "features_extractor_class":
+                         cell_extractor(env_kwargs["view_radius"])}
+    ppo = {"n_steps": 256, "batch_size": 512, "n_epochs": 4, "learning_rate": 3e-4,
            "gamma": 0.99, "gae_lambda": 0.95, "ent_coef": 0.01,
            "policy_kwargs": policy_kwargs, **(ppo_kwargs or {})}
     model = MaskablePPO("MlpPolicy", venv, seed=seed, verbose=0, **ppo)
@@ -303,7 +302,9 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--episodes", type=int, default=30, help="held-out evaluation episodes")
     p.add_argument("--out", type=Path, default=Path("runs/ppo"))
     p.add_argument("--threads", type=int, default=1, help="torch threads")
-    p.add_argument("--cnn", action="store_true", help="a small CNN over the view, not an MLP")
+    p.add_argument("--net", choices=("cells", "mlp"), default="cells",
+                   help="cells: a shared per-cell layer, then 64-unit heads; "
+                        "mlp: two 128x128 MLPs")
     p.add_argument("--random", action="store_true", help="only the masked-random baseline")
     args = p.parse_args(argv)
     rate = play(masked_random(np.random.default_rng(args.seed)), args.episodes, **EASY)
@@ -311,7 +312,7 @@ def main(argv: list[str] | None = None) -> None:
     if args.random:
         return
     result = train(args.timesteps, args.out, args.copies, args.seed, args.eval_every,
-                   args.episodes, args.threads, cnn=args.cnn)
+                   args.episodes, args.threads, net=args.net)
     print(f"trained: held-out success {result['held_out_success']:.2f} after "
           f"{result['timesteps']} agent-steps, {result['cpu_seconds']} s CPU "
           f"({result['agent_steps_per_s']} agent-steps/s)")
