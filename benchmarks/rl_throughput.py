@@ -110,29 +110,64 @@ def mask_cost(masked: bool, ticks: int = 3000, **kwargs) -> tuple[float, float, 
     return reused * 1e6, fresh * 1e6, tick * 1e6
 
 
-def train_rate(kind: str, steps: int) -> float:
-    """Agent-steps per CPU second of a training loop (collect + learn) for ``steps``."""
+TRAINING = {"scalar": (8, 256), "batched": (64, 32)}  # (households, rollout ticks)
+
+
+def core_step_fn(households: int, sb3: bool = False):
+    """One tick of the batched core (flat observations, masks included) with pre-drawn
+    random actions; ``sb3``: through the SB3 adapter the example trains on."""
+    from train_ppo import EASY as EXAMPLE
+
+    venv = household_v0.vector_env(households, seed=0, **EXAMPLE)
+    agents = venv.num_agents
+    table = np.random.default_rng(0).integers(0, NUM_ACTIONS, (64, households, agents))
+    if sb3:
+        from orgteams.envs.vector.sb3 import AgentVecEnv
+
+        adapter = AgentVecEnv(venv)
+        adapter.reset()
+        flat = table.reshape(64, -1)
+
+        def step(i: int) -> int:
+            adapter.step(flat[i % 64])
+            return households * agents
+    else:
+        venv.reset()
+
+        def step(i: int) -> int:
+            venv.step(table[i % 64])
+            return households * agents
+
+    return step
+
+
+def train_rate(kind: str, steps: int, collect_only: bool = False) -> float:
+    """Agent-steps per CPU second of the example's training loop for ``steps``: its
+    learner and settings (``train_ppo.make_model``) over the scalar path, the batched
+    core, or SuperSuit's vector env with SB3's plain PPO (the PettingZoo recipe, no
+    masks). ``collect_only``: rollouts without the PPO updates."""
     import torch
+    from train_ppo import EASY as EXAMPLE
+    from train_ppo import make_model, make_vec_env
 
     torch.set_num_threads(1)
-    if kind == "maskable":
-        from sb3_contrib import MaskablePPO
-        from train_ppo import AgentVecEnv
-
-        venv = AgentVecEnv(8, **{**EASY, "obs_mode": "flat"})
-        model = MaskablePPO("MlpPolicy", venv, n_steps=256, batch_size=512, n_epochs=10,
-                            policy_kwargs={"net_arch": [128, 128]}, verbose=0)
-    else:
+    if kind == "supersuit":
         import supersuit as ss
         from stable_baselines3 import PPO
 
         venv = ss.concat_vec_envs_v1(ss.pettingzoo_env_to_vec_env_v1(
-            household_v0.parallel_env(**{**EASY, "obs_mode": "flat"})), 8, num_cpus=0,
+            household_v0.parallel_env(**EXAMPLE)), 8, num_cpus=0,
             base_class="stable_baselines3")
-        model = PPO("MlpPolicy", venv, n_steps=256, batch_size=512, n_epochs=10,
-                    policy_kwargs={"net_arch": [128, 128]}, verbose=0)
+        model, _ = make_model(venv, algo=PPO)
+    else:
+        households, ticks = TRAINING[kind]
+        model, _ = make_model(make_vec_env(kind, households, **EXAMPLE),
+                              ppo_kwargs={"n_steps": ticks})
+    if collect_only:
+        model.train = lambda: None
+    model.learn(model.n_steps * model.n_envs)  # warm-up: first calls build and compile
     start = time.process_time()
-    model.learn(steps)
+    model.learn(steps, reset_num_timesteps=True)
     return model.num_timesteps / (time.process_time() - start)
 
 
@@ -170,12 +205,25 @@ def main() -> None:
         print(f"training loops skipped ({exc}); pip install 'orgteams[rl]'")
         return
     raw = best["studio x2, flat, masks on"]
-    print(f"training loops, {args.train_steps} agent-steps each (collect + learn, "
-          "net 128x128, 10 epochs, 1 torch thread)")
-    for kind, name in (("maskable", "MaskablePPO + examples' AgentVecEnv"),
-                       ("supersuit", "PPO + SuperSuit vec env (PettingZoo recipe)")):
-        rate = train_rate(kind, args.train_steps)
-        print(f"  {name:<46} {rate:>8,.0f}   raw flat env / this = {raw / rate:.1f}x")
+    core = measure({f"batched core, {h} households x2": core_step_fn(h) for h in (8, 64)}
+                   | {"batched core, 64 x2, SB3 adapter": core_step_fn(64, sb3=True)},
+                   args.seconds)[0]
+    print("batched core on the example's setting, random actions (agent-steps per CPU s)")
+    for name, rate in core.items():
+        print(f"  {name:<36} {rate:>10,.0f}")
+    print(f"training loops, {args.train_steps} agent-steps each (the example's learner: "
+          "per-cell layer, 4 epochs, 1 torch thread)")
+    raw_core = core["batched core, 64 households x2"]
+    for kind, name, base in (
+            ("scalar", "MaskablePPO, scalar path (8 envs x2)", raw),
+            ("batched", "MaskablePPO, batched core (64 x2)", raw_core),
+            ("supersuit", "PPO, SuperSuit vec env (8 envs x2)", raw)):
+        for collect in (True, False):
+            rate = train_rate(kind, args.train_steps, collect_only=collect)
+            what = "collect only   " if collect else "collect + learn"
+            print(f"  {name:<38} {what} {rate:>8,.0f}   raw env / this = {base / rate:.1f}x")
+    print("  (raw env: the scalar flat env for the scalar and SuperSuit rows, the batched "
+          "core at 64 households for the batched rows)")
 
 
 if __name__ == "__main__":

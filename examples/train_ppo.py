@@ -26,10 +26,10 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from stable_baselines3.common.vec_env import VecEnv
 
 from orgteams.envs import household_v0
 from orgteams.envs.tasks import TaskSpec, load_task
+from orgteams.envs.vector.sb3 import AgentEntries, AgentVecEnv
 
 
 def easy_task() -> TaskSpec:
@@ -44,8 +44,10 @@ EASY = {"layout": "studio", "task": easy_task(), "num_agents": 2, "units": 1,
 HELD_OUT = 1_000_000  # evaluation seeds start here; training seeds are small numbers
 
 
-class AgentVecEnv(VecEnv):
-    """``copies`` household envs, every agent one entry: ``num_envs = copies * agents``.
+class ScalarAgentVecEnv(AgentEntries):
+    """The scalar path: ``copies`` ``parallel_env`` copies stepped one by one in Python,
+    every agent one entry (``num_envs = copies * agents``; copy ``i`` is seeded
+    ``seed + i``, as household ``i`` of the batched core).
 
     Episodes restart by themselves (SB3's convention: the finished episode's last
     observation is in ``info["terminal_observation"]``). ``action_masks()`` returns
@@ -61,7 +63,6 @@ class AgentVecEnv(VecEnv):
                          first.action_space(agent))
         self._seed = seed
         self._masks = np.ones((self.num_envs, self.action_space.n), bool)
-        self._actions: np.ndarray | None = None
 
     def reset(self) -> np.ndarray:
         obs = []
@@ -69,9 +70,6 @@ class AgentVecEnv(VecEnv):
             o, infos = env.reset(seed=self._seed + i)
             obs.append(self._collect(i, o, infos))
         return np.concatenate(obs)
-
-    def step_async(self, actions: np.ndarray) -> None:
-        self._actions = actions
 
     def step_wait(self):
         n = len(self.names)
@@ -108,34 +106,21 @@ class AgentVecEnv(VecEnv):
     def action_masks(self) -> np.ndarray:
         return self._masks.copy()
 
-    # ---- the rest of SB3's VecEnv interface ----
     def close(self) -> None:
         for env in self.envs:
             env.close()
 
-    def env_method(self, method_name: str, *args, indices=None, **kwargs) -> list:
-        if method_name == "action_masks":
-            return list(self.action_masks()[self._get_indices(indices)])
-        raise AttributeError(f"AgentVecEnv has no per-env method {method_name!r}")
 
-    def has_attr(self, attr_name: str) -> bool:
-        return attr_name == "action_masks"
-
-    def get_attr(self, attr_name: str, indices=None) -> list:
-        if attr_name == "render_mode":  # SB3 asks at construction; these envs do not draw
-            return [None] * len(self._get_indices(indices))
-        raise AttributeError(f"AgentVecEnv has no per-env attribute {attr_name!r}")
-
-    def set_attr(self, attr_name: str, value: Any, indices=None) -> None:
-        raise AttributeError(f"AgentVecEnv cannot set {attr_name!r}")
-
-    def env_is_wrapped(self, wrapper_class, indices=None) -> list[bool]:
-        return [False] * len(list(self._get_indices(indices)))
-
-    def _get_indices(self, indices) -> list[int]:
-        if indices is None:
-            return list(range(self.num_envs))
-        return [indices] if isinstance(indices, int) else list(indices)
+def make_vec_env(core: str, copies: int, seed: int = 0, **env_kwargs: Any) -> AgentEntries:
+    """Every agent of ``copies`` households as one SB3 entry: ``core="scalar"`` steps
+    ``parallel_env`` copies one by one, ``"batched"`` the batched numpy core
+    (``household_v0.vector_env`` under :class:`orgteams.envs.vector.sb3.AgentVecEnv`).
+    Both play the same episodes for the same seed."""
+    if core == "scalar":
+        return ScalarAgentVecEnv(copies, seed=seed, **env_kwargs)
+    if core == "batched":
+        return AgentVecEnv(household_v0.vector_env(copies, seed=seed, **env_kwargs))
+    raise ValueError(f"core must be 'scalar' or 'batched', got {core!r}")
 
 
 def play(policy, episodes: int, seed: int = HELD_OUT, **env_kwargs: Any) -> float:
@@ -202,40 +187,55 @@ def cell_extractor(view_radius: int, embed: int = 8):
     return CellFeatures
 
 
+def make_model(venv, net: str = "cells", seed: int = 0, view_radius: int = 5,
+               ppo_kwargs: dict | None = None, algo: type | None = None) -> tuple[Any, dict]:
+    """The example's learner over ``venv`` and its settings: ``algo`` (default
+    sb3-contrib's ``MaskablePPO``) with ``MlpPolicy``; ``net`` as :func:`train`."""
+    import torch
+    from sb3_contrib import MaskablePPO
+
+    # SB3 builds a Categorical for every batch; checking its arguments each time costs
+    # more than the small network's forward pass.
+    torch.distributions.Distribution.set_default_validate_args(False)
+    policy_kwargs: dict[str, Any] = {"net_arch": [128, 128]}
+    if net == "cells":
+        policy_kwargs = {"net_arch": {"pi": [64], "vf": [64]},
+                         "features_extractor_class": cell_extractor(view_radius)}
+    ppo = {"n_steps": 256, "batch_size": 512, "n_epochs": 4, "learning_rate": 3e-4,
+           "gamma": 0.99, "gae_lambda": 0.95, "ent_coef": 0.01,
+           "policy_kwargs": policy_kwargs, **(ppo_kwargs or {})}
+    return (algo or MaskablePPO)("MlpPolicy", venv, seed=seed, verbose=0, **ppo), ppo
+
+
 def train(timesteps: int, out: Path, copies: int = 8, seed: int = 0, eval_every: int = 50_000,
-          eval_episodes: int = 30, threads: int = 1, net: str = "cells",
+          eval_episodes: int = 30, threads: int = 1, net: str = "cells", core: str = "scalar",
           ppo_kwargs: dict | None = None, **env_kwargs: Any) -> dict:
     """Train MaskablePPO, evaluating on held-out seeds every ``eval_every`` steps.
 
     ``net``: ``"cells"`` (:func:`cell_extractor`, then 64-unit policy and value heads)
-    or ``"mlp"`` (two separate 128x128 MLPs over the whole observation).
+    or ``"mlp"`` (two separate 128x128 MLPs over the whole observation). ``core``:
+    ``"scalar"`` or ``"batched"`` (:func:`make_vec_env`). The CPU seconds reported are
+    this process's (``time.process_time``), with and without the evaluations.
     """
     import torch
-    from sb3_contrib import MaskablePPO
     from stable_baselines3.common.callbacks import BaseCallback
 
     torch.set_num_threads(threads)
-    # SB3 builds a Categorical for every batch; checking its arguments each time costs
-    # more than the small network's forward pass.
-    torch.distributions.Distribution.set_default_validate_args(False)
     env_kwargs = {**EASY, **env_kwargs}
-    venv = AgentVecEnv(copies, seed=seed, **env_kwargs)
-    policy_kwargs: dict[str, Any] = {"net_arch": [128, 128]}
-    if net == "cells":
-        policy_kwargs = {"net_arch": {"pi": [64], "vf": [64]}, "features_extractor_class":
-                         cell_extractor(env_kwargs["view_radius"])}
-    ppo = {"n_steps": 256, "batch_size": 512, "n_epochs": 4, "learning_rate": 3e-4,
-           "gamma": 0.99, "gae_lambda": 0.95, "ent_coef": 0.01,
-           "policy_kwargs": policy_kwargs, **(ppo_kwargs or {})}
-    model = MaskablePPO("MlpPolicy", venv, seed=seed, verbose=0, **ppo)
+    venv = make_vec_env(core, copies, seed, **env_kwargs)
+    model, ppo = make_model(venv, net, seed, env_kwargs["view_radius"], ppo_kwargs)
     curve: list[tuple[int, float, float]] = []
+    eval_cpu = [0.0]  # CPU seconds spent evaluating, so training's own can be told apart
     start_cpu = time.process_time()
 
     def evaluate(deterministic: bool = False) -> float:
         def policy(obs, masks):
             acts, _ = model.predict(obs, action_masks=masks, deterministic=deterministic)
             return acts
-        return play(policy, eval_episodes, **env_kwargs)
+        began = time.process_time()
+        rate = play(policy, eval_episodes, **env_kwargs)
+        eval_cpu[0] += time.process_time() - began
+        return rate
 
     class Every(BaseCallback):
         def __init__(self):
@@ -253,14 +253,18 @@ def train(timesteps: int, out: Path, copies: int = 8, seed: int = 0, eval_every:
 
     wall = time.time()
     model.learn(timesteps, callback=Every())
-    cpu = time.process_time() - start_cpu
+    cpu = time.process_time() - start_cpu  # evaluations during training included
     final = evaluate()
     curve.append((model.num_timesteps, final, time.process_time() - start_cpu))
     out.mkdir(parents=True, exist_ok=True)
     model.save(out / "model.zip")
+    train_cpu = cpu - eval_cpu[0]
     result = {"setting": env_kwargs, "timesteps": model.num_timesteps, "copies": copies,
-              "cpu_seconds": round(cpu, 1), "wall_seconds": round(time.time() - wall, 1),
-              "agent_steps_per_s": round(model.num_timesteps / (time.time() - wall)),
+              "core": core, "net": net, "ppo": {k: v for k, v in ppo.items()
+                                                if k != "policy_kwargs"},
+              "cpu_seconds": round(cpu, 1), "train_cpu_seconds": round(train_cpu, 1),
+              "wall_seconds": round(time.time() - wall, 1),
+              "agent_steps_per_cpu_s": round(model.num_timesteps / train_cpu),
               "held_out_success": final, "eval_episodes": eval_episodes, "curve": curve}
     (out / "results.json").write_text(json.dumps(result, indent=1, default=_describe))
     _plot(curve, out / "curve.png")
@@ -305,6 +309,10 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--net", choices=("cells", "mlp"), default="cells",
                    help="cells: a shared per-cell layer, then 64-unit heads; "
                         "mlp: two 128x128 MLPs")
+    p.add_argument("--core", choices=("scalar", "batched"), default="scalar",
+                   help="scalar: parallel_env copies stepped one by one; batched: the "
+                        "batched numpy core (household_v0.vector_env)")
+    p.add_argument("--n-steps", type=int, default=256, help="rollout ticks per entry")
     p.add_argument("--random", action="store_true", help="only the masked-random baseline")
     args = p.parse_args(argv)
     rate = play(masked_random(np.random.default_rng(args.seed)), args.episodes, **EASY)
@@ -312,10 +320,12 @@ def main(argv: list[str] | None = None) -> None:
     if args.random:
         return
     result = train(args.timesteps, args.out, args.copies, args.seed, args.eval_every,
-                   args.episodes, args.threads, net=args.net)
+                   args.episodes, args.threads, net=args.net, core=args.core,
+                   ppo_kwargs={"n_steps": args.n_steps})
     print(f"trained: held-out success {result['held_out_success']:.2f} after "
-          f"{result['timesteps']} agent-steps, {result['cpu_seconds']} s CPU "
-          f"({result['agent_steps_per_s']} agent-steps/s)")
+          f"{result['timesteps']} agent-steps, {result['cpu_seconds']} s CPU with "
+          f"evaluations, {result['train_cpu_seconds']} s without "
+          f"({result['agent_steps_per_cpu_s']} agent-steps per CPU second)")
 
 
 if __name__ == "__main__":
