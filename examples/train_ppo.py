@@ -156,6 +156,16 @@ def masked_random(rng: np.random.Generator):
     return policy
 
 
+def random_baseline(passes: int, episodes: int, seed: int = 0, **env_kwargs: Any
+                    ) -> list[float]:
+    """Masked random play's success rate on the held-out seeds, once per pass (its own
+    draws each time): one pass of 30 episodes moves by 1/30 with the draws, the mean
+    of several is the baseline's rate on those seeds."""
+    rng = np.random.default_rng(seed)
+    return [play(masked_random(rng), episodes, **{**EASY, **env_kwargs})
+            for _ in range(passes)]
+
+
 def cell_extractor(view_radius: int, embed: int = 8):
     """Features shared by the policy and value heads (an SB3 features extractor): each
     view cell's 38 planes (``orgteams.envs.rl_obs``) go through one small linear layer
@@ -267,7 +277,7 @@ def train(timesteps: int, out: Path, copies: int = 8, seed: int = 0, eval_every:
               "agent_steps_per_cpu_s": round(model.num_timesteps / train_cpu),
               "held_out_success": final, "eval_episodes": eval_episodes, "curve": curve}
     (out / "results.json").write_text(json.dumps(result, indent=1, default=_describe))
-    _plot(curve, out / "curve.png")
+    plot({f"{core} path" if core == "scalar" else f"{core} core": curve}, out / "curve.png")
     return result
 
 
@@ -278,7 +288,9 @@ def _describe(value: Any) -> Any:
     return str(value)
 
 
-def _plot(curve: list[tuple[int, float, float]], path: Path) -> None:
+def plot(runs: dict[str, list], path: Path) -> None:
+    """Held-out success against agent-steps and against CPU seconds, one line per run
+    (``label -> curve``, the ``curve`` of ``results.json``)."""
     try:
         import matplotlib
     except ImportError:  # the plot is a convenience: the numbers are in results.json
@@ -286,12 +298,19 @@ def _plot(curve: list[tuple[int, float, float]], path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(5, 3.2))
-    ax.plot([c[0] for c in curve], [c[1] for c in curve], marker="o")
-    ax.set_xlabel("agent-steps")
-    ax.set_ylabel("success on 30 held-out seeds")
-    ax.set_ylim(-0.02, 1.02)
-    ax.set_title("MaskablePPO, studio / put_dishwasher_easy, 1 unit")
+    fig, axes = plt.subplots(1, 2, figsize=(9, 3.4), sharey=True)
+    for label, curve in runs.items():
+        for ax, x in zip(axes, (0, 2)):
+            ax.plot([c[x] for c in curve], [c[1] for c in curve], marker="o", label=label)
+    axes[0].set_xlabel("agent-steps")
+    axes[1].set_xlabel("CPU seconds (training process, evaluations included)")
+    axes[0].set_ylabel("success on 30 held-out seeds")
+    axes[0].set_ylim(-0.02, 1.02)
+    axes[1].axvline(600, color="grey", linestyle=":")
+    for ax in axes:
+        ax.axhline(0.8, color="grey", linestyle=":")
+    axes[1].legend(loc="lower right", fontsize=8)
+    fig.suptitle("MaskablePPO, studio / put_dishwasher_easy, 1 unit (the easy setting)")
     fig.tight_layout()
     fig.savefig(path, dpi=100)
     plt.close(fig)
@@ -299,7 +318,7 @@ def _plot(curve: list[tuple[int, float, float]], path: Path) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--timesteps", type=int, default=300_000)
+    p.add_argument("--timesteps", type=int, default=400_000)
     p.add_argument("--copies", type=int, default=8, help="env copies (x agents = SB3 envs)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--eval-every", type=int, default=50_000)
@@ -314,14 +333,28 @@ def main(argv: list[str] | None = None) -> None:
                         "batched numpy core (household_v0.vector_env)")
     p.add_argument("--n-steps", type=int, default=256, help="rollout ticks per entry")
     p.add_argument("--random", action="store_true", help="only the masked-random baseline")
+    p.add_argument("--plot", type=Path, nargs="+", metavar="RESULTS",
+                   help="only draw these runs' results.json into --out/curve.png")
+    p.add_argument("--random-passes", type=int, default=10,
+                   help="passes of masked random play over the held-out seeds")
     args = p.parse_args(argv)
-    rate = play(masked_random(np.random.default_rng(args.seed)), args.episodes, **EASY)
-    print(f"masked random: held-out success {rate:.2f} ({args.episodes} episodes)")
+    if args.plot:
+        runs = [json.loads(path.read_text()) for path in args.plot]
+        args.out.mkdir(parents=True, exist_ok=True)
+        plot({f"{r['core']}, {r['copies']} households x {r['ppo']['n_steps']} ticks":
+              r["curve"] for r in runs}, args.out / "curve.png")
+        return
+    rates = random_baseline(args.random_passes, args.episodes, args.seed)
+    print(f"masked random: held-out success {np.mean(rates):.3f} (mean of {len(rates)} "
+          f"passes over {args.episodes} episodes; passes {min(rates):.2f}-{max(rates):.2f})")
     if args.random:
         return
     result = train(args.timesteps, args.out, args.copies, args.seed, args.eval_every,
                    args.episodes, args.threads, net=args.net, core=args.core,
                    ppo_kwargs={"n_steps": args.n_steps})
+    saved = args.out / "results.json"
+    saved.write_text(json.dumps({**json.loads(saved.read_text()),
+                                 "masked_random_passes": rates}, indent=1))
     print(f"trained: held-out success {result['held_out_success']:.2f} after "
           f"{result['timesteps']} agent-steps, {result['cpu_seconds']} s CPU with "
           f"evaluations, {result['train_cpu_seconds']} s without "

@@ -78,3 +78,18 @@ def test_a_short_training_run_writes_its_curve_and_results(train_ppo, tmp_path, 
     assert [c[0] for c in saved["curve"]][:2] == [2048, 4096] or len(saved["curve"]) >= 2
     assert (tmp_path / "curve.png").stat().st_size > 1000
     assert (tmp_path / "model.zip").exists()
+
+
+def test_the_command_line_baseline_and_plot(train_ppo, tmp_path, capsys):
+    train_ppo.main(["--random", "--random-passes", "2", "--episodes", "3"])
+    line = capsys.readouterr().out
+    assert re.fullmatch(r"masked random: held-out success \d\.\d{3} \(mean of 2 passes over "
+                        r"3 episodes; passes \d\.\d\d-\d\.\d\d\)\n", line)
+    runs = []
+    for core, copies in (("scalar", 8), ("batched", 64)):
+        path = tmp_path / f"{core}.json"
+        path.write_text(json.dumps({"core": core, "copies": copies, "ppo": {"n_steps": 32},
+                                    "curve": [[1000, 0.1, 5.0], [2000, 0.9, 9.0]]}))
+        runs.append(str(path))
+    train_ppo.main(["--plot", *runs, "--out", str(tmp_path / "fig")])
+    assert (tmp_path / "fig" / "curve.png").stat().st_size > 1000
