@@ -53,6 +53,11 @@ Termination
     ``is_success``; the last one of an episode also ``episode`` (return ``r``, length
     ``l``, units done, invalid actions, collisions).
 
+Vector env
+    ``vector_env(num_envs, ...)``: the batched core, ``num_envs`` households of one
+    layout stepped as numpy arrays shaped ``(num_envs, num_agents, ...)``, with the
+    same dynamics, observations, masks and rewards (``orgteams.envs.vector``).
+
 Layouts and Tasks
     Layouts: ``studio``, ``apartment``, ``house`` (``assets/layouts``), any YAML
     path, or ``generated:<rooms>:<seed>`` for a procedural house. Tasks:

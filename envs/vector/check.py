@@ -56,12 +56,13 @@ def _fail(tick: int, i: int, what: str) -> AssertionError:
 
 
 def compare_with_scalar(num_envs: int, steps: int, seed: int = 0, policy: str = "mixed",
-                        **env_kwargs) -> CheckStats:
-    """Step both cores ``steps`` times side by side; raise on the first difference."""
+                        backend: str = "numpy", **env_kwargs) -> CheckStats:
+    """Step both cores ``steps`` times side by side; raise on the first difference.
+    ``backend``: the vector env's (``"numpy"`` or ``"jax"``)."""
     if policy not in POLICIES:
         raise ValueError(f"policy must be one of {POLICIES}, got {policy!r}")
     env_kwargs.setdefault("obs_mode", "flat")  # the vector env's default, not the scalar's
-    vec = VectorHouseholdEnv(num_envs, seed=seed, **env_kwargs)
+    vec = VectorHouseholdEnv(num_envs, seed=seed, backend=backend, **env_kwargs)
     scalar = [HouseholdEnv(**env_kwargs) for _ in range(num_envs)]
     obs, info = vec.reset()
     ref = [env.reset(seed=seed + i) for i, env in enumerate(scalar)]

@@ -37,11 +37,12 @@ from orgteams.envs.tasks import TaskSpec
 from orgteams.envs.vector.batch import BatchState, max_objects
 from orgteams.envs.vector.dynamics import check_actions, step_batch
 from orgteams.envs.vector.masks import batch_masks
-from orgteams.envs.vector.observe import batch_observations
+from orgteams.envs.vector.observe import batch_observations, flat_observations
 from orgteams.envs.vector.rewards import BatchReward
 from orgteams.envs.vector.tables import LayoutTables, layout_tables
 
 VECTOR_OBS_MODES = ("flat", "image")
+BACKENDS = ("numpy", "jax")
 
 
 class VectorHouseholdEnv:
@@ -55,10 +56,24 @@ class VectorHouseholdEnv:
                  obs_mode: str = "flat", seed: int | Sequence[int] | None = None,
                  view_radius: int = 7, full_observability: bool = False,
                  reward_shaping: bool | str = False, max_ticks: int | None = None,
-                 units: int | tuple[int, int] | None = None, image_scale: int | None = None):
+                 units: int | tuple[int, int] | None = None, image_scale: int | None = None,
+                 observations: bool = True, copy: bool = True, backend: str = "numpy"):
+        """Arguments as :class:`HouseholdEnv`; ``seed`` as :meth:`reset`'s.
+        ``observations=False``: ``reset`` and ``step`` return None for the observations
+        (the core's rate without encoding them; masks, rewards and infos as usual).
+        ``copy=False`` (as Gymnasium's vector envs): flat observations are written into
+        one array that every ``step`` overwrites; copy what you keep (saves allocating
+        ``num_envs x num_agents x D`` floats per step). ``backend="jax"`` (the ``jax``
+        extra; ``obs_mode="flat"``): the tick, masks and observations run as one
+        ``jit``-compiled ``vmap`` of a household's step (:mod:`.jax_core`); episodes and
+        rewards stay on the numpy side."""
         if isinstance(num_envs, bool) or not isinstance(num_envs, int | np.integer) \
                 or num_envs < 1:
             raise ValueError(f"num_envs must be a positive integer, got {num_envs!r}")
+        if backend not in BACKENDS:
+            raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
+        if backend == "jax" and obs_mode != "flat":
+            raise ValueError(f"backend='jax' has obs_mode='flat' only, got {obs_mode!r}")
         if obs_mode not in VECTOR_OBS_MODES:
             raise ValueError(f"obs_mode must be one of {VECTOR_OBS_MODES} for the vector env, "
                              f"got {obs_mode!r}")
@@ -93,6 +108,11 @@ class VectorHouseholdEnv:
         self.scenes: list[Scene] = []
         self._masks: np.ndarray | None = None
         self._seed = seed
+        self.observations = bool(observations)
+        self.backend = backend
+        self._jax = None  # the compiled core of backend="jax", built with the tables
+        self.copy = bool(copy)
+        self._obs_buffer: np.ndarray | None = None
         self._returns = np.zeros(self.num_envs)
         self._invalid = np.zeros(self.num_envs, np.int64)
         self._collisions = np.zeros(self.num_envs, np.int64)
@@ -113,6 +133,10 @@ class VectorHouseholdEnv:
             self._tables = layout_tables(states[0].scene, self._view_radius, self._full)
             self._batch = BatchState.empty(self.num_envs, self.num_agents, self._tables,
                                            max_objects(self.task))
+            if self.backend == "jax":
+                from orgteams.envs.vector.jax_core import JaxCore
+
+                self._jax = JaxCore(self._tables, self._inverse)
             self._reward = BatchReward(self._template.reward_shaping, self.num_envs,
                                        len(self._tables.capacity),
                                        self._batch.object_class.shape[1])
@@ -124,9 +148,8 @@ class VectorHouseholdEnv:
         self._returns[:] = 0.0
         self._invalid[:] = 0
         self._collisions[:] = 0
-        obs = batch_observations(self._tables, self._batch, self.obs_mode, self._inverse,
-                                 self._image_scale)
-        self._masks = batch_masks(self._tables, self._batch)
+        obs = self._observe(self._batch)
+        self._masks = self._batch_masks(self._batch)
         return obs, {"action_mask": self._masks, "tick": self._batch.tick.copy(),
                      "is_success": np.zeros(self.num_envs, bool)}
 
@@ -146,7 +169,7 @@ class VectorHouseholdEnv:
         acts = check_actions(actions, (self.num_envs, self.num_agents))
         before_progress = s.progress.copy()
         before_contents = s.contents.copy() if self._reward.level == "subgoals" else None
-        events = step_batch(t, s, acts)
+        events = step_batch(t, s, acts) if self._jax is None else self._jax.step(s, acts)
         done = (s.progress == s.goal_count).all(axis=1)
         limit = s.step_limit if self.max_ticks is None else self.max_ticks
         truncated = (s.tick >= limit) & ~done
@@ -154,8 +177,8 @@ class VectorHouseholdEnv:
         self._returns += reward
         self._invalid += events.invalid.sum(axis=1)
         self._collisions += events.collision.sum(axis=1)
-        obs = batch_observations(t, s, self.obs_mode, self._inverse, self._image_scale)
-        masks = batch_masks(t, s)
+        obs = self._observe(s, reuse=not self.copy)
+        masks = self._batch_masks(s)
         infos: dict[str, Any] = {"invalid_action": events.invalid,
                                  "collision": events.collision}
         finished = np.flatnonzero(done | truncated)
@@ -199,7 +222,7 @@ class VectorHouseholdEnv:
                              f"household), got {len(seeds)}")
         return seeds
 
-    def _final(self, finished: np.ndarray, obs: np.ndarray, masks: np.ndarray,
+    def _final(self, finished: np.ndarray, obs: np.ndarray | None, masks: np.ndarray,
                done: np.ndarray) -> dict[str, Any]:
         """The finished households' last observations and infos, Gymnasium's way."""
         s = self._batch
@@ -209,7 +232,7 @@ class VectorHouseholdEnv:
         # observation, None elsewhere (no copy of the whole batch).
         final_obs = np.full(self.num_envs, None, dtype=object)
         for i in finished.tolist():
-            final_obs[i] = obs[i].copy()
+            final_obs[i] = None if obs is None else obs[i].copy()
         final_masks = np.zeros_like(masks)
         final_masks[finished] = masks[finished]
         episode = {"r": np.where(flag, self._returns, 0.0), "l": np.where(flag, s.tick, 0),
@@ -225,7 +248,7 @@ class VectorHouseholdEnv:
         return {"final_obs": final_obs, "_final_obs": flag, "final_info": final_info,
                 "_final_info": flag.copy()}
 
-    def _reset_some(self, idx: np.ndarray, obs: np.ndarray, masks: np.ndarray) -> None:
+    def _reset_some(self, idx: np.ndarray, obs: np.ndarray | None, masks: np.ndarray) -> None:
         """Draw the next episode of households ``idx``; write their first observations
         and masks into ``obs`` and ``masks``."""
         s, t = self._batch, self._tables
@@ -237,10 +260,30 @@ class VectorHouseholdEnv:
         self._returns[idx] = 0.0
         self._invalid[idx] = 0
         self._collisions[idx] = 0
+        if self._jax is not None:  # the full batch: a subset's size would compile anew
+            if obs is not None:
+                obs[...] = self._observe(s)
+            masks[...] = self._batch_masks(s)
+            return
         part = s.take(idx)
-        obs[idx] = batch_observations(t, part, self.obs_mode, self._inverse,
-                                      self._image_scale)
+        if obs is not None:
+            obs[idx] = self._observe(part)
         masks[idx] = batch_masks(t, part)
 
+    def _batch_masks(self, batch: BatchState) -> np.ndarray:
+        return batch_masks(self._tables, batch) if self._jax is None else self._jax.masks(batch)
 
-__all__ = ["VectorHouseholdEnv", "VECTOR_OBS_MODES"]
+    def _observe(self, batch: BatchState, reuse: bool = False) -> np.ndarray | None:
+        if not self.observations:
+            return None
+        if self._jax is not None:
+            return self._jax.flat(batch)
+        if reuse and self.obs_mode == "flat":
+            if self._obs_buffer is None:
+                self._obs_buffer = np.empty(self.observation_space.shape, np.float32)
+            return flat_observations(self._tables, batch, self._inverse, self._obs_buffer)
+        return batch_observations(self._tables, batch, self.obs_mode, self._inverse,
+                                  self._image_scale)
+
+
+__all__ = ["VectorHouseholdEnv", "VECTOR_OBS_MODES", "BACKENDS"]

@@ -14,9 +14,12 @@ import numpy as np
 from orgteams.envs.actions import ACTIONS, HAND_CAPACITY, MAX_SLOTS
 from orgteams.envs.catalog import load_catalog
 from orgteams.envs.observations import MAX_GOAL, ArrayObserver
-from orgteams.envs.rl_obs import planes
+from orgteams.envs.rl_obs import flat_tail, planes
 from orgteams.envs.state import Scene
 
+# Most memory for the float32 copy of the static planes (flat observations gather their
+# rows from it; past this they are gathered as uint8 and converted).
+FLAT_TABLE_BYTES = 64 << 20
 # Neighbour kinds of the mask table, as in orgteams.envs.masks (there: floor/door/furniture).
 K_NONE, K_FLOOR, K_DOOR, K_FURNITURE = 0, 1, 2, 3
 
@@ -56,10 +59,27 @@ class LayoutTables:
     num_furniture_types: int
     stand_index: np.ndarray  # (HW,) row of static_planes for each standing cell (else 0)
     static_planes: np.ndarray  # (cells one can stand on, side * side, 38) uint8
+    flat_tail: int  # entries of a flat observation after the planes
+    furniture_slot: np.ndarray  # (standing cells, F) window_slot of each furniture
+    switch_slot: np.ndarray  # (standing cells, D + containers) of each door, then container
+    _static_flat: np.ndarray | None = None
 
     @property
     def cells(self) -> int:
         return self.height * self.width
+
+    def static_flat(self) -> np.ndarray | None:
+        """:attr:`static_planes` as float32 rows as wide as a flat observation (zeros
+        after the planes), or None when that would pass ``FLAT_TABLE_BYTES``."""
+        if self._static_flat is None:
+            rows, cells, planes = self.static_planes.shape
+            width = cells * planes + self.flat_tail
+            if rows * width * 4 > FLAT_TABLE_BYTES:
+                return None
+            table = np.zeros((rows, width), np.float32)
+            table[:, :cells * planes] = self.static_planes.reshape(rows, -1)
+            self._static_flat = table
+        return self._static_flat
 
     def window_slot(self, viewer: np.ndarray, target: np.ndarray) -> np.ndarray:
         """Window position (``row * side + col``) of ``target`` cells in the view of an
@@ -118,7 +138,7 @@ def layout_tables(scene: Scene, view_radius: int, full_observability: bool) -> L
     stand = np.flatnonzero(scene.view_array >= 0)
     stand_index = np.zeros(hw, np.int64)
     stand_index[stand] = np.arange(len(stand))
-    return LayoutTables(
+    tables = LayoutTables(
         height=lay.height, width=lay.width, deltas=deltas, floor=floor, door_at=door_at,
         furniture_at=furniture_at, is_container=np.array(scene.is_container, bool),
         capacity=capacity,
@@ -130,9 +150,18 @@ def layout_tables(scene: Scene, view_radius: int, full_observability: bool) -> L
         radius=view_radius, channels=base.shape[1], base=base, windows=windows,
         view_of_cell=scene.view_array, visible=visible,
         num_classes=len(cat.object_classes), num_furniture_types=len(cat.furniture_types),
-        stand_index=stand_index,
+        stand_index=stand_index, flat_tail=flat_tail(np.zeros((1, 2), np.uint8),
+                                                     np.zeros((1, MAX_GOAL, 3), np.uint8)
+                                                     ).shape[1],
         static_planes=_static_planes(base, windows[stand], np.concatenate([door_cell, boxes]),
-                                     lay.width, view_radius))
+                                     lay.width, view_radius),
+        furniture_slot=np.zeros((0, 0), np.int64), switch_slot=np.zeros((0, 0), np.int64))
+    # Where each piece of furniture, door and container shows in each standing cell's
+    # window (the same for every household: a gather instead of the arithmetic per tick).
+    viewer = stand[:, None]
+    tables.furniture_slot = tables.window_slot(viewer, furniture_cell[None, :])
+    tables.switch_slot = tables.window_slot(viewer, np.concatenate([door_cell, boxes])[None, :])
+    return tables
 
 
 def _static_planes(base: np.ndarray, windows: np.ndarray, switches: np.ndarray, width: int,

@@ -98,3 +98,36 @@ def test_bad_arguments_are_refused():
         vec.reset(seed=[1, 2, 3])
     with pytest.raises(ValueError, match=re.escape("Unknown layout 'studi'.")):
         household_v0.vector_env(2, layout="studi")
+    with pytest.raises(ValueError, match=re.escape(
+            "backend must be one of ('numpy', 'jax'), got 'torch'")):
+        household_v0.vector_env(2, backend="torch")
+    with pytest.raises(ValueError, match=re.escape(
+            "backend='jax' has obs_mode='flat' only, got 'image'")):
+        household_v0.vector_env(2, backend="jax", obs_mode="image")
+
+
+def test_copy_false_reuses_one_array_with_the_same_values():
+    kwargs = dict(layout="studio", num_agents=2, seed=5, task="put_dishwasher_easy")
+    fresh = household_v0.vector_env(3, **kwargs)
+    reused = household_v0.vector_env(3, copy=False, **kwargs)
+    fresh.reset()
+    reused.reset()
+    rng = np.random.default_rng(0)
+    first = earlier = None
+    for _ in range(20):
+        acts = rng.integers(0, NUM_ACTIONS, size=(3, 2))
+        want = fresh.step(acts)[0]
+        got = reused.step(acts)[0]
+        np.testing.assert_array_equal(got, want)
+        first = got if first is None else first
+        assert np.shares_memory(got, first)  # one array, overwritten each step
+        assert earlier is None or not np.shares_memory(want, earlier)  # copy=True: new ones
+        earlier = want
+
+
+def test_observations_off_returns_none_and_keeps_masks():
+    vec = household_v0.vector_env(2, layout="studio", num_agents=2, observations=False)
+    obs, info = vec.reset(seed=0)
+    assert obs is None and info["action_mask"].shape == (2, 2, NUM_ACTIONS)
+    obs, rew, *_ = vec.step(np.zeros((2, 2), np.int64))
+    assert obs is None and rew.shape == (2, 2)
