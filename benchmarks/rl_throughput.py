@@ -8,12 +8,16 @@ other jobs count less):
 * the raw env's agent-steps/s with pre-drawn random actions: array observations with
   masks off and on (the difference is the masks' share of a tick), flat observations
   (what the training loop steps), and the same on ``apartment`` with 3 agents;
-* the cost of computing masks from scratch (no reuse between ticks) per tick, as a
-  share of a tick;
-* the training loops' agent-steps/s (collecting and learning): sb3-contrib's
-  MaskablePPO over the example's ``AgentVecEnv``, and SB3's PPO over SuperSuit's
-  ``pettingzoo_env_to_vec_env_v1`` (the PettingZoo recipe), and the ratio of the raw
-  env to each.
+* what action masks cost per tick, as a share of the tick with masks off: as the env
+  computes them (rows reused across ticks that change nothing they depend on) and from
+  scratch, under uniform random action ids and under uniform random *valid* actions;
+* the batched core (``household_v0.vector_env``) on the example's setting at 8 and 64
+  households, and at 64 through the SB3 adapter (``orgteams.envs.vector.sb3``);
+* the example's training loop (``train_ppo.make_model``: MaskablePPO, per-cell layer,
+  4 epochs, 1 torch thread) collecting only (PPO updates off) and collecting + learning,
+  over the scalar path (8 envs), the batched core (64 households, 32-tick rollouts) and
+  SuperSuit's ``pettingzoo_env_to_vec_env_v1`` with SB3's PPO (the PettingZoo recipe),
+  each beside its raw env (the scalar flat env, or the batched core at 64 households).
 
 Run: ``python benchmarks/rl_throughput.py [--seconds 2] [--train-steps 8192]``
 (needs the ``rl`` extra for the training rows; they are skipped without it).
@@ -158,7 +162,7 @@ def train_rate(kind: str, steps: int, collect_only: bool = False) -> float:
         venv = ss.concat_vec_envs_v1(ss.pettingzoo_env_to_vec_env_v1(
             household_v0.parallel_env(**EXAMPLE)), 8, num_cpus=0,
             base_class="stable_baselines3")
-        model, _ = make_model(venv, algo=PPO)
+        model, _ = make_model(venv, seed=None, algo=PPO)
     else:
         households, ticks = TRAINING[kind]
         model, _ = make_model(make_vec_env(kind, households, **EXAMPLE),

@@ -197,10 +197,11 @@ def cell_extractor(view_radius: int, embed: int = 8):
     return CellFeatures
 
 
-def make_model(venv, net: str = "cells", seed: int = 0, view_radius: int = 5,
+def make_model(venv, net: str = "cells", seed: int | None = 0, view_radius: int = 5,
                ppo_kwargs: dict | None = None, algo: type | None = None) -> tuple[Any, dict]:
     """The example's learner over ``venv`` and its settings: ``algo`` (default
-    sb3-contrib's ``MaskablePPO``) with ``MlpPolicy``; ``net`` as :func:`train`."""
+    sb3-contrib's ``MaskablePPO``) with ``MlpPolicy``; ``net`` as :func:`train`;
+    ``seed=None`` for vector envs that take no seed (SuperSuit's)."""
     import torch
     from sb3_contrib import MaskablePPO
 
