@@ -1,19 +1,24 @@
 """Masked PPO on household_v0: one policy shared by every agent (sb3-contrib's MaskablePPO).
 
 The easy setting (the default): the ``studio`` layout, ``put_dishwasher_easy`` with a
-goal of one unit (``units=1``), two agents, full observability, ``obs_mode="flat"`` and
-``reward_shaping="subgoals"``. Every agent of every env copy is one entry of an SB3
-``VecEnv`` (:class:`AgentVecEnv`), so the agents share the policy's parameters; the
-env's own action masks (``info["action_mask"]``) feed MaskablePPO.
+goal of one unit (``units=1``) whose dish starts on a surface, two agents, full
+observability, ``obs_mode="flat"`` and ``reward_shaping="subgoals"``. Every agent of
+every household is one entry of an SB3 ``VecEnv``, so the agents share the policy's
+parameters; the env's own action masks feed MaskablePPO. Two paths to the same
+episodes: ``--core scalar`` steps ``parallel_env`` copies one by one
+(:class:`ScalarAgentVecEnv`), ``--core batched`` the batched numpy core
+(``household_v0.vector_env`` under :class:`orgteams.envs.vector.sb3.AgentVecEnv`).
 
 Run (``pip install "orgteams[rl]"``)::
 
-    python examples/train_ppo.py --timesteps 300000 --out runs/ppo
-    python examples/train_ppo.py --random --episodes 30      # the masked-random baseline
+    python examples/train_ppo.py --out runs/ppo                 # 400k agent-steps
+    python examples/train_ppo.py --core batched --out runs/ppo  # the same, batched core
+    python examples/train_ppo.py --random                       # the masked-random baseline
 
-It prints the success rate on held-out seeds (never used in training) of the trained
-policy and of masked random play, and writes ``curve.png`` and ``results.json`` into
-``--out``. ``examples/README.md`` has the reference numbers.
+It prints the success rate on held-out seeds (never used in training) of masked random
+play and of the trained policy, and writes ``curve.png`` and ``results.json`` into
+``--out``; ``--plot A/results.json B/results.json`` draws runs side by side.
+``examples/README.md`` has the reference numbers.
 """
 
 from __future__ import annotations
@@ -218,7 +223,7 @@ def make_model(venv, net: str = "cells", seed: int | None = 0, view_radius: int 
     return (algo or MaskablePPO)("MlpPolicy", venv, seed=seed, verbose=0, **ppo), ppo
 
 
-def train(timesteps: int, out: Path, copies: int = 8, seed: int = 0, eval_every: int = 50_000,
+def train(timesteps: int, out: Path, copies: int = 8, seed: int = 0, eval_every: int = 100_000,
           eval_episodes: int = 30, threads: int = 1, net: str = "cells", core: str = "scalar",
           ppo_kwargs: dict | None = None, **env_kwargs: Any) -> dict:
     """Train MaskablePPO, evaluating on held-out seeds every ``eval_every`` steps.
@@ -271,7 +276,7 @@ def train(timesteps: int, out: Path, copies: int = 8, seed: int = 0, eval_every:
     model.save(out / "model.zip")
     train_cpu = cpu - eval_cpu[0]
     result = {"setting": env_kwargs, "timesteps": model.num_timesteps, "copies": copies,
-              "core": core, "net": net, "ppo": {k: v for k, v in ppo.items()
+              "core": core, "seed": seed, "net": net, "ppo": {k: v for k, v in ppo.items()
                                                 if k != "policy_kwargs"},
               "cpu_seconds": round(cpu, 1), "train_cpu_seconds": round(train_cpu, 1),
               "wall_seconds": round(time.time() - wall, 1),
@@ -322,7 +327,7 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--timesteps", type=int, default=400_000)
     p.add_argument("--copies", type=int, default=8, help="env copies (x agents = SB3 envs)")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--eval-every", type=int, default=50_000)
+    p.add_argument("--eval-every", type=int, default=100_000)
     p.add_argument("--episodes", type=int, default=30, help="held-out evaluation episodes")
     p.add_argument("--out", type=Path, default=Path("runs/ppo"))
     p.add_argument("--threads", type=int, default=1, help="torch threads")
@@ -342,8 +347,8 @@ def main(argv: list[str] | None = None) -> None:
     if args.plot:
         runs = [json.loads(path.read_text()) for path in args.plot]
         args.out.mkdir(parents=True, exist_ok=True)
-        plot({f"{r['core']}, {r['copies']} households x {r['ppo']['n_steps']} ticks":
-              r["curve"] for r in runs}, args.out / "curve.png")
+        plot({f"{r['core']}, seed {r['seed']}, {r['copies']} households x "
+              f"{r['ppo']['n_steps']} ticks": r["curve"] for r in runs}, args.out / "curve.png")
         return
     rates = random_baseline(args.random_passes, args.episodes, args.seed)
     print(f"masked random: held-out success {np.mean(rates):.3f} (mean of {len(rates)} "

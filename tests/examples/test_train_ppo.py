@@ -88,7 +88,8 @@ def test_the_command_line_baseline_and_plot(train_ppo, tmp_path, capsys):
     runs = []
     for core, copies in (("scalar", 8), ("batched", 64)):
         path = tmp_path / f"{core}.json"
-        path.write_text(json.dumps({"core": core, "copies": copies, "ppo": {"n_steps": 32},
+        path.write_text(json.dumps({"core": core, "seed": 0, "copies": copies,
+                                    "ppo": {"n_steps": 32},
                                     "curve": [[1000, 0.1, 5.0], [2000, 0.9, 9.0]]}))
         runs.append(str(path))
     train_ppo.main(["--plot", *runs, "--out", str(tmp_path / "fig")])
