@@ -172,6 +172,8 @@ class ArrayObserver:
 
     def view_mask(self, view: int) -> np.ndarray:
         """(H + 2r, W + 2r) bool, padded: the cells visible from a view."""
+        # The batched core takes its visibility from here (vector.tables) and restates
+        # what changes inside a view; tests/envs/test_vector_differential.py pins it.
         if view not in self._masks:
             lay = self.scene.layout
             if self.full:

@@ -20,6 +20,7 @@ households that did not finish), ``final_info`` a dict of ``(num_envs, ...)`` ar
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from typing import Any
 
@@ -74,6 +75,8 @@ class VectorHouseholdEnv:
             raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
         if backend == "jax" and obs_mode != "flat":
             raise ValueError(f"backend='jax' has obs_mode='flat' only, got {obs_mode!r}")
+        if backend == "jax":  # fail here, not at the first reset, when JAX is missing
+            import orgteams.envs.vector.jax_core  # noqa: F401
         if obs_mode not in VECTOR_OBS_MODES:
             raise ValueError(f"obs_mode must be one of {VECTOR_OBS_MODES} for the vector env, "
                              f"got {obs_mode!r}")
@@ -91,12 +94,8 @@ class VectorHouseholdEnv:
         self.possible_agents = list(tpl.possible_agents)
         self.single_observation_space = tpl.observation_space(tpl.possible_agents[0])
         self.single_action_space = spaces.Discrete(NUM_ACTIONS)
-        box = self.single_observation_space
         shape = (self.num_envs, self.num_agents)
-        self.observation_space = spaces.Box(
-            np.broadcast_to(box.low, shape + box.shape), np.broadcast_to(box.high,
-                                                                         shape + box.shape),
-            dtype=box.dtype)
+        self.observation_shape = shape + self.single_observation_space.shape
         self.action_space = spaces.MultiDiscrete(np.full(shape, NUM_ACTIONS))
         self._inverse = getattr(tpl, "_flat_inverse", None)
         self._image_scale = tpl.image_scale
@@ -123,6 +122,8 @@ class VectorHouseholdEnv:
         """Start a new episode in every household. ``seed``: an int (household ``i``
         gets ``seed + i``) or one seed per household; None continues each household's
         generator (the constructor's ``seed`` on the first reset)."""
+        if options:  # nothing silently ignored
+            raise ValueError(f"the vector env takes no reset options, got {sorted(options)}")
         if seed is None and not self._rngs:
             seed = self._seed
         if seed is not None or not self._rngs:
@@ -171,7 +172,7 @@ class VectorHouseholdEnv:
         before_contents = s.contents.copy() if self._reward.level == "subgoals" else None
         events = step_batch(t, s, acts) if self._jax is None else self._jax.step(s, acts)
         done = (s.progress == s.goal_count).all(axis=1)
-        limit = s.step_limit if self.max_ticks is None else self.max_ticks
+        limit = self.max_ticks or s.step_limit  # as the scalar env: 0 or None -> the task's
         truncated = (s.tick >= limit) & ~done
         reward = self._reward(t, before_progress, before_contents, s, events, done)
         self._returns += reward
@@ -194,6 +195,14 @@ class VectorHouseholdEnv:
         return (obs, np.broadcast_to(reward[:, None], shape).copy(),
                 np.broadcast_to(done[:, None], shape).copy(),
                 np.broadcast_to(truncated[:, None], shape).copy(), infos)
+
+    @functools.cached_property
+    def observation_space(self) -> spaces.Box:
+        """The batch's space, built on first use: its bounds are two arrays as large as
+        a batch of observations (200 MB at 1024 households of 3)."""
+        box = self.single_observation_space
+        return spaces.Box(np.broadcast_to(box.low, self.observation_shape),
+                          np.broadcast_to(box.high, self.observation_shape), dtype=box.dtype)
 
     def action_masks(self) -> np.ndarray:
         """The current ``(num_envs, num_agents, 53)`` int8 masks (sb3-contrib's hook)."""
@@ -280,7 +289,7 @@ class VectorHouseholdEnv:
             return self._jax.flat(batch)
         if reuse and self.obs_mode == "flat":
             if self._obs_buffer is None:
-                self._obs_buffer = np.empty(self.observation_space.shape, np.float32)
+                self._obs_buffer = np.empty(self.observation_shape, np.float32)
             return flat_observations(self._tables, batch, self._inverse, self._obs_buffer)
         return batch_observations(self._tables, batch, self.obs_mode, self._inverse,
                                   self._image_scale)

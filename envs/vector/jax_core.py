@@ -54,7 +54,7 @@ class JaxCore:
             is_container=t.is_container, capacity=t.capacity, ftype=t.furniture_type,
             kind=t.neighbour_kind, index=t.neighbour_index, ncell=t.neighbour_cell,
             stand=t.stand_index, static=t.static_planes.reshape(len(t.static_planes), -1),
-            fslot=t.furniture_slot, sslot=t.switch_slot, view=t.view_of_cell,
+            slot_cell=t.slot_cell, view=t.view_of_cell,
             visible=t.visible, boxes=boxes,
             closed=np.array([T_DOOR_CLOSED] * len(t.door_cell) + [T_CLOSED] * len(boxes)),
             verb=VERB.astype(np.int64), direction=DIRECTION, slot=SLOT).items()}
@@ -198,57 +198,68 @@ class JaxCore:
         return out.astype(jnp.int8).reshape(agents, NUM_ACTIONS)
 
     def _flat_one(self, st: dict) -> jnp.ndarray:
+        """The flat observations of a household's agents (``observe.flat_observations``).
+
+        Gathers, no scatters (a fixed-shape scatter pays for every candidate entry and
+        runs as a loop on CPU): each window slot looks up the cell it shows
+        (``slot_cell``), the furniture or door there and the agent standing there; the
+        changing planes (door / container tiles, teammates, object counts and goal
+        rows) are built per slot and added to the still planes of the table.
+        """
         c, t = self.c, self.t
         pos, agents = st["pos"], st["pos"].shape[0]
-        planes = t.static_planes.shape[2]
-        objects_plane = TILE_PLANES + AGENT_PLANES + t.num_furniture_types
-        goal_plane = objects_plane + 1
+        side2, planes = t.static_planes.shape[1], t.static_planes.shape[2]
+        k = t.num_classes
         stand = c["stand"][pos]
-        grid = c["static"][stand].astype(jnp.float32)  # binary planes: scale 1
-        size = grid.shape[1]
-        rows = jnp.arange(agents)
-        ones = []
-        if t.switch_slot.shape[1]:
-            slot = c["sslot"][stand]  # (A, J)
-            flags = jnp.concatenate([st["door_open"], st["container_open"][c["boxes"]]])
-            plane = c["closed"] - 1 + flags
-            ones.append((rows[:, None], slot, plane[None, :], slot >= 0))
-        seen = self._window_slot(pos[:, None], pos[None, :])  # (A, A)
-        ones.append((rows[:, None], seen, TILE_PLANES + 1, (seen >= 0) & ~jnp.eye(agents,
-                                                                                dtype=bool)))
-        fslot = c["fslot"][stand]  # (A, F)
-        missing = (st["goal_count"] > st["progress"]) & (st["goal_class"] >= 0)
-        wanted = (c["ftype"][:, None] == st["goal_target"][None, :]) & missing[None, :]
-        g = jnp.arange(missing.shape[0])
-        ones.append((rows[:, None, None], fslot[:, :, None], goal_plane + 1 + 2 * g,
-                     (fslot >= 0)[:, :, None] & wanted[None]))
-        for r, sl, pl, ok in ones:
-            at = jnp.where(ok, sl * planes + pl, size)
-            grid = grid.at[jnp.broadcast_to(r, at.shape), at].set(1.0, mode="drop")
-        counts = jnp.zeros((agents, size), jnp.int32)
+        goal_class = st["goal_class"]
+        missing = (st["goal_count"] > st["progress"]) & (goal_class >= 0)
+
+        def count_planes(per_class: jnp.ndarray, target: jnp.ndarray) -> jnp.ndarray:
+            """(X, K) objects per class, (X, G) target marks -> (X, 11): objects, then
+            per goal row its class count and target mark."""
+            goal = per_class[:, jnp.maximum(goal_class, 0)] * (goal_class >= 0)
+            pairs = jnp.stack([goal, target], axis=-1).reshape(per_class.shape[0], -1)
+            return jnp.concatenate([per_class.sum(-1, keepdims=True), pairs], axis=1)
+
+        cell = c["slot_cell"][stand]  # (A, S2): the cell each slot shows, -1 hidden
+        at = jnp.maximum(cell, 0)
+        furn = jnp.where(cell >= 0, c["furniture_at"][at], -1)
+        door = jnp.where(cell >= 0, c["door_at"][at], -1)
+        # Furniture: what lies on / in it when open, and the goal rows it is a target of.
         contents = st["contents"]
-        cls_in = st["object_class"][jnp.maximum(contents, 0)]  # (F, C)
-        shown = (fslot >= 0)[:, :, None] & st["container_open"][None, :, None] \
-            & (contents >= 0)[None]  # (A, F, C)
+        cls_in = jnp.where(contents >= 0, st["object_class"][jnp.maximum(contents, 0)], -1)
+        per_f = (cls_in[..., None] == jnp.arange(k)).sum(axis=1) \
+            * st["container_open"][:, None]
+        target = (c["ftype"][:, None] == st["goal_target"][None, :]) & missing[None, :]
+        by_furniture = count_planes(per_f, target)
+        counts = jnp.where((furn >= 0)[..., None], by_furniture[jnp.maximum(furn, 0)], 0)
+        # Agents: what each holds counts at its cell; teammates are marked.
         hands = st["hands"][:, :HAND_CAPACITY]
-        cls_held = st["object_class"][jnp.maximum(hands, 0)]  # (A holder, 2)
-        held_ok = (seen >= 0)[:, :, None] & (jnp.arange(HAND_CAPACITY)[None, None, :]
-                                             < st["held"][None, :, None])
-        for sl, cls, ok in ((jnp.broadcast_to(fslot[:, :, None], shown.shape),
-                             jnp.broadcast_to(cls_in[None], shown.shape), shown),
-                            (jnp.broadcast_to(seen[:, :, None], held_ok.shape),
-                             jnp.broadcast_to(cls_held[None], held_ok.shape), held_ok)):
-            r = jnp.broadcast_to(rows.reshape((agents,) + (1,) * (sl.ndim - 1)), sl.shape)
-            at = jnp.where(ok, sl * planes + objects_plane, size)
-            counts = counts.at[r, at].add(1, mode="drop")
-            for gi in range(missing.shape[0]):
-                hit = ok & (cls == st["goal_class"][gi])
-                at = jnp.where(hit, sl * planes + goal_plane + 2 * gi, size)
-                counts = counts.at[r, at].add(1, mode="drop")
+        cls_h = jnp.where(jnp.arange(HAND_CAPACITY)[None, :] < st["held"][:, None],
+                          st["object_class"][jnp.maximum(hands, 0)], -1)
+        per_h = (cls_h[..., None] == jnp.arange(k)).sum(axis=1)  # (A holder, K)
+        by_agent = count_planes(per_h, jnp.zeros((agents, goal_class.shape[0]), bool))
+        here = (cell[..., None] == pos[None, None, :]) & (cell >= 0)[..., None]  # (A,S2,A)
+        counts = counts + (here[..., None] * by_agent[None, None]).sum(axis=2)
+        mate = (here & ~jnp.eye(agents, dtype=bool)[:, None, :]).any(axis=-1)
+        # Door and container tiles: "closed" + open flag; tile code c is plane c - 1.
+        f = jnp.maximum(furn, 0)
+        if st["door_open"].shape[0]:
+            door_code = T_DOOR_CLOSED + st["door_open"][jnp.maximum(door, 0)]
+        else:
+            door_code = jnp.zeros_like(door)
+        code = jnp.where(door >= 0, door_code, jnp.where(
+            (furn >= 0) & c["is_container"][f], T_CLOSED + st["container_open"][f], 0))
+        tiles = code[..., None] == jnp.arange(1, TILE_PLANES + 1)
+        blank = jnp.zeros((agents, side2, planes - TILE_PLANES - AGENT_PLANES - counts.shape[2]),
+                          bool)  # the furniture type planes: all still
+        dynamic = jnp.concatenate([tiles, jnp.zeros((agents, side2, 1), bool), mate[..., None],
+                                   blank], axis=2).astype(jnp.uint8)
+        dynamic = jnp.concatenate([dynamic, counts.astype(jnp.uint8)], axis=2)
+        grid = c["static"][stand] + dynamic.reshape(agents, -1)  # disjoint planes
         inv = self.inverse
-        grid = grid + counts.astype(jnp.uint8) * inv[:size]  # count planes start at 0
-        tail = self._tail(st)
-        return jnp.concatenate([grid, tail * inv[size:]], axis=1)
+        size = side2 * planes
+        return jnp.concatenate([grid * inv[:size], self._tail(st) * inv[size:]], axis=1)
 
     def _tail(self, st: dict) -> jnp.ndarray:
         """``rl_obs.flat_tail`` of every agent: hand slots' class one-hot, goal rows."""

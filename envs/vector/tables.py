@@ -62,6 +62,7 @@ class LayoutTables:
     flat_tail: int  # entries of a flat observation after the planes
     furniture_slot: np.ndarray  # (standing cells, F) window_slot of each furniture
     switch_slot: np.ndarray  # (standing cells, D + containers) of each door, then container
+    slot_cell: np.ndarray = None  # (standing cells, side * side) the cell seen there, or -1
     _static_flat: np.ndarray | None = None
 
     @property
@@ -161,6 +162,14 @@ def layout_tables(scene: Scene, view_radius: int, full_observability: bool) -> L
     viewer = stand[:, None]
     tables.furniture_slot = tables.window_slot(viewer, furniture_cell[None, :])
     tables.switch_slot = tables.window_slot(viewer, np.concatenate([door_cell, boxes])[None, :])
+    side = 2 * view_radius + 1
+    ky, kx = np.divmod(np.arange(side * side), side)
+    y = stand[:, None] // lay.width + ky - view_radius
+    x = stand[:, None] % lay.width + kx - view_radius
+    inside = (y >= 0) & (y < lay.height) & (x >= 0) & (x < lay.width)
+    cell = np.where(inside, y * lay.width + x, 0)
+    seen = inside & visible[scene.view_array[stand]][np.arange(len(stand))[:, None], cell]
+    tables.slot_cell = np.where(seen, cell, -1)
     return tables
 
 

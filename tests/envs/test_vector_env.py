@@ -15,7 +15,7 @@ def test_shapes_dtypes_and_spaces():
     vec = household_v0.vector_env(4, layout="studio", task="put_dishwasher_easy",
                                   num_agents=3, obs_mode="flat", seed=1)
     obs, info = vec.reset()
-    assert obs.shape == (4, 3) + vec.single_observation_space.shape
+    assert obs.shape == vec.observation_shape == (4, 3) + vec.single_observation_space.shape
     assert obs.dtype == np.float32 and vec.observation_space.contains(obs)
     assert info["action_mask"].shape == (4, 3, NUM_ACTIONS)
     assert info["action_mask"].dtype == np.int8
@@ -96,6 +96,9 @@ def test_bad_arguments_are_refused():
     with pytest.raises(ValueError, match=re.escape(
             "seed must be an int or 2 seeds (one per household), got 3")):
         vec.reset(seed=[1, 2, 3])
+    with pytest.raises(ValueError, match=re.escape(
+            "the vector env takes no reset options, got ['state']")):
+        vec.reset(options={"state": None})
     with pytest.raises(ValueError, match=re.escape("Unknown layout 'studi'.")):
         household_v0.vector_env(2, layout="studi")
     with pytest.raises(ValueError, match=re.escape(
