@@ -308,6 +308,7 @@ def plot(runs: dict[str, list], path: Path) -> None:
     for label, curve in runs.items():
         for ax, x in zip(axes, (0, 2)):
             ax.plot([c[x] for c in curve], [c[1] for c in curve], marker="o", label=label)
+    axes[0].xaxis.set_major_formatter(lambda x, _: f"{x / 1000:.0f}k")
     axes[0].set_xlabel("agent-steps")
     axes[1].set_xlabel("CPU seconds (training process, evaluations included)")
     axes[0].set_ylabel("success on 30 held-out seeds")
