@@ -7,7 +7,9 @@ the reply. An invalid reply gets one actionable correction message and at most
 ``max_retries`` more attempts; after that, or when the backend fails
 (:class:`~orgteams.agents.backends.BackendError`), the agent takes the declared safe
 decision (act: ``continue`` when busy, else ``wait``; communicate: silence) and the
-:class:`~orgteams.agents.agent_base.DecisionRecord` says why, with every raw reply.
+:class:`~orgteams.agents.records.DecisionRecord` says why, with every raw reply.
+The ask, validate, correct, retry loop is the one of
+:mod:`orgteams.agents.structured`, shared with the Critic and the Coordinator.
 It never picks a random action.
 """
 
@@ -29,10 +31,9 @@ from orgteams.agents.agent_base import (
     TeamMessage,
     safe_action,
 )
-from orgteams.agents.backends.base import BackendError, ChatBackend, ChatMessage, parse_json_reply
+from orgteams.agents.backends.base import ChatBackend, ChatMessage
 from orgteams.agents.decisions import (
     ParsedCommunicate,
-    ReplyError,
     ReplySpec,
     act_spec,
     communicate_spec,
@@ -49,6 +50,7 @@ from orgteams.agents.prompts import (
     terse_label,
 )
 from orgteams.agents.quoting import one_line, quote_text
+from orgteams.agents.structured import astructured_call
 from orgteams.envs.messages import EVERYONE
 
 if TYPE_CHECKING:
@@ -318,52 +320,15 @@ class LLMAgent(DialogueMember):
         spec: ReplySpec,
         parse: Callable[[Any], T],
     ) -> T | None:
-        """Ask, validate, correct and retry; None means: take the safe decision."""
-        record.prompt = list(prompt)
-        conversation = list(prompt)
-        for attempt in range(self.max_retries + 1):
-            try:
-                completion = await self.backend.acomplete(
-                    conversation,
-                    schema=spec.schema,
-                    temperature=self.temperature,
-                    max_tokens=self.max_tokens,
-                    seed=self.seed,
-                )
-            except BackendError as exc:
-                record.attempts += exc.attempts
-                record.error = f"{exc.kind}: {exc.reason}"
-                record.fallback = f"backend error ({exc.kind})"
-                return None
-            record.attempts += completion.attempts
-            record.usage += completion.usage
-            record.latency += completion.latency
-            record.cached_calls += int(completion.cached)
-            if completion.cached:
-                record.cached_usage += completion.usage
-            record.model = completion.model or record.model
-            record.replies.append(completion.text)
-            parsed = completion.parsed
-            if parsed is None:
-                parsed = parse_json_reply(completion.text)
-            try:
-                result = parse(parsed)
-            except ReplyError as exc:
-                record.errors.append(str(exc))
-                if attempt < self.max_retries:
-                    record.retries += 1
-                    correction = self.templates.render(
-                        "correction", error=str(exc), fields=spec.fields, hint=spec.hint
-                    )
-                    conversation += [
-                        {"role": "assistant", "content": completion.text},
-                        {"role": "user", "content": correction},
-                    ]
-                continue
-            record.parsed = parsed
-            return result
-        record.fallback = f"invalid reply after {self.max_retries + 1} attempt(s)"
-        return None
+        """One structured call (:func:`~orgteams.agents.structured.astructured_call`)
+        filling ``record``; None means: take the safe decision."""
+        value, _ = await astructured_call(
+            self.backend, prompt, schema=spec.schema, parse=parse, record=record,
+            correction=lambda error: self.templates.render(
+                "correction", error=error, fields=spec.fields, hint=spec.hint),
+            max_retries=self.max_retries, temperature=self.temperature,
+            max_tokens=self.max_tokens, seed=self.seed)
+        return value
 
 
 def _visible_lines(ctx: CommunicateContext) -> list[str]:

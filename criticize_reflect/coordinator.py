@@ -29,8 +29,9 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from orgteams.agents.backends.base import ChatBackend
+from orgteams.agents.decisions import ReplyError
+from orgteams.agents.structured import pydantic_parser, structured_call
 from orgteams.criticize_reflect.critic import Critique
-from orgteams.criticize_reflect.structured import ReplyInvalid, structured_call
 from orgteams.envs.errors import UserError
 from orgteams.organizations.protocol_facts import PROTOCOLS
 from orgteams.organizations.spec import (
@@ -378,7 +379,7 @@ class Coordinator:
             if not valid:
                 reasons = "; ".join(f"candidate {r['index']}: {r['reason']}" for r in seen
                                     if r["attempt"] == attempt[0])
-                raise ReplyInvalid(f"no candidate is valid ({reasons})")
+                raise ReplyError(f"no candidate is valid ({reasons})")
             if reply.pick in valid:
                 pick, why = reply.pick, "model pick"
             else:
@@ -387,12 +388,19 @@ class Coordinator:
                                        pick_reason=why, analysis=reply.analysis,
                                        options=[o for o in built if o is not None])
 
+        from orgteams.agents.prompts import default_templates
+
+        templates = self.templates or default_templates()
+        hint = (f"give 1 to {self.k} candidates that change only editable fields "
+                f"({', '.join(EDITABLE_FIELDS)}), never human-only ones, and pick one "
+                "by its index")
         decision, call = structured_call(
-            self.backend, self.prompt(history, current, approved), CoordinatorReply,
-            check=check, example=EXAMPLE,
-            hint=(f"give 1 to {self.k} candidates that change only editable fields "
-                  f"({', '.join(EDITABLE_FIELDS)}), never human-only ones, and pick one "
-                  "by its index"), max_retries=self.max_retries, max_tokens=self.max_tokens)
+            self.backend, self.prompt(history, current, approved),
+            schema=CoordinatorReply.model_json_schema(),
+            parse=pydantic_parser(CoordinatorReply, check),
+            correction=lambda error: templates.render("correction", error=error,
+                                                      example=EXAMPLE, hint=hint),
+            max_retries=self.max_retries, max_tokens=self.max_tokens)
         if decision is None:
             reason = call.fallback or "no decision"
             decision = CoordinatorDecision(organization=current, pick_reason=f"fallback: {reason}",

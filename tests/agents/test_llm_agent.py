@@ -117,7 +117,8 @@ def test_retries_exhausted_falls_back_to_wait_with_raw_replies():
     decision = run(Agent("agent_0", backend, max_retries=1).act(FakeEnv(), 2, ACT_CTX))
     assert decision.action_id == "wait"
     rec = decision.record
-    assert rec.fallback == "invalid reply after 2 attempt(s)" and rec.parsed is None
+    assert rec.fallback == ("invalid reply after 2 attempt(s): action 'Z' is not one of "
+                            "A, B, C, D") and rec.parsed is None
     assert rec.replies == ["nope", '{"action": "Z"}']
     assert rec.errors == ["it is not a JSON object", "action 'Z' is not one of A, B, C, D"]
     assert rec.usage == expected_usage(backend, rec.replies)
@@ -142,20 +143,22 @@ def test_backend_error_is_a_recorded_fallback():
     decision = run(Agent("agent_0", backend).act(FakeEnv(), 2, ACT_CTX))
     assert decision.action_id == "wait"
     rec = decision.record
-    assert rec.fallback == "backend error (http)" and rec.error == "http: HTTP 500: boom"
+    assert rec.fallback == "backend error (http: HTTP 500: boom)"
+    assert rec.error == "http: HTTP 500: boom"
     assert rec.usage == Usage() and rec.replies == []
 
 
 def test_backend_error_in_communicate_is_silence():
     backend = ScriptedBackend([BackendError("timeout", kind="timeout")])
     decision = run(Agent("agent_0", backend).communicate(comm_ctx(), FakeEnv()))
-    assert decision.silent and decision.record.fallback == "backend error (timeout)"
+    assert decision.silent and decision.record.fallback == "backend error (timeout: timeout)"
 
 
 def test_invalid_communicate_exhausted_is_recorded_silence():
     backend = ScriptedBackend(['{"message": 5}', "still not"])
     decision = run(Agent("agent_0", backend).communicate(comm_ctx(), FakeEnv()))
-    assert decision.silent and decision.record.fallback == "invalid reply after 2 attempt(s)"
+    assert decision.silent
+    assert decision.record.fallback == "invalid reply after 2 attempt(s): it is not a JSON object"
     assert decision.record.replies == ['{"message": 5}', "still not"]
 
 
