@@ -32,14 +32,7 @@ from orgteams.agents.agent_base import (
     safe_action,
 )
 from orgteams.agents.backends.base import ChatBackend, ChatMessage
-from orgteams.agents.decisions import (
-    ParsedCommunicate,
-    ReplySpec,
-    act_spec,
-    communicate_spec,
-    parse_act,
-    parse_communicate,
-)
+from orgteams.agents.decisions import MAX_MESSAGES, ReplySpec, act_spec, communicate_spec
 from orgteams.agents.prompts import (
     PromptTemplates,
     PromptVariant,
@@ -50,6 +43,7 @@ from orgteams.agents.prompts import (
     terse_label,
 )
 from orgteams.agents.quoting import one_line, quote_text
+from orgteams.agents.replies import ParsedCommunicate, parse_act, parse_communicate
 from orgteams.agents.structured import astructured_call
 from orgteams.envs.messages import EVERYONE
 
@@ -209,6 +203,7 @@ class LLMAgent(DialogueMember):
             allow_abstain=ctx.allow_abstain,
             self_chosen_roles=ctx.self_chosen_roles,
             assignees=[ctx.team.get(a, a) for a in assignable],
+            max_messages=MAX_MESSAGES,
             fields=spec.fields,
         )
         prompt = self._prompt("communicate", variables)
@@ -224,17 +219,15 @@ class LLMAgent(DialogueMember):
                 record.notes.append("no vote cast")
         else:
             record.notes += reply.notes
-        messages = (
-            [TeamMessage(self.agent_id, reply.receivers, reply.message, round=ctx.round)]
-            if reply.message and reply.receivers and not reply.abstain
-            else []
-        )
+        messages = [] if reply.abstain else [
+            TeamMessage(self.agent_id, receivers, text, round=ctx.round)
+            for receivers, text in reply.messages]
         for agent, label in ({} if reply.abstain else reply.assignments).items():
             # structured assign messages: planner members follow them
             messages.append(TeamMessage(
                 self.agent_id, (agent,), f"{ctx.team.get(agent, agent)}: {label}", "assign",
                 round=ctx.round, content={"agent": agent, "action": assignable[agent][label]}))
-        if reply.abstain and reply.message:
+        if reply.abstain and reply.messages:
             record.notes.append("abstained: message not sent")
         self.log.said(messages)
         record.wall = time.perf_counter() - started

@@ -8,14 +8,14 @@ import pytest
 
 from orgteams.agents.backends.scripted import minimal_instance
 from orgteams.agents.decisions import (
+    MAX_MESSAGES,
     MESSAGE_MAX_CHARS,
     THOUGHTS_MAX_CHARS,
     ReplyError,
     act_spec,
     communicate_spec,
-    parse_act,
-    parse_communicate,
 )
+from orgteams.agents.replies import parse_act, parse_communicate
 
 TEAM = {"agent_0": "Alice", "agent_1": "Bob", "agent_2": "Charlie"}
 OPTIONS = [
@@ -41,12 +41,27 @@ def test_act_schema_is_an_enum_of_letters_with_bounded_thoughts():
 
 def test_communicate_schema_lacks_abstain_and_role_unless_allowed():
     plain = communicate_spec("message", ("Bob", "Charlie"))
-    assert list(plain.schema["properties"]) == ["receivers", "message", "thoughts"]
+    assert list(plain.schema["properties"]) == ["messages", "thoughts"]
     full = communicate_spec("message", ("Bob",), allow_abstain=True, self_chosen_roles=True)
-    assert list(full.schema["properties"]) == ["abstain", "role", "receivers", "message",
-                                               "thoughts"]
-    assert full.schema["properties"]["receivers"]["items"]["enum"] == ["Bob", "everyone"]
-    assert full.schema["properties"]["message"]["maxLength"] == MESSAGE_MAX_CHARS
+    assert list(full.schema["properties"]) == ["abstain", "role", "messages", "thoughts"]
+    messages = full.schema["properties"]["messages"]
+    assert (messages["minItems"], messages["maxItems"]) == (1, MAX_MESSAGES)
+    item = messages["items"]["properties"]
+    assert item["receivers"]["items"]["enum"] == ["Bob", "everyone"]
+    assert item["message"]["maxLength"] == MESSAGE_MAX_CHARS
+
+
+def test_the_messages_field_is_described_without_an_example_to_copy():
+    spec = communicate_spec("message", ("Bob", "Charlie"))
+    assert spec.fields == (
+        f'"messages": a list of 1 to {MAX_MESSAGES} messages, each with "receivers" (a list '
+        'of the names you write to, from Bob, Charlie, everyone) and "message" (what you tell '
+        f'them, in your own words, at most {MESSAGE_MAX_CHARS} characters; "" means '
+        'silence); write a separate message only to tell different teammates different '
+        'things; "thoughts": why, in a few words (at most 200 characters).')
+    assert spec.hint == ("receivers must be names from Bob, Charlie, everyone; at most "
+                         f'{MAX_MESSAGES} messages of at most {MESSAGE_MAX_CHARS} characters '
+                         'each ("" = silence)')
 
 
 def test_stage_kinds_shape_the_schema():
@@ -68,7 +83,7 @@ def test_minimal_instances_of_every_schema_validate():
     spec = communicate_spec("message", ("Bob", "Charlie"), allow_abstain=True,
                             self_chosen_roles=True)
     reply = parse_communicate(minimal_instance(spec.schema), spec, TEAM, ["agent_1", "agent_2"])
-    assert reply.message == "" and reply.abstain is False and reply.role is None
+    assert reply.messages == [] and reply.abstain is False and reply.role is None
 
 
 @pytest.mark.parametrize("given", ["B", "b", "B.", "check:fridge", "[gocheck] <fridge>"])
@@ -105,7 +120,7 @@ def test_receivers_map_names_to_ids_and_drop_unknown():
         {"receivers": ["bob", "Dave", "agent_2", "Bob"], "message": " go ", "thoughts": ""},
         spec, TEAM, ["agent_1", "agent_2"],
     )
-    assert reply.receivers == ("agent_1", "agent_2") and reply.message == "go"
+    assert reply.messages == [(("agent_1", "agent_2"), "go")]
     assert reply.notes == ["dropped receiver 'Dave': not a teammate you may message"]
 
 
@@ -113,7 +128,7 @@ def test_everyone_and_forbidden_channels():
     spec = communicate_spec("message", ("Bob",))
     reply = parse_communicate({"receivers": ["everyone"], "message": "hi"}, spec, TEAM,
                               ["agent_1"])
-    assert reply.receivers == "everyone"
+    assert reply.messages == [("everyone", "hi")]
     with pytest.raises(ReplyError, match=re.escape(
             "receivers ['Charlie'] name no teammate you may message; use names from Bob, "
             "everyone")):
@@ -123,7 +138,10 @@ def test_everyone_and_forbidden_channels():
 def test_silence_needs_no_receivers():
     spec = communicate_spec("message", ("Bob",))
     reply = parse_communicate({"receivers": [], "message": ""}, spec, TEAM, ["agent_1"])
-    assert reply.receivers == () and reply.message == ""
+    assert reply.messages == []
+    reply = parse_communicate({"messages": [{"receivers": [], "message": ""}]}, spec, TEAM,
+                              ["agent_1"])
+    assert reply.messages == []
 
 
 def test_too_long_message_is_rejected():
@@ -131,6 +149,45 @@ def test_too_long_message_is_rejected():
     with pytest.raises(ReplyError, match=re.escape(
             f"field 'message': String should have at most {MESSAGE_MAX_CHARS} characters")):
         parse_communicate({"receivers": ["Bob"], "message": "x" * 400}, spec, TEAM, ["agent_1"])
+    with pytest.raises(ReplyError, match=re.escape(
+            f"field 'messages.1.message': String should have at most {MESSAGE_MAX_CHARS} "
+            "characters")):
+        parse_communicate({"messages": [{"receivers": ["Bob"], "message": "hi"},
+                                        {"receivers": ["Bob"], "message": "x" * 400}]},
+                          spec, TEAM, ["agent_1"])
+
+
+def test_distinct_messages_go_to_different_receivers():
+    spec = communicate_spec("plan", ("Bob", "Charlie"))
+    reply = parse_communicate({"messages": [
+        {"receivers": ["Bob"], "message": "take the kitchen"},
+        {"receivers": ["Charlie", "Dave"], "message": " take the bedroom "},
+        {"receivers": ["everyone"], "message": ""}]}, spec, TEAM, ["agent_1", "agent_2"])
+    assert reply.messages == [(("agent_1",), "take the kitchen"),
+                              (("agent_2",), "take the bedroom")]
+    assert reply.notes == ["dropped receiver 'Dave': not a teammate you may message"]
+
+
+def test_too_many_messages_or_one_to_nobody_ask_for_a_correction():
+    spec = communicate_spec("message", ("Bob",))
+    one = {"receivers": ["Bob"], "message": "hi"}
+    with pytest.raises(ReplyError, match=re.escape(
+            f"field 'messages': List should have at most {MAX_MESSAGES} items after "
+            f"validation, not {MAX_MESSAGES + 1}")):
+        parse_communicate({"messages": [one] * (MAX_MESSAGES + 1)}, spec, TEAM, ["agent_1"])
+    nobody = {"receivers": ["Charlie"], "message": "x"}
+    with pytest.raises(ReplyError, match=re.escape(
+            "message 2: receivers ['Charlie'] name no teammate you may message; use names "
+            "from Bob, everyone")):
+        parse_communicate({"messages": [{"receivers": ["Bob"], "message": ""}, nobody]},
+                          spec, TEAM, ["agent_1"])
+    reply = parse_communicate({"messages": [one, nobody]}, spec, TEAM, ["agent_1"])
+    assert reply.messages == [(("agent_1",), "hi")]  # the deliverable one is sent
+    assert reply.notes == ["dropped receiver 'Charlie': not a teammate you may message",
+                           "dropped message 2: receivers ['Charlie'] name no teammate you "
+                           "may message"]
+    with pytest.raises(ReplyError, match=re.escape("missing field 'messages'")):
+        parse_communicate({"thoughts": "hm"}, spec, TEAM, ["agent_1"])
 
 
 def test_fields_not_offered_are_ignored_and_noted():
@@ -153,7 +210,7 @@ def test_votes_map_to_candidate_ids():
 def test_intentions_and_claims_are_public():
     spec = communicate_spec("claim", ("Bob",))
     reply = parse_communicate({"role": " scout ", "message": "I scout"}, spec, TEAM, ["agent_1"])
-    assert reply.role == "scout" and reply.receivers == "everyone"
+    assert reply.role == "scout" and reply.messages == [("everyone", "I scout")]
 
 
 def test_cached_specs_cannot_be_changed_by_a_caller():
