@@ -46,8 +46,8 @@ StageKind = Literal["message", "intention", "claim", "vote", "plan"]
 
 
 @dataclass
-class ActContext:
-    """What the runner tells an agent for its act phase.
+class _Who:
+    """Who decides, when, and what the organization says to it (both contexts start so).
 
     Attributes:
         round: The decision round.
@@ -56,7 +56,6 @@ class ActContext:
         team: Agent id -> display name, every member (the agent included).
         instruction: The organization's rendered instruction ("" for ``none``).
         role: Its assigned or granted role, or None.
-        abstained: The agent abstained this round (it should wait).
     """
 
     round: int
@@ -65,16 +64,24 @@ class ActContext:
     team: dict[str, str]
     instruction: str = ""
     role: str | None = None
+
+
+@dataclass
+class ActContext(_Who):
+    """What the runner tells an agent for its act phase: who it is (the fields of
+    :class:`CommunicateContext` up to ``role``) and whether it abstained this round
+    (then it should wait)."""
+
     abstained: bool = False
 
 
 @dataclass
-class CommunicateContext:
+class CommunicateContext(_Who):
     """What the runner tells an agent for one communicate-phase stage.
 
     Attributes:
-        round, agent, name, team, instruction, role: As in :class:`ActContext`; ``role``
-            is None when the agent chooses its own.
+        round, agent, name, team, instruction, role: Who decides (see
+            :class:`ActContext`); ``role`` is None when the agent chooses its own.
         allow_abstain: The agent may abstain from this round.
         self_chosen_roles: The agent chooses (or claims) its own role.
         can_message: Agent ids this agent may message.
@@ -85,12 +92,6 @@ class CommunicateContext:
         candidates: Agent ids that may be voted for (``stage_kind == "vote"``).
     """
 
-    round: int
-    agent: str
-    name: str
-    team: dict[str, str]
-    instruction: str = ""
-    role: str | None = None
     allow_abstain: bool = False
     self_chosen_roles: bool = False
     can_message: list[str] = field(default_factory=list)
