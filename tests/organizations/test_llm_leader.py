@@ -9,8 +9,8 @@ import pytest
 
 from orgteams.agents import LLMAgent, ScriptedBackend
 from orgteams.agents.decisions import ReplyError, communicate_spec
-from orgteams.agents.replies import parse_communicate
 from orgteams.agents.planner_member import PlannerMember
+from orgteams.agents.replies import parse_communicate
 from orgteams.envs.highlevel import HighLevelEnv
 from orgteams.organizations import load_organization
 from orgteams.organizations.runner import TeamRunner
