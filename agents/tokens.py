@@ -4,8 +4,9 @@ Every token count in orgteams (messages sent and delivered, scripted-backend usa
 comes from a :class:`Tokenizer`, and every result file records :data:`TOKENIZER_NAME`
 so readers know which method produced the numbers.
 
-A :class:`Tokenizer` owns what counting needs: the loaded vocabulary and a bounded
-cache of counts, both freed by :meth:`Tokenizer.close`. Whoever makes one owns it: a
+A :class:`Tokenizer` owns its bounded cache of counts, dropped by
+:meth:`Tokenizer.close`; the vocabulary is read-only data loaded once per process and
+shared (freed at exit). Whoever makes a tokenizer owns it: a
 :class:`~orgteams.team.BackendPool` owns the tokenizer of the scripted backends it
 makes; :func:`count_tokens` and :func:`tokenizer_name` use this module's default
 tokenizer, for code with no owner at hand (the round loop's message counts, metrics
@@ -104,6 +105,8 @@ class _Vocabulary:
         self._vocab = llama_cpp.llama_model_get_vocab(self._model)
 
     def count(self, text: str) -> int:
+        if not self._model:
+            raise RuntimeError("the SmolLM2 vocabulary was freed (interpreter exit)")
         data = text.encode("utf-8")
         size = len(data) + 8  # a BPE token covers at least one byte
         buffer = (self._llama.llama_token * size)()
@@ -128,8 +131,32 @@ def _close_llama_devnull() -> None:
             handle.close()
 
 
+_vocabulary: list[_Vocabulary | None] = []  # loaded once per process; [] = not tried yet
+_vocabulary_lock = threading.Lock()
+
+
+def _shared_vocabulary() -> _Vocabulary | None:
+    """SmolLM2's vocabulary, or None when llama_cpp or the model file is missing.
+
+    Loaded once per process (~0.15 s) and shared by every :class:`Tokenizer`: it is
+    read-only data, like a font; what is mutable (the counts) each tokenizer owns. It
+    is freed at interpreter exit."""
+    with _vocabulary_lock:
+        if not _vocabulary:
+            _vocabulary.append(_load_vocabulary())
+            atexit.register(_free_vocabulary)
+        return _vocabulary[0]
+
+
+def _free_vocabulary() -> None:
+    with _vocabulary_lock:
+        vocabulary = _vocabulary.pop() if _vocabulary else None
+    if vocabulary is not None:
+        vocabulary.close()
+    _close_llama_devnull()
+
+
 def _load_vocabulary() -> _Vocabulary | None:
-    """SmolLM2's vocabulary, or None when llama_cpp or the model file is missing."""
     try:
         import llama_cpp  # optional extra
 
@@ -138,7 +165,6 @@ def _load_vocabulary() -> _Vocabulary | None:
         path = smollm2_path()
     except (ImportError, FileNotFoundError):
         return None
-    atexit.register(_close_llama_devnull)
     try:
         return _Vocabulary(llama_cpp, str(path))
     except (AttributeError, OSError, ValueError, RuntimeError) as exc:
@@ -146,13 +172,14 @@ def _load_vocabulary() -> _Vocabulary | None:
         warnings.warn(
             f"SmolLM2 tokenizer failed to load ({exc}); counting with {REGEX_NAME}",
             RuntimeWarning,
-            stacklevel=4,
+            stacklevel=5,
         )
         return None
 
 
 class Tokenizer:
-    """Counts message tokens; owns the vocabulary it loads and a bounded count cache.
+    """Counts message tokens; owns a bounded cache of counts (the vocabulary it reads
+    is shared, read-only, by every tokenizer of the process).
 
     Args:
         method: :data:`BPE_NAME`, :data:`REGEX_NAME`, or None: ``ORGTEAMS_TOKENIZER``
@@ -174,15 +201,14 @@ class Tokenizer:
         self._lock = threading.Lock()
         self._name: str | None = None
         self._count: Callable[[str], int] | None = None
-        self._vocab: _Vocabulary | None = None
 
     def _load(self) -> Callable[[str], int]:
         with self._lock:
             if self._count is None:
                 wanted = self.method or os.environ.get("ORGTEAMS_TOKENIZER") or BPE_NAME
-                self._vocab = _load_vocabulary() if wanted != REGEX_NAME else None
-                if self._vocab is not None:
-                    self._name, self._count = BPE_NAME, self._vocab.count
+                vocabulary = _shared_vocabulary() if wanted != REGEX_NAME else None
+                if vocabulary is not None:
+                    self._name, self._count = BPE_NAME, vocabulary.count
                 else:
                     self._name, self._count = REGEX_NAME, _regex_count
             return self._count
@@ -211,11 +237,9 @@ class Tokenizer:
         return n
 
     def close(self) -> None:
-        """Free the vocabulary and forget the counts (it loads again if used again)."""
+        """Forget the counts and the method (chosen again if used again)."""
         with self._lock:
-            if self._vocab is not None:
-                self._vocab.close()
-            self._vocab, self._count, self._name = None, None, None
+            self._count, self._name = None, None
             self._cache.clear()
 
     def __repr__(self) -> str:

@@ -66,8 +66,8 @@ class BackendPool:
     The pool owns what its backends share: one embedded model server
     (:class:`~orgteams.agents.backends.local.LocalServer`, started when the first
     ``local`` backend is made) and one message tokenizer
-    (:class:`~orgteams.agents.tokens.Tokenizer`, loaded on first count). Closing stops
-    the server, closes response caches and frees the tokenizer.
+    (:class:`~orgteams.agents.tokens.Tokenizer`: its count cache). Closing stops the
+    server, closes response caches and drops the tokenizer's counts.
 
     >>> with BackendPool() as pool:
     ...     member = build_member("agent_0", "scripted", pool=pool)

@@ -37,7 +37,8 @@ def test_counts_are_sane_and_cached_by_their_owner():
     assert mine.count("go to the kitchen") == short and mine.name == tokens.tokenizer_name()
     mine.close()
     assert repr(mine) == "Tokenizer(not loaded, 0 cached)"
-    assert mine.count("go to the kitchen") == short  # loads again when used again
+    assert mine.count("go to the kitchen") == short and mine.hits == 1  # counts again
+    assert tokens.default_tokenizer().count("go to the kitchen") == short  # theirs: intact
 
 
 def test_an_unknown_method_is_refused():
