@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any
 
+from orgteams.criticize_reflect.rule_edits import merged_rules
 from orgteams.organizations.spec import INSTRUCTION_VARIABLES, Organization
 
 if TYPE_CHECKING:  # the proposal model lives with the Coordinator that asks for it
@@ -37,6 +38,8 @@ def build_candidate(base: Organization, proposal: OrganizationProposal, *, name:
         with ``invalid:``, ``governance:`` or ``needs approval:``.
     """
     changes = proposal.changes()
+    if proposal.rules is not None:  # only the rules it names change
+        changes["rules"] = merged_rules(base.rules, proposal.rules)
     if len(changes.get("instruction") or "") > INSTRUCTION_MAX_CHARS:
         return None, f"invalid: instruction longer than {INSTRUCTION_MAX_CHARS} characters"
     problem = _text_problem({k: v for k, v in changes.items() if k != "instruction"})

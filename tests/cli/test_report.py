@@ -219,3 +219,20 @@ def test_stopped_episodes_are_listed_not_averaged(tmp_path):
     md = (tmp_path / "rep" / "report.md").read_text()
     assert "## Cells left out (did not play to the end)" in md
     assert f"| `{key.replace('|7', '|8')}` | error | error | episode error: server gone |" in md
+
+
+def test_leader_tenure_and_self_vote_rate_group_means(tmp_path):
+    rows = []
+    for seed, (tenure, self_votes) in enumerate([(10.0, 0.25), (5.0, None), (6.0, 0.5)]):
+        cell = {"task": "t", "layout": "studio", "organization": "elected_leader", "agents": 4,
+                "backend": "planner", "seed": seed}
+        rows.append(json.dumps({"key": str(seed), "cell": cell, "status": "ok", "summary": {
+            "success": True, "ticks": 20, "rounds": 10, "comm_tokens_per_step": 1.0,
+            "leader_tenure": tenure, "self_vote_rate": self_votes}}))
+    (tmp_path / "results.jsonl").write_text("\n".join(rows) + "\n")
+    rep = report(tmp_path / "results.jsonl", tmp_path / "rep", plots=False)
+    g = rep["groups"][0]
+    assert g["leader_tenure"] == pytest.approx(7.0)
+    assert g["self_vote_rate"] == pytest.approx(0.375)  # over the episodes with ballots
+    md = (tmp_path / "rep" / "report.md").read_text()
+    assert "| RSI | tenure | self-votes |" in md and "| 7.00 | 0.38 |" in md
