@@ -135,6 +135,7 @@ def communicate_spec(
     self_chosen_roles: bool = False,
     candidates: tuple[str, ...] = (),
     assignees: Assignees = (),
+    max_messages: int = MAX_MESSAGES,
 ) -> ReplySpec:
     """The communicate reply for one stage.
 
@@ -147,10 +148,15 @@ def communicate_spec(
         assignees: A leader's teammates and the actions each may be given (message and
             plan stages): adds ``assignments``, one enum per teammate, so a reply can
             only assign a teammate an action that teammate can take.
+        max_messages: Most distinct messages of a message or plan stage, 1 to
+            :data:`MAX_MESSAGES` (an organization's budget may allow fewer).
 
     Raises:
-        ValueError: Unknown stage kind, or a vote stage without candidates.
+        ValueError: Unknown stage kind, a vote stage without candidates, or
+            ``max_messages`` out of range.
     """
+    if not 1 <= max_messages <= MAX_MESSAGES:
+        raise ValueError(f"max_messages must be 1 to {MAX_MESSAGES}, got {max_messages}")
     props: dict[str, Any] = {}
     fields: list[str] = []
     hints: list[str] = []
@@ -177,16 +183,19 @@ def communicate_spec(
             hints.append("each assignment must be one of that teammate's actions")
         if stage_kind in ("message", "plan") and receivers:
             names = [*receivers, EVERYONE]
-            props["messages"] = _messages(names)
+            props["messages"] = _messages(names, max_messages)
+            how_many = (f"a list of 1 to {max_messages} messages" if max_messages > 1
+                        else "a list of one message")
             fields.append(
-                f'"messages": a list of 1 to {MAX_MESSAGES} messages, each with "receivers" '
+                f'"messages": {how_many}, each with "receivers" '
                 f'(a list of the names you write to, from {", ".join(names)}) and "message" '
                 f"(what you tell them, in your own words, at most {MESSAGE_MAX_CHARS} "
-                'characters; "" means silence); write a separate message only to tell '
-                "different teammates different things")
+                'characters; "" means silence)' + (
+                    "; write a separate message only to tell different teammates "
+                    "different things" if max_messages > 1 else ""))
             hints.insert(0, f"receivers must be names from {', '.join(names)}")
-            hints.append(f"at most {MAX_MESSAGES} messages of at most {MESSAGE_MAX_CHARS} "
-                         'characters each ("" = silence)')
+            hints.append(f"at most {max_messages} message{'s' if max_messages > 1 else ''} "
+                         f'of at most {MESSAGE_MAX_CHARS} characters each ("" = silence)')
         elif stage_kind in ("intention", "claim"):
             props["message"] = _text(MESSAGE_MAX_CHARS)
             fields.append(f'"message": what you tell them, in your own words (at most '
@@ -202,12 +211,12 @@ def communicate_spec(
     return ReplySpec(stage_kind, _object(props), _describe(fields), "; ".join(hints), required)
 
 
-def _messages(names: list[str]) -> dict[str, Any]:
-    """The ``messages`` schema: 1 to :data:`MAX_MESSAGES` objects of receivers and text."""
+def _messages(names: list[str], most: int) -> dict[str, Any]:
+    """The ``messages`` schema: 1 to ``most`` objects of receivers and text."""
     return {
         "type": "array",
         "minItems": 1,
-        "maxItems": MAX_MESSAGES,
+        "maxItems": most,
         "items": _object({
             # at least one receiver: a small model otherwise leaves it empty and writes
             # the names into the message (silence is an empty message, not no receivers)

@@ -176,7 +176,11 @@ class LLMAgent(DialogueMember):
         ctx = self._named(ctx)
         self._context = ctx.act_context()
         record = DecisionRecord("communicate", self.agent_id, ctx.round, model=self.backend.model)
-        receivers = tuple(ctx.team.get(a, a) for a in ctx.can_message)
+        budget = ctx.rules.max_messages  # the organization's messages per round, or None
+        most = MAX_MESSAGES if budget is None else min(MAX_MESSAGES, budget)
+        receivers = tuple(ctx.team.get(a, a) for a in ctx.can_message) if most else ()
+        if not most and ctx.stage_kind in ("message", "plan"):
+            record.notes.append("the organization's budget allows no messages")
         candidates = tuple(ctx.team.get(a, a) for a in ctx.candidates or ())
         if ctx.stage_kind in ("message", "plan") and not (
             receivers or ctx.allow_abstain or ctx.self_chosen_roles
@@ -192,6 +196,7 @@ class LLMAgent(DialogueMember):
             self_chosen_roles=ctx.self_chosen_roles,
             candidates=candidates,
             assignees=tuple((ctx.team.get(a, a), tuple(opts)) for a, opts in assignable.items()),
+            max_messages=max(most, 1),
         )
         options = self._options(env, ctx.round, record)
         variables = situation(env, self._context, self.log, options, self.variant)
@@ -203,7 +208,7 @@ class LLMAgent(DialogueMember):
             allow_abstain=ctx.allow_abstain,
             self_chosen_roles=ctx.self_chosen_roles,
             assignees=[ctx.team.get(a, a) for a in assignable],
-            max_messages=MAX_MESSAGES,
+            max_messages=most,
             fields=spec.fields,
         )
         prompt = self._prompt("communicate", variables)

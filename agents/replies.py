@@ -201,6 +201,10 @@ def parse_communicate(
     out.abstain = reply.abstain if "abstain" in offered else False
     out.role = ((reply.role or "").strip() or None) if "role" in offered else None
     if "messages" in offered:
+        most = offered["messages"]["maxItems"]
+        if len(reply.messages) > most:  # fewer than MAX_MESSAGES: the organization's budget
+            raise ReplyError(f"field 'messages': at most {most} message(s), got "
+                             f"{len(reply.messages)}")
         out.messages = _messages(reply.messages, offered["messages"], names, can_message,
                                  out.notes)
     elif "message" in offered and reply.message.strip():

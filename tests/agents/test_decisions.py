@@ -221,3 +221,19 @@ def test_cached_specs_cannot_be_changed_by_a_caller():
     assert again.schema["properties"]["action"]["enum"] == ["A", "B"]  # ...and unchanged
     with pytest.raises(AttributeError):
         spec.hint = "anything"  # type: ignore[misc]
+
+
+def test_a_message_budget_caps_the_messages_offered():
+    spec = communicate_spec("message", ("Bob",), max_messages=1)
+    assert spec.schema["properties"]["messages"]["maxItems"] == 1
+    assert spec.fields.startswith('"messages": a list of one message, each with "receivers"')
+    assert "separate message" not in spec.fields
+    one = {"receivers": ["Bob"], "message": "hi"}
+    assert parse_communicate({"messages": [one]}, spec, TEAM, ["agent_1"]).messages == [
+        (("agent_1",), "hi")]
+    with pytest.raises(ReplyError, match=re.escape("field 'messages': at most 1 message(s), "
+                                                   "got 2")):
+        parse_communicate({"messages": [one, one]}, spec, TEAM, ["agent_1"])
+    with pytest.raises(ValueError, match=re.escape(
+            f"max_messages must be 1 to {MAX_MESSAGES}, got 0")):
+        communicate_spec("message", ("Bob",), max_messages=0)

@@ -267,3 +267,14 @@ def test_three_agents_through_the_real_high_level_env():
     for r in range(3):
         env.step(run(one_round(r)))
     assert env.rounds == 3
+
+
+def test_a_budget_of_no_messages_is_silence_without_a_model_call():
+    from orgteams.agents.member_rules import MemberRules
+
+    backend = ScriptedBackend([])
+    decision = run(Agent("agent_0", backend).communicate(
+        comm_ctx(rules=MemberRules(max_messages=0)), FakeEnv()))
+    assert decision.silent and backend.calls == []
+    assert decision.record.notes == ["the organization's budget allows no messages",
+                                     "no teammate may be messaged: silent without a model call"]
