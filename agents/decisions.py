@@ -46,7 +46,10 @@ ROLE_MAX_CHARS = 40
 THOUGHTS_MAX_CHARS = 200
 """Longest stated reasoning kept (characters); longer thoughts are cut, not rejected."""
 MAX_MESSAGES = 3
-"""Most distinct messages an agent may send in one message or plan stage."""
+"""Most distinct messages an agent may send in one message or plan stage. Their texts
+share :data:`MESSAGE_MAX_CHARS` (each at most ``MESSAGE_MAX_CHARS // max_messages``), so
+a reply with every message full still fits a small completion budget: a reply cut off
+by ``max_tokens`` is invalid JSON."""
 
 
 class ReplyError(ValueError):
@@ -183,19 +186,20 @@ def communicate_spec(
             hints.append("each assignment must be one of that teammate's actions")
         if stage_kind in ("message", "plan") and receivers:
             names = [*receivers, EVERYONE]
-            props["messages"] = _messages(names, max_messages)
+            chars = MESSAGE_MAX_CHARS // max_messages
+            props["messages"] = _messages(names, max_messages, chars)
             how_many = (f"a list of 1 to {max_messages} messages" if max_messages > 1
                         else "a list of one message")
             fields.append(
                 f'"messages": {how_many}, each with "receivers" '
                 f'(a list of the names you write to, from {", ".join(names)}) and "message" '
-                f"(what you tell them, in your own words, at most {MESSAGE_MAX_CHARS} "
+                f"(what you tell them, in your own words, at most {chars} "
                 'characters; "" means silence)' + (
                     "; write a separate message only to tell different teammates "
                     "different things" if max_messages > 1 else ""))
             hints.insert(0, f"receivers must be names from {', '.join(names)}")
             hints.append(f"at most {max_messages} message{'s' if max_messages > 1 else ''} "
-                         f'of at most {MESSAGE_MAX_CHARS} characters each ("" = silence)')
+                         f'of at most {chars} characters each ("" = silence)')
         elif stage_kind in ("intention", "claim"):
             props["message"] = _text(MESSAGE_MAX_CHARS)
             fields.append(f'"message": what you tell them, in your own words (at most '
@@ -211,8 +215,9 @@ def communicate_spec(
     return ReplySpec(stage_kind, _object(props), _describe(fields), "; ".join(hints), required)
 
 
-def _messages(names: list[str], most: int) -> dict[str, Any]:
-    """The ``messages`` schema: 1 to ``most`` objects of receivers and text."""
+def _messages(names: list[str], most: int, chars: int) -> dict[str, Any]:
+    """The ``messages`` schema: 1 to ``most`` objects of receivers and text (at most
+    ``chars`` characters each)."""
     return {
         "type": "array",
         "minItems": 1,
@@ -222,7 +227,7 @@ def _messages(names: list[str], most: int) -> dict[str, Any]:
             # the names into the message (silence is an empty message, not no receivers)
             "receivers": {"type": "array", "items": {"type": "string", "enum": names},
                           "minItems": 1, "maxItems": len(names)},
-            "message": _text(MESSAGE_MAX_CHARS),
+            "message": _text(chars),
         }),
     }
 

@@ -205,6 +205,14 @@ def parse_communicate(
         if len(reply.messages) > most:  # fewer than MAX_MESSAGES: the organization's budget
             raise ReplyError(f"field 'messages': at most {most} message(s), got "
                              f"{len(reply.messages)}")
+        chars = offered["messages"]["items"]["properties"]["message"]["maxLength"]
+        for i, item in enumerate(reply.messages):
+            if len(item.message) > chars:  # the texts share MESSAGE_MAX_CHARS
+                raise ReplyError(f"field '{'' if single else f'messages.{i}.'}message': "
+                                 f"String should have at most {chars} characters")
+        if single:
+            out.notes.append("reply in the single-message form (no 'messages' list) read "
+                             "as one message")
         out.messages = _messages(reply.messages, offered["messages"], names, can_message,
                                  out.notes)
     elif "message" in offered and reply.message.strip():

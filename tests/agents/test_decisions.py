@@ -48,7 +48,7 @@ def test_communicate_schema_lacks_abstain_and_role_unless_allowed():
     assert (messages["minItems"], messages["maxItems"]) == (1, MAX_MESSAGES)
     item = messages["items"]["properties"]
     assert item["receivers"]["items"]["enum"] == ["Bob", "everyone"]
-    assert item["message"]["maxLength"] == MESSAGE_MAX_CHARS
+    assert item["message"]["maxLength"] == MESSAGE_MAX_CHARS // MAX_MESSAGES  # texts share
 
 
 def test_the_messages_field_is_described_without_an_example_to_copy():
@@ -56,12 +56,12 @@ def test_the_messages_field_is_described_without_an_example_to_copy():
     assert spec.fields == (
         f'"messages": a list of 1 to {MAX_MESSAGES} messages, each with "receivers" (a list '
         'of the names you write to, from Bob, Charlie, everyone) and "message" (what you tell '
-        f'them, in your own words, at most {MESSAGE_MAX_CHARS} characters; "" means '
-        'silence); write a separate message only to tell different teammates different '
-        'things; "thoughts": why, in a few words (at most 200 characters).')
+        f'them, in your own words, at most {MESSAGE_MAX_CHARS // MAX_MESSAGES} characters; '
+        '"" means silence); write a separate message only to tell different teammates '
+        'different things; "thoughts": why, in a few words (at most 200 characters).')
     assert spec.hint == ("receivers must be names from Bob, Charlie, everyone; at most "
-                         f'{MAX_MESSAGES} messages of at most {MESSAGE_MAX_CHARS} characters '
-                         'each ("" = silence)')
+                         f'{MAX_MESSAGES} messages of at most {MESSAGE_MAX_CHARS // MAX_MESSAGES}'
+                         ' characters each ("" = silence)')
 
 
 def test_stage_kinds_shape_the_schema():
@@ -117,8 +117,8 @@ def test_long_thoughts_are_cut_and_noted():
 def test_receivers_map_names_to_ids_and_drop_unknown():
     spec = communicate_spec("message", ("Bob", "Charlie"))
     reply = parse_communicate(
-        {"receivers": ["bob", "Dave", "agent_2", "Bob"], "message": " go ", "thoughts": ""},
-        spec, TEAM, ["agent_1", "agent_2"],
+        {"messages": [{"receivers": ["bob", "Dave", "agent_2", "Bob"], "message": " go "}],
+         "thoughts": ""}, spec, TEAM, ["agent_1", "agent_2"],
     )
     assert reply.messages == [(("agent_1", "agent_2"), "go")]
     assert reply.notes == ["dropped receiver 'Dave': not a teammate you may message"]
@@ -155,6 +155,15 @@ def test_too_long_message_is_rejected():
         parse_communicate({"messages": [{"receivers": ["Bob"], "message": "hi"},
                                         {"receivers": ["Bob"], "message": "x" * 400}]},
                           spec, TEAM, ["agent_1"])
+    with pytest.raises(ReplyError, match=re.escape(  # the texts share MESSAGE_MAX_CHARS
+            f"field 'messages.1.message': String should have at most "
+            f"{MESSAGE_MAX_CHARS // MAX_MESSAGES} characters")):
+        parse_communicate({"messages": [{"receivers": ["Bob"], "message": "hi"},
+                                        {"receivers": ["Bob"], "message": "x" * 150}]},
+                          spec, TEAM, ["agent_1"])
+    one = communicate_spec("message", ("Bob",), max_messages=1)  # one message: all of it
+    assert parse_communicate({"messages": [{"receivers": ["Bob"], "message": "x" * 300}]},
+                             one, TEAM, ["agent_1"]).messages == [(("agent_1",), "x" * 300)]
 
 
 def test_distinct_messages_go_to_different_receivers():
@@ -192,8 +201,8 @@ def test_too_many_messages_or_one_to_nobody_ask_for_a_correction():
 
 def test_fields_not_offered_are_ignored_and_noted():
     spec = communicate_spec("message", ("Bob",))
-    reply = parse_communicate({"abstain": True, "role": "boss", "receivers": ["Bob"],
-                               "message": "hi"}, spec, TEAM, ["agent_1"])
+    reply = parse_communicate({"abstain": True, "role": "boss", "messages": [
+        {"receivers": ["Bob"], "message": "hi"}]}, spec, TEAM, ["agent_1"])
     assert reply.abstain is False and reply.role is None
     assert reply.notes == ["ignored field 'abstain': not offered in this stage",
                            "ignored field 'role': not offered in this stage"]
@@ -237,3 +246,17 @@ def test_a_message_budget_caps_the_messages_offered():
     with pytest.raises(ValueError, match=re.escape(
             f"max_messages must be 1 to {MAX_MESSAGES}, got 0")):
         communicate_spec("message", ("Bob",), max_messages=0)
+
+
+def test_the_single_message_form_is_read_as_one_message_and_noted():
+    """What prompt-mode models, and a reply cut inside its list (the first message's
+    object is the first JSON object in the text), give."""
+    spec = communicate_spec("message", ("Bob",))
+    reply = parse_communicate({"receivers": ["Bob"], "message": "go"}, spec, TEAM, ["agent_1"])
+    assert reply.messages == [(("agent_1",), "go")]
+    assert reply.notes == ["reply in the single-message form (no 'messages' list) read as "
+                           "one message"]
+    with pytest.raises(ReplyError, match=re.escape(
+            f"field 'message': String should have at most {MESSAGE_MAX_CHARS // MAX_MESSAGES} "
+            "characters")):
+        parse_communicate({"receivers": ["Bob"], "message": "x" * 150}, spec, TEAM, ["agent_1"])

@@ -75,7 +75,8 @@ def test_cached_calls_keep_their_tokens_but_are_marked_free(tmp_path):
 
 
 def test_good_communicate_reply_maps_names_to_ids():
-    backend = ScriptedBackend([{"receivers": ["Bob", "Zed"], "message": "Take the fridge.",
+    backend = ScriptedBackend([{"messages": [{"receivers": ["Bob", "Zed"],
+                                              "message": "Take the fridge."}],
                                 "thoughts": "split work"}])
     agent = Agent("agent_0", backend)
     decision = run(agent.communicate(comm_ctx(), FakeEnv()))
@@ -187,7 +188,8 @@ def test_schema_offers_abstain_and_role_only_when_allowed():
 
 
 def test_abstaining_agent_sends_nothing_and_waits():
-    backend = ScriptedBackend([{"abstain": True, "receivers": ["Bob"], "message": "bye"}])
+    backend = ScriptedBackend([{"abstain": True, "messages": [{"receivers": ["Bob"],
+                                                                "message": "bye"}]}])
     agent = Agent("agent_0", backend)
     decision = run(agent.communicate(comm_ctx(allow_abstain=True), FakeEnv()))
     assert decision.abstain and decision.silent
