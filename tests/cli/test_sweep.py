@@ -331,3 +331,16 @@ def test_bad_shock_values_fail_validation_before_any_episode(tmp_path, shocks, m
     with pytest.raises(ValueError, match=re.escape(message)):
         run_sweep(spec, tmp_path, workers=1, episode_fn=_counting(calls), progress=False)
     assert calls == []
+
+
+def test_a_serial_sweep_closes_the_backend_pool_its_cells_shared(tmp_path, monkeypatch):
+    from orgteams.team import BackendPool
+
+    closed = []
+    monkeypatch.setattr(BackendPool, "close", lambda self: closed.append(len(self)))
+    spec = SweepSpec(tasks=("prepare_afternoon_tea",), layouts=("studio",),
+                     organizations=("leader",), agents=(2,), backends=("scripted",),
+                     seeds=(0, 1), max_rounds=1)
+    out = run_sweep(spec, tmp_path, workers=1, progress=False)
+    assert out["ok"] == 2 and sweep_mod._WORKER_POOL == []
+    assert closed == [1]  # one pool, one scripted backend shared by both cells, closed once
