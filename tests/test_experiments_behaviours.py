@@ -103,3 +103,35 @@ def test_llm_classifier_is_constrained_and_records_fallbacks():
     assert classifier.classify("seen a in b") == "information_sharing"
     assert classifier.classify("agent_1: go") is None  # two invalid labels: a fallback
     assert classifier.fallbacks and classifier.fallbacks[0][0] == "agent_1: go"
+
+
+def test_reflect_ablation_arms_differ_in_what_the_coordinator_received(tmp_path, monkeypatch,
+                                                                       capsys):
+    """paper1-reflect's two arms: with the Critic the Coordinator gets critiques (problem
+    codes), without it none; the table shows it, and the edits differ (untargeted)."""
+    import orgteams.experiments as experiments
+
+    recipe = dict(load_recipe("paper1-reflect"), layout="studio", iterations=2,
+                  episodes_per_iteration=1)
+    path = tmp_path / "small.yaml"
+    path.write_text(yaml.safe_dump(recipe))
+    monkeypatch.setattr(experiments, "_recipes", lambda: {"small": path})
+    table = run_experiment("small", seeds=2, out=tmp_path / "out", progress=True)
+    with_critic, without = table["rows"]
+    assert with_critic["variant"] == "with_critic" and without["variant"] == "without_critic"
+    assert "coordinator_input" in table["columns"] and "path" in table["columns"]
+    assert with_critic["coordinator_input"].startswith("critique in 1/1 decision(s): ")
+    assert without["coordinator_input"] == ("no critique in 1 decision(s): costs and "
+                                            "metrics only")
+    proposals = {}
+    for arm in ("with_critic", "without_critic"):
+        decision = json.loads((tmp_path / "out" / arm / "iteration_0" / "proposal.json")
+                              .read_text())
+        proposals[arm] = [c["rationale"] for c in decision["candidates"]]
+    assert set(proposals["without_critic"]) == {"addresses explore"}
+    assert proposals["with_critic"] != proposals["without_critic"]
+    md = (tmp_path / "out" / "table.md").read_text()
+    assert "| with_critic | critique in 1/1 decision(s): " in md
+    assert "| without_critic | no critique in 1 decision(s): costs and metrics only |" in md
+    err = capsys.readouterr().err  # progress bars on stderr: the loop and the evaluation
+    assert "small with_critic" in err and "evaluating with_critic" in err
