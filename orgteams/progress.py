@@ -1,5 +1,7 @@
-"""A progress bar on stderr for long commands (record, reflect): rich when installed,
-else a plain line now and then. stdout stays clean for ``--json``."""
+"""The one progress bar on stderr for long work: ``record``, ``reflect`` iterations,
+``reflect --evaluate`` (and its generalization table), ``sweep``, ``report`` over many
+runs and every ``experiment`` recipe. rich when installed, else a plain line now and
+then. stdout stays clean for ``--json``."""
 
 from __future__ import annotations
 
