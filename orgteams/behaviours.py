@@ -37,7 +37,11 @@ MESSAGE_MAX_CHARS = 400
 _QUESTION = re.compile(r"\?|\b(should i|what should|what do|where (is|are|can)|can (someone|"
                        r"anyone)|any (idea|instructions?|orders?)|which one|need (help|"
                        r"instructions?|guidance)|tell me what)\b", re.I)
-_LEAD = re.compile(r"^\s*agent_\d+\s*:|\b(please|you (should|take|go|get|grab|explore|handle)|"
+# an order: addressed to a teammate ("agent_1:" or a name, "Bob:"), an imperative first
+# word, or wording that assigns, offers or claims work
+_LEAD = re.compile(r"^\s*(agent_\d+|(?-i:[A-Z][a-z]+))\s*:|^\s*(grab|explore|go|get|open|"
+                   r"bring|put|check|pick|fetch|search)\b|\b(please|you (should|take|go|get|"
+                   r"grab|explore|handle)|"
                    r"go to|let'?s|i('ll| will) (help|take|handle|get|grab|do)|i can help|"
                    r"claim|assign|everyone|team,|focus on|take care of|follow me|your task)\b",
                    re.I)

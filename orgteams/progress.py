@@ -1,7 +1,8 @@
 """The one progress bar on stderr for long work: ``record``, ``reflect`` iterations,
 ``reflect --evaluate`` (and its generalization table), ``sweep``, ``report`` over many
 runs and every ``experiment`` recipe. rich when installed, else a plain line now and
-then. stdout stays clean for ``--json``."""
+then (and always plain lines when stderr is not a terminal, e.g. a log file). stdout
+stays clean for ``--json``."""
 
 from __future__ import annotations
 
@@ -27,6 +28,8 @@ class Progress:
 
     def _start(self) -> None:
         self._started = True
+        if not sys.stderr.isatty():  # a log file or CI: rich would draw only at the end
+            return
         try:
             from rich.console import Console
             from rich.progress import Progress as RichProgress

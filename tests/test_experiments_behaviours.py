@@ -81,7 +81,10 @@ def test_rule_classifier_labels():
     assert classify_rule("seen apple_3 in cabinet_2") == "information_sharing"
     assert classify_rule("What should I do next?") == "request_for_guidance"
     assert classify_rule("I'll help you carry the plates") == "leadership_assistance"
+    assert classify_rule("Bob: explore living_room") == "leadership_assistance"  # by name
+    assert classify_rule("grab coffee_pot_1") == "leadership_assistance"  # an imperative
     assert classify_rule("hello") == "other"
+    assert classify_rule("hi: there") == "other"  # a lowercase word is no addressee
     shares = label_shares(["seen a in b", "done a -> b", "agent_0: explore kitchen", "hm"])
     assert shares == {"n": 4, "shares": {"information_sharing": 0.5,
                                          "leadership_assistance": 0.25,
