@@ -19,6 +19,7 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 from orgteams.agents.backends.base import Attempt, ChatMessage, Usage
+from orgteams.agents.member_rules import MemberRules
 from orgteams.agents.quoting import quote_text
 from orgteams.envs.messages import EVERYONE, TeamMessage
 
@@ -136,6 +137,8 @@ class CommunicateContext:
             speaker stood).
         stage_kind: ``"message"``, ``"intention"``, ``"claim"``, ``"vote"`` or ``"plan"``.
         candidates: Agent ids that may be voted for (``stage_kind == "vote"``).
+        rules: The organization's rules for this agent (members without a model follow
+            them; LLM members read them in ``instruction``).
     """
 
     round: int
@@ -150,6 +153,7 @@ class CommunicateContext:
     visible_this_round: list[TeamMessage] = field(default_factory=list)
     stage_kind: StageKind = "message"
     candidates: list[str] | None = None
+    rules: MemberRules = field(default_factory=MemberRules)
 
     def act_context(self) -> ActContext:
         """The matching :class:`ActContext` (used when the runner gives none to ``act``)."""

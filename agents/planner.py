@@ -26,6 +26,9 @@ with everyone hearing everyone.
 
 from __future__ import annotations
 
+from collections import Counter
+
+from orgteams.agents.member_rules import MemberRules
 from orgteams.envs.highlevel import HighLevelEnv
 from orgteams.envs.messages import EVERYONE, TeamMessage
 
@@ -53,6 +56,12 @@ class PlannerAgent:
         self._placed: set[str] = set()
         self._last_action = ""
         self._intent: str | None = None  # decided (and claimed) while communicating
+        self.rules = MemberRules()  # the organization's rules for it (the member sets them)
+        self.intents: dict[str, str] = {}  # agent -> object its latest status said it grabs
+        self.placed_by: Counter = Counter()  # goal objects each agent placed, as heard
+        self.found_by: Counter = Counter()  # goal objects each agent reported seeing
+        self.assigner: str | None = None  # who gave the pending assignment
+        self.abstaining = False  # nothing useful to do this round (it may abstain)
 
     # ---- messages ----
     def receive(self, messages: list[TeamMessage]) -> None:
@@ -78,9 +87,24 @@ class PlannerAgent:
             elif m.kind == "done":
                 self.claims.pop(c["object"], None)
                 self.assigned.pop(c["object"], None)
+                if c["object"] not in self._placed:
+                    self.placed_by[m.sender] += 1
                 self._placed.add(c["object"])
+            elif m.kind == "found":
+                self.found_by[m.sender] += 1
             elif m.kind == "assign" and c.get("agent") == self.agent_id:
-                self.assignment = dict(c)
+                self.assignment, self.assigner = dict(c), m.sender
+            elif m.kind == "status":
+                kind, _, target = str(c.get("doing", "")).partition(":")
+                if kind == "grab":
+                    self.intents[m.sender] = target
+                else:
+                    self.intents.pop(m.sender, None)
+            elif m.kind == "correct" and "action" in c:
+                target = c["action"].partition(":")[2]
+                key = f"room:{target}" if c["action"].startswith("explore:") else target
+                if self.assigned.get(key) == m.sender:
+                    del self.assigned[key]  # the member told why it will not do it
             self._heard.append(m)
 
     def _apply_heard(self, env: HighLevelEnv) -> None:
@@ -106,16 +130,42 @@ class PlannerAgent:
 
         ``reach``: the agents this one may message (None: everyone); a leader assigns
         work only to them, so no order is addressed to someone the channels cut off.
+        A leader assigns only when the rules say the leader assigns work; under
+        ``rules.may_abstain`` an agent with nothing useful to do decides nothing and
+        sets ``abstaining``.
         """
         self.receive(inbox)
         self._apply_heard(env)
         self._announce(env)
-        if self.role == "leader":
+        if self.role == "leader" and self.rules.assign_work == "leader":
             self._lead(env, reach)
-        if env.needs_decision(self.agent_id):
+        self.abstaining = self.rules.may_abstain and env.needs_decision(self.agent_id) \
+            and not self._useful(env)
+        if env.needs_decision(self.agent_id) and not self.abstaining:
             self._intent = self._decide(env, claim=True)
         out, self._outbox = self._outbox, []
         return out
+
+    def status(self, env: HighLevelEnv) -> str:
+        """What it is doing, as an action id: its decision this round, else its running
+        plan, else ``wait``."""
+        if self._intent:
+            return self._intent
+        current = env.current(self.agent_id)
+        return f"{current.kind}:{current.target}" if current is not None else "wait"
+
+    def progress(self) -> dict[str, tuple[int, int]]:
+        """What each agent achieved as far as this one knows: ``(placed, found)`` goal
+        objects (the ``progress`` election rule votes for the most)."""
+        agents = set(self.placed_by) | set(self.found_by)
+        return {a: (self.placed_by[a], self.found_by[a]) for a in agents}
+
+    def _useful(self, env: HighLevelEnv) -> bool:
+        """Whether it has something useful to do: it holds something, has an order, or
+        some goal unit still needs someone (not done, held or claimed by others)."""
+        if env.memory(self.agent_id).held or self.assignment is not None:
+            return True
+        return any(n > 0 for n in self._remaining(env).values())
 
     def _announce(self, env: HighLevelEnv) -> None:
         mem = env.memory(self.agent_id)
@@ -124,6 +174,7 @@ class PlannerAgent:
             if (b.source == "seen" and b.kind == "furniture" and obj.rpartition("_")[0] in wanted
                     and (obj, b.location) not in self._announced):
                 self._announced.add((obj, b.location))
+                self.found_by[self.agent_id] += 1
                 self._say("found", object=obj, location=b.location, tick=b.tick)
 
     # ---- acting ----
@@ -137,6 +188,8 @@ class PlannerAgent:
                     and self.claims.get(current.target, (me,))[0] != me)
             if not lost:
                 return "continue"
+        if self.abstaining:
+            return "wait"
         intent, self._intent = self._intent, None
         valid = {a.id for a in env.available_actions(me)}
         kind, _, target = (intent or "").partition(":")
@@ -183,6 +236,7 @@ class PlannerAgent:
             if belief is not None and belief.kind == "furniture" and self._on_target(env, obj):
                 del self.claims[obj]
                 self._placed.add(obj)
+                self.placed_by[me] += 1
                 self._say("done", object=obj, location=belief.location, tick=belief.tick,
                           target=self._target_of(env, obj))
             elif belief is None or (belief.kind == "agent" and belief.location != me) or (
@@ -243,7 +297,8 @@ class PlannerAgent:
             cls = obj.rpartition("_")[0]
             if (b.kind == "furniture" and need.get(cls, 0) > 0 and not self._on_target(env, obj)
                     and self.claims.get(obj, (me,))[0] == me
-                    and self.assigned.get(obj, me) == me):
+                    and self.assigned.get(obj, me) == me
+                    and all(t != obj for a, t in self.intents.items() if a != me)):
                 out.append(obj)
         return sorted(out)
 
@@ -260,17 +315,34 @@ class PlannerAgent:
 
     # ---- choices ----
     def _from_assignment(self, env: HighLevelEnv, valid: set[str]) -> str | None:
+        """The leader's order. One it cannot do is dropped; one it knows is not needed
+        (the object is placed or claimed by another, the room explored) is done anyway
+        unless the rules let members correct the leader: then it says why and does
+        something useful instead."""
         a, self.assignment = self.assignment, None
-        if a is None or a["action"] not in valid:
+        if a is None:
             return None
         kind, _, target = a["action"].partition(":")
         mem = env.memory(self.agent_id)
-        if kind == "grab" and (len(mem.held) >= 2 or self._on_target(env, target)
-                               or self.claims.get(target, (self.agent_id,))[0] != self.agent_id):
-            return None
+        if a["action"] not in valid or (kind == "grab" and len(mem.held) >= 2):
+            return self._correct(a, "not possible now")
+        if kind == "grab" and self._on_target(env, target):
+            return self._correct(a, "done already")
+        owner = self.claims.get(target, (self.agent_id,))[0]
+        if kind == "grab" and owner != self.agent_id:
+            return self._correct(a, f"{owner} has it")
         if kind == "explore" and mem.room_explored(target):
-            return None
+            return self._correct(a, "explored already")
         return a["action"]
+
+    def _correct(self, order: dict, reason: str) -> str | None:
+        """Tell the leader why its order is not needed (when the rules allow it); the
+        order is then dropped, else it is obeyed when it can be (returns the order)."""
+        if self.rules.corrections and self.assigner is not None:
+            self._say("correct", (self.assigner,), agent=self.agent_id,
+                      action=order["action"], reason=reason)
+            return None
+        return None if reason == "not possible now" else order["action"]
 
     def _grab_or_put(self, env: HighLevelEnv, valid: set[str]) -> str | None:
         mem = env.memory(self.agent_id)

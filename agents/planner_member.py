@@ -2,10 +2,20 @@
 
 :class:`PlannerMember` adapts :class:`~orgteams.agents.planner.PlannerAgent` to the
 :class:`~orgteams.agents.agent_base.TeamMember` interface the team runner drives.
-Its structured messages (claims, found, assign, done) travel through the runner like
-any other message, along the organization's channels, so an organization changes
-what planners know and therefore what they do: a planner leader assigns subgoals,
-members follow assignments, and under ``shared`` nobody hears this round's claims.
+Its structured messages (claims, found, assign, done, status, correct) travel through
+the runner like any other message, along the organization's channels, so an
+organization changes what planners know and therefore what they do.
+
+A planner follows the organization's rules (``ctx.rules``, a
+:class:`~orgteams.agents.member_rules.MemberRules`): a top leader assigns subgoals
+only under ``assign_work: leader``; under ``self`` nobody announces or respects
+claims; reports (``found``, ``done``, a ``status`` every round) are sent or not by
+``report_when`` and go to ``report_to``; the message budget drops what is over it
+(most important kept: orders, corrections, claims, then reports); members correct a
+leader only under ``corrections``; ballots follow the election rule
+(:func:`~orgteams.agents.member_rules.choose_vote`); with ``allow_abstain`` a planner
+with nothing useful to do abstains; with self-chosen roles it claims one of
+:data:`~orgteams.agents.member_rules.ROLE_VOCABULARY`.
 """
 
 from __future__ import annotations
@@ -22,8 +32,18 @@ from orgteams.agents.agent_base import (
     MemberBase,
     TeamMessage,
 )
+from orgteams.agents.member_rules import MemberRules, choose_vote, within_budget
 from orgteams.agents.planner import PlannerAgent
-from orgteams.envs.messages import render
+from orgteams.agents.tokens import count_tokens
+from orgteams.envs.messages import EVERYONE, render
+
+PRIORITY = ("assign", "correct", "claim", "release", "done", "found", "status")
+"""Message kinds, most important first: what a budget keeps."""
+REPORTS = {"found": ("on_new_information", "every_round"),
+           "done": ("on_new_information", "every_round", "on_completion"),
+           "status": ("every_round",)}
+"""Report kinds and the ``report_when`` values under which they are sent."""
+_ROLE_OF = {"grab": "gatherer", "put": "placer", "explore": "explorer", "check": "explorer"}
 
 
 def _structured(messages: list[TeamMessage]) -> list[TeamMessage]:
@@ -38,24 +58,29 @@ def _parsed(m: TeamMessage) -> dict:
 
 
 class PlannerMember(MemberBase):
-    """A :class:`PlannerAgent` on a team. ``leader=True`` makes it assign subgoals.
-
-    ``claims=False`` models a team with no agreed way of working (the ``none``
-    organization): planners still share what they find, but neither announce nor
-    respect claims, so two of them may chase the same object.
-    """
+    """A :class:`PlannerAgent` on a team. ``leader=True`` makes it assign subgoals
+    (when the organization's rules say the leader assigns work)."""
 
     model = "planner"
     acts_every_round = True  # it may drop a plan whose object a teammate claimed first
 
-    def __init__(self, agent_id: str, leader: bool = False, claims: bool = True):
-        self.agent_id, self.claims = agent_id, claims
+    def __init__(self, agent_id: str, leader: bool = False):
+        self.agent_id = agent_id
         self.planner = PlannerAgent(agent_id, role="leader" if leader else "member")
         self._seen: set[tuple] = set()
+        self._status: tuple[int, str] | None = None  # (round, status) last reported
+        self._spent = (-1, 0, 0)  # (round, messages, tokens) sent that round
+
+    @property
+    def claims(self) -> bool:
+        """It announces and respects claims (the rules' ``assign_work`` is not ``self``)."""
+        return self.planner.rules.claims
 
     def reset(self) -> None:
         self.planner = PlannerAgent(self.agent_id, role=self.planner.role)
         self._seen.clear()
+        self._status = None
+        self._spent = (-1, 0, 0)
 
     def set_leader(self, leader: bool) -> None:
         """Called by the runner when leadership changes (elections, dynamic rules)."""
@@ -78,19 +103,66 @@ class PlannerMember(MemberBase):
     async def communicate(self, ctx: CommunicateContext, env) -> CommunicateDecision:
         start = time.perf_counter()
         record = DecisionRecord("communicate", self.agent_id, ctx.round, model=self.model)
+        rules = self.planner.rules = ctx.rules
         if ctx.stage_kind == "vote":
-            vote = min(ctx.candidates or [self.agent_id], key=lambda a: int(a.rpartition("_")[2]))
-            record.parsed = {"vote": vote}
+            vote = choose_vote(rules, self.agent_id, ctx.candidates or [self.agent_id],
+                               ctx.round, self.planner.progress())
+            record.parsed = {"vote": vote, "rule": rules.vote}
             record.wall = time.perf_counter() - start
             return CommunicateDecision([], None, False, vote, "", record)
         inbox = self._fresh(_structured(ctx.visible_this_round))
         heard = self.planner.communicate(env, inbox, ctx.can_message)
-        said = [replace(m, round=ctx.round) for m in heard
-                if self.claims or m.kind not in ("claim", "release")]
-        record.parsed = {"messages": [_parsed(m) for m in said]}  # ids, as the planner said
+        said = self._by_rules([replace(m, round=ctx.round) for m in heard], rules, env, ctx)
         said = [replace(m, text=render(m.kind, m.content, m.text, ctx.team)) for m in said]
+        spent = self._spent if self._spent[0] == ctx.round else (ctx.round, 0, 0)
+        said, over = within_budget(said, rules, lambda m: count_tokens(m.text), spent[1:])
+        self._spent = (ctx.round, spent[1] + len(said),
+                       spent[2] + sum(count_tokens(m.text) for m in said))
+        abstain = self.planner.abstaining and ctx.allow_abstain
+        role = self._role(env, abstain) if ctx.self_chosen_roles else ctx.role
+        record.parsed = {"messages": [_parsed(m) for m in said], "abstain": abstain,
+                         "role": role, "rules": {"assign_work": rules.assign_work,
+                                                 "report_when": rules.report_when}}
+        if over:
+            record.notes.append(f"budget: {len(over)} message(s) not sent: "
+                                + ", ".join(m.kind for m in over))
         record.wall = time.perf_counter() - start
-        return CommunicateDecision(said, ctx.role, False, None, "", record)
+        return CommunicateDecision(said, role, abstain, None, "", record)
+
+    def _by_rules(self, messages: list[TeamMessage], rules: MemberRules, env,
+                  ctx: CommunicateContext) -> list[TeamMessage]:
+        """The planner's messages as the rules allow: claims only when claiming, reports
+        by ``report_when`` to ``report_to``, a status every round when the rules ask,
+        most important first."""
+        to = rules.report_to if rules.report_to is not None else EVERYONE
+        out = []
+        for m in messages:
+            if m.kind in ("claim", "release") and not rules.claims:
+                continue
+            if m.kind in REPORTS:
+                if rules.report_when not in REPORTS[m.kind]:
+                    continue
+                m = replace(m, receivers=to)
+            out.append(m)
+        if rules.report_when == "every_round":
+            doing = self.planner.status(env)
+            if self._status != (ctx.round, doing):  # once a round, again if it changed
+                self._status = (ctx.round, doing)
+                held = tuple(sorted(env.memory(self.agent_id).held))
+                out.append(replace(TeamMessage.structured(
+                    self.agent_id, to, "status", {"doing": doing, "holding": held}),
+                    round=ctx.round))
+        return sorted(out, key=lambda m: PRIORITY.index(m.kind) if m.kind in PRIORITY
+                      else len(PRIORITY))
+
+    def _role(self, env, abstain: bool) -> str:
+        """Its self-chosen role, from what it will do (:data:`ROLE_VOCABULARY`)."""
+        if abstain:
+            return "standby"
+        if self.planner.role == "leader" and self.planner.rules.assign_work == "leader":
+            return "coordinator"
+        doing = self.planner.status(env)
+        return _ROLE_OF.get(doing.partition(":")[0], "standby")
 
     async def act(self, env, round: int, ctx: ActContext | None = None) -> ActDecision:
         start = time.perf_counter()
@@ -115,7 +187,10 @@ class RandomMember(MemberBase):
 
     async def communicate(self, ctx: CommunicateContext, env) -> CommunicateDecision:
         record = DecisionRecord("communicate", self.agent_id, ctx.round, model=self.model)
-        vote = (ctx.candidates or [None])[0] if ctx.stage_kind == "vote" else None
+        vote = None
+        if ctx.stage_kind == "vote" and ctx.candidates:  # ballots follow the election rule
+            vote = choose_vote(ctx.rules, self.agent_id, ctx.candidates, ctx.round)
+            record.parsed = {"vote": vote, "rule": ctx.rules.vote}
         return CommunicateDecision([], None, False, vote, "", record)
 
     async def act(self, env, round: int, ctx: ActContext | None = None) -> ActDecision:

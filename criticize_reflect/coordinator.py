@@ -30,6 +30,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from orgteams.agents.backends.base import ChatBackend
 from orgteams.criticize_reflect.critic import Critique
+from orgteams.criticize_reflect.rule_edits import RulesEdit, merged_rules
 from orgteams.criticize_reflect.structured import ReplyInvalid, structured_call
 from orgteams.envs.errors import UserError
 from orgteams.organizations.protocol_facts import PROTOCOLS
@@ -72,7 +73,8 @@ class OrganizationProposal(BaseModel):
     topology: dict[str, Any] | None = None
     roles: str | dict[str, str] | None = None
     channels: str | list[dict[str, str]] | None = None
-    rules: list[str] | None = None
+    rules: RulesEdit | list[str] | None = Field(
+        default=None, description="rules to change (others kept); a list: free-text notes")
     allow_abstain: bool | None = None
     leadership_rule: str | None = Field(
         default=None, description=f"one of {', '.join(LEADERSHIP_RULES)}")
@@ -88,8 +90,11 @@ class OrganizationProposal(BaseModel):
         return text[:500]
 
     def changes(self) -> dict[str, Any]:
-        """The organization fields this proposal sets."""
-        return {f: getattr(self, f) for f in EDITABLE_FIELDS if getattr(self, f) is not None}
+        """The organization fields this proposal sets (a rules edit as the rules it names)."""
+        out = {f: getattr(self, f) for f in EDITABLE_FIELDS if getattr(self, f) is not None}
+        if isinstance(self.rules, RulesEdit):
+            out["rules"] = self.rules.model_dump(exclude_none=True)
+        return out
 
 
 class CoordinatorReply(BaseModel):
@@ -171,6 +176,8 @@ def build_candidate(base: Organization, proposal: OrganizationProposal, *, name:
         with ``invalid:``, ``governance:`` or ``needs approval:``.
     """
     changes = proposal.changes()
+    if proposal.rules is not None:  # only the rules it names change
+        changes["rules"] = merged_rules(base.rules, proposal.rules)
     if len(changes.get("instruction") or "") > INSTRUCTION_MAX_CHARS:
         return None, f"invalid: instruction longer than {INSTRUCTION_MAX_CHARS} characters"
     problem = _text_problem({k: v for k, v in changes.items() if k != "instruction"})
@@ -266,7 +273,9 @@ EXAMPLE = {
     "candidates": [{"name": "leader_reports", "rationale": "cut broadcast reports",
                     "rules": ["Members report only new sightings, and only to the leader."]},
                    {"name": "leader_agent_1", "rationale": "agent_1 planned better",
-                    "leader": "agent_1"}],
+                    "leader": "agent_1"},
+                   {"name": "claim_work", "rationale": "two agents fetched the same cupcake",
+                    "rules": {"assign_work": "claim", "budget": {"messages": 2}}}],
     "pick": 0,
 }
 

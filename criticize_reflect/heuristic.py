@@ -2,16 +2,19 @@
 
 The :class:`HeuristicCritic` derives problems from an iteration's metrics and events
 (:data:`PROBLEMS`, each with the threshold that raises it); the
-:class:`HeuristicCoordinator` proposes up to K structural edits (:data:`EDITS`: protocol,
-channels, leader, abstention) that address those problems, skips organizations already
-played, and checks each candidate exactly as the LLM Coordinator's are
-(:func:`~orgteams.criticize_reflect.coordinator.build_candidate`: validation, governance,
-resolution for the team). Both answer the same types as their LLM counterparts, so the
+:class:`HeuristicCoordinator` proposes up to K edits (:data:`EDITS`: the organization's
+machine-readable rules, protocol, channels, leader, abstention) that address those
+problems, skips organizations already played, and checks each candidate exactly as
+the LLM Coordinator's are
+(:func:`~orgteams.criticize_reflect.coordinator.build_candidate`: validation,
+governance, resolution for the team). Both answer the same types as their LLM counterparts, so the
 loop, its files and its ablations do not know which kind ran. They are a baseline and
 an ablation beside the LLM ones, and make the loop demonstrable without a model.
 
-Adding an edit of the organization's machine-readable rules is one more entry of
-:data:`EDITS` (the fields it sets, as a proposal).
+A rules edit names only the rules it changes (``{"rules": {"assign_work": "claim"}}``);
+the others are kept (:mod:`~orgteams.criticize_reflect.rule_edits`). ``allow_abstain``
+is human-only by default (the right to abstain, ring 1), so that edit is refused by
+governance unless a person allows it; the candidates' rows say so.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from orgteams.criticize_reflect.coordinator import (
     build_candidate,
 )
 from orgteams.criticize_reflect.critic import Critique
+from orgteams.criticize_reflect.rule_edits import slug_of
 from orgteams.envs.errors import UserError
 from orgteams.organizations.spec import Organization
 
@@ -52,17 +56,29 @@ PROBLEMS = {
 """Problem code -> when the heuristic Critic raises it."""
 
 EDITS: dict[str, list[dict[str, Any]]] = {
-    "chatter": [{"channels": "topology"}, {"channels": "none"}, {"protocol": "sequential"}],
-    "duplicated_work": [{"protocol": "leader_first"}, {"protocol": "shared"},
-                        {"channels": "all"}],
-    "idle_agents": [{"protocol": "broadcast"}, {"allow_abstain": True},
+    "chatter": [{"channels": "topology"}, {"channels": "none"},
+                {"rules": {"report_when": "on_completion"}},
+                {"rules": {"budget": {"messages": 1}}}, {"rules": {"report_to": "leader"}},
+                {"protocol": "sequential"}],
+    "duplicated_work": [{"rules": {"assign_work": "claim"}},
+                        {"rules": {"assign_work": "leader"}}, {"protocol": "leader_first"},
+                        {"protocol": "shared"}, {"channels": "all"}],
+    "idle_agents": [{"allow_abstain": False}, {"rules": {"assign_work": "self"}},
+                    {"rules": {"corrections": True}}, {"protocol": "broadcast"},
                     {"protocol": "shared"}],
-    "late_reports": [{"channels": "topology"}, {"protocol": "coordinator"}],
-    "failure": [{"protocol": "shared"}, {"channels": "all"}, {"leader": "agent_1"}],
-    "explore": [{"protocol": "shared"}, {"protocol": "broadcast"}, {"leader": "agent_1"},
+    "late_reports": [{"channels": "topology"}, {"rules": {"report_when": "on_new_information"}},
+                     {"rules": {"corrections": True}}, {"protocol": "coordinator"}],
+    "failure": [{"protocol": "shared"}, {"channels": "all"}, {"rules": {"corrections": True}},
+                {"leader": "agent_1"}],
+    "explore": [{"protocol": "shared"}, {"protocol": "broadcast"},
+                {"rules": {"assign_work": "claim"}}, {"rules": {"report_when": "on_completion"}},
+                {"leader": "agent_1"},
                 {"leader": "agent_2"}, {"channels": "topology"}, {"channels": "none"}],
 }
-"""Problem code -> structural edits that address it, best first (``explore``: when no
+"""Problem code -> edits that address it, best first: duplicated work -> claims or the
+leader assigns; chatter -> fewer channels, reports on completion only, a budget, reports to
+the leader; idle agents -> no abstention (governance permitting) or everyone picks its own
+work; late reports -> reports as soon as there is news, corrections (``explore``: when no
 problem was found, or every edit for the problems found was already played)."""
 
 
@@ -158,7 +174,7 @@ class HeuristicCoordinator:
             for edit in EDITS[code]:
                 if len(options) >= self.k:
                     break
-                slug = "_".join(f"{k}_{v}" for k, v in edit.items()).lower()
+                slug = slug_of(edit)
                 name = f"{base.name.split('__')[0]}__{slug}"[:40]
                 if any(r["changes"] == edit for r in rows):
                     continue

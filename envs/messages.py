@@ -21,6 +21,10 @@ found      ``{"object": "apple_1", "location": "fridge"}``    "seen apple_1 in f
 assign     ``{"agent": "agent_1", "action": "grab:cupcake_2", "agent_1: grab cupcake_2 ->
            "target": "coffee_table"}`` (target optional)    coffee_table"
 done       ``{"object": "cupcake_2", "target": "coffee_table"}``  "done cupcake_2 -> coffee_table"
+status     ``{"doing": "grab:cupcake_2", "holding": [..]}``   "doing grab cupcake_2, holding
+           (a report every round, organization rules)        apple_1"
+correct    ``{"agent": "agent_1", "action": "grab:x",        "correct agent_1: grab x (x is
+           "reason": "done"}`` (a member corrects a leader)  done)"
 text       ``{}``                                            what was said
 =========  ================================================  ==================================
 """
@@ -36,7 +40,7 @@ __all__ = ["EVERYONE", "MESSAGE_KINDS", "Everyone", "Receivers", "TeamMessage", 
 EVERYONE = "everyone"  # the one spelling of "every other team member"
 Everyone = Literal["everyone"]
 Receivers = tuple[str, ...] | Everyone
-MESSAGE_KINDS = ("claim", "release", "found", "assign", "done", "text")
+MESSAGE_KINDS = ("claim", "release", "found", "assign", "done", "status", "correct", "text")
 
 
 def render(kind: str, content: Mapping[str, Any], text: str = "",
@@ -51,6 +55,13 @@ def render(kind: str, content: Mapping[str, Any], text: str = "",
         return text
     if kind == "found":
         return f"seen {c['object']} in {c['location']}"
+    if kind == "status":
+        held = ", ".join(c.get("holding") or ()) or "nothing"
+        return f"doing {str(c.get('doing', 'wait')).replace(':', ' ', 1)}, holding {held}"
+    if kind == "correct":
+        what = c["action"].replace(":", " ", 1)
+        return (f"correct {(names or {}).get(c['agent'], c['agent'])}: {what} "
+                f"({c.get('reason', 'not needed')})")
     if kind == "assign":
         what = c["action"].replace(":", " ", 1)
         tail = f" -> {c['target']}" if c.get("target") else ""

@@ -23,8 +23,12 @@ key               meaning
 ``abstained``     ``True`` / ``False`` for decisions where abstaining was possible,
                   ``None`` / missing otherwise
 ``role``          the role the agent took (self-chosen or assigned)
+``vote``          the agent id it voted for (``kind`` ``"vote"``)
 ``events``        list of env event names (free-form)
 ================  ==================================================================
+
+Team events (``{"type": "election", "round", "winner", ...}`` and ``{"type":
+"leader_change", "round", "leader"}``) give the leadership terms of ``leader_tenure``.
 
 A record counts as a message when ``message`` is a non-empty string.
 """
@@ -71,7 +75,11 @@ class EpisodeMetrics:
     ``llm_prompt_tokens`` and ``llm_completion_tokens``.
     ``abstention_rate`` is abstentions over records with a non-``None`` ``abstained``.
     ``unique_roles`` counts distinct roles (case-insensitive, ``abstain`` excluded).
-    ``election_count`` counts rounds with at least one ``vote`` record. Graph metrics are
+    ``election_count`` counts rounds with at least one ``vote`` record; ``self_vote_rate``
+    is the share of ballots an agent cast for itself (None: no ballots);
+    ``leader_tenure`` the mean length in rounds of a top leader's term (rounds over
+    terms; a term ends when an election or hand-over gives the lead to another agent;
+    None without a leader). Graph metrics are
     computed on :func:`communication_graph`: ``hierarchy_depth`` from the top leader,
     ``algebraic_connectivity`` (lambda_2 of the weighted combinatorial Laplacian, the
     paper's) and ``spectral_gap`` (lambda_2 of the normalized Laplacian, at most
@@ -94,6 +102,8 @@ class EpisodeMetrics:
     abstention_rate: float
     unique_roles: int
     election_count: int
+    self_vote_rate: float | None
+    leader_tenure: float | None
     hierarchy_depth: int
     algebraic_connectivity: float
     spectral_gap: float
@@ -153,6 +163,8 @@ def episode_metrics(
     agents: Iterable[str] = (),
     leaders: Sequence[str] | None = None,
     price: PriceFn | None = None,
+    events: Sequence[Record] = (),
+    first_leader: str | None = None,
 ) -> EpisodeMetrics:
     """Compute :class:`EpisodeMetrics` from an episode's step records.
 
@@ -164,6 +176,8 @@ def episode_metrics(
         leaders: Roots for :func:`hierarchy_depth` (default: the busiest sender).
         price: ``price(model, prompt_tokens, completion_tokens) -> USD or None``;
             default the shipped price table (:mod:`orgteams.agents.backends.pricing`).
+        events: Team events (elections, hand-overs) for ``leader_tenure``.
+        first_leader: The top leader at round 0 (default: the first of ``leaders``).
     """
     from orgteams.agents.tokens import count_words
 
@@ -200,10 +214,12 @@ def episode_metrics(
     delivered = sum(_tokens(r) * len(r.get("delivered") or ()) for r in msgs)
     sent = sum(_tokens(r) for r in msgs)
     graph = communication_graph(records, agents)
+    ballots = [r for r in records if r.get("kind") == "vote" and r.get("vote")]
+    rounds = len({r["round"] for r in records if r.get("round") is not None})
     return EpisodeMetrics(
         success=bool(success),
         ticks=ticks,
-        rounds=len({r["round"] for r in records if r.get("round") is not None}),
+        rounds=rounds,
         messages_sent=len(msgs),
         message_tokens_sent=sent,
         message_tokens_delivered=delivered,
@@ -219,6 +235,10 @@ def episode_metrics(
         ),
         unique_roles=len(roles),
         election_count=len({r.get("round") for r in records if r.get("kind") == "vote"}),
+        self_vote_rate=(sum(1 for r in ballots if r["vote"] == r.get("agent")) / len(ballots)
+                        if ballots else None),
+        leader_tenure=leader_tenure(events, first_leader or (leaders[0] if leaders else None),
+                                    rounds),
         hierarchy_depth=hierarchy_depth(graph, leaders),
         algebraic_connectivity=algebraic_connectivity(graph),
         spectral_gap=spectral_gap(graph),
@@ -228,6 +248,21 @@ def episode_metrics(
         prompt_tokens_by_phase=dict(usage["pp"]),
         completion_tokens_by_phase=dict(usage["cp"]),
     )
+
+
+def leader_tenure(events: Iterable[Record], first: str | None, rounds: int) -> float | None:
+    """Mean rounds per leadership term: ``rounds`` over the number of terms, a term
+    starting with ``first`` at round 0 and with each election or hand-over that gives
+    the lead to another agent. None without a leader or a round."""
+    if first is None or rounds <= 0:
+        return None
+    current, terms = first, 1
+    for e in events:
+        new = e.get("winner") if e.get("type") == "election" else (
+            e.get("leader") if e.get("type") == "leader_change" else None)
+        if new is not None and new != current:
+            current, terms = new, terms + 1
+    return rounds / terms
 
 
 def roles_by_round(records: Iterable[Record]) -> dict[str, dict[str, str]]:

@@ -28,6 +28,7 @@ from orgteams.agents.agent_base import (
     TeamMessage,
     safe_action,
 )
+from orgteams.agents.member_rules import within_budget
 from orgteams.organizations.protocols import (
     Stage,
     record_election,
@@ -67,7 +68,8 @@ def _context(state: EpisodeState, agent: str, stage: Stage, visible: list[TeamMe
         self_chosen_roles=org.self_chosen_roles or assigned == "self-chosen",
         can_message=[b for b in r.receivers_of(agent) if b not in state.removed],
         visible_this_round=visible, stage_kind=stage.kind,
-        candidates=state.active() if stage.kind == "vote" else None)
+        candidates=state.active() if stage.kind == "vote" else None,
+        rules=r.member_rules(agent))
 
 
 async def communicate_phase(state: EpisodeState, speakers: list[str] | None = None
@@ -90,6 +92,7 @@ async def communicate_phase(state: EpisodeState, speakers: list[str] | None = No
     view = state.view  # members read the episode through it, never the env
     for member in state.members.values():
         member.observe(view)
+    spent: dict[str, tuple[int, int]] = {}  # messages and tokens each sent this round
     si = 0
     while si < len(stages):
         stage = stages[si]
@@ -106,6 +109,7 @@ async def communicate_phase(state: EpisodeState, speakers: list[str] | None = No
                 claims[agent] = d.role
             if stage.kind == "vote" and d.vote in active:
                 votes[agent] = d.vote
+            _budget(d, ctxs[agent], spent)
             outputs += _route(state, si, stage, agent, d, ctxs[agent], inbox)
         for hook in state.hooks.decided:
             hook(state, [d.record for d in decisions])
@@ -131,6 +135,26 @@ async def communicate_phase(state: EpisodeState, speakers: list[str] | None = No
         if messages and agent not in state.removed and agent in state.members:
             state.members[agent].receive(messages)  # a player beside the team has none
     return abstained
+
+
+def _budget(d: CommunicateDecision, ctx: CommunicateContext,
+            spent: dict[str, tuple[int, int]]) -> None:
+    """Keep a member's messages within the rules' per-round budget (any member kind);
+    what is over it is not sent, and its decision record says so."""
+    from orgteams.agents.tokens import count_tokens
+
+    rules = ctx.rules
+    if rules.max_messages is None and rules.max_tokens is None or not d.messages:
+        return
+    kept, over = within_budget(d.messages, rules, lambda m: count_tokens(m.text),
+                               spent.get(ctx.agent, (0, 0)))
+    before = spent.get(ctx.agent, (0, 0))
+    spent[ctx.agent] = (before[0] + len(kept),
+                        before[1] + sum(count_tokens(m.text) for m in kept))
+    if over:
+        d.messages = kept
+        d.record.notes.append(f"budget: {len(over)} message(s) over the organization's "
+                              "budget not sent")
 
 
 def _route(state: EpisodeState, si: int, stage: Stage, agent: str, d: CommunicateDecision,

@@ -55,12 +55,14 @@ class Stage:
 
 @dataclass(frozen=True)
 class ElectionRecord:
-    """A recorded election: the ballots, the counts of valid votes and the winner."""
+    """A recorded election: the ballots, the counts of valid votes, the winner, and how
+    many voters voted for themselves (counted like any vote)."""
 
     round: int
     votes: dict[str, str]
     counts: dict[str, int]
     winner: str
+    self_votes: int = 0
 
 
 def schedule(
@@ -201,9 +203,14 @@ def resolve_claims(
 
 
 def election_due(resolved: ResolvedOrganization, round_index: int) -> bool:
-    """Whether round ``round_index`` (0-based) opens with an election (rounds 0, k, 2k...)."""
+    """Whether round ``round_index`` (0-based) opens with an election: rounds 0, k, 2k...
+    (``k = election_every``), or round 0 only when the rules say ``reelect: once``."""
     org = resolved.organization
-    return org.leadership_rule == "election" and round_index % (org.election_every or 1) == 0
+    if org.leadership_rule != "election":
+        return False
+    if org.rules.election.reelect == "once":
+        return round_index == 0
+    return round_index % (org.election_every or 1) == 0
 
 
 def tally(
@@ -241,7 +248,8 @@ def record_election(
 ) -> ElectionRecord:
     """Tally ``votes`` and keep the ballots and counts for the episode log."""
     winner = tally(votes, order, incumbent)
-    return ElectionRecord(round_index, dict(votes), _counts(votes, order), winner)
+    own = sum(1 for voter, c in votes.items() if voter == c and (order is None or c in order))
+    return ElectionRecord(round_index, dict(votes), _counts(votes, order), winner, own)
 
 
 def _counts(votes: Mapping[str, str], order: Sequence[str] | None) -> dict[str, int]:

@@ -8,9 +8,11 @@ from typing import Any
 
 import networkx as nx
 
+from orgteams.agents.member_rules import MemberRules
 from orgteams.envs._util import did_you_mean
 from orgteams.envs.errors import UserError
 from orgteams.envs.team import AGENT_ID, Team
+from orgteams.organizations.rules import rules_text
 from orgteams.organizations.spec import (
     SELF_CHOSEN,
     Organization,
@@ -160,12 +162,56 @@ class ResolvedOrganization:
         else:
             text = _render_template(org, self._context(agent, names))
         parts = [text] if text else []
-        frag = _fragments() if org.rules or org.allow_abstain else {}  # a YAML read
-        if org.rules:
-            parts.append("\n".join([frag["rules_header"], *(f"- {r}" for r in org.rules)]))
+        rules = rules_text(org.rules, election_every=org.election_every,
+                           elections=org.leadership_rule == "election",
+                           has_leader=bool(self.top_leaders))
+        frag = _fragments() if rules or org.allow_abstain else {}  # a YAML read
+        if rules:
+            parts.append("\n".join([frag["rules_header"], *(f"- {r}" for r in rules)]))
         if org.allow_abstain:
             parts.append(frag["abstain"])
         return "\n\n".join(parts)
+
+    def member_rules(self, agent: str) -> MemberRules:
+        """The organization's rules as ``agent`` is told them (computed once per agent)."""
+        return self._member_rules[self._known(agent)]
+
+    @cached_property
+    def _member_rules(self) -> dict[str, MemberRules]:
+        org, rules = self.organization, self.organization.rules
+        top = self.top_leaders
+        out = {}
+        for a in self.team:
+            out[a] = MemberRules(
+                assign_work=rules.assign_work, report_when=rules.report_when,
+                report_to=self._report_receivers(a), max_messages=rules.budget.messages,
+                max_tokens=rules.budget.tokens, corrections=rules.corrections,
+                vote=rules.election.vote, vote_seed=rules.election.seed, leaders=top,
+                assigns=rules.assign_work == "leader" and a in top,
+                may_abstain=org.allow_abstain,
+                self_chosen_roles=org.self_chosen_roles or self.roles[a] == SELF_CHOSEN)
+        return out
+
+    def _report_receivers(self, agent: str) -> tuple[str, ...] | None:
+        """Whom ``agent``'s reports go to under ``report_to`` (None: everyone).
+
+        ``leader``: its boss, else (a top leader) the agents it leads; ``neighbours``:
+        its boss, the agents it leads and its chain neighbours. Where the topology gives
+        nobody (a flat team), reports go to everyone.
+        """
+        to = self.organization.rules.report_to
+        boss = self.reports_to[agent]
+        if to == "leader":
+            near = [boss] if boss else self.members_of(agent)
+        elif to == "neighbours":
+            near = [boss] if boss else []
+            near += self.members_of(agent)
+            near += [b for b in self.team if self.graph.has_edge(b, agent)
+                     or self.graph.has_edge(agent, b)]
+        else:
+            return None
+        near = [a for a in dict.fromkeys(near) if a != agent]
+        return tuple(near) if near else None
 
     def with_leaders(self, leaders: list[str]) -> ResolvedOrganization:
         """The same team with ``leaders`` in the top tier (after an election or hand-over)."""
@@ -218,7 +264,7 @@ class ResolvedOrganization:
             "tiers": [(role, [name(a) for a in agents]) for role, agents in self.tiers],
             "neighbours": [name(a) for a in chain] if org.topology.kind == "chain" else [],
             "mission": org.mission,
-            "rules": org.rules,
+            "rules": list(org.rules.notes),
             "allow_abstain": org.allow_abstain,
             "batch_size": org.batch_size,
             "election_every": org.election_every,

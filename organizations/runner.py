@@ -192,7 +192,10 @@ class TeamRunner:
         decisions = [r for r in records if r.get("phase") in ("communicate", "act")]
         metrics = episode_metrics(decisions, success=world.success, ticks=env.ticks,
                                   agents=self.team,
-                                  leaders=list(state.resolved.top_leaders) or None)
+                                  leaders=list(state.resolved.top_leaders) or None,
+                                  events=state.events, first_leader=next(iter(
+                                      self.organization.resolve(self.roster).top_leaders),
+                                      None))
         dup = state.duplicates
         return {
             **asdict(metrics),

@@ -51,6 +51,7 @@ from orgteams.envs._util import did_you_mean, validation_line
 from orgteams.envs.errors import UserError
 from orgteams.envs.team import Team
 from orgteams.organizations.protocol_facts import PROTOCOL_FACTS, PROTOCOLS
+from orgteams.organizations.rules import Rules
 from orgteams.organizations.templates import MAX_INSTRUCTION_CHARS, compile_template
 
 if TYPE_CHECKING:
@@ -166,7 +167,9 @@ class Organization(BaseModel):
             overrides on top of the topology's roles.
         channels: ``all``, ``topology`` (along leader or chain edges, both directions),
             ``none`` or a list of ``{from, to}`` pairs.
-        rules: Behavioural rules, appended to the instruction as a list.
+        rules: Machine-readable rules every member kind honours (who assigns work,
+            reports, budget, corrections, election; :mod:`~orgteams.organizations.rules`),
+            rendered after the instruction for LLM members; a list is free-text notes.
         allow_abstain: Whether an agent may abstain (it stays in the env and waits).
         self_chosen_roles: Agents pick their own role each round (set by ``roles: self-chosen``).
         leadership_rule: ``fixed``, ``election``, ``round_robin`` or ``most_progress``.
@@ -195,7 +198,7 @@ class Organization(BaseModel):
     topology: Topology = Field(default_factory=Topology)
     roles: Literal["topology", "self-chosen"] | dict[str, str] = "topology"
     channels: Literal["all", "topology", "none"] | list[Channel] = "all"
-    rules: list[str] = Field(default_factory=list)
+    rules: Rules = Field(default_factory=Rules)
     allow_abstain: bool = False
     self_chosen_roles: bool = False
     leadership_rule: str = "fixed"

@@ -54,6 +54,7 @@ SUMMARY_ROWS = ("episode_status", "stop_reason", "success", "ticks", "rounds", "
                 "delivered_tokens_per_step", "llm_prompt_tokens", "llm_completion_tokens",
                 "cost_usd", "fallback_count", "abstention_rate", "duplicate_rate",
                 "hierarchy_depth", "algebraic_connectivity", "spectral_gap", "election_count",
+                "self_vote_rate", "leader_tenure",
                 "tokenizer", "tokens_approximate", "wall_seconds", "log_path")
 
 

@@ -12,8 +12,10 @@ t-test (unequal variances, all episodes) on ticks and comm tokens per step (toke
 context are compared at once with the Kruskal-Wallis H test. Each group also gets the
 role stability index (RSI: how often an agent keeps its role from one episode to the
 next, episodes in seed order, each episode's role being the one held most rounds;
-from the summaries' ``roles_by_round``), the tokenizer its token counts came from, and
-the shares of the cooperative-behaviour labels (organized-teams paper §4.3) of every
+from the summaries' ``roles_by_round``), the mean leader tenure (rounds per leadership
+term) and self-vote rate (share of ballots cast for oneself) over the episodes that
+have them (:data:`LEADERSHIP`), the tokenizer its token counts came from, and the
+shares of the cooperative-behaviour labels (organized-teams paper §4.3) of every
 message its episodes sent (rule-based, :mod:`orgteams.behaviours`; read from the
 episode logs, episodes without a log counted as ``missing_logs``).
 
@@ -40,6 +42,8 @@ from orgteams.sweep import KEY_FIELDS, cell_key, played, read_results
 METRICS = ("ticks", "rounds", "comm_tokens_per_step")
 TESTED = ("ticks", "comm_tokens_per_step")
 CONTEXT = ("task", "layout", "agents", "backend")
+LEADERSHIP = ("leader_tenure", "self_vote_rate")
+"""Leadership outcomes reported per group: means over episodes that have them."""
 REPORT_HINT = 'reports need scipy and matplotlib: pip install "orgteams[report]"'
 
 
@@ -206,6 +210,7 @@ def report(results_path: str | Path, out_dir: str | Path, baseline: str | None =
                           "success_rate": len(wins) / len(eps) if eps else None,
                           "baseline": base, "metrics": {}, "welch_vs_baseline": None,
                           "rsi": group_rsi(eps),
+                          **{m: describe(_values(eps, m))["mean"] for m in LEADERSHIP},
                           "tokenizers": sorted({str(e["tokenizer"]) for e in eps
                                                 if e.get("tokenizer")}),
                           # paper 1 section 4.3: rule-based labels of every message sent
@@ -285,7 +290,9 @@ def _markdown(result: dict) -> str:
              "Welch's t-test (unequal variances) and Cohen's d (pooled sd) against the "
              "baseline organization, over all episodes; Kruskal-Wallis across all "
              "organizations. Comm tokens/step = message tokens sent per tick. RSI = role "
-             "stability index across episodes.", ""]
+             "stability index across episodes. Tenure = mean rounds per leadership term; "
+             "self-votes = share of ballots cast for oneself (means over the episodes that "
+             "have them).", ""]
     by_ctx: dict[str, list[dict]] = {}
     for g in result["groups"]:
         by_ctx.setdefault(_ctx_title(g), []).append(g)
@@ -297,15 +304,16 @@ def _markdown(result: dict) -> str:
                             ("successful_episodes", "Successful episodes only")):
             lines += [f"### {label}", "",
                       "| organization | n | errors | success rate | ticks | rounds | "
-                      "comm tokens/step | RSI |",
-                      "|---|---:|---:|---:|---:|---:|---:|---:|"]
+                      "comm tokens/step | RSI | tenure | self-votes |",
+                      "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
             for g in gs:
                 n = g["n"] if over == "all_episodes" else g["successes"]
                 lines.append(
                     f"| {g['organization']} | {n} | {g['errors']} | "
                     f"{_fmt(g['success_rate'])} | "
                     + " | ".join(_cell(g["metrics"][m][over]) for m in METRICS)
-                    + f" | {_fmt(g.get('rsi'))} |")
+                    + f" | {_fmt(g.get('rsi'))} | {_fmt(g.get('leader_tenure'))} | "
+                    f"{_fmt(g.get('self_vote_rate'))} |")
             lines.append("")
         lines += ["### Welch's t-test and Cohen's d against the baseline (all episodes)", "",
                   "| organization | ticks t | ticks p | ticks d | comm tokens/step t | "

@@ -97,7 +97,7 @@ class BackendPool:
 
 
 def build_member(agent_id: str, spec: str, *, leader: bool = False, seed: int | None = None,
-                 cache: str | Path | None = None, claims: bool = True,
+                 cache: str | Path | None = None,
                  env: HighLevelEnv | None = None, pool: BackendPool | None = None,
                  **llm_kwargs: Any):
     """A team member from a spec: ``planner``, ``random``, ``human``, ``local``,
@@ -107,7 +107,7 @@ def build_member(agent_id: str, spec: str, *, leader: bool = False, seed: int | 
     ``prompts``...); ``prompts=None`` picks the backend's default variant (``local``:
     ``compact``).
 
-    ``leader`` and ``claims`` only matter to planners (see :class:`PlannerMember`).
+    ``leader`` only matters to planners (see :class:`PlannerMember`).
     ``env`` only matters to ``human``: when it renders in human mode the person
     answers in that window (:class:`~orgteams.agents.window_input.WindowInput`),
     else in the terminal. ``pool`` only matters to LLM members, and they need one: it
@@ -124,7 +124,7 @@ def build_member(agent_id: str, spec: str, *, leader: bool = False, seed: int | 
     if kind == "planner":
         from orgteams.agents.planner_member import PlannerMember
 
-        return PlannerMember(agent_id, leader=leader, claims=claims)
+        return PlannerMember(agent_id, leader=leader)
     if kind == "random":
         from orgteams.agents.planner_member import RandomMember
 
@@ -166,10 +166,8 @@ def build_team(specs: str | list[str], num_agents: int, organization: Organizati
     team = Team.of_size(num_agents)
     resolved = organization.resolve(team)
     top = set(resolved.tiers[0][1]) if len(resolved.tiers) > 1 else set()
-    # Planners follow the organization: with no instruction at all (``none``) nobody
-    # agreed to announce or respect claims.
-    claims = bool(organization.instruction.strip())
-    return {a: build_member(a, s, leader=a in top, seed=seed, cache=cache, claims=claims, env=env,
+    # Planners follow the organization's rules, given with every decision (ctx.rules).
+    return {a: build_member(a, s, leader=a in top, seed=seed, cache=cache, env=env,
                             pool=pool, **llm_kwargs)
             for a, s in zip(team, specs)}
 

@@ -6,6 +6,7 @@ import statistics
 
 import pytest
 
+from orgteams.agents.member_rules import MemberRules
 from orgteams.agents.planner import PlannerAgent
 from orgteams.agents.random_agent import RandomAgent
 from orgteams.envs import list_tasks
@@ -89,6 +90,7 @@ def test_leader_assigns_and_member_follows():
     env = HighLevelEnv(layout="studio", task="prepare_food", num_agents=2)
     env.reset(seed=1)
     leader, member = PlannerAgent("agent_0", role="leader"), PlannerAgent("agent_1")
+    leader.rules = MemberRules(assign_work="leader")  # a leader assigns only when told to
     scene = env.base.world.scene
     # The leader alone knows where a wanted object is; the member has not seen it.
     obj = next(o for i, o in enumerate(scene.objects)

@@ -32,7 +32,7 @@ def test_governance_violation_and_invalid_spec_are_rejected_with_reasons():
     assert "agent_7" in rows[2]["reason"]
     assert decision.pick == 3 and decision.pick_reason == "first valid (model pick 0 invalid)"
     org = decision.organization
-    assert org.name == "bob_leads" and org.rules == ["Report to the leader only."]
+    assert org.name == "bob_leads" and org.rules.notes == ("Report to the leader only.",)
     assert org.topology.tiers[0].agents == ["agent_1"]
     assert org.allow_abstain is False and decision.fallback is None
 

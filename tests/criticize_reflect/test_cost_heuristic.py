@@ -112,12 +112,17 @@ def test_heuristic_coordinator_edits_the_best_skips_played_and_obeys_governance(
     assert any(r["reason"] == "skipped: already played" for r in again.candidates)
     # governance: a human-only field is never edited
     locked = leader.updated(governance={"human_only": ["channels", "protocol", "topology",
-                                                       "allow_abstain", "governance"]})
+                                                       "rules", "allow_abstain",
+                                                       "governance"]})
     history = [Trial(0, locked, 80.0, {}, critique)]
     decision = HeuristicCoordinator(k=3).propose(history, locked, team=team, iteration=1)
     assert decision.fallback == "no untried edit is valid"
     assert decision.organization is locked
-    assert all(r["reason"].startswith("governance:") for r in decision.candidates)
+    reasons = [r["reason"] for r in decision.candidates]
+    assert reasons[0] == "governance: changes human-only field(s) channels"
+    # an edit the locked organization already has (report_to: leader) changes nothing
+    assert all(r.startswith("governance:") or r == "skipped: already played" for r in reasons)
+    assert "governance: changes human-only field(s) rules" in reasons
 
 
 def test_heldout_seeds_never_overlap_the_loop_and_the_evaluation_uses_them(tmp_path,
@@ -178,7 +183,7 @@ def test_without_a_critique_the_heuristic_coordinator_does_not_diagnose():
         [Trial(0, leader, 80.0, metrics, critique)], leader, team=team, iteration=1)
     without = HeuristicCoordinator(k=3).propose(
         [Trial(0, leader, 80.0, metrics, None)], leader, team=team, iteration=1)
-    assert [r["changes"] for r in with_critic.candidates] == EDITS["chatter"]
+    assert [r["changes"] for r in with_critic.candidates] == EDITS["chatter"][:3]
     assert {r["rationale"] for r in with_critic.candidates} == {"addresses chatter"}
     assert with_critic.analysis == "problems: chatter; edits of leader"
     assert [r["changes"] for r in without.candidates] == EDITS["explore"][:3]

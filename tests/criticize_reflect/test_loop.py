@@ -24,7 +24,7 @@ class FakeEpisodes:
             self.fail_at = None
             raise KeyboardInterrupt("crash")  # an interruption mid-iteration
         self.played.append((k, org.name))
-        ticks = 100 - 10 * len(org.rules)
+        ticks = 100 - 10 * len(org.rules.notes)
         records = [{"round": 0, "agent": "agent_0", "phase": "communicate", "message": "hi",
                     "message_tokens": 1}]
         return {"summary": {"ticks": ticks, "comm_tokens_per_step": 2.5, "num_agents": 3,

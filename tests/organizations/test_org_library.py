@@ -80,8 +80,20 @@ def test_leader_instruction_in_paper_style():
     assert r.instruction_for("agent_1") == (
         "You are Bob. Alice is the leader of the team; the others follow Alice's instructions\n"
         "and report to Alice.\n"
-        "Follow Alice's instructions and report your progress to Alice."
+        "Follow Alice's instructions and report your progress to Alice.\n\n"
+        "Rules of the team:\n"
+        "- Work is assigned by the leader: do the subgoal the leader gives you; leaders "
+        "assign each teammate a subgoal.\n"
+        "- Report only new information (goal objects found, subgoals done) to your leader.\n"
+        "- Follow the leader's orders without arguing."
     )
+
+
+def test_none_tells_its_agents_nothing():
+    """The paper's baseline has no instruction: its rules steer planners, not prompts."""
+    r = load_organization("none").resolve(team(3))
+    assert r.organization.rules.assign_work == "self"
+    assert r.instruction_for("agent_0") == ""
 
 
 def test_self_organizing_roles_are_self_chosen():

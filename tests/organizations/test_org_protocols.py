@@ -77,7 +77,10 @@ def test_batched_sequential_groups_of_k():
     stages = schedule(resolved("batched_sequential", [f"agent_{i}" for i in range(9)]), [], 0)
     assert stages == []
     team = [f"agent_{i}" for i in range(9)]
-    stages = schedule(resolved("batched_sequential", team), team, 0)
+    library = schedule(resolved("batched_sequential", team), team, 0)
+    assert [s.speakers for s in library] == [tuple(team[i:i + 2]) for i in range(0, 9, 2)]
+    four = load_organization("batched_sequential").updated(batch_size=4)
+    stages = schedule(four.resolve(team), team, 0)
     assert [s.speakers for s in stages] == [tuple(team[:4]), tuple(team[4:8]), (team[8],)]
     assert {s.sees for s in stages} == {"all_prior"}
     outs = [turn(0, a, a) for a in team[:4]] + [turn(1, "agent_4", "")]

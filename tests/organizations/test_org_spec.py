@@ -168,8 +168,11 @@ def test_instruction_stays_a_block_in_yaml():
 
 def test_model_copy_and_diff():
     base = load_organization("leader")
-    new = base.model_copy(update={"rules": ["Be brief."], "allow_abstain": True})
-    assert base.diff(new) == {"rules": ([], ["Be brief."]), "allow_abstain": (False, True)}
+    brief = base.rules.model_copy(update={"corrections": True})
+    new = base.model_copy(update={"rules": brief, "allow_abstain": True})
+    assert base.diff(new) == {"rules": (base.rules.model_dump(mode="json"),
+                                        brief.model_dump(mode="json")),
+                              "allow_abstain": (False, True)}
     assert base.diff(base) == {}
     assert base.governance_violations(new) == ["allow_abstain"]
     strict = base.model_copy(
@@ -181,7 +184,8 @@ def test_model_copy_and_diff():
 
 def test_updated_validates():
     base = load_organization("leader")
-    assert base.updated(rules=["Be brief."]).rules == ["Be brief."]
+    assert base.updated(rules=["Be brief."]).rules.notes == ("Be brief.",)  # a list: notes
+    assert base.updated(rules={"report_when": "never"}).rules.report_when == "never"
     msg = "organization 'leader': field 'protocol': unknown protocol 'sequental'."
     with pytest.raises(ValueError, match=re.escape(msg)):
         base.updated(protocol="sequental")
