@@ -109,7 +109,9 @@ class LLMClassifier:
 
 
 def load_labelled(path: str | Path | None = None) -> list[dict[str, str]]:
-    """The hand-labelled sample: ``[{"message", "label", "source"}]``."""
+    """The hand-labelled sample: ``[{"message", "label", "backend", "organization",
+    "seed", "layout", "agent", "round", "run"}]`` (``run``: the command that sent it;
+    ``note``: why a borderline label was chosen)."""
     path = Path(path) if path else asset_dir("behaviours") / "labelled.yaml"
     data = yaml.safe_load(path.read_text(encoding="utf-8"))
     items = data.get("messages") if isinstance(data, dict) else None

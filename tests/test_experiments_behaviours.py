@@ -94,6 +94,16 @@ def test_rule_classifier_labels():
 def test_the_labelled_sample_and_agreement():
     items = load_labelled()
     assert len(items) >= 60 and {i["label"] for i in items} <= set(LABELS)
+    # all three cooperative behaviours occur (request_for_guidance only once: models
+    # rarely ask, planners never do), each message once, each with the run that sent it
+    labels = {i["label"] for i in items}
+    assert {"information_sharing", "leadership_assistance", "request_for_guidance"} <= labels
+    assert len({i["message"] for i in items}) == len(items)
+    assert {i["backend"] for i in items} == {"planner", "local"}
+    for i in items:
+        assert i["run"].startswith(f"orgteams run --backend {i['backend']} --org "
+                                   f"{i['organization']} ") and f"--seed {i['seed']}" in i["run"]
+        assert isinstance(i["round"], int) and i["agent"].startswith("agent_")
     assert agreement(["a", "b", "a", "b"], ["a", "b", "b", None]) == {
         "n": 4, "accuracy": 0.5, "cohens_kappa": pytest.approx((0.5 - 0.375) / 0.625),
         "fallbacks": 1}
