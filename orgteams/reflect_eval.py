@@ -67,7 +67,7 @@ def _costs(org: Organization, run: dict[str, Any], seeds: list[int], model: Cost
             raise RuntimeError(f"seed {seed}: the episode stopped early "
                                f"({result.summary.get('stop_reason')}); no comparison")
         costs.append(model.cost(result.summary))
-        bar.update(bar.done + 1)
+        bar.update(bar.done + 1, f"{task} / {layout}: {org.name}")
     return costs
 
 
