@@ -54,7 +54,8 @@ class Progress:
             self._rich.update(self._task, completed=self.done, description=desc)
         elif time.monotonic() - self._last_line > 2 or self.done == self.total:
             self._last_line = time.monotonic()
-            print(f"{self.label}: {self.done}/{self.total} {note}".rstrip(), file=sys.stderr)
+            print(f"{self.label} {note}".rstrip() + f": {self.done}/{self.total}",
+                  file=sys.stderr)
 
     def close(self) -> None:
         if self._rich is not None:

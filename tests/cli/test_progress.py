@@ -11,7 +11,7 @@ def test_plain_lines_on_a_non_terminal_and_nothing_when_disabled(capsys):
     bar.update(2)  # within 2 s of the last line: not printed
     bar.update(3)  # the end is always printed
     bar.close()
-    assert capsys.readouterr().err.splitlines() == ["evaluating run: 1/3 seed 7",
+    assert capsys.readouterr().err.splitlines() == ["evaluating run seed 7: 1/3",
                                                     "evaluating run: 3/3"]
     quiet = Progress(3, "x", enabled=False)
     quiet.update(5)
