@@ -134,8 +134,8 @@ def _run_reflect(name: str, recipe: dict[str, Any], backend: str | None, seeds: 
            "variants": recipe.get("variants") or {"default": {}}}
     (out / "spec.yaml").write_text(yaml.safe_dump(ran, sort_keys=False), encoding="utf-8")
     columns = ["variant", "coordinator_input", "start", "best", "best_iteration", "path",
-               "loop_cost_start", "loop_cost_best", "n", "heldout_start", "heldout_best",
-               "difference", "cohens_dz", "t_test_p", "wilcoxon_p"]
+               "loop_costs", "loop_cost_start", "loop_cost_best", "n", "heldout_start",
+               "heldout_best", "difference", "cohens_dz", "t_test_p", "wilcoxon_p"]
     rows = []
     for variant, options in ran["variants"].items():
         per = {**common, **(options or {})}
@@ -159,6 +159,7 @@ def _run_reflect(name: str, recipe: dict[str, Any], backend: str | None, seeds: 
                      "best_iteration": result.best_iteration,
                      "path": " > ".join(_edit_of(r["organization_name"])
                                         for r in result.history),
+                     "loop_costs": ", ".join(f"{r['cost']:.2f}" for r in result.history),
                      "loop_cost_start": result.history[0]["cost"],
                      "loop_cost_best": result.best_cost, "n": ev["n"],
                      "heldout_start": ev["mean_start"], "heldout_best": ev["mean_best"],

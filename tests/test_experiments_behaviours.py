@@ -132,7 +132,12 @@ def test_reflect_ablation_arms_differ_in_what_the_coordinator_received(tmp_path,
     table = run_experiment("small", seeds=2, out=tmp_path / "out", progress=True)
     with_critic, without = table["rows"]
     assert with_critic["variant"] == "with_critic" and without["variant"] == "without_critic"
-    assert "coordinator_input" in table["columns"] and "path" in table["columns"]
+    assert {"coordinator_input", "path", "loop_costs"} <= set(table["columns"])
+    for row in table["rows"]:  # the cost of each iteration played, in order
+        history = [json.loads(line) for line in (tmp_path / "out" / row["variant"] /
+                                                 "history.jsonl").read_text().splitlines()]
+        assert row["loop_costs"] == ", ".join(f"{h['cost']:.2f}" for h in history)
+        assert row["path"].split(" > ")[0] == "leader" and len(history) == 2
     assert with_critic["coordinator_input"].startswith("critique in 1/1 decision(s): ")
     assert without["coordinator_input"] == ("no critique in 1 decision(s): costs and "
                                             "metrics only")
