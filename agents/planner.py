@@ -3,7 +3,8 @@
 It keeps a belief of where objects are (its env memory plus what teammates said),
 and each time it must decide it picks, in order:
 
-1. an ``assign`` it received from a leader and has not done yet;
+1. an ``assign`` it received from a leader (one it knows is not needed it corrects
+   when ``rules.corrections`` allows, else obeys);
 2. ``grab`` the nearest known object that the goal still needs and nobody else has
    claimed (while a hand is free);
 3. ``put`` what it holds on the nearest furniture of the goal's target type;
@@ -15,7 +16,8 @@ It says what it does in small structured :class:`~orgteams.envs.messages.TeamMes
 s: ``claim`` for each object it goes to grab and each room it goes to explore,
 ``found`` for goal objects it sees, ``done`` when it placed one, ``release`` when
 it gives up. Two claims on one object: the earlier tick wins, then the lower
-agent index. A leader (``role="leader"``) assigns the nearest needed object (else
+agent index. A leader (``role="leader"``, under ``rules.assign_work: leader``; the
+member sets ``rules``, :mod:`~orgteams.agents.member_rules`) assigns the nearest needed object (else
 the nearest unexplored room) to each teammate that needs a decision, by distance,
 instead of everyone claiming greedily; the leader reads teammates' positions from
 the world, as a leader watching its team would.
@@ -315,10 +317,7 @@ class PlannerAgent:
 
     # ---- choices ----
     def _from_assignment(self, env: HighLevelEnv, valid: set[str]) -> str | None:
-        """The leader's order. One it cannot do is dropped; one it knows is not needed
-        (the object is placed or claimed by another, the room explored) is done anyway
-        unless the rules let members correct the leader: then it says why and does
-        something useful instead."""
+        """The leader's order, unless it cannot be done or is corrected (:meth:`_correct`)."""
         a, self.assignment = self.assignment, None
         if a is None:
             return None
@@ -336,8 +335,8 @@ class PlannerAgent:
         return a["action"]
 
     def _correct(self, order: dict, reason: str) -> str | None:
-        """Tell the leader why its order is not needed (when the rules allow it); the
-        order is then dropped, else it is obeyed when it can be (returns the order)."""
+        """Under ``rules.corrections`` tell the leader why (the order is dropped); else
+        obey an order that is possible but not needed (placed, claimed, explored)."""
         if self.rules.corrections and self.assigner is not None:
             self._say("correct", (self.assigner,), agent=self.agent_id,
                       action=order["action"], reason=reason)

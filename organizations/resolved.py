@@ -164,7 +164,8 @@ class ResolvedOrganization:
         parts = [text] if text else []
         rules = rules_text(org.rules, election_every=org.election_every,
                            elections=org.leadership_rule == "election",
-                           has_leader=bool(self.top_leaders))
+                           has_leader=bool(self.top_leaders),
+                           leads=agent in self.top_leaders)
         frag = _fragments() if rules or org.allow_abstain else {}  # a YAML read
         if rules:
             parts.append("\n".join([frag["rules_header"], *(f"- {r}" for r in rules)]))

@@ -159,20 +159,26 @@ _VOTE = {
 
 
 def rules_text(rules: Rules, *, election_every: int | None = None,
-               elections: bool = False, has_leader: bool = False) -> list[str]:
-    """The rules as short sentences for an LLM member's prompt (empty unless ``in_prompt``).
+               elections: bool = False, has_leader: bool = False,
+               leads: bool = False) -> list[str]:
+    """The rules as short sentences for an LLM member's prompt (only the notes unless
+    ``in_prompt``).
 
     Args:
         rules: The rules.
         election_every: Rounds between elections (shown when ``elections``).
         elections: The organization elects its leader.
         has_leader: It has a leader (corrections are about the leader).
+        leads: The reader is a top leader (its reports go to the agents it leads, and
+            corrections come to it).
     """
     if not rules.in_prompt:
         return list(rules.notes)
     lines = [_ASSIGN[rules.assign_work]]
     when = _WHEN[rules.report_when]
-    lines.append(when + ("." if rules.report_when == "never" else _TO[rules.report_to]))
+    to = " to the agents you lead." if leads and rules.report_to == "leader" \
+        else _TO[rules.report_to]
+    lines.append(when + ("." if rules.report_when == "never" else to))
     b = rules.budget
     if b.capped:
         caps = [f"{b.messages} message{'s' if b.messages != 1 else ''}"
@@ -180,7 +186,11 @@ def rules_text(rules: Rules, *, election_every: int | None = None,
                 f"{b.tokens} tokens" if b.tokens is not None else ""]
         lines.append(f"Send at most {' and '.join(c for c in caps if c)} per round; "
                      "more is not delivered.")
-    if has_leader:
+    if has_leader and leads:
+        lines.append("Teammates may correct your orders: accept a correction that states "
+                     "a fact you missed." if rules.corrections
+                     else "Teammates follow your orders as given.")
+    elif has_leader:
         lines.append("You may correct the leader: if an order is wrong or unnecessary, say "
                      "what the leader missed." if rules.corrections
                      else "Follow the leader's orders without arguing.")

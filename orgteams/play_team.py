@@ -42,7 +42,8 @@ LLM_KINDS = ("local", "openai", "scripted")
 
 # Teammates in play have no organization: no instruction and no roles; they speak at once.
 UNORGANIZED = Organization(name="play", description="orgteams play: teammates, no organization",
-                           protocol="shared", topology=Topology(member_role=""))
+                           protocol="shared", topology=Topology(member_role=""),
+                           rules={"in_prompt": False})  # nothing agreed, nothing told
 
 
 class PlannerTeammates:

@@ -260,3 +260,20 @@ def test_label_shares_per_organization_from_the_episode_logs(tmp_path, capsys):
     assert "### Cooperative behaviours (shares of rule-based message labels)" in md
     assert "| leader | 2 | 4 | 0.25 | 0.50 | 0.25 | 0.00 |" in md
     assert "| none | 1 | 1 | 1.00 | 0.00 | 0.00 | 0.00 |" in md
+
+
+def test_leader_tenure_and_self_vote_rate_group_means(tmp_path):
+    rows = []
+    for seed, (tenure, self_votes) in enumerate([(10.0, 0.25), (5.0, None), (6.0, 0.5)]):
+        cell = {"task": "t", "layout": "studio", "organization": "elected_leader", "agents": 4,
+                "backend": "planner", "seed": seed}
+        rows.append(json.dumps({"key": str(seed), "cell": cell, "status": "ok", "summary": {
+            "success": True, "ticks": 20, "rounds": 10, "comm_tokens_per_step": 1.0,
+            "leader_tenure": tenure, "self_vote_rate": self_votes}}))
+    (tmp_path / "results.jsonl").write_text("\n".join(rows) + "\n")
+    rep = report(tmp_path / "results.jsonl", tmp_path / "rep", plots=False)
+    g = rep["groups"][0]
+    assert g["leader_tenure"] == pytest.approx(7.0)
+    assert g["self_vote_rate"] == pytest.approx(0.375)  # over the episodes with ballots
+    md = (tmp_path / "rep" / "report.md").read_text()
+    assert "| RSI | tenure | self-votes |" in md and "| 7.00 | 0.38 |" in md

@@ -34,7 +34,8 @@ def test_silent_turn_and_bad_input():
             "receivers must be a tuple of agent names or 'everyone', got 'all'")):
         TeamMessage("agent_0", "all", "hi")
     with pytest.raises(ValueError, match=re.escape(
-            "message kind 'note' must be one of claim, release, found, assign, done, text")):
+            "message kind 'note' must be one of claim, release, found, assign, done, status, "
+            "correct, text")):
         TeamMessage("agent_0", EVERYONE, "hi", "note")
 
 
@@ -43,3 +44,13 @@ def test_overlay_draws_the_same_message_object():
     m = TeamMessage("agent_1", EVERYONE, "on my way", round=2, delivered=("agent_0",))
     overlay.say(m)
     assert overlay.latest["agent_1"] is m and list(overlay.log) == [m]
+
+
+def test_status_and_correct_render_as_short_sentences():
+    status = TeamMessage.structured("agent_1", "everyone", "status",
+                                    {"doing": "grab:cupcake_2", "holding": ("apple_1",)})
+    assert status.text == "doing grab cupcake_2, holding apple_1"
+    correct = TeamMessage.structured("agent_1", ("agent_0",), "correct",
+                                     {"agent": "agent_1", "action": "explore:kitchen",
+                                      "reason": "explored already"})
+    assert correct.text == "correct agent_1: explore kitchen (explored already)"

@@ -211,3 +211,22 @@ def test_to_dict_is_json_ready():
 def test_default_price_table_reports_unknown_models_as_unknown():
     r = [rec(usage={"prompt_tokens": 5, "completion_tokens": 5}, model="no-such-model-xyz")]
     assert episode_metrics(r, success=True, ticks=1).cost_usd is None
+
+
+
+def test_leader_tenure_counts_terms_and_self_votes_count_own_ballots():
+    from orgteams.organizations.metrics import episode_metrics, leader_tenure
+
+    events = [{"type": "election", "round": 0, "winner": "agent_0"},
+              {"type": "election", "round": 5, "winner": "agent_2"},
+              {"type": "leader_change", "round": 8, "leader": "agent_2"},
+              {"type": "leader_change", "round": 9, "leader": "agent_1"}]
+    assert leader_tenure(events, "agent_0", 12) == 12 / 3
+    assert leader_tenure([], "agent_0", 12) == 12.0
+    assert leader_tenure(events, None, 12) is None
+    ballots = [{"round": 0, "agent": a, "phase": "communicate", "kind": "vote", "vote": v}
+               for a, v in (("agent_0", "agent_0"), ("agent_1", "agent_0"),
+                            ("agent_2", "agent_2"), ("agent_3", None))]
+    m = episode_metrics(ballots, success=True, ticks=5, leaders=["agent_0"], events=events)
+    assert m.self_vote_rate == 2 / 3 and m.leader_tenure == 1 / 3  # one round recorded
+    assert episode_metrics([], success=True, ticks=5).self_vote_rate is None

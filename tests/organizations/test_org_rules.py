@@ -218,3 +218,43 @@ def test_planner_teams_differ_between_every_pair_of_named_organizations():
                       round(statistics.mean(r["comm_tokens_per_step"] for r in rows), 9))
     same = [(a, b) for a, b in combinations(NAMED, 2) if means[a] == means[b]]
     assert not same, same
+
+
+def test_the_leader_reads_the_rules_from_its_side():
+    r = load_organization("leader_with_correction").resolve(["agent_0", "agent_1", "agent_2"])
+    leader, member = r.instruction_for("agent_0"), r.instruction_for("agent_1")
+    assert "- Report only new information (goal objects found, subgoals done) to the agents " \
+           "you lead." in leader
+    assert "- Teammates may correct your orders: accept a correction that states a fact you " \
+           "missed." in leader
+    assert "to your leader." in member and "You may correct the leader" in member
+    assert "You may correct the leader" not in leader
+
+
+def test_the_runner_keeps_llm_members_within_the_budget():
+    def talkative(messages, schema):
+        props = schema["properties"]
+        reply = {"thoughts": ""}
+        if "action" in props:
+            reply["action"] = props["action"]["enum"][0]
+        if "message" in props:
+            reply["message"] = "I will look in the kitchen and then the fridge."
+        if "receivers" in props:
+            reply["receivers"] = ["everyone"]
+        if "abstain" in props:
+            reply["abstain"] = False
+        if "role" in props:
+            reply["role"] = "scout"
+        return reply
+
+    env = HighLevelEnv(layout="studio", task="prepare_afternoon_tea", num_agents=2)
+    org = load_organization("broadcast").updated(
+        rules={"assign_work": "self", "report_when": "every_round", "budget": {"messages": 1}})
+    members = {a: LLMAgent(a, ScriptedBackend(talkative), seed=0) for a in env.possible_agents}
+    result = TeamRunner(env, org, members, max_rounds=2).run(seed=0)
+    said = [r for r in result.records if r.get("phase") == "communicate" and r.get("message")]
+    per_round = Counter((r["agent"], r["round"]) for r in said)
+    assert set(per_round.values()) == {1}  # intention stage spoke; the message stage is cut
+    cut = [r for r in result.records if r.get("phase") == "communicate"
+           and any(n.startswith("budget: 1 message(s)") for n in r.get("notes") or ())]
+    assert {(r["agent"], r["round"]) for r in cut} == set(per_round)
