@@ -149,18 +149,11 @@ class PlannerAgent:
         return out
 
     def status(self, env: HighLevelEnv) -> str:
-        """What it is doing, as an action id: its decision this round, else its running
-        plan, else ``wait``."""
+        """What it does: its decision this round, else its running plan, else ``wait``."""
         if self._intent:
             return self._intent
         current = env.current(self.agent_id)
         return f"{current.kind}:{current.target}" if current is not None else "wait"
-
-    def progress(self) -> dict[str, tuple[int, int]]:
-        """What each agent achieved as far as this one knows: ``(placed, found)`` goal
-        objects (the ``progress`` election rule votes for the most)."""
-        agents = set(self.placed_by) | set(self.found_by)
-        return {a: (self.placed_by[a], self.found_by[a]) for a in agents}
 
     def _useful(self, env: HighLevelEnv) -> bool:
         """Whether it has something useful to do: it holds something, has an order, or

@@ -51,6 +51,13 @@ def _structured(messages: list[TeamMessage]) -> list[TeamMessage]:
     return [m for m in messages if m.kind != "text" and m.content]
 
 
+def _progress(planner: PlannerAgent) -> dict[str, tuple[int, int]]:
+    """What each agent achieved as far as ``planner`` knows: ``(placed, found)`` goal
+    objects (the ``progress`` election rule votes for the most)."""
+    agents = set(planner.placed_by) | set(planner.found_by)
+    return {a: (planner.placed_by[a], planner.found_by[a]) for a in agents}
+
+
 def _parsed(m: TeamMessage) -> dict:
     """A planner's message as its decision record shows it."""
     return {"sender": m.sender, "receivers": m.receivers_json(), "kind": m.kind,
@@ -106,7 +113,7 @@ class PlannerMember(MemberBase):
         rules = self.planner.rules = ctx.rules
         if ctx.stage_kind == "vote":
             vote = choose_vote(rules, self.agent_id, ctx.candidates or [self.agent_id],
-                               ctx.round, self.planner.progress())
+                               ctx.round, _progress(self.planner))
             record.parsed = {"vote": vote, "rule": rules.vote}
             record.wall = time.perf_counter() - start
             return CommunicateDecision([], None, False, vote, "", record)
