@@ -47,14 +47,15 @@ def main() -> None:
     if args.llm:
         from orgteams.reflect import make_llm
 
-        classifier = LLMClassifier(make_llm(args.llm))
-        bar = Progress(len(items), f"classifying with {args.llm}")
-        predicted: list[str | None] = []
-        started = time.monotonic()
-        for i, item in enumerate(items):
-            predicted.append(classifier.classify(item["message"]))
-            bar.update(i + 1)
-        bar.close()
+        with make_llm(args.llm) as backend:  # a local backend stops its own server
+            classifier = LLMClassifier(backend)
+            bar = Progress(len(items), f"classifying with {args.llm}")
+            predicted: list[str | None] = []
+            started = time.monotonic()
+            for i, item in enumerate(items):
+                predicted.append(classifier.classify(item["message"]))
+                bar.update(i + 1)
+            bar.close()
         results[f"llm:{args.llm}"] = {
             **_report(items, predicted), "seconds": round(time.monotonic() - started, 1),
             "fallback_reasons": sorted({r for _, r in classifier.fallbacks})}

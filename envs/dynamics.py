@@ -11,6 +11,10 @@ One tick runs in explicit phases, as in Overcooked-AI:
 3. effects: goal progress, ``subgoal_done`` / ``subgoal_undone`` events.
 
 Nothing here draws random numbers: the same state and actions give the same result.
+
+These rules are restated over arrays by the batched core
+(:mod:`orgteams.envs.vector.dynamics`, and ``jax_core``); change one here and
+``tests/envs/test_vector_differential.py`` fails until the batched core follows.
 """
 
 from __future__ import annotations

@@ -53,6 +53,11 @@ Termination
     ``is_success``; the last one of an episode also ``episode`` (return ``r``, length
     ``l``, units done, invalid actions, collisions).
 
+Vector env
+    ``vector_env(num_envs, ...)``: the batched core, ``num_envs`` households of one
+    layout stepped as numpy arrays shaped ``(num_envs, num_agents, ...)``, with the
+    same dynamics, observations, masks and rewards (``orgteams.envs.vector``).
+
 Layouts and Tasks
     Layouts: ``studio``, ``apartment``, ``house`` (``assets/layouts``), any YAML
     path, or ``generated:<rooms>:<seed>`` for a procedural house. Tasks:
@@ -62,11 +67,16 @@ Layouts and Tasks
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from pettingzoo.utils import parallel_to_aec
 
 from orgteams.envs.household import HouseholdEnv
 
 raw_env = HouseholdEnv
+
+if TYPE_CHECKING:
+    from orgteams.envs.vector import VectorHouseholdEnv
 
 
 def parallel_env(**kwargs) -> HouseholdEnv:
@@ -77,3 +87,18 @@ def parallel_env(**kwargs) -> HouseholdEnv:
 def env(**kwargs):
     """The AEC API env (PettingZoo's parallel_to_aec over :func:`parallel_env`)."""
     return parallel_to_aec(HouseholdEnv(**kwargs))
+
+
+def vector_env(num_envs: int, **kwargs) -> VectorHouseholdEnv:
+    """``num_envs`` households of one layout stepped as numpy arrays (the batched core).
+
+    Keyword arguments: ``layout``, ``task``, ``num_agents``, ``obs_mode`` (``"flat"`` or
+    ``"image"``), ``seed``, and ``view_radius``, ``full_observability``,
+    ``reward_shaping``, ``max_ticks``, ``units``, ``image_scale`` as :class:`HouseholdEnv`.
+    ``reset()`` / ``step(actions)`` take and return arrays shaped
+    ``(num_envs, num_agents, ...)``; finished households reset in the same step
+    (Gymnasium's ``AutoresetMode.SAME_STEP``). See :mod:`orgteams.envs.vector`.
+    """
+    from orgteams.envs.vector import VectorHouseholdEnv
+
+    return VectorHouseholdEnv(num_envs, **kwargs)

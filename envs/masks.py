@@ -12,7 +12,9 @@ Agents act together, so a valid action can still fail when a teammate acts in th
 same tick: two agents stepping into one cell (``collision``), or reaching for the same
 object (the lower index gets it; ``invalid_action`` for the other), as
 :mod:`orgteams.envs.dynamics` documents. ``tests/envs/test_masks.py`` checks the
-definition against ``transition`` on random states.
+definition against ``transition`` on random states. The batched core restates this
+definition over arrays (:mod:`orgteams.envs.vector.masks`, ``jax_core``), pinned to it
+by ``tests/envs/test_vector_differential.py``.
 """
 
 from __future__ import annotations

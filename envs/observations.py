@@ -155,8 +155,25 @@ class ArrayObserver:
         # the whole-house buffer path for small teams too.
         self._cache_fits = h * w * side * side * c <= _WINDOW_CACHE_BYTES
 
+    def static_windows(self) -> tuple[np.ndarray, np.ndarray]:
+        """The layout's static part of every observation, for the batched core
+        (:mod:`orgteams.envs.vector`): ``(base, windows)`` where ``base`` is the padded
+        flat ``(rows + 1, C)`` features before doors, containers, objects and agents
+        are drawn (the last row all zero), and ``windows[cell]`` the ``(side * side,)``
+        rows of ``base`` that the agent standing on ``cell`` sees (hidden -> the zero row;
+        cells nobody stands on: all the zero row)."""
+        for cell in self.scene.view_of_cell:
+            self._fill_window(cell)
+        windows = np.full_like(self._windows, len(self._flat_base))
+        cells = list(self.scene.view_of_cell)
+        windows[cells] = self._windows[cells]
+        base = np.concatenate([self._flat_base, np.zeros((1, self._channels), np.uint8)])
+        return base, windows
+
     def view_mask(self, view: int) -> np.ndarray:
         """(H + 2r, W + 2r) bool, padded: the cells visible from a view."""
+        # The batched core takes its visibility from here (vector.tables) and restates
+        # what changes inside a view; tests/envs/test_vector_differential.py pins it.
         if view not in self._masks:
             lay = self.scene.layout
             if self.full:

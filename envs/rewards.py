@@ -17,6 +17,9 @@ level           reward per tick
 
 So an episode's return is at most ``2 + (#containers + #goal objects) * 0.1 / U``
 (units taken away and put back are paid again only as often as they are undone).
+
+The batched core restates these levels over arrays (:mod:`orgteams.envs.vector.rewards`),
+pinned to them by ``tests/envs/test_vector_differential.py``.
 """
 
 from __future__ import annotations

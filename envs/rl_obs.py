@@ -97,6 +97,8 @@ def _eye(n: int) -> np.ndarray:
 
 def planes(images: np.ndarray, goals: np.ndarray) -> np.ndarray:
     """``(n, S, S, 38)`` planes of a batch of array images ``(n, S, S, 4+K)`` and goals."""
+    # The batched core builds these planes directly (orgteams.envs.vector.observe,
+    # jax_core); tests/envs/test_vector_differential.py pins it to this encoding.
     k, f = _sizes()
     n = len(images)
     tile = _eye(TILE_PLANES)[images[..., 0]]
@@ -104,13 +106,16 @@ def planes(images: np.ndarray, goals: np.ndarray) -> np.ndarray:
     furniture = _eye(f)[images[..., 3]]
     counts = images[..., BASE_CHANNELS:]
     objects = counts.sum(axis=-1, dtype=np.uint8)[..., None]
+    # Per goal row i: plane 2i counts row i's class here, plane 2i+1 marks row i's target
+    # type while the row misses units; unused rows (class 0) stay zero. One gather for
+    # the whole batch (the batched core encodes thousands of agents at once).
     goal = np.zeros(images.shape[:3] + (2 * MAX_GOAL,), np.uint8)
-    for i in range(n):
-        for row, (cls, target, missing) in enumerate(goals[i]):
-            if cls:
-                goal[i, ..., 2 * row] = counts[i, ..., cls - 1]
-                if missing:
-                    goal[i, ..., 2 * row + 1] = images[i, ..., 3] == target
+    cls = goals[..., 0].astype(np.intp)
+    used = (cls > 0)[:, None, None, :]
+    wanted = np.take_along_axis(counts, np.maximum(cls - 1, 0).reshape(n, 1, 1, -1), axis=-1)
+    goal[..., 0::2] = np.where(used, wanted, 0)
+    target = images[..., 3:4] == goals[:, None, None, :, 1]
+    goal[..., 1::2] = target & used & (goals[..., 2] > 0)[:, None, None, :]
     return np.concatenate([tile, agent, furniture, objects, goal], axis=-1)
 
 
@@ -118,18 +123,37 @@ def encode_flat(images: np.ndarray, hands: np.ndarray, goals: np.ndarray,
                 inverse_scale: np.ndarray) -> np.ndarray:
     """``(n, D)`` float32 flat observations (module docstring) of a batch;
     ``inverse_scale``: ``1 / flat_scale(...)``."""
+    return flat_from_planes(planes(images, goals), hands, goals, inverse_scale)
+
+
+def flat_from_planes(grid: np.ndarray, hands: np.ndarray, goals: np.ndarray,
+                     inverse_scale: np.ndarray) -> np.ndarray:
+    """:func:`encode_flat` from the ``(n, S, S, 38)`` planes (the batched core builds
+    the planes itself and encodes them here)."""
+    n = len(grid)
+    return np.concatenate([grid.reshape(n, -1), flat_tail(hands, goals)], axis=1) \
+        * inverse_scale
+
+
+def flat_tail(hands: np.ndarray, goals: np.ndarray) -> np.ndarray:
+    """``(n, T)`` uint8: the entries of a flat observation after the view's planes (hand
+    slots' class one-hot, then per goal row class one-hot, target one-hot, units
+    missing), before scaling."""
     k, f = _sizes()
-    n = len(images)
-    grid = planes(images, goals).reshape(n, -1)
+    n = len(hands)
     held = _eye(k)[hands].reshape(n, -1)
     rows = np.concatenate([_eye(k)[goals[..., 0]], _eye(f)[goals[..., 1]],
                            goals[..., 2:3]], axis=-1).reshape(n, -1)
-    return np.concatenate([grid, held, rows], axis=1) * inverse_scale
+    return np.concatenate([held, rows], axis=1)
 
 
 def encode_image(images: np.ndarray, goals: np.ndarray, scale: int) -> np.ndarray:
     """``(n, 38, S*scale, S*scale)`` image observations of a batch."""
-    p = planes(images, goals)
+    return image_from_planes(planes(images, goals), scale)
+
+
+def image_from_planes(p: np.ndarray, scale: int) -> np.ndarray:
+    """:func:`encode_image` from the ``(n, S, S, 38)`` planes (overwritten)."""
     p *= _image_factor()
     p = p.transpose(0, 3, 1, 2)
     if scale > 1:

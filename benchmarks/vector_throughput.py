@@ -1,0 +1,164 @@
+"""Batched core throughput: ``household_v0.vector_env`` beside the scalar env and SuperSuit.
+
+Agent-steps per CPU second (ticks x households x agents) with uniform random action
+ids drawn ahead of time, ``obs_mode="flat"`` observations and action masks built
+every tick, 3 agents on ``apartment``:
+
+* the batched core (numpy) at 1, 64, 1024 and 4096 households;
+* the scalar env (``household_v0.parallel_env``, one household per step call);
+* SuperSuit's ``concat_vec_envs_v1`` over ``pettingzoo_env_to_vec_env_v1`` (8 copies),
+  the PettingZoo recipe RL code uses;
+* for reference, at 1024 households: the batched core without observations
+  (``observations=False``: the dynamics, rewards and masks alone), writing them into
+  one reused array (``copy=False``) and with a small view (``view_radius=2``).
+
+All rows take turns in short CPU-time slices (as ``env_throughput.py``) and each
+reports its best slice; the ratios to the scalar env are also paired round by round.
+Households start at spread-out ticks so that episodes end (and households reset,
+drawing their next episode with the scalar ``make_episode``) at the steady rate of a
+long run, not all at once. Nothing is asserted: it measures.
+
+``--jax`` adds ``backend="jax"`` rows (on this machine's CPU; XLA uses every core,
+and CPU time counts them all).
+
+Run: ``python benchmarks/vector_throughput.py [--seconds 2] [--sizes 1,64,1024,4096]
+[--jax]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from collections.abc import Callable
+from statistics import median
+
+import numpy as np
+
+from orgteams.envs import household_v0
+from orgteams.envs.actions import NUM_ACTIONS
+
+LAYOUT, TASK, AGENTS = "apartment", "prepare_afternoon_tea", 3
+TABLES = 16  # pre-drawn joint actions per row, cycled
+
+
+def _slice(step: Callable[[int], int], seconds: float, i: int) -> tuple[float, int]:
+    """Call ``step(i), step(i + 1), ...`` for about ``seconds`` of CPU time (at least
+    once); returns (agent-steps/s, the next i). Unlike env_throughput's slices it checks
+    the clock after every call: one call of 4096 households takes a large part of a
+    slice."""
+    done = 0
+    start = time.process_time()
+    while True:
+        done += step(i)
+        i += 1
+        elapsed = time.process_time() - start
+        if elapsed >= seconds:
+            return done / elapsed, i
+
+
+def measure(steps: dict[str, Callable[[int], int]], seconds: float, rounds: int = 8
+            ) -> tuple[dict[str, float], list[dict[str, float]]]:
+    """Best slice per row, and every round's rates (rows take turns each round)."""
+    best = dict.fromkeys(steps, 0.0)
+    counters = dict.fromkeys(steps, 0)
+    per_round = []
+    for _ in range(rounds):
+        this_round = {}
+        for name, step in steps.items():
+            this_round[name], counters[name] = _slice(step, seconds / rounds, counters[name])
+            best[name] = max(best[name], this_round[name])
+        per_round.append(this_round)
+    return best, per_round
+
+
+def vector_step_fn(num_envs: int, **kwargs) -> Callable[[int], int]:
+    vec = household_v0.vector_env(num_envs, layout=LAYOUT, task=TASK, num_agents=AGENTS,
+                                  obs_mode="flat", seed=0, **kwargs)
+    vec.reset()
+    # Spread the households over the episode (what a long run looks like): only the
+    # tick counter moves, so each household's episode ends at its own time.
+    rng = np.random.default_rng(1)
+    batch = vec._batch  # the benchmark reaches in: no public API sets a tick
+    batch.tick[:] = rng.integers(0, batch.step_limit)
+    table = rng.integers(0, NUM_ACTIONS, size=(TABLES, num_envs, AGENTS))
+
+    def step(i: int) -> int:
+        vec.step(table[i % TABLES])
+        return num_envs * AGENTS
+
+    return step
+
+
+def scalar_step_fn() -> Callable[[int], int]:
+    env = household_v0.parallel_env(layout=LAYOUT, task=TASK, num_agents=AGENTS,
+                                    obs_mode="flat")
+    env.reset(seed=0)
+    agents = list(env.possible_agents)
+    table = np.random.default_rng(0).integers(0, NUM_ACTIONS, size=(4096, AGENTS)).tolist()
+
+    def step(i: int) -> int:
+        if not env.agents:
+            env.reset()
+        env.step(dict(zip(agents, table[i % 4096])))
+        return AGENTS
+
+    return step
+
+
+def supersuit_step_fn(copies: int = 8) -> Callable[[int], int]:
+    import supersuit as ss
+
+    venv = ss.concat_vec_envs_v1(ss.pettingzoo_env_to_vec_env_v1(household_v0.parallel_env(
+        layout=LAYOUT, task=TASK, num_agents=AGENTS, obs_mode="flat")), copies, num_cpus=0,
+        base_class="gymnasium")
+    venv.reset(seed=0)
+    n = copies * AGENTS
+    table = np.random.default_rng(0).integers(0, NUM_ACTIONS, size=(TABLES, n))
+
+    def step(i: int) -> int:
+        venv.step(table[i % TABLES])
+        return n
+
+    return step
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seconds", type=float, default=2.0, help="CPU time per row")
+    parser.add_argument("--sizes", default="1,64,1024,4096",
+                        help="households of the batched core, comma-separated")
+    parser.add_argument("--jax", action="store_true",
+                        help="also backend='jax' (CPU here) at 1024 households, compiled "
+                             "before the clock starts")
+    args = parser.parse_args(argv)
+    sizes = [int(x) for x in args.sizes.split(",")]
+    rows: dict[str, Callable[[int], int]] = {"scalar env (parallel_env)": scalar_step_fn()}
+    try:
+        rows["SuperSuit concat_vec_envs_v1 x8"] = supersuit_step_fn()
+    except ImportError as exc:
+        print(f"SuperSuit row skipped ({exc})")
+    for n in sizes:
+        rows[f"vector_env, {n} households"] = vector_step_fn(n)
+    big = 1024 if 1024 in sizes else max(sizes)  # the goal of #16 is stated at 1024
+    rows[f"vector_env, {big} households, observations=False"] = vector_step_fn(
+        big, observations=False)
+    rows[f"vector_env, {big} households, copy=False"] = vector_step_fn(big, copy=False)
+    rows[f"vector_env, {big} households, view_radius=2"] = vector_step_fn(big, view_radius=2)
+    if args.jax:
+        for n in (64, big):
+            step = vector_step_fn(n, backend="jax")
+            step(0)  # compile outside the measurement
+            rows[f"vector_env backend=jax (CPU), {n} households"] = step
+    best, rounds = measure(rows, args.seconds)
+    scalar = "scalar env (parallel_env)"
+    print(f"household_v0 batched core ({LAYOUT}, {TASK}, {AGENTS} agents, flat observations "
+          f"and action masks every tick, random actions, {args.seconds:g} CPU s per row)")
+    print(f"{'row':<52} {'agent-steps/s':>14}   vs scalar env (best; paired median, range)")
+    for name, rate in best.items():
+        paired = sorted(r[name] / r[scalar] for r in rounds)
+        print(f"{name:<52} {rate:>14,.0f}   {rate / best[scalar]:7.1f}x "
+              f"({median(paired):.1f}x, {paired[0]:.1f}-{paired[-1]:.1f}x)")
+
+
+if __name__ == "__main__":
+    main()

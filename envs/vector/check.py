@@ -1,0 +1,132 @@
+"""Differential check: the batched core beside scalar envs, compared at every tick.
+
+:func:`compare_with_scalar` steps one :class:`VectorHouseholdEnv` and ``num_envs``
+scalar :class:`HouseholdEnv` (seeded ``seed + i``, reset plainly when an episode ends,
+as the vector env's autoreset does) with the same joint actions: uniform random ids,
+masked-random ones (valid actions, interactions preferred, so containers open and
+objects move), or a mix. At every tick it compares, household by household: the
+state (tick, positions, hands, contents, open flags, goal progress), observations,
+action masks, rewards, terminations, truncations, each agent's ``invalid_action`` /
+``collision`` events, and at an episode's end the final observation and the
+``episode`` statistics. The first difference raises ``AssertionError`` naming the
+tick, household and what differs. Used by ``tests/envs/test_vector_differential.py``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from orgteams.envs.actions import NUM_ACTIONS
+from orgteams.envs.household import HouseholdEnv
+from orgteams.envs.vector.env import VectorHouseholdEnv
+
+POLICIES = ("random", "masked", "mixed")
+
+
+@dataclass
+class CheckStats:
+    """What a comparison covered."""
+
+    ticks: int = 0  # household-ticks compared (steps x households)
+    episodes: int = 0  # episodes that ended (autoreset exercised)
+    successes: int = 0  # of which by reaching the goal
+    picks_or_puts: int = 0  # household-ticks in which objects moved
+    collisions: int = 0
+
+
+def _choose(rng: np.random.Generator, masks: np.ndarray, policy: str) -> np.ndarray:
+    n, agents, _ = masks.shape
+    acts = rng.integers(0, NUM_ACTIONS, size=(n, agents))
+    if policy == "random":
+        return acts
+    for e in range(n):
+        for a in range(agents):
+            if policy == "mixed" and rng.random() < 0.3:
+                continue
+            valid = np.flatnonzero(masks[e, a])
+            weights = np.where(valid >= 5, 6.0, 1.0)
+            acts[e, a] = rng.choice(valid, p=weights / weights.sum())
+    return acts
+
+
+def _fail(tick: int, i: int, what: str) -> AssertionError:
+    return AssertionError(f"tick {tick}, household {i}: {what} differs from the scalar env")
+
+
+def compare_with_scalar(num_envs: int, steps: int, seed: int = 0, policy: str = "mixed",
+                        backend: str = "numpy", **env_kwargs) -> CheckStats:
+    """Step both cores ``steps`` times side by side; raise on the first difference.
+    ``backend``: the vector env's (``"numpy"`` or ``"jax"``)."""
+    if policy not in POLICIES:
+        raise ValueError(f"policy must be one of {POLICIES}, got {policy!r}")
+    env_kwargs.setdefault("obs_mode", "flat")  # the vector env's default, not the scalar's
+    vec = VectorHouseholdEnv(num_envs, seed=seed, backend=backend, **env_kwargs)
+    scalar = [HouseholdEnv(**env_kwargs) for _ in range(num_envs)]
+    obs, info = vec.reset()
+    ref = [env.reset(seed=seed + i) for i, env in enumerate(scalar)]
+    for i, (env, (o, inf)) in enumerate(zip(scalar, ref)):
+        _compare_tick(0, i, vec, env, obs[i], info["action_mask"][i], o, inf)
+    rng = np.random.default_rng(seed)
+    stats = CheckStats()
+    for _ in range(steps):
+        acts = _choose(rng, vec.action_masks(), policy)
+        obs, rew, term, trunc, info = vec.step(acts)
+        for i, env in enumerate(scalar):
+            names = env.possible_agents
+            o, r, te, tr, inf = env.step(dict(zip(names, acts[i].tolist())))
+            tick = env.world.tick
+            first = names[0]
+            if (r[first], te[first], tr[first]) != (rew[i, 0], term[i, 0], trunc[i, 0]):
+                raise _fail(tick, i, f"reward/terminated/truncated ({r[first]}, {te[first]}, "
+                                     f"{tr[first]}) vs ({rew[i, 0]}, {term[i, 0]}, "
+                                     f"{trunc[i, 0]})")
+            if not ((rew[i] == rew[i, 0]).all() and (term[i] == term[i, 0]).all()
+                    and (trunc[i] == trunc[i, 0]).all()):
+                raise _fail(tick, i, "the team's reward or done flags across agents")
+            for a, name in enumerate(names):
+                kinds = {e["type"] for e in inf[name]["events"] if e.get("agent") == a}
+                if (("invalid_action" in kinds) != info["invalid_action"][i, a]
+                        or ("collision" in kinds) != info["collision"][i, a]):
+                    raise _fail(tick, i, f"agent {a}'s events {sorted(kinds)}")
+                stats.collisions += "collision" in kinds
+            stats.picks_or_puts += any(e["type"] in ("picked", "placed")
+                                       for n in names for e in inf[n]["events"])
+            if te[first] or tr[first]:
+                if not info["_final_obs"][i]:
+                    raise _fail(tick, i, "the end of the episode (no final_obs)")
+                _same(tick, i, "final observation", np.stack([o[n] for n in names]),
+                      info["final_obs"][i])
+                want = inf[first]["episode"]
+                got = {k: v[i].item() for k, v in info["final_info"]["episode"].items()}
+                if want != got:
+                    raise _fail(tick, i, f"episode statistics {want} vs {got}")
+                stats.episodes += 1
+                stats.successes += bool(te[first])
+                o, inf = env.reset()
+            elif info.get("_final_obs", np.zeros(num_envs, bool))[i]:
+                raise _fail(tick, i, "the end of the episode (final_obs without an end)")
+            _compare_tick(tick, i, vec, env, obs[i], info["action_mask"][i], o, inf)
+        stats.ticks += num_envs
+    return stats
+
+
+def _compare_tick(tick: int, i: int, vec: VectorHouseholdEnv, env: HouseholdEnv,
+                  obs: np.ndarray, masks: np.ndarray, ref_obs: dict, ref_info: dict) -> None:
+    names = env.possible_agents
+    got, want = vec.state(i), env.world
+    if got._key() != want._key() or got.progress != want.progress:
+        raise _fail(tick, i, f"state {got.to_dict()} vs {want.to_dict()}"[:2000])
+    _same(tick, i, "observation", np.stack([ref_obs[n] for n in names]), obs)
+    _same(tick, i, "action mask", np.stack([ref_info[n]["action_mask"] for n in names]), masks)
+
+
+def _same(tick: int, i: int, what: str, want: np.ndarray, got: np.ndarray) -> None:
+    if want.shape != got.shape or want.dtype != got.dtype or not np.array_equal(want, got):
+        where = np.argwhere(want != got)[:3].tolist() if want.shape == got.shape else "shape"
+        raise _fail(tick, i, f"{what} ({want.shape} {want.dtype} vs {got.shape} "
+                             f"{got.dtype}; first differences at {where})")
+
+
+__all__ = ["compare_with_scalar", "CheckStats", "POLICIES"]

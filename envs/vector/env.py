@@ -1,0 +1,298 @@
+"""``VectorHouseholdEnv``: ``N`` households of one layout stepped as arrays.
+
+Every array is shaped ``(num_envs, num_agents, ...)``. Episodes are drawn per
+household by the scalar :func:`~orgteams.envs.episode.make_episode` from a generator
+seeded as the scalar env seeds its own (``reset(seed=s)``: household ``i`` gets seed
+``s + i``), so household ``i`` plays exactly the episodes of
+``household_v0.parallel_env(...).reset(seed=s + i)`` followed by plain ``reset()``s.
+Stepping is vectorized (:mod:`orgteams.envs.vector.dynamics`).
+
+Autoreset follows Gymnasium's ``AutoresetMode.SAME_STEP``: a household that
+terminates or truncates is reset inside the same ``step``; the returned observation
+and mask are the new episode's first, and ``infos["final_obs"]`` /
+``infos["final_info"]`` (with the masks ``infos["_final_obs"]`` /
+``infos["_final_info"]``) hold the finished episode's last observation and info:
+``final_obs`` is an object array of ``(num_agents, ...)`` observations (None for
+households that did not finish), ``final_info`` a dict of ``(num_envs, ...)`` arrays
+(``episode``: return ``r``, length ``l``, ``is_success``, ``units_done``,
+``units_total``, ``invalid_actions``, ``collisions``; ``action_mask``; ``tick``).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from gymnasium import spaces
+from gymnasium.utils import seeding
+from gymnasium.vector import AutoresetMode
+
+from orgteams.envs.actions import NUM_ACTIONS
+from orgteams.envs.episode import make_episode
+from orgteams.envs.household import HouseholdEnv
+from orgteams.envs.layout import Layout
+from orgteams.envs.state import HouseholdState, Scene
+from orgteams.envs.tasks import TaskSpec
+from orgteams.envs.vector.batch import BatchState, max_objects
+from orgteams.envs.vector.dynamics import check_actions, step_batch
+from orgteams.envs.vector.masks import batch_masks
+from orgteams.envs.vector.observe import batch_observations, flat_observations
+from orgteams.envs.vector.rewards import BatchReward
+from orgteams.envs.vector.tables import LayoutTables, layout_tables
+
+VECTOR_OBS_MODES = ("flat", "image")
+BACKENDS = ("numpy", "jax")
+
+
+class VectorHouseholdEnv:
+    """``num_envs`` households of one layout, task and team size, stepped together."""
+
+    metadata = {"autoreset_mode": AutoresetMode.SAME_STEP}
+    autoreset_mode = AutoresetMode.SAME_STEP
+
+    def __init__(self, num_envs: int, layout: str | Layout = "apartment",
+                 task: str | TaskSpec = "prepare_afternoon_tea", num_agents: int = 3,
+                 obs_mode: str = "flat", seed: int | Sequence[int] | None = None,
+                 view_radius: int = 7, full_observability: bool = False,
+                 reward_shaping: bool | str = False, max_ticks: int | None = None,
+                 units: int | tuple[int, int] | None = None, image_scale: int | None = None,
+                 observations: bool = True, copy: bool = True, backend: str = "numpy"):
+        """Arguments as :class:`HouseholdEnv`; ``seed`` as :meth:`reset`'s.
+        ``observations=False``: ``reset`` and ``step`` return None for the observations
+        (the core's rate without encoding them; masks, rewards and infos as usual).
+        ``copy=False`` (as Gymnasium's vector envs): flat observations are written into
+        one array that every ``step`` overwrites; copy what you keep (saves allocating
+        ``num_envs x num_agents x D`` floats per step). ``backend="jax"`` (the ``jax``
+        extra; ``obs_mode="flat"``): the tick, masks and observations run as one
+        ``jit``-compiled ``vmap`` of a household's step (:mod:`.jax_core`); episodes and
+        rewards stay on the numpy side."""
+        if isinstance(num_envs, bool) or not isinstance(num_envs, int | np.integer) \
+                or num_envs < 1:
+            raise ValueError(f"num_envs must be a positive integer, got {num_envs!r}")
+        if backend not in BACKENDS:
+            raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
+        if backend == "jax" and obs_mode != "flat":
+            raise ValueError(f"backend='jax' has obs_mode='flat' only, got {obs_mode!r}")
+        if backend == "jax":  # fail here, not at the first reset, when JAX is missing
+            import orgteams.envs.vector.jax_core  # noqa: F401
+        if obs_mode not in VECTOR_OBS_MODES:
+            raise ValueError(f"obs_mode must be one of {VECTOR_OBS_MODES} for the vector env, "
+                             f"got {obs_mode!r}")
+        # The scalar env validates every other argument and defines the spaces; it is
+        # also the template of the episodes (layout, task, units, step limit).
+        self._template = HouseholdEnv(
+            layout=layout, task=task, num_agents=num_agents, obs_mode=obs_mode,
+            view_radius=view_radius, full_observability=full_observability,
+            reward_shaping=reward_shaping, max_ticks=max_ticks, units=units,
+            image_scale=image_scale)
+        tpl = self._template
+        self.num_envs, self.num_agents = int(num_envs), len(tpl.possible_agents)
+        self.layout, self.task, self.obs_mode = tpl.layout, tpl.task, obs_mode
+        self.max_ticks = max_ticks
+        self.possible_agents = list(tpl.possible_agents)
+        self.single_observation_space = tpl.observation_space(tpl.possible_agents[0])
+        self.single_action_space = spaces.Discrete(NUM_ACTIONS)
+        shape = (self.num_envs, self.num_agents)
+        self.observation_shape = shape + self.single_observation_space.shape
+        self.action_space = spaces.MultiDiscrete(np.full(shape, NUM_ACTIONS))
+        self._inverse = getattr(tpl, "_flat_inverse", None)
+        self._image_scale = tpl.image_scale
+        self._view_radius, self._full = view_radius, full_observability
+        self._tables: LayoutTables | None = None
+        self._batch: BatchState | None = None
+        self._reward: BatchReward | None = None
+        self._rngs: list[np.random.Generator] = []
+        self.scenes: list[Scene] = []
+        self._masks: np.ndarray | None = None
+        self._seed = seed
+        self.observations = bool(observations)
+        self.backend = backend
+        self._jax = None  # the compiled core of backend="jax", built with the tables
+        self.copy = bool(copy)
+        self._obs_buffer: np.ndarray | None = None
+        self._returns = np.zeros(self.num_envs)
+        self._invalid = np.zeros(self.num_envs, np.int64)
+        self._collisions = np.zeros(self.num_envs, np.int64)
+
+    # ---- the vector API ----
+    def reset(self, seed: int | Sequence[int] | None = None, options: dict | None = None
+              ) -> tuple[np.ndarray, dict[str, Any]]:
+        """Start a new episode in every household. ``seed``: an int (household ``i``
+        gets ``seed + i``) or one seed per household; None continues each household's
+        generator (the constructor's ``seed`` on the first reset)."""
+        if options:  # nothing silently ignored
+            raise ValueError(f"the vector env takes no reset options, got {sorted(options)}")
+        if seed is None and not self._rngs:
+            seed = self._seed
+        if seed is not None or not self._rngs:
+            self._rngs = [seeding.np_random(s)[0] for s in self._seeds(seed)]
+        states = [make_episode(self.layout, self.task, self.num_agents, rng)
+                  for rng in self._rngs]
+        if self._tables is None:
+            self._tables = layout_tables(states[0].scene, self._view_radius, self._full)
+            self._batch = BatchState.empty(self.num_envs, self.num_agents, self._tables,
+                                           max_objects(self.task))
+            if self.backend == "jax":
+                from orgteams.envs.vector.jax_core import JaxCore
+
+                self._jax = JaxCore(self._tables, self._inverse)
+            self._reward = BatchReward(self._template.reward_shaping, self.num_envs,
+                                       len(self._tables.capacity),
+                                       self._batch.object_class.shape[1])
+        self.scenes = [s.scene for s in states]
+        for i, state in enumerate(states):
+            self._batch.pack(i, state)
+        everyone = np.arange(self.num_envs)
+        self._reward.reset(everyone)
+        self._returns[:] = 0.0
+        self._invalid[:] = 0
+        self._collisions[:] = 0
+        obs = self._observe(self._batch)
+        self._masks = self._batch_masks(self._batch)
+        return obs, {"action_mask": self._masks, "tick": self._batch.tick.copy(),
+                     "is_success": np.zeros(self.num_envs, bool)}
+
+    def step(self, actions: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray,
+                                                  np.ndarray, dict[str, Any]]:
+        """One tick of every household; ``actions``: ``(num_envs, num_agents)`` ids.
+
+        Returns observations ``(N, A, ...)``, rewards ``(N, A)`` float64 (the team's),
+        terminated and truncated ``(N, A)`` bool, and infos: ``action_mask``
+        ``(N, A, 53)`` int8, ``invalid_action`` and ``collision`` ``(N, A)`` bool (this
+        tick's events), ``tick`` and ``is_success`` ``(N,)``; when a household finished,
+        ``final_obs``, ``final_info`` and their masks (module docstring).
+        """
+        if self._batch is None:
+            raise RuntimeError("call reset() before step()")
+        t, s = self._tables, self._batch
+        acts = check_actions(actions, (self.num_envs, self.num_agents))
+        before_progress = s.progress.copy()
+        before_contents = s.contents.copy() if self._reward.level == "subgoals" else None
+        events = step_batch(t, s, acts) if self._jax is None else self._jax.step(s, acts)
+        done = (s.progress == s.goal_count).all(axis=1)
+        limit = self.max_ticks or s.step_limit  # as the scalar env: 0 or None -> the task's
+        truncated = (s.tick >= limit) & ~done
+        reward = self._reward(t, before_progress, before_contents, s, events, done)
+        self._returns += reward
+        self._invalid += events.invalid.sum(axis=1)
+        self._collisions += events.collision.sum(axis=1)
+        obs = self._observe(s, reuse=not self.copy)
+        masks = self._batch_masks(s)
+        infos: dict[str, Any] = {"invalid_action": events.invalid,
+                                 "collision": events.collision}
+        finished = np.flatnonzero(done | truncated)
+        if len(finished):
+            infos.update(self._final(finished, obs, masks, done))
+            self._reset_some(finished, obs, masks)
+        self._masks = masks
+        # A household that succeeded was reset in this step: its success is in
+        # final_info, and these entries describe the new episodes (as the reset's info).
+        infos.update({"action_mask": masks, "tick": s.tick.copy(),
+                      "is_success": np.zeros(self.num_envs, bool)})
+        shape = (self.num_envs, self.num_agents)
+        return (obs, np.broadcast_to(reward[:, None], shape).copy(),
+                np.broadcast_to(done[:, None], shape).copy(),
+                np.broadcast_to(truncated[:, None], shape).copy(), infos)
+
+    @functools.cached_property
+    def observation_space(self) -> spaces.Box:
+        """The batch's space, built on first use: its bounds are two arrays as large as
+        a batch of observations (200 MB at 1024 households of 3)."""
+        box = self.single_observation_space
+        return spaces.Box(np.broadcast_to(box.low, self.observation_shape),
+                          np.broadcast_to(box.high, self.observation_shape), dtype=box.dtype)
+
+    def action_masks(self) -> np.ndarray:
+        """The current ``(num_envs, num_agents, 53)`` int8 masks (sb3-contrib's hook)."""
+        if self._masks is None:
+            raise RuntimeError("call reset() before action_masks()")
+        return self._masks
+
+    def state(self, i: int) -> HouseholdState:
+        """Household ``i``'s current world as a scalar :class:`HouseholdState`."""
+        if self._batch is None:
+            raise RuntimeError("call reset() before state()")
+        return self._batch.unpack(i, self.scenes[i])
+
+    def close(self) -> None:
+        """Nothing to release (no windows, no processes); for the vector API."""
+
+    # ---- internals ----
+    def _seeds(self, seed: int | Sequence[int] | None) -> list[int | None]:
+        if seed is None:
+            return [None] * self.num_envs
+        if isinstance(seed, int | np.integer) and not isinstance(seed, bool):
+            return [int(seed) + i for i in range(self.num_envs)]
+        seeds = list(seed)
+        if len(seeds) != self.num_envs:
+            raise ValueError(f"seed must be an int or {self.num_envs} seeds (one per "
+                             f"household), got {len(seeds)}")
+        return seeds
+
+    def _final(self, finished: np.ndarray, obs: np.ndarray | None, masks: np.ndarray,
+               done: np.ndarray) -> dict[str, Any]:
+        """The finished households' last observations and infos, Gymnasium's way."""
+        s = self._batch
+        flag = np.zeros(self.num_envs, bool)
+        flag[finished] = True
+        # As Gymnasium's SAME_STEP: an object array, each finished household's (A, ...)
+        # observation, None elsewhere (no copy of the whole batch).
+        final_obs = np.full(self.num_envs, None, dtype=object)
+        for i in finished.tolist():
+            final_obs[i] = None if obs is None else obs[i].copy()
+        final_masks = np.zeros_like(masks)
+        final_masks[finished] = masks[finished]
+        episode = {"r": np.where(flag, self._returns, 0.0), "l": np.where(flag, s.tick, 0),
+                   "is_success": flag & done,
+                   "units_done": np.where(flag, s.progress.sum(axis=1), 0),
+                   "units_total": np.where(flag, s.goal_count.sum(axis=1), 0),
+                   "invalid_actions": np.where(flag, self._invalid, 0),
+                   "collisions": np.where(flag, self._collisions, 0)}
+        final_info = {"episode": episode, "_episode": flag.copy(), "action_mask": final_masks,
+                      "_action_mask": flag.copy(), "is_success": flag & done,
+                      "_is_success": flag.copy(), "tick": np.where(flag, s.tick, 0),
+                      "_tick": flag.copy()}
+        return {"final_obs": final_obs, "_final_obs": flag, "final_info": final_info,
+                "_final_info": flag.copy()}
+
+    def _reset_some(self, idx: np.ndarray, obs: np.ndarray | None, masks: np.ndarray) -> None:
+        """Draw the next episode of households ``idx``; write their first observations
+        and masks into ``obs`` and ``masks``."""
+        s, t = self._batch, self._tables
+        for i in idx.tolist():
+            state = make_episode(self.layout, self.task, self.num_agents, self._rngs[i])
+            self.scenes[i] = state.scene
+            s.pack(i, state)
+        self._reward.reset(idx)
+        self._returns[idx] = 0.0
+        self._invalid[idx] = 0
+        self._collisions[idx] = 0
+        if self._jax is not None:  # the full batch: a subset's size would compile anew
+            if obs is not None:
+                obs[...] = self._observe(s)
+            masks[...] = self._batch_masks(s)
+            return
+        part = s.take(idx)
+        if obs is not None:
+            obs[idx] = self._observe(part)
+        masks[idx] = batch_masks(t, part)
+
+    def _batch_masks(self, batch: BatchState) -> np.ndarray:
+        return batch_masks(self._tables, batch) if self._jax is None else self._jax.masks(batch)
+
+    def _observe(self, batch: BatchState, reuse: bool = False) -> np.ndarray | None:
+        if not self.observations:
+            return None
+        if self._jax is not None:
+            return self._jax.flat(batch)
+        if reuse and self.obs_mode == "flat":
+            if self._obs_buffer is None:
+                self._obs_buffer = np.empty(self.observation_shape, np.float32)
+            return flat_observations(self._tables, batch, self._inverse, self._obs_buffer)
+        return batch_observations(self._tables, batch, self.obs_mode, self._inverse,
+                                  self._image_scale)
+
+
+__all__ = ["VectorHouseholdEnv", "VECTOR_OBS_MODES", "BACKENDS"]

@@ -1,0 +1,295 @@
+"""The batched core in JAX (``backend="jax"``, the optional ``jax`` extra): ``jit`` + ``vmap``.
+
+One household's tick, masks and flat observations written as pure functions of
+fixed-shape arrays, ``vmap``-ed over the households and ``jit``-compiled once per
+batch size. The rules are those of the numpy core (:mod:`.dynamics`, :mod:`.masks`,
+:mod:`.observe`, which restate the scalar ones) in the form JAX needs: no data-dependent
+shapes, so every "where it applies" is a ``where`` or a scatter with ``mode="drop"``.
+``tests/envs/test_vector_differential.py`` runs the same comparison with the scalar
+env on this backend. Episodes are drawn, and rewards computed, by the numpy side.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+try:
+    import jax
+    import jax.numpy as jnp
+except ImportError as exc:  # the extra is not installed
+    raise ImportError("backend='jax' needs JAX: pip install 'orgteams[jax]'") from exc
+
+from orgteams.envs.actions import HAND_CAPACITY, MAX_SLOTS, NUM_ACTIONS, Verb
+from orgteams.envs.observations import T_CLOSED, T_DOOR_CLOSED
+from orgteams.envs.rl_obs import AGENT_PLANES, TILE_PLANES
+from orgteams.envs.vector.batch import BatchState
+from orgteams.envs.vector.dynamics import TickEvents
+from orgteams.envs.vector.tables import (
+    DIRECTION,
+    K_DOOR,
+    K_FLOOR,
+    K_FURNITURE,
+    SLOT,
+    VERB,
+    LayoutTables,
+)
+
+_MOVE, _OPEN, _CLOSE, _PUT, _PICK = (int(v) for v in (Verb.MOVE, Verb.OPEN, Verb.CLOSE,
+                                                      Verb.PUT, Verb.PICK))
+_DYNAMIC = ("tick", "pos", "hands", "held", "contents", "count", "container_open",
+            "door_open", "progress")
+_STATIC = ("object_class", "goal_class", "goal_target", "goal_count")
+
+
+class JaxCore:
+    """``step``, ``masks`` and ``flat`` of one layout's households, compiled."""
+
+    def __init__(self, t: LayoutTables, inverse_scale: np.ndarray | None):
+        self.t = t
+        boxes = np.flatnonzero(t.is_container)
+        c = {k: _device(v) for k, v in dict(
+            deltas=t.deltas, floor=t.floor, door_at=t.door_at, furniture_at=t.furniture_at,
+            is_container=t.is_container, capacity=t.capacity, ftype=t.furniture_type,
+            kind=t.neighbour_kind, index=t.neighbour_index, ncell=t.neighbour_cell,
+            stand=t.stand_index, static=t.static_planes.reshape(len(t.static_planes), -1),
+            slot_cell=t.slot_cell, view=t.view_of_cell,
+            visible=t.visible, boxes=boxes,
+            closed=np.array([T_DOOR_CLOSED] * len(t.door_cell) + [T_CLOSED] * len(boxes)),
+            verb=VERB.astype(np.int64), direction=DIRECTION, slot=SLOT).items()}
+        self.c = c
+        self.inverse = None if inverse_scale is None else _device(inverse_scale)
+        self._step = jax.jit(jax.vmap(self._step_one))
+        self._masks = jax.jit(jax.vmap(self._masks_one))
+        self._flat = jax.jit(jax.vmap(self._flat_one))
+
+    # ---- the numpy side ----
+    def step(self, s: BatchState, actions: np.ndarray) -> TickEvents:
+        """One tick of every household of ``s`` in place (as ``dynamics.step_batch``)."""
+        new, ev = self._step(self._arrays(s, _DYNAMIC + _STATIC), jnp.asarray(actions))
+        for k, v in new.items():
+            setattr(s, k, np.asarray(v).astype(getattr(s, k).dtype))
+        invalid, collision, opened, picked, picked_from, moved = (
+            np.asarray(x).astype(np.int64 if x.dtype == jnp.int32 else x.dtype) for x in ev)
+        return TickEvents(invalid, collision, opened, picked, picked_from, moved)
+
+    def masks(self, s: BatchState) -> np.ndarray:
+        return np.array(self._masks(self._arrays(s, _DYNAMIC + _STATIC)))
+
+    def flat(self, s: BatchState) -> np.ndarray:
+        return np.array(self._flat(self._arrays(s, _DYNAMIC + _STATIC)))
+
+    @staticmethod
+    def _arrays(s: BatchState, names: tuple[str, ...]) -> dict[str, Any]:
+        return {k: _device(getattr(s, k)) for k in names}
+
+    # ---- one household ----
+    def _step_one(self, st: dict, acts: jnp.ndarray):
+        c = self.c
+        agents = st["pos"].shape[0]
+        verb, d, k = c["verb"][acts], c["direction"][acts], c["slot"][acts]
+        start = st["pos"]
+        target = start + c["deltas"][d]
+        door_open, box_open = st["door_open"], st["container_open"]
+        contents, count, hands, held = st["contents"], st["count"], st["hands"], st["held"]
+        width = contents.shape[1]
+        j = jnp.arange(width)
+        hj = jnp.arange(hands.shape[1])
+        invalid, opened, picked, picked_from = [], [], [], []
+        moved = jnp.array(False)
+        # Phase 1: agent by agent, lower index first (dynamics._interact).
+        for a in range(agents):
+            v, t = verb[a], target[a]
+            furn, door = c["furniture_at"][t], c["door_at"][t]
+            f, dr = jnp.maximum(furn, 0), jnp.maximum(door, 0)
+            toggle = (v == _OPEN) | (v == _CLOSE)
+            want = v == _OPEN
+            occupied = (start == t).any()
+            if door_open.shape[0]:
+                door_ok = toggle & (door >= 0) & (door_open[dr] != want) & (want | ~occupied)
+                door_open = door_open.at[dr].set(jnp.where(door_ok, want, door_open[dr]))
+            else:
+                door_ok = jnp.array(False)
+            box_ok = toggle & (door < 0) & (furn >= 0) & c["is_container"][f] \
+                & (box_open[f] != want)
+            box_open = box_open.at[f].set(jnp.where(box_ok, want, box_open[f]))
+            is_open = (furn >= 0) & box_open[f]
+            n_in, h = count[f], held[a]
+            pick = is_open & (v == _PICK) & (k[a] < n_in) & (h < HAND_CAPACITY)
+            put = is_open & (v == _PUT) & (k[a] < h) & (n_in < c["capacity"][f])
+            row = contents[f]
+            obj_pick = row[jnp.minimum(k[a], width - 1)]
+            after_pick = row[jnp.minimum(j + (j >= k[a]), width - 1)]
+            hand = hands[a]
+            obj_put = hand[jnp.minimum(k[a], hand.shape[0] - 1)]
+            after_put = hand[jnp.minimum(hj + (hj >= k[a]), hand.shape[0] - 1)]
+            row = jnp.where(pick, after_pick, jnp.where(put, row.at[n_in].set(obj_put), row))
+            hand = jnp.where(put, after_put, jnp.where(pick, hand.at[h].set(obj_pick), hand))
+            contents = contents.at[f].set(row)
+            count = count.at[f].add(put.astype(count.dtype) - pick.astype(count.dtype))
+            hands = hands.at[a].set(hand)
+            held = held.at[a].add(pick.astype(held.dtype) - put.astype(held.dtype))
+            invalid.append((v >= _OPEN) & ~(door_ok | box_ok | pick | put))
+            opened.append(jnp.where(box_ok & want, furn, -1))
+            picked.append(jnp.where(pick, obj_pick, -1))
+            picked_from.append(jnp.where(pick, furn, -1))
+            moved = moved | pick | put
+        invalid = jnp.stack(invalid)
+        # Phase 2: simultaneous moves (dynamics._moves).
+        moving = verb == _MOVE
+        door = c["door_at"][target]
+        walkable = c["floor"][target] | ((door >= 0) & (
+            door_open[jnp.maximum(door, 0)] if door_open.shape[0] else False))
+        invalid = invalid | (moving & ~walkable)
+        want = moving & walkable
+        same = (target[:, None] == target[None, :]) & want[None, :]
+        lower = jnp.tri(agents, agents, -1, dtype=bool)
+        contested = want & (same & lower).any(axis=1)
+        claim = want & ~contested
+        at = target[:, None] == start[None, :]
+        has_occupant = at.any(axis=1)
+        occupant = at.argmax(axis=1)
+        swap = target[occupant] == start
+
+        def drop(_, alive):
+            return alive & ~(has_occupant & (~alive[occupant] | swap))
+
+        alive = jax.lax.fori_loop(0, agents, drop, claim)
+        collision = contested | (claim & ~alive)
+        pos = jnp.where(alive, target, start)
+        new = {"tick": st["tick"] + 1, "pos": pos, "hands": hands, "held": held,
+               "contents": contents, "count": count, "container_open": box_open,
+               "door_open": door_open}
+        new["progress"] = jnp.where(moved, self._progress(st, contents), st["progress"])
+        return new, (invalid, collision, jnp.stack(opened), jnp.stack(picked),
+                     jnp.stack(picked_from), moved)
+
+    def _progress(self, st: dict, contents: jnp.ndarray) -> jnp.ndarray:
+        cls = jnp.where(contents >= 0, st["object_class"][jnp.maximum(contents, 0)], -1)
+        on_target = self.c["ftype"][None, :] == st["goal_target"][:, None]  # (G, F)
+        match = (cls[None] == st["goal_class"][:, None, None]) & on_target[..., None]
+        return jnp.minimum(match.sum(axis=(1, 2)), st["goal_count"])
+
+    def _masks_one(self, st: dict) -> jnp.ndarray:
+        c = self.c
+        pos, agents = st["pos"], st["pos"].shape[0]
+        kind, index, cell = c["kind"][pos], c["index"][pos], c["ncell"][pos]
+        free = ~(cell[..., None] == pos[None, None, :]).any(axis=-1)
+        door = kind == K_DOOR
+        if st["door_open"].shape[0]:
+            door_open = door & st["door_open"][jnp.minimum(index, st["door_open"].shape[0] - 1)]
+        else:
+            door_open = door
+        furn = kind == K_FURNITURE
+        f = jnp.where(furn, index, 0)
+        is_box = furn & c["is_container"][f]
+        is_open = furn & st["container_open"][f]
+        held = st["held"][:, None]
+        n_in = st["count"][f]
+        put = (is_open & (n_in < c["capacity"][f]))[..., None] \
+            & (jnp.arange(HAND_CAPACITY) < held[..., None])
+        pick = (is_open & (held < HAND_CAPACITY))[..., None] \
+            & (jnp.arange(MAX_SLOTS) < n_in[..., None])
+        out = jnp.concatenate([
+            jnp.ones((agents, 1), bool), ((kind == K_FLOOR) | door_open) & free,
+            (door & ~door_open) | (is_box & ~is_open), (door_open & free) | (is_box & is_open),
+            put.reshape(agents, -1), pick.reshape(agents, -1)], axis=1)
+        return out.astype(jnp.int8).reshape(agents, NUM_ACTIONS)
+
+    def _flat_one(self, st: dict) -> jnp.ndarray:
+        """The flat observations of a household's agents (``observe.flat_observations``).
+
+        Gathers, no scatters (a fixed-shape scatter pays for every candidate entry and
+        runs as a loop on CPU): each window slot looks up the cell it shows
+        (``slot_cell``), the furniture or door there and the agent standing there; the
+        changing planes (door / container tiles, teammates, object counts and goal
+        rows) are built per slot and added to the still planes of the table.
+        """
+        c, t = self.c, self.t
+        pos, agents = st["pos"], st["pos"].shape[0]
+        side2, planes = t.static_planes.shape[1], t.static_planes.shape[2]
+        k = t.num_classes
+        stand = c["stand"][pos]
+        goal_class = st["goal_class"]
+        missing = (st["goal_count"] > st["progress"]) & (goal_class >= 0)
+
+        def count_planes(per_class: jnp.ndarray, target: jnp.ndarray) -> jnp.ndarray:
+            """(X, K) objects per class, (X, G) target marks -> (X, 11): objects, then
+            per goal row its class count and target mark."""
+            goal = per_class[:, jnp.maximum(goal_class, 0)] * (goal_class >= 0)
+            pairs = jnp.stack([goal, target], axis=-1).reshape(per_class.shape[0], -1)
+            return jnp.concatenate([per_class.sum(-1, keepdims=True), pairs], axis=1)
+
+        cell = c["slot_cell"][stand]  # (A, S2): the cell each slot shows, -1 hidden
+        at = jnp.maximum(cell, 0)
+        furn = jnp.where(cell >= 0, c["furniture_at"][at], -1)
+        door = jnp.where(cell >= 0, c["door_at"][at], -1)
+        # Furniture: what lies on / in it when open, and the goal rows it is a target of.
+        contents = st["contents"]
+        cls_in = jnp.where(contents >= 0, st["object_class"][jnp.maximum(contents, 0)], -1)
+        per_f = (cls_in[..., None] == jnp.arange(k)).sum(axis=1) \
+            * st["container_open"][:, None]
+        target = (c["ftype"][:, None] == st["goal_target"][None, :]) & missing[None, :]
+        by_furniture = count_planes(per_f, target)
+        counts = jnp.where((furn >= 0)[..., None], by_furniture[jnp.maximum(furn, 0)], 0)
+        # Agents: what each holds counts at its cell; teammates are marked.
+        hands = st["hands"][:, :HAND_CAPACITY]
+        cls_h = jnp.where(jnp.arange(HAND_CAPACITY)[None, :] < st["held"][:, None],
+                          st["object_class"][jnp.maximum(hands, 0)], -1)
+        per_h = (cls_h[..., None] == jnp.arange(k)).sum(axis=1)  # (A holder, K)
+        by_agent = count_planes(per_h, jnp.zeros((agents, goal_class.shape[0]), bool))
+        here = (cell[..., None] == pos[None, None, :]) & (cell >= 0)[..., None]  # (A,S2,A)
+        counts = counts + (here[..., None] * by_agent[None, None]).sum(axis=2)
+        mate = (here & ~jnp.eye(agents, dtype=bool)[:, None, :]).any(axis=-1)
+        # Door and container tiles: "closed" + open flag; tile code c is plane c - 1.
+        f = jnp.maximum(furn, 0)
+        if st["door_open"].shape[0]:
+            door_code = T_DOOR_CLOSED + st["door_open"][jnp.maximum(door, 0)]
+        else:
+            door_code = jnp.zeros_like(door)
+        code = jnp.where(door >= 0, door_code, jnp.where(
+            (furn >= 0) & c["is_container"][f], T_CLOSED + st["container_open"][f], 0))
+        tiles = code[..., None] == jnp.arange(1, TILE_PLANES + 1)
+        blank = jnp.zeros((agents, side2, planes - TILE_PLANES - AGENT_PLANES - counts.shape[2]),
+                          bool)  # the furniture type planes: all still
+        dynamic = jnp.concatenate([tiles, jnp.zeros((agents, side2, 1), bool), mate[..., None],
+                                   blank], axis=2).astype(jnp.uint8)
+        dynamic = jnp.concatenate([dynamic, counts.astype(jnp.uint8)], axis=2)
+        grid = c["static"][stand] + dynamic.reshape(agents, -1)  # disjoint planes
+        inv = self.inverse
+        size = side2 * planes
+        return jnp.concatenate([grid * inv[:size], self._tail(st) * inv[size:]], axis=1)
+
+    def _tail(self, st: dict) -> jnp.ndarray:
+        """``rl_obs.flat_tail`` of every agent: hand slots' class one-hot, goal rows."""
+        k, f = self.t.num_classes, self.t.num_furniture_types
+        hands = st["hands"][:, :HAND_CAPACITY]
+        cls = jnp.where(hands >= 0, st["object_class"][jnp.maximum(hands, 0)], -1)
+        held = (cls[..., None] == jnp.arange(k)).reshape(hands.shape[0], -1)
+        goal = jnp.concatenate([
+            (st["goal_class"][:, None] == jnp.arange(k)),
+            (st["goal_target"][:, None] == jnp.arange(f)),
+            (st["goal_count"] - st["progress"])[:, None]], axis=1).reshape(-1)
+        goal = jnp.broadcast_to(goal.astype(jnp.uint8), (hands.shape[0], goal.shape[0]))
+        return jnp.concatenate([held.astype(jnp.uint8), goal], axis=1)
+
+    def _window_slot(self, viewer: jnp.ndarray, target: jnp.ndarray) -> jnp.ndarray:
+        t = self.t
+        r, w = t.radius, t.width
+        side = 2 * r + 1
+        dy = target // w - viewer // w + r
+        dx = target % w - viewer % w + r
+        inside = (dy >= 0) & (dy < side) & (dx >= 0) & (dx < side)
+        seen = self.c["visible"][self.c["view"][viewer], target]
+        return jnp.where(inside & seen, dy * side + dx, -1)
+
+
+def _device(a: np.ndarray) -> jnp.ndarray:
+    """``a`` on the device; int64 as int32 (every id and count here is small), so JAX's
+    default 32-bit mode serves and the caller's ``jax_enable_x64`` is left alone."""
+    a = np.asarray(a)
+    return jnp.asarray(a.astype(np.int32) if a.dtype == np.int64 else a)
+
+
+__all__ = ["JaxCore"]

@@ -1,0 +1,50 @@
+"""Action masks of a batch: :func:`orgteams.envs.masks.mask_rows` restated with arrays.
+
+The definition is the scalar one (read :mod:`orgteams.envs.masks`): valid means
+"played while every other agent waits, it yields neither ``invalid_action`` nor
+``collision``". ``tests/envs/test_vector_differential.py`` compares these masks with
+the scalar env's at every tick.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from orgteams.envs.actions import HAND_CAPACITY, MAX_SLOTS, NUM_ACTIONS
+from orgteams.envs.vector.batch import BatchState
+from orgteams.envs.vector.tables import K_DOOR, K_FLOOR, K_FURNITURE, LayoutTables
+
+_HAND = np.arange(HAND_CAPACITY)
+_SLOTS = np.arange(MAX_SLOTS)
+
+
+def batch_masks(t: LayoutTables, s: BatchState) -> np.ndarray:
+    """``(N, A, 53)`` int8 masks of every agent of every household."""
+    n, agents = s.pos.shape
+    env = np.arange(n)[:, None, None]
+    kind = t.neighbour_kind[s.pos]  # (N, A, 4)
+    index = t.neighbour_index[s.pos]
+    cell = t.neighbour_cell[s.pos]
+    free = ~(cell[..., None] == s.pos[:, None, None, :]).any(axis=-1)
+    door = kind == K_DOOR
+    door_open = door & s.door_open[env, np.minimum(index, s.door_open.shape[1] - 1)] \
+        if s.door_open.shape[1] else door
+    furn = kind == K_FURNITURE
+    f = np.where(furn, index, 0)
+    is_box = furn & t.is_container[f]
+    is_open = furn & s.container_open[env, f]
+    held = s.held[:, :, None]
+    n_in = s.count[env, f]
+    out = np.empty((n, agents, NUM_ACTIONS), np.int8)
+    out[..., 0] = 1  # wait
+    out[..., 1:5] = (((kind == K_FLOOR) | door_open) & free)
+    out[..., 5:9] = (door & ~door_open) | (is_box & ~is_open)
+    out[..., 9:13] = (door_open & free) | (is_box & is_open)
+    put = (is_open & (n_in < t.capacity[f]))[..., None] & (_HAND < held[..., None])
+    out[..., 13:21] = put.reshape(n, agents, 4 * HAND_CAPACITY)
+    pick = (is_open & (held < HAND_CAPACITY))[..., None] & (_SLOTS < n_in[..., None])
+    out[..., 21:] = pick.reshape(n, agents, 4 * MAX_SLOTS)
+    return out
+
+
+__all__ = ["batch_masks"]

@@ -1,0 +1,104 @@
+"""The batched core against the scalar env, tick by tick (``orgteams.envs.vector.check``).
+
+Every layout (the three shipped ones and a generated house), 2 to 16 agents, both
+observation modes, every reward shaping level, random, masked-random and mixed joint
+actions; short episodes (``max_ticks``) so that autoreset is exercised too.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from orgteams.envs.vector import check, masks
+from orgteams.envs.vector.check import compare_with_scalar
+
+FAST = [
+    # (layout, agents, obs_mode, policy, shaping, extra kwargs)
+    ("studio", 2, "flat", "random", False, {}),
+    ("apartment", 3, "flat", "mixed", "subgoals", {}),
+    ("house", 5, "image", "masked", True, {"view_radius": 4}),
+    ("generated:6:1", 8, "flat", "mixed", "subgoals", {"full_observability": True}),
+    ("studio", 16, "flat", "masked", "units", {"view_radius": 3}),
+]
+
+
+@pytest.mark.parametrize(("layout", "agents", "obs_mode", "policy", "shaping", "extra"), FAST)
+def test_batched_core_equals_the_scalar_env(layout, agents, obs_mode, policy, shaping, extra):
+    stats = compare_with_scalar(3, 70, seed=agents, policy=policy, layout=layout,
+                                task="put_dishwasher_easy", units=1, num_agents=agents,
+                                obs_mode=obs_mode, reward_shaping=shaping, max_ticks=30,
+                                **extra)
+    assert stats.ticks == 3 * 70
+    assert stats.episodes >= 6  # every household ended (and was reset) at least twice
+    if policy != "random":
+        assert stats.picks_or_puts > 0
+
+
+# (layout, agents, obs_mode, policy, shaping, task, units, max_ticks, households, steps)
+SLOW = [
+    ("studio", 2, "flat", "masked", "subgoals", "put_dishwasher_easy", 1, 60, 8, 1650),
+    ("studio", 3, "image", "mixed", True, "put_dishwasher_easy", 1, None, 8, 1650),
+    ("apartment", 3, "flat", "masked", "subgoals", "prepare_afternoon_tea", None, 200, 8, 1650),
+    ("apartment", 6, "flat", "random", False, "setup_table", None, None, 8, 1650),
+    ("house", 4, "flat", "mixed", "units", "put_fridge", 2, 150, 8, 1650),
+    ("house", 12, "image", "masked", "subgoals", "prepare_food", None, 100, 4, 1650),
+    ("generated:6:1", 8, "flat", "masked", "subgoals", "put_dishwasher_easy", 1, 120, 8, 1650),
+    ("generated:12:3", 16, "flat", "mixed", True, "prepare_afternoon_tea", None, 100, 4, 1650),
+    ("studio", 16, "flat", "masked", "units", "put_dishwasher_easy", 1, 80, 8, 1650),
+]
+
+
+@pytest.mark.slow
+def test_batched_core_equals_the_scalar_env_over_100k_ticks():
+    total = check.CheckStats()
+    for layout, agents, mode, policy, shaping, task, units, limit, n, steps in SLOW:
+        stats = compare_with_scalar(n, steps, seed=agents * 7, policy=policy, layout=layout,
+                                    task=task, units=units, num_agents=agents,
+                                    obs_mode=mode, reward_shaping=shaping, max_ticks=limit)
+        for field in ("ticks", "episodes", "successes", "picks_or_puts", "collisions"):
+            setattr(total, field, getattr(total, field) + getattr(stats, field))
+    print(f"\ncompared {total}")
+    assert total.ticks >= 100_000
+    assert total.successes > 0 and total.picks_or_puts > 1000 and total.collisions > 1000
+
+
+@pytest.mark.slow  # compiling takes 10-40 s per configuration on this machine
+@pytest.mark.parametrize(("layout", "agents", "policy", "extra"), [
+    ("studio", 2, "mixed", {}),
+    ("apartment", 3, "masked", {}),
+    ("house", 5, "masked", {"view_radius": 4}),
+    ("generated:6:1", 8, "masked", {"full_observability": True}),
+    ("studio", 16, "masked", {"view_radius": 3}),
+])
+def test_jax_backend_equals_the_scalar_env(layout, agents, policy, extra):
+    pytest.importorskip("jax")
+    stats = compare_with_scalar(3, 70, seed=agents, policy=policy, backend="jax",
+                                layout=layout, task="put_dishwasher_easy", units=1,
+                                num_agents=agents, obs_mode="flat",
+                                reward_shaping="subgoals", max_ticks=30, **extra)
+    assert stats.ticks == 3 * 70 and stats.episodes >= 6 and stats.picks_or_puts > 0
+
+
+def test_the_check_catches_a_difference(monkeypatch):
+    """A batched mask that drifts from the scalar rule fails the comparison."""
+    real = masks.batch_masks
+
+    def drifted(t, s):
+        out = real(t, s)
+        out[..., 0] = 0  # "wait is invalid": not the scalar rule
+        return out
+
+    monkeypatch.setattr("orgteams.envs.vector.env.batch_masks", drifted)
+    with pytest.raises(AssertionError, match=re.escape("tick 0, household 0: action mask "
+                                                       "((2, 53) int8 vs (2, 53) int8; "
+                                                       "first differences at [[0, 0]")):
+        compare_with_scalar(2, 5, layout="studio", num_agents=2)
+
+
+def test_the_check_catches_a_dynamics_difference(monkeypatch):
+    """A batched core in which nobody ever moves fails on the state."""
+    monkeypatch.setattr("orgteams.envs.vector.dynamics._moves", lambda *args: None)
+    with pytest.raises(AssertionError, match=r"tick \d+, household \d: state \{"):
+        compare_with_scalar(2, 20, policy="masked", layout="studio", num_agents=2)
