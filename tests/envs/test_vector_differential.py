@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 
+import numpy as np
 import pytest
 
 from orgteams.envs.vector import check, masks
@@ -21,6 +22,11 @@ FAST = [
     ("house", 5, "image", "masked", True, {"view_radius": 4}),
     ("generated:6:1", 8, "flat", "mixed", "subgoals", {"full_observability": True}),
     ("studio", 16, "flat", "masked", "units", {"view_radius": 3}),
+    # The flat buffer's options: raw uint8 entries, the live (copy=False) array.
+    ("apartment", 3, "flat", "mixed", "subgoals", {"obs_dtype": np.uint8}),
+    ("house", 6, "flat", "masked", True, {"copy": False, "obs_dtype": "uint8",
+                                          "view_radius": 4}),
+    ("generated:6:1", 4, "flat", "mixed", "units", {"copy": False}),
 ]
 
 
@@ -102,3 +108,19 @@ def test_the_check_catches_a_dynamics_difference(monkeypatch):
     monkeypatch.setattr("orgteams.envs.vector.dynamics._moves", lambda *args: None)
     with pytest.raises(AssertionError, match=r"tick \d+, household \d: state \{"):
         compare_with_scalar(2, 20, policy="masked", layout="studio", num_agents=2)
+
+
+def test_the_check_catches_a_stale_flat_buffer(monkeypatch):
+    """A flat buffer that forgets to clear last tick's teammates and objects fails."""
+    from orgteams.envs.vector.flat_buffer import FlatBuffer
+
+    real = FlatBuffer.write
+
+    def forgetful(self, s):
+        self.dirty = self.dirty[:0]
+        return real(self, s)
+
+    monkeypatch.setattr(FlatBuffer, "write", forgetful)
+    with pytest.raises(AssertionError, match=r"tick \d+, household \d: observation \("):
+        compare_with_scalar(2, 30, policy="masked", layout="studio", num_agents=3,
+                            obs_dtype=np.uint8)

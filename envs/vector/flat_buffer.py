@@ -1,0 +1,88 @@
+"""Flat observations kept in one persistent array and updated tick by tick.
+
+:func:`~orgteams.envs.vector.observe.flat_observations` rebuilds every window each
+tick: ``N x A x D`` entries (35 KB per agent in float32), and that memory traffic
+dominates a step. Most of a window does not change between ticks: an agent that
+stayed on its cell sees the same static planes (tiles, furniture, self mark). So
+:class:`FlatBuffer` keeps the last observations and, each tick,
+
+* puts back the static value of every entry that last tick's dynamic part wrote
+  (door and container flags, teammates, goal targets, object counts),
+* gathers the whole static window of the agents whose cell changed (and of every
+  agent on the first call),
+* writes this tick's dynamic entries and the hands / goal tail.
+
+The result is the same array as ``flat_observations`` (``tests/envs/
+test_vector_differential.py`` compares it with the scalar env at every tick). With
+``dtype=np.uint8`` the entries are the raw plane values (counts as counts, no
+scaling): ``round(flat * flat_scale(...))`` of the float32 observation.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from orgteams.envs.actions import HAND_CAPACITY
+from orgteams.envs.rl_obs import flat_tail
+from orgteams.envs.vector.batch import BatchState
+from orgteams.envs.vector.observe import dynamic_entries, hands_and_goals
+from orgteams.envs.vector.tables import LayoutTables
+
+FLAT_DTYPES = (np.dtype(np.float32), np.dtype(np.uint8))
+
+
+class FlatBuffer:
+    """``(N, A, D)`` flat observations of one batch, updated in place by :meth:`write`."""
+
+    def __init__(self, t: LayoutTables, inverse_scale: np.ndarray, num_envs: int,
+                 num_agents: int, dtype: np.dtype = np.dtype(np.float32)):
+        self.t, self.dtype = t, np.dtype(dtype)
+        self.agents, self.d = num_agents, len(inverse_scale)
+        self.inverse = inverse_scale
+        rows, cells, planes = t.static_planes.shape
+        self.grid = cells * planes
+        self.static = t.static_planes.reshape(rows, self.grid)
+        self.array = np.zeros((num_envs * num_agents, self.d), self.dtype)
+        self.rows = np.full(num_envs * num_agents, -1)  # static row in the buffer, -1: none
+        self.dirty = np.empty(0, np.intp)  # flat indices the dynamic part wrote last
+
+    def write(self, s: BatchState) -> np.ndarray:
+        """This tick's observations of ``s`` (same households as the buffer); the
+        returned array is the buffer itself, reshaped ``(N, A, D)``."""
+        t, d, agents = self.t, self.d, self.agents
+        flat = self.array.reshape(-1)
+        rows = t.stand_index[s.pos].reshape(-1)
+        if len(self.dirty):  # back to the static value (of the current row)
+            at = self.dirty
+            flat[at] = self.static[rows[at // d], at % d]
+        moved = np.flatnonzero(rows != self.rows)
+        if len(moved):
+            self.array[moved, :self.grid] = self.static[rows[moved]]
+        self.rows = rows
+        ones, counts = dynamic_entries(t, s)
+        planes = t.static_planes.shape[2]
+        e, a, slot, plane = ones
+        one_at = (e * agents + a) * d + slot * planes + plane
+        flat[one_at] = 1  # binary planes: scale 1
+        e, a, slot, plane = counts
+        at, times = np.unique((e * agents + a) * d + slot * planes + plane, return_counts=True)
+        raw = times.astype(np.uint8)
+        flat[at] = raw if self.dtype == np.uint8 else raw * self.inverse[at % d]
+        self.dirty = np.concatenate([one_at, at])
+        n = len(s.pos)
+        hands, goal = hands_and_goals(s)
+        tail = flat_tail(hands.reshape(n * agents, HAND_CAPACITY), np.repeat(goal, agents, axis=0))
+        if self.dtype == np.uint8:
+            self.array[:, self.grid:] = tail
+        else:
+            np.multiply(tail, self.inverse[self.grid:], out=self.array[:, self.grid:])
+        return self.array.reshape(n, agents, d)
+
+
+def to_uint8(flat: np.ndarray, scale: np.ndarray) -> np.ndarray:
+    """The ``obs_dtype=np.uint8`` form of float32 flat observations: raw plane values
+    (``scale``: :func:`~orgteams.envs.rl_obs.flat_scale`)."""
+    return np.rint(flat * scale).astype(np.uint8)
+
+
+__all__ = ["FlatBuffer", "FLAT_DTYPES", "to_uint8"]
