@@ -10,7 +10,8 @@ stayed on its cell sees the same static planes (tiles, furniture, self mark). So
   (door and container flags, teammates, goal targets, object counts),
 * gathers the whole static window of the agents whose cell changed (and of every
   agent on the first call),
-* writes this tick's dynamic entries and the hands / goal tail.
+* writes this tick's dynamic entries, and the hands / goal tail of the households
+  whose hands or goal rows changed.
 
 The result is the same array as ``flat_observations`` (``tests/envs/
 test_vector_differential.py`` compares it with the scalar env at every tick). With
@@ -45,6 +46,7 @@ class FlatBuffer:
         self.array = np.zeros((num_envs * num_agents, self.d), self.dtype)
         self.rows = np.full(num_envs * num_agents, -1)  # static row in the buffer, -1: none
         self.dirty = np.empty(0, np.intp)  # flat indices the dynamic part wrote last
+        self.tail_key: np.ndarray | None = None  # each household's hands and goal rows
 
     def write(self, s: BatchState) -> np.ndarray:
         """This tick's observations of ``s`` (same households as the buffer); the
@@ -70,13 +72,24 @@ class FlatBuffer:
         flat[at] = raw if self.dtype == np.uint8 else raw * self.inverse[at % d]
         self.dirty = np.concatenate([one_at, at])
         n = len(s.pos)
-        hands, goal = hands_and_goals(s)
-        tail = flat_tail(hands.reshape(n * agents, HAND_CAPACITY), np.repeat(goal, agents, axis=0))
-        if self.dtype == np.uint8:
-            self.array[:, self.grid:] = tail
-        else:
-            np.multiply(tail, self.inverse[self.grid:], out=self.array[:, self.grid:])
+        self._write_tail(s)
         return self.array.reshape(n, agents, d)
+
+    def _write_tail(self, s: BatchState) -> None:
+        """Hands and goal rows, rewritten for the households where they changed."""
+        n, agents = s.pos.shape
+        hands, goal = hands_and_goals(s)
+        key = np.concatenate([hands.reshape(n, -1), goal.reshape(n, -1)], axis=1)
+        changed = np.arange(n) if self.tail_key is None else \
+            np.flatnonzero((key != self.tail_key).any(axis=1))
+        self.tail_key = key
+        if not len(changed):
+            return
+        rows = (changed[:, None] * agents + np.arange(agents)).reshape(-1)
+        tail = flat_tail(hands[changed].reshape(-1, HAND_CAPACITY),
+                         np.repeat(goal[changed], agents, axis=0))
+        self.array[rows, self.grid:] = tail if self.dtype == np.uint8 \
+            else tail * self.inverse[self.grid:]
 
 
 def to_uint8(flat: np.ndarray, scale: np.ndarray) -> np.ndarray:
