@@ -71,10 +71,10 @@ class VectorHouseholdEnv:
         :mod:`.flat_buffer`). ``obs_dtype=np.uint8`` (``obs_mode="flat"``, numpy):
         the flat entries as raw plane values (counts as counts, not divided by their
         most), a quarter of the bytes; the space is ``Box(0, flat_scale, uint8)`` and
-        each entry is ``round(x * flat_scale)`` of the float32 entry ``x``. ``backend="jax"`` (the ``jax``
-        extra; ``obs_mode="flat"``): the tick, masks and observations run as one
-        ``jit``-compiled ``vmap`` of a household's step (:mod:`.jax_core`); episodes and
-        rewards stay on the numpy side."""
+        each entry is ``round(x * flat_scale)`` of the float32 entry ``x``.
+        ``backend="jax"`` (the ``jax`` extra; ``obs_mode="flat"``): the tick, masks and
+        observations run as one ``jit``-compiled ``vmap`` of a household's step
+        (:mod:`.jax_core`); episodes and rewards stay on the numpy side."""
         if isinstance(num_envs, bool) or not isinstance(num_envs, int | np.integer) \
                 or num_envs < 1:
             raise ValueError(f"num_envs must be a positive integer, got {num_envs!r}")
@@ -310,8 +310,11 @@ class VectorHouseholdEnv:
         return batch_masks(self._tables, batch) if self._jax is None else self._jax.masks(batch)
 
     def _buffered(self) -> bool:
-        """Whether observations live in :class:`FlatBuffer` (numpy, flat)."""
-        return self.observations and self._jax is None and self.obs_mode == "flat"
+        """Whether observations live in :class:`FlatBuffer` (numpy, flat): with
+        ``copy=False``, or in uint8. Float32 copies are built anew: copying a kept
+        buffer costs as much as building them (``benchmarks/README.md``)."""
+        return self.observations and self._jax is None and self.obs_mode == "flat" \
+            and (not self.copy or self.obs_dtype == np.uint8)
 
     def _observe(self, batch: BatchState) -> np.ndarray | None:
         """Observations of the whole batch (``batch`` is ``self._batch``)."""

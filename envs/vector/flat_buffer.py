@@ -36,7 +36,7 @@ class FlatBuffer:
     """``(N, A, D)`` flat observations of one batch, updated in place by :meth:`write`."""
 
     def __init__(self, t: LayoutTables, inverse_scale: np.ndarray, num_envs: int,
-                 num_agents: int, dtype: np.dtype = np.dtype(np.float32)):
+                 num_agents: int, dtype: type | np.dtype = np.float32):
         self.t, self.dtype = t, np.dtype(dtype)
         self.agents, self.d = num_agents, len(inverse_scale)
         self.inverse = inverse_scale
