@@ -14,7 +14,9 @@ stayed on its cell sees the same static planes (tiles, furniture, self mark). So
   whose hands or goal rows changed.
 
 The result is the same array as ``flat_observations`` (``tests/envs/
-test_vector_differential.py`` compares it with the scalar env at every tick). With
+test_vector_differential.py`` compares it with the scalar env at every tick). A
+household whose state (all but the tick) is the same as at the last call keeps its
+windows untouched. With
 ``dtype=np.uint8`` the entries are the raw plane values (counts as counts, no
 scaling): ``round(flat * flat_scale(...))`` of the float32 observation.
 """
@@ -30,6 +32,7 @@ from orgteams.envs.vector.observe import dynamic_entries, hands_and_goals
 from orgteams.envs.vector.tables import LayoutTables
 
 FLAT_DTYPES = (np.dtype(np.float32), np.dtype(np.uint8))
+UNSEEN = ("tick", "step_limit")  # BatchState fields no observation reads
 
 
 class FlatBuffer:
@@ -47,33 +50,54 @@ class FlatBuffer:
         self.rows = np.full(num_envs * num_agents, -1)  # static row in the buffer, -1: none
         self.dirty = np.empty(0, np.intp)  # flat indices the dynamic part wrote last
         self.tail_key: np.ndarray | None = None  # each household's hands and goal rows
+        self.last: dict[str, np.ndarray] | None = None  # the state at the last call
 
     def write(self, s: BatchState) -> np.ndarray:
         """This tick's observations of ``s`` (same households as the buffer); the
         returned array is the buffer itself, reshaped ``(N, A, D)``."""
         t, d, agents = self.t, self.d, self.agents
-        flat = self.array.reshape(-1)
-        rows = t.stand_index[s.pos].reshape(-1)
-        if len(self.dirty):  # back to the static value (of the current row)
-            at = self.dirty
-            flat[at] = self.static[rows[at // d], at % d]
-        moved = np.flatnonzero(rows != self.rows)
-        if len(moved):
-            self.array[moved, :self.grid] = self.static[rows[moved]]
-        self.rows = rows
-        ones, counts = dynamic_entries(t, s)
-        planes = t.static_planes.shape[2]
-        e, a, slot, plane = ones
-        one_at = (e * agents + a) * d + slot * planes + plane
-        flat[one_at] = 1  # binary planes: scale 1
-        e, a, slot, plane = counts
-        at, times = np.unique((e * agents + a) * d + slot * planes + plane, return_counts=True)
-        raw = times.astype(np.uint8)
-        flat[at] = raw if self.dtype == np.uint8 else raw * self.inverse[at % d]
-        self.dirty = np.concatenate([one_at, at])
         n = len(s.pos)
+        flat = self.array.reshape(-1)
+        changed = self._changed(s)
+        hh = np.flatnonzero(changed)
+        if len(hh):
+            rows = t.stand_index[s.pos].reshape(-1)
+            kept = self.dirty
+            if len(self.dirty):  # back to the static value (of the current row)
+                mine = changed[self.dirty // (agents * d)]
+                at, kept = self.dirty[mine], self.dirty[~mine]
+                flat[at] = self.static[rows[at // d], at % d]
+            moved = np.flatnonzero(rows != self.rows)  # all in changed households
+            if len(moved):
+                self.array[moved, :self.grid] = self.static[rows[moved]]
+            self.rows = rows
+            part = s if len(hh) == n else s.take(hh)
+            ones, counts = dynamic_entries(t, part)
+            planes = t.static_planes.shape[2]
+            e, a, slot, plane = ones
+            one_at = (hh[e] * agents + a) * d + slot * planes + plane
+            flat[one_at] = 1  # binary planes: scale 1
+            e, a, slot, plane = counts
+            at, times = np.unique((hh[e] * agents + a) * d + slot * planes + plane,
+                                  return_counts=True)
+            raw = times.astype(np.uint8)
+            flat[at] = raw if self.dtype == np.uint8 else raw * self.inverse[at % d]
+            self.dirty = np.concatenate([kept, one_at, at])
         self._write_tail(s)
         return self.array.reshape(n, agents, d)
+
+    def _changed(self, s: BatchState) -> np.ndarray:
+        """``(N,)`` bool: households whose state (all but the tick) differs from the
+        last call's, so their windows' dynamic part must be rebuilt; all on the first."""
+        now = {k: v for k, v in s.__dict__.items() if k not in UNSEEN}
+        if self.last is None:
+            changed = np.ones(len(s.pos), bool)
+        else:
+            changed = np.zeros(len(s.pos), bool)
+            for k, v in now.items():
+                changed |= (v != self.last[k]).reshape(len(v), -1).any(axis=1)
+        self.last = {k: v.copy() for k, v in now.items()}
+        return changed
 
     def _write_tail(self, s: BatchState) -> None:
         """Hands and goal rows, rewritten for the households where they changed."""

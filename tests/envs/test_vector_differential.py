@@ -124,3 +124,12 @@ def test_the_check_catches_a_stale_flat_buffer(monkeypatch):
     with pytest.raises(AssertionError, match=r"tick \d+, household \d: observation \("):
         compare_with_scalar(2, 30, policy="masked", layout="studio", num_agents=3,
                             obs_dtype=np.uint8)
+
+
+def test_the_check_catches_a_household_wrongly_kept(monkeypatch):
+    """A flat buffer that misses a state change (an opened container) fails."""
+    monkeypatch.setattr("orgteams.envs.vector.flat_buffer.UNSEEN",
+                        ("tick", "step_limit", "container_open"))
+    with pytest.raises(AssertionError, match=r"tick \d+, household \d: observation \("):
+        compare_with_scalar(2, 40, policy="masked", layout="studio", num_agents=2,
+                            copy=False)
