@@ -36,6 +36,7 @@ from orgteams.envs.layout import Layout
 from orgteams.envs.state import HouseholdState, Scene
 from orgteams.envs.tasks import TaskSpec
 from orgteams.envs.vector.batch import BatchState, max_objects
+from orgteams.envs.vector.changes import ChangeTracker
 from orgteams.envs.vector.dynamics import check_actions, step_batch
 from orgteams.envs.vector.flat_buffer import FLAT_DTYPES, FlatBuffer, to_uint8
 from orgteams.envs.vector.masks import batch_masks
@@ -127,6 +128,8 @@ class VectorHouseholdEnv:
         self._rngs: list[np.random.Generator] = []
         self.scenes: list[Scene] = []
         self._masks: np.ndarray | None = None
+        self._mask_cache: np.ndarray | None = None  # our own copy of the last masks
+        self._changes = ChangeTracker()  # numpy: rebuild only households that changed
         self._seed = seed
         self.observations = bool(observations)
         self.backend = backend
@@ -172,6 +175,7 @@ class VectorHouseholdEnv:
         self._collisions[:] = 0
         obs = self._observe(self._batch)
         self._masks = self._batch_masks(self._batch)
+        self._remember()
         return obs, {"action_mask": self._masks, "tick": self._batch.tick.copy(),
                      "is_success": np.zeros(self.num_envs, bool)}
 
@@ -201,7 +205,8 @@ class VectorHouseholdEnv:
         self._collisions += events.collision.sum(axis=1)
         buffered = self._buffered()
         obs = None if buffered else self._observe(s)
-        masks = self._batch_masks(s)
+        changed = self._changes.changed(s) if self._jax is None else None
+        masks = self._batch_masks(s, changed)
         infos: dict[str, Any] = {"invalid_action": events.invalid,
                                  "collision": events.collision}
         finished = np.flatnonzero(done | truncated)
@@ -211,8 +216,11 @@ class VectorHouseholdEnv:
             infos.update(self._final(finished, last, masks, done))
             self._reset_some(finished, obs, masks)
         if buffered:  # after the resets: their first observations are in it
-            obs = self._observe(s)
+            if changed is not None:
+                changed[finished] = True
+            obs = self._observe(s, changed)
         self._masks = masks
+        self._remember()
         # A household that succeeded was reset in this step: its success is in
         # final_info, and these entries describe the new episodes (as the reset's info).
         infos.update({"action_mask": masks, "tick": s.tick.copy(),
@@ -306,8 +314,26 @@ class VectorHouseholdEnv:
             obs[idx] = self._observe_part(part)
         masks[idx] = batch_masks(t, part)
 
-    def _batch_masks(self, batch: BatchState) -> np.ndarray:
-        return batch_masks(self._tables, batch) if self._jax is None else self._jax.masks(batch)
+    def _batch_masks(self, batch: BatchState, changed: np.ndarray | None = None
+                     ) -> np.ndarray:
+        """Masks of ``batch``; with ``changed`` (``(N,)`` bool, the whole batch) only
+        those households' are rebuilt, the others' kept from the last step."""
+        if self._jax is not None:
+            return self._jax.masks(batch)
+        if changed is None or self._mask_cache is None or changed.all():
+            return batch_masks(self._tables, batch)
+        masks = self._mask_cache.copy()
+        idx = np.flatnonzero(changed)
+        if len(idx):
+            masks[idx] = batch_masks(self._tables, batch.take(idx))
+        return masks
+
+    def _remember(self) -> None:
+        """After a step or reset (numpy): the state and masks the next step compares
+        with (the caller may write into the masks it was given)."""
+        if self._jax is None:
+            self._changes.remember(self._batch)
+            self._mask_cache = self._masks.copy()
 
     def _buffered(self) -> bool:
         """Whether observations live in :class:`FlatBuffer` (numpy, flat): with
@@ -316,8 +342,10 @@ class VectorHouseholdEnv:
         return self.observations and self._jax is None and self.obs_mode == "flat" \
             and (not self.copy or self.obs_dtype == np.uint8)
 
-    def _observe(self, batch: BatchState) -> np.ndarray | None:
-        """Observations of the whole batch (``batch`` is ``self._batch``)."""
+    def _observe(self, batch: BatchState, changed: np.ndarray | None = None
+                 ) -> np.ndarray | None:
+        """Observations of the whole batch (``batch`` is ``self._batch``); ``changed``:
+        the households whose state changed since the last step (None: all)."""
         if not self.observations:
             return None
         if self._jax is not None:
@@ -326,7 +354,7 @@ class VectorHouseholdEnv:
             if self._flat is None:
                 self._flat = FlatBuffer(self._tables, self._inverse, self.num_envs,
                                         self.num_agents, self.obs_dtype)
-            obs = self._flat.write(batch)
+            obs = self._flat.write(batch, changed)
             if self.copy:
                 return obs.copy()
             view = obs.view()

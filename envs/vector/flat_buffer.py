@@ -15,8 +15,8 @@ stayed on its cell sees the same static planes (tiles, furniture, self mark). So
 
 The result is the same array as ``flat_observations`` (``tests/envs/
 test_vector_differential.py`` compares it with the scalar env at every tick). A
-household whose state (all but the tick) is the same as at the last call keeps its
-windows untouched. With
+household whose state (all but the tick) is the same as at the last call
+(:mod:`.changes`) keeps its windows untouched. With
 ``dtype=np.uint8`` the entries are the raw plane values (counts as counts, no
 scaling): ``round(flat * flat_scale(...))`` of the float32 observation.
 """
@@ -32,7 +32,6 @@ from orgteams.envs.vector.observe import dynamic_entries, hands_and_goals
 from orgteams.envs.vector.tables import LayoutTables
 
 FLAT_DTYPES = (np.dtype(np.float32), np.dtype(np.uint8))
-UNSEEN = ("tick", "step_limit")  # BatchState fields no observation reads
 
 
 class FlatBuffer:
@@ -50,15 +49,17 @@ class FlatBuffer:
         self.rows = np.full(num_envs * num_agents, -1)  # static row in the buffer, -1: none
         self.dirty = np.empty(0, np.intp)  # flat indices the dynamic part wrote last
         self.tail_key: np.ndarray | None = None  # each household's hands and goal rows
-        self.last: dict[str, np.ndarray] | None = None  # the state at the last call
 
-    def write(self, s: BatchState) -> np.ndarray:
+    def write(self, s: BatchState, changed: np.ndarray | None = None) -> np.ndarray:
         """This tick's observations of ``s`` (same households as the buffer); the
-        returned array is the buffer itself, reshaped ``(N, A, D)``."""
+        returned array is the buffer itself, reshaped ``(N, A, D)``. ``changed``:
+        ``(N,)`` bool, the households whose state changed since the last call
+        (:mod:`.changes`; the others are kept as they are); None: all."""
         t, d, agents = self.t, self.d, self.agents
         n = len(s.pos)
         flat = self.array.reshape(-1)
-        changed = self._changed(s)
+        if changed is None or self.rows[0] < 0:  # everything, and on the first call
+            changed = np.ones(n, bool)
         hh = np.flatnonzero(changed)
         if len(hh):
             rows = t.stand_index[s.pos].reshape(-1)
@@ -85,19 +86,6 @@ class FlatBuffer:
             self.dirty = np.concatenate([kept, one_at, at])
         self._write_tail(s)
         return self.array.reshape(n, agents, d)
-
-    def _changed(self, s: BatchState) -> np.ndarray:
-        """``(N,)`` bool: households whose state (all but the tick) differs from the
-        last call's, so their windows' dynamic part must be rebuilt; all on the first."""
-        now = {k: v for k, v in s.__dict__.items() if k not in UNSEEN}
-        if self.last is None:
-            changed = np.ones(len(s.pos), bool)
-        else:
-            changed = np.zeros(len(s.pos), bool)
-            for k, v in now.items():
-                changed |= (v != self.last[k]).reshape(len(v), -1).any(axis=1)
-        self.last = {k: v.copy() for k, v in now.items()}
-        return changed
 
     def _write_tail(self, s: BatchState) -> None:
         """Hands and goal rows, rewritten for the households where they changed."""

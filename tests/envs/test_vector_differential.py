@@ -116,9 +116,9 @@ def test_the_check_catches_a_stale_flat_buffer(monkeypatch):
 
     real = FlatBuffer.write
 
-    def forgetful(self, s):
+    def forgetful(self, s, changed=None):
         self.dirty = self.dirty[:0]
-        return real(self, s)
+        return real(self, s, changed)
 
     monkeypatch.setattr(FlatBuffer, "write", forgetful)
     with pytest.raises(AssertionError, match=r"tick \d+, household \d: observation \("):
@@ -127,8 +127,9 @@ def test_the_check_catches_a_stale_flat_buffer(monkeypatch):
 
 
 def test_the_check_catches_a_household_wrongly_kept(monkeypatch):
-    """A flat buffer that misses a state change (an opened container) fails."""
-    monkeypatch.setattr("orgteams.envs.vector.flat_buffer.UNSEEN",
+    """Observations and masks kept for a household whose state changed (an opened
+    container left out of the comparison) fail."""
+    monkeypatch.setattr("orgteams.envs.vector.changes.UNSEEN",
                         ("tick", "step_limit", "container_open"))
     with pytest.raises(AssertionError, match=r"tick \d+, household \d: observation \("):
         compare_with_scalar(2, 40, policy="masked", layout="studio", num_agents=2,
