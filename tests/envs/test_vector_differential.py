@@ -70,6 +70,20 @@ def test_batched_core_equals_the_scalar_env_over_100k_ticks():
     assert total.successes > 0 and total.picks_or_puts > 1000 and total.collisions > 1000
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize(("layout", "agents", "policy", "extra"), [
+    ("apartment", 3, "masked", {"copy": False}),
+    ("house", 6, "mixed", {"copy": False, "obs_dtype": np.uint8}),
+    ("generated:12:3", 8, "masked", {"obs_dtype": np.uint8}),
+])
+def test_the_flat_buffer_equals_the_scalar_env_over_long_runs(layout, agents, policy, extra):
+    stats = compare_with_scalar(6, 1200, seed=agents * 11, policy=policy, layout=layout,
+                                task="prepare_afternoon_tea", num_agents=agents,
+                                obs_mode="flat", reward_shaping="subgoals", max_ticks=150,
+                                **extra)
+    assert stats.ticks == 6 * 1200 and stats.episodes >= 40 and stats.picks_or_puts > 100
+
+
 @pytest.mark.slow  # compiling takes 10-40 s per configuration on this machine
 @pytest.mark.parametrize(("layout", "agents", "policy", "extra"), [
     ("studio", 2, "mixed", {}),
