@@ -30,6 +30,8 @@ from orgteams.agents.decisions import ReplyError, ReplySpec, act_spec, communica
 from orgteams.agents.human_agent import HumanAgent
 from orgteams.agents.llm_agent import LLMAgent, safe_action
 from orgteams.agents.prompts import PromptError, PromptTemplates, default_templates, letters
+from orgteams.agents.records import StepRecord
+from orgteams.agents.structured import astructured_call, structured_call
 
 __all__ = [
     "ActContext",
@@ -49,13 +51,16 @@ __all__ = [
     "ReplyError",
     "ReplySpec",
     "ScriptedBackend",
+    "StepRecord",
     "TeamMember",
     "TeamMessage",
     "Usage",
     "act_spec",
+    "astructured_call",
     "communicate_spec",
     "default_templates",
     "letters",
     "make_backend",
     "safe_action",
+    "structured_call",
 ]

@@ -4,9 +4,10 @@ A team runner drives members through decision rounds (DESIGN.md, "Time"): in the
 communicate phase it calls :meth:`TeamMember.communicate` with a
 :class:`CommunicateContext` (what the organization and protocol allow this agent now),
 delivers the resulting messages with :meth:`TeamMember.receive`, and in the act phase
-calls :meth:`TeamMember.act`. Every decision carries a :class:`DecisionRecord` for the
-step log: the prompt, the raw replies, the parsed reply, any fallback and its reason,
-token usage and latency. Members of different kinds can therefore be mixed in a team.
+calls :meth:`TeamMember.act`. Every decision carries a
+:class:`~orgteams.agents.records.DecisionRecord` for the step log: the prompt, the raw
+replies, the parsed reply, any fallback and its reason, token usage and latency.
+Members of different kinds can therefore be mixed in a team.
 
 :class:`DialogueLog` is the shared memory of what a member heard, said and did; the
 belief of where things are lives in the env (``env.memory(agent)``).
@@ -15,12 +16,12 @@ belief of where things are lives in the env (``env.memory(agent)``).
 from __future__ import annotations
 
 from collections import deque
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
-from orgteams.agents.backends.base import Attempt, ChatMessage, Usage
 from orgteams.agents.member_rules import MemberRules
 from orgteams.agents.quoting import quote_text
+from orgteams.agents.records import DecisionRecord
 from orgteams.envs.messages import EVERYONE, TeamMessage
 
 if TYPE_CHECKING:  # the env layer is imported lazily; agents only read from it
@@ -46,62 +47,8 @@ StageKind = Literal["message", "intention", "claim", "vote", "plan"]
 
 
 @dataclass
-class DecisionRecord:
-    """Everything about one decision, for the step log.
-
-    Attributes:
-        phase: ``"communicate"`` or ``"act"``.
-        agent: The deciding agent id.
-        round: The decision round.
-        prompt: The messages of the first request (corrections are in ``replies`` order).
-        replies: Raw reply text of every attempt, in order (human input for humans).
-        errors: Why each rejected attempt was rejected (one per rejected reply).
-        parsed: The validated reply as a dict, or None when the agent fell back.
-        fallback: Why the declared safe decision was taken, or None.
-        error: The backend error that caused a fallback, if any.
-        notes: Non-fatal adjustments, e.g. dropped unknown receivers.
-        usage: Tokens of all model calls of this decision, summed.
-        latency: Seconds spent in model calls (or waiting for the human).
-        wall: Seconds of the whole decision, framework included.
-        retries: Attempts after the first.
-        model: The model that answered ("human", "planner", ...).
-        cached_calls: How many calls were served from a cache.
-        cached_usage: The part of ``usage`` served from a cache (costs nothing).
-        options: Action ids in the order the prompt listed them (letter A first), so
-            position bias can be measured and a shuffled order replayed.
-        attempts: Every HTTP request of this decision's model calls, failed ones and
-            structured-mode downgrades included (see
-            :class:`~orgteams.agents.backends.base.Attempt`).
-    """
-
-    phase: str
-    agent: str
-    round: int
-    prompt: list[ChatMessage] = field(default_factory=list)
-    replies: list[str] = field(default_factory=list)
-    errors: list[str] = field(default_factory=list)
-    parsed: dict[str, Any] | None = None
-    fallback: str | None = None
-    error: str | None = None
-    notes: list[str] = field(default_factory=list)
-    usage: Usage = field(default_factory=Usage)
-    latency: float = 0.0
-    wall: float = 0.0
-    retries: int = 0
-    model: str = ""
-    cached_calls: int = 0
-    cached_usage: Usage = field(default_factory=Usage)
-    options: list[str] = field(default_factory=list)
-    attempts: list[Attempt] = field(default_factory=list)
-
-    def to_dict(self) -> dict[str, Any]:
-        """A JSON-serializable dict (usage as ``{"prompt_tokens", "completion_tokens"}``)."""
-        return asdict(self)
-
-
-@dataclass
-class ActContext:
-    """What the runner tells an agent for its act phase.
+class _Who:
+    """Who decides, when, and what the organization says to it (both contexts start so).
 
     Attributes:
         round: The decision round.
@@ -110,7 +57,6 @@ class ActContext:
         team: Agent id -> display name, every member (the agent included).
         instruction: The organization's rendered instruction ("" for ``none``).
         role: Its assigned or granted role, or None.
-        abstained: The agent abstained this round (it should wait).
     """
 
     round: int
@@ -119,16 +65,24 @@ class ActContext:
     team: dict[str, str]
     instruction: str = ""
     role: str | None = None
+
+
+@dataclass
+class ActContext(_Who):
+    """What the runner tells an agent for its act phase: who it is (the fields of
+    :class:`CommunicateContext` up to ``role``) and whether it abstained this round
+    (then it should wait)."""
+
     abstained: bool = False
 
 
 @dataclass
-class CommunicateContext:
+class CommunicateContext(_Who):
     """What the runner tells an agent for one communicate-phase stage.
 
     Attributes:
-        round, agent, name, team, instruction, role: As in :class:`ActContext`; ``role``
-            is None when the agent chooses its own.
+        round, agent, name, team, instruction, role: Who decides (see
+            :class:`ActContext`); ``role`` is None when the agent chooses its own.
         allow_abstain: The agent may abstain from this round.
         self_chosen_roles: The agent chooses (or claims) its own role.
         can_message: Agent ids this agent may message.
@@ -141,12 +95,6 @@ class CommunicateContext:
             them; LLM members read them in ``instruction``).
     """
 
-    round: int
-    agent: str
-    name: str
-    team: dict[str, str]
-    instruction: str = ""
-    role: str | None = None
     allow_abstain: bool = False
     self_chosen_roles: bool = False
     can_message: list[str] = field(default_factory=list)

@@ -1,4 +1,4 @@
-"""Structured replies: JSON schemas built per call, pydantic validation, corrections.
+"""Structured replies: the JSON schema each call asks for, and the reply error type.
 
 A reply spec (:class:`ReplySpec`) says what the model must answer right now: the JSON
 schema sent to the backend (enums of the currently valid action letters, receiver
@@ -7,36 +7,36 @@ short fields first and every free-text field bounded, because a reply cut off by
 ``max_tokens`` is invalid JSON), a plain description of every field and a hint for
 the correction message. There is deliberately no example reply: a small model copies
 an example's values (its option, message and reason) instead of deciding, and a
-schema-constrained reply needs none. Validation is a little more lenient than the
-schema (an action given by id or label is accepted; unknown receivers are dropped and
-noted) and raises
-:class:`ReplyError` with text written for the model to read and act on.
+schema-constrained reply needs none. Replies are validated by
+:mod:`orgteams.agents.replies`, which raises :class:`ReplyError` with text written
+for the model to read and act on.
+
+In message and plan stages an agent may send distinct messages to different
+teammates (the organized-teams paper, §3.1): ``messages`` is a list of at most
+:data:`MAX_MESSAGES` ``{receivers, message}`` objects.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import ValidationError
 
 from orgteams.envs.messages import EVERYONE
 
 __all__ = [
+    "MAX_MESSAGES",
     "MESSAGE_MAX_CHARS",
     "ROLE_MAX_CHARS",
     "THOUGHTS_MAX_CHARS",
-    "ActReply",
-    "CommunicateReply",
-    "ParsedCommunicate",
     "ReplyError",
     "ReplySpec",
     "act_spec",
     "communicate_spec",
-    "parse_act",
-    "parse_communicate",
+    "explain",
 ]
 
 MESSAGE_MAX_CHARS = 300
@@ -45,31 +45,15 @@ ROLE_MAX_CHARS = 40
 """Longest self-chosen role (characters)."""
 THOUGHTS_MAX_CHARS = 200
 """Longest stated reasoning kept (characters); longer thoughts are cut, not rejected."""
+MAX_MESSAGES = 3
+"""Most distinct messages an agent may send in one message or plan stage. Their texts
+share :data:`MESSAGE_MAX_CHARS` (each at most ``MESSAGE_MAX_CHARS // max_messages``), so
+a reply with every message full still fits a small completion budget: a reply cut off
+by ``max_tokens`` is invalid JSON."""
 
 
 class ReplyError(ValueError):
     """The model's reply is invalid; the text is shown to the model in the correction."""
-
-
-class ActReply(BaseModel):
-    """An act-phase reply (validated after the action is matched to the options)."""
-
-    model_config = ConfigDict(extra="ignore")
-    action: str
-    thoughts: str = ""
-
-
-class CommunicateReply(BaseModel):
-    """A communicate-phase reply; which fields are required depends on the stage."""
-
-    model_config = ConfigDict(extra="ignore")
-    abstain: bool = False
-    role: str | None = Field(default=None, max_length=ROLE_MAX_CHARS)
-    receivers: list[str] = Field(default_factory=list)
-    assignments: dict[str, str] = Field(default_factory=dict)
-    message: str = Field(default="", max_length=MESSAGE_MAX_CHARS)
-    vote: str | None = None
-    thoughts: str = ""
 
 
 Assignees = tuple[tuple[str, tuple[str, ...]], ...]
@@ -154,6 +138,7 @@ def communicate_spec(
     self_chosen_roles: bool = False,
     candidates: tuple[str, ...] = (),
     assignees: Assignees = (),
+    max_messages: int = MAX_MESSAGES,
 ) -> ReplySpec:
     """The communicate reply for one stage.
 
@@ -166,10 +151,15 @@ def communicate_spec(
         assignees: A leader's teammates and the actions each may be given (message and
             plan stages): adds ``assignments``, one enum per teammate, so a reply can
             only assign a teammate an action that teammate can take.
+        max_messages: Most distinct messages of a message or plan stage, 1 to
+            :data:`MAX_MESSAGES` (an organization's budget may allow fewer).
 
     Raises:
-        ValueError: Unknown stage kind, or a vote stage without candidates.
+        ValueError: Unknown stage kind, a vote stage without candidates, or
+            ``max_messages`` out of range.
     """
+    if not 1 <= max_messages <= MAX_MESSAGES:
+        raise ValueError(f"max_messages must be 1 to {MAX_MESSAGES}, got {max_messages}")
     props: dict[str, Any] = {}
     fields: list[str] = []
     hints: list[str] = []
@@ -188,24 +178,29 @@ def communicate_spec(
             fields.append(f'"role": the role you take this round, in a few words '
                           f'(at most {ROLE_MAX_CHARS} characters)')
             hints.append(f"role must be at most {ROLE_MAX_CHARS} characters")
-        if stage_kind in ("message", "plan") and receivers:
-            names = [*receivers, EVERYONE]
-            props["receivers"] = {
-                "type": "array", "items": {"type": "string", "enum": names},
-                # at least one: a small model otherwise leaves it empty and writes the
-                # names into the message (silence is an empty message, not no receivers)
-                "minItems": 1, "maxItems": len(names),
-            }
-            fields.append(f'"receivers": a list of the names you write to, from '
-                          f'{", ".join(names)}')
-            hints.insert(0, f"receivers must be names from {', '.join(names)}")
         if stage_kind in ("message", "plan") and assignees:
             props["assignments"] = _object(
                 {name: {"type": "string", "enum": list(labels)} for name, labels in assignees})
             fields.append('"assignments": one action for each teammate (' + "; ".join(
                 f"{name}: one of {', '.join(labels)}" for name, labels in assignees) + ")")
             hints.append("each assignment must be one of that teammate's actions")
-        if receivers or stage_kind in ("intention", "claim"):
+        if stage_kind in ("message", "plan") and receivers:
+            names = [*receivers, EVERYONE]
+            chars = MESSAGE_MAX_CHARS // max_messages
+            props["messages"] = _messages(names, max_messages, chars)
+            how_many = (f"a list of 1 to {max_messages} messages" if max_messages > 1
+                        else "a list of one message")
+            fields.append(
+                f'"messages": {how_many}, each with "receivers" '
+                f'(a list of the names you write to, from {", ".join(names)}) and "message" '
+                f"(what you tell them, in your own words, at most {chars} "
+                'characters; "" means silence)' + (
+                    "; write a separate message only to tell different teammates "
+                    "different things" if max_messages > 1 else ""))
+            hints.insert(0, f"receivers must be names from {', '.join(names)}")
+            hints.append(f"at most {max_messages} message{'s' if max_messages > 1 else ''} "
+                         f'of at most {chars} characters each ("" = silence)')
+        elif stage_kind in ("intention", "claim"):
             props["message"] = _text(MESSAGE_MAX_CHARS)
             fields.append(f'"message": what you tell them, in your own words (at most '
                           f'{MESSAGE_MAX_CHARS} characters; an empty string means silence)')
@@ -220,6 +215,23 @@ def communicate_spec(
     return ReplySpec(stage_kind, _object(props), _describe(fields), "; ".join(hints), required)
 
 
+def _messages(names: list[str], most: int, chars: int) -> dict[str, Any]:
+    """The ``messages`` schema: 1 to ``most`` objects of receivers and text (at most
+    ``chars`` characters each)."""
+    return {
+        "type": "array",
+        "minItems": 1,
+        "maxItems": most,
+        "items": _object({
+            # at least one receiver: a small model otherwise leaves it empty and writes
+            # the names into the message (silence is an empty message, not no receivers)
+            "receivers": {"type": "array", "items": {"type": "string", "enum": names},
+                          "minItems": 1, "maxItems": len(names)},
+            "message": _text(chars),
+        }),
+    }
+
+
 def explain(exc: ValidationError) -> str:
     """A model reply's pydantic errors as ``field 'a.b': message`` joined by ``; `` (the
     text the model reads in its correction; people's files use ``validation_line``)."""
@@ -228,161 +240,3 @@ def explain(exc: ValidationError) -> str:
         where = ".".join(str(x) for x in err["loc"]) or "reply"
         parts.append(f"field {where!r}: {err['msg']}")
     return "; ".join(parts)
-
-
-def _check_object(parsed: Any, spec: ReplySpec) -> dict[str, Any]:
-    if not isinstance(parsed, dict):
-        raise ReplyError("it is not a JSON object")
-    missing = [f for f in spec.required if f not in parsed]
-    if missing:
-        raise ReplyError(f"missing field {', '.join(repr(m) for m in missing)}")
-    return parsed
-
-
-def _clip(text: str, notes: list[str]) -> str:
-    if len(text) > THOUGHTS_MAX_CHARS:
-        notes.append(f"thoughts cut from {len(text)} to {THOUGHTS_MAX_CHARS} characters")
-        return text[:THOUGHTS_MAX_CHARS]
-    return text
-
-
-def parse_act(
-    parsed: Any, spec: ReplySpec, options: list[tuple[str, str, str]]
-) -> tuple[str, str, list[str]]:
-    """Validate an act reply.
-
-    Args:
-        parsed: The JSON object from the reply (or None when it was not JSON).
-        spec: From :func:`act_spec`.
-        options: ``(letter, action_id, label)`` per available action.
-
-    Returns:
-        ``(action_id, thoughts, notes)``.
-
-    Raises:
-        ReplyError: Not an object, no action, or an action not in the list.
-    """
-    data = _check_object(parsed, spec)
-    try:
-        reply = ActReply.model_validate(data)
-    except ValidationError as exc:
-        raise ReplyError(explain(exc)) from None
-    notes: list[str] = []
-    wanted = reply.action.strip()
-    key = wanted.rstrip(".").strip().casefold()
-    for letter, action_id, label in options:
-        if key in (letter.casefold(), action_id.casefold(), label.casefold()):
-            if key != letter.casefold():
-                notes.append(f"action given as {wanted!r}, matched to {letter}")
-            return action_id, _clip(reply.thoughts, notes), notes
-    letters = ", ".join(letter for letter, _, _ in options)
-    raise ReplyError(f"action {wanted!r} is not one of {letters}")
-
-
-@dataclass
-class ParsedCommunicate:
-    """A validated communicate reply with receivers mapped to agent ids."""
-
-    abstain: bool = False
-    role: str | None = None
-    receivers: tuple[str, ...] | str = ()
-    message: str = ""
-    vote: str | None = None
-    thoughts: str = ""
-    assignments: dict[str, str] = field(default_factory=dict)
-    notes: list[str] = field(default_factory=list)
-
-
-def _lookup(names: dict[str, str]) -> dict[str, str]:
-    """Case-insensitive name-or-id -> agent id."""
-    table = {a.casefold(): a for a in names}
-    table.update({n.casefold(): a for a, n in names.items()})
-    return table
-
-
-def parse_communicate(
-    parsed: Any,
-    spec: ReplySpec,
-    team: dict[str, str],
-    can_message: list[str],
-    candidates: list[str] | None = None,
-) -> ParsedCommunicate:
-    """Validate a communicate reply and map display names to agent ids.
-
-    Receivers not in ``can_message`` (unknown names, forbidden channels) are dropped and
-    noted; fields the stage does not offer (e.g. ``abstain`` when not allowed) are
-    ignored and noted.
-
-    Args:
-        parsed: The JSON object from the reply (or None).
-        spec: From :func:`communicate_spec`.
-        team: Agent id -> display name.
-        can_message: Agent ids this agent may message.
-        candidates: Agent ids that may be voted for.
-
-    Raises:
-        ReplyError: Not an object, a missing or too long field, an invalid vote, or a
-            non-empty message whose receivers are all unknown.
-    """
-    data = _check_object(parsed, spec)
-    try:
-        reply = CommunicateReply.model_validate(data)
-    except ValidationError as exc:
-        raise ReplyError(explain(exc)) from None
-    offered = spec.schema["properties"]
-    out = ParsedCommunicate()
-    for extra in ("abstain", "role", "receivers", "assignments", "message", "vote"):
-        if extra in data and extra not in offered:
-            out.notes.append(f"ignored field {extra!r}: not offered in this stage")
-    names = _lookup(team)
-    if "vote" in offered:
-        allowed = candidates or []
-        vote = names.get((reply.vote or "").strip().casefold())
-        if vote not in allowed:
-            choices = ", ".join(team.get(c, c) for c in allowed)
-            raise ReplyError(f"vote {reply.vote!r} is not one of {choices}")
-        out.vote = vote
-    out.abstain = reply.abstain if "abstain" in offered else False
-    out.role = ((reply.role or "").strip() or None) if "role" in offered else None
-    out.message = reply.message.strip() if "message" in offered else ""
-    if "receivers" in offered:
-        out.receivers = _receivers(reply.receivers, names, can_message, out.notes)
-        if out.message and not out.receivers:
-            raise ReplyError(
-                f"receivers {reply.receivers!r} name no teammate you may message; "
-                f"use names from {', '.join(offered['receivers']['items']['enum'])}"
-            )
-    elif out.message:
-        out.receivers = EVERYONE  # intentions and claims are public
-    if "assignments" in offered:
-        out.assignments = _assignments(reply.assignments, offered["assignments"], names)
-    out.thoughts = _clip(reply.thoughts, out.notes)
-    return out
-
-
-def _assignments(given: dict[str, str], schema: dict[str, Any], names: dict[str, str]
-                 ) -> dict[str, str]:
-    """Teammate id -> assigned option label; every teammate offered must get one."""
-    out = {}
-    for name, prop in schema["properties"].items():
-        label = (given.get(name) or "").strip()
-        if label not in prop["enum"]:
-            raise ReplyError(f"assignment for {name} {label!r} is not one of "
-                             f"{', '.join(prop['enum'])}")
-        out[names[name.casefold()]] = label
-    return out
-
-
-def _receivers(
-    given: list[str], names: dict[str, str], can_message: list[str], notes: list[str]
-) -> tuple[str, ...] | str:
-    if any(r.strip().casefold() in (EVERYONE, "all") for r in given):
-        return EVERYONE
-    ids: list[str] = []
-    for r in given:
-        agent = names.get(r.strip().casefold())
-        if agent in can_message:
-            ids.append(agent)
-        else:
-            notes.append(f"dropped receiver {r!r}: not a teammate you may message")
-    return tuple(dict.fromkeys(ids))

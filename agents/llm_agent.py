@@ -7,7 +7,9 @@ the reply. An invalid reply gets one actionable correction message and at most
 ``max_retries`` more attempts; after that, or when the backend fails
 (:class:`~orgteams.agents.backends.BackendError`), the agent takes the declared safe
 decision (act: ``continue`` when busy, else ``wait``; communicate: silence) and the
-:class:`~orgteams.agents.agent_base.DecisionRecord` says why, with every raw reply.
+:class:`~orgteams.agents.records.DecisionRecord` says why, with every raw reply.
+The ask, validate, correct, retry loop is the one of
+:mod:`orgteams.agents.structured`, shared with the Critic and the Coordinator.
 It never picks a random action.
 """
 
@@ -29,16 +31,8 @@ from orgteams.agents.agent_base import (
     TeamMessage,
     safe_action,
 )
-from orgteams.agents.backends.base import BackendError, ChatBackend, ChatMessage, parse_json_reply
-from orgteams.agents.decisions import (
-    ParsedCommunicate,
-    ReplyError,
-    ReplySpec,
-    act_spec,
-    communicate_spec,
-    parse_act,
-    parse_communicate,
-)
+from orgteams.agents.backends.base import ChatBackend, ChatMessage
+from orgteams.agents.decisions import MAX_MESSAGES, ReplySpec, act_spec, communicate_spec
 from orgteams.agents.prompts import (
     PromptTemplates,
     PromptVariant,
@@ -49,6 +43,8 @@ from orgteams.agents.prompts import (
     terse_label,
 )
 from orgteams.agents.quoting import one_line, quote_text
+from orgteams.agents.replies import ParsedCommunicate, parse_act, parse_communicate
+from orgteams.agents.structured import astructured_call
 from orgteams.envs.messages import EVERYONE
 
 if TYPE_CHECKING:
@@ -180,7 +176,11 @@ class LLMAgent(DialogueMember):
         ctx = self._named(ctx)
         self._context = ctx.act_context()
         record = DecisionRecord("communicate", self.agent_id, ctx.round, model=self.backend.model)
-        receivers = tuple(ctx.team.get(a, a) for a in ctx.can_message)
+        budget = ctx.rules.max_messages  # the organization's messages per round, or None
+        most = MAX_MESSAGES if budget is None else min(MAX_MESSAGES, budget)
+        receivers = tuple(ctx.team.get(a, a) for a in ctx.can_message) if most else ()
+        if not most and ctx.stage_kind in ("message", "plan"):
+            record.notes.append("the organization's budget allows no messages")
         candidates = tuple(ctx.team.get(a, a) for a in ctx.candidates or ())
         if ctx.stage_kind in ("message", "plan") and not (
             receivers or ctx.allow_abstain or ctx.self_chosen_roles
@@ -196,6 +196,7 @@ class LLMAgent(DialogueMember):
             self_chosen_roles=ctx.self_chosen_roles,
             candidates=candidates,
             assignees=tuple((ctx.team.get(a, a), tuple(opts)) for a, opts in assignable.items()),
+            max_messages=max(most, 1),
         )
         options = self._options(env, ctx.round, record)
         variables = situation(env, self._context, self.log, options, self.variant)
@@ -207,6 +208,7 @@ class LLMAgent(DialogueMember):
             allow_abstain=ctx.allow_abstain,
             self_chosen_roles=ctx.self_chosen_roles,
             assignees=[ctx.team.get(a, a) for a in assignable],
+            max_messages=most,
             fields=spec.fields,
         )
         prompt = self._prompt("communicate", variables)
@@ -222,17 +224,15 @@ class LLMAgent(DialogueMember):
                 record.notes.append("no vote cast")
         else:
             record.notes += reply.notes
-        messages = (
-            [TeamMessage(self.agent_id, reply.receivers, reply.message, round=ctx.round)]
-            if reply.message and reply.receivers and not reply.abstain
-            else []
-        )
+        messages = [] if reply.abstain else [
+            TeamMessage(self.agent_id, receivers, text, round=ctx.round)
+            for receivers, text in reply.messages]
         for agent, label in ({} if reply.abstain else reply.assignments).items():
             # structured assign messages: planner members follow them
             messages.append(TeamMessage(
                 self.agent_id, (agent,), f"{ctx.team.get(agent, agent)}: {label}", "assign",
                 round=ctx.round, content={"agent": agent, "action": assignable[agent][label]}))
-        if reply.abstain and reply.message:
+        if reply.abstain and reply.messages:
             record.notes.append("abstained: message not sent")
         self.log.said(messages)
         record.wall = time.perf_counter() - started
@@ -318,52 +318,15 @@ class LLMAgent(DialogueMember):
         spec: ReplySpec,
         parse: Callable[[Any], T],
     ) -> T | None:
-        """Ask, validate, correct and retry; None means: take the safe decision."""
-        record.prompt = list(prompt)
-        conversation = list(prompt)
-        for attempt in range(self.max_retries + 1):
-            try:
-                completion = await self.backend.acomplete(
-                    conversation,
-                    schema=spec.schema,
-                    temperature=self.temperature,
-                    max_tokens=self.max_tokens,
-                    seed=self.seed,
-                )
-            except BackendError as exc:
-                record.attempts += exc.attempts
-                record.error = f"{exc.kind}: {exc.reason}"
-                record.fallback = f"backend error ({exc.kind})"
-                return None
-            record.attempts += completion.attempts
-            record.usage += completion.usage
-            record.latency += completion.latency
-            record.cached_calls += int(completion.cached)
-            if completion.cached:
-                record.cached_usage += completion.usage
-            record.model = completion.model or record.model
-            record.replies.append(completion.text)
-            parsed = completion.parsed
-            if parsed is None:
-                parsed = parse_json_reply(completion.text)
-            try:
-                result = parse(parsed)
-            except ReplyError as exc:
-                record.errors.append(str(exc))
-                if attempt < self.max_retries:
-                    record.retries += 1
-                    correction = self.templates.render(
-                        "correction", error=str(exc), fields=spec.fields, hint=spec.hint
-                    )
-                    conversation += [
-                        {"role": "assistant", "content": completion.text},
-                        {"role": "user", "content": correction},
-                    ]
-                continue
-            record.parsed = parsed
-            return result
-        record.fallback = f"invalid reply after {self.max_retries + 1} attempt(s)"
-        return None
+        """One structured call (:func:`~orgteams.agents.structured.astructured_call`)
+        filling ``record``; None means: take the safe decision."""
+        value, _ = await astructured_call(
+            self.backend, prompt, schema=spec.schema, parse=parse, record=record,
+            correction=lambda error: self.templates.render(
+                "correction", error=error, fields=spec.fields, hint=spec.hint),
+            max_retries=self.max_retries, temperature=self.temperature,
+            max_tokens=self.max_tokens, seed=self.seed)
+        return value
 
 
 def _visible_lines(ctx: CommunicateContext) -> list[str]:

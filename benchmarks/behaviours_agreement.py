@@ -27,8 +27,9 @@ def main() -> None:
     if args.llm:
         from orgteams.reflect import make_llm
 
-        classifier = LLMClassifier(make_llm(args.llm))
-        predicted = [classifier.classify(i["message"]) for i in items]
+        with make_llm(args.llm) as backend:  # a local backend stops its own server
+            classifier = LLMClassifier(backend)
+            predicted = [classifier.classify(i["message"]) for i in items]
         results[f"llm:{args.llm}"] = {**agreement(truth, predicted),
                                       "predicted": dict(Counter(map(str, predicted))),
                                       "fallback_reasons": sorted({r for _, r in

@@ -6,10 +6,9 @@ object (:class:`CoordinatorReply`): an analysis, ``candidates`` (each an
 :class:`OrganizationProposal`: the editable fields it changes, everything else kept
 from the current organization) and ``pick``, the index of the candidate to play next.
 
-Every candidate is built with :meth:`Organization.updated` (full validation), checked
-against governance (:meth:`Organization.governance_violations`: human-only fields
-never change; needs-approval fields only with ``approved=True``) and resolved for the
-team (instruction templates render). Rejected candidates are kept with their reason.
+Every candidate is built and checked by
+:func:`~orgteams.criticize_reflect.candidates.build_candidate` (full validation,
+governance, resolution for the team). Rejected candidates are kept with their reason.
 
 Pick rule: the model's ``pick`` if that candidate is valid, else the first valid
 candidate in the model's order (the prompt asks for best first). When no candidate of
@@ -29,13 +28,17 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from orgteams.agents.backends.base import ChatBackend
+from orgteams.agents.decisions import ReplyError
+from orgteams.agents.structured import pydantic_parser, structured_call
+from orgteams.criticize_reflect.candidates import (
+    build_candidate,
+    plain_instruction,
+)
 from orgteams.criticize_reflect.critic import Critique
-from orgteams.criticize_reflect.rule_edits import RulesEdit, merged_rules
-from orgteams.criticize_reflect.structured import ReplyInvalid, structured_call
+from orgteams.criticize_reflect.rule_edits import RulesEdit
 from orgteams.envs.errors import UserError
 from orgteams.organizations.protocol_facts import PROTOCOLS
 from orgteams.organizations.spec import (
-    INSTRUCTION_VARIABLES,
     LEADERSHIP_RULES,
     Organization,
     _BlockDumper,
@@ -43,10 +46,6 @@ from orgteams.organizations.spec import (
 
 __all__ = ["EDITABLE_FIELDS", "Coordinator", "CoordinatorDecision", "CoordinatorReply",
            "OrganizationProposal", "Trial", "build_candidate", "plain_instruction"]
-
-INSTRUCTION_MAX_CHARS = 3000
-"""Longest instruction a candidate may have (checked in :func:`build_candidate`, not in the
-JSON schema: a long ``maxLength`` becomes a grammar too deep for llama.cpp)."""
 
 CRITIQUE_MAX_CHARS = 3000
 """Longest critique (its one-line JSON text) kept per history entry in the prompt."""
@@ -164,108 +163,6 @@ def _capped(text: str, limit: int) -> str:
 
 def _slug(text: str) -> str:
     return re.sub(r"[^a-z0-9_]+", "_", text.strip().lower()).strip("_")[:40]
-
-
-def build_candidate(base: Organization, proposal: OrganizationProposal, *, name: str,
-                    approved: bool = False, team: list[str] | None = None
-                    ) -> tuple[Organization | None, str | None]:
-    """Build and check one proposal against ``base``.
-
-    Returns:
-        ``(organization, None)`` when valid, else ``(None, reason)`` where reason starts
-        with ``invalid:``, ``governance:`` or ``needs approval:``.
-    """
-    changes = proposal.changes()
-    if proposal.rules is not None:  # only the rules it names change
-        changes["rules"] = merged_rules(base.rules, proposal.rules)
-    if len(changes.get("instruction") or "") > INSTRUCTION_MAX_CHARS:
-        return None, f"invalid: instruction longer than {INSTRUCTION_MAX_CHARS} characters"
-    problem = _text_problem({k: v for k, v in changes.items() if k != "instruction"})
-    if problem:
-        return None, f"invalid: {problem}"
-    if changes.get("instruction") is not None:
-        # A model's instruction is plain text, never a template (here, and wherever its
-        # saved organization.yaml is loaded again): only {me}-style names are replaced.
-        text, problem = plain_instruction(changes["instruction"])
-        if problem:
-            return None, f"invalid: field 'instruction': {problem}"
-        changes.update(instruction=text, instruction_format="plain")
-    if proposal.leader is not None:
-        topology = dict(changes.get("topology") or base.topology.model_dump(mode="json"))
-        tiers = list(topology.get("tiers") or [])
-        if topology.get("kind") != "tiers" or len(tiers) < 2:
-            return None, ("invalid: 'leader' needs a topology of kind 'tiers' with a leader "
-                          "tier and a members tier")
-        first = {k: v for k, v in dict(tiers[0]).items() if k != "count"}
-        tiers[0] = {**first, "agents": [proposal.leader]}
-        changes["topology"] = {**topology, "tiers": tiers}
-    try:
-        org = base.updated(name=name, **changes)
-    except ValueError as exc:
-        return None, f"invalid: {exc}"
-    violations = base.governance_violations(org, approved=approved)
-    human = [f for f in violations if f in base.governance.human_only]
-    if human:
-        return None, f"governance: changes human-only field(s) {', '.join(human)}"
-    if violations:
-        return None, (f"needs approval: changes field(s) {', '.join(violations)} that need "
-                      "human approval (run with approved=True)")
-    if team is not None:
-        try:
-            org.resolve(team)
-        except Exception as exc:  # noqa: BLE001 - any resolve/render failure rejects it
-            return None, f"invalid: does not resolve for {len(team)} agents: {exc}"
-    return org, None
-
-
-FIELD_TEXT_MAX_CHARS = 300
-"""Longest string (a rule, a role, a mission...) a proposal may set outside the instruction."""
-FIELD_LIST_MAX_ITEMS = 30
-"""Most items of a list (rules, channels, tiers) a proposal may set."""
-
-
-def _text_problem(value: Any, where: str = "") -> str | None:
-    """Why a proposal's field values are unfit for prompts: a multi-line or long string
-    (roles and rules reach prompts outside the quoted instruction), or a long list."""
-    if isinstance(value, str):
-        if len(value.splitlines()) > 1 or len(value) > FIELD_TEXT_MAX_CHARS:
-            return (f"field '{where}': must be one line of at most {FIELD_TEXT_MAX_CHARS} "
-                    "characters")
-        return None
-    if isinstance(value, dict):
-        items = [(f"{where}.{k}" if where else str(k), v) for k, v in value.items()]
-        items += [(f"{where}.{k}" if where else str(k), k) for k in value]
-    elif isinstance(value, list | tuple):
-        if len(value) > FIELD_LIST_MAX_ITEMS:
-            return f"field '{where}': at most {FIELD_LIST_MAX_ITEMS} items"
-        items = [(f"{where}.{i}", v) for i, v in enumerate(value)]
-    else:
-        return None
-    for path, item in items:
-        problem = _text_problem(item, path)
-        if problem:
-            return problem
-    return None
-
-
-_SIMPLE_VARIABLE = re.compile(r"\{\{-?\s*([a-z_]+)\s*-?\}\}")
-
-
-def plain_instruction(text: str) -> tuple[str, str | None]:
-    """A model's instruction as plain text: ``{{ me }}`` becomes ``{me}``; other syntax refused.
-
-    Returns:
-        ``(text, None)``, or ``(text, problem)`` when template syntax is left.
-    """
-    text = _SIMPLE_VARIABLE.sub(
-        lambda m: f"{{{m.group(1)}}}" if m.group(1) in INSTRUCTION_VARIABLES else m.group(0),
-        text)
-    found = sorted((text.find(tag), tag) for tag in ("{{", "{%", "{#") if tag in text)
-    if found:
-        return text, (f"template syntax {found[0][1]!r} is not allowed in an instruction a model "
-                      f"writes; write plain text with {{me}}, {{role}}, {{leader}}, {{boss}}, "
-                      f"{{reports}}, {{names}} or {{n}}")
-    return text, None
 
 
 EXAMPLE = {
@@ -387,7 +284,7 @@ class Coordinator:
             if not valid:
                 reasons = "; ".join(f"candidate {r['index']}: {r['reason']}" for r in seen
                                     if r["attempt"] == attempt[0])
-                raise ReplyInvalid(f"no candidate is valid ({reasons})")
+                raise ReplyError(f"no candidate is valid ({reasons})")
             if reply.pick in valid:
                 pick, why = reply.pick, "model pick"
             else:
@@ -396,12 +293,19 @@ class Coordinator:
                                        pick_reason=why, analysis=reply.analysis,
                                        options=[o for o in built if o is not None])
 
+        from orgteams.agents.prompts import default_templates
+
+        templates = self.templates or default_templates()
+        hint = (f"give 1 to {self.k} candidates that change only editable fields "
+                f"({', '.join(EDITABLE_FIELDS)}), never human-only ones, and pick one "
+                "by its index")
         decision, call = structured_call(
-            self.backend, self.prompt(history, current, approved), CoordinatorReply,
-            check=check, example=EXAMPLE,
-            hint=(f"give 1 to {self.k} candidates that change only editable fields "
-                  f"({', '.join(EDITABLE_FIELDS)}), never human-only ones, and pick one "
-                  "by its index"), max_retries=self.max_retries, max_tokens=self.max_tokens)
+            self.backend, self.prompt(history, current, approved),
+            schema=CoordinatorReply.model_json_schema(),
+            parse=pydantic_parser(CoordinatorReply, check),
+            correction=lambda error: templates.render("correction", error=error,
+                                                      example=EXAMPLE, hint=hint),
+            max_retries=self.max_retries, max_tokens=self.max_tokens)
         if decision is None:
             reason = call.fallback or "no decision"
             decision = CoordinatorDecision(organization=current, pick_reason=f"fallback: {reason}",

@@ -17,7 +17,9 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from orgteams.agents.backends.base import ChatBackend
-from orgteams.criticize_reflect.structured import CallRecord, ReplyInvalid, structured_call
+from orgteams.agents.decisions import ReplyError
+from orgteams.agents.records import StepRecord
+from orgteams.agents.structured import pydantic_parser, structured_call
 from orgteams.organizations.spec import Organization
 
 __all__ = ["QUALITIES", "AgentAssessment", "Critic", "Critique", "CritiqueReply",
@@ -61,7 +63,7 @@ class Critique(CritiqueReply):
 
     Attributes:
         fallback: None for a model's critique; else why this is an empty fallback.
-        call: The :class:`~orgteams.criticize_reflect.structured.CallRecord` as a dict.
+        call: The call's :class:`~orgteams.agents.records.StepRecord` as a dict.
         codes: Problem codes of the heuristic Critic (:data:`~orgteams.criticize_reflect.
             heuristic.PROBLEMS`), empty for a model's critique.
     """
@@ -71,7 +73,7 @@ class Critique(CritiqueReply):
     codes: list[str] = Field(default_factory=list)
 
     @classmethod
-    def empty(cls, reason: str, call: CallRecord | None = None) -> Critique:
+    def empty(cls, reason: str, call: StepRecord | None = None) -> Critique:
         """The declared fallback: no assessment, ``fallback`` = ``reason``."""
         return cls(fallback=reason, call=call.to_dict() if call else {})
 
@@ -116,12 +118,15 @@ class Critic:
         self.templates = templates
         self.calls = 0
 
+    def _templates(self) -> Any:
+        from orgteams.agents.prompts import default_templates
+
+        return self.templates or default_templates()
+
     def prompt(self, organization: Organization, summary: dict[str, Any], cost: float
                ) -> list[dict[str, str]]:
         """The chat messages for one critique (system + user, from ``critic.j2``)."""
-        from orgteams.agents.prompts import default_templates
-
-        templates = self.templates or default_templates()
+        templates = self._templates()
         variables = {"organization": organization.to_yaml(), "cost": round(cost, 3),
                      "summary": json.dumps(summary, ensure_ascii=False, default=str),
                      "qualities": list(QUALITIES), "example": EXAMPLE}
@@ -159,14 +164,18 @@ class Critic:
                         ids.append(agent)
                     setattr(ranking, quality, list(dict.fromkeys(ids)))
                 if unknown:
-                    raise ReplyInvalid(f"unknown agents {sorted(set(unknown))!r}; use ids from "
+                    raise ReplyError(f"unknown agents {sorted(set(unknown))!r}; use ids from "
                                        f"{', '.join(team)}")
             return Critique(**reply.model_dump())
 
+        templates = self._templates()
+        hint = "agent names must be ids like agent_0; every list holds strings"
         critique, call = structured_call(
-            self.backend, self.prompt(organization, summary, cost), CritiqueReply, check=check,
-            example=EXAMPLE, hint="agent names must be ids like agent_0; every list holds "
-            "strings", max_retries=self.max_retries, max_tokens=self.max_tokens)
+            self.backend, self.prompt(organization, summary, cost),
+            schema=CritiqueReply.model_json_schema(), parse=pydantic_parser(CritiqueReply, check),
+            correction=lambda error: templates.render("correction", error=error,
+                                                      example=EXAMPLE, hint=hint),
+            max_retries=self.max_retries, max_tokens=self.max_tokens)
         if critique is None:
             return Critique.empty(call.fallback or "no critique", call)
         critique.call = call.to_dict()

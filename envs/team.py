@@ -1,11 +1,12 @@
-"""Who is on the team: agent ids and display names, derived once.
+"""Who is on the team: agent ids, display names and roles, derived once.
 
 Agent ids are ``agent_0 ... agent_{n-1}`` (:func:`agent_ids`); display names are
 labels for people and prompts (Alice, Bob, ...; :func:`display_names`). A
-:class:`Team` holds both, in speaking order, and is what the organization resolves
-for (``Organization.resolve(team)``), what the round loop shows members
-(``team.by_id``) and what the window draws. Roles are not a property of the team:
-the resolved organization assigns them (``ResolvedOrganization.role_of``).
+:class:`Team` holds both, in speaking order, plus each agent's role once an
+organization assigned one: ``Organization.resolve(team)`` returns the team with its
+roles as ``ResolvedOrganization.roster`` (roles given to ``resolve`` are ignored: the
+organization decides them). It is what the round loop shows members (``team.by_id``)
+and what the window draws.
 """
 
 from __future__ import annotations
@@ -53,28 +54,35 @@ def _default_name(agent: str) -> str:
 
 @dataclass(frozen=True)
 class Team:
-    """Agent ids and their display names, in speaking order.
+    """Agent ids, their display names and roles, in speaking order.
 
     Attributes:
         ids: Agent ids.
         names: One display name per id.
+        roles: One role per id (None: none assigned); default: none at all.
     """
 
     ids: tuple[str, ...]
     names: tuple[str, ...]
+    roles: tuple[str | None, ...] = ()
 
     def __post_init__(self) -> None:
         if len(set(self.ids)) != len(self.ids):
             raise ValueError(f"team has duplicate agents: {list(self.ids)}")
         if len(self.names) != len(self.ids):
             raise ValueError(f"team of {len(self.ids)} agents got {len(self.names)} names")
+        if not self.roles:
+            object.__setattr__(self, "roles", (None,) * len(self.ids))
+        elif len(self.roles) != len(self.ids):
+            raise ValueError(f"team of {len(self.ids)} agents got {len(self.roles)} roles")
 
     @classmethod
     def of(cls, ids: Sequence[str] | Team,
            names: Mapping[str, str] | Sequence[str] | None = None) -> Team:
-        """A team of ``ids``; ``names`` by id or in order (default: ``agent_2`` is Charlie)."""
+        """A team of ``ids``; ``names`` by id or in order (default: ``agent_2`` is Charlie).
+        A team given as ``ids`` keeps its roles."""
         if isinstance(ids, Team):
-            return ids if names is None else cls.of(ids.ids, names)
+            return ids if names is None else cls.of(ids.ids, names).with_roles(ids.roles_by_id)
         ids = tuple(ids)
         if names is None:
             return cls(ids, tuple(_default_name(a) for a in ids))
@@ -91,6 +99,31 @@ class Team:
     def by_id(self) -> dict[str, str]:
         """Agent id -> display name (a fresh copy is not made: do not mutate)."""
         return dict(zip(self.ids, self.names))
+
+    @cached_property
+    def roles_by_id(self) -> dict[str, str | None]:
+        """Agent id -> role (None: none assigned; do not mutate)."""
+        return dict(zip(self.ids, self.roles))
+
+    def role(self, agent: str) -> str | None:
+        """The role of ``agent`` (None when none is assigned).
+
+        Raises:
+            ValueError: ``agent`` is not on the team.
+        """
+        return self.roles[self.index(agent)]
+
+    def with_roles(self, roles: Mapping[str, str | None]) -> Team:
+        """The same agents and names with ``roles`` (by id; an agent left out has none).
+
+        Raises:
+            ValueError: A role for an agent not on the team.
+        """
+        unknown = [a for a in roles if a not in self]
+        if unknown:
+            raise ValueError(f"roles for agents not on the team: {unknown}; "
+                             f"team: {', '.join(self.ids)}")
+        return Team(self.ids, self.names, tuple(roles.get(a) for a in self.ids))
 
     @cached_property
     def _index(self) -> dict[str, int]:

@@ -32,10 +32,11 @@ class ResolvedOrganization:
         team: Agent ids in speaking order.
         tiers: ``(role, agents)`` per topology tier, top first (empty unless kind 'tiers').
         leaders: Agents of every tier but the last, top first.
-        roles: Role of every agent (``"self-chosen"`` when agents choose their own).
         reports_to: Each agent's direct leader, or ``None``.
         graph: Leader -> member edges (chain: agent_i -> agent_{i+1}); do not mutate.
-        roster: The team it was resolved for: ids and display names.
+        roster: The team it was resolved for: ids, display names and the roles this
+            organization gives them (``"self-chosen"`` when agents choose their own);
+            :attr:`roles` reads them by id.
         instructions: Each agent's organization prompt, rendered when resolved (so a bad
             template fails before an episode starts).
     """
@@ -44,7 +45,6 @@ class ResolvedOrganization:
     team: tuple[str, ...]
     tiers: tuple[tuple[str, tuple[str, ...]], ...]
     leaders: tuple[str, ...]
-    roles: dict[str, str]
     reports_to: dict[str, str | None]
     graph: nx.DiGraph = field(repr=False)
     roster: Team = field(repr=False)
@@ -88,7 +88,8 @@ class ResolvedOrganization:
         elif org.roles == SELF_CHOSEN:
             roles = dict.fromkeys(team, SELF_CHOSEN)
         top = tuple(a for _, agents in tiers[:-1] for a in agents)
-        resolved = cls(org, tuple(team), tuple(tiers), top, roles, reports_to, graph, roster)
+        resolved = cls(org, tuple(team), tuple(tiers), top, reports_to, graph,
+                       roster.with_roles(roles))
         resolved.instructions.update({a: resolved._render_instruction(a) for a in team})
         return resolved
 
@@ -98,9 +99,15 @@ class ResolvedOrganization:
         """The first tier's agents (the top leader(s); empty without a leader tier)."""
         return self.tiers[0][1] if len(self.tiers) > 1 else ()
 
+    @property
+    def roles(self) -> dict[str, str]:
+        """Agent id -> role (``"self-chosen"`` when agents choose their own): the
+        roster's roles."""
+        return self.roster.roles_by_id  # type: ignore[return-value]
+
     def role_of(self, agent: str) -> str:
         """The role of ``agent`` (``"self-chosen"`` when agents pick their own)."""
-        return self.roles[self._known(agent)]
+        return self.roster.role(self._known(agent))  # type: ignore[return-value]
 
     def display_name(self, agent: str) -> str:
         """The team's display name of ``agent`` (by default ``agent_2`` is Charlie)."""

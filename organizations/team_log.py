@@ -129,15 +129,10 @@ def end_replay_log(log: EpisodeLog, world: Any) -> None:
 
 
 def decision_fields(record: Any) -> dict:
-    """The fields of a member's :class:`~orgteams.agents.DecisionRecord` that go into
-    a decision line of the log (usage, prompt and replies, fallback, errors, cache)."""
-    r = record.to_dict()
-    return {"model": r["model"], "usage": r["usage"], "latency": r["latency"],
-            "wall": r["wall"], "prompt": r["prompt"], "replies": r["replies"],
-            "parsed": r["parsed"], "fallback": r["fallback"], "error": r["error"],
-            "errors": r["errors"], "notes": r["notes"], "retries": r["retries"],
-            "cached_calls": r["cached_calls"], "cached_usage": r["cached_usage"],
-            "attempts": r["attempts"], "options": r["options"]}
+    """The call fields of a decision line: a member's
+    :class:`~orgteams.agents.records.DecisionRecord`'s
+    :meth:`~orgteams.agents.records.DecisionRecord.log_fields` (the class is the schema)."""
+    return record.log_fields()
 
 
 def fault_counts(decisions: list[dict]) -> dict[str, Any]:

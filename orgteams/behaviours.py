@@ -90,14 +90,19 @@ class LLMClassifier:
 
     def classify(self, message: str) -> str | None:
         """The model's label, or None (recorded in :attr:`fallbacks`) when it gave none."""
-        from orgteams.criticize_reflect.structured import structured_call
+        from orgteams.agents.prompts import default_templates
+        from orgteams.agents.structured import pydantic_parser, structured_call
 
         quoted = json.dumps(message[:MESSAGE_MAX_CHARS], ensure_ascii=False)
+        hint = f"label is one of {', '.join(LABELS)}"
         reply, call = structured_call(
             self.backend, [{"role": "system", "content": _SYSTEM},
                            {"role": "user", "content": f"Message: {quoted}"}],
-            LabelReply, example={"label": "information_sharing"},
-            hint=f"label is one of {', '.join(LABELS)}", max_tokens=32)
+            schema=LabelReply.model_json_schema(), parse=pydantic_parser(LabelReply),
+            correction=lambda error: default_templates().render(
+                "correction", error=error, example={"label": "information_sharing"},
+                hint=hint),
+            max_tokens=32)
         if reply is None:
             self.fallbacks.append((message, call.fallback or "no label"))
             return None

@@ -35,6 +35,7 @@ whenever a ``local`` member is in the sweep; more workers are allowed but warned
 
 from __future__ import annotations
 
+import atexit
 import json
 import multiprocessing
 import os
@@ -124,12 +125,21 @@ _WORKER_POOL: list = []  # this worker process's BackendPool, made by its first 
 
 def _worker_pool():
     """The backends of this worker's cells: one local server per worker, not per cell.
-    The pool lives as long as the worker; a local server it started stops at exit."""
+    The pool lives as long as the worker (closed at its exit, or by
+    :func:`close_worker_pool` when the sweep ran in this process)."""
     if not _WORKER_POOL:
         from orgteams.team import BackendPool
 
         _WORKER_POOL.append(BackendPool())
+        atexit.register(close_worker_pool)
     return _WORKER_POOL[0]
+
+
+def close_worker_pool() -> None:
+    """Close this process's worker pool (its local server stops), if it has one."""
+    if _WORKER_POOL:
+        _WORKER_POOL.pop().close()
+        atexit.unregister(close_worker_pool)
 
 
 def run_cell(cell: dict[str, Any], log_path: str | None, options: dict[str, Any]) -> dict:
@@ -299,8 +309,11 @@ def _run_locked(spec: SweepSpec, out: Path, workers: int, ray_mod: Any, episode_
             if ray_mod is not None:
                 _run_ray(ray_mod, todo, episode_fn, log_of, options, write)
             elif workers == 1:
-                for cell in todo:
-                    write(cell, _execute(episode_fn, cell, log_of(cell), options))
+                try:
+                    for cell in todo:
+                        write(cell, _execute(episode_fn, cell, log_of(cell), options))
+                finally:
+                    close_worker_pool()  # the sweep's backends end with it
             else:
                 _run_pool(workers, todo, episode_fn, log_of, options, write)
         finally:

@@ -61,15 +61,25 @@ def backend_options(spec: str, cache: str | Path | None = None) -> dict[str, Any
 class BackendPool:
     """Chat backends by (spec, cache), shared by the members built from it, and closed
     by whoever made the pool: an episode (:func:`run_episode` makes one unless given
-    one), a sweep worker, a Criticize-Reflect run, a play session. Closing stops a
-    local model server and closes response caches.
+    one), a sweep worker, a Criticize-Reflect run, a play session.
+
+    The pool owns what its backends share: one embedded model server
+    (:class:`~orgteams.agents.backends.local.LocalServer`, started when the first
+    ``local`` backend is made) and one message tokenizer
+    (:class:`~orgteams.agents.tokens.Tokenizer`: its count cache). Closing stops the
+    server, closes response caches and drops the tokenizer's counts.
 
     >>> with BackendPool() as pool:
     ...     member = build_member("agent_0", "scripted", pool=pool)
     """
 
     def __init__(self) -> None:
+        from orgteams.agents.tokens import Tokenizer
+
         self._backends: dict[tuple[str, str | None], Any] = {}
+        self._server: Any = None
+        self.tokenizer = Tokenizer()
+        """The tokenizer of the scripted backends this pool makes (their usage counts)."""
 
     def get(self, spec: str, cache: str | Path | None = None):
         """The backend for ``spec`` (``local``, ``scripted``, ``openai:<model>``), made once."""
@@ -77,17 +87,41 @@ class BackendPool:
         if key not in self._backends:
             from orgteams.agents.backends import make_backend
 
-            self._backends[key] = make_backend(backend_options(spec, cache))
+            options = backend_options(spec, cache)
+            if options["backend"] == "local":
+                options["server"] = self._local_server()
+            elif options["backend"] == "scripted":
+                options["tokenizer"] = self.tokenizer
+            self._backends[key] = make_backend(options)
         return self._backends[key]
+
+    def _local_server(self) -> Any:
+        if self._server is None or not self._server.alive:
+            from orgteams.agents.backends.local import LocalServer
+
+            self._server = LocalServer()
+        return self._server
+
+    @property
+    def local_server(self) -> Any:
+        """The pool's embedded model server, or None before a ``local`` backend was made."""
+        return self._server
 
     def __len__(self) -> int:
         return len(self._backends)
 
     def close(self) -> None:
-        """Close every backend made so far; the pool can be used again afterwards."""
+        """Close every backend made so far, the server and the tokenizer; the pool can
+        be used again afterwards."""
         backends, self._backends = list(self._backends.values()), {}
-        for backend in backends:
-            backend.close()
+        server, self._server = self._server, None
+        try:
+            for backend in backends:
+                backend.close()
+        finally:
+            if server is not None:
+                server.close()
+            self.tokenizer.close()
 
     def __enter__(self) -> BackendPool:
         return self

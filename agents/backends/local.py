@@ -10,8 +10,9 @@ Why a server and not in-process ``llama_cpp.Llama``: the server exercises the sa
 wire path (SDK, retries, timeouts, ``response_format``) as every real deployment, so
 what works offline works against vLLM or OpenAI; it keeps the model's native threads
 and memory out of our process (a crash is a ``BackendError``, not a dead sweep
-worker); and one server is shared by every agent in the process. The cost is a few
-seconds of start-up once per process and ~1 ms of HTTP per call, which is small
+worker); and one server is shared by every agent of whoever owns it (a
+:class:`~orgteams.team.BackendPool`: an episode, a sweep worker, a reflect run). The
+cost is a few seconds of start-up once per owner and ~1 ms of HTTP per call, which is small
 beside generation time. (The in-process path could not be benchmarked here because
 llama-cpp-python failed to build on this machine; see ``benchmarks/llm_latency.py``.)
 
@@ -32,8 +33,10 @@ Needs the ``local`` extra and the model file:
 from __future__ import annotations
 
 import atexit
+import ctypes
 import importlib.util
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -42,6 +45,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -136,10 +140,41 @@ def _free_port(host: str) -> int:
         return int(sock.getsockname()[1])
 
 
+def _die_with_parent() -> Callable[[], None] | None:
+    """A ``preexec_fn`` asking Linux to send the child ``SIGTERM`` when its parent dies
+    (a killed test run or sweep must not leave a model server running); None elsewhere.
+
+    Linux sends the signal when the *thread* that started the child ends, so a server
+    started from another thread (which may end long before the process) relies on
+    ``close`` and the ``atexit`` hook alone.
+    """
+    if not sys.platform.startswith("linux") or (
+            threading.current_thread() is not threading.main_thread()):
+        return None
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+    except OSError:
+        return None
+    parent = os.getpid()
+
+    def preexec() -> None:
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+        if os.getppid() != parent:  # the parent died before prctl took effect
+            os._exit(1)
+
+    return preexec
+
+
+_PR_SET_PDEATHSIG = 1  # from <linux/prctl.h>
+
+
 class LocalServer:
     """A llama-cpp-python OpenAI-compatible server in a child process.
 
-    Use as a context manager, call :meth:`close`, or rely on the ``atexit`` hook.
+    Whoever starts it closes it: use it as a context manager or call :meth:`close`.
+    As a safety net for a parent that dies first, the child gets ``SIGTERM`` when its
+    parent process dies (Linux ``PR_SET_PDEATHSIG``) and an ``atexit`` hook stops it
+    when the interpreter exits normally.
 
     Args:
         model_path: GGUF file; default :func:`smollm2_path`.
@@ -158,9 +193,6 @@ class LocalServer:
         LocalServerError: The server exited or did not answer in time (the message
             includes the tail of its stderr).
     """
-
-    _shared: LocalServer | None = None
-    _shared_lock = threading.Lock()
 
     def __init__(
         self,
@@ -201,7 +233,7 @@ class LocalServer:
         env = {**os.environ, "OMP_WAIT_POLICY": self.omp_wait_policy.upper()}
         self.process = subprocess.Popen(
             command, stdin=subprocess.DEVNULL, stdout=self._log, stderr=subprocess.STDOUT,
-            env=env,
+            env=env, preexec_fn=_die_with_parent(),
         )
         atexit.register(self.close)
         try:
@@ -269,20 +301,14 @@ class LocalServer:
         return (f"LocalServer({self.model_path.name!r}, {self.base_url!r}, {state}, "
                 f"threads={self.n_threads}, omp_wait={self.omp_wait_policy})")
 
-    @classmethod
-    def shared(cls) -> LocalServer:
-        """The one server shared by this process, started on first use (restarted if dead)."""
-        with cls._shared_lock:
-            if cls._shared is None or not cls._shared.alive:
-                cls._shared = cls()
-            return cls._shared
 
 
 class LocalBackend(OpenAIBackend):
     """SmolLM2 through :class:`LocalServer` with grammar-constrained JSON.
 
     Args:
-        server: The server to use; default :meth:`LocalServer.shared` (started now).
+        server: The server to use (its owner closes it); default: a new one, started
+            now and stopped by :meth:`close`.
         timeout: Seconds per HTTP attempt (generation on CPU is slow).
         max_retries: SDK retries.
         max_tokens_cap: Upper bound applied to every call's ``max_tokens``, so a
@@ -299,7 +325,8 @@ class LocalBackend(OpenAIBackend):
         max_retries: int = 1,
         max_tokens_cap: int = 256,
     ) -> None:
-        self.server = server if server is not None else LocalServer.shared()
+        self._owns_server = server is None
+        self.server = server if server is not None else LocalServer()
         self.max_tokens_cap = max_tokens_cap
         super().__init__(
             LOCAL_MODEL,
@@ -309,6 +336,12 @@ class LocalBackend(OpenAIBackend):
             max_retries=max_retries,
             structured="json_object",
         )
+
+    def close(self) -> None:
+        """Close the HTTP clients, and the server when this backend started it."""
+        super().close()
+        if self._owns_server:
+            self.server.close()
 
     def _request(self, mode: str, messages: list[ChatMessage], schema: dict[str, Any] | None,
                  temperature: float, max_tokens: int, seed: int | None) -> dict[str, Any]:

@@ -29,6 +29,8 @@ an :class:`~orgteams.agents.backends.base.Attempt` in the reply or in the error)
 * Never retried: other 4xx (:class:`BackendConfigError`: our request or key is wrong)
   and "mode not supported" (a downgrade in ``auto`` mode, else a config error).
 
+The wire format of each mode (requests, replies) is :mod:`.openai_wire`.
+
 Defaults: ``timeout`` 30 s per request, ``max_retries`` 2; ``$ORGTEAMS_TIMEOUT`` and
 ``$ORGTEAMS_MAX_RETRIES`` set them for backends built from a spec string.
 
@@ -39,9 +41,7 @@ completions or anything else this module returns.
 from __future__ import annotations
 
 import asyncio
-import json
 import os
-import re
 import time
 from dataclasses import replace
 from typing import Any
@@ -54,22 +54,15 @@ from orgteams.agents.backends.base import (
     ChatBackend,
     ChatMessage,
     Completion,
-    Usage,
-    parse_json_reply,
 )
+from orgteams.agents.backends.openai_wire import MODES, request_kwargs, to_completion
 from orgteams.agents.backends.redact import scrub_text, scrub_url
-from orgteams.agents.backends.retry import UnexpectedBody, Unsupported
+from orgteams.agents.backends.retry import Unsupported
 from orgteams.envs.errors import MissingExtraError
 
 __all__ = ["MODES", "OpenAIBackend"]
 
-MODES = ("json_schema", "json_object", "prompt")
 _NO_KEY = "sk-no-key-required"
-
-_INSTRUCTION = (
-    "Reply with exactly one JSON object that follows this JSON schema, and nothing else "
-    "(no prose, no code fence):\n{schema}"
-)
 
 
 def _env(*names: str) -> str | None:
@@ -90,10 +83,6 @@ def _env_number(name: str, default: float, kind: type) -> Any:
         raise BackendConfigError(
             f"${name} must be a {kind.__name__} number, got {raw!r}"
         ) from None
-
-
-def _schema_name(schema: dict[str, Any]) -> str:
-    return re.sub(r"[^A-Za-z0-9_-]", "_", str(schema.get("title", "reply")))[:64] or "reply"
 
 
 def _import_openai() -> Any:
@@ -216,46 +205,10 @@ class OpenAIBackend(ChatBackend):
         max_tokens: int,
         seed: int | None,
     ) -> dict[str, Any]:
-        kwargs: dict[str, Any] = {
-            "model": self.model,
-            "messages": list(messages),
-            "temperature": temperature,
-            "max_tokens": max_tokens,
-        }
-        if seed is not None:
-            kwargs["seed"] = seed
-        if schema is None:
-            return kwargs
-        if mode == "json_schema":
-            kwargs["response_format"] = {
-                "type": "json_schema",
-                "json_schema": {"name": _schema_name(schema), "schema": schema, "strict": False},
-            }
-            return kwargs
-        # The instruction also satisfies OpenAI's rule that json_object requests say "JSON".
-        instruction = _INSTRUCTION.format(schema=json.dumps(schema))
-        kwargs["messages"] = [*messages, {"role": "system", "content": instruction}]
-        if mode == "json_object":
-            kwargs["response_format"] = {"type": "json_object", "schema": schema}
-        return kwargs
+        return request_kwargs(self.model, mode, messages, schema, temperature, max_tokens, seed)
 
     def _to_completion(self, response: Any, schema: dict[str, Any] | None) -> Completion:
-        choices = getattr(response, "choices", None)
-        if not isinstance(choices, list):  # the SDK hands back the text of a non-JSON body
-            raise UnexpectedBody(f"not a chat completion: {str(response)[:120]!r}")
-        text = (choices[0].message.content or "") if choices else ""
-        usage = response.usage
-        return Completion(
-            text=text,
-            parsed=parse_json_reply(text) if schema is not None else None,
-            usage=Usage(
-                prompt_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
-                completion_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
-            ),
-            latency=0.0,
-            raw=response.model_dump(mode="json"),
-            model=response.model or self.model,
-        )
+        return to_completion(response, schema, self.model)
 
     def _failed(self, exc: Exception, label: str, kwargs: dict[str, Any], started: float,
                 attempts: list[Attempt]) -> Exception:

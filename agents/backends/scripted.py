@@ -8,7 +8,8 @@ instance is raised instead of returned, to test callers' fallbacks.
 
 With no replies at all it answers every schema with the minimal valid object (first
 enum value, empty string, zero...), which is enough to smoke-test a pipeline.
-Usage is counted with :func:`orgteams.agents.tokens.count_tokens`.
+Usage is counted with a :class:`~orgteams.agents.tokens.Tokenizer` (its owner's, else
+the default one).
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from orgteams.agents.backends.base import (
     Usage,
     parse_json_reply,
 )
-from orgteams.agents.tokens import count_tokens
+from orgteams.agents.tokens import Tokenizer, default_tokenizer
 
 Reply = str | dict[str, Any] | BackendError
 Rule = Callable[[list[ChatMessage], dict[str, Any] | None], "str | dict[str, Any]"]
@@ -50,6 +51,8 @@ class ScriptedBackend(ChatBackend):
         model: The model name reported in completions and used for prices.
         latency: Seconds to sleep per call (``asyncio.sleep`` in ``acomplete``).
         cycle: Start over at the first reply when the list runs out.
+        tokenizer: Counts usage; default: :func:`~orgteams.agents.tokens.default_tokenizer`
+            (a :class:`~orgteams.team.BackendPool` passes the one it owns).
     """
 
     name = "scripted"
@@ -60,6 +63,7 @@ class ScriptedBackend(ChatBackend):
         model: str = "scripted",
         latency: float = 0.0,
         cycle: bool = False,
+        tokenizer: Tokenizer | None = None,
     ) -> None:
         if latency < 0:
             raise ValueError(f"latency must be >= 0 seconds, got {latency}")
@@ -68,6 +72,7 @@ class ScriptedBackend(ChatBackend):
         self.model = model
         self.latency = latency
         self.cycle = cycle
+        self.tokenizer = tokenizer
         self.calls: list[list[ChatMessage]] = []
         self._replies = replies
         self._lock = threading.Lock()
@@ -102,9 +107,10 @@ class ScriptedBackend(ChatBackend):
         if isinstance(reply, BackendError):
             raise reply
         text = reply if isinstance(reply, str) else json.dumps(reply)
+        count = (self.tokenizer or default_tokenizer()).count
         usage = Usage(
-            prompt_tokens=sum(count_tokens(m.get("content", "")) for m in messages),
-            completion_tokens=count_tokens(text),
+            prompt_tokens=sum(count(m.get("content", "")) for m in messages),
+            completion_tokens=count(text),
         )
         return Completion(
             text=text,

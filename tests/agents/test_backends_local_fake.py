@@ -1,7 +1,7 @@
 """LocalServer process management, with a stand-in for ``llama_cpp.server``.
 
 A fake ``llama_cpp`` package on the path runs ``fault_server.py`` as its server, so
-start-up, health checks, error reporting, sharing and shutdown are tested without
+start-up, health checks, error reporting, ownership and shutdown are tested without
 llama-cpp-python (the real server is covered by test_local_server.py).
 """
 
@@ -9,7 +9,10 @@ from __future__ import annotations
 
 import os
 import re
+import signal
+import subprocess
 import sys
+import time
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -35,7 +38,6 @@ def fake_llama(tmp_path, monkeypatch):
     monkeypatch.syspath_prepend(str(tmp_path / "fake"))
     model = tmp_path / "model.gguf"
     model.write_bytes(b"GGUF fake")
-    monkeypatch.setattr(LocalServer, "_shared", None)
     yield model
     sys.modules.pop("llama_cpp", None)
 
@@ -71,17 +73,66 @@ def test_server_that_never_answers_times_out(fake_llama, tmp_path):
         LocalServer(fake_llama, startup_timeout=1.0)
 
 
-def test_shared_server_is_reused_and_restarted(fake_llama, monkeypatch):
+def test_a_local_backend_without_a_server_owns_one_and_stops_it(fake_llama, monkeypatch):
     monkeypatch.setattr("orgteams.agents.backends.local.smollm2_path", lambda: fake_llama)
-    first = LocalServer.shared()
+    backend = LocalBackend()
+    server = backend.server
+    assert server.alive
+    backend.close()
+    assert not server.alive
+
+
+def test_the_pool_owns_one_server_for_its_local_backends_and_closes_it(fake_llama, monkeypatch):
+    from orgteams.team import BackendPool
+
+    monkeypatch.setattr("orgteams.agents.backends.local.smollm2_path", lambda: fake_llama)
+    pool = BackendPool()
     try:
-        assert LocalServer.shared() is first
-        assert LocalBackend().server is first
-        first.close()
-        second = LocalServer.shared()
-        assert second is not first and second.alive
+        plain, cached = pool.get("local"), pool.get("local", cache=fake_llama.parent / "c.db")
+        first = pool.local_server
+        assert plain.server is first and cached.inner.server is first and first.alive
+        first.close()  # a server that died is started again for the next backend
+        pool.close()
+        assert pool.local_server is None
+        again = pool.get("local").server
+        assert again is not first and again.alive
     finally:
-        LocalServer.shared().close()
+        pool.close()
+    assert not again.alive and pool.local_server is None
+
+
+def test_the_server_dies_with_a_killed_parent(fake_llama):
+    """A test run or sweep killed with SIGKILL (no atexit) leaves no server behind."""
+    code = ("import sys, time\n"
+            "from orgteams.agents.backends.local import LocalServer\n"
+            f"s = LocalServer({str(fake_llama)!r}, startup_timeout=30)\n"
+            "print(s.process.pid, flush=True)\n"
+            "time.sleep(60)\n")
+    parent = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    child = None
+    try:
+        child = int(parent.stdout.readline())
+        os.kill(child, 0)  # it runs
+        parent.kill()
+        parent.wait(timeout=10)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and _running(child):
+            time.sleep(0.05)
+        assert not _running(child)
+    finally:
+        parent.kill()
+        parent.stdout.close()
+        if child is not None and _running(child):  # a failed run must not leak it either
+            os.kill(child, signal.SIGKILL)
+
+
+def _running(pid: int) -> bool:
+    """The process exists and is not a zombie waiting for a reaper."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().split(") ")[1][0] != "Z"
+    except FileNotFoundError:
+        return False
 
 
 def test_missing_extra_error_is_actionable(monkeypatch):

@@ -8,14 +8,14 @@ import pytest
 
 from orgteams.agents.backends.scripted import minimal_instance
 from orgteams.agents.decisions import (
+    MAX_MESSAGES,
     MESSAGE_MAX_CHARS,
     THOUGHTS_MAX_CHARS,
     ReplyError,
     act_spec,
     communicate_spec,
-    parse_act,
-    parse_communicate,
 )
+from orgteams.agents.replies import parse_act, parse_communicate
 
 TEAM = {"agent_0": "Alice", "agent_1": "Bob", "agent_2": "Charlie"}
 OPTIONS = [
@@ -41,12 +41,27 @@ def test_act_schema_is_an_enum_of_letters_with_bounded_thoughts():
 
 def test_communicate_schema_lacks_abstain_and_role_unless_allowed():
     plain = communicate_spec("message", ("Bob", "Charlie"))
-    assert list(plain.schema["properties"]) == ["receivers", "message", "thoughts"]
+    assert list(plain.schema["properties"]) == ["messages", "thoughts"]
     full = communicate_spec("message", ("Bob",), allow_abstain=True, self_chosen_roles=True)
-    assert list(full.schema["properties"]) == ["abstain", "role", "receivers", "message",
-                                               "thoughts"]
-    assert full.schema["properties"]["receivers"]["items"]["enum"] == ["Bob", "everyone"]
-    assert full.schema["properties"]["message"]["maxLength"] == MESSAGE_MAX_CHARS
+    assert list(full.schema["properties"]) == ["abstain", "role", "messages", "thoughts"]
+    messages = full.schema["properties"]["messages"]
+    assert (messages["minItems"], messages["maxItems"]) == (1, MAX_MESSAGES)
+    item = messages["items"]["properties"]
+    assert item["receivers"]["items"]["enum"] == ["Bob", "everyone"]
+    assert item["message"]["maxLength"] == MESSAGE_MAX_CHARS // MAX_MESSAGES  # texts share
+
+
+def test_the_messages_field_is_described_without_an_example_to_copy():
+    spec = communicate_spec("message", ("Bob", "Charlie"))
+    assert spec.fields == (
+        f'"messages": a list of 1 to {MAX_MESSAGES} messages, each with "receivers" (a list '
+        'of the names you write to, from Bob, Charlie, everyone) and "message" (what you tell '
+        f'them, in your own words, at most {MESSAGE_MAX_CHARS // MAX_MESSAGES} characters; '
+        '"" means silence); write a separate message only to tell different teammates '
+        'different things; "thoughts": why, in a few words (at most 200 characters).')
+    assert spec.hint == ("receivers must be names from Bob, Charlie, everyone; at most "
+                         f'{MAX_MESSAGES} messages of at most {MESSAGE_MAX_CHARS // MAX_MESSAGES}'
+                         ' characters each ("" = silence)')
 
 
 def test_stage_kinds_shape_the_schema():
@@ -68,7 +83,7 @@ def test_minimal_instances_of_every_schema_validate():
     spec = communicate_spec("message", ("Bob", "Charlie"), allow_abstain=True,
                             self_chosen_roles=True)
     reply = parse_communicate(minimal_instance(spec.schema), spec, TEAM, ["agent_1", "agent_2"])
-    assert reply.message == "" and reply.abstain is False and reply.role is None
+    assert reply.messages == [] and reply.abstain is False and reply.role is None
 
 
 @pytest.mark.parametrize("given", ["B", "b", "B.", "check:fridge", "[gocheck] <fridge>"])
@@ -102,10 +117,10 @@ def test_long_thoughts_are_cut_and_noted():
 def test_receivers_map_names_to_ids_and_drop_unknown():
     spec = communicate_spec("message", ("Bob", "Charlie"))
     reply = parse_communicate(
-        {"receivers": ["bob", "Dave", "agent_2", "Bob"], "message": " go ", "thoughts": ""},
-        spec, TEAM, ["agent_1", "agent_2"],
+        {"messages": [{"receivers": ["bob", "Dave", "agent_2", "Bob"], "message": " go "}],
+         "thoughts": ""}, spec, TEAM, ["agent_1", "agent_2"],
     )
-    assert reply.receivers == ("agent_1", "agent_2") and reply.message == "go"
+    assert reply.messages == [(("agent_1", "agent_2"), "go")]
     assert reply.notes == ["dropped receiver 'Dave': not a teammate you may message"]
 
 
@@ -113,7 +128,7 @@ def test_everyone_and_forbidden_channels():
     spec = communicate_spec("message", ("Bob",))
     reply = parse_communicate({"receivers": ["everyone"], "message": "hi"}, spec, TEAM,
                               ["agent_1"])
-    assert reply.receivers == "everyone"
+    assert reply.messages == [("everyone", "hi")]
     with pytest.raises(ReplyError, match=re.escape(
             "receivers ['Charlie'] name no teammate you may message; use names from Bob, "
             "everyone")):
@@ -123,7 +138,10 @@ def test_everyone_and_forbidden_channels():
 def test_silence_needs_no_receivers():
     spec = communicate_spec("message", ("Bob",))
     reply = parse_communicate({"receivers": [], "message": ""}, spec, TEAM, ["agent_1"])
-    assert reply.receivers == () and reply.message == ""
+    assert reply.messages == []
+    reply = parse_communicate({"messages": [{"receivers": [], "message": ""}]}, spec, TEAM,
+                              ["agent_1"])
+    assert reply.messages == []
 
 
 def test_too_long_message_is_rejected():
@@ -131,12 +149,60 @@ def test_too_long_message_is_rejected():
     with pytest.raises(ReplyError, match=re.escape(
             f"field 'message': String should have at most {MESSAGE_MAX_CHARS} characters")):
         parse_communicate({"receivers": ["Bob"], "message": "x" * 400}, spec, TEAM, ["agent_1"])
+    with pytest.raises(ReplyError, match=re.escape(
+            f"field 'messages.1.message': String should have at most {MESSAGE_MAX_CHARS} "
+            "characters")):
+        parse_communicate({"messages": [{"receivers": ["Bob"], "message": "hi"},
+                                        {"receivers": ["Bob"], "message": "x" * 400}]},
+                          spec, TEAM, ["agent_1"])
+    with pytest.raises(ReplyError, match=re.escape(  # the texts share MESSAGE_MAX_CHARS
+            f"field 'messages.1.message': String should have at most "
+            f"{MESSAGE_MAX_CHARS // MAX_MESSAGES} characters")):
+        parse_communicate({"messages": [{"receivers": ["Bob"], "message": "hi"},
+                                        {"receivers": ["Bob"], "message": "x" * 150}]},
+                          spec, TEAM, ["agent_1"])
+    one = communicate_spec("message", ("Bob",), max_messages=1)  # one message: all of it
+    assert parse_communicate({"messages": [{"receivers": ["Bob"], "message": "x" * 300}]},
+                             one, TEAM, ["agent_1"]).messages == [(("agent_1",), "x" * 300)]
+
+
+def test_distinct_messages_go_to_different_receivers():
+    spec = communicate_spec("plan", ("Bob", "Charlie"))
+    reply = parse_communicate({"messages": [
+        {"receivers": ["Bob"], "message": "take the kitchen"},
+        {"receivers": ["Charlie", "Dave"], "message": " take the bedroom "},
+        {"receivers": ["everyone"], "message": ""}]}, spec, TEAM, ["agent_1", "agent_2"])
+    assert reply.messages == [(("agent_1",), "take the kitchen"),
+                              (("agent_2",), "take the bedroom")]
+    assert reply.notes == ["dropped receiver 'Dave': not a teammate you may message"]
+
+
+def test_too_many_messages_or_one_to_nobody_ask_for_a_correction():
+    spec = communicate_spec("message", ("Bob",))
+    one = {"receivers": ["Bob"], "message": "hi"}
+    with pytest.raises(ReplyError, match=re.escape(
+            f"field 'messages': List should have at most {MAX_MESSAGES} items after "
+            f"validation, not {MAX_MESSAGES + 1}")):
+        parse_communicate({"messages": [one] * (MAX_MESSAGES + 1)}, spec, TEAM, ["agent_1"])
+    nobody = {"receivers": ["Charlie"], "message": "x"}
+    with pytest.raises(ReplyError, match=re.escape(
+            "message 2: receivers ['Charlie'] name no teammate you may message; use names "
+            "from Bob, everyone")):
+        parse_communicate({"messages": [{"receivers": ["Bob"], "message": ""}, nobody]},
+                          spec, TEAM, ["agent_1"])
+    reply = parse_communicate({"messages": [one, nobody]}, spec, TEAM, ["agent_1"])
+    assert reply.messages == [(("agent_1",), "hi")]  # the deliverable one is sent
+    assert reply.notes == ["dropped receiver 'Charlie': not a teammate you may message",
+                           "dropped message 2: receivers ['Charlie'] name no teammate you "
+                           "may message"]
+    with pytest.raises(ReplyError, match=re.escape("missing field 'messages'")):
+        parse_communicate({"thoughts": "hm"}, spec, TEAM, ["agent_1"])
 
 
 def test_fields_not_offered_are_ignored_and_noted():
     spec = communicate_spec("message", ("Bob",))
-    reply = parse_communicate({"abstain": True, "role": "boss", "receivers": ["Bob"],
-                               "message": "hi"}, spec, TEAM, ["agent_1"])
+    reply = parse_communicate({"abstain": True, "role": "boss", "messages": [
+        {"receivers": ["Bob"], "message": "hi"}]}, spec, TEAM, ["agent_1"])
     assert reply.abstain is False and reply.role is None
     assert reply.notes == ["ignored field 'abstain': not offered in this stage",
                            "ignored field 'role': not offered in this stage"]
@@ -153,7 +219,7 @@ def test_votes_map_to_candidate_ids():
 def test_intentions_and_claims_are_public():
     spec = communicate_spec("claim", ("Bob",))
     reply = parse_communicate({"role": " scout ", "message": "I scout"}, spec, TEAM, ["agent_1"])
-    assert reply.role == "scout" and reply.receivers == "everyone"
+    assert reply.role == "scout" and reply.messages == [("everyone", "I scout")]
 
 
 def test_cached_specs_cannot_be_changed_by_a_caller():
@@ -164,3 +230,33 @@ def test_cached_specs_cannot_be_changed_by_a_caller():
     assert again.schema["properties"]["action"]["enum"] == ["A", "B"]  # ...and unchanged
     with pytest.raises(AttributeError):
         spec.hint = "anything"  # type: ignore[misc]
+
+
+def test_a_message_budget_caps_the_messages_offered():
+    spec = communicate_spec("message", ("Bob",), max_messages=1)
+    assert spec.schema["properties"]["messages"]["maxItems"] == 1
+    assert spec.fields.startswith('"messages": a list of one message, each with "receivers"')
+    assert "separate message" not in spec.fields
+    one = {"receivers": ["Bob"], "message": "hi"}
+    assert parse_communicate({"messages": [one]}, spec, TEAM, ["agent_1"]).messages == [
+        (("agent_1",), "hi")]
+    with pytest.raises(ReplyError, match=re.escape("field 'messages': at most 1 message(s), "
+                                                   "got 2")):
+        parse_communicate({"messages": [one, one]}, spec, TEAM, ["agent_1"])
+    with pytest.raises(ValueError, match=re.escape(
+            f"max_messages must be 1 to {MAX_MESSAGES}, got 0")):
+        communicate_spec("message", ("Bob",), max_messages=0)
+
+
+def test_the_single_message_form_is_read_as_one_message_and_noted():
+    """What prompt-mode models, and a reply cut inside its list (the first message's
+    object is the first JSON object in the text), give."""
+    spec = communicate_spec("message", ("Bob",))
+    reply = parse_communicate({"receivers": ["Bob"], "message": "go"}, spec, TEAM, ["agent_1"])
+    assert reply.messages == [(("agent_1",), "go")]
+    assert reply.notes == ["reply in the single-message form (no 'messages' list) read as "
+                           "one message"]
+    with pytest.raises(ReplyError, match=re.escape(
+            f"field 'message': String should have at most {MESSAGE_MAX_CHARS // MAX_MESSAGES} "
+            "characters")):
+        parse_communicate({"receivers": ["Bob"], "message": "x" * 150}, spec, TEAM, ["agent_1"])

@@ -75,7 +75,8 @@ def test_cached_calls_keep_their_tokens_but_are_marked_free(tmp_path):
 
 
 def test_good_communicate_reply_maps_names_to_ids():
-    backend = ScriptedBackend([{"receivers": ["Bob", "Zed"], "message": "Take the fridge.",
+    backend = ScriptedBackend([{"messages": [{"receivers": ["Bob", "Zed"],
+                                              "message": "Take the fridge."}],
                                 "thoughts": "split work"}])
     agent = Agent("agent_0", backend)
     decision = run(agent.communicate(comm_ctx(), FakeEnv()))
@@ -117,7 +118,8 @@ def test_retries_exhausted_falls_back_to_wait_with_raw_replies():
     decision = run(Agent("agent_0", backend, max_retries=1).act(FakeEnv(), 2, ACT_CTX))
     assert decision.action_id == "wait"
     rec = decision.record
-    assert rec.fallback == "invalid reply after 2 attempt(s)" and rec.parsed is None
+    assert rec.fallback == ("invalid reply after 2 attempt(s): action 'Z' is not one of "
+                            "A, B, C, D") and rec.parsed is None
     assert rec.replies == ["nope", '{"action": "Z"}']
     assert rec.errors == ["it is not a JSON object", "action 'Z' is not one of A, B, C, D"]
     assert rec.usage == expected_usage(backend, rec.replies)
@@ -142,20 +144,22 @@ def test_backend_error_is_a_recorded_fallback():
     decision = run(Agent("agent_0", backend).act(FakeEnv(), 2, ACT_CTX))
     assert decision.action_id == "wait"
     rec = decision.record
-    assert rec.fallback == "backend error (http)" and rec.error == "http: HTTP 500: boom"
+    assert rec.fallback == "backend error (http: HTTP 500: boom)"
+    assert rec.error == "http: HTTP 500: boom"
     assert rec.usage == Usage() and rec.replies == []
 
 
 def test_backend_error_in_communicate_is_silence():
     backend = ScriptedBackend([BackendError("timeout", kind="timeout")])
     decision = run(Agent("agent_0", backend).communicate(comm_ctx(), FakeEnv()))
-    assert decision.silent and decision.record.fallback == "backend error (timeout)"
+    assert decision.silent and decision.record.fallback == "backend error (timeout: timeout)"
 
 
 def test_invalid_communicate_exhausted_is_recorded_silence():
     backend = ScriptedBackend(['{"message": 5}', "still not"])
     decision = run(Agent("agent_0", backend).communicate(comm_ctx(), FakeEnv()))
-    assert decision.silent and decision.record.fallback == "invalid reply after 2 attempt(s)"
+    assert decision.silent
+    assert decision.record.fallback == "invalid reply after 2 attempt(s): it is not a JSON object"
     assert decision.record.replies == ['{"message": 5}', "still not"]
 
 
@@ -184,7 +188,8 @@ def test_schema_offers_abstain_and_role_only_when_allowed():
 
 
 def test_abstaining_agent_sends_nothing_and_waits():
-    backend = ScriptedBackend([{"abstain": True, "receivers": ["Bob"], "message": "bye"}])
+    backend = ScriptedBackend([{"abstain": True, "messages": [{"receivers": ["Bob"],
+                                                                "message": "bye"}]}])
     agent = Agent("agent_0", backend)
     decision = run(agent.communicate(comm_ctx(allow_abstain=True), FakeEnv()))
     assert decision.abstain and decision.silent
@@ -264,3 +269,14 @@ def test_three_agents_through_the_real_high_level_env():
     for r in range(3):
         env.step(run(one_round(r)))
     assert env.rounds == 3
+
+
+def test_a_budget_of_no_messages_is_silence_without_a_model_call():
+    from orgteams.agents.member_rules import MemberRules
+
+    backend = ScriptedBackend([])
+    decision = run(Agent("agent_0", backend).communicate(
+        comm_ctx(rules=MemberRules(max_messages=0)), FakeEnv()))
+    assert decision.silent and backend.calls == []
+    assert decision.record.notes == ["the organization's budget allows no messages",
+                                     "no teammate may be messaged: silent without a model call"]

@@ -61,6 +61,10 @@ def test_smollm2_agents_play_a_few_rounds():
 
         asyncio.run(play())
     assert len(records) >= 4
+    spoken = [rec for rec in records if rec.phase == "communicate"]
+    # the reply schema's messages list (one or more (receivers, text)) through the grammar
+    assert spoken and all(isinstance(rec.parsed.get("messages"), list) for rec in spoken), [
+        rec.replies for rec in spoken]
     for rec in records:
         assert rec.fallback is None, (rec.phase, rec.errors, rec.replies)
         assert rec.parsed is not None and rec.retries == 0
@@ -72,17 +76,17 @@ def test_http_500_is_a_recorded_fallback(fault_server):
     fault_server.mode = "http500"
     agent = LLMAgent("agent_0", _openai_backend(fault_server, max_retries=1))
     act = asyncio.run(agent.act(FakeEnv(), 0))
-    assert act.action_id == "wait" and act.record.fallback == "backend error (http)"
+    assert act.action_id == "wait" and act.record.fallback.startswith("backend error (http: ")
     assert "500" in act.record.error
     comm = asyncio.run(agent.communicate(comm_ctx(), FakeEnv()))
-    assert comm.silent and comm.record.fallback == "backend error (http)"
+    assert comm.silent and comm.record.fallback == f"backend error ({comm.record.error})"
 
 
 def test_timeout_is_a_recorded_fallback(fault_server):
     fault_server.mode, fault_server.delay = "timeout", 1.0
     agent = LLMAgent("agent_0", _openai_backend(fault_server, timeout=0.2, max_retries=0))
     act = asyncio.run(agent.act(FakeEnv(), 0))
-    assert act.action_id == "wait" and act.record.fallback == "backend error (timeout)"
+    assert act.action_id == "wait" and act.record.fallback.startswith("backend error (timeout: ")
 
 
 def test_invalid_json_is_corrected_then_recorded(fault_server):
@@ -90,7 +94,8 @@ def test_invalid_json_is_corrected_then_recorded(fault_server):
     agent = LLMAgent("agent_0", _openai_backend(fault_server, max_retries=0))
     act = asyncio.run(agent.act(FakeEnv(), 0))
     rec = act.record
-    assert act.action_id == "wait" and rec.fallback == "invalid reply after 2 attempt(s)"
+    assert act.action_id == "wait"
+    assert rec.fallback == "invalid reply after 2 attempt(s): it is not a JSON object"
     assert rec.replies == ["Sure! I would pick a."] * 2
     assert rec.errors == ["it is not a JSON object"] * 2
     assert len(fault_server.requests) == 2

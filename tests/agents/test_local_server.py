@@ -77,12 +77,11 @@ def test_server_shuts_down_on_close():
         urllib.request.urlopen(url, timeout=2)
 
 
-def test_shared_server_is_reused():
-    first = LocalServer.shared()
-    assert LocalServer.shared() is first
+def test_make_backend_local_owns_its_server():
     backend = make_backend("local")
-    assert isinstance(backend, LocalBackend) and backend.server is first
-    first.close()
+    assert isinstance(backend, LocalBackend) and backend.server.alive
+    backend.close()
+    assert not backend.server.alive
 
 
 def test_bad_model_file_reports_server_output(tmp_path):

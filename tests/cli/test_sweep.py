@@ -277,3 +277,16 @@ def test_workers_exit_when_the_sweep_process_is_killed(tmp_path):
     while time.monotonic() < deadline and any(_alive(w) for w in workers):
         time.sleep(0.2)
     assert not any(_alive(w) for w in workers)
+
+
+def test_a_serial_sweep_closes_the_backend_pool_its_cells_shared(tmp_path, monkeypatch):
+    from orgteams.team import BackendPool
+
+    closed = []
+    monkeypatch.setattr(BackendPool, "close", lambda self: closed.append(len(self)))
+    spec = SweepSpec(tasks=("prepare_afternoon_tea",), layouts=("studio",),
+                     organizations=("leader",), agents=(2,), backends=("scripted",),
+                     seeds=(0, 1), max_rounds=1)
+    out = run_sweep(spec, tmp_path, workers=1, progress=False)
+    assert out["ok"] == 2 and sweep_mod._WORKER_POOL == []
+    assert closed == [1]  # one pool, one scripted backend shared by both cells, closed once

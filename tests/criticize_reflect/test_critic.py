@@ -25,7 +25,8 @@ def test_valid_reply_is_parsed_and_names_become_ids():
     assert out.agents[0].agent == "agent_1"
     assert out.leadership_ranking.communication == ["agent_0", "agent_1"]
     assert out.leadership_ranking.strategy == ["agent_0"]
-    assert out.call["attempts"] == 1 and len(backend.calls) == 1
+    assert out.call["parsed"] == GOOD and out.call["retries"] == 0
+    assert len(backend.calls) == 1
     prompt = backend.calls[0][1]["content"]
     assert "42.0" in prompt and "name: leader" in prompt
 

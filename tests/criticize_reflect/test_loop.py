@@ -125,26 +125,6 @@ def test_critic_and_coordinator_fallbacks_do_not_stop_the_loop(tmp_path):
     assert first["next_organization"] == "leader"  # current organization kept
 
 
-def test_structured_calls_count_cache_hits_and_share_the_reply_error_type(tmp_path):
-    from pydantic import BaseModel
-
-    from orgteams.agents.backends import CachedBackend, ScriptedBackend
-    from orgteams.agents.decisions import ReplyError
-    from orgteams.criticize_reflect.structured import ReplyInvalid, structured_call
-
-    class Reply(BaseModel):
-        verdict: str
-
-    assert ReplyInvalid is ReplyError  # one error type for a model's mistakes
-    backend = CachedBackend(ScriptedBackend([{"verdict": "ok"}]), tmp_path / "c.sqlite")
-    prompt = [{"role": "user", "content": "judge"}]
-    first = structured_call(backend, prompt, Reply, example={"verdict": "ok"}, hint="")
-    again = structured_call(backend, prompt, Reply, example={"verdict": "ok"}, hint="")
-    assert first[0].verdict == again[0].verdict == "ok"
-    assert (first[1].cached_calls, again[1].cached_calls) == (0, 1)
-    backend.close()
-
-
 class ServerGoneAt(FakeEpisodes):
     """Iteration ``k`` stops early with episode_status error (its model server died)."""
 

@@ -22,7 +22,7 @@ def test_truncated_body_is_a_recorded_critic_fallback_not_a_crash():
         sent = len(server.requests)
     assert critique.fallback.startswith("backend error (protocol: unreadable reply body "
                                         "(JSONDecodeError: ")
-    requests = critique.call["requests"]
+    requests = critique.call["attempts"]
     assert sent == 2 and [(r["kind"], r["error"]) for r in requests] == [
         ("protocol", "JSONDecodeError")] * 2
 

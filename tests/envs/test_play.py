@@ -277,8 +277,9 @@ def test_llm_teammates_talk_before_they_act_and_the_player_sees_it(monkeypatch):
     from orgteams.play_team import MemberTeammates
 
     def reply(messages, schema):
-        if "message" in schema.get("properties", {}):
-            return {"receivers": ["everyone"], "message": "I take the kitchen.", "thoughts": ""}
+        if "messages" in schema.get("properties", {}):
+            return {"messages": [{"receivers": ["everyone"], "message": "I take the kitchen."}],
+                    "thoughts": ""}
         return {"action": "A", "thoughts": ""}
 
     backends = {}

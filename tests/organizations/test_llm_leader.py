@@ -8,8 +8,9 @@ import re
 import pytest
 
 from orgteams.agents import LLMAgent, ScriptedBackend
-from orgteams.agents.decisions import ReplyError, communicate_spec, parse_communicate
+from orgteams.agents.decisions import ReplyError, communicate_spec
 from orgteams.agents.planner_member import PlannerMember
+from orgteams.agents.replies import parse_communicate
 from orgteams.envs.highlevel import HighLevelEnv
 from orgteams.organizations import load_organization
 from orgteams.organizations.runner import TeamRunner
@@ -23,10 +24,8 @@ def last_options(messages, schema):
     reply = {"thoughts": ""}
     if "action" in props:
         reply["action"] = props["action"]["enum"][-1]
-    if "receivers" in props:
-        reply["receivers"] = ["everyone"]
-    if "message" in props:
-        reply["message"] = "Follow my assignments."
+    if "messages" in props:
+        reply["messages"] = [{"receivers": ["everyone"], "message": "Follow my assignments."}]
     if "assignments" in props:
         reply["assignments"] = {n: p["enum"][-1]
                                 for n, p in props["assignments"]["properties"].items()}

@@ -239,8 +239,10 @@ def test_the_runner_keeps_llm_members_within_the_budget():
             reply["action"] = props["action"]["enum"][0]
         if "message" in props:
             reply["message"] = "I will look in the kitchen and then the fridge."
-        if "receivers" in props:
-            reply["receivers"] = ["everyone"]
+        if "messages" in props:
+            assert props["messages"]["maxItems"] == 1  # the budget caps the schema too
+            reply["messages"] = [{"receivers": ["everyone"],
+                                  "message": "I will look in the kitchen and then the fridge."}]
         if "abstain" in props:
             reply["abstain"] = False
         if "role" in props:
