@@ -1,19 +1,24 @@
 """Masked PPO on household_v0: one policy shared by every agent (sb3-contrib's MaskablePPO).
 
 The easy setting (the default): the ``studio`` layout, ``put_dishwasher_easy`` with a
-goal of one unit (``units=1``), two agents, full observability, ``obs_mode="flat"`` and
-``reward_shaping="subgoals"``. Every agent of every env copy is one entry of an SB3
-``VecEnv`` (:class:`AgentVecEnv`), so the agents share the policy's parameters; the
-env's own action masks (``info["action_mask"]``) feed MaskablePPO.
+goal of one unit (``units=1``) whose dish starts on a surface, two agents, full
+observability, ``obs_mode="flat"`` and ``reward_shaping="subgoals"``. Every agent of
+every household is one entry of an SB3 ``VecEnv``, so the agents share the policy's
+parameters; the env's own action masks feed MaskablePPO. Two paths to the same
+episodes: ``--core scalar`` steps ``parallel_env`` copies one by one
+(:class:`ScalarAgentVecEnv`), ``--core batched`` the batched numpy core
+(``household_v0.vector_env`` under :class:`orgteams.envs.vector.sb3.AgentVecEnv`).
 
 Run (``pip install "orgteams[rl]"``)::
 
-    python examples/train_ppo.py --timesteps 300000 --out runs/ppo
-    python examples/train_ppo.py --random --episodes 30      # the masked-random baseline
+    python examples/train_ppo.py --out runs/ppo                 # 400k agent-steps
+    python examples/train_ppo.py --core batched --out runs/ppo  # the same, batched core
+    python examples/train_ppo.py --random                       # the masked-random baseline
 
-It prints the success rate on held-out seeds (never used in training) of the trained
-policy and of masked random play, and writes ``curve.png`` and ``results.json`` into
-``--out``. ``examples/README.md`` has the reference numbers.
+It prints the success rate on held-out seeds (never used in training) of masked random
+play and of the trained policy, and writes ``curve.png`` and ``results.json`` into
+``--out``; ``--plot A/results.json B/results.json`` draws runs side by side.
+``examples/README.md`` has the reference numbers.
 """
 
 from __future__ import annotations
@@ -26,10 +31,10 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from stable_baselines3.common.vec_env import VecEnv
 
 from orgteams.envs import household_v0
 from orgteams.envs.tasks import TaskSpec, load_task
+from orgteams.envs.vector.sb3 import AgentEntries, AgentVecEnv
 
 
 def easy_task() -> TaskSpec:
@@ -44,8 +49,10 @@ EASY = {"layout": "studio", "task": easy_task(), "num_agents": 2, "units": 1,
 HELD_OUT = 1_000_000  # evaluation seeds start here; training seeds are small numbers
 
 
-class AgentVecEnv(VecEnv):
-    """``copies`` household envs, every agent one entry: ``num_envs = copies * agents``.
+class ScalarAgentVecEnv(AgentEntries):
+    """The scalar path: ``copies`` ``parallel_env`` copies stepped one by one in Python,
+    every agent one entry (``num_envs = copies * agents``; copy ``i`` is seeded
+    ``seed + i``, as household ``i`` of the batched core).
 
     Episodes restart by themselves (SB3's convention: the finished episode's last
     observation is in ``info["terminal_observation"]``). ``action_masks()`` returns
@@ -61,7 +68,6 @@ class AgentVecEnv(VecEnv):
                          first.action_space(agent))
         self._seed = seed
         self._masks = np.ones((self.num_envs, self.action_space.n), bool)
-        self._actions: np.ndarray | None = None
 
     def reset(self) -> np.ndarray:
         obs = []
@@ -69,9 +75,6 @@ class AgentVecEnv(VecEnv):
             o, infos = env.reset(seed=self._seed + i)
             obs.append(self._collect(i, o, infos))
         return np.concatenate(obs)
-
-    def step_async(self, actions: np.ndarray) -> None:
-        self._actions = actions
 
     def step_wait(self):
         n = len(self.names)
@@ -108,48 +111,47 @@ class AgentVecEnv(VecEnv):
     def action_masks(self) -> np.ndarray:
         return self._masks.copy()
 
-    # ---- the rest of SB3's VecEnv interface ----
     def close(self) -> None:
         for env in self.envs:
             env.close()
 
-    def env_method(self, method_name: str, *args, indices=None, **kwargs) -> list:
-        if method_name == "action_masks":
-            return list(self.action_masks()[self._get_indices(indices)])
-        raise AttributeError(f"AgentVecEnv has no per-env method {method_name!r}")
 
-    def has_attr(self, attr_name: str) -> bool:
-        return attr_name == "action_masks"
-
-    def get_attr(self, attr_name: str, indices=None) -> list:
-        if attr_name == "render_mode":  # SB3 asks at construction; these envs do not draw
-            return [None] * len(self._get_indices(indices))
-        raise AttributeError(f"AgentVecEnv has no per-env attribute {attr_name!r}")
-
-    def set_attr(self, attr_name: str, value: Any, indices=None) -> None:
-        raise AttributeError(f"AgentVecEnv cannot set {attr_name!r}")
-
-    def env_is_wrapped(self, wrapper_class, indices=None) -> list[bool]:
-        return [False] * len(list(self._get_indices(indices)))
-
-    def _get_indices(self, indices) -> list[int]:
-        if indices is None:
-            return list(range(self.num_envs))
-        return [indices] if isinstance(indices, int) else list(indices)
+def make_vec_env(core: str, copies: int, seed: int = 0, **env_kwargs: Any) -> AgentEntries:
+    """Every agent of ``copies`` households as one SB3 entry: ``core="scalar"`` steps
+    ``parallel_env`` copies one by one, ``"batched"`` the batched numpy core
+    (``household_v0.vector_env`` under :class:`orgteams.envs.vector.sb3.AgentVecEnv`).
+    Both play the same episodes for the same seed."""
+    if core == "scalar":
+        return ScalarAgentVecEnv(copies, seed=seed, **env_kwargs)
+    if core == "batched":
+        return AgentVecEnv(household_v0.vector_env(copies, seed=seed, **env_kwargs))
+    raise ValueError(f"core must be 'scalar' or 'batched', got {core!r}")
 
 
 def play(policy, episodes: int, seed: int = HELD_OUT, **env_kwargs: Any) -> float:
-    """Success rate of ``policy(obs_batch, mask_batch) -> actions`` on ``episodes`` seeds."""
-    env = household_v0.parallel_env(**env_kwargs)
+    """Success rate of ``policy(obs_batch, mask_batch) -> actions`` on ``episodes`` seeds.
+
+    The episodes run side by side, so the policy sees one batch per tick (every live
+    agent of every episode): evaluation costs a small share of a training run.
+    """
+    envs = [household_v0.parallel_env(**env_kwargs) for _ in range(episodes)]
+    live = {}
+    for k, env in enumerate(envs):
+        live[k] = env.reset(seed=seed + k)
     wins = 0
-    for k in range(episodes):
-        obs, infos = env.reset(seed=seed + k)
-        while env.agents:
-            names = list(env.agents)
-            acts = policy(np.stack([obs[a] for a in names]),
-                          np.stack([infos[a]["action_mask"] for a in names]))
-            obs, _, terms, _, infos = env.step(dict(zip(names, (int(x) for x in acts))))
-        wins += int(all(terms.values()))
+    while live:
+        names = {k: list(envs[k].agents) for k in live}
+        obs = np.stack([o[a] for k, (o, _) in live.items() for a in names[k]])
+        masks = np.stack([i[a]["action_mask"] for k, (_, i) in live.items() for a in names[k]])
+        acts = iter(int(x) for x in policy(obs, masks))
+        for k in list(live):
+            env = envs[k]
+            o, _, terms, _, infos = env.step({a: next(acts) for a in names[k]})
+            if env.agents:
+                live[k] = (o, infos)
+            else:
+                del live[k]
+                wins += int(all(terms.values()))
     return wins / episodes
 
 
@@ -159,12 +161,22 @@ def masked_random(rng: np.random.Generator):
     return policy
 
 
-def grid_extractor(view_radius: int):
-    """A small CNN over the view part of a flat observation (SB3 features extractor).
+def random_baseline(passes: int, episodes: int, seed: int = 0, **env_kwargs: Any
+                    ) -> list[float]:
+    """Masked random play's success rate on the held-out seeds, once per pass (its own
+    draws each time): one pass of 30 episodes moves by 1/30 with the draws, the mean
+    of several is the baseline's rate on those seeds."""
+    rng = np.random.default_rng(seed)
+    return [play(masked_random(rng), episodes, **{**EASY, **env_kwargs})
+            for _ in range(passes)]
 
-    The flat observation starts with the ``(2r+1, 2r+1, planes)`` view, cell-major
-    (``orgteams.envs.rl_obs``); the rest (hands, goal rows) joins after the convolutions.
-    Shared by the policy and value heads.
+
+def cell_extractor(view_radius: int, embed: int = 8):
+    """Features shared by the policy and value heads (an SB3 features extractor): each
+    view cell's 38 planes (``orgteams.envs.rl_obs``) go through one small linear layer
+    shared by all cells (a 1x1 convolution, ``embed`` outputs), then everything, hands
+    and goal rows included, through one dense layer. A sixth of the plain MLP's
+    multiply-adds on the 11x11 view, and a cell's contents mean the same wherever it is.
     """
     import torch
     from stable_baselines3.common.torch_layers import BaseFeaturesExtractor
@@ -172,56 +184,74 @@ def grid_extractor(view_radius: int):
 
     from orgteams.envs.rl_obs import num_planes
 
-    side, planes = 2 * view_radius + 1, num_planes()
+    cells, planes = (2 * view_radius + 1) ** 2, num_planes()
 
-    class GridCNN(BaseFeaturesExtractor):
+    class CellFeatures(BaseFeaturesExtractor):
         def __init__(self, space, features_dim: int = 128):
             super().__init__(space, features_dim)
-            self.view = side * side * planes
-            self.conv = nn.Sequential(
-                nn.Conv2d(planes, 32, 3, padding=1), nn.ReLU(),
-                nn.Conv2d(32, 32, 3, stride=2, padding=1), nn.ReLU(), nn.Flatten())
-            n = self.conv(torch.zeros(1, planes, side, side)).shape[1]
+            self.view = cells * planes
+            self.embed = nn.Linear(planes, embed)
             rest = space.shape[0] - self.view
-            self.head = nn.Sequential(nn.Linear(n + rest, features_dim), nn.ReLU())
+            self.head = nn.Sequential(nn.Linear(cells * embed + rest, features_dim), nn.ReLU())
 
         def forward(self, obs):
-            grid = obs[:, :self.view].reshape(-1, side, side, planes).permute(0, 3, 1, 2)
-            return self.head(torch.cat([self.conv(grid), obs[:, self.view:]], dim=1))
+            n = len(obs)
+            grid = torch.relu(self.embed(obs[:, :self.view].reshape(n, cells, planes)))
+            return self.head(torch.cat([grid.reshape(n, -1), obs[:, self.view:]], dim=1))
 
-    return GridCNN
+    return CellFeatures
 
 
-def train(timesteps: int, out: Path, copies: int = 8, seed: int = 0, eval_every: int = 50_000,
-          eval_episodes: int = 30, threads: int = 1, cnn: bool = False,
+def make_model(venv, net: str = "cells", seed: int | None = 0, view_radius: int = 5,
+               ppo_kwargs: dict | None = None, algo: type | None = None) -> tuple[Any, dict]:
+    """The example's learner over ``venv`` and its settings: ``algo`` (default
+    sb3-contrib's ``MaskablePPO``) with ``MlpPolicy``; ``net`` as :func:`train`;
+    ``seed=None`` for vector envs that take no seed (SuperSuit's)."""
+    import torch
+    from sb3_contrib import MaskablePPO
+
+    # SB3 builds a Categorical for every batch; checking its arguments each time costs
+    # more than the small network's forward pass.
+    torch.distributions.Distribution.set_default_validate_args(False)
+    policy_kwargs: dict[str, Any] = {"net_arch": [128, 128]}
+    if net == "cells":
+        policy_kwargs = {"net_arch": {"pi": [64], "vf": [64]},
+                         "features_extractor_class": cell_extractor(view_radius)}
+    ppo = {"n_steps": 256, "batch_size": 512, "n_epochs": 4, "learning_rate": 3e-4,
+           "gamma": 0.99, "gae_lambda": 0.95, "ent_coef": 0.01,
+           "policy_kwargs": policy_kwargs, **(ppo_kwargs or {})}
+    return (algo or MaskablePPO)("MlpPolicy", venv, seed=seed, verbose=0, **ppo), ppo
+
+
+def train(timesteps: int, out: Path, copies: int = 8, seed: int = 0, eval_every: int = 100_000,
+          eval_episodes: int = 30, threads: int = 1, net: str = "cells", core: str = "scalar",
           ppo_kwargs: dict | None = None, **env_kwargs: Any) -> dict:
     """Train MaskablePPO, evaluating on held-out seeds every ``eval_every`` steps.
 
-    ``cnn``: a small CNN over the view (:func:`grid_extractor`), else a plain MLP.
+    ``net``: ``"cells"`` (:func:`cell_extractor`, then 64-unit policy and value heads)
+    or ``"mlp"`` (two separate 128x128 MLPs over the whole observation). ``core``:
+    ``"scalar"`` or ``"batched"`` (:func:`make_vec_env`). The CPU seconds reported are
+    this process's (``time.process_time``), with and without the evaluations.
     """
     import torch
-    from sb3_contrib import MaskablePPO
     from stable_baselines3.common.callbacks import BaseCallback
 
     torch.set_num_threads(threads)
     env_kwargs = {**EASY, **env_kwargs}
-    venv = AgentVecEnv(copies, seed=seed, **env_kwargs)
-    policy_kwargs: dict[str, Any] = {"net_arch": [128, 128]}
-    if cnn:
-        policy_kwargs = {"net_arch": [128], "features_extractor_class":
-                         grid_extractor(env_kwargs.get("view_radius", 7))}
-    ppo = {"n_steps": 256, "batch_size": 512, "n_epochs": 10, "learning_rate": 3e-4,
-           "gamma": 0.99, "gae_lambda": 0.95, "ent_coef": 0.01,
-           "policy_kwargs": policy_kwargs, **(ppo_kwargs or {})}
-    model = MaskablePPO("MlpPolicy", venv, seed=seed, verbose=0, **ppo)
+    venv = make_vec_env(core, copies, seed, **env_kwargs)
+    model, ppo = make_model(venv, net, seed, env_kwargs["view_radius"], ppo_kwargs)
     curve: list[tuple[int, float, float]] = []
+    eval_cpu = [0.0]  # CPU seconds spent evaluating, so training's own can be told apart
     start_cpu = time.process_time()
 
     def evaluate(deterministic: bool = False) -> float:
         def policy(obs, masks):
             acts, _ = model.predict(obs, action_masks=masks, deterministic=deterministic)
             return acts
-        return play(policy, eval_episodes, **env_kwargs)
+        began = time.process_time()
+        rate = play(policy, eval_episodes, **env_kwargs)
+        eval_cpu[0] += time.process_time() - began
+        return rate
 
     class Every(BaseCallback):
         def __init__(self):
@@ -239,17 +269,21 @@ def train(timesteps: int, out: Path, copies: int = 8, seed: int = 0, eval_every:
 
     wall = time.time()
     model.learn(timesteps, callback=Every())
-    cpu = time.process_time() - start_cpu
+    cpu = time.process_time() - start_cpu  # evaluations during training included
     final = evaluate()
     curve.append((model.num_timesteps, final, time.process_time() - start_cpu))
     out.mkdir(parents=True, exist_ok=True)
     model.save(out / "model.zip")
+    train_cpu = cpu - eval_cpu[0]
     result = {"setting": env_kwargs, "timesteps": model.num_timesteps, "copies": copies,
-              "cpu_seconds": round(cpu, 1), "wall_seconds": round(time.time() - wall, 1),
-              "agent_steps_per_s": round(model.num_timesteps / (time.time() - wall)),
+              "core": core, "seed": seed, "net": net, "ppo": {k: v for k, v in ppo.items()
+                                                if k != "policy_kwargs"},
+              "cpu_seconds": round(cpu, 1), "train_cpu_seconds": round(train_cpu, 1),
+              "wall_seconds": round(time.time() - wall, 1),
+              "agent_steps_per_cpu_s": round(model.num_timesteps / train_cpu),
               "held_out_success": final, "eval_episodes": eval_episodes, "curve": curve}
     (out / "results.json").write_text(json.dumps(result, indent=1, default=_describe))
-    _plot(curve, out / "curve.png")
+    plot({f"{core} path" if core == "scalar" else f"{core} core": curve}, out / "curve.png")
     return result
 
 
@@ -260,7 +294,9 @@ def _describe(value: Any) -> Any:
     return str(value)
 
 
-def _plot(curve: list[tuple[int, float, float]], path: Path) -> None:
+def plot(runs: dict[str, list], path: Path) -> None:
+    """Held-out success against agent-steps and against CPU seconds, one line per run
+    (``label -> curve``, the ``curve`` of ``results.json``)."""
     try:
         import matplotlib
     except ImportError:  # the plot is a convenience: the numbers are in results.json
@@ -268,12 +304,20 @@ def _plot(curve: list[tuple[int, float, float]], path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(5, 3.2))
-    ax.plot([c[0] for c in curve], [c[1] for c in curve], marker="o")
-    ax.set_xlabel("agent-steps")
-    ax.set_ylabel("success on 30 held-out seeds")
-    ax.set_ylim(-0.02, 1.02)
-    ax.set_title("MaskablePPO, studio / put_dishwasher_easy, 1 unit")
+    fig, axes = plt.subplots(1, 2, figsize=(9, 3.4), sharey=True)
+    for label, curve in runs.items():
+        for ax, x in zip(axes, (0, 2)):
+            ax.plot([c[x] for c in curve], [c[1] for c in curve], marker="o", label=label)
+    axes[0].xaxis.set_major_formatter(lambda x, _: f"{x / 1000:.0f}k")
+    axes[0].set_xlabel("agent-steps")
+    axes[1].set_xlabel("CPU seconds (training process, evaluations included)")
+    axes[0].set_ylabel("success on 30 held-out seeds")
+    axes[0].set_ylim(-0.02, 1.02)
+    axes[1].axvline(600, color="grey", linestyle=":")
+    for ax in axes:
+        ax.axhline(0.8, color="grey", linestyle=":")
+    axes[1].legend(loc="lower right", fontsize=8)
+    fig.suptitle("MaskablePPO, studio / put_dishwasher_easy, 1 unit (the easy setting)")
     fig.tight_layout()
     fig.savefig(path, dpi=100)
     plt.close(fig)
@@ -281,25 +325,47 @@ def _plot(curve: list[tuple[int, float, float]], path: Path) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--timesteps", type=int, default=300_000)
+    p.add_argument("--timesteps", type=int, default=400_000)
     p.add_argument("--copies", type=int, default=8, help="env copies (x agents = SB3 envs)")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--eval-every", type=int, default=50_000)
+    p.add_argument("--eval-every", type=int, default=100_000)
     p.add_argument("--episodes", type=int, default=30, help="held-out evaluation episodes")
     p.add_argument("--out", type=Path, default=Path("runs/ppo"))
     p.add_argument("--threads", type=int, default=1, help="torch threads")
-    p.add_argument("--cnn", action="store_true", help="a small CNN over the view, not an MLP")
+    p.add_argument("--net", choices=("cells", "mlp"), default="cells",
+                   help="cells: a shared per-cell layer, then 64-unit heads; "
+                        "mlp: two 128x128 MLPs")
+    p.add_argument("--core", choices=("scalar", "batched"), default="scalar",
+                   help="scalar: parallel_env copies stepped one by one; batched: the "
+                        "batched numpy core (household_v0.vector_env)")
+    p.add_argument("--n-steps", type=int, default=256, help="rollout ticks per entry")
     p.add_argument("--random", action="store_true", help="only the masked-random baseline")
+    p.add_argument("--plot", type=Path, nargs="+", metavar="RESULTS",
+                   help="only draw these runs' results.json into --out/curve.png")
+    p.add_argument("--random-passes", type=int, default=10,
+                   help="passes of masked random play over the held-out seeds")
     args = p.parse_args(argv)
-    rate = play(masked_random(np.random.default_rng(args.seed)), args.episodes, **EASY)
-    print(f"masked random: held-out success {rate:.2f} ({args.episodes} episodes)")
+    if args.plot:
+        runs = [json.loads(path.read_text()) for path in args.plot]
+        args.out.mkdir(parents=True, exist_ok=True)
+        plot({f"{r['core']}, seed {r['seed']}, {r['copies']} households x "
+              f"{r['ppo']['n_steps']} ticks": r["curve"] for r in runs}, args.out / "curve.png")
+        return
+    rates = random_baseline(args.random_passes, args.episodes, args.seed)
+    print(f"masked random: held-out success {np.mean(rates):.3f} (mean of {len(rates)} "
+          f"passes over {args.episodes} episodes; passes {min(rates):.2f}-{max(rates):.2f})")
     if args.random:
         return
     result = train(args.timesteps, args.out, args.copies, args.seed, args.eval_every,
-                   args.episodes, args.threads, cnn=args.cnn)
+                   args.episodes, args.threads, net=args.net, core=args.core,
+                   ppo_kwargs={"n_steps": args.n_steps})
+    saved = args.out / "results.json"
+    saved.write_text(json.dumps({**json.loads(saved.read_text()),
+                                 "masked_random_passes": rates}, indent=1))
     print(f"trained: held-out success {result['held_out_success']:.2f} after "
-          f"{result['timesteps']} agent-steps, {result['cpu_seconds']} s CPU "
-          f"({result['agent_steps_per_s']} agent-steps/s)")
+          f"{result['timesteps']} agent-steps, {result['cpu_seconds']} s CPU with "
+          f"evaluations, {result['train_cpu_seconds']} s without "
+          f"({result['agent_steps_per_cpu_s']} agent-steps per CPU second)")
 
 
 if __name__ == "__main__":

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -23,7 +24,7 @@ def train_ppo():
 
 
 def test_agent_vec_env_batches_agents_and_their_masks(train_ppo):
-    venv = train_ppo.AgentVecEnv(2, **{**train_ppo.EASY, "max_ticks": 5})
+    venv = train_ppo.ScalarAgentVecEnv(2, **{**train_ppo.EASY, "max_ticks": 5})
     assert venv.num_envs == 4
     obs = venv.reset()
     assert obs.shape == (4, *venv.observation_space.shape) and obs.dtype == np.float32
@@ -37,13 +38,59 @@ def test_agent_vec_env_batches_agents_and_their_masks(train_ppo):
     assert np.array_equal(np.stack(venv.env_method("action_masks")), venv.action_masks())
 
 
+def test_scalar_path_and_batched_core_play_the_same_episodes(train_ppo):
+    """Same seed, same actions: the two vector envs the example can train on agree at
+    every tick, episode ends and restarts included."""
+    kw = {**train_ppo.EASY, "max_ticks": 7}
+    scalar, batched = (train_ppo.make_vec_env(core, 3, seed=21, **kw)
+                       for core in ("scalar", "batched"))
+    assert type(batched).__name__ == "AgentVecEnv" and batched.num_envs == scalar.num_envs == 6
+    assert np.array_equal(scalar.reset(), batched.reset())
+    rng = np.random.default_rng(1)
+    for _ in range(30):
+        masks = scalar.action_masks()
+        assert np.array_equal(masks, batched.action_masks())
+        actions = np.array([rng.choice(np.flatnonzero(m)) for m in masks])
+        s_obs, s_rew, s_done, s_info = scalar.step(actions)
+        b_obs, b_rew, b_done, b_info = batched.step(actions)
+        assert np.array_equal(s_obs, b_obs) and np.array_equal(s_done, b_done)
+        assert np.allclose(s_rew, b_rew)
+        for s, b in zip(s_info, b_info):
+            if "terminal_observation" in s:
+                assert np.array_equal(s["terminal_observation"], b["terminal_observation"])
+                assert s["TimeLimit.truncated"] == b["TimeLimit.truncated"]
+                assert s["episode"]["r"] == pytest.approx(b["episode"]["r"])
+    with pytest.raises(ValueError, match=re.escape("core must be 'scalar' or 'batched', "
+                                                   "got 'gpu'")):
+        train_ppo.make_vec_env("gpu", 1)
+
+
 @pytest.mark.slow
-def test_a_short_training_run_writes_its_curve_and_results(train_ppo, tmp_path):
-    result = train_ppo.train(4096, tmp_path, copies=2, eval_every=2048, eval_episodes=2)
-    assert result["timesteps"] >= 4096
+@pytest.mark.parametrize("core", ["scalar", "batched"])
+def test_a_short_training_run_writes_its_curve_and_results(train_ppo, tmp_path, core):
+    result = train_ppo.train(4096, tmp_path, copies=2, eval_every=2048, eval_episodes=2,
+                             core=core)
+    assert result["timesteps"] >= 4096 and result["core"] == core
+    assert 0 < result["train_cpu_seconds"] <= result["cpu_seconds"]
     saved = json.loads((tmp_path / "results.json").read_text())
     assert saved["held_out_success"] == result["held_out_success"]
     assert 0.0 <= saved["held_out_success"] <= 1.0
     assert [c[0] for c in saved["curve"]][:2] == [2048, 4096] or len(saved["curve"]) >= 2
     assert (tmp_path / "curve.png").stat().st_size > 1000
     assert (tmp_path / "model.zip").exists()
+
+
+def test_the_command_line_baseline_and_plot(train_ppo, tmp_path, capsys):
+    train_ppo.main(["--random", "--random-passes", "2", "--episodes", "3"])
+    line = capsys.readouterr().out
+    assert re.fullmatch(r"masked random: held-out success \d\.\d{3} \(mean of 2 passes over "
+                        r"3 episodes; passes \d\.\d\d-\d\.\d\d\)\n", line)
+    runs = []
+    for core, copies in (("scalar", 8), ("batched", 64)):
+        path = tmp_path / f"{core}.json"
+        path.write_text(json.dumps({"core": core, "seed": 0, "copies": copies,
+                                    "ppo": {"n_steps": 32},
+                                    "curve": [[1000, 0.1, 5.0], [2000, 0.9, 9.0]]}))
+        runs.append(str(path))
+    train_ppo.main(["--plot", *runs, "--out", str(tmp_path / "fig")])
+    assert (tmp_path / "fig" / "curve.png").stat().st_size > 1000

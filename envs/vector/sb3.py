@@ -1,0 +1,129 @@
+"""Stable-Baselines3 ``VecEnv`` over the batched core: every agent one batch entry.
+
+:class:`AgentVecEnv` turns a :class:`~orgteams.envs.vector.VectorHouseholdEnv` of ``N``
+households with ``A`` agents into an SB3 ``VecEnv`` of ``N * A`` entries (entry
+``i * A + a`` is agent ``a`` of household ``i``), so one policy drives every agent
+(parameter sharing). Observations, rewards and dones are reshaped views of the
+core's arrays; sb3-contrib's ``MaskablePPO`` reads the core's masks through
+``action_masks()`` / ``env_method("action_masks")``. Finished households reset in
+the same step (SB3's convention, which is the core's): the finished episode's last
+observation is in ``info["terminal_observation"]``, ``info["TimeLimit.truncated"]``
+says it was cut short (SB3 then bootstraps its value) and ``info["episode"]`` holds
+its return ``r``, length ``l`` and ``is_success`` (what SB3 logs).
+
+Needs the ``rl`` extra (``pip install "orgteams[rl]"``); nothing in the core imports
+this module.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import numpy as np
+from gymnasium import spaces
+from stable_baselines3.common.vec_env import VecEnv
+
+from orgteams.envs.vector.env import VectorHouseholdEnv
+
+MASK_METHOD = "action_masks"
+
+
+class AgentEntries(VecEnv):
+    """What every agents-as-entries ``VecEnv`` shares: masks for ``MaskablePPO`` and
+    the parts of SB3's interface that address single entries (there are no per-entry
+    envs to reach, so those raise, naming the attribute)."""
+
+    def __init__(self, num_envs: int, observation_space: spaces.Space,
+                 action_space: spaces.Space):
+        super().__init__(num_envs, observation_space, action_space)
+        self._actions: np.ndarray | None = None
+
+    def action_masks(self) -> np.ndarray:
+        """``(num_envs, n_actions)`` bool: the valid actions of every entry."""
+        raise NotImplementedError
+
+    def step_async(self, actions: np.ndarray) -> None:
+        self._actions = np.asarray(actions)
+
+    def env_method(self, method_name: str, *args, indices: Any = None, **kwargs) -> list:
+        if method_name == MASK_METHOD:
+            return list(self.action_masks()[self._get_indices(indices)])
+        raise AttributeError(f"{type(self).__name__} has no per-env method {method_name!r}")
+
+    def has_attr(self, attr_name: str) -> bool:
+        return attr_name == MASK_METHOD
+
+    def get_attr(self, attr_name: str, indices: Any = None) -> list:
+        if attr_name == "render_mode":  # SB3 asks at construction; entries do not draw
+            return [None] * len(self._get_indices(indices))
+        raise AttributeError(f"{type(self).__name__} has no per-env attribute {attr_name!r}")
+
+    def set_attr(self, attr_name: str, value: Any, indices: Any = None) -> None:
+        raise AttributeError(f"{type(self).__name__} cannot set {attr_name!r}")
+
+    def env_is_wrapped(self, wrapper_class: type, indices: Any = None) -> list[bool]:
+        return [False] * len(self._get_indices(indices))
+
+    def _get_indices(self, indices: None | int | Iterable[int]) -> list[int]:
+        if indices is None:
+            return list(range(self.num_envs))
+        return [indices] if isinstance(indices, int) else list(indices)
+
+
+class AgentVecEnv(AgentEntries):
+    """SB3 ``VecEnv`` of ``venv.num_envs * venv.num_agents`` entries over the batched
+    core (module docstring). ``reset()`` seeds household ``i`` with ``seed + i`` when
+    SB3 set a seed (``model = MaskablePPO(..., seed=s)`` or ``env.seed(s)``)."""
+
+    def __init__(self, venv: VectorHouseholdEnv):
+        self.venv = venv
+        self.households, self.agents = venv.num_envs, venv.num_agents
+        super().__init__(self.households * self.agents, venv.single_observation_space,
+                         venv.single_action_space)
+        self._masks: np.ndarray | None = None
+
+    def reset(self) -> np.ndarray:
+        seed = self._seeds[0]
+        obs, infos = self.venv.reset(seed=seed)
+        self._reset_seeds()
+        self._masks = self._entries(infos["action_mask"]).astype(bool)
+        return self._entries(obs)
+
+    def step_wait(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[dict]]:
+        if self._actions is None:
+            raise RuntimeError("call step_async(actions) before step_wait()")
+        actions = self._actions.reshape(self.households, self.agents)
+        self._actions = None
+        obs, rewards, terms, truncs, infos = self.venv.step(actions)
+        self._masks = self._entries(infos["action_mask"]).astype(bool)
+        dones = self._entries(terms | truncs)
+        entry_infos: list[dict[str, Any]] = [{} for _ in range(self.num_envs)]
+        if "final_obs" in infos:
+            self._finish(entry_infos, infos, terms, truncs)
+        return (self._entries(obs), self._entries(rewards).astype(np.float32), dones,
+                entry_infos)
+
+    def action_masks(self) -> np.ndarray:
+        if self._masks is None:
+            raise RuntimeError("call reset() before action_masks()")
+        return self._masks
+
+    def close(self) -> None:
+        self.venv.close()
+
+    def _entries(self, array: np.ndarray) -> np.ndarray:
+        """``(N, A, ...)`` -> ``(N * A, ...)``, a view where numpy can make one."""
+        return array.reshape(self.num_envs, *array.shape[2:])
+
+    def _finish(self, entry_infos: Sequence[dict], infos: dict[str, Any],
+                terms: np.ndarray, truncs: np.ndarray) -> None:
+        """SB3's end-of-episode keys for the entries of finished households."""
+        final_obs, episode = infos["final_obs"], infos["final_info"]["episode"]
+        for i in np.flatnonzero(infos["_final_obs"]).tolist():
+            stats = {key: value[i].item() for key, value in episode.items()}
+            cut = bool(truncs[i, 0] and not terms[i, 0])
+            for a in range(self.agents):
+                entry_infos[i * self.agents + a].update(
+                    terminal_observation=final_obs[i][a], episode=dict(stats),
+                    is_success=stats["is_success"], **{"TimeLimit.truncated": cut})
