@@ -9,8 +9,13 @@ every tick, 3 agents on ``apartment``:
 * SuperSuit's ``concat_vec_envs_v1`` over ``pettingzoo_env_to_vec_env_v1`` (8 copies),
   the PettingZoo recipe RL code uses;
 * for reference, at 1024 households: the batched core without observations
-  (``observations=False``: the dynamics, rewards and masks alone), writing them into
-  one reused array (``copy=False``) and with a small view (``view_radius=2``).
+  (``observations=False``: the dynamics, rewards and masks alone), returning its one
+  updated array instead of a copy (``copy=False``), raw uint8 entries
+  (``obs_dtype=np.uint8``), both, and with a small view (``view_radius=2``);
+* the same with every agent trying to move every tick (action ids 1-4 only, "moves
+  only"): the flat buffer rewrites the whole window of each agent whose cell changed,
+  and uniform random ids move only about 5% of the agents per tick, a trained policy
+  many more.
 
 All rows take turns in short CPU-time slices (as ``env_throughput.py``) and each
 reports its best slice; the ratios to the scalar env are also paired round by round.
@@ -71,7 +76,7 @@ def measure(steps: dict[str, Callable[[int], int]], seconds: float, rounds: int 
     return best, per_round
 
 
-def vector_step_fn(num_envs: int, **kwargs) -> Callable[[int], int]:
+def vector_step_fn(num_envs: int, moves_only: bool = False, **kwargs) -> Callable[[int], int]:
     vec = household_v0.vector_env(num_envs, layout=LAYOUT, task=TASK, num_agents=AGENTS,
                                   obs_mode="flat", seed=0, **kwargs)
     vec.reset()
@@ -80,7 +85,8 @@ def vector_step_fn(num_envs: int, **kwargs) -> Callable[[int], int]:
     rng = np.random.default_rng(1)
     batch = vec._batch  # the benchmark reaches in: no public API sets a tick
     batch.tick[:] = rng.integers(0, batch.step_limit)
-    table = rng.integers(0, NUM_ACTIONS, size=(TABLES, num_envs, AGENTS))
+    low, high = (1, 5) if moves_only else (0, NUM_ACTIONS)  # Verb.MOVE: ids 1-4
+    table = rng.integers(low, high, size=(TABLES, num_envs, AGENTS))
 
     def step(i: int) -> int:
         vec.step(table[i % TABLES])
@@ -143,6 +149,15 @@ def main(argv: list[str] | None = None) -> None:
     rows[f"vector_env, {big} households, observations=False"] = vector_step_fn(
         big, observations=False)
     rows[f"vector_env, {big} households, copy=False"] = vector_step_fn(big, copy=False)
+    rows[f"vector_env, {big} households, obs_dtype=uint8"] = vector_step_fn(
+        big, obs_dtype=np.uint8)
+    rows[f"vector_env, {big} households, copy=False, uint8"] = vector_step_fn(
+        big, copy=False, obs_dtype=np.uint8)
+    rows[f"vector_env, {big} households, moves only"] = vector_step_fn(big, moves_only=True)
+    rows[f"vector_env, {big} households, moves only, copy=False"] = vector_step_fn(
+        big, moves_only=True, copy=False)
+    rows[f"vector_env, {big} households, moves only, copy=False, uint8"] = vector_step_fn(
+        big, moves_only=True, copy=False, obs_dtype=np.uint8)
     rows[f"vector_env, {big} households, view_radius=2"] = vector_step_fn(big, view_radius=2)
     if args.jax:
         for n in (64, big):
@@ -153,10 +168,10 @@ def main(argv: list[str] | None = None) -> None:
     scalar = "scalar env (parallel_env)"
     print(f"household_v0 batched core ({LAYOUT}, {TASK}, {AGENTS} agents, flat observations "
           f"and action masks every tick, random actions, {args.seconds:g} CPU s per row)")
-    print(f"{'row':<52} {'agent-steps/s':>14}   vs scalar env (best; paired median, range)")
+    print(f"{'row':<62} {'agent-steps/s':>14}   vs scalar env (best; paired median, range)")
     for name, rate in best.items():
         paired = sorted(r[name] / r[scalar] for r in rounds)
-        print(f"{name:<52} {rate:>14,.0f}   {rate / best[scalar]:7.1f}x "
+        print(f"{name:<62} {rate:>14,.0f}   {rate / best[scalar]:7.1f}x "
               f"({median(paired):.1f}x, {paired[0]:.1f}-{paired[-1]:.1f}x)")
 
 

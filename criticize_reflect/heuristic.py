@@ -158,14 +158,15 @@ class HeuristicCoordinator:
     def propose(self, history: list[Trial], current: Organization, *, approved: bool = False,
                 team: list[str] | None = None, iteration: int | None = None
                 ) -> CoordinatorDecision:
-        """Edits of the best organization so far addressing the latest problems (from the
-        latest critique's codes; without a Critic, from the latest metrics)."""
+        """Edits of the best organization so far addressing the latest critique's problem
+        codes. Without a usable critique (the Critic ablated, or its reply fell back) it
+        has no diagnosis: it explores untargeted edits (``EDITS["explore"]``) by cost
+        alone, so the ablation without the Critic really lacks the Critic's work."""
         self.calls += 1
         latest = max(history, key=lambda t: t.iteration)
         base = min(history, key=lambda t: (t.cost, t.iteration)).organization
-        codes = (latest.critique.codes if latest.critique is not None
-                 and latest.critique.fallback is None
-                 else [c for c, _ in problems_of(latest.metrics)])
+        critiqued = latest.critique is not None and latest.critique.fallback is None
+        codes = list(latest.critique.codes) if critiqued else []
         played = {_shape(t.organization) for t in history}
         rows: list[dict[str, Any]] = []
         options: list[Organization] = []
@@ -192,7 +193,8 @@ class HeuristicCoordinator:
                              "valid": org is not None, "reason": reason})
                 if org is not None:
                     options.append(org)
-        analysis = f"problems: {', '.join(codes) or 'none'}; edits of {base.name}"
+        analysis = (f"problems: {', '.join(codes) or 'none'}" if critiqued
+                    else "no critique: untargeted edits") + f"; edits of {base.name}"
         if not options:
             reason = "no untried edit is valid"
             return CoordinatorDecision(organization=current, candidates=rows,

@@ -25,8 +25,8 @@ from pydantic import BaseModel, ConfigDict
 from orgteams.envs._util import asset_dir
 from orgteams.envs.errors import UserError
 
-__all__ = ["LABELS", "LLMClassifier", "agreement", "classify_rule", "label_shares",
-           "load_labelled", "messages_of_log"]
+__all__ = ["LABELS", "LLMClassifier", "agreement", "classify_rule", "episodes_label_shares",
+           "label_shares", "load_labelled", "messages_of_log", "shares_markdown"]
 
 LABELS = ("information_sharing", "leadership_assistance", "request_for_guidance", "other")
 """The constrained label set."""
@@ -37,7 +37,11 @@ MESSAGE_MAX_CHARS = 400
 _QUESTION = re.compile(r"\?|\b(should i|what should|what do|where (is|are|can)|can (someone|"
                        r"anyone)|any (idea|instructions?|orders?)|which one|need (help|"
                        r"instructions?|guidance)|tell me what)\b", re.I)
-_LEAD = re.compile(r"^\s*agent_\d+\s*:|\b(please|you (should|take|go|get|grab|explore|handle)|"
+# an order: addressed to a teammate ("agent_1:" or a name, "Bob:"), an imperative first
+# word, or wording that assigns, offers or claims work
+_LEAD = re.compile(r"^\s*(agent_\d+|(?-i:[A-Z][a-z]+))\s*:|^\s*(grab|explore|go|get|open|"
+                   r"bring|put|check|pick|fetch|search)\b|\b(please|you (should|take|go|get|"
+                   r"grab|explore|handle)|"
                    r"go to|let'?s|i('ll| will) (help|take|handle|get|grab|do)|i can help|"
                    r"claim|assign|everyone|team,|focus on|take care of|follow me|your task)\b",
                    re.I)
@@ -110,7 +114,9 @@ class LLMClassifier:
 
 
 def load_labelled(path: str | Path | None = None) -> list[dict[str, str]]:
-    """The hand-labelled sample: ``[{"message", "label", "source"}]``."""
+    """The hand-labelled sample: ``[{"message", "label", "backend", "organization",
+    "seed", "layout", "agent", "round", "run"}]`` (``run``: the command that sent it;
+    ``note``: why a borderline label was chosen)."""
     path = Path(path) if path else asset_dir("behaviours") / "labelled.yaml"
     data = yaml.safe_load(path.read_text(encoding="utf-8"))
     items = data.get("messages") if isinstance(data, dict) else None
@@ -158,3 +164,38 @@ def label_shares(messages: Iterable[str], classify=classify_rule) -> dict[str, A
     counts = Counter(classify(m) for m in messages)
     n = sum(counts.values())
     return {"n": n, "shares": {label: counts[label] / n if n else None for label in LABELS}}
+
+
+def episodes_label_shares(summaries: Iterable[dict[str, Any]], classify=classify_rule,
+                          log_dir: str | Path | None = None) -> dict[str, Any]:
+    """:func:`label_shares` of every message sent in the episodes whose summaries are
+    given (read from each summary's ``log_path``, or a file of that name in ``log_dir``
+    when the path is not there, e.g. a sweep folder that moved), with ``episodes`` (how
+    many were read) and ``missing_logs`` (episodes without a readable log: counted,
+    never guessed)."""
+    messages: list[str] = []
+    read = missing = 0
+    for summary in summaries:
+        log = summary.get("log_path")
+        path = Path(log) if log else None
+        if path is not None and not path.is_file() and log_dir is not None:
+            path = Path(log_dir) / path.name
+        if path is None or not path.is_file():
+            missing += 1
+            continue
+        read += 1
+        messages.extend(messages_of_log(path))
+    return {**label_shares(messages, classify), "episodes": read, "missing_logs": missing}
+
+
+def shares_markdown(rows: Sequence[tuple[str, dict[str, Any]]]) -> list[str]:
+    """Markdown lines of a label-share table: one row per ``(organization, shares)``
+    (:func:`episodes_label_shares`' answer)."""
+    lines = ["| organization | episodes with logs | messages | "
+             + " | ".join(label.replace("_", " ") for label in LABELS) + " |",
+             "|---|---:|---:|" + "---:|" * len(LABELS)]
+    for org, found in rows:
+        shares = [found["shares"][label] for label in LABELS]
+        lines.append(f"| {org} | {found['episodes']} | {found['n']} | " + " | ".join(
+            "-" if v is None else f"{v:.2f}" for v in shares) + " |")
+    return lines

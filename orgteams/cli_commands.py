@@ -229,7 +229,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 def cmd_report(args: argparse.Namespace) -> int:
     from orgteams.report import report
 
-    out = report(args.results, args.out, baseline=args.baseline)
+    out = report(args.results, args.out, baseline=args.baseline, progress=not args.json)
     if args.json:
         _print_json(out)
     else:
@@ -267,7 +267,7 @@ def cmd_reflect(args: argparse.Namespace) -> int:
         from orgteams.reflect_eval import evaluate_reflect, format_evaluation
 
         report = evaluate_reflect(out_dir, seeds=args.evaluate, tasks=args.eval_tasks,
-                                  layouts=args.eval_layouts)
+                                  layouts=args.eval_layouts, progress=not args.json)
         _print_json(report) if args.json else print(format_evaluation(report))
         return 0
     bar = Progress(args.iterations, "reflect", enabled=not args.json)

@@ -25,7 +25,7 @@ import yaml
 from orgteams.envs._util import asset_dir, unknown_name
 from orgteams.envs.errors import UserError
 
-__all__ = ["list_experiments", "load_recipe", "run_experiment"]
+__all__ = ["coordinator_input", "list_experiments", "load_recipe", "run_experiment"]
 
 KINDS = ("sweep", "reflect", "shocks")
 
@@ -66,7 +66,7 @@ def run_experiment(name: str, *, backend: str | None = None, seeds: int | None =
     elif recipe["kind"] == "shocks":
         table = _run_shocks(name, recipe, backend, seeds, out_dir, progress)
     else:
-        table = _run_reflect(name, recipe, backend, seeds, out_dir)
+        table = _run_reflect(name, recipe, backend, seeds, out_dir, progress)
     (out_dir / "table.json").write_text(json.dumps(table, indent=2, default=str) + "\n",
                                         encoding="utf-8")
     (out_dir / "table.md").write_text(_markdown(table) + "\n", encoding="utf-8")
@@ -88,7 +88,7 @@ def _run_sweep(name: str, recipe: dict[str, Any], backend: str | None, seeds: in
     (out / "spec.yaml").write_text(yaml.safe_dump(spec.to_dict(), sort_keys=False),
                                    encoding="utf-8")
     run_sweep(spec, out, workers=1, progress=progress)
-    report(out / "results.jsonl", out, baseline=recipe.get("baseline"))
+    report(out / "results.jsonl", out, baseline=recipe.get("baseline"), progress=progress)
     rows, _ = read_results(out / "results.jsonl")
     metrics = list(recipe.get("metrics") or ["ticks", "comm_tokens_per_step"])
     groups: dict[tuple, list[dict]] = {}
@@ -98,7 +98,7 @@ def _run_sweep(name: str, recipe: dict[str, Any], backend: str | None, seeds: in
         groups.setdefault(key, []).append(row)
     behaviours = bool(recipe.get("behaviours"))
     if behaviours:
-        from orgteams.behaviours import LABELS, label_shares, messages_of_log
+        from orgteams.behaviours import LABELS, episodes_label_shares
     shares = [f"share_{label}" for label in LABELS] if behaviours else []
     columns = ["task", "layout", "agents", "backend", "organization", "n", "errors",
                "success_rate", *metrics, *(["messages", *shares] if behaviours else [])]
@@ -112,9 +112,7 @@ def _run_sweep(name: str, recipe: dict[str, Any], backend: str | None, seeds: in
             values = [float(s[m]) for s in ok if isinstance(s.get(m), int | float)]
             entry[m] = fmean(values) if values else None
         if behaviours:  # rule-based labels of every message the group's episodes sent
-            logs = [s.get("log_path") for s in ok if s.get("log_path")]
-            found = label_shares(m for log in logs if Path(log).is_file()
-                                 for m in messages_of_log(log))
+            found = episodes_label_shares(ok, log_dir=out / "logs")
             entry["messages"] = found["n"]
             entry.update({f"share_{k}": v for k, v in found["shares"].items()})
         out_rows.append(entry)
@@ -123,7 +121,8 @@ def _run_sweep(name: str, recipe: dict[str, Any], backend: str | None, seeds: in
 
 
 def _run_reflect(name: str, recipe: dict[str, Any], backend: str | None, seeds: int | None,
-                 out: Path) -> dict[str, Any]:
+                 out: Path, progress: bool) -> dict[str, Any]:
+    from orgteams.progress import Progress
     from orgteams.reflect import run_reflect
     from orgteams.reflect_eval import evaluate_reflect
 
@@ -134,17 +133,33 @@ def _run_reflect(name: str, recipe: dict[str, Any], backend: str | None, seeds: 
     ran = {"organization": recipe.get("organization", "leader"), **common, "heldout_seeds": n,
            "variants": recipe.get("variants") or {"default": {}}}
     (out / "spec.yaml").write_text(yaml.safe_dump(ran, sort_keys=False), encoding="utf-8")
-    columns = ["variant", "start", "best", "best_iteration", "loop_cost_start",
-               "loop_cost_best", "n", "heldout_start", "heldout_best", "difference",
-               "cohens_dz", "t_test_p", "wilcoxon_p"]
+    columns = ["variant", "coordinator_input", "start", "best", "best_iteration", "path",
+               "loop_costs", "loop_cost_start", "loop_cost_best", "n", "heldout_start",
+               "heldout_best", "difference", "cohens_dz", "t_test_p", "wilcoxon_p"]
     rows = []
     for variant, options in ran["variants"].items():
         per = {**common, **(options or {})}
         per.setdefault("seeds", list(range(int(per.get("episodes_per_iteration") or 1))))
-        result = run_reflect(ran["organization"], out_dir=out / variant, **per)
-        ev = evaluate_reflect(out / variant, seeds=n)["rows"][0]
-        rows.append({"variant": variant, "start": ran["organization"], "best": result.best.name,
+        iterations = int(per.get("iterations", 3))
+        bar = Progress(iterations, f"{name} {variant}", enabled=progress)
+
+        def on_progress(iteration: int, tick: int, limit: int, bar: Progress = bar,
+                        total: int = iterations) -> None:
+            bar.update(iteration, f"iteration {iteration + 1}/{total}: tick {tick}/{limit}")
+
+        try:
+            result = run_reflect(ran["organization"], out_dir=out / variant,
+                                 on_progress=on_progress, **per)
+            bar.update(iterations, "done")
+        finally:
+            bar.close()
+        ev = evaluate_reflect(out / variant, seeds=n, progress=progress)["rows"][0]
+        rows.append({"variant": variant, "coordinator_input": coordinator_input(result.history),
+                     "start": ran["organization"], "best": result.best.name,
                      "best_iteration": result.best_iteration,
+                     "path": " > ".join(_edit_of(r["organization_name"])
+                                        for r in result.history),
+                     "loop_costs": ", ".join(f"{r['cost']:.2f}" for r in result.history),
                      "loop_cost_start": result.history[0]["cost"],
                      "loop_cost_best": result.best_cost, "n": ev["n"],
                      "heldout_start": ev["mean_start"], "heldout_best": ev["mean_best"],
@@ -152,6 +167,28 @@ def _run_reflect(name: str, recipe: dict[str, Any], backend: str | None, seeds: 
                      "t_test_p": ev["t_test_p"], "wilcoxon_p": ev["wilcoxon_p"]})
     return {"experiment": name, "kind": "reflect", "description": recipe.get("description"),
             "columns": columns, "rows": rows}
+
+
+def _edit_of(name: str) -> str:
+    """``leader__channels_none`` -> ``channels_none`` (the heuristic's edit slug)."""
+    return name.split("__", 1)[1] if "__" in name else name
+
+
+def coordinator_input(history: list[dict[str, Any]]) -> str:
+    """What the Coordinator received from the Critic over a run: how many of its
+    decisions had a usable critique, and the problem codes those critiques named (a
+    heuristic Critic's), or that it decided on costs and metrics alone."""
+    decided = [r for r in history if r.get("decision") is not None]
+    used = [r["critique"] for r in decided
+            if r.get("critique") and not r["critique"].get("fallback")]
+    if not used:
+        return f"no critique in {len(decided)} decision(s): costs and metrics only"
+    codes: dict[str, int] = {}
+    for critique in used:
+        for code in critique.get("codes") or []:
+            codes[code] = codes.get(code, 0) + 1
+    named = ", ".join(f"{c} x{k}" for c, k in codes.items()) or "no problem codes"
+    return f"critique in {len(used)}/{len(decided)} decision(s): {named}"
 
 
 def _run_shocks(name: str, recipe: dict[str, Any], backend: str | None, seeds: int | None,

@@ -1,5 +1,8 @@
-"""A progress bar on stderr for long commands (record, reflect): rich when installed,
-else a plain line now and then. stdout stays clean for ``--json``."""
+"""The one progress bar on stderr for long work: ``record``, ``reflect`` iterations,
+``reflect --evaluate`` (and its generalization table), ``sweep``, ``report`` over many
+runs and every ``experiment`` recipe. rich when installed, else a plain line now and
+then (and always plain lines when stderr is not a terminal, e.g. a log file). stdout
+stays clean for ``--json``."""
 
 from __future__ import annotations
 
@@ -25,6 +28,8 @@ class Progress:
 
     def _start(self) -> None:
         self._started = True
+        if not sys.stderr.isatty():  # a log file or CI: rich would draw only at the end
+            return
         try:
             from rich.console import Console
             from rich.progress import Progress as RichProgress
@@ -49,7 +54,8 @@ class Progress:
             self._rich.update(self._task, completed=self.done, description=desc)
         elif time.monotonic() - self._last_line > 2 or self.done == self.total:
             self._last_line = time.monotonic()
-            print(f"{self.label}: {self.done}/{self.total} {note}".rstrip(), file=sys.stderr)
+            print(f"{self.label} {note}".rstrip() + f": {self.done}/{self.total}",
+                  file=sys.stderr)
 
     def close(self) -> None:
         if self._rich is not None:

@@ -17,6 +17,7 @@ from typing import Any
 from orgteams.criticize_reflect.cost import CostModel
 from orgteams.envs.errors import UserError
 from orgteams.organizations.spec import Organization
+from orgteams.progress import Progress
 
 __all__ = ["HELDOUT_OFFSET", "evaluate_reflect", "format_evaluation", "heldout_seeds",
            "paired_comparison", "plot_costs"]
@@ -53,11 +54,12 @@ def paired_comparison(start: Sequence[float], best: Sequence[float]) -> dict[str
 
 
 def _costs(org: Organization, run: dict[str, Any], seeds: list[int], model: CostModel,
-           task: str, layout: str) -> list[float]:
+           task: str, layout: str, bar: Progress) -> list[float]:
     from orgteams.team import run_episode
 
     costs = []
     for seed in seeds:
+        bar.update(bar.done, f"{task} / {layout}: {org.name}, seed {seed}")
         result = run_episode(task=task, layout=layout, organization=org, agents=run["agents"],
                              backend=run["backend"], seed=seed, max_rounds=run.get("max_rounds"),
                              max_ticks=run.get("max_ticks"))
@@ -65,6 +67,7 @@ def _costs(org: Organization, run: dict[str, Any], seeds: list[int], model: Cost
             raise RuntimeError(f"seed {seed}: the episode stopped early "
                                f"({result.summary.get('stop_reason')}); no comparison")
         costs.append(model.cost(result.summary))
+        bar.update(bar.done + 1, f"{task} / {layout}: {org.name}")
     return costs
 
 
@@ -81,12 +84,12 @@ def _load(out_dir: str | Path) -> tuple[Path, dict, dict, Organization, Organiza
 
 
 def evaluate_reflect(out_dir: str | Path, seeds: int = 20,
-                     tasks: Sequence[str] | None = None, layouts: Sequence[str] | None = None
-                     ) -> dict[str, Any]:
+                     tasks: Sequence[str] | None = None, layouts: Sequence[str] | None = None,
+                     progress: bool = False) -> dict[str, Any]:
     """Compare ``best.yaml`` with the starting organization on ``seeds`` held-out seeds,
     per task x layout (default: the run's own; a pair the layout cannot host is a
     skipped row when tasks or layouts were asked for); writes ``evaluation.json`` and the cost
-    plot ``costs.png`` into ``out_dir``."""
+    plot ``costs.png`` into ``out_dir``. ``progress``: a bar on stderr over the episodes."""
     out, run, config, start, best = _load(out_dir)
     model = CostModel(config["step_weight"], config["token_weight"],
                       config.get("failure_penalty", 0.0))
@@ -97,18 +100,24 @@ def evaluate_reflect(out_dir: str | Path, seeds: int = 20,
         return [value] if isinstance(value, str) else list(value)
 
     rows = []
-    for task in tasks or one(run["task"]):
-        for layout in layouts or one(run["layout"]):
+    cells = [(t, lay) for t in tasks or one(run["task"]) for lay in layouts or one(run["layout"])]
+    bar = Progress(2 * len(held) * len(cells), f"evaluating {out.name}", enabled=progress)
+    try:
+        for task, layout in cells:
+            before = bar.done
             try:
-                a = _costs(start, run, held, model, task, layout)
+                a = _costs(start, run, held, model, task, layout, bar)
             except UserError as exc:  # e.g. the layout lacks the task's furniture
                 if not (tasks or layouts):
                     raise
                 rows.append({"task": task, "layout": layout, "n": 0, "skipped": str(exc)})
+                bar.update(before + 2 * len(held), "skipped")
                 continue
-            b = _costs(best, run, held, model, task, layout)
+            b = _costs(best, run, held, model, task, layout, bar)
             rows.append({"task": task, "layout": layout, **paired_comparison(a, b),
                          "start_costs": a, "best_costs": b})
+    finally:
+        bar.close()
     report = {"out_dir": str(out), "start": start.name, "best": best.name,
               "train_seeds": train, "heldout_seeds": held, "cost_model": model.to_dict(),
               "rows": rows}

@@ -14,7 +14,10 @@ role stability index (RSI: how often an agent keeps its role from one episode to
 next, episodes in seed order, each episode's role being the one held most rounds;
 from the summaries' ``roles_by_round``), the mean leader tenure (rounds per leadership
 term) and self-vote rate (share of ballots cast for oneself) over the episodes that
-have them (:data:`LEADERSHIP`), and the tokenizer its token counts came from.
+have them (:data:`LEADERSHIP`), the tokenizer its token counts came from, and the
+shares of the cooperative-behaviour labels (organized-teams paper §4.3) of every
+message its episodes sent (rule-based, :mod:`orgteams.behaviours`; read from the
+episode logs, episodes without a log counted as ``missing_logs``).
 
 Only episodes that really played count: a row is used when its ``status`` is ``ok``
 and its summary's ``episode_status`` (when present) is ``complete``. Every other cell
@@ -157,13 +160,18 @@ def load_rows(results_path: str | Path) -> tuple[list[dict], dict[str, int]]:
 
 
 def report(results_path: str | Path, out_dir: str | Path, baseline: str | None = None,
-           plots: bool = True) -> dict[str, Any]:
+           plots: bool = True, progress: bool = False) -> dict[str, Any]:
     """Write ``report.md``, ``report.json`` and PNG plots to ``out_dir``; return the JSON.
 
     Args:
         baseline: Organization every other is tested against; default ``none`` where
             present in a context, else the first organization seen there.
+        progress: A bar on stderr over the groups (reading their episode logs is the
+            long part of a report over many runs).
     """
+    from orgteams.behaviours import episodes_label_shares
+    from orgteams.progress import Progress
+
     _scipy_stats()
     results_path, out_dir = Path(results_path), Path(out_dir)
     if not results_path.exists():
@@ -189,6 +197,7 @@ def report(results_path: str | Path, out_dir: str | Path, baseline: str | None =
                         f"(organizations: {', '.join(known)})")
 
     out_groups = []
+    bar = Progress(len(groups), f"report {results_path}", enabled=progress)
     for ctx_groups in contexts.values():
         orgs = [g["organization"] for g in ctx_groups]
         base = baseline if baseline in orgs else ("none" if "none" in orgs else orgs[0])
@@ -203,7 +212,11 @@ def report(results_path: str | Path, out_dir: str | Path, baseline: str | None =
                           "rsi": group_rsi(eps), "recovery": _recovery(eps),
                           **{m: describe(_values(eps, m))["mean"] for m in LEADERSHIP},
                           "tokenizers": sorted({str(e["tokenizer"]) for e in eps
-                                                if e.get("tokenizer")})})
+                                                if e.get("tokenizer")}),
+                          # paper 1 section 4.3: rule-based labels of every message sent
+                          "behaviours": episodes_label_shares(
+                              eps, log_dir=results_path.parent / "logs")})
+            bar.update(len(out_groups) + 1, str(g["organization"]))
             for m in METRICS:
                 entry["metrics"][m] = {
                     "all_episodes": describe(_values(eps, m)),
@@ -220,6 +233,7 @@ def report(results_path: str | Path, out_dir: str | Path, baseline: str | None =
         for entry in out_groups[-len(ctx_groups):]:
             entry["kruskal_across_organizations"] = kw
 
+    bar.close()
     out_dir.mkdir(parents=True, exist_ok=True)
     failed = [{"key": r.get("key") or cell_key(r["cell"]), "status": r.get("status"),
                "episode_status": (r.get("summary") or {}).get("episode_status"),
@@ -282,6 +296,8 @@ def _cell(d: dict) -> str:
 
 
 def _markdown(result: dict) -> str:
+    from orgteams.behaviours import shares_markdown
+
     lines = ["# Sweep report", "",
              f"Results: `{result['results']}` ({result['cells']} cells, "
              f"{result['error_cells']} failed, {result['unreadable_lines']} unreadable lines "
@@ -343,6 +359,9 @@ def _markdown(result: dict) -> str:
         lines += ["", "Kruskal-Wallis across organizations: " + "; ".join(
             f"{m} H {_fmt(kw[m]['H'])}, p {_fmt(kw[m]['p'], 4)} (k = {kw[m]['k']})"
             for m in TESTED if m in kw) + ".", ""]
+        lines += ["### Cooperative behaviours (shares of rule-based message labels)", "",
+                  *shares_markdown([(str(g["organization"]), g["behaviours"]) for g in gs]),
+                  ""]
         plots = [p for p in result["files"].get("plots", []) if Path(p).name.startswith(
             _slug(gs[0]) + "_")]
         lines += [f"![{Path(p).stem}]({Path(p).name})" for p in plots] + [""]

@@ -40,7 +40,6 @@ import json
 import multiprocessing
 import os
 import re
-import sys
 import time
 import traceback
 import warnings
@@ -179,47 +178,22 @@ def _execute(episode_fn: Callable, cell: dict[str, Any], log_path: str | None,
 
 
 class _Progress:
-    """tqdm, else rich, else a line per episode on stderr; nothing when disabled."""
+    """A sweep's bar: :class:`orgteams.progress.Progress` counted per finished cell."""
 
-    def __init__(self, total: int, enabled: bool):
-        self.bar = self.rich = None
-        self.total, self.done, self.enabled = total, 0, enabled and total > 0
-        if not self.enabled:
-            return
-        try:
-            from tqdm import tqdm
+    def __init__(self, total: int, enabled: bool, label: str = "sweep"):
+        from orgteams.progress import Progress
 
-            self.bar = tqdm(total=total, file=sys.stderr, desc="sweep", unit="ep")
-            return
-        except ImportError:
-            pass
-        try:
-            from rich.console import Console
-            from rich.progress import Progress
+        self.bar = Progress(total, label, enabled=enabled and total > 0)
 
-            self.rich = Progress(console=Console(stderr=True))
-            self.rich.start()
-            self.task = self.rich.add_task("sweep", total=total)
-        except ImportError:
-            pass
+    @property
+    def done(self) -> int:
+        return self.bar.done
 
     def update(self, row: dict) -> None:
-        self.done += 1
-        if not self.enabled:
-            return
-        if self.bar is not None:
-            self.bar.update(1)
-        elif self.rich is not None:
-            self.rich.update(self.task, advance=1)
-        else:
-            print(f"sweep {self.done}/{self.total} {row['key']}: {row['status']}",
-                  file=sys.stderr)
+        self.bar.update(self.bar.done + 1, f"{row['key']}: {row['status']}")
 
     def close(self) -> None:
-        if self.bar is not None:
-            self.bar.close()
-        elif self.rich is not None:
-            self.rich.stop()
+        self.bar.close()
 
 
 def _ray_module():

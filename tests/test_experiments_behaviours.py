@@ -116,7 +116,10 @@ def test_rule_classifier_labels():
     assert classify_rule("seen apple_3 in cabinet_2") == "information_sharing"
     assert classify_rule("What should I do next?") == "request_for_guidance"
     assert classify_rule("I'll help you carry the plates") == "leadership_assistance"
+    assert classify_rule("Bob: explore living_room") == "leadership_assistance"  # by name
+    assert classify_rule("grab coffee_pot_1") == "leadership_assistance"  # an imperative
     assert classify_rule("hello") == "other"
+    assert classify_rule("hi: there") == "other"  # a lowercase word is no addressee
     shares = label_shares(["seen a in b", "done a -> b", "agent_0: explore kitchen", "hm"])
     assert shares == {"n": 4, "shares": {"information_sharing": 0.5,
                                          "leadership_assistance": 0.25,
@@ -126,6 +129,16 @@ def test_rule_classifier_labels():
 def test_the_labelled_sample_and_agreement():
     items = load_labelled()
     assert len(items) >= 60 and {i["label"] for i in items} <= set(LABELS)
+    # all three cooperative behaviours occur (request_for_guidance only once: models
+    # rarely ask, planners never do), each message once, each with the run that sent it
+    labels = {i["label"] for i in items}
+    assert {"information_sharing", "leadership_assistance", "request_for_guidance"} <= labels
+    assert len({i["message"] for i in items}) == len(items)
+    assert {i["backend"] for i in items} == {"planner", "local"}
+    for i in items:
+        assert i["run"].startswith(f"orgteams run --backend {i['backend']} --org "
+                                   f"{i['organization']} ") and f"--seed {i['seed']}" in i["run"]
+        assert isinstance(i["round"], int) and i["agent"].startswith("agent_")
     assert agreement(["a", "b", "a", "b"], ["a", "b", "b", None]) == {
         "n": 4, "accuracy": 0.5, "cohens_kappa": pytest.approx((0.5 - 0.375) / 0.625),
         "fallbacks": 1}
@@ -138,3 +151,40 @@ def test_llm_classifier_is_constrained_and_records_fallbacks():
     assert classifier.classify("seen a in b") == "information_sharing"
     assert classifier.classify("agent_1: go") is None  # two invalid labels: a fallback
     assert classifier.fallbacks and classifier.fallbacks[0][0] == "agent_1: go"
+
+
+def test_reflect_ablation_arms_differ_in_what_the_coordinator_received(tmp_path, monkeypatch,
+                                                                       capsys):
+    """paper1-reflect's two arms: with the Critic the Coordinator gets critiques (problem
+    codes), without it none; the table shows it, and the edits differ (untargeted)."""
+    import orgteams.experiments as experiments
+
+    recipe = dict(load_recipe("paper1-reflect"), layout="studio", iterations=2,
+                  episodes_per_iteration=1)
+    path = tmp_path / "small.yaml"
+    path.write_text(yaml.safe_dump(recipe))
+    monkeypatch.setattr(experiments, "_recipes", lambda: {"small": path})
+    table = run_experiment("small", seeds=2, out=tmp_path / "out", progress=True)
+    with_critic, without = table["rows"]
+    assert with_critic["variant"] == "with_critic" and without["variant"] == "without_critic"
+    assert {"coordinator_input", "path", "loop_costs"} <= set(table["columns"])
+    for row in table["rows"]:  # the cost of each iteration played, in order
+        history = [json.loads(line) for line in (tmp_path / "out" / row["variant"] /
+                                                 "history.jsonl").read_text().splitlines()]
+        assert row["loop_costs"] == ", ".join(f"{h['cost']:.2f}" for h in history)
+        assert row["path"].split(" > ")[0] == "leader" and len(history) == 2
+    assert with_critic["coordinator_input"].startswith("critique in 1/1 decision(s): ")
+    assert without["coordinator_input"] == ("no critique in 1 decision(s): costs and "
+                                            "metrics only")
+    proposals = {}
+    for arm in ("with_critic", "without_critic"):
+        decision = json.loads((tmp_path / "out" / arm / "iteration_0" / "proposal.json")
+                              .read_text())
+        proposals[arm] = [c["rationale"] for c in decision["candidates"]]
+    assert set(proposals["without_critic"]) == {"addresses explore"}
+    assert proposals["with_critic"] != proposals["without_critic"]
+    md = (tmp_path / "out" / "table.md").read_text()
+    assert "| with_critic | critique in 1/1 decision(s): " in md
+    assert "| without_critic | no critique in 1 decision(s): costs and metrics only |" in md
+    err = capsys.readouterr().err  # progress bars on stderr: the loop and the evaluation
+    assert "small with_critic" in err and "evaluating with_critic" in err

@@ -21,8 +21,10 @@ import numpy as np
 from orgteams.envs.actions import NUM_ACTIONS
 from orgteams.envs.household import HouseholdEnv
 from orgteams.envs.vector.env import VectorHouseholdEnv
+from orgteams.envs.vector.flat_buffer import to_uint8
 
 POLICIES = ("random", "masked", "mixed")
+VECTOR_ONLY = ("obs_dtype", "copy")  # vector env arguments the scalar env has not
 
 
 @dataclass
@@ -62,7 +64,8 @@ def compare_with_scalar(num_envs: int, steps: int, seed: int = 0, policy: str = 
     if policy not in POLICIES:
         raise ValueError(f"policy must be one of {POLICIES}, got {policy!r}")
     env_kwargs.setdefault("obs_mode", "flat")  # the vector env's default, not the scalar's
-    vec = VectorHouseholdEnv(num_envs, seed=seed, backend=backend, **env_kwargs)
+    vec_only = {k: env_kwargs.pop(k) for k in VECTOR_ONLY if k in env_kwargs}
+    vec = VectorHouseholdEnv(num_envs, seed=seed, backend=backend, **env_kwargs, **vec_only)
     scalar = [HouseholdEnv(**env_kwargs) for _ in range(num_envs)]
     obs, info = vec.reset()
     ref = [env.reset(seed=seed + i) for i, env in enumerate(scalar)]
@@ -96,7 +99,7 @@ def compare_with_scalar(num_envs: int, steps: int, seed: int = 0, policy: str = 
             if te[first] or tr[first]:
                 if not info["_final_obs"][i]:
                     raise _fail(tick, i, "the end of the episode (no final_obs)")
-                _same(tick, i, "final observation", np.stack([o[n] for n in names]),
+                _same(tick, i, "final observation", _expected(vec, o, names),
                       info["final_obs"][i])
                 want = inf[first]["episode"]
                 got = {k: v[i].item() for k, v in info["final_info"]["episode"].items()}
@@ -118,8 +121,14 @@ def _compare_tick(tick: int, i: int, vec: VectorHouseholdEnv, env: HouseholdEnv,
     got, want = vec.state(i), env.world
     if got._key() != want._key() or got.progress != want.progress:
         raise _fail(tick, i, f"state {got.to_dict()} vs {want.to_dict()}"[:2000])
-    _same(tick, i, "observation", np.stack([ref_obs[n] for n in names]), obs)
+    _same(tick, i, "observation", _expected(vec, ref_obs, names), obs)
     _same(tick, i, "action mask", np.stack([ref_info[n]["action_mask"] for n in names]), masks)
+
+
+def _expected(vec: VectorHouseholdEnv, ref_obs: dict, names: list[str]) -> np.ndarray:
+    """The scalar env's observations as the vector env encodes them (``obs_dtype``)."""
+    want = np.stack([ref_obs[n] for n in names])
+    return to_uint8(want, vec._scale) if vec.obs_dtype == np.uint8 else want
 
 
 def _same(tick: int, i: int, what: str, want: np.ndarray, got: np.ndarray) -> None:

@@ -36,9 +36,11 @@ from orgteams.envs.layout import Layout
 from orgteams.envs.state import HouseholdState, Scene
 from orgteams.envs.tasks import TaskSpec
 from orgteams.envs.vector.batch import BatchState, max_objects
+from orgteams.envs.vector.changes import ChangeTracker
 from orgteams.envs.vector.dynamics import check_actions, step_batch
+from orgteams.envs.vector.flat_buffer import FLAT_DTYPES, FlatBuffer, to_uint8
 from orgteams.envs.vector.masks import batch_masks
-from orgteams.envs.vector.observe import batch_observations, flat_observations
+from orgteams.envs.vector.observe import batch_observations
 from orgteams.envs.vector.rewards import BatchReward
 from orgteams.envs.vector.tables import LayoutTables, layout_tables
 
@@ -58,16 +60,22 @@ class VectorHouseholdEnv:
                  view_radius: int = 7, full_observability: bool = False,
                  reward_shaping: bool | str = False, max_ticks: int | None = None,
                  units: int | tuple[int, int] | None = None, image_scale: int | None = None,
-                 observations: bool = True, copy: bool = True, backend: str = "numpy"):
+                 observations: bool = True, copy: bool = True, backend: str = "numpy",
+                 obs_dtype: type | np.dtype = np.float32):
         """Arguments as :class:`HouseholdEnv`; ``seed`` as :meth:`reset`'s.
         ``observations=False``: ``reset`` and ``step`` return None for the observations
         (the core's rate without encoding them; masks, rewards and infos as usual).
-        ``copy=False`` (as Gymnasium's vector envs): flat observations are written into
-        one array that every ``step`` overwrites; copy what you keep (saves allocating
-        ``num_envs x num_agents x D`` floats per step). ``backend="jax"`` (the ``jax``
-        extra; ``obs_mode="flat"``): the tick, masks and observations run as one
-        ``jit``-compiled ``vmap`` of a household's step (:mod:`.jax_core`); episodes and
-        rewards stay on the numpy side."""
+        ``copy=False`` (as Gymnasium's vector envs): flat observations are a read-only
+        view of one array that every ``step`` updates in place; copy what you keep
+        (saves copying ``num_envs x num_agents x D`` entries per step; the numpy core
+        keeps flat observations in that array and rewrites only what changed,
+        :mod:`.flat_buffer`). ``obs_dtype=np.uint8`` (``obs_mode="flat"``, numpy):
+        the flat entries as raw plane values (counts as counts, not divided by their
+        most), a quarter of the bytes; the space is ``Box(0, flat_scale, uint8)`` and
+        each entry is ``round(x * flat_scale)`` of the float32 entry ``x``.
+        ``backend="jax"`` (the ``jax`` extra; ``obs_mode="flat"``): the tick, masks and
+        observations run as one ``jit``-compiled ``vmap`` of a household's step
+        (:mod:`.jax_core`); episodes and rewards stay on the numpy side."""
         if isinstance(num_envs, bool) or not isinstance(num_envs, int | np.integer) \
                 or num_envs < 1:
             raise ValueError(f"num_envs must be a positive integer, got {num_envs!r}")
@@ -80,6 +88,15 @@ class VectorHouseholdEnv:
         if obs_mode not in VECTOR_OBS_MODES:
             raise ValueError(f"obs_mode must be one of {VECTOR_OBS_MODES} for the vector env, "
                              f"got {obs_mode!r}")
+        try:
+            dtype = np.dtype(obs_dtype)
+        except TypeError:
+            dtype = None
+        if dtype not in FLAT_DTYPES:
+            raise ValueError(f"obs_dtype must be np.float32 or np.uint8, got {obs_dtype!r}")
+        if dtype == np.uint8 and (obs_mode != "flat" or backend != "numpy"):
+            raise ValueError("obs_dtype=np.uint8 is for obs_mode='flat' with the numpy "
+                             f"backend, got obs_mode={obs_mode!r}, backend={backend!r}")
         # The scalar env validates every other argument and defines the spaces; it is
         # also the template of the episodes (layout, task, units, step limit).
         self._template = HouseholdEnv(
@@ -93,11 +110,16 @@ class VectorHouseholdEnv:
         self.max_ticks = max_ticks
         self.possible_agents = list(tpl.possible_agents)
         self.single_observation_space = tpl.observation_space(tpl.possible_agents[0])
+        self._inverse = getattr(tpl, "_flat_inverse", None)
+        self.obs_dtype = dtype
+        if dtype == np.uint8:  # raw plane values: each entry's bound is its scale
+            self._scale = np.rint(1 / self._inverse).astype(np.uint8)
+            self.single_observation_space = spaces.Box(
+                np.zeros_like(self._scale), self._scale, dtype=np.uint8)
         self.single_action_space = spaces.Discrete(NUM_ACTIONS)
         shape = (self.num_envs, self.num_agents)
         self.observation_shape = shape + self.single_observation_space.shape
         self.action_space = spaces.MultiDiscrete(np.full(shape, NUM_ACTIONS))
-        self._inverse = getattr(tpl, "_flat_inverse", None)
         self._image_scale = tpl.image_scale
         self._view_radius, self._full = view_radius, full_observability
         self._tables: LayoutTables | None = None
@@ -106,12 +128,14 @@ class VectorHouseholdEnv:
         self._rngs: list[np.random.Generator] = []
         self.scenes: list[Scene] = []
         self._masks: np.ndarray | None = None
+        self._mask_cache: np.ndarray | None = None  # our own copy of the last masks
+        self._changes = ChangeTracker()  # numpy: rebuild only households that changed
         self._seed = seed
         self.observations = bool(observations)
         self.backend = backend
         self._jax = None  # the compiled core of backend="jax", built with the tables
         self.copy = bool(copy)
-        self._obs_buffer: np.ndarray | None = None
+        self._flat: FlatBuffer | None = None  # the numpy core's flat observations
         self._returns = np.zeros(self.num_envs)
         self._invalid = np.zeros(self.num_envs, np.int64)
         self._collisions = np.zeros(self.num_envs, np.int64)
@@ -151,6 +175,7 @@ class VectorHouseholdEnv:
         self._collisions[:] = 0
         obs = self._observe(self._batch)
         self._masks = self._batch_masks(self._batch)
+        self._remember()
         return obs, {"action_mask": self._masks, "tick": self._batch.tick.copy(),
                      "is_success": np.zeros(self.num_envs, bool)}
 
@@ -178,15 +203,24 @@ class VectorHouseholdEnv:
         self._returns += reward
         self._invalid += events.invalid.sum(axis=1)
         self._collisions += events.collision.sum(axis=1)
-        obs = self._observe(s, reuse=not self.copy)
-        masks = self._batch_masks(s)
+        buffered = self._buffered()
+        obs = None if buffered else self._observe(s)
+        changed = self._changes.changed(s) if self._jax is None else None
+        masks = self._batch_masks(s, changed)
         infos: dict[str, Any] = {"invalid_action": events.invalid,
                                  "collision": events.collision}
         finished = np.flatnonzero(done | truncated)
         if len(finished):
-            infos.update(self._final(finished, obs, masks, done))
+            last = self._observe_part(s.take(finished)) if buffered else \
+                None if obs is None else obs[finished]
+            infos.update(self._final(finished, last, masks, done))
             self._reset_some(finished, obs, masks)
+        if buffered:  # after the resets: their first observations are in it
+            if changed is not None:
+                changed[finished] = True
+            obs = self._observe(s, changed)
         self._masks = masks
+        self._remember()
         # A household that succeeded was reset in this step: its success is in
         # final_info, and these entries describe the new episodes (as the reset's info).
         infos.update({"action_mask": masks, "tick": s.tick.copy(),
@@ -231,17 +265,18 @@ class VectorHouseholdEnv:
                              f"household), got {len(seeds)}")
         return seeds
 
-    def _final(self, finished: np.ndarray, obs: np.ndarray | None, masks: np.ndarray,
+    def _final(self, finished: np.ndarray, last: np.ndarray | None, masks: np.ndarray,
                done: np.ndarray) -> dict[str, Any]:
-        """The finished households' last observations and infos, Gymnasium's way."""
+        """The finished households' last observations (``last``, in the order of
+        ``finished``) and infos, Gymnasium's way."""
         s = self._batch
         flag = np.zeros(self.num_envs, bool)
         flag[finished] = True
         # As Gymnasium's SAME_STEP: an object array, each finished household's (A, ...)
         # observation, None elsewhere (no copy of the whole batch).
         final_obs = np.full(self.num_envs, None, dtype=object)
-        for i in finished.tolist():
-            final_obs[i] = None if obs is None else obs[i].copy()
+        for j, i in enumerate(finished.tolist()):
+            final_obs[i] = None if last is None else last[j]
         final_masks = np.zeros_like(masks)
         final_masks[finished] = masks[finished]
         episode = {"r": np.where(flag, self._returns, 0.0), "l": np.where(flag, s.tick, 0),
@@ -276,23 +311,62 @@ class VectorHouseholdEnv:
             return
         part = s.take(idx)
         if obs is not None:
-            obs[idx] = self._observe(part)
+            obs[idx] = self._observe_part(part)
         masks[idx] = batch_masks(t, part)
 
-    def _batch_masks(self, batch: BatchState) -> np.ndarray:
-        return batch_masks(self._tables, batch) if self._jax is None else self._jax.masks(batch)
+    def _batch_masks(self, batch: BatchState, changed: np.ndarray | None = None
+                     ) -> np.ndarray:
+        """Masks of ``batch``; with ``changed`` (``(N,)`` bool, the whole batch) only
+        those households' are rebuilt, the others' kept from the last step."""
+        if self._jax is not None:
+            return self._jax.masks(batch)
+        if changed is None or self._mask_cache is None or changed.all():
+            return batch_masks(self._tables, batch)
+        masks = self._mask_cache.copy()
+        idx = np.flatnonzero(changed)
+        if len(idx):
+            masks[idx] = batch_masks(self._tables, batch.take(idx))
+        return masks
 
-    def _observe(self, batch: BatchState, reuse: bool = False) -> np.ndarray | None:
+    def _remember(self) -> None:
+        """After a step or reset (numpy): the state and masks the next step compares
+        with (the caller may write into the masks it was given)."""
+        if self._jax is None:
+            self._changes.remember(self._batch)
+            self._mask_cache = self._masks.copy()
+
+    def _buffered(self) -> bool:
+        """Whether observations live in :class:`FlatBuffer` (numpy, flat): with
+        ``copy=False``, or in uint8. Float32 copies are built anew: copying a kept
+        buffer costs as much as building them (``benchmarks/README.md``)."""
+        return self.observations and self._jax is None and self.obs_mode == "flat" \
+            and (not self.copy or self.obs_dtype == np.uint8)
+
+    def _observe(self, batch: BatchState, changed: np.ndarray | None = None
+                 ) -> np.ndarray | None:
+        """Observations of the whole batch (``batch`` is ``self._batch``); ``changed``:
+        the households whose state changed since the last step (None: all)."""
         if not self.observations:
             return None
         if self._jax is not None:
             return self._jax.flat(batch)
-        if reuse and self.obs_mode == "flat":
-            if self._obs_buffer is None:
-                self._obs_buffer = np.empty(self.observation_shape, np.float32)
-            return flat_observations(self._tables, batch, self._inverse, self._obs_buffer)
-        return batch_observations(self._tables, batch, self.obs_mode, self._inverse,
-                                  self._image_scale)
+        if self._buffered():
+            if self._flat is None:
+                self._flat = FlatBuffer(self._tables, self._inverse, self.num_envs,
+                                        self.num_agents, self.obs_dtype)
+            obs = self._flat.write(batch, changed)
+            if self.copy:
+                return obs.copy()
+            view = obs.view()
+            view.flags.writeable = False  # the next step updates only what changed
+            return view
+        return self._observe_part(batch)
+
+    def _observe_part(self, batch: BatchState) -> np.ndarray:
+        """Observations of any batch (a subset of households too), built anew."""
+        obs = batch_observations(self._tables, batch, self.obs_mode, self._inverse,
+                                 self._image_scale)
+        return to_uint8(obs, self._scale) if self.obs_dtype == np.uint8 else obs
 
 
 __all__ = ["VectorHouseholdEnv", "VECTOR_OBS_MODES", "BACKENDS"]

@@ -250,6 +250,47 @@ def test_recovery_none_is_counted_as_not_recovered_never_averaged_as_zero(tmp_pa
     assert "shocks remove" in md and "| leader | 4 | 2 | 2 | 3.00 ± 1.41" in md
 
 
+def test_label_shares_per_organization_from_the_episode_logs(tmp_path, capsys):
+    """Paper 1 section 4.3 in the report: each organization's shares of the rule-based
+    labels of every message its episodes sent; a missing log is counted, a log moved
+    with its sweep folder is found in ``logs/``."""
+    sent = {"leader": [["agent_1: explore kitchen", "seen wine_1 in sofa"],
+                       ["claim wine_2 -> coffee_table", "what should I do?"]],
+            "none": [["done apple_1 -> coffee_table"], None]}
+    (tmp_path / "logs").mkdir()
+    rows = []
+    for org, episodes in sent.items():
+        for seed, messages in enumerate(episodes):
+            cell = {"task": "t", "layout": "studio", "organization": org, "agents": 2,
+                    "backend": "planner", "seed": seed}
+            log = tmp_path / "logs" / f"{org}_{seed}.jsonl"
+            if messages is not None:
+                log.write_text("".join(json.dumps({"agent": "agent_0", "message": m}) + "\n"
+                                       for m in messages) + '{"record": "episode"}\n')
+            # the leader's first log is named by a path that no longer exists
+            where = f"/moved/away/{log.name}" if (org, seed) == ("leader", 0) else str(log)
+            rows.append(json.dumps({"key": f"{org}{seed}", "cell": cell, "status": "ok",
+                                    "summary": {"success": True, "ticks": 10 + seed,
+                                                "rounds": 3 + seed,
+                                                "comm_tokens_per_step": 1.0 + seed
+                                                + len(org), "log_path": where}}))
+    (tmp_path / "results.jsonl").write_text("\n".join(rows) + "\n")
+    assert main(["report", str(tmp_path / "results.jsonl"), "--out", str(tmp_path / "rep")]) == 0
+    assert "report " in capsys.readouterr().err  # the progress bar, on stderr
+    rep = json.loads((tmp_path / "rep" / "report.json").read_text())
+    leader, none = group(rep, "leader")["behaviours"], group(rep, "none")["behaviours"]
+    assert leader == {"n": 4, "episodes": 2, "missing_logs": 0, "shares": {
+        "information_sharing": 0.25, "leadership_assistance": 0.5,
+        "request_for_guidance": 0.25, "other": 0.0}}
+    assert none == {"n": 1, "episodes": 1, "missing_logs": 1, "shares": {
+        "information_sharing": 1.0, "leadership_assistance": 0.0,
+        "request_for_guidance": 0.0, "other": 0.0}}
+    md = (tmp_path / "rep" / "report.md").read_text()
+    assert "### Cooperative behaviours (shares of rule-based message labels)" in md
+    assert "| leader | 2 | 4 | 0.25 | 0.50 | 0.25 | 0.00 |" in md
+    assert "| none | 1 | 1 | 1.00 | 0.00 | 0.00 | 0.00 |" in md
+
+
 def test_leader_tenure_and_self_vote_rate_group_means(tmp_path):
     rows = []
     for seed, (tenure, self_votes) in enumerate([(10.0, 0.25), (5.0, None), (6.0, 0.5)]):

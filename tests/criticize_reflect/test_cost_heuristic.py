@@ -14,6 +14,7 @@ from orgteams.criticize_reflect import reflect
 from orgteams.criticize_reflect.coordinator import Trial
 from orgteams.criticize_reflect.cost import CostModel, episode_cost
 from orgteams.criticize_reflect.heuristic import (
+    EDITS,
     HeuristicCoordinator,
     HeuristicCritic,
     problems_of,
@@ -169,3 +170,27 @@ def test_cli_heuristic_loop_then_evaluate(capsys, tmp_path):
     assert main([*base, "--evaluate", "2"]) == 0
     text = capsys.readouterr().out
     assert "| prepare_afternoon_tea | studio | 2 |" in text
+
+
+def test_without_a_critique_the_heuristic_coordinator_does_not_diagnose():
+    """The ablation without the Critic must lack the Critic's work: the same metrics give
+    targeted edits with a critique and untargeted ones (``explore``) without one."""
+    leader = load_organization("leader")
+    metrics = {"success": True, "comm_tokens_per_step": 7.0}
+    critique = HeuristicCritic().criticize(leader, {"metrics": metrics}, 80.0)
+    team = ["agent_0", "agent_1", "agent_2"]
+    with_critic = HeuristicCoordinator(k=3).propose(
+        [Trial(0, leader, 80.0, metrics, critique)], leader, team=team, iteration=1)
+    without = HeuristicCoordinator(k=3).propose(
+        [Trial(0, leader, 80.0, metrics, None)], leader, team=team, iteration=1)
+    assert [r["changes"] for r in with_critic.candidates] == EDITS["chatter"][:3]
+    assert {r["rationale"] for r in with_critic.candidates} == {"addresses chatter"}
+    assert with_critic.analysis == "problems: chatter; edits of leader"
+    assert [r["changes"] for r in without.candidates] == EDITS["explore"][:3]
+    assert {r["rationale"] for r in without.candidates} == {"addresses explore"}
+    assert without.analysis == "no critique: untargeted edits; edits of leader"
+    # a Critic whose reply fell back gives no diagnosis either
+    failed = critique.model_copy(update={"fallback": "backend error"})
+    fell_back = HeuristicCoordinator(k=3).propose(
+        [Trial(0, leader, 80.0, metrics, failed)], leader, team=team, iteration=1)
+    assert [r["changes"] for r in fell_back.candidates] == EDITS["explore"][:3]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 
+import numpy as np
 import pytest
 
 from orgteams.envs.vector import check, masks
@@ -21,6 +22,11 @@ FAST = [
     ("house", 5, "image", "masked", True, {"view_radius": 4}),
     ("generated:6:1", 8, "flat", "mixed", "subgoals", {"full_observability": True}),
     ("studio", 16, "flat", "masked", "units", {"view_radius": 3}),
+    # The flat buffer's options: raw uint8 entries, the live (copy=False) array.
+    ("apartment", 3, "flat", "mixed", "subgoals", {"obs_dtype": np.uint8}),
+    ("house", 6, "flat", "masked", True, {"copy": False, "obs_dtype": "uint8",
+                                          "view_radius": 4}),
+    ("generated:6:1", 4, "flat", "mixed", "units", {"copy": False}),
 ]
 
 
@@ -64,6 +70,20 @@ def test_batched_core_equals_the_scalar_env_over_100k_ticks():
     assert total.successes > 0 and total.picks_or_puts > 1000 and total.collisions > 1000
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize(("layout", "agents", "policy", "extra"), [
+    ("apartment", 3, "masked", {"copy": False}),
+    ("house", 6, "mixed", {"copy": False, "obs_dtype": np.uint8}),
+    ("generated:12:3", 8, "masked", {"obs_dtype": np.uint8}),
+])
+def test_the_flat_buffer_equals_the_scalar_env_over_long_runs(layout, agents, policy, extra):
+    stats = compare_with_scalar(6, 1200, seed=agents * 11, policy=policy, layout=layout,
+                                task="prepare_afternoon_tea", num_agents=agents,
+                                obs_mode="flat", reward_shaping="subgoals", max_ticks=150,
+                                **extra)
+    assert stats.ticks == 6 * 1200 and stats.episodes >= 40 and stats.picks_or_puts > 100
+
+
 @pytest.mark.slow  # compiling takes 10-40 s per configuration on this machine
 @pytest.mark.parametrize(("layout", "agents", "policy", "extra"), [
     ("studio", 2, "mixed", {}),
@@ -102,3 +122,29 @@ def test_the_check_catches_a_dynamics_difference(monkeypatch):
     monkeypatch.setattr("orgteams.envs.vector.dynamics._moves", lambda *args: None)
     with pytest.raises(AssertionError, match=r"tick \d+, household \d: state \{"):
         compare_with_scalar(2, 20, policy="masked", layout="studio", num_agents=2)
+
+
+def test_the_check_catches_a_stale_flat_buffer(monkeypatch):
+    """A flat buffer that forgets to clear last tick's teammates and objects fails."""
+    from orgteams.envs.vector.flat_buffer import FlatBuffer
+
+    real = FlatBuffer.write
+
+    def forgetful(self, s, changed=None):
+        self.dirty = self.dirty[:0]
+        return real(self, s, changed)
+
+    monkeypatch.setattr(FlatBuffer, "write", forgetful)
+    with pytest.raises(AssertionError, match=r"tick \d+, household \d: observation \("):
+        compare_with_scalar(2, 30, policy="masked", layout="studio", num_agents=3,
+                            obs_dtype=np.uint8)
+
+
+def test_the_check_catches_a_household_wrongly_kept(monkeypatch):
+    """Observations and masks kept for a household whose state changed (an opened
+    container left out of the comparison) fail."""
+    monkeypatch.setattr("orgteams.envs.vector.changes.UNSEEN",
+                        ("tick", "step_limit", "container_open"))
+    with pytest.raises(AssertionError, match=r"tick \d+, household \d: observation \("):
+        compare_with_scalar(2, 40, policy="masked", layout="studio", num_agents=2,
+                            copy=False)

@@ -124,6 +124,7 @@ def test_copy_false_reuses_one_array_with_the_same_values():
         np.testing.assert_array_equal(got, want)
         first = got if first is None else first
         assert np.shares_memory(got, first)  # one array, overwritten each step
+        assert not got.flags.writeable  # the next step updates only what changed
         assert earlier is None or not np.shares_memory(want, earlier)  # copy=True: new ones
         earlier = want
 
@@ -134,3 +135,32 @@ def test_observations_off_returns_none_and_keeps_masks():
     assert obs is None and info["action_mask"].shape == (2, 2, NUM_ACTIONS)
     obs, rew, *_ = vec.step(np.zeros((2, 2), np.int64))
     assert obs is None and rew.shape == (2, 2)
+
+
+def test_uint8_observations_are_the_raw_plane_values():
+    kwargs = dict(layout="studio", num_agents=2, seed=3, task="put_dishwasher_easy")
+    floats = household_v0.vector_env(2, **kwargs)
+    raw = household_v0.vector_env(2, obs_dtype=np.uint8, **kwargs)
+    box = raw.single_observation_space
+    assert box.dtype == np.uint8 and box.shape == floats.single_observation_space.shape
+    scale = np.rint(1 / floats._template._flat_inverse)
+    np.testing.assert_array_equal(box.high, scale)
+    assert box.high.max() > 1  # counts keep their range
+    want, _ = floats.reset()
+    got, _ = raw.reset()
+    rng = np.random.default_rng(1)
+    for _ in range(10):
+        assert got.dtype == np.uint8 and box.contains(got[0, 0])
+        np.testing.assert_array_equal(got.astype(np.float32) / scale, want)
+        acts = rng.integers(0, NUM_ACTIONS, size=(2, 2))
+        want, got = floats.step(acts)[0], raw.step(acts)[0]
+
+
+def test_obs_dtype_is_checked():
+    with pytest.raises(ValueError, match=re.escape(
+            "obs_dtype must be np.float32 or np.uint8, got 'float16'")):
+        household_v0.vector_env(2, obs_dtype="float16")
+    with pytest.raises(ValueError, match=re.escape(
+            "obs_dtype=np.uint8 is for obs_mode='flat' with the numpy backend, got "
+            "obs_mode='image', backend='numpy'")):
+        household_v0.vector_env(2, obs_mode="image", obs_dtype=np.uint8)

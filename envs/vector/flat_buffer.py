@@ -1,0 +1,113 @@
+"""Flat observations kept in one persistent array and updated tick by tick.
+
+:func:`~orgteams.envs.vector.observe.flat_observations` rebuilds every window each
+tick: ``N x A x D`` entries (35 KB per agent in float32), and that memory traffic
+dominates a step. Most of a window does not change between ticks: an agent that
+stayed on its cell sees the same static planes (tiles, furniture, self mark). So
+:class:`FlatBuffer` keeps the last observations and, each tick,
+
+* puts back the static value of every entry that last tick's dynamic part wrote
+  (door and container flags, teammates, goal targets, object counts),
+* gathers the whole static window of the agents whose cell changed (and of every
+  agent on the first call),
+* writes this tick's dynamic entries, and the hands / goal tail of the households
+  whose hands or goal rows changed.
+
+The result is the same array as ``flat_observations`` (``tests/envs/
+test_vector_differential.py`` compares it with the scalar env at every tick). A
+household whose state (all but the tick) is the same as at the last call
+(:mod:`.changes`) keeps its windows untouched. With
+``dtype=np.uint8`` the entries are the raw plane values (counts as counts, no
+scaling): ``round(flat * flat_scale(...))`` of the float32 observation.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from orgteams.envs.actions import HAND_CAPACITY
+from orgteams.envs.rl_obs import flat_tail
+from orgteams.envs.vector.batch import BatchState
+from orgteams.envs.vector.observe import dynamic_entries, hands_and_goals
+from orgteams.envs.vector.tables import LayoutTables
+
+FLAT_DTYPES = (np.dtype(np.float32), np.dtype(np.uint8))
+
+
+class FlatBuffer:
+    """``(N, A, D)`` flat observations of one batch, updated in place by :meth:`write`."""
+
+    def __init__(self, t: LayoutTables, inverse_scale: np.ndarray, num_envs: int,
+                 num_agents: int, dtype: type | np.dtype = np.float32):
+        self.t, self.dtype = t, np.dtype(dtype)
+        self.agents, self.d = num_agents, len(inverse_scale)
+        self.inverse = inverse_scale
+        rows, cells, planes = t.static_planes.shape
+        self.grid = cells * planes
+        self.static = t.static_planes.reshape(rows, self.grid)
+        self.array = np.zeros((num_envs * num_agents, self.d), self.dtype)
+        self.rows = np.full(num_envs * num_agents, -1)  # static row in the buffer, -1: none
+        self.dirty = np.empty(0, np.intp)  # flat indices the dynamic part wrote last
+        self.tail_key: np.ndarray | None = None  # each household's hands and goal rows
+
+    def write(self, s: BatchState, changed: np.ndarray | None = None) -> np.ndarray:
+        """This tick's observations of ``s`` (same households as the buffer); the
+        returned array is the buffer itself, reshaped ``(N, A, D)``. ``changed``:
+        ``(N,)`` bool, the households whose state changed since the last call
+        (:mod:`.changes`; the others are kept as they are); None: all."""
+        t, d, agents = self.t, self.d, self.agents
+        n = len(s.pos)
+        flat = self.array.reshape(-1)
+        if changed is None or self.rows[0] < 0:  # everything, and on the first call
+            changed = np.ones(n, bool)
+        hh = np.flatnonzero(changed)
+        if len(hh):
+            rows = t.stand_index[s.pos].reshape(-1)
+            kept = self.dirty
+            if len(self.dirty):  # back to the static value (of the current row)
+                mine = changed[self.dirty // (agents * d)]
+                at, kept = self.dirty[mine], self.dirty[~mine]
+                flat[at] = self.static[rows[at // d], at % d]
+            moved = np.flatnonzero(rows != self.rows)  # all in changed households
+            if len(moved):
+                self.array[moved, :self.grid] = self.static[rows[moved]]
+            self.rows = rows
+            part = s if len(hh) == n else s.take(hh)
+            ones, counts = dynamic_entries(t, part)
+            planes = t.static_planes.shape[2]
+            e, a, slot, plane = ones
+            one_at = (hh[e] * agents + a) * d + slot * planes + plane
+            flat[one_at] = 1  # binary planes: scale 1
+            e, a, slot, plane = counts
+            at, times = np.unique((hh[e] * agents + a) * d + slot * planes + plane,
+                                  return_counts=True)
+            raw = times.astype(np.uint8)
+            flat[at] = raw if self.dtype == np.uint8 else raw * self.inverse[at % d]
+            self.dirty = np.concatenate([kept, one_at, at])
+        self._write_tail(s)
+        return self.array.reshape(n, agents, d)
+
+    def _write_tail(self, s: BatchState) -> None:
+        """Hands and goal rows, rewritten for the households where they changed."""
+        n, agents = s.pos.shape
+        hands, goal = hands_and_goals(s)
+        key = np.concatenate([hands.reshape(n, -1), goal.reshape(n, -1)], axis=1)
+        changed = np.arange(n) if self.tail_key is None else \
+            np.flatnonzero((key != self.tail_key).any(axis=1))
+        self.tail_key = key
+        if not len(changed):
+            return
+        rows = (changed[:, None] * agents + np.arange(agents)).reshape(-1)
+        tail = flat_tail(hands[changed].reshape(-1, HAND_CAPACITY),
+                         np.repeat(goal[changed], agents, axis=0))
+        self.array[rows, self.grid:] = tail if self.dtype == np.uint8 \
+            else tail * self.inverse[self.grid:]
+
+
+def to_uint8(flat: np.ndarray, scale: np.ndarray) -> np.ndarray:
+    """The ``obs_dtype=np.uint8`` form of float32 flat observations: raw plane values
+    (``scale``: :func:`~orgteams.envs.rl_obs.flat_scale`)."""
+    return np.rint(flat * scale).astype(np.uint8)
+
+
+__all__ = ["FlatBuffer", "FLAT_DTYPES", "to_uint8"]
