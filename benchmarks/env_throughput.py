@@ -44,8 +44,8 @@ def _slice(step: Callable[[int], int], seconds: float, i: int) -> tuple[float, i
             return done / elapsed, i
 
 
-def measure(steps: dict[str, Callable[[int], int]], seconds: float, rounds: int = 10
-            ) -> tuple[dict[str, float], list[dict[str, float]]]:
+def measure(steps: dict[str, Callable[[int], int]], seconds: float, rounds: int = 10,
+            slicer: Callable | None = None) -> tuple[dict[str, float], list[dict[str, float]]]:
     """Agent-steps/s of each env, about ``seconds`` of CPU time each: (best, per round).
 
     The time is cut into ``rounds`` slices and the envs take turns, one slice each per
@@ -59,7 +59,8 @@ def measure(steps: dict[str, Callable[[int], int]], seconds: float, rounds: int 
     for _ in range(rounds):
         this_round = {}
         for name, step in steps.items():
-            this_round[name], counters[name] = _slice(step, seconds / rounds, counters[name])
+            this_round[name], counters[name] = (slicer or _slice)(
+                step, seconds / rounds, counters[name])
             best[name] = max(best[name], this_round[name])
         per_round.append(this_round)
     return best, per_round

@@ -33,6 +33,8 @@ Run: ``python benchmarks/vector_throughput.py [--seconds 2] [--sizes 1,64,1024,4
 from __future__ import annotations
 
 import argparse
+import os
+import sys
 import time
 from collections.abc import Callable
 from statistics import median
@@ -41,6 +43,9 @@ import numpy as np
 
 from orgteams.envs import household_v0
 from orgteams.envs.actions import NUM_ACTIONS
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from env_throughput import measure as _measure  # noqa: E402
 
 LAYOUT, TASK, AGENTS = "apartment", "prepare_afternoon_tea", 3
 TABLES = 16  # pre-drawn joint actions per row, cycled
@@ -63,17 +68,8 @@ def _slice(step: Callable[[int], int], seconds: float, i: int) -> tuple[float, i
 
 def measure(steps: dict[str, Callable[[int], int]], seconds: float, rounds: int = 8
             ) -> tuple[dict[str, float], list[dict[str, float]]]:
-    """Best slice per row, and every round's rates (rows take turns each round)."""
-    best = dict.fromkeys(steps, 0.0)
-    counters = dict.fromkeys(steps, 0)
-    per_round = []
-    for _ in range(rounds):
-        this_round = {}
-        for name, step in steps.items():
-            this_round[name], counters[name] = _slice(step, seconds / rounds, counters[name])
-            best[name] = max(best[name], this_round[name])
-        per_round.append(this_round)
-    return best, per_round
+    """Best slice per row, and every round's rates (env_throughput's method, our slices)."""
+    return _measure(steps, seconds, rounds, slicer=_slice)
 
 
 def vector_step_fn(num_envs: int, moves_only: bool = False, **kwargs) -> Callable[[int], int]:
