@@ -17,7 +17,13 @@ other jobs count less):
   4 epochs, 1 torch thread) collecting only (PPO updates off) and collecting + learning,
   over the scalar path (8 envs), the batched core (64 households, 32-tick rollouts) and
   SuperSuit's ``pettingzoo_env_to_vec_env_v1`` with SB3's PPO (the PettingZoo recipe),
-  each beside its raw env (the scalar flat env, or the batched core at 64 households).
+  each beside its raw env (the scalar flat env, or the batched core at 64 households);
+* the batched core's training loop one change at a time (``VARIANTS``: sb3-contrib's
+  rollout buffer against ``GatherRolloutBuffer``, uint8 observations, 2 torch threads,
+  minibatches of 2048, 2 and 1 epochs, a half-width network), the variants taking
+  turns one rollout at a time, each beside its floor: the raw core's rate over the
+  loop's if the learner's arithmetic ran at this machine's matmul rate with nothing
+  else (``learner_bound.py``).
 
 Run: ``python benchmarks/rl_throughput.py [--seconds 2] [--train-steps 8192]``
 (needs the ``rl`` extra for the training rows; they are skipped without it).
