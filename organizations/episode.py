@@ -31,6 +31,7 @@ from orgteams.agents.shared_context import (
     RoundOutcome,
     SharedHistory,
 )
+from orgteams.agents.tokens import Tokenizer, default_tokenizer
 from orgteams.envs.highlevel import HighLevelEnv
 from orgteams.envs.member_view import MemberView
 from orgteams.envs.messages import TeamMessage
@@ -107,6 +108,9 @@ class EpisodeState:
             history; see :mod:`~orgteams.agents.shared_context`).
         patterns: The team's earlier episodes (given by the runner).
         round_tick: The tick this round's actions start at.
+        tokenizer: Counts every message token of the episode (records, budgets, the
+            summary): the owner's, e.g. its :class:`~orgteams.team.BackendPool`'s;
+            default the module's (:func:`~orgteams.agents.tokens.default_tokenizer`).
     """
 
     env: HighLevelEnv
@@ -130,6 +134,7 @@ class EpisodeState:
     outcomes: list[RoundOutcome] = field(default_factory=list)
     patterns: tuple[EpisodePattern, ...] = ()
     round_tick: int = 0
+    tokenizer: Tokenizer = field(default_factory=default_tokenizer, repr=False)
     view: MemberView = field(init=False, repr=False)
 
     def __post_init__(self) -> None:

@@ -145,7 +145,8 @@ class MemberTeammates:
         ids = list(env.possible_agents)
         team = Team.of(ids, list(env.base.display_names or ids))
         state = EpisodeState(env, UNORGANIZED, UNORGANIZED.resolve(team),
-                             {a: self.members[a] for a in agents}, round=self.round)
+                             {a: self.members[a] for a in agents}, round=self.round,
+                             tokenizer=self.pool.tokenizer)
         spoken: list[TeamMessage] = []
         state.hooks.message.append(spoken.append)
 
