@@ -44,7 +44,7 @@ from orgteams.organizations.team_log import decision_fields
 if TYPE_CHECKING:  # the loop (episode.py) calls the phases; they only read its state
     from orgteams.organizations.episode import EpisodeState
 
-__all__ = ["act_phase", "communicate_phase", "decide_actions"]
+__all__ = ["act_phase", "communicate_phase", "decide_actions", "deliver_held"]
 
 TRACKED = ("grab", "explore", "check")  # kinds whose targets two agents should not share
 # Fields of a decision, not of each message it sends: only its first message line has them.
@@ -141,6 +141,15 @@ async def communicate_phase(state: EpisodeState, speakers: list[str] | None = No
     else:
         _deliver(state, inbox)
     return abstained
+
+
+def deliver_held(state: EpisodeState) -> None:
+    """Deliver the messages a ``from_history`` protocol held back this round (``shared``:
+    heard after acting); nothing when none are held. :func:`act_phase` calls it after
+    the env step; callers that decide with :func:`decide_actions` alone call it after."""
+    if state.undelivered is not None:
+        _deliver(state, state.undelivered)
+        state.undelivered = None
 
 
 def _deliver(state: EpisodeState, inbox: dict[str, list[TeamMessage]]) -> None:
@@ -312,9 +321,7 @@ async def act_phase(state: EpisodeState, abstained: set[str]) -> None:
                         "ticks_elapsed": info.get("ticks_elapsed"), **decision_fields(d.record)})
     for hook in state.hooks.decided:
         hook(state, [d.record for a, d in chosen.items() if a not in early])
-    if state.undelivered is not None:
-        _deliver(state, state.undelivered)
-        state.undelivered = None
+    deliver_held(state)
     state.remember_round(actions, abstained)
 
 
