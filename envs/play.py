@@ -297,7 +297,8 @@ class PlaySession:
         if self.pump_events:
             for event in self.renderer.pg.event.get():
                 self.handle_event(event)
-        queued = f" ({len(self.queue)} key(s) queued)" if self.queue else ""
+        full = ", full: more keys are not taken" if len(self.queue) >= KEY_QUEUE_MAX else ""
+        queued = f" ({len(self.queue)} key(s) queued{full})" if self.queue else ""
         self._draw([*self._status()[:1], f"teammates are thinking...{queued}"])
 
     def _reset(self, seed: int) -> None:
