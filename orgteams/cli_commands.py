@@ -126,7 +126,7 @@ def cmd_play(args: argparse.Namespace) -> int:
         _print_json(out)
     else:
         done = "goal complete" if out["success"] else "goal not met"
-        said = (f", teammates said {out['teammate_messages']} message(s), you "
+        said = (f", teammates said {out['teammate_messages']} message(s), you said "
                 f"{out['player_messages']}" if "teammate_messages" in out else "")
         logs = f"; log {', '.join(out['logs'])}" if out.get("logs") else ""
         print(f"played {out['ticks']} tick(s) of seed {out['seed']}: {done}{said}{logs}")

@@ -34,6 +34,7 @@ class PlayLog:
         self.paths: list[Path] = []
         self._log: EpisodeLog | None = None
         self._env: Any = None
+        self._world: Any = None  # the latest state of the episode being written
 
     def start(self, env: Any, seed: int | None, current_round: Callable[[], int]) -> None:
         """A new episode of ``env`` (just reset): ends the last file, opens the next."""
@@ -45,11 +46,17 @@ class PlayLog:
         self.paths.append(path)
         base = env.base
         team = list(base.possible_agents)
-        tick = team_log.start_replay_log(self._log, env, seed=seed,
-                                         organization=self.organization, team=team,
-                                         names=list(base.display_names or team),
-                                         current_round=current_round)
-        env.on_tick = tick  # the play env has no other tick hook
+        write_tick = team_log.start_replay_log(self._log, env, seed=seed,
+                                               organization=self.organization, team=team,
+                                               names=list(base.display_names or team),
+                                               current_round=current_round)
+        self._world = base.world  # the end line's: kept, as R resets the env before end()
+
+        def on_tick(before: Any, joint: dict[str, int], after: Any, infos: Any) -> None:
+            write_tick(before, joint, after, infos)
+            self._world = after
+
+        env.on_tick = on_tick  # the play env has no other tick hook
 
     def write(self, record: dict) -> None:
         """One decision record (subscribe it to ``RoundHooks.record``)."""
@@ -61,7 +68,7 @@ class PlayLog:
         log, env = self._log, self._env
         if log is None:
             return
-        world = env.base.world
+        world = self._world
         spoken = [r for r in log.records
                   if r.get("phase") == "communicate" and r.get("message")]
         player = env.base.overlay.you

@@ -355,3 +355,26 @@ def test_cli_play_log_with_random_others_is_one_clear_line(capsys):
     err = capsys.readouterr().err
     assert err.strip() == ("orgteams play: error: --log needs teammates that play in rounds: "
                            "--others planner or an LLM (local, openai:<model>, scripted)")
+
+
+def test_r_writes_the_next_episode_beside_the_first(tmp_path):
+    from orgteams.play_log import PlayLog
+    from orgteams.play_team import PlannerTeammates
+
+    log = PlayLog(tmp_path / "p.jsonl")
+    s = PlaySession(layout="studio", num_agents=2, teammates=PlannerTeammates(log=log),
+                    seed=0, fps=240)
+    s.tick()
+    write(s, "first")
+    post(key(pygame.K_SPACE))
+    assert s.tick()
+    s.env.agents = []  # the episode is over
+    post(key(pygame.K_r))
+    assert s.tick() and s.seed == 1
+    s.close()
+    log.end()
+    assert log.paths == [tmp_path / "p.jsonl", tmp_path / "p.2.jsonl"]
+    first, second = (list(read_log(p)) for p in log.paths)
+    assert [r["message"] for r in first if r.get("agent") == "agent_0"] == ["first"]
+    assert first[-2]["record"] == "end" and first[-2]["tick"] == 1
+    assert second[0]["seed"] == 1 and second[-1]["player_messages"] == 0
