@@ -345,7 +345,7 @@ class PlaySession:
         talk = ", T: talk" if self.chat is not None else ""
         lines = [f"You: {names[self.index]} ({self.human}). H: help{talk}, Q: quit"]
         if self.chat is not None and self.chat.is_open:
-            lines.append("writing to your teammates: Enter sends, Esc cancels")
+            lines.append("writing: Enter sends, Esc cancels")
         elif not self.env.agents:
             world = self.raw.world
             done = "goal complete" if world.success else "time is up"

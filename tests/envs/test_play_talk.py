@@ -94,7 +94,7 @@ def test_t_opens_a_box_and_enter_sends_to_everyone(llm_session):
     assert s.tick()
     assert s.chat.is_open and s.renderer.entry is s.chat.entry  # drawn over the map
     assert s.chat.entry.text == "Bob, take the apples"
-    assert s._status()[1] == "writing to your teammates: Enter sends, Esc cancels"
+    assert s._status()[1] == "writing: Enter sends, Esc cancels"
     post(key(pygame.K_BACKSPACE), typed("!"), key(pygame.K_RETURN))
     assert s.tick()
     assert not s.chat.is_open and s.renderer.entry is None
