@@ -35,7 +35,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-__all__ = ["EVERYONE", "MESSAGE_KINDS", "MESSAGE_MAX_CHARS", "Everyone", "Receivers", "TeamMessage", "render"]
+__all__ = ["EVERYONE", "MESSAGE_KINDS", "MESSAGE_MAX_CHARS", "Everyone", "Receivers", "TeamMessage",
+           "render"]
 
 EVERYONE = "everyone"  # the one spelling of "every other team member"
 MESSAGE_MAX_CHARS = 300

@@ -298,8 +298,8 @@ def test_llm_teammates_talk_before_they_act_and_the_player_sees_it(monkeypatch):
             assert teammates.messages == 2 and set(said) == {"agent_1", "agent_2"}
             assert said["agent_1"].text == "I take the kitchen."
             assert said["agent_1"].audience == ("agent_0", "agent_2")  # the player too
-            act_prompt = backends["agent_2"].calls[-1][-1]["content"]
-            assert "I take the kitchen." in act_prompt  # agent_2 heard agent_1 first
+            heard = [(m.sender, m.text) for m in teammates.members["agent_2"].log.dialogue]
+            assert ("agent_1", "I take the kitchen.") in heard  # delivered after choosing
         else:
             assert teammates.messages == 0 and not said
         s.close()
