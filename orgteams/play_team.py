@@ -102,12 +102,14 @@ class PlannerTeammates(_Listening):
         super().__init__(log)
         self.planners: dict[str, PlannerAgent] = {}
         self._state: EpisodeState | None = None
+        self._decided = 0
 
     def reset(self, env: HighLevelEnv, seed: int) -> None:
         """A new episode: new planners next time."""
         self.planners.clear()
         self._state = None
-        self._start(env, seed, lambda: self._state.round if self._state else 0)
+        self._decided = 0  # the round whose decisions the next ticks play (tick lines)
+        self._start(env, seed, lambda: self._decided)
 
     def __call__(self, env: HighLevelEnv, agents: list[str]) -> dict[str, str]:
         state = self._state
@@ -131,6 +133,7 @@ class PlannerTeammates(_Listening):
             return (await decide_actions(state))[0]
 
         actions = asyncio.run(decide())
+        self._decided = state.round
         state.round += 1
         return actions
 

@@ -192,7 +192,7 @@ def test_the_message_reaches_llm_prompts_quoted_and_the_log(llm_session, scripte
     summary = records[-1]
     assert summary["record"] == "summary" and summary["player_messages"] == 1
     assert summary["player_message_tokens"] == count_tokens(text)
-    assert [r["tick"] for r in records if r.get("record") == "tick"] == [1]
+    assert [(r["tick"], r["round"]) for r in records if r.get("record") == "tick"] == [(1, 1)]
 
 
 def test_a_play_log_replays_with_the_players_message(llm_session, tmp_path):
@@ -375,6 +375,8 @@ def test_r_writes_the_next_episode_beside_the_first(tmp_path):
     log.end()
     assert log.paths == [tmp_path / "p.jsonl", tmp_path / "p.2.jsonl"]
     first, second = (list(read_log(p)) for p in log.paths)
-    assert [r["message"] for r in first if r.get("agent") == "agent_0"] == ["first"]
+    [said] = [r for r in first if r.get("agent") == "agent_0"]
+    [tick] = [r for r in first if r.get("record") == "tick"]
+    assert said["message"] == "first" and said["round"] == tick["round"]
     assert first[-2]["record"] == "end" and first[-2]["tick"] == 1
     assert second[0]["seed"] == 1 and second[-1]["player_messages"] == 0
