@@ -28,6 +28,7 @@ from orgteams.agents.agent_base import (
     MemberBase,
     TeamMessage,
 )
+from orgteams.envs.messages import MESSAGE_MAX_CHARS
 from orgteams.organizations.phases import communicate_phase, deliver_held
 
 if TYPE_CHECKING:
@@ -56,6 +57,9 @@ class PlayerVoice(MemberBase):
         if message.sender != self.agent_id:
             raise ValueError(f"PlayerVoice of {self.agent_id} got a message from "
                              f"{message.sender}")
+        if len(message.text) > MESSAGE_MAX_CHARS:
+            raise ValueError(f"A message has at most {MESSAGE_MAX_CHARS} characters; "
+                             f"got {len(message.text)}.")
         self.outbox.append(message)
 
     def reset(self) -> None:
