@@ -212,3 +212,23 @@ def test_recovery_summary_counts_successions():
     rec = recovery_summary([{"shocks": [shock], "successions": [{"successor": "agent_1"}]},
                             {"shocks": [shock], "successions": []}])
     assert rec["successions"] == 1 and rec["recovered"] == 2
+
+
+def test_cli_run_shows_the_successor_in_summary_log_and_output(capsys, tmp_path):
+    from orgteams.cli import main
+    from orgteams.organizations.team_log import read_log
+
+    log = tmp_path / "ep.jsonl"
+    argv = ["run", "--backend", "planner", "--layout", "house", "--org", "leader",
+            "--agents", "5", "--seed", "0", "--shock", "remove:agent_0@5", "--log", str(log),
+            "--quiet"]
+    assert main(argv) == 0
+    assert "round 5: agent_1 took agent_0's seat (leader, succession next)" in (
+        capsys.readouterr().out)
+    records = list(read_log(log))
+    (event,) = [r for r in records if r.get("type") == "succession"]
+    assert (event["round"], event["successor"]) == (5, "agent_1")
+    summary = records[-1]
+    assert summary["successions"] == [event]
+    assert {r["agent"] for r in records if r.get("message_kind") == "assign"
+            and r["round"] >= 5} == {"agent_1"}
