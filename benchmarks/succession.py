@@ -2,8 +2,9 @@
 
 For each organization and team size, the top leader (agent_0) is removed at round
 ``--round`` and the same seeds are played with each succession rule. Prints success,
-mean ticks (sd) and the successions recorded; ``next`` and ``elect`` must record one
-per episode where the shock hit, ``none`` none.
+mean ticks (sd) and the successions recorded; ``next`` and ``elect`` record one per
+episode where agent_0 still held a seat (an election may have passed it on), ``none``
+none.
 
     python benchmarks/succession.py [--seeds 10] [--layout house] [--round 5]
 """
