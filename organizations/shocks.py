@@ -6,7 +6,9 @@ communicate phase), recorded as a ``shock`` event and in the summary's ``shocks`
 * ``remove:<agent>@<round>``: the member leaves the team. Its body stays in the
   house, idle, and teammates may push it aside; what it holds is set down on the
   nearest surface, and everyone is told where (:func:`~orgteams.envs.removal.remove_agent`).
-  Its claims and assignments lapse for the others (``CommunicateContext.removed``).
+  Its claims and assignments lapse for the others (``CommunicateContext.removed``), and
+  its seat (a leader's, a chain link's) is taken under the rules' ``succession``
+  (:mod:`~orgteams.organizations.succession`; :func:`take_over`).
 * ``substitute:<agent>=<member spec>@<round>``: another member (model) plays the agent.
 * ``regulate:<field>=<value>@<round>``: a regulation change: one organization field
   (or one rule, ``rules.<rule>``) changes and the new organization is in force from
