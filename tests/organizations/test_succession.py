@@ -232,3 +232,15 @@ def test_cli_run_shows_the_successor_in_summary_log_and_output(capsys, tmp_path)
     assert summary["successions"] == [event]
     assert {r["agent"] for r in records if r.get("message_kind") == "assign"
             and r["round"] >= 5} == {"agent_1"}
+
+
+def test_llm_members_are_told_the_new_structure_from_the_shock_round():
+    result = run_episode(organization="pyramid", layout="house", backend="scripted", agents=5,
+                         seed=0, shocks=["remove:agent_0@2"], max_rounds=3, log_path=None)
+    prompts = {r["round"]: str(r["prompt"]) for r in result.records
+               if r.get("phase") == "communicate" and r["agent"] == "agent_1"
+               and r.get("prompt")}
+    assert "Alice is the primary leader; vice leaders: Bob;" in prompts[1]
+    assert "Bob is the primary leader; vice leaders: Charlie; members: David, Eve." in (
+        prompts[2])
+    assert "You lead Charlie:" in prompts[2] and "You report to" not in prompts[2]
