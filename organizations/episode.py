@@ -41,7 +41,7 @@ from orgteams.organizations.protocol_facts import PROTOCOL_FACTS
 from orgteams.organizations.protocols import leader_for_round
 from orgteams.organizations.resolved import ResolvedOrganization
 from orgteams.organizations.spec import SELF_CHOSEN, Organization
-from orgteams.organizations.succession import successor_of, succession_event
+from orgteams.organizations.succession import succession_event, successor_of
 
 __all__ = ["EpisodeState", "RoundHooks", "check_member", "check_members", "play_rounds"]
 
