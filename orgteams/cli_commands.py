@@ -96,6 +96,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         _print_json(summary)
     else:
         _print_summary(summary)
+        for e in summary.get("successions", []):
+            print(f"round {e['round']}: {e['successor']} took {e['agent']}'s seat "
+                  f"({e['role']}, succession {e['rule']})")
         if result.log_path is not None:  # the table cuts long paths
             print(f"log: {result.log_path}\nreplay it: orgteams replay {result.log_path}")
     status = summary.get("episode_status", "complete")
