@@ -51,9 +51,9 @@ from orgteams.organizations.spec import (
     _BlockDumper,
 )
 
-__all__ = ["EDITABLE_FIELDS", "SINGLE_CANDIDATE_READ", "Coordinator", "CoordinatorDecision", "CoordinatorReply",
-           "OrganizationProposal", "Trial", "build_candidate", "plain_instruction",
-           "single_candidate"]
+__all__ = ["EDITABLE_FIELDS", "SINGLE_CANDIDATE_READ", "Coordinator", "CoordinatorDecision",
+           "CoordinatorReply", "OrganizationProposal", "Trial", "build_candidate",
+           "plain_instruction", "single_candidate"]
 
 CRITIQUE_MAX_CHARS = 3000
 """Longest critique (its one-line JSON text) kept per history entry in the prompt."""

@@ -53,8 +53,8 @@ from orgteams.agents.backends.base import ChatMessage
 from orgteams.agents.backends.openai_backend import OpenAIBackend
 from orgteams.envs.errors import MissingExtraError
 
-__all__ = ["GRAMMAR_INSTRUCTION", "LOCAL_MODEL", "LocalBackend", "LocalServer", "LocalServerError", "default_threads",
-           "local_unavailable", "smollm2_path"]
+__all__ = ["GRAMMAR_INSTRUCTION", "LOCAL_MODEL", "LocalBackend", "LocalServer",
+           "LocalServerError", "default_threads", "local_unavailable", "smollm2_path"]
 
 LOCAL_MODEL = "smollm2-135m-instruct"
 """The model name the local server answers to (and the price-table key)."""
