@@ -17,10 +17,14 @@ slices taking turns, as ``vector_throughput.py``; best slice per row):
   same env whose households never finish (step limits raised): the difference of
   their ms per tick is what resets cost.
 
-Nothing is asserted: it measures. ``NUMPY_MADVISE_HUGEPAGE=0`` in the environment
+``--refault`` adds the cost of fresh memory on its own: kernel time to touch a
+430 MB array right after freeing the last one, and 3 s after (on a VM that hands freed
+memory back to its host, the second is the expensive one). Nothing is asserted: it
+measures. ``NUMPY_MADVISE_HUGEPAGE=0`` in the environment
 shows the copies with 4 KB pages (what a host without free huge pages gives).
 
-Run: ``python benchmarks/vector_tick_costs.py [--seconds 2] [--sizes 1024,4096]``.
+Run: ``python benchmarks/vector_tick_costs.py [--seconds 2] [--sizes 1024,4096]
+[--refault]``.
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ import argparse
 import os
 import resource
 import sys
+import time
 from collections.abc import Callable
 
 import numpy as np
@@ -39,7 +44,7 @@ from orgteams.envs.actions import NUM_ACTIONS
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from vector_throughput import AGENTS, LAYOUT, TABLES, TASK, measure  # noqa: E402
 
-VMSTAT = ("thp_fault_alloc", "thp_fault_fallback")
+VMSTAT = ("thp_fault_alloc", "thp_fault_fallback", "compact_stall")
 
 
 def _vmstat() -> dict[str, int]:
@@ -99,11 +104,32 @@ def step_fn(num_envs: int, how: str, finish: bool = True, **kwargs) -> Counted:
     return counted
 
 
+def refault(pause: float, rounds: int = 6, entries: int = 4096 * AGENTS * 8764
+            ) -> list[float]:
+    """Kernel ms to fault in a fresh float32 array of ``entries`` (a 4,096-household
+    batch of observations) when the last one was freed ``pause`` seconds before."""
+    out = []
+    for _ in range(rounds):
+        time.sleep(pause)
+        r0 = resource.getrusage(resource.RUSAGE_SELF)
+        np.ones(entries, np.float32)  # allocated, touched, freed
+        out.append(1e3 * (resource.getrusage(resource.RUSAGE_SELF).ru_stime - r0.ru_stime))
+    return out
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=2.0, help="CPU time per row")
     parser.add_argument("--sizes", default="1024,4096", help="households, comma-separated")
+    parser.add_argument("--refault", action="store_true",
+                        help="also: kernel time to touch a fresh 430 MB array right after "
+                             "freeing the last one vs 3 s later (about 40 s of waiting)")
     args = parser.parse_args(argv)
+    if args.refault:
+        for pause in (0.0, 3.0):
+            ms = refault(pause)
+            print(f"fresh 430 MB array, last one freed {pause:g} s before: kernel ms "
+                  + " ".join(f"{x:.0f}" for x in ms))
     rows: dict[str, Counted] = {}
     for n in (int(x) for x in args.sizes.split(",")):
         for how in ("recycled", "caller copies", "built anew", "no copy"):
@@ -116,13 +142,13 @@ def main(argv: list[str] | None = None) -> None:
           f"random actions, {args.seconds:g} CPU s per row; NUMPY_MADVISE_HUGEPAGE="
           f"{os.environ.get('NUMPY_MADVISE_HUGEPAGE', 'unset')})")
     print(f"{'row':<46} {'agent-steps/s':>13} {'ms/tick':>8} {'faults/tick':>11} "
-          f"{'kernel ms/tick':>14} {'THP faults, fallbacks/tick':>27}")
+          f"{'kernel ms/tick':>14} {'THP faults, fallbacks, compaction stalls/tick':>45}")
     for name, rate in best.items():
         c = rows[name]
         per_tick = 1e3 * int(name.split()[0]) * AGENTS / rate
         thp = ", ".join(f"{c.thp[k] / c.ticks:.0f}" for k in VMSTAT) if _vmstat() else "-"
         print(f"{name:<46} {rate:>13,.0f} {per_tick:>8.2f} {c.minflt / c.ticks:>11,.0f} "
-              f"{1e3 * c.kernel / c.ticks:>14.2f} {thp:>27}")
+              f"{1e3 * c.kernel / c.ticks:>14.2f} {thp:>45}")
     with_resets = 1e3 * 1024 * AGENTS / best["1024 households, copy=False, resets"]
     without = 1e3 * 1024 * AGENTS / best["1024 households, copy=False, no episode ends"]
     resets = rows["1024 households, copy=False, resets"]
