@@ -15,7 +15,8 @@ slices taking turns, as ``vector_throughput.py``; best slice per row):
 * **Resets** at 1,024 households (``copy=False``): households spread over the episode
   so that about 1.8 of them finish and draw their next episode per tick, beside the
   same env whose households never finish (step limits raised): the difference of
-  their ms per tick is what resets cost.
+  their ms per tick is what resets cost. And the tick in which every household
+  truncates at once (as after a ``reset()`` of all, under a policy that never succeeds).
 
 ``--refault`` adds the cost of fresh memory on its own: kernel time to touch a
 430 MB array right after freeing the last one, and 3 s after (on a VM that hands freed
@@ -117,6 +118,28 @@ def refault(pause: float, rounds: int = 6, entries: int = 4096 * AGENTS * 8764
     return out
 
 
+def storm(num_envs: int = 1024, rounds: int = 6) -> tuple[float, float]:
+    """CPU ms of a tick in which all ``num_envs`` households truncate together
+    (``max_ticks=5``, ``copy=False``), and of a tick in which none does: best of
+    ``rounds``."""
+    vec = household_v0.vector_env(num_envs, layout=LAYOUT, task=TASK, num_agents=AGENTS,
+                                  obs_mode="flat", seed=0, max_ticks=5, copy=False)
+    vec.reset()
+    waits = np.zeros((num_envs, AGENTS), np.int64)
+    best_all, best_none = np.inf, np.inf
+    for _ in range(rounds):
+        for _ in range(4):
+            start = time.process_time()
+            vec.step(waits)
+            best_none = min(best_none, time.process_time() - start)
+        start = time.process_time()
+        truncated = vec.step(waits)[3]
+        best_all = min(best_all, time.process_time() - start)
+        if not truncated.all():
+            raise RuntimeError("the storm tick did not truncate every household")
+    return 1e3 * best_all, 1e3 * best_none
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=2.0, help="CPU time per row")
@@ -151,6 +174,9 @@ def main(argv: list[str] | None = None) -> None:
               f"{1e3 * c.kernel / c.ticks:>14.2f} {thp:>45}")
     with_resets = 1e3 * 1024 * AGENTS / best["1024 households, copy=False, resets"]
     without = 1e3 * 1024 * AGENTS / best["1024 households, copy=False, no episode ends"]
+    every, none = storm()
+    print(f"all 1024 households truncating in one tick: {every:.0f} ms (a tick without "
+          f"ends: {none:.1f} ms; best of 6, max_ticks=5, copy=False)")
     resets = rows["1024 households, copy=False, resets"]
     print(f"resets cost {with_resets - without:.2f} ms of a {with_resets:.2f} ms tick "
           f"(1024 households, copy=False, {resets.resets / resets.ticks:.2f} households "
