@@ -44,7 +44,7 @@ from orgteams.organizations.team_log import decision_fields
 if TYPE_CHECKING:  # the loop (episode.py) calls the phases; they only read its state
     from orgteams.organizations.episode import EpisodeState
 
-__all__ = ["act_phase", "communicate_phase", "decide_actions"]
+__all__ = ["act_phase", "communicate_phase", "decide_actions", "deliver_held"]
 
 TRACKED = ("grab", "explore", "check")  # kinds whose targets two agents should not share
 # Fields of a decision, not of each message it sends: only its first message line has them.
@@ -72,7 +72,7 @@ def _context(state: EpisodeState, agent: str, stage: Stage, visible: list[TeamMe
         visible_this_round=visible, stage_kind=stage.kind,
         candidates=state.active() if stage.kind == "vote" else None,
         removed=tuple(sorted(state.removed)), history=state.shared_history(),
-        rules=r.member_rules(agent))
+        rules=r.member_rules(agent), tokenizer=state.tokenizer)
 
 
 async def communicate_phase(state: EpisodeState, speakers: list[str] | None = None
@@ -87,6 +87,9 @@ async def communicate_phase(state: EpisodeState, speakers: list[str] | None = No
     for hook in state.hooks.phase:
         hook(state, "communicate")
     stages = schedule(state.resolved, active if speakers is None else speakers, state.round)
+    if state.succession_vote is not None and not (stages and stages[0].kind == "vote"):
+        # succession: elect - the team elects the removed leader's successor first
+        stages.insert(0, Stage(tuple(active), "none_this_round", "vote"))
     outputs: list[TeamMessage] = []
     inbox: dict[str, list[TeamMessage]] = {a: [] for a in state.team}
     abstained: set[str] = set()
@@ -112,15 +115,20 @@ async def communicate_phase(state: EpisodeState, speakers: list[str] | None = No
                 claims[agent] = d.role
             if stage.kind == "vote" and d.vote in active:
                 votes[agent] = d.vote
+            _drop_undeliverable(state, agent, d)
             _budget(d, ctxs[agent], spent)
             outputs += _route(state, si, stage, agent, d, ctxs[agent], inbox)
         for hook in state.hooks.decided:
             hook(state, [d.record for d in decisions])
-        if stage.kind == "vote" and votes:
-            incumbent = state.resolved.leaders[0] if state.resolved.leaders else None
-            election = record_election(state.round, votes, order=state.team, incumbent=incumbent)
-            state.set_leaders([election.winner])
+        if stage.kind == "vote" and (votes or state.succession_vote is not None):
+            leaders = [a for a in state.resolved.leaders if a not in state.removed]
+            incumbent = leaders[0] if leaders and state.succession_vote is None else None
+            election = record_election(state.round, votes, order=active, incumbent=incumbent)
             state.event("election", **asdict(election))
+            if state.succession_vote is not None:
+                state.elected_successor(election.winner)
+            else:
+                state.set_leaders([election.winner])
             stages = stages[:si + 1] + schedule(state.resolved, active, state.round,
                                                 with_election=False)
         if claims:
@@ -141,6 +149,15 @@ async def communicate_phase(state: EpisodeState, speakers: list[str] | None = No
     else:
         _deliver(state, inbox)
     return abstained
+
+
+def deliver_held(state: EpisodeState) -> None:
+    """Deliver the messages a ``from_history`` protocol held back this round (``shared``:
+    heard after acting); nothing when none are held. :func:`act_phase` calls it after
+    the env step; callers that decide with :func:`decide_actions` alone call it after."""
+    if state.undelivered is not None:
+        _deliver(state, state.undelivered)
+        state.undelivered = None
 
 
 def _deliver(state: EpisodeState, inbox: dict[str, list[TeamMessage]]) -> None:
@@ -179,20 +196,34 @@ async def _act_in_turn(state: EpisodeState, si: int, stage: Stage, abstained: se
     return out
 
 
+def _drop_undeliverable(state: EpisodeState, agent: str, d: CommunicateDecision) -> None:
+    """Messages no receiver can get (no channel, or every receiver removed) are not
+    sent, by any member kind: they would count as sent tokens that nobody heard. The
+    decision record says what was dropped."""
+    if not d.messages:
+        return
+    reach = [any(b not in state.removed for b in route(agent, m.receivers, state.resolved)[0])
+             for m in d.messages]
+    if not all(reach):
+        gone = [m.kind for m, ok in zip(d.messages, reach) if not ok]
+        d.messages = [m for m, ok in zip(d.messages, reach) if ok]
+        d.record.notes.append(f"undeliverable: {len(gone)} message(s) no teammate can "
+                              "receive not sent: " + ", ".join(gone))
+
+
 def _budget(d: CommunicateDecision, ctx: CommunicateContext,
             spent: dict[str, tuple[int, int]]) -> None:
-    """Keep a member's messages within the rules' per-round budget (any member kind);
-    what is over it is not sent, and its decision record says so."""
-    from orgteams.agents.tokens import count_tokens
-
+    """Keep a member's messages within the rules' per-round budget (any member kind),
+    counted with the episode's tokenizer; what is over it is not sent, and its
+    decision record says so."""
     rules = ctx.rules
     if rules.max_messages is None and rules.max_tokens is None or not d.messages:
         return
-    kept, over = within_budget(d.messages, rules, lambda m: count_tokens(m.text),
+    kept, over = within_budget(d.messages, rules, lambda m: ctx.count_tokens(m.text),
                                spent.get(ctx.agent, (0, 0)))
     before = spent.get(ctx.agent, (0, 0))
     spent[ctx.agent] = (before[0] + len(kept),
-                        before[1] + sum(count_tokens(m.text) for m in kept))
+                        before[1] + sum(ctx.count_tokens(m.text) for m in kept))
     if over:
         d.messages = kept
         d.record.notes.append(f"budget: {len(over)} message(s) over the organization's "
@@ -201,9 +232,8 @@ def _budget(d: CommunicateDecision, ctx: CommunicateContext,
 
 def _route(state: EpisodeState, si: int, stage: Stage, agent: str, d: CommunicateDecision,
            ctx: CommunicateContext, inbox: dict[str, list[TeamMessage]]) -> list[TeamMessage]:
-    """Stamp, route and record one speaker's turn; returns what later stages may see."""
-    from orgteams.agents.tokens import count_tokens
-
+    """Stamp, route and record one speaker's turn (message tokens counted with the
+    episode's tokenizer); returns what later stages may see."""
     recording = bool(state.hooks.record)  # records cost: build them only for a reader
     allow = state.organization.allow_abstain
     base = {"round": state.round, "tick": state.env.ticks, "agent": agent,
@@ -229,7 +259,7 @@ def _route(state: EpisodeState, si: int, stage: Stage, agent: str, d: Communicat
             rec = base if i == 0 else {k: v for k, v in base.items() if k not in _CALL_ONLY}
             state.emit({**rec, "message": m.text, "message_kind": m.kind,
                         "receivers": out.receivers_json(), "delivered": delivered,
-                        "dropped": dropped, "message_tokens": count_tokens(m.text)})
+                        "dropped": dropped, "message_tokens": state.tokenizer.count(m.text)})
         for hook in state.hooks.message:
             hook(out)
     return said
@@ -312,9 +342,7 @@ async def act_phase(state: EpisodeState, abstained: set[str]) -> None:
                         "ticks_elapsed": info.get("ticks_elapsed"), **decision_fields(d.record)})
     for hook in state.hooks.decided:
         hook(state, [d.record for a, d in chosen.items() if a not in early])
-    if state.undelivered is not None:
-        _deliver(state, state.undelivered)
-        state.undelivered = None
+    deliver_held(state)
     state.remember_round(actions, abstained)
 
 
