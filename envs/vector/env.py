@@ -36,7 +36,6 @@ from orgteams.envs.layout import Layout
 from orgteams.envs.state import HouseholdState, Scene
 from orgteams.envs.tasks import TaskSpec
 from orgteams.envs.vector.batch import BatchState, max_objects
-from orgteams.envs.vector.changes import ChangeTracker
 from orgteams.envs.vector.dynamics import check_actions, step_batch
 from orgteams.envs.vector.flat_buffer import FLAT_DTYPES, FlatBuffer, to_uint8
 from orgteams.envs.vector.masks import batch_masks
@@ -129,7 +128,6 @@ class VectorHouseholdEnv:
         self.scenes: list[Scene] = []
         self._masks: np.ndarray | None = None
         self._mask_cache: np.ndarray | None = None  # our own copy of the last masks
-        self._changes = ChangeTracker()  # numpy: rebuild only households that changed
         self._seed = seed
         self.observations = bool(observations)
         self.backend = backend
@@ -205,7 +203,8 @@ class VectorHouseholdEnv:
         self._collisions += events.collision.sum(axis=1)
         buffered = self._buffered()
         obs = None if buffered else self._observe(s)
-        changed = self._changes.changed(s) if self._jax is None else None
+        # numpy: rebuild only the households where some action took effect this tick
+        changed = events.changed if self._jax is None else None
         masks = self._batch_masks(s, changed)
         infos: dict[str, Any] = {"invalid_action": events.invalid,
                                  "collision": events.collision}
@@ -329,10 +328,9 @@ class VectorHouseholdEnv:
         return masks
 
     def _remember(self) -> None:
-        """After a step or reset (numpy): the state and masks the next step compares
-        with (the caller may write into the masks it was given)."""
+        """After a step or reset (numpy): the masks the next step keeps for households
+        that did not change (a copy: the caller may write into the masks it was given)."""
         if self._jax is None:
-            self._changes.remember(self._batch)
             self._mask_cache = self._masks.copy()
 
     def _buffered(self) -> bool:

@@ -16,9 +16,9 @@ stayed on its cell sees the same static planes (tiles, furniture, self mark). So
 The result is the same array as ``flat_observations`` (``tests/envs/
 test_vector_differential.py`` compares it with the scalar env at every tick). A
 household whose state (all but the tick) is the same as at the last call
-(:mod:`.changes`) keeps its windows untouched. With
-``dtype=np.uint8`` the entries are the raw plane values (counts as counts, no
-scaling): ``round(flat * flat_scale(...))`` of the float32 observation.
+(``TickEvents.changed``: no action of the tick took effect there) keeps its windows
+untouched. With ``dtype=np.uint8`` the entries are the raw plane values (counts as
+counts, no scaling): ``round(flat * flat_scale(...))`` of the float32 observation.
 """
 
 from __future__ import annotations
@@ -54,7 +54,7 @@ class FlatBuffer:
         """This tick's observations of ``s`` (same households as the buffer); the
         returned array is the buffer itself, reshaped ``(N, A, D)``. ``changed``:
         ``(N,)`` bool, the households whose state changed since the last call
-        (:mod:`.changes`; the others are kept as they are); None: all."""
+        (``TickEvents.changed``; the others are kept as they are); None: all."""
         t, d, agents = self.t, self.d, self.agents
         n = len(s.pos)
         flat = self.array.reshape(-1)

@@ -142,9 +142,15 @@ def test_the_check_catches_a_stale_flat_buffer(monkeypatch):
 
 def test_the_check_catches_a_household_wrongly_kept(monkeypatch):
     """Observations and masks kept for a household whose state changed (an opened
-    container left out of the comparison) fail."""
-    monkeypatch.setattr("orgteams.envs.vector.changes.UNSEEN",
-                        ("tick", "step_limit", "container_open"))
+    container not reported in the tick's ``changed``) fail."""
+    from orgteams.envs.vector import dynamics
+
+    def forgetful(t, s, actions):
+        events = dynamics.step_batch(t, s, actions)
+        events.changed[(events.opened_container >= 0).any(axis=1)] = False
+        return events
+
+    monkeypatch.setattr("orgteams.envs.vector.env.step_batch", forgetful)
     with pytest.raises(AssertionError, match=r"tick \d+, household \d: observation \("):
         compare_with_scalar(2, 40, policy="masked", layout="studio", num_agents=2,
                             copy=False)
