@@ -210,14 +210,17 @@ class VectorHouseholdEnv:
                                  "collision": events.collision}
         finished = np.flatnonzero(done | truncated)
         if len(finished):
-            last = self._observe_part(s.take(finished)) if buffered else \
+            last = self._last_observations(finished, changed) if buffered else \
                 None if obs is None else obs[finished]
             infos.update(self._final(finished, last, masks, done))
             self._reset_some(finished, obs, masks)
         if buffered:  # after the resets: their first observations are in it
+            tail = None
             if changed is not None:
                 changed[finished] = True
-            obs = self._observe(s, changed)
+                tail = events.objects_moved.copy()
+                tail[finished] = True
+            obs = self._observe(s, changed, tail)
         self._masks = masks
         self._remember()
         # A household that succeeded was reset in this step: its success is in
@@ -340,10 +343,11 @@ class VectorHouseholdEnv:
         return self.observations and self._jax is None and self.obs_mode == "flat" \
             and (not self.copy or self.obs_dtype == np.uint8)
 
-    def _observe(self, batch: BatchState, changed: np.ndarray | None = None
-                 ) -> np.ndarray | None:
+    def _observe(self, batch: BatchState, changed: np.ndarray | None = None,
+                 tail: np.ndarray | None = None) -> np.ndarray | None:
         """Observations of the whole batch (``batch`` is ``self._batch``); ``changed``:
-        the households whose state changed since the last step (None: all)."""
+        the households whose state changed since the last step (None: all); ``tail``:
+        those whose hands or goal rows may have (:meth:`FlatBuffer.write`)."""
         if not self.observations:
             return None
         if self._jax is not None:
@@ -352,13 +356,27 @@ class VectorHouseholdEnv:
             if self._flat is None:
                 self._flat = FlatBuffer(self._tables, self._inverse, self.num_envs,
                                         self.num_agents, self.obs_dtype)
-            obs = self._flat.write(batch, changed)
+            obs = self._flat.write(batch, changed, tail)
             if self.copy:
                 return obs.copy()
             view = obs.view()
             view.flags.writeable = False  # the next step updates only what changed
             return view
         return self._observe_part(batch)
+
+    def _last_observations(self, finished: np.ndarray, changed: np.ndarray | None
+                           ) -> np.ndarray:
+        """Observations of this tick's state of the households ``finished`` (before their
+        reset), with a :class:`FlatBuffer`: where no action took effect this tick (most
+        episodes end at the step limit) the buffer's rows show this very state (the
+        tick is not observed); the others are built anew."""
+        if self._flat is None or changed is None:
+            return self._observe_part(self._batch.take(finished))
+        last = self._flat.array.reshape(self.observation_shape)[finished]
+        redo = np.flatnonzero(changed[finished])
+        if len(redo):
+            last[redo] = self._observe_part(self._batch.take(finished[redo]))
+        return last
 
     def _observe_part(self, batch: BatchState) -> np.ndarray:
         """Observations of any batch (a subset of households too), built anew."""

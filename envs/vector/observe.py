@@ -127,13 +127,17 @@ def flat_observations(t: LayoutTables, s: BatchState, inverse_scale: np.ndarray,
     return out.reshape(n, agents, d)
 
 
-def hands_and_goals(s: BatchState) -> tuple[np.ndarray, np.ndarray]:
-    """``(N, A, 2)`` hands (class + 1, 0 empty) and ``(N, 5, 3)`` goal rows."""
-    held = s.hands[:, :, :HAND_CAPACITY]
-    cls = s.object_class[np.arange(len(held))[:, None, None], np.maximum(held, 0)]
+def hands_and_goals(s: BatchState, idx: np.ndarray | None = None
+                    ) -> tuple[np.ndarray, np.ndarray]:
+    """``(N, A, 2)`` hands (class + 1, 0 empty) and ``(N, 5, 3)`` goal rows (of the
+    households ``idx`` only, in that order, when given)."""
+    if idx is None:
+        idx = np.arange(len(s.pos))
+    held = s.hands[idx, :, :HAND_CAPACITY]
+    cls = s.object_class[idx[:, None, None], np.maximum(held, 0)]
     hands = np.where(held >= 0, cls + 1, 0).astype(np.uint8)
-    goal = np.stack([s.goal_class + 1, s.goal_target + 1, s.goal_count - s.progress],
-                    axis=-1).astype(np.uint8)
+    goal = np.stack([s.goal_class[idx] + 1, s.goal_target[idx] + 1,
+                     s.goal_count[idx] - s.progress[idx]], axis=-1).astype(np.uint8)
     return hands, goal
 
 

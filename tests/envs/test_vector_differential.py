@@ -130,9 +130,9 @@ def test_the_check_catches_a_stale_flat_buffer(monkeypatch):
 
     real = FlatBuffer.write
 
-    def forgetful(self, s, changed=None):
+    def forgetful(self, s, *args, **kwargs):
         self.dirty = self.dirty[:0]
-        return real(self, s, changed)
+        return real(self, s, *args, **kwargs)
 
     monkeypatch.setattr(FlatBuffer, "write", forgetful)
     with pytest.raises(AssertionError, match=r"tick \d+, household \d: observation \("):
