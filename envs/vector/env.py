@@ -311,10 +311,9 @@ class VectorHouseholdEnv:
                 obs[...] = self._observe(s)
             masks[...] = self._batch_masks(s)
             return
-        part = s.take(idx)
         if obs is not None:
-            obs[idx] = self._observe_part(part)
-        masks[idx] = batch_masks(t, part)
+            obs[idx] = self._observe_part(s.take(idx))
+        masks[idx] = batch_masks(t, s, idx)
 
     def _batch_masks(self, batch: BatchState, changed: np.ndarray | None = None
                      ) -> np.ndarray:
@@ -327,7 +326,7 @@ class VectorHouseholdEnv:
         masks = self._mask_cache.copy()
         idx = np.flatnonzero(changed)
         if len(idx):
-            masks[idx] = batch_masks(self._tables, batch.take(idx))
+            masks[idx] = batch_masks(self._tables, batch, idx)
         return masks
 
     def _remember(self) -> None:

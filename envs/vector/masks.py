@@ -18,14 +18,16 @@ _HAND = np.arange(HAND_CAPACITY)
 _SLOTS = np.arange(MAX_SLOTS)
 
 
-def batch_masks(t: LayoutTables, s: BatchState) -> np.ndarray:
-    """``(N, A, 53)`` int8 masks of every agent of every household."""
-    n, agents = s.pos.shape
-    env = np.arange(n)[:, None, None]
-    kind = t.neighbour_kind[s.pos]  # (N, A, 4)
-    index = t.neighbour_index[s.pos]
-    cell = t.neighbour_cell[s.pos]
-    free = ~(cell[..., None] == s.pos[:, None, None, :]).any(axis=-1)
+def batch_masks(t: LayoutTables, s: BatchState, idx: np.ndarray | None = None) -> np.ndarray:
+    """``(N, A, 53)`` int8 masks of every agent of every household (of the households
+    ``idx`` only, in that order, when given: no copy of their state)."""
+    pos = s.pos if idx is None else s.pos[idx]
+    n, agents = pos.shape
+    env = (np.arange(n) if idx is None else idx)[:, None, None]
+    kind = t.neighbour_kind[pos]  # (N, A, 4)
+    index = t.neighbour_index[pos]
+    cell = t.neighbour_cell[pos]
+    free = ~(cell[..., None] == pos[:, None, None, :]).any(axis=-1)
     door = kind == K_DOOR
     door_open = door & s.door_open[env, np.minimum(index, s.door_open.shape[1] - 1)] \
         if s.door_open.shape[1] else door
@@ -33,7 +35,7 @@ def batch_masks(t: LayoutTables, s: BatchState) -> np.ndarray:
     f = np.where(furn, index, 0)
     is_box = furn & t.is_container[f]
     is_open = furn & s.container_open[env, f]
-    held = s.held[:, :, None]
+    held = (s.held if idx is None else s.held[idx])[:, :, None]
     n_in = s.count[env, f]
     out = np.empty((n, agents, NUM_ACTIONS), np.int8)
     out[..., 0] = 1  # wait

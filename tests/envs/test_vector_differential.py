@@ -105,8 +105,8 @@ def test_the_check_catches_a_difference(monkeypatch):
     """A batched mask that drifts from the scalar rule fails the comparison."""
     real = masks.batch_masks
 
-    def drifted(t, s):
-        out = real(t, s)
+    def drifted(t, s, *idx):
+        out = real(t, s, *idx)
         out[..., 0] = 0  # "wait is invalid": not the scalar rule
         return out
 
