@@ -25,7 +25,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from orgteams.envs.messages import EVERYONE
+from orgteams.envs.messages import EVERYONE, MESSAGE_MAX_CHARS
 
 __all__ = [
     "MAX_MESSAGES",
@@ -39,8 +39,6 @@ __all__ = [
     "explain",
 ]
 
-MESSAGE_MAX_CHARS = 300
-"""Longest message an agent may send (characters)."""
 ROLE_MAX_CHARS = 40
 """Longest self-chosen role (characters)."""
 THOUGHTS_MAX_CHARS = 200

@@ -79,8 +79,11 @@ def _known_choices(ctx: CommunicateContext) -> list[TeamMessage]:
 
 
 def _forget(planner: PlannerAgent, removed: tuple[str, ...]) -> None:
-    """Claims and assignments of agents taken out of the team lapse (shocks)."""
+    """Claims and assignments of agents taken out of the team lapse (shocks), and so
+    does an order from a removed leader (its successor gives the orders now)."""
     gone = set(removed)
+    if planner.assigner in gone:
+        planner.assignment = planner.assigner = None
     for obj in [o for o, (who, _) in planner.claims.items() if who in gone]:
         del planner.claims[obj]
     for agent in gone & set(planner.room_claims):

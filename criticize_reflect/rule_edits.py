@@ -53,6 +53,8 @@ class RulesEdit(BaseModel):
     corrections: bool | None = Field(default=None,
                                      description="members may correct the leader")
     election: ElectionEdit | None = None
+    succession: Literal["next", "elect", "none"] | None = Field(
+        default=None, description="who takes a removed leader's seat: next, elect or none")
     notes: list[str] | None = Field(default=None, max_length=MAX_NOTES)
 
 

@@ -35,9 +35,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-__all__ = ["EVERYONE", "MESSAGE_KINDS", "Everyone", "Receivers", "TeamMessage", "render"]
+__all__ = ["EVERYONE", "MESSAGE_KINDS", "MESSAGE_MAX_CHARS", "Everyone", "Receivers", "TeamMessage",
+           "render"]
 
 EVERYONE = "everyone"  # the one spelling of "every other team member"
+MESSAGE_MAX_CHARS = 300
+"""Longest message a member may send (characters): models, people, the keyboard player."""
 Everyone = Literal["everyone"]
 Receivers = tuple[str, ...] | Everyone
 MESSAGE_KINDS = ("claim", "release", "found", "assign", "done", "status", "correct", "text",

@@ -12,16 +12,24 @@ G + arrow           pick up (grab) the selected slot from the furniture there
 P + arrow           put the selected hand slot on/in the furniture there
 1-8                 select the slot for the next pick or put (default 1)
 Space or .          wait one tick
+T                   write to your teammates (planner / LLM teammates): a box opens;
+                    Enter sends to everyone, ``@Name text`` to one teammate, Esc cancels
 F                   field of view on/off      H   help on/off
 R                   new episode (once one is over)
-Q / Escape          quit (Escape first cancels a pending O/C/G/P)
+Q / Escape          quit (Escape first cancels a pending O/C/G/P, then queued keys)
 ==================  =============================================================
+
+Keys pressed while teammates think are queued, up to :data:`KEY_QUEUE_MAX`, and
+played one tick each, in order, when they are done (the window shows how many wait;
+Escape clears them); a key beyond that is refused with a note, never silently lost.
 
 Teammates that think in high-level actions (planners, LLM agents) play through
 :class:`~orgteams.envs.highlevel.HighLevelEnv`: pass ``teammates`` (a
 :class:`Teammates`, e.g. :class:`orgteams.play_team.PlannerTeammates`) and each of
 your keys becomes ``primitive:<id>``, one tick, while the teammates keep their plans
-running over the same tick (``orgteams play --others planner``).
+running over the same tick (``orgteams play --others planner``). Teammates that
+listen (they have ``hear``) get what the player writes in the T box as a
+:class:`~orgteams.envs.messages.TeamMessage` from the player's agent.
 
 Tests drive it headless (``SDL_VIDEODRIVER=dummy``): post key events with
 ``pygame.event.post`` (or call :meth:`PlaySession.handle_event`) and call
@@ -30,12 +38,15 @@ Tests drive it headless (``SDL_VIDEODRIVER=dummy``): post key events with
 
 from __future__ import annotations
 
+from collections import deque
 from typing import Any, Protocol
 
 from orgteams.envs.actions import HAND_CAPACITY, Verb, decode, encode
 from orgteams.envs.errors import UserError
 from orgteams.envs.highlevel import PRIMITIVE, HighLevelEnv
 from orgteams.envs.layout import DIRECTION_NAMES, DIRECTIONS
+from orgteams.envs.messages import EVERYONE, TeamMessage
+from orgteams.envs.play_chat import PlayerChat
 from orgteams.envs.rendering import PygameRenderer
 from orgteams.envs.state import is_walkable
 from orgteams.envs.video import Policy, resolve_policy
@@ -49,12 +60,15 @@ HELP_LINES = [  # "key<TAB>what it does": the help box draws two columns
     "P + arrow\tput the selected hand slot",
     "1 - 8\tselect the slot (default 1)",
     "Space or .\twait one tick",
+    "T\twrite to teammates (@Name: to one)",
     "F\tfield of view on / off",
     "H\tthis help",
     "R\tnew episode (when one is over)",
+    "Esc\tcancel a pending key, queued keys",
     "Q / Esc\tquit",
 ]
 VERB_KEYS = {"o": Verb.OPEN, "c": Verb.CLOSE, "g": Verb.PICK, "p": Verb.PUT}
+KEY_QUEUE_MAX = 8  # keys played after slow teammates finish; more is refused, with a note
 
 
 class Teammates(Protocol):
@@ -63,12 +77,15 @@ class Teammates(Protocol):
     Called once per tick (one decision round of a :class:`HighLevelEnv` whose human
     agent plays ``primitive:<id>``) with the env and the live teammates' ids; returns
     a high-level action id per teammate (``continue`` keeps a running plan; a
-    teammate left out waits when it needs a decision). ``reset`` starts a new episode.
+    teammate left out waits when it needs a decision). ``reset`` is called after each
+    ``env.reset`` (``seed``): a new episode. Teammates that listen to the player also
+    have ``hear(message: TeamMessage)``, called with each line the player sends; they
+    deliver it at their next communicate stage.
     """
 
     def __call__(self, env: HighLevelEnv, agents: list[str]) -> dict[str, str]: ...
 
-    def reset(self) -> None: ...
+    def reset(self, env: HighLevelEnv, seed: int) -> None: ...
 
 
 class PlaySession:
@@ -127,10 +144,13 @@ class PlaySession:
         self.pending: Verb | None = None
         self.slot = 0
         self.message = ""
-        self._queued: int | None = None
-        self._reset(seed)
+        self.queue: deque[int] = deque()  # actions to play, one per tick (KEY_QUEUE_MAX)
+        listens = callable(getattr(teammates, "hear", None))
+        self.chat = PlayerChat(human_agent, self._names) if listens else None
+        self.renderer.pg.key.stop_text_input()  # on only while the message box is open
         if display_names is not None:
             self.raw.display_names = list(display_names)
+        self._reset(seed)
 
     # ---- input ----
     def handle_event(self, event: Any) -> None:
@@ -138,6 +158,10 @@ class PlaySession:
         pg = self.renderer.pg
         if event.type == pg.QUIT:
             self.running = False
+            return
+        if self.chat is not None and self.chat.is_open:
+            self._chat_event(event)
+            return
         if event.type != pg.KEYDOWN:
             return
         key = event.key
@@ -145,6 +169,9 @@ class PlaySession:
         name = pg.key.name(key)
         if key == pg.K_ESCAPE and self.pending is not None:
             self.pending, self.message = None, "cancelled"
+        elif key == pg.K_ESCAPE and self.queue:
+            self.message = f"{len(self.queue)} queued key(s) cleared"
+            self.queue.clear()
         elif key in (pg.K_q, pg.K_ESCAPE):
             self.running = False
         elif key == pg.K_h:
@@ -161,8 +188,10 @@ class PlaySession:
         elif name.isdigit() and 1 <= int(name) <= 8:
             self.slot = int(name) - 1
             self.message = f"slot {self.slot + 1} selected"
+        elif key == pg.K_t:
+            self._open_chat()
         elif key in (pg.K_SPACE, pg.K_PERIOD):
-            self._queued = 0
+            self._enqueue(0)
         elif key in arrows:
             self._arrow(arrows[key], bool(getattr(event, "mod", 0) & pg.KMOD_SHIFT))
 
@@ -173,11 +202,49 @@ class PlaySession:
             if verb == Verb.PUT and index >= HAND_CAPACITY:
                 self.message = f"you have {HAND_CAPACITY} hand slots: press 1 or 2"
                 return
-            self._queued = encode(verb, d, index)
+            self._enqueue(encode(verb, d, index))
         elif shift:
-            self._queued = self.use_action(d)
+            self._enqueue(self.use_action(d))
         else:
-            self._queued = encode(Verb.MOVE, d)
+            self._enqueue(encode(Verb.MOVE, d))
+
+    def _enqueue(self, action: int | None) -> None:
+        if action is None:
+            return
+        if len(self.queue) >= KEY_QUEUE_MAX:
+            self.message = f"{KEY_QUEUE_MAX} keys are queued already: this one is not"
+            return
+        self.queue.append(action)
+
+    # ---- talking ----
+    def _names(self) -> dict[str, str]:
+        names = self.raw.display_names or self.raw.possible_agents
+        return dict(zip(self.raw.possible_agents, names, strict=True))
+
+    def _open_chat(self) -> None:
+        if self.chat is None:
+            self.message = ("these teammates do not listen: talk with --others planner or "
+                            "an LLM (local, openai:<model>, scripted)")
+            return
+        self.chat.open(self.renderer.pg)
+
+    def _chat_event(self, event: Any) -> None:
+        outcome = self.chat.handle_event(self.renderer.pg, event)
+        if outcome is None:
+            return
+        what, message = outcome
+        if what == "sent":
+            self.teammates.hear(message)
+            text = message.text if len(message.text) <= 40 else message.text[:37] + "..."
+            self.message = f"to {self._audience(message)}: {text}"
+        else:
+            self.message = "nothing sent" if what == "empty" else "message cancelled"
+
+    def _audience(self, message: TeamMessage) -> str:
+        if message.receivers == EVERYONE:
+            return EVERYONE
+        names = self._names()
+        return ", ".join(names[a] for a in message.receivers)
 
     def use_action(self, d: int) -> int | None:
         """The obvious action towards direction ``d`` (Shift + arrow), or None."""
@@ -211,28 +278,34 @@ class PlaySession:
                 self.handle_event(event)
         if not self.running:
             return False
-        if self._queued is not None and self.env.agents:
-            self.step(self._queued)
-        self._queued = None
-        self.renderer.footer = self._status()
-        self.renderer.render(self.raw.world, self.raw.overlay, self.raw.display_names)
+        if self.queue and self.env.agents:
+            self.step(self.queue.popleft())
+        elif not self.env.agents:
+            self.queue.clear()  # keys of an episode that ended
+        self._draw(self._status())
         self.frames += 1
         return self.running and not self.renderer.closed
 
-    def _waiting_frame(self) -> None:
-        """One frame while teammates think: the window stays drawn; closing it quits."""
-        pg = self.renderer.pg
-        if self.pump_events:
-            for event in pg.event.get():
-                if event.type == pg.QUIT:
-                    self.running = False
-        self.renderer.footer = [*self._status()[:1], "teammates are thinking..."]
+    def _draw(self, footer: list[str]) -> None:
+        self.renderer.footer = footer
+        self.renderer.entry = self.chat.entry if self.chat is not None else None
         self.renderer.render(self.raw.world, self.raw.overlay, self.raw.display_names)
+
+    def _waiting_frame(self) -> None:
+        """One frame while teammates think: the window stays drawn and takes keys (queued,
+        played when they are done) and typing; closing it quits."""
+        if self.pump_events:
+            for event in self.renderer.pg.event.get():
+                self.handle_event(event)
+        full = ", full: more keys are not taken" if len(self.queue) >= KEY_QUEUE_MAX else ""
+        queued = f" ({len(self.queue)} key(s) queued{full})" if self.queue else ""
+        self._draw([*self._status()[:1], f"teammates are thinking...{queued}"])
 
     def _reset(self, seed: int) -> None:
         self.env.reset(seed=seed)
+        self.queue.clear()
         if self.teammates is not None:
-            self.teammates.reset()
+            self.teammates.reset(self.env, seed)
 
     def step(self, action: int) -> None:
         """Play ``action`` for the human and the others' choices, for one tick."""
@@ -269,8 +342,11 @@ class PlaySession:
 
     def _status(self) -> list[str]:
         names = self.raw.display_names or self.raw.possible_agents
-        lines = [f"You: {names[self.index]} ({self.human}). H: help, Q: quit"]
-        if not self.env.agents:
+        talk = ", T: talk" if self.chat is not None else ""
+        lines = [f"You: {names[self.index]} ({self.human}). H: help{talk}, Q: quit"]
+        if self.chat is not None and self.chat.is_open:
+            lines.append("writing: Enter sends, Esc cancels")
+        elif not self.env.agents:
             world = self.raw.world
             done = "goal complete" if world.success else "time is up"
             lines.append(f"Episode over at tick {world.tick}: {done}. R: new episode")
@@ -278,6 +354,8 @@ class PlaySession:
             lines.append(f"{self.pending.name.lower()} slot {self.slot + 1}: press an arrow")
         elif self.message:
             lines.append(self.message)
+        if self.queue and len(lines) < 3:
+            lines.append(f"{len(self.queue)} key(s) queued")
         return lines
 
 
@@ -315,4 +393,4 @@ def play(layout: str = "studio", task: str = "prepare_afternoon_tea", num_agents
     return session.run(max_frames=max_frames)
 
 
-__all__ = ["HELP_LINES", "PlaySession", "Teammates", "describe_action", "play"]
+__all__ = ["HELP_LINES", "KEY_QUEUE_MAX", "PlaySession", "Teammates", "describe_action", "play"]

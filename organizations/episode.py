@@ -41,6 +41,7 @@ from orgteams.organizations.protocol_facts import PROTOCOL_FACTS
 from orgteams.organizations.protocols import leader_for_round
 from orgteams.organizations.resolved import ResolvedOrganization
 from orgteams.organizations.spec import SELF_CHOSEN, Organization
+from orgteams.organizations.succession import succession_event, successor_of
 
 __all__ = ["EpisodeState", "RoundHooks", "check_member", "check_members", "play_rounds"]
 
@@ -107,6 +108,9 @@ class EpisodeState:
             history; see :mod:`~orgteams.agents.shared_context`).
         patterns: The team's earlier episodes (given by the runner).
         round_tick: The tick this round's actions start at.
+        succession_vote: A removed top leader whose seat the team elects at the start of
+            this round (``succession: elect``): ``agent`` and ``before`` (the
+            organization as resolved before the removal); None when no vote is due.
     """
 
     env: HighLevelEnv
@@ -130,6 +134,7 @@ class EpisodeState:
     outcomes: list[RoundOutcome] = field(default_factory=list)
     patterns: tuple[EpisodePattern, ...] = ()
     round_tick: int = 0
+    succession_vote: dict[str, Any] | None = None
     view: MemberView = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -202,10 +207,59 @@ class EpisodeState:
             member.set_leader(agent in top)
 
     def switch(self, organization: Organization) -> None:
-        """Put ``organization`` in force for the same team (the monitor's fallback)."""
+        """Put ``organization`` in force for the same team (the monitor's fallback); the
+        members shocks removed stay out (their seats taken under its ``succession``)."""
         self.organization = organization
-        self.resolved = organization.resolve(self.roster)
+        self.resolved = organization.resolve(self.roster, removed=self.resolved.removed)
         self.set_leaders(list(self.resolved.top_leaders))
+
+    def remove(self, agent: str) -> None:
+        """Take ``agent`` out of the team (a remove shock). Under the rules'
+        ``succession`` its seat is taken now (``next``, and a mid leader's under
+        ``elect``) and recorded as a ``succession`` event, or (``elect``, a top
+        leader) the team votes at the start of this round."""
+        before = self.resolved
+        self.removed.add(agent)
+        self.resolved = before.with_removed(agent)
+        self.set_leaders(list(self.resolved.top_leaders))
+        if (self.organization.rules.succession == "elect" and agent in before.top_leaders
+                and self.active()):
+            self.succession_vote = {"agent": agent, "before": before}
+            return
+        event = succession_event(before, self.resolved, agent, successor_of(before, agent),
+                                 shock="remove")
+        if event:
+            self.event("succession", **event)
+
+    def substitute(self, agent: str, member: TeamMember) -> None:
+        """Another member plays ``agent`` from now on (a substitute shock)."""
+        member.reset()
+        self.members[agent] = member
+
+    def succeed_substitute(self, agent: str) -> None:
+        """Unless the rules' ``succession`` is ``none``, ``agent``'s substitute takes its
+        seat: it is told whether it leads, and a leader's seat is a ``succession`` event."""
+        if self.organization.rules.succession == "none":
+            return
+        member = self.members[agent]
+        member.set_leader(agent in self.resolved.top_leaders
+                          and len(self.resolved.tiers) > 1)
+        if agent in self.resolved.leaders:
+            self.event("succession", agent=agent, role=self.resolved.role_of(agent),
+                       successor=agent, member=member.model or None,
+                       rule=self.organization.rules.succession, shock="substitute",
+                       leaders=list(self.resolved.top_leaders), roles={}, channels={})
+
+    def elected_successor(self, winner: str) -> None:
+        """The succession vote's ``winner`` takes the removed top leader's place."""
+        vote, self.succession_vote = self.succession_vote, None
+        before = vote["before"]  # as resolved before the removal
+        top = [winner if a == vote["agent"] else a for a in before.top_leaders]
+        self.set_leaders([a for a in dict.fromkeys(top) if a not in self.removed])
+        event = succession_event(before, self.resolved, vote["agent"], winner,
+                                 shock="remove")
+        if event:
+            self.event("succession", **event)
 
     def emit(self, record: dict) -> None:
         """Send one log record to the ``record`` subscribers."""

@@ -44,7 +44,7 @@ from orgteams.organizations.team_log import decision_fields
 if TYPE_CHECKING:  # the loop (episode.py) calls the phases; they only read its state
     from orgteams.organizations.episode import EpisodeState
 
-__all__ = ["act_phase", "communicate_phase", "decide_actions"]
+__all__ = ["act_phase", "communicate_phase", "decide_actions", "deliver_held"]
 
 TRACKED = ("grab", "explore", "check")  # kinds whose targets two agents should not share
 # Fields of a decision, not of each message it sends: only its first message line has them.
@@ -87,6 +87,9 @@ async def communicate_phase(state: EpisodeState, speakers: list[str] | None = No
     for hook in state.hooks.phase:
         hook(state, "communicate")
     stages = schedule(state.resolved, active if speakers is None else speakers, state.round)
+    if state.succession_vote is not None and not (stages and stages[0].kind == "vote"):
+        # succession: elect - the team elects the removed leader's successor first
+        stages.insert(0, Stage(tuple(active), "none_this_round", "vote"))
     outputs: list[TeamMessage] = []
     inbox: dict[str, list[TeamMessage]] = {a: [] for a in state.team}
     abstained: set[str] = set()
@@ -116,11 +119,15 @@ async def communicate_phase(state: EpisodeState, speakers: list[str] | None = No
             outputs += _route(state, si, stage, agent, d, ctxs[agent], inbox)
         for hook in state.hooks.decided:
             hook(state, [d.record for d in decisions])
-        if stage.kind == "vote" and votes:
-            incumbent = state.resolved.leaders[0] if state.resolved.leaders else None
-            election = record_election(state.round, votes, order=state.team, incumbent=incumbent)
-            state.set_leaders([election.winner])
+        if stage.kind == "vote" and (votes or state.succession_vote is not None):
+            leaders = [a for a in state.resolved.leaders if a not in state.removed]
+            incumbent = leaders[0] if leaders and state.succession_vote is None else None
+            election = record_election(state.round, votes, order=active, incumbent=incumbent)
             state.event("election", **asdict(election))
+            if state.succession_vote is not None:
+                state.elected_successor(election.winner)
+            else:
+                state.set_leaders([election.winner])
             stages = stages[:si + 1] + schedule(state.resolved, active, state.round,
                                                 with_election=False)
         if claims:
@@ -141,6 +148,15 @@ async def communicate_phase(state: EpisodeState, speakers: list[str] | None = No
     else:
         _deliver(state, inbox)
     return abstained
+
+
+def deliver_held(state: EpisodeState) -> None:
+    """Deliver the messages a ``from_history`` protocol held back this round (``shared``:
+    heard after acting); nothing when none are held. :func:`act_phase` calls it after
+    the env step; callers that decide with :func:`decide_actions` alone call it after."""
+    if state.undelivered is not None:
+        _deliver(state, state.undelivered)
+        state.undelivered = None
 
 
 def _deliver(state: EpisodeState, inbox: dict[str, list[TeamMessage]]) -> None:
@@ -312,9 +328,7 @@ async def act_phase(state: EpisodeState, abstained: set[str]) -> None:
                         "ticks_elapsed": info.get("ticks_elapsed"), **decision_fields(d.record)})
     for hook in state.hooks.decided:
         hook(state, [d.record for a, d in chosen.items() if a not in early])
-    if state.undelivered is not None:
-        _deliver(state, state.undelivered)
-        state.undelivered = None
+    deliver_held(state)
     state.remember_round(actions, abstained)
 
 

@@ -105,7 +105,8 @@ def schedule(
     org = resolved.organization
     stages: list[Stage] = []
     if with_election and election_due(resolved, round_index):
-        stages.append(Stage(tuple(resolved.team), "none_this_round", "vote"))
+        voters = tuple(a for a in resolved.team if a not in resolved.removed)
+        stages.append(Stage(voters, "none_this_round", "vote"))
     lead = [a for a in resolved.leaders if a in order]
     rest = [a for a in order if a not in lead]
     if org.protocol in ("free", "sequential_messages"):
@@ -282,10 +283,11 @@ def leader_for_round(
     Leadership changes only on rounds ``0, k, 2k, ...`` (``k = leadership_every``); in
     between the ``current`` leader stays. ``round_robin`` gives round ``r`` to
     ``team[(r // k) % n]``; ``most_progress`` to the agent with the highest
-    ``progress`` (ties: the current leader, then team order). Other rules return the
-    resolved top leader (or ``current``).
+    ``progress`` (ties: the current leader, then team order); members a shock removed
+    are left out of both. Other rules return the resolved top leader (or ``current``).
     """
-    org, team = resolved.organization, resolved.team
+    org = resolved.organization
+    team = tuple(a for a in resolved.team if a not in resolved.removed) or resolved.team
     top = resolved.tiers[0][1] if resolved.tiers and resolved.tiers[0][1] else team[:1]
     default = current if current is not None else top[0]
     k = org.leadership_every or 1

@@ -20,6 +20,7 @@ from orgteams.organizations.spec import (
     compile_template,
     share_count,
 )
+from orgteams.organizations.succession import vacate
 from orgteams.organizations.templates import render_instruction, substitute_fields
 
 
@@ -39,6 +40,9 @@ class ResolvedOrganization:
             :attr:`roles` reads them by id.
         instructions: Each agent's organization prompt, rendered when resolved (so a bad
             template fails before an episode starts).
+        removed: Members a shock took out of the team, in the order they left; unless
+            the rules' ``succession`` is ``none`` their seats were taken
+            (:mod:`~orgteams.organizations.succession`).
     """
 
     organization: Organization
@@ -49,15 +53,21 @@ class ResolvedOrganization:
     graph: nx.DiGraph = field(repr=False)
     roster: Team = field(repr=False)
     instructions: dict[str, str] = field(default_factory=dict, repr=False)
+    removed: tuple[str, ...] = ()
 
     @classmethod
     def build(
-        cls, org: Organization, team: Team | list[str], leaders: list[str] | None = None
+        cls, org: Organization, team: Team | list[str], leaders: list[str] | None = None,
+        removed: tuple[str, ...] = (),
     ) -> ResolvedOrganization:
         """Resolve ``org`` for ``team``; see :meth:`Organization.resolve`."""
         ids = list(team.ids if isinstance(team, Team) else team)
         if len(set(ids)) != len(ids):
             raise UserError(f"organization {org.name!r}: team has duplicate agents: {ids}")
+        removed = tuple(dict.fromkeys(removed))
+        if any(a not in ids for a in removed):
+            raise ValueError(f"removed agents {list(removed)} are not all in the team {ids}")
+        succeed = org.rules.succession != "none"
         roster = Team.of(team)
         team = ids
         if len(team) < org.min_agents:
@@ -72,24 +82,31 @@ class ResolvedOrganization:
         if org.topology.kind == "tiers":
             tiers = _fill_tiers(org, team, leaders)
             above: tuple[str, ...] = ()
-            for role, agents in tiers:
-                roles.update(dict.fromkeys(agents, role))
+            for _, agents in tiers:
                 if above:
                     for boss, member in _equal_shares(above, agents):
                         reports_to[member] = boss
-                        graph.add_edge(boss, member)
                 above = agents or above
+            if succeed and removed:  # their seats are taken, down the tiers
+                seats = [list(agents) for _, agents in tiers]
+                for agent in removed:
+                    vacate(seats, reports_to, team, agent)
+                tiers = [(role, tuple(sorted(s, key=team.index)))
+                         for (role, _), s in zip(tiers, seats)]
+            for role, agents in tiers:
+                roles.update(dict.fromkeys(agents, role))
+            graph.add_edges_from((boss, a) for a, boss in reports_to.items() if boss)
         elif leaders:
             raise UserError(f"organization {org.name!r} has no leader tier to replace")
-        elif org.topology.kind == "chain":
-            nx.add_path(graph, team)
+        elif org.topology.kind == "chain":  # the chain closes around removed links
+            nx.add_path(graph, [a for a in team if not (succeed and a in removed)])
         if isinstance(org.roles, dict):
             roles.update({a: r for a, r in org.roles.items() if a in roles})
         elif org.roles == SELF_CHOSEN:
             roles = dict.fromkeys(team, SELF_CHOSEN)
         top = tuple(a for _, agents in tiers[:-1] for a in agents)
         resolved = cls(org, tuple(team), tuple(tiers), top, reports_to, graph,
-                       roster.with_roles(roles))
+                       roster.with_roles(roles), removed=removed)
         resolved.instructions.update({a: resolved._render_instruction(a) for a in team})
         return resolved
 
@@ -223,7 +240,13 @@ class ResolvedOrganization:
 
     def with_leaders(self, leaders: list[str]) -> ResolvedOrganization:
         """The same team with ``leaders`` in the top tier (after an election or hand-over)."""
-        return self.build(self.organization, self.roster, leaders)
+        return self.build(self.organization, self.roster, leaders, self.removed)
+
+    def with_removed(self, agent: str) -> ResolvedOrganization:
+        """The same team after a shock removed ``agent`` (its seat taken by the rules'
+        ``succession``); the top tier as it is now, unless it was ``agent``'s."""
+        top = list(self.top_leaders) if len(self.tiers) > 1 else None
+        return self.build(self.organization, self.roster, top, (*self.removed, agent))
 
     # ------------------------------------------------------------------ helpers
     def _known(self, agent: str) -> str:
@@ -255,8 +278,8 @@ class ResolvedOrganization:
             return (names or {}).get(a) or self.display_name(a)
 
         boss = self.reports_to[self._known(agent)]
-        i = self.team.index(agent)
-        chain = [self.team[j] for j in (i - 1, i + 1) if 0 <= j < len(self.team)]
+        chain = [b for b in self.team  # the links next to it (a removed one's closed over)
+                 if self.graph.has_edge(agent, b) or self.graph.has_edge(b, agent)]
         top = self.tiers[0][1] if self.tiers else ()
         return {
             "me": name(agent),

@@ -30,6 +30,13 @@ rule               meaning
                    team re-elects (``reelect``: ``every`` ``election_every``
                    rounds, or ``once`` at the start); used with
                    ``leadership_rule: election``
+``succession``     who takes over when a shock removes a member that holds a
+                   seat (a leader, a chain link): ``next`` (its first report
+                   in team order moves up into its seat, and that one's first
+                   report into the one left, down the tiers; a chain closes
+                   around the gap), ``elect`` (the team votes at once by
+                   ``election``; a mid leader is succeeded as by ``next``)
+                   or ``none`` (nobody: the seat stays with the removed member)
 ``in_prompt``      whether LLM members are told these rules (``none``: the
                    organized-teams paper's baseline tells its agents nothing)
 ``notes``          free-text rules, shown to LLM members as they are written
@@ -49,13 +56,14 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from orgteams.envs._util import did_you_mean
 
-__all__ = ["ASSIGN_WORK", "REPORT_TO", "REPORT_WHEN", "VOTE_RULES", "Budget", "ElectionRule",
-           "Rules", "rules_text"]
+__all__ = ["ASSIGN_WORK", "REPORT_TO", "REPORT_WHEN", "SUCCESSION", "VOTE_RULES", "Budget",
+           "ElectionRule", "Rules", "rules_text"]
 
 ASSIGN_WORK: tuple[str, ...] = ("leader", "self", "claim")
 REPORT_WHEN: tuple[str, ...] = ("every_round", "on_completion", "on_new_information", "never")
 REPORT_TO: tuple[str, ...] = ("leader", "neighbours", "everyone")
 VOTE_RULES: tuple[str, ...] = ("progress", "round_robin", "lowest_id", "random", "self")
+SUCCESSION: tuple[str, ...] = ("next", "elect", "none")
 MAX_MESSAGES_PER_ROUND = 50
 """Largest per-member message budget an organization may declare."""
 MAX_TOKENS_PER_ROUND = 5000
@@ -111,6 +119,9 @@ class Rules(_Strict):
     budget: Budget = Field(default_factory=Budget)
     corrections: bool = False
     election: ElectionRule = Field(default_factory=ElectionRule)
+    # "none" by default: an organization file that says nothing keeps the behaviour it
+    # had before succession existed; the named organizations each declare theirs.
+    succession: Literal["next", "elect", "none"] = "none"
     in_prompt: bool = True
     notes: tuple[str, ...] = Field(default=(), max_length=MAX_NOTES)
 

@@ -8,7 +8,7 @@ The phases themselves are in :mod:`~orgteams.organizations.phases`.
 
 Every decision is a record in the JSONL episode log (flushed every round); the
 summary adds :class:`~orgteams.organizations.metrics.EpisodeMetrics` and the
-team-level facts (elections, organization switches, shocks and recovery).
+team-level facts (elections, organization switches, shocks, successions and recovery).
 
 The summary's ``episode_status`` is ``"complete"``, or ``"error"`` when
 ``max_transport_failures`` model calls in a row failed (see
@@ -42,6 +42,7 @@ from orgteams.organizations.shocks import (
     check_priority_shifts,
     check_shocks,
     recovery_rounds,
+    take_over,
 )
 from orgteams.organizations.spec import Organization
 from orgteams.organizations.team_log import EpisodeLog
@@ -196,6 +197,7 @@ class TeamRunner:
                     team_log.log_world_edit(self._log, before, self.env.base.world)
                 who = {"agent": shock.agent} if shock.agent is not None else {}
                 state.event("shock", kind=shock.kind, **who, **data)
+                take_over(state, shock)  # the rules' succession, after the shock event
 
     def _shock_summary(self, state: EpisodeState) -> list[dict[str, Any]]:
         """Each shock with what it changed and its recovery (docs/shocks.md)."""
@@ -243,6 +245,7 @@ class TeamRunner:
             "events": state.events,
             "shocks": self._shock_summary(state),
             "org_switches": [e for e in state.events if e["type"] == "org_switch"],
+            "successions": [e for e in state.events if e["type"] == "succession"],
             "warnings": [e["message"] for e in state.events if e["type"] == "small_team"],
             "roles_by_round": roles_by_round(decisions),
             **team_log.fault_counts(decisions),

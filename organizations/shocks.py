@@ -6,7 +6,9 @@ communicate phase), recorded as a ``shock`` event and in the summary's ``shocks`
 * ``remove:<agent>@<round>``: the member leaves the team. Its body stays in the
   house, idle, and teammates may push it aside; what it holds is set down on the
   nearest surface, and everyone is told where (:func:`~orgteams.envs.removal.remove_agent`).
-  Its claims and assignments lapse for the others (``CommunicateContext.removed``).
+  Its claims and assignments lapse for the others (``CommunicateContext.removed``), and
+  its seat (a leader's, a chain link's) is taken under the rules' ``succession``
+  (:mod:`~orgteams.organizations.succession`; :func:`take_over`).
 * ``substitute:<agent>=<member spec>@<round>``: another member (model) plays the agent.
 * ``regulate:<field>=<value>@<round>``: a regulation change: one organization field
   (or one rule, ``rules.<rule>``) changes and the new organization is in force from
@@ -35,7 +37,7 @@ if TYPE_CHECKING:
     from orgteams.organizations.episode import EpisodeState
 
 __all__ = ["KINDS", "REGULATED", "Shock", "apply_shock", "check_priority_shifts",
-           "check_shocks", "recovery_rounds", "recovery_summary", "regulated"]
+           "check_shocks", "recovery_rounds", "recovery_summary", "regulated", "take_over"]
 
 KINDS = ("remove", "substitute", "regulate", "priority")
 # Organization fields a regulation change may set (the rest are identity or governance).
@@ -245,20 +247,19 @@ def check_priority_shifts(shocks: list[Shock], env) -> None:
 def apply_shock(state: EpisodeState, shock: Shock, factory=None) -> dict[str, Any]:
     """Apply ``shock`` to the running episode; returns what the ``shock`` event records
     (besides kind and agent): what changed, and ``units_after`` (goal units done right
-    after it, under the goal then in force), the baseline of recovery."""
+    after it, under the goal then in force), the baseline of recovery. A removed or
+    substituted member's seat is taken afterwards, by :func:`take_over`."""
     from orgteams.envs.goal_shift import shift_goal
     from orgteams.envs.removal import remove_agent
 
     env = state.env
     data: dict[str, Any] = {}
     if shock.kind == "remove":
-        state.removed.add(shock.agent)
         data["set_down"] = [list(p) for p in remove_agent(env, shock.agent)]
         env.base.overlay.markers[shock.agent] = "idle"
     elif shock.kind == "substitute":
         member = shock.build(factory)
-        member.reset()
-        state.members[shock.agent] = member
+        state.substitute(shock.agent, member)
         data["member"] = member.model or None
     elif shock.kind == "regulate":
         old = state.organization
@@ -275,6 +276,15 @@ def apply_shock(state: EpisodeState, shock: Shock, factory=None) -> dict[str, An
                     goal_before=[str(p) for p in before], goal_after=[str(p) for p in after])
     data["units_after"] = sum(env.base.world.progress)
     return data
+
+
+def take_over(state: EpisodeState, shock: Shock) -> None:
+    """After the ``shock`` event: a removed or substituted member's seat is taken under
+    the rules' ``succession`` (a ``succession`` event, or a vote this round)."""
+    if shock.kind == "remove":
+        state.remove(shock.agent)
+    elif shock.kind == "substitute":
+        state.succeed_substitute(shock.agent)
 
 
 def recovery_rounds(units_by_round: list[int], shock_round: int, *, success: bool,
@@ -315,9 +325,10 @@ def recovery_summary(summaries: list[dict]) -> dict[str, Any] | None:
     had a shock.
 
     Returns:
-        ``{"shocks", "applied", "recovered", "not_recovered", "rounds", "mean_rounds"}``,
-        ``rounds`` the recovered shocks' values, ``mean_rounds`` their mean (None when
-        none recovered).
+        ``{"shocks", "applied", "recovered", "not_recovered", "successions", "rounds",
+        "mean_rounds"}``, ``successions`` the seats taken over (the summaries'
+        ``successions``), ``rounds`` the recovered shocks' values, ``mean_rounds`` their
+        mean (None when none recovered).
     """
     shocks = [s for e in summaries for s in e.get("shocks") or []]
     if not shocks:
@@ -327,5 +338,7 @@ def recovery_summary(summaries: list[dict]) -> dict[str, Any] | None:
               if isinstance(s.get("recovery_rounds"), int)
               and not isinstance(s["recovery_rounds"], bool)]
     return {"shocks": len(shocks), "applied": len(applied), "recovered": len(rounds),
-            "not_recovered": len(applied) - len(rounds), "rounds": rounds,
+            "not_recovered": len(applied) - len(rounds),
+            "successions": sum(len(e.get("successions") or ()) for e in summaries),
+            "rounds": rounds,
             "mean_rounds": sum(rounds) / len(rounds) if rounds else None}

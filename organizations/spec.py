@@ -272,6 +272,9 @@ class Organization(BaseModel):
                 f"protocol {self.protocol!r} with leadership_rule {self.leadership_rule!r} "
                 "needs a leader: use topology kind 'tiers'"
             )
+        if self.rules.succession == "elect" and self.topology.kind != "tiers":
+            raise ValueError("field 'rules.succession': 'elect' needs a leader to elect: use "
+                             "topology kind 'tiers'")
         return self
 
     # ----------------------------------------------------------------- resolve
@@ -282,14 +285,16 @@ class Organization(BaseModel):
         return (f"organization {self.name!r} is meant for at least {self.recommended_agents} "
                 f"agents; with {n} it runs degenerate")
 
-    def resolve(self, team: Team | list[str], leaders: list[str] | None = None
-                ) -> ResolvedOrganization:
+    def resolve(self, team: Team | list[str], leaders: list[str] | None = None,
+                removed: tuple[str, ...] = ()) -> ResolvedOrganization:
         """Fix leaders, roles, channels and instructions for an actual team.
 
         Args:
             team: The :class:`~orgteams.envs.team.Team` (ids and display names), or agent
                 ids in speaking order (default names: ``agent_2`` is Charlie).
             leaders: Agents that replace the first tier (an elected or rotated leader).
+            removed: Members shocks removed, in order; the rules' ``succession`` gives
+                their seats to others (:mod:`~orgteams.organizations.succession`).
 
         Raises:
             ValueError: The team is smaller than ``min_agents``, has duplicates, or
@@ -297,7 +302,7 @@ class Organization(BaseModel):
         """
         from orgteams.organizations.resolved import ResolvedOrganization
 
-        return ResolvedOrganization.build(self, team, leaders)
+        return ResolvedOrganization.build(self, team, leaders, removed)
 
     # ------------------------------------------------------------- YAML + diff
     @classmethod

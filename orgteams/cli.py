@@ -163,6 +163,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--cache", default=None, help="SQLite response cache for LLM teammates")
     p.add_argument("--silent", action="store_true",
                    help="LLM teammates act without talking first (half the wait)")
+    p.add_argument("--log", default=None,
+                   help="write each episode's JSONL log here (teammates' and your messages, "
+                        "every tick; orgteams replay reads it); the next episodes (R) go "
+                        "beside it as <name>.2.jsonl, ...")
     p.set_defaults(func=cmd_play)
 
     p = subcommand(sub, "replay", "replay an episode from its JSONL log (window, video, or a "

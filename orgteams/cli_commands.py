@@ -96,6 +96,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         _print_json(summary)
     else:
         _print_summary(summary)
+        for e in summary.get("successions", []):
+            print(f"round {e['round']}: {e['successor']} took {e['agent']}'s seat "
+                  f"({e['role']}, succession {e['rule']})")
         if result.log_path is not None:  # the table cuts long paths
             print(f"log: {result.log_path}\nreplay it: orgteams replay {result.log_path}")
     status = summary.get("episode_status", "complete")
@@ -121,14 +124,15 @@ def cmd_play(args: argparse.Namespace) -> int:
 
     out = play_with(args.others, layout=args.layout, task=args.task, num_agents=args.agents,
                     human_agent=args.agent, seed=args.seed, fps=args.fps, cache=args.cache,
-                    talk=not args.silent, scale=args.scale)
+                    talk=not args.silent, scale=args.scale, log_path=args.log)
     if args.json:
         _print_json(out)
     else:
         done = "goal complete" if out["success"] else "goal not met"
-        said = (f", teammates said {out['teammate_messages']} message(s)"
-                if "teammate_messages" in out else "")
-        print(f"played {out['ticks']} tick(s) of seed {out['seed']}: {done}{said}")
+        said = (f", teammates said {out['teammate_messages']} message(s), you said "
+                f"{out['player_messages']}" if "teammate_messages" in out else "")
+        logs = f"; log {', '.join(out['logs'])}" if out.get("logs") else ""
+        print(f"played {out['ticks']} tick(s) of seed {out['seed']}: {done}{said}{logs}")
     return 0
 
 

@@ -9,12 +9,15 @@ teammates and the ``orgteams play --others ...`` entry point::
     play_with("local", layout="studio", num_agents=2)     # beside the embedded model
 
 Planners talk among themselves as in :func:`orgteams.organizations.planner_team.run_team`
-(claims, found, done); the person says nothing and is not told what they say.
-LLM teammates (any member spec: ``local``, ``openai:<model>``, ``scripted``) talk
-among themselves and then choose their next high-level action whenever their plan
-ends, as in the team runner's rounds; the person hears them (speech bubbles) but
-does not answer: to lead an LLM team in words, use
-``orgteams run --backend human,local,local --render human``.
+(claims, found, done; the person sees them as speech bubbles). LLM teammates (any
+member spec: ``local``, ``openai:<model>``, ``scripted``) talk among themselves and
+then choose their next high-level action whenever their plan ends, as in the team
+runner's rounds. The person writes to either kind from the window (T; see
+:mod:`orgteams.play_voice`): their line is a message of their agent at the
+teammates' next round, routed, logged and delivered as any member's. LLM teammates
+read it quoted in their prompts; planners read only structured messages, so they
+ignore it. ``log_path`` writes each episode as ``orgteams run --log`` does
+(:mod:`orgteams.play_log`).
 """
 
 from __future__ import annotations
@@ -27,14 +30,17 @@ from typing import Any
 
 from orgteams.agents.planner import PlannerAgent
 from orgteams.envs._util import unknown_name
+from orgteams.envs.errors import UserError
 from orgteams.envs.highlevel import HighLevelEnv
 from orgteams.envs.messages import TeamMessage
 from orgteams.envs.play import play
 from orgteams.envs.team import Team
 from orgteams.organizations.episode import EpisodeState
-from orgteams.organizations.phases import communicate_phase, decide_actions
+from orgteams.organizations.phases import communicate_phase, decide_actions, deliver_held
 from orgteams.organizations.planner_team import EVERYONE_HEARS_EVERYONE, TurnTaker
 from orgteams.organizations.spec import Organization, Topology
+from orgteams.play_log import PlayLog
+from orgteams.play_voice import PlayerVoice, player_speaks
 
 OTHERS = ("random", "planner")  # plus any LLM member spec: local, openai:<model>, scripted
 LLM_KINDS = ("local", "openai", "scripted")
@@ -46,60 +52,106 @@ UNORGANIZED = Organization(name="play", description="orgteams play: teammates, n
                            rules={"in_prompt": False})  # nothing agreed, nothing told
 
 
-class PlannerTeammates:
+class _Listening:
+    """What both kinds of teammates share: the player's voice and the optional log."""
+
+    def __init__(self, log: PlayLog | None) -> None:
+        self.log = log
+        self.voice: PlayerVoice | None = None
+        self.messages = 0  # what the teammates said (the player's: player_messages)
+
+    @property
+    def player_messages(self) -> int:
+        """Messages the player sent so far."""
+        return self.voice.sent if self.voice is not None else 0
+
+    def hear(self, message: TeamMessage) -> None:
+        """A line the player wrote (sender: their agent): spoken at the next round."""
+        if self.voice is None:
+            self.voice = PlayerVoice(message.sender)
+        self.voice.say(message)
+
+    def _start(self, env: HighLevelEnv, seed: int, current_round: Callable[[], int]) -> None:
+        if self.voice is not None:
+            self.voice.reset()
+        if self.log is not None:
+            self.log.start(env, seed, current_round)
+
+    def _watch(self, state: EpisodeState, on_message: Callable[[TeamMessage], None]) -> None:
+        state.hooks.message.append(on_message)
+        if self.log is not None:
+            state.hooks.record.append(self.log.write)
+
+    def _count(self, message: TeamMessage) -> None:
+        if self.voice is None or message.sender != self.voice.agent_id:
+            self.messages += 1
+
+
+class PlannerTeammates(_Listening):
     """:class:`~orgteams.envs.play.Teammates` made of :class:`PlannerAgent` s.
 
     One planner per teammate, created when first asked; every tick (a decision round)
-    each one speaks (everyone hears everyone; the player sees speech bubbles, as in
-    ``orgteams run``) and then acts, on the round loop's phases as in
-    :func:`~orgteams.organizations.planner_team.run_team`. :attr:`messages` counts
-    what they said.
+    each one speaks (everyone hears everyone, the player included; the player sees
+    speech bubbles, as in ``orgteams run``) and then acts, on the round loop's phases
+    as in :func:`~orgteams.organizations.planner_team.run_team`. What the player
+    writes is delivered to them first; planners ignore free text. :attr:`messages`
+    counts what they said.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, log: PlayLog | None = None) -> None:
+        super().__init__(log)
         self.planners: dict[str, PlannerAgent] = {}
         self._state: EpisodeState | None = None
-        self.messages = 0
+        self._decided = 0
 
-    def reset(self) -> None:
-        """Forget the episode: new planners next time."""
+    def reset(self, env: HighLevelEnv, seed: int) -> None:
+        """A new episode: new planners next time."""
         self.planners.clear()
         self._state = None
+        self._decided = 0  # the round whose decisions the next ticks play (tick lines)
+        self._start(env, seed, lambda: self._decided)
 
     def __call__(self, env: HighLevelEnv, agents: list[str]) -> dict[str, str]:
         state = self._state
-        if state is None or state.env is not env or list(state.team) != list(agents):
+        if state is None or state.env is not env or set(state.members) != set(agents):
             for a in agents:
                 self.planners.setdefault(a, PlannerAgent(a))
             members = {a: TurnTaker(self.planners[a]) for a in agents}
             if state is not None:  # same planners, same pending messages
                 members.update({a: m for a, m in state.members.items() if a in members})
-            state = self._state = EpisodeState(env, EVERYONE_HEARS_EVERYONE,
-                                               EVERYONE_HEARS_EVERYONE.resolve(list(agents)),
-                                               members)
-            state.hooks.message.append(self._said)
+            team = list(env.possible_agents)  # the player too: they may be talked to
+            state = EpisodeState(env, EVERYONE_HEARS_EVERYONE,
+                                 EVERYONE_HEARS_EVERYONE.resolve(team), members,
+                                 round=state.round if state is not None else 0)
+            self._state = state
+            self._watch(state, self._said)
 
         async def decide() -> dict[str, str]:
-            await communicate_phase(state)
+            if self.voice is not None:
+                await player_speaks(state, self.voice)
+            await communicate_phase(state, speakers=list(agents))
             return (await decide_actions(state))[0]
 
         actions = asyncio.run(decide())
+        self._decided = state.round
         state.round += 1
         return actions
 
     def _said(self, message: TeamMessage) -> None:
         """A bubble for the player (decisions run on this thread, which owns the window)."""
         self._state.env.base.overlay.say(message)
-        self.messages += 1
+        self._count(message)
 
 
-class MemberTeammates:
+class MemberTeammates(_Listening):
     """:class:`~orgteams.envs.play.Teammates` built from one member spec (LLM agents).
 
     Each tick, the teammates whose plan has ended decide together (concurrently), on
-    the round loop's phases: with ``talk``, first one communicate stage among them
-    (each may message anyone, the player included; what they say appears as speech
-    bubbles), then the act phase; the others keep their plans. An id that is not
+    the round loop's phases: first the player's stage when they wrote something (it
+    is delivered at once, so they read it quoted in their prompts), with ``talk`` one
+    communicate stage among them (each may message anyone, the player included; what
+    they say appears as speech bubbles and reaches the others after they chose), then
+    the act phase; the others keep their plans. An id that is not
     available becomes the safe action (counted in :attr:`fallbacks`). The decisions
     run on a background event loop; meanwhile :attr:`waiting`, which the play session
     sets, keeps the window drawn and responsive (a local model takes seconds per
@@ -107,7 +159,8 @@ class MemberTeammates:
     """
 
     def __init__(self, spec: str, *, seed: int | None = 0, cache: str | None = None,
-                 talk: bool = True):
+                 talk: bool = True, log: PlayLog | None = None):
+        super().__init__(log)
         kind = spec.split(":", 1)[0]
         if kind not in LLM_KINDS:
             raise unknown_name("LLM teammate kind", kind, LLM_KINDS)
@@ -119,17 +172,17 @@ class MemberTeammates:
         self.round = 0
         self.decisions = 0
         self.fallbacks = 0
-        self.messages = 0
         self.waiting: Callable[[], None] | None = None
         self._loop = asyncio.new_event_loop()
         threading.Thread(target=self._loop.run_forever, daemon=True,
                          name="orgteams-teammates").start()
 
-    def reset(self) -> None:
+    def reset(self, env: HighLevelEnv, seed: int) -> None:
         """A new episode: the same members, their memories cleared."""
         for member in self.members.values():
             member.reset()
         self.round = 0
+        self._start(env, seed, lambda: self.round)
 
     def __call__(self, env: HighLevelEnv, agents: list[str]) -> dict[str, str]:
         from orgteams import team as team_module  # looked up per call: tests replace it
@@ -140,19 +193,26 @@ class MemberTeammates:
                                                     cache=self.cache, pool=self.pool)
         deciders = [a for a in agents if env.needs_decision(a)]
         self.round += 1
-        if not deciders:
+        voice = self.voice if self.voice is not None and self.voice.outbox else None
+        if not deciders and voice is None:
             return {}
         ids = list(env.possible_agents)
         team = Team.of(ids, list(env.base.display_names or ids))
         state = EpisodeState(env, UNORGANIZED, UNORGANIZED.resolve(team),
                              {a: self.members[a] for a in agents}, round=self.round)
         spoken: list[TeamMessage] = []
-        state.hooks.message.append(spoken.append)
+        self._watch(state, spoken.append)
 
         async def decide() -> tuple[dict[str, str], dict[str, Any]]:
+            if voice is not None:
+                await player_speaks(state, voice)
+            if not deciders:
+                return {}, {}
             if self.talk:
                 await communicate_phase(state, speakers=deciders)
-            return await decide_actions(state, deciders=deciders)
+            chosen = await decide_actions(state, deciders=deciders)
+            deliver_held(state)  # what they said to each other: heard after choosing
+            return chosen
 
         future = asyncio.run_coroutine_threadsafe(decide(), self._loop)
         while not future.done():
@@ -163,7 +223,7 @@ class MemberTeammates:
         actions, decisions = future.result()
         for message in spoken:  # drawn here: the main thread owns the window
             env.base.overlay.say(message)
-        self.messages += len(spoken)
+            self._count(message)
         self.fallbacks += sum(actions[a] != decisions[a].action_id for a in deciders)
         self.decisions += len(deciders)
         return actions
@@ -175,26 +235,40 @@ class MemberTeammates:
 
 
 def play_with(others: str = "random", *, cache: str | None = None, talk: bool = True,
-              **play_kwargs: Any) -> dict[str, Any]:
+              log_path: str | None = None, **play_kwargs: Any) -> dict[str, Any]:
     """:func:`orgteams.envs.play.play` beside ``others``: ``"random"`` (primitive
     actions), ``"planner"``, or an LLM member spec (``local``, ``openai:<model>``,
-    ``scripted``; ``cache`` is their response cache, ``talk`` False keeps them silent)."""
+    ``scripted``; ``cache`` is their response cache, ``talk`` False keeps them silent).
+    ``log_path``: write each episode's log there (not with ``"random"``)."""
     if others == "random":
+        if log_path is not None:
+            raise UserError("--log needs teammates that play in rounds: --others planner "
+                            "or an LLM (local, openai:<model>, scripted)")
         return play(others="random", **play_kwargs)
-    if others == "planner":
-        planners = PlannerTeammates()
-        return {**play(teammates=planners, **play_kwargs),
-                "teammate_messages": planners.messages}
-    if others.split(":", 1)[0] not in LLM_KINDS:
+    if others != "planner" and others.split(":", 1)[0] not in LLM_KINDS:
         raise unknown_name("others", others, OTHERS + LLM_KINDS)
-    teammates = MemberTeammates(others, seed=play_kwargs.get("seed", 0), cache=cache,
-                                talk=talk)
+    log = PlayLog(log_path) if log_path is not None else None
+    teammates: PlannerTeammates | MemberTeammates
+    if others == "planner":
+        teammates = PlannerTeammates(log=log)
+    else:
+        teammates = MemberTeammates(others, seed=play_kwargs.get("seed", 0), cache=cache,
+                                    talk=talk, log=log)
     try:
         summary = play(teammates=teammates, **play_kwargs)
     finally:
-        teammates.close()
-    return {**summary, "teammate_decisions": teammates.decisions,
-            "teammate_fallbacks": teammates.fallbacks, "teammate_messages": teammates.messages}
+        if log is not None:
+            log.end()
+        if isinstance(teammates, MemberTeammates):
+            teammates.close()
+    out = {**summary, "teammate_messages": teammates.messages,
+           "player_messages": teammates.player_messages}
+    if isinstance(teammates, MemberTeammates):
+        out.update(teammate_decisions=teammates.decisions,
+                   teammate_fallbacks=teammates.fallbacks)
+    if log is not None:
+        out["logs"] = [str(p) for p in log.paths]
+    return out
 
 
 __all__ = ["LLM_KINDS", "OTHERS", "MemberTeammates", "PlannerTeammates", "play_with"]

@@ -348,12 +348,13 @@ def _markdown(result: dict) -> str:
             lines += ["", "### Recovery from shocks (rounds; not recovered = failed episode, "
                       "shock never hit, or rate never back: counted, never averaged)", "",
                       "| organization | shocks applied | recovered | not recovered | "
-                      "recovery rounds |", "|---|---:|---:|---:|---:|"]
+                      "successions | recovery rounds |", "|---|---:|---:|---:|---:|---:|"]
             for g in gs:
                 rec = g.get("recovery")
                 if rec:
                     lines.append(f"| {g['organization']} | {rec['applied']} | "
                                  f"{rec['recovered']} | {rec['not_recovered']} | "
+                                 f"{rec.get('successions', 0)} | "
                                  f"{_cell(rec['recovery_rounds'])} |")
         kw = gs[0].get("kruskal_across_organizations") or {}
         lines += ["", "Kruskal-Wallis across organizations: " + "; ".join(

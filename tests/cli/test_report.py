@@ -235,7 +235,9 @@ def test_recovery_none_is_counted_as_not_recovered_never_averaged_as_zero(tmp_pa
                                      "error": None, "summary": {
                                          "success": rec is not None, "ticks": 50 + seed,
                                          "rounds": 10, "comm_tokens_per_step": 1.0 + seed / 10,
-                                         "shocks": [shock]}}))
+                                         "shocks": [shock], "successions": [
+                                             {"successor": "agent_2"}] if org == "leader"
+                                         else []}}))
     results = tmp_path / "results.jsonl"
     results.write_text("\n".join(lines) + "\n")
     rep = report(results, tmp_path / "rep", plots=False)
@@ -246,8 +248,10 @@ def test_recovery_none_is_counted_as_not_recovered_never_averaged_as_zero(tmp_pa
     assert rec["recovery_rounds"]["mean"] == 3.0  # (2 + 4) / 2, not (2 + 0 + 4 + 0) / 4
     assert none["recovery"]["recovery_rounds"]["mean"] is None
     assert none["recovery"]["not_recovered"] == 2
+    assert (rec["successions"], none["recovery"]["successions"]) == (4, 0)
     md = (tmp_path / "rep" / "report.md").read_text()
-    assert "shocks remove" in md and "| leader | 4 | 2 | 2 | 3.00 ± 1.41" in md
+    assert "shocks remove" in md and "| leader | 4 | 2 | 2 | 4 | 3.00 ± 1.41" in md
+    assert "| none | 2 | 0 | 2 | 0 | - |" in md
 
 
 def test_label_shares_per_organization_from_the_episode_logs(tmp_path, capsys):

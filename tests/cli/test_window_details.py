@@ -88,10 +88,11 @@ def test_play_and_demos_print_sentences_not_reprs(capsys, monkeypatch, tmp_path)
 
     monkeypatch.setattr(play_team, "play_with", lambda others, **kw: {
         "ticks": 12, "success": True, "frames": 40, "seed": 0, "quit": True,
-        "teammate_messages": 3})
+        "teammate_messages": 3, "player_messages": 1, "logs": ["p.jsonl", "p.2.jsonl"]})
     assert main(["play", "--others", "planner"]) == 0
     assert capsys.readouterr().out == ("played 12 tick(s) of seed 0: goal complete, "
-                                       "teammates said 3 message(s)\n")
+                                       "teammates said 3 message(s), you said 1; "
+                                       "log p.jsonl, p.2.jsonl\n")
     assert main(["demos", "--layout", "studio", "--task", "put_dishwasher_easy", "--seeds",
                  "1", "--out", str(tmp_path)]) == 0
     out = capsys.readouterr().out

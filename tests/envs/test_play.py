@@ -62,13 +62,12 @@ def test_verb_then_arrow_queues_that_action(session):
     session.handle_event(key(pygame.K_o))
     assert session.pending == Verb.OPEN
     session.handle_event(key(pygame.K_RIGHT))
-    assert session._queued == encode(Verb.OPEN, 1)
+    assert list(session.queue) == [encode(Verb.OPEN, 1)]
     session.handle_event(key(pygame.K_3))
     session.handle_event(key(pygame.K_g))
     session.handle_event(key(pygame.K_LEFT))
-    assert session._queued == encode(Verb.PICK, 3, 2)
     session.handle_event(key(pygame.K_SPACE))
-    assert session._queued == 0
+    assert list(session.queue) == [encode(Verb.OPEN, 1), encode(Verb.PICK, 3, 2), 0]
 
 
 def test_escape_cancels_a_pending_verb_then_quits(session):
@@ -96,7 +95,7 @@ def test_shift_arrow_opens_a_closed_door():
     s.raw.world = type(state)(scene, state.tick, pos, state.hands, state.contents,
                               state.container_open, state.door_open)
     s.handle_event(key(ARROWS[d], pygame.KMOD_LSHIFT))
-    assert s._queued == encode(Verb.OPEN, d)
+    assert list(s.queue) == [encode(Verb.OPEN, d)]
     s.tick()
     assert s.raw.world.door_open[door]
     s.close()
@@ -299,8 +298,8 @@ def test_llm_teammates_talk_before_they_act_and_the_player_sees_it(monkeypatch):
             assert teammates.messages == 2 and set(said) == {"agent_1", "agent_2"}
             assert said["agent_1"].text == "I take the kitchen."
             assert said["agent_1"].audience == ("agent_0", "agent_2")  # the player too
-            act_prompt = backends["agent_2"].calls[-1][-1]["content"]
-            assert "I take the kitchen." in act_prompt  # agent_2 heard agent_1 first
+            heard = [(m.sender, m.text) for m in teammates.members["agent_2"].log.dialogue]
+            assert ("agent_1", "I take the kitchen.") in heard  # delivered after choosing
         else:
             assert teammates.messages == 0 and not said
         s.close()

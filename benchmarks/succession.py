@@ -1,0 +1,53 @@
+"""Leader removal on planner teams: the rules' ``succession`` side by side (no LLM).
+
+For each organization and team size, the top leader (agent_0) is removed at round
+``--round`` and the same seeds are played with each succession rule. Prints success,
+mean ticks (sd) and the successions recorded; ``next`` and ``elect`` record one per
+episode where agent_0 still held a seat (an election may have passed it on), ``none``
+none.
+
+    python benchmarks/succession.py [--seeds 10] [--layout house] [--round 5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics as st
+
+from orgteams.organizations import load_organization
+from orgteams.team import run_episode
+
+CASES = (("leader", ("next", "none")), ("pyramid", ("next", "none")),
+         ("elected_leader", ("elect", "none")))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--seeds", type=int, default=10)
+    ap.add_argument("--layout", default="house")
+    ap.add_argument("--task", default="prepare_afternoon_tea")
+    ap.add_argument("--round", type=int, default=5)
+    args = ap.parse_args()
+    print(f"{args.task} on {args.layout}, remove:agent_0@{args.round}, planners, "
+          f"seeds 0-{args.seeds - 1}")
+    print("| organization | agents | succession | success | ticks mean (sd) | successions |")
+    print("|---|---:|---|---:|---:|---:|")
+    for name, rules in CASES:
+        for n in (5, 9):
+            for succession in rules:
+                org = load_organization(name)
+                org = org.updated(rules={**org.model_dump(mode="json")["rules"],
+                                         "succession": succession})
+                eps = [run_episode(task=args.task, layout=args.layout, organization=org,
+                                   agents=n, backend="planner", seed=s,
+                                   shocks=[f"remove:agent_0@{args.round}"],
+                                   log_path=None).summary for s in range(args.seeds)]
+                ticks = [e["ticks"] for e in eps]
+                print(f"| {name} | {n} | {succession} | "
+                      f"{sum(e['success'] for e in eps)}/{len(eps)} | "
+                      f"{st.mean(ticks):.1f} ({st.stdev(ticks):.1f}) | "
+                      f"{sum(len(e['successions']) for e in eps)} |")
+
+
+if __name__ == "__main__":
+    main()
