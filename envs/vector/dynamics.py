@@ -3,12 +3,16 @@
 The rules are those of :func:`orgteams.envs.dynamics.transition` (read its docstring);
 this module only says them with arrays, in the same three phases:
 
-1. interact: a loop over agent indices (so the lower index acts first, as in the
-   scalar loop), each iteration vectorized over the households;
-2. move: simultaneous moves resolved as in ``_resolve_moves``: walkable targets,
-   lowest index keeps a contested cell, moves into cells whose occupant stays (or
-   swaps) are dropped until nothing changes;
+1. interact: every interaction of the batch at once, except that interactions of one
+   household on the same door or furniture run in rounds, the lower agent index
+   first (the scalar loop's order; interactions on different things commute);
+2. move: simultaneous moves resolved as in ``_resolve_moves``, in the households
+   where someone moves: walkable targets, lowest index keeps a contested cell, moves
+   into cells whose occupant stays (or swaps) are dropped until nothing changes;
 3. effects: goal progress recomputed from the contents.
+
+The tick also reports which households changed (``TickEvents.changed``: some action
+took effect), so that observations and masks are rebuilt only there.
 
 Where a rule is restated here, ``tests/envs/test_vector_differential.py`` pins it: it
 steps this core beside the scalar env over random and masked-random joint actions
