@@ -40,6 +40,7 @@ from orgteams.envs.vector.dynamics import check_actions, step_batch
 from orgteams.envs.vector.flat_buffer import FLAT_DTYPES, FlatBuffer, to_uint8
 from orgteams.envs.vector.masks import batch_masks
 from orgteams.envs.vector.observe import batch_observations
+from orgteams.envs.vector.outputs import OutputPool
 from orgteams.envs.vector.rewards import BatchReward
 from orgteams.envs.vector.tables import LayoutTables, layout_tables
 
@@ -68,10 +69,14 @@ class VectorHouseholdEnv:
         view of one array that every ``step`` updates in place; copy what you keep
         (saves copying ``num_envs x num_agents x D`` entries per step; the numpy core
         keeps flat observations in that array and rewrites only what changed,
-        :mod:`.flat_buffer`). ``obs_dtype=np.uint8`` (``obs_mode="flat"``, numpy):
-        the flat entries as raw plane values (counts as counts, not divided by their
-        most), a quarter of the bytes; the space is ``Box(0, flat_scale, uint8)`` and
-        each entry is ``round(x * flat_scale)`` of the float32 entry ``x``.
+        :mod:`.flat_buffer`). ``copy=True``: each call returns an array of the
+        caller's own, never written again while the caller refers to it (or to a view
+        of it); the env copies its buffer into arrays the caller has dropped
+        (:mod:`.outputs`) instead of allocating fresh pages every step.
+        ``obs_dtype=np.uint8`` (``obs_mode="flat"``, numpy): the flat entries as raw
+        plane values (counts as counts, not divided by their most), a quarter of the
+        bytes; the space is ``Box(0, flat_scale, uint8)`` and each entry is
+        ``round(x * flat_scale)`` of the float32 entry ``x``.
         ``backend="jax"`` (the ``jax`` extra; ``obs_mode="flat"``): the tick, masks and
         observations run as one ``jit``-compiled ``vmap`` of a household's step
         (:mod:`.jax_core`); episodes and rewards stay on the numpy side."""
@@ -134,6 +139,7 @@ class VectorHouseholdEnv:
         self._jax = None  # the compiled core of backend="jax", built with the tables
         self.copy = bool(copy)
         self._flat: FlatBuffer | None = None  # the numpy core's flat observations
+        self._outputs = OutputPool()  # copy=True: the copies of _flat handed out
         self._returns = np.zeros(self.num_envs)
         self._invalid = np.zeros(self.num_envs, np.int64)
         self._collisions = np.zeros(self.num_envs, np.int64)
@@ -336,11 +342,9 @@ class VectorHouseholdEnv:
             self._mask_cache = self._masks.copy()
 
     def _buffered(self) -> bool:
-        """Whether observations live in :class:`FlatBuffer` (numpy, flat): with
-        ``copy=False``, or in uint8. Float32 copies are built anew: copying a kept
-        buffer costs as much as building them (``benchmarks/README.md``)."""
-        return self.observations and self._jax is None and self.obs_mode == "flat" \
-            and (not self.copy or self.obs_dtype == np.uint8)
+        """Whether observations live in :class:`FlatBuffer` (numpy, flat; with
+        ``copy=True`` each call returns a copy of it from :class:`OutputPool`)."""
+        return self.observations and self._jax is None and self.obs_mode == "flat"
 
     def _observe(self, batch: BatchState, changed: np.ndarray | None = None,
                  tail: np.ndarray | None = None) -> np.ndarray | None:
@@ -356,8 +360,8 @@ class VectorHouseholdEnv:
                 self._flat = FlatBuffer(self._tables, self._inverse, self.num_envs,
                                         self.num_agents, self.obs_dtype)
             obs = self._flat.write(batch, changed, tail)
-            if self.copy:
-                return obs.copy()
+            if self.copy:  # an array of the caller's own, recycled once dropped
+                return self._outputs.copy(obs)
             view = obs.view()
             view.flags.writeable = False  # the next step updates only what changed
             return view
