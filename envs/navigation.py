@@ -60,6 +60,12 @@ class Navigator:
             frozenset(n for _, n in self.neighbours[f.cell[0] * w + f.cell[1]]
                       if tiles[n] == FLOOR)
             for f in layout.furniture)
+        access = frozenset().union(*self.furniture_cells)
+        # Parking cells: inside a room (3+ floor neighbours, so not a corridor, doorway or
+        # dead end) and not where anyone stands to reach furniture.
+        self.roomy_cells = frozenset(
+            c for c in range(h * w) if self.is_floor[c] and c not in access
+            and sum(self.is_floor[n] for _, n in self.neighbours[c]) >= 3)
         self._maps: OrderedDict[frozenset[int], list[int]] = OrderedDict()
         self.bfs_calls = 0  # distance maps computed (cache misses), for benchmarks
 
