@@ -108,6 +108,12 @@ class Crowding:
             here = pos[index[mover]]
             if b is None or not self._pushable(b, mover, joint):
                 continue
+            own = joint[b]
+            if 1 <= own <= 4:  # b steps out of the way itself (into a pocket): let it
+                to = into + world.scene.deltas[own - 1]
+                if to != here and to not in taken and is_walkable(world, to):
+                    taken.add(to)
+                    continue
             if self._push(b, here, mover, joint, taken, at, depth=PUSH_DEPTH - 1):
                 continue
             # b is boxed in: the mover gives way to b for a while (b may push it back).
@@ -136,8 +142,13 @@ class Crowding:
         ahead = 2 * cell - away
         options = [(d, n) for d, n in self.nav.neighbours[cell]
                    if n != away and is_walkable(world, n)]
-        # Prefer floor to doorways, and the side to straight ahead of the mover.
-        options.sort(key=lambda dn: (not self.nav.is_floor[dn[1]], dn[1] == ahead))
+        if self._waiting(b):  # it may stand there a while: in a room, not a doorway
+            roomy = self.nav.roomy_cells  # or corridor, if it can
+            options.sort(key=lambda dn: (not self.nav.is_floor[dn[1]], dn[1] not in roomy,
+                                         dn[1] == ahead))
+        else:  # walking: into a side pocket (a doorway too) rather than ahead of the
+            # mover, which in a corridor would push it back all the way down
+            options.sort(key=lambda dn: (dn[1] == ahead, not self.nav.is_floor[dn[1]]))
         for d, n in options:
             if n not in taken:
                 joint[b] = encode(Verb.MOVE, d)

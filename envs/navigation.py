@@ -238,11 +238,21 @@ class Walker:
                 for d, n in nav.neighbours[here]:
                     if detour[n] == detour[here] - 1:
                         return nav._enter(state, d, n)
-            free = [(d, n) for d, n in nav.neighbours[here]
-                    if n not in occupant and nav.is_floor[n] and dist[n] >= dist[here]]
+            if self.stuck < STUCK_SHUFFLE:
+                # Yield into a pocket: sideways, else off the blocker's line (a doorway
+                # beside a corridor too), else straight back, floor before doorway.
+                back = 2 * here - min(n for _, n in best if n in occupant)
+                free = [(d, n) for d, n in nav.neighbours[here]
+                        if n not in occupant and dist[n] >= dist[here] and (
+                            nav.is_floor[n] or state.door_open[state.scene.door_at[n]])]
+                free.sort(key=lambda dn: (dist[dn[1]] > dist[here], dn[1] == back,
+                                          not nav.is_floor[dn[1]]))
+            else:
+                free = [(d, n) for d, n in nav.neighbours[here]
+                        if n not in occupant and nav.is_floor[n] and dist[n] >= dist[here]]
+                free.sort(key=lambda dn: dist[dn[1]])
             if free and (yields or self.stuck >= STUCK_SHUFFLE):
                 # Step aside, off the way (sideways before backwards).
-                free.sort(key=lambda dn: dist[dn[1]])
                 self._pause = 2 if self.stuck >= STUCK_SHUFFLE else 0
                 return nav._enter(state, *free[(state.tick // 7 + agent) % len(free)
                                                if self.stuck >= STUCK_SHUFFLE else 0])
