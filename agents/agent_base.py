@@ -26,6 +26,7 @@ from orgteams.envs.messages import EVERYONE, TeamMessage
 
 if TYPE_CHECKING:  # the env layer is imported lazily; agents only read from it
     from orgteams.agents.shared_context import SharedHistory
+    from orgteams.agents.tokens import Tokenizer
     from orgteams.envs.highlevel import HighLevelAction, HighLevelEnv
     from orgteams.envs.member_view import MemberView
 
@@ -106,6 +107,8 @@ class CommunicateContext(_Who):
         history: As in :class:`ActContext`.
         rules: The organization's rules for this agent (members without a model follow
             them; LLM members read them in ``instruction``).
+        tokenizer: The episode's message tokenizer (its pool's): a member that counts
+            message tokens (budgets) counts with it; None: the module default.
     """
 
     allow_abstain: bool = False
@@ -117,6 +120,15 @@ class CommunicateContext(_Who):
     removed: tuple[str, ...] = ()
     history: SharedHistory | None = None
     rules: MemberRules = field(default_factory=MemberRules)
+    tokenizer: Tokenizer | None = field(default=None, repr=False, compare=False)
+
+    def count_tokens(self, text: str) -> int:
+        """Tokens of one message text, with the episode's tokenizer (else the default)."""
+        if self.tokenizer is None:
+            from orgteams.agents.tokens import count_tokens
+
+            return count_tokens(text)
+        return self.tokenizer.count(text)
 
     def act_context(self) -> ActContext:
         """The matching :class:`ActContext` (used when the runner gives none to ``act``)."""

@@ -35,7 +35,6 @@ from orgteams.agents.agent_base import (
 from orgteams.agents.member_rules import MemberRules, choose_vote, within_budget
 from orgteams.agents.planner import PlannerAgent
 from orgteams.agents.shared_context import as_claims
-from orgteams.agents.tokens import count_tokens
 from orgteams.envs.messages import EVERYONE, render
 
 PRIORITY = ("assign", "correct", "claim", "release", "done", "found", "status")
@@ -152,13 +151,17 @@ class PlannerMember(MemberBase):
             _forget(self.planner, ctx.removed)
         inbox = self._fresh(_structured(ctx.visible_this_round)) + self._fresh(
             _known_choices(ctx), observed=True)
-        heard = self.planner.communicate(env, inbox, ctx.can_message)
+        heard = self.planner.communicate(env, inbox, ctx.can_message)  # updates its claims
         said = self._by_rules([replace(m, round=ctx.round) for m in heard], rules, env, ctx)
+        if not ctx.can_message and said:  # nobody to tell: silent, and the record says so
+            record.notes.append(f"no teammate may be messaged: {len(said)} message(s) not "
+                                "said: " + ", ".join(m.kind for m in said))
+            said = []
         said = [replace(m, text=render(m.kind, m.content, m.text, ctx.team)) for m in said]
         spent = self._spent if self._spent[0] == ctx.round else (ctx.round, 0, 0)
-        said, over = within_budget(said, rules, lambda m: count_tokens(m.text), spent[1:])
+        said, over = within_budget(said, rules, lambda m: ctx.count_tokens(m.text), spent[1:])
         self._spent = (ctx.round, spent[1] + len(said),
-                       spent[2] + sum(count_tokens(m.text) for m in said))
+                       spent[2] + sum(ctx.count_tokens(m.text) for m in said))
         abstain = self.planner.abstaining and ctx.allow_abstain
         role = self._role(env, abstain) if ctx.self_chosen_roles else ctx.role
         record.parsed = {"messages": [_parsed(m) for m in said], "abstain": abstain,

@@ -44,6 +44,9 @@ class StepRecord:
         retries: Attempts after the first (each after a correction).
         attempts: Every HTTP request of the call, failed ones and structured-mode
             downgrades included (see :class:`~orgteams.agents.backends.base.Attempt`).
+        repaired: How the accepted reply had to be read leniently (raw control
+            characters in its JSON strings, a documented other shape), one note each;
+            empty when it was read as sent.
     """
 
     model: str = ""
@@ -59,6 +62,7 @@ class StepRecord:
     latency: float = 0.0
     retries: int = 0
     attempts: list[Attempt] = field(default_factory=list)
+    repaired: list[str] = field(default_factory=list)
 
     def add(self, completion: Completion) -> None:
         """Count one reply: its text, tokens, latency, HTTP requests and cache hit."""

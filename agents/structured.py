@@ -5,9 +5,13 @@ Coordinator and the behaviour classifier all ask a chat model for one JSON objec
 through :func:`astructured_call` (or its sync wrapper :func:`structured_call`):
 
 1. ask the backend, with the JSON schema the reply must follow;
-2. validate the reply with ``parse`` (for a pydantic model: :func:`pydantic_parser`),
-   which raises :class:`~orgteams.agents.decisions.ReplyError` with text written for
-   the model to read;
+2. read the JSON object (:func:`~orgteams.agents.backends.base.read_json_reply`: an
+   object nested in a broken reply is never taken for the whole; raw control
+   characters in strings, which llama.cpp's grammar lets through, are read and noted
+   in the record's ``repaired``) and validate it with ``parse`` (for a pydantic model:
+   :func:`pydantic_parser`), which raises
+   :class:`~orgteams.agents.decisions.ReplyError` with text written for the model to
+   read (a reply the server cut at its token limit says so);
 3. on an invalid reply, send that text back in the caller's correction message and
    ask again, at most ``max_retries`` more times;
 4. after that, or when the backend fails
@@ -31,7 +35,8 @@ from orgteams.agents.backends.base import (
     BackendError,
     ChatBackend,
     ChatMessage,
-    parse_json_reply,
+    Completion,
+    read_json_reply,
 )
 from orgteams.agents.decisions import ReplyError, explain
 from orgteams.agents.records import StepRecord
@@ -111,21 +116,36 @@ async def astructured_call(
             step.fallback = f"backend error ({step.error})"
             return None, step
         step.add(completion)
-        parsed = completion.parsed if completion.parsed is not None else parse_json_reply(
-            completion.text)
+        read, repaired = read_json_reply(completion.text)
+        parsed = read if completion.parsed is None else completion.parsed
+        if completion.parsed is not None and completion.parsed != read:
+            repaired = []  # the backend read the text its own way
         try:
             value = parse(parsed)
         except ReplyError as exc:
-            step.errors.append(str(exc))
+            reason = f"{exc}{_cut_note(completion)}" if parsed is None else str(exc)
+            step.errors.append(reason)
             if attempt < max_retries:
                 step.retries += 1
                 conversation += [{"role": "assistant", "content": completion.text},
-                                 {"role": "user", "content": correction(str(exc))}]
+                                 {"role": "user", "content": correction(reason)}]
             continue
         step.parsed = parsed
+        step.repaired += repaired
         return value, step
     step.fallback = f"invalid reply after {max_retries + 1} attempt(s): {step.errors[-1]}"
     return None, step
+
+
+def _cut_note(completion: Completion) -> str:
+    """Why a reply holds no JSON object, when the server says generation hit its token
+    limit (the backend may cap ``max_tokens`` below what was asked)."""
+    choices = (completion.raw or {}).get("choices") or [{}]
+    if isinstance(choices[0], dict) and choices[0].get("finish_reason") == "length":
+        return (f" (the reply was cut at the token limit after "
+                f"{completion.usage.completion_tokens} tokens, before the object closed: "
+                "answer shorter)")
+    return ""
 
 
 def structured_call(backend: ChatBackend, prompt: list[ChatMessage], **kwargs: Any

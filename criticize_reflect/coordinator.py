@@ -8,7 +8,14 @@ from the current organization) and ``pick``, the index of the candidate to play 
 
 Every candidate is built and checked by
 :func:`~orgteams.criticize_reflect.candidates.build_candidate` (full validation,
-governance, resolution for the team). Rejected candidates are kept with their reason.
+governance, resolution for the team); one that plays exactly like the current
+organization (only its name or description differ) is rejected too. Rejected candidates
+are kept with their reason.
+
+One other shape is read, and recorded in the call's ``repaired``: the single-candidate
+form, one proposal's fields at the top level with no ``candidates`` list (``{"name":
+..., "rules": ...}``, optionally with ``analysis`` and ``pick``), read as a one-item
+``candidates`` list. It goes through the same validation; any other shape is invalid.
 
 Pick rule: the model's ``pick`` if that candidate is valid, else the first valid
 candidate in the model's order (the prompt asks for best first). When no candidate of
@@ -44,8 +51,9 @@ from orgteams.organizations.spec import (
     _BlockDumper,
 )
 
-__all__ = ["EDITABLE_FIELDS", "Coordinator", "CoordinatorDecision", "CoordinatorReply",
-           "OrganizationProposal", "Trial", "build_candidate", "plain_instruction"]
+__all__ = ["EDITABLE_FIELDS", "SINGLE_CANDIDATE_READ", "Coordinator", "CoordinatorDecision",
+           "CoordinatorReply", "OrganizationProposal", "Trial", "build_candidate",
+           "plain_instruction", "single_candidate"]
 
 CRITIQUE_MAX_CHARS = 3000
 """Longest critique (its one-line JSON text) kept per history entry in the prompt."""
@@ -159,6 +167,30 @@ class CoordinatorDecision:
 def _capped(text: str, limit: int) -> str:
     """Model-written text cut to ``limit`` characters (with a marker) before a prompt keeps it."""
     return text if len(text) <= limit else text[:limit] + " [cut]"
+
+
+SINGLE_CANDIDATE_READ = ("reply in the single-candidate form (a proposal's fields at the top "
+                         "level, no 'candidates' list) read as one candidate")
+"""The ``repaired`` note of a reply read by :func:`single_candidate`."""
+
+_PROPOSAL_KEYS = frozenset(OrganizationProposal.model_fields)
+
+
+def single_candidate(parsed: Any) -> tuple[Any, str | None]:
+    """A reply in the single-candidate form as a :class:`CoordinatorReply` object.
+
+    Returns:
+        ``(reply object, SINGLE_CANDIDATE_READ)`` when ``parsed`` is an object with no
+        ``candidates`` whose keys are proposal fields (at least one) plus optionally
+        ``analysis`` and ``pick``; else ``(parsed, None)`` unchanged.
+    """
+    if not isinstance(parsed, dict) or "candidates" in parsed:
+        return parsed, None
+    proposal = {k: v for k, v in parsed.items() if k not in ("analysis", "pick")}
+    if not proposal or not set(proposal) <= _PROPOSAL_KEYS:
+        return parsed, None
+    reply = {k: parsed[k] for k in ("analysis", "pick") if k in parsed}
+    return {**reply, "candidates": [proposal]}, SINGLE_CANDIDATE_READ
 
 
 def _slug(text: str) -> str:
@@ -277,6 +309,11 @@ class Coordinator:
                     name = _slug(proposal.name) or f"{stem}_{tag}_{i}"
                     org, reason = build_candidate(current, proposal, name=name,
                                                   approved=approved, team=team)
+                    if org is not None and not set(current.diff(org)) - {"name",
+                                                                         "description"}:
+                        org, reason = None, ("invalid: plays exactly like the current "
+                                             "organization (set at least one field to a new "
+                                             "value)")
                     row.update(valid=org is not None, reason=reason)
                     built.append(org)
                 seen.append(row)
@@ -299,13 +336,26 @@ class Coordinator:
         hint = (f"give 1 to {self.k} candidates that change only editable fields "
                 f"({', '.join(EDITABLE_FIELDS)}), never human-only ones, and pick one "
                 "by its index")
+        validate = pydantic_parser(CoordinatorReply, check)
+        read_as: list[str | None] = [None]
+
+        def parse(parsed: Any) -> CoordinatorDecision:
+            reply, read_as[0] = single_candidate(parsed)
+            try:
+                return validate(reply)
+            except ReplyError as exc:  # name the fields as the model wrote them
+                if read_as[0] is None:
+                    raise
+                raise ReplyError(str(exc).replace("field 'candidates.0.", "field '")) from None
+
         decision, call = structured_call(
             self.backend, self.prompt(history, current, approved),
-            schema=CoordinatorReply.model_json_schema(),
-            parse=pydantic_parser(CoordinatorReply, check),
+            schema=CoordinatorReply.model_json_schema(), parse=parse,
             correction=lambda error: templates.render("correction", error=error,
                                                       example=EXAMPLE, hint=hint),
             max_retries=self.max_retries, max_tokens=self.max_tokens)
+        if decision is not None and read_as[0]:  # the accepted reply is the last one read
+            call.repaired.append(read_as[0])
         if decision is None:
             reason = call.fallback or "no decision"
             decision = CoordinatorDecision(organization=current, pick_reason=f"fallback: {reason}",

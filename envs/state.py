@@ -114,8 +114,16 @@ class Scene:
     @cached_property
     def goal_targets(self) -> tuple[frozenset[int], ...]:
         """Per goal predicate, the furniture indices that satisfy its target."""
-        return tuple(frozenset(i for i, f in enumerate(self.layout.furniture)
-                               if f.type == p.target) for p in self.goal)
+        of_type = self.furniture_of_type
+        return tuple(of_type.get(p.target, frozenset()) for p in self.goal)
+
+    @_per_layout
+    def furniture_of_type(self) -> dict[str, frozenset[int]]:
+        """Furniture type -> the indices of the layout's furniture of that type."""
+        out: dict[str, set[int]] = {}
+        for i, f in enumerate(self.layout.furniture):
+            out.setdefault(f.type, set()).add(i)
+        return {t: frozenset(ids) for t, ids in out.items()}
 
     @_per_layout
     def view_of_cell(self) -> dict[int, int]:

@@ -31,6 +31,7 @@ from orgteams.agents.shared_context import (
     RoundOutcome,
     SharedHistory,
 )
+from orgteams.agents.tokens import Tokenizer, default_tokenizer
 from orgteams.envs.highlevel import HighLevelEnv
 from orgteams.envs.member_view import MemberView
 from orgteams.envs.messages import TeamMessage
@@ -108,6 +109,9 @@ class EpisodeState:
             history; see :mod:`~orgteams.agents.shared_context`).
         patterns: The team's earlier episodes (given by the runner).
         round_tick: The tick this round's actions start at.
+        tokenizer: Counts every message token of the episode (records, budgets, the
+            summary): the owner's, e.g. its :class:`~orgteams.team.BackendPool`'s;
+            default the module's (:func:`~orgteams.agents.tokens.default_tokenizer`).
         succession_vote: A removed top leader whose seat the team elects at the start of
             this round (``succession: elect``): ``agent`` and ``before`` (the
             organization as resolved before the removal); None when no vote is due.
@@ -134,6 +138,7 @@ class EpisodeState:
     outcomes: list[RoundOutcome] = field(default_factory=list)
     patterns: tuple[EpisodePattern, ...] = ()
     round_tick: int = 0
+    tokenizer: Tokenizer = field(default_factory=default_tokenizer, repr=False)
     succession_vote: dict[str, Any] | None = None
     view: MemberView = field(init=False, repr=False)
 

@@ -14,8 +14,8 @@ key               meaning
 ``receivers``     who the sender addressed (list of ids) or ``"everyone"``
 ``delivered``     who actually received it (list of ids, after routing)
 ``message``       text sent to others, or ``None`` / ``""`` for silence
-``message_tokens``  tokens of ``message`` (:func:`orgteams.agents.tokens.count_tokens`
-                  when missing)
+``message_tokens``  tokens of ``message`` (counted with ``episode_metrics``'s
+                  ``tokenizer`` when missing)
 ``usage``         ``{"prompt_tokens": int, "completion_tokens": int}`` of the LLM call
 ``cached_usage``  the part of ``usage`` served from a response cache (billed nothing)
 ``model``         model name the call used (for ``cost_usd``)
@@ -39,7 +39,7 @@ import math
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import networkx as nx
 
@@ -48,6 +48,9 @@ from orgteams.organizations.graph_metrics import (
     hierarchy_depth,
     spectral_gap,
 )
+
+if TYPE_CHECKING:  # the tokenizer is imported when metrics are computed
+    from orgteams.agents.tokens import Tokenizer
 
 Record = Mapping[str, Any]
 PriceFn = Callable[[str, int, int], "float | None"]
@@ -122,12 +125,10 @@ def _is_message(r: Record) -> bool:
     return isinstance(r.get("message"), str) and bool(r["message"].strip())
 
 
-def _tokens(r: Record) -> int:
+def _tokens(r: Record, tokenizer: Tokenizer) -> int:
     if r.get("message_tokens") is not None:
         return int(r["message_tokens"])
-    from orgteams.agents.tokens import count_tokens
-
-    return count_tokens(r["message"])
+    return tokenizer.count(r["message"])
 
 
 def communication_graph(records: Iterable[Record], agents: Iterable[str] = ()) -> nx.DiGraph:
@@ -165,6 +166,7 @@ def episode_metrics(
     price: PriceFn | None = None,
     events: Sequence[Record] = (),
     first_leader: str | None = None,
+    tokenizer: Tokenizer | None = None,
 ) -> EpisodeMetrics:
     """Compute :class:`EpisodeMetrics` from an episode's step records.
 
@@ -178,9 +180,12 @@ def episode_metrics(
             default the shipped price table (:mod:`orgteams.agents.backends.pricing`).
         events: Team events (elections, hand-overs) for ``leader_tenure``.
         first_leader: The top leader at round 0 (default: the first of ``leaders``).
+        tokenizer: Counts messages whose record has no ``message_tokens`` (the
+            episode's; default the module's, for a saved log with no owner at hand).
     """
-    from orgteams.agents.tokens import count_words
+    from orgteams.agents.tokens import count_words, default_tokenizer
 
+    tokenizer = tokenizer if tokenizer is not None else default_tokenizer()
     if ticks is None:
         ticks = max((int(r.get("tick") or 0) for r in records), default=0)
     if ticks < 0:
@@ -211,8 +216,8 @@ def episode_metrics(
     decisions = [r for r in records if r.get("abstained") is not None]
     roles = {" ".join(str(r["role"]).split()).casefold() for r in records if r.get("role")}
     roles.discard("abstain")
-    delivered = sum(_tokens(r) * len(r.get("delivered") or ()) for r in msgs)
-    sent = sum(_tokens(r) for r in msgs)
+    delivered = sum(_tokens(r, tokenizer) * len(r.get("delivered") or ()) for r in msgs)
+    sent = sum(_tokens(r, tokenizer) for r in msgs)
     graph = communication_graph(records, agents)
     ballots = [r for r in records if r.get("kind") == "vote" and r.get("vote")]
     rounds = len({r["round"] for r in records if r.get("round") is not None})

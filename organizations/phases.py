@@ -72,7 +72,7 @@ def _context(state: EpisodeState, agent: str, stage: Stage, visible: list[TeamMe
         visible_this_round=visible, stage_kind=stage.kind,
         candidates=state.active() if stage.kind == "vote" else None,
         removed=tuple(sorted(state.removed)), history=state.shared_history(),
-        rules=r.member_rules(agent))
+        rules=r.member_rules(agent), tokenizer=state.tokenizer)
 
 
 async def communicate_phase(state: EpisodeState, speakers: list[str] | None = None
@@ -115,6 +115,7 @@ async def communicate_phase(state: EpisodeState, speakers: list[str] | None = No
                 claims[agent] = d.role
             if stage.kind == "vote" and d.vote in active:
                 votes[agent] = d.vote
+            _drop_undeliverable(state, agent, d)
             _budget(d, ctxs[agent], spent)
             outputs += _route(state, si, stage, agent, d, ctxs[agent], inbox)
         for hook in state.hooks.decided:
@@ -195,20 +196,34 @@ async def _act_in_turn(state: EpisodeState, si: int, stage: Stage, abstained: se
     return out
 
 
+def _drop_undeliverable(state: EpisodeState, agent: str, d: CommunicateDecision) -> None:
+    """Messages no receiver can get (no channel, or every receiver removed) are not
+    sent, by any member kind: they would count as sent tokens that nobody heard. The
+    decision record says what was dropped."""
+    if not d.messages:
+        return
+    reach = [any(b not in state.removed for b in route(agent, m.receivers, state.resolved)[0])
+             for m in d.messages]
+    if not all(reach):
+        gone = [m.kind for m, ok in zip(d.messages, reach) if not ok]
+        d.messages = [m for m, ok in zip(d.messages, reach) if ok]
+        d.record.notes.append(f"undeliverable: {len(gone)} message(s) no teammate can "
+                              "receive not sent: " + ", ".join(gone))
+
+
 def _budget(d: CommunicateDecision, ctx: CommunicateContext,
             spent: dict[str, tuple[int, int]]) -> None:
-    """Keep a member's messages within the rules' per-round budget (any member kind);
-    what is over it is not sent, and its decision record says so."""
-    from orgteams.agents.tokens import count_tokens
-
+    """Keep a member's messages within the rules' per-round budget (any member kind),
+    counted with the episode's tokenizer; what is over it is not sent, and its
+    decision record says so."""
     rules = ctx.rules
     if rules.max_messages is None and rules.max_tokens is None or not d.messages:
         return
-    kept, over = within_budget(d.messages, rules, lambda m: count_tokens(m.text),
+    kept, over = within_budget(d.messages, rules, lambda m: ctx.count_tokens(m.text),
                                spent.get(ctx.agent, (0, 0)))
     before = spent.get(ctx.agent, (0, 0))
     spent[ctx.agent] = (before[0] + len(kept),
-                        before[1] + sum(count_tokens(m.text) for m in kept))
+                        before[1] + sum(ctx.count_tokens(m.text) for m in kept))
     if over:
         d.messages = kept
         d.record.notes.append(f"budget: {len(over)} message(s) over the organization's "
@@ -217,9 +232,8 @@ def _budget(d: CommunicateDecision, ctx: CommunicateContext,
 
 def _route(state: EpisodeState, si: int, stage: Stage, agent: str, d: CommunicateDecision,
            ctx: CommunicateContext, inbox: dict[str, list[TeamMessage]]) -> list[TeamMessage]:
-    """Stamp, route and record one speaker's turn; returns what later stages may see."""
-    from orgteams.agents.tokens import count_tokens
-
+    """Stamp, route and record one speaker's turn (message tokens counted with the
+    episode's tokenizer); returns what later stages may see."""
     recording = bool(state.hooks.record)  # records cost: build them only for a reader
     allow = state.organization.allow_abstain
     base = {"round": state.round, "tick": state.env.ticks, "agent": agent,
@@ -245,7 +259,7 @@ def _route(state: EpisodeState, si: int, stage: Stage, agent: str, d: Communicat
             rec = base if i == 0 else {k: v for k, v in base.items() if k not in _CALL_ONLY}
             state.emit({**rec, "message": m.text, "message_kind": m.kind,
                         "receivers": out.receivers_json(), "delivered": delivered,
-                        "dropped": dropped, "message_tokens": count_tokens(m.text)})
+                        "dropped": dropped, "message_tokens": state.tokenizer.count(m.text)})
         for hook in state.hooks.message:
             hook(out)
     return said

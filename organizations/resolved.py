@@ -18,10 +18,10 @@ from orgteams.organizations.spec import (
     Organization,
     _fragments,
     compile_template,
-    share_count,
 )
 from orgteams.organizations.succession import vacate
 from orgteams.organizations.templates import render_instruction, substitute_fields
+from orgteams.organizations.topology import share_count
 
 
 @dataclass(frozen=True)

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from orgteams.agents.shared_context import EpisodePattern
+from orgteams.agents.tokens import Tokenizer, approximate_note, default_tokenizer
 from orgteams.envs.highlevel import HighLevelEnv
 from orgteams.envs.team import Team
 from orgteams.organizations import team_log
@@ -81,6 +82,9 @@ class TeamRunner:
         should_stop: Asked at round and tick boundaries (and before decisions taken
             meanwhile are used); a reason (e.g. ``"window closed"``) ends the episode
             there, with ``episode_status`` ``"interrupted"`` and that ``stop_reason``.
+        tokenizer: Counts the episode's message tokens (records, budgets, metrics; its
+            name is the summary's ``tokenizer``): the owner's, e.g. the
+            :class:`~orgteams.team.BackendPool`'s; None: the module's default.
     """
 
     def __init__(self, env: HighLevelEnv, organization: Organization, members: dict[str, Any],
@@ -89,7 +93,8 @@ class TeamRunner:
                  monitor: MonitorConfig | None = None, member_factory=None, on_round=None,
                  on_tick: Callable[..., None] | None = None,
                  max_transport_failures: int | None = DEFAULT_MAX_TRANSPORT_FAILURES,
-                 should_stop: Callable[[], str | None] | None = None):
+                 should_stop: Callable[[], str | None] | None = None,
+                 tokenizer: Tokenizer | None = None):
         team = list(env.possible_agents)
         TransportFailures(max_transport_failures)  # validate before the episode
         self.max_transport_failures = max_transport_failures
@@ -112,6 +117,7 @@ class TeamRunner:
         # shared history (protocol ``shared``) that spans episodes.
         self.patterns: list[EpisodePattern] = []
         self.should_stop = should_stop
+        self.tokenizer = tokenizer if tokenizer is not None else default_tokenizer()
 
     def run(self, seed: int | None = None) -> EpisodeResult:
         """Play one episode (blocking)."""
@@ -127,7 +133,8 @@ class TeamRunner:
             m.reset()
         state = self.state = EpisodeState(
             env, self.organization, self.organization.resolve(self.roster), self.members,
-            should_stop=self.should_stop, patterns=tuple(self.patterns))
+            should_stop=self.should_stop, patterns=tuple(self.patterns),
+            tokenizer=self.tokenizer)
         log = self._log = EpisodeLog(self.log_path)
         self._shock_data: dict[int, dict[str, Any]] = {}
         self._start_scene = env.base.world.scene  # a priority shift replaces the scene
@@ -213,12 +220,10 @@ class TeamRunner:
 
     def _summary(self, state: EpisodeState, records: list[dict], seed, wall: float
                  ) -> dict[str, Any]:
-        from orgteams.agents.tokens import approximate_note, tokenizer_name
-
         env, world = self.env, self.env.base.world
         decisions = [r for r in records if r.get("phase") in ("communicate", "act")]
         metrics = episode_metrics(decisions, success=world.success, ticks=env.ticks,
-                                  agents=self.team,
+                                  agents=self.team, tokenizer=state.tokenizer,
                                   leaders=list(state.resolved.top_leaders) or None,
                                   events=state.events, first_leader=next(iter(
                                       self.organization.resolve(self.roster).top_leaders),
@@ -249,7 +254,8 @@ class TeamRunner:
             "warnings": [e["message"] for e in state.events if e["type"] == "small_team"],
             "roles_by_round": roles_by_round(decisions),
             **team_log.fault_counts(decisions),
-            "tokenizer": tokenizer_name(), "tokens_approximate": approximate_note(),
+            "tokenizer": state.tokenizer.name,
+            "tokens_approximate": approximate_note(state.tokenizer.name),
             "wall_seconds": wall,
             "log_path": str(self.log_path) if self.log_path else None,
         }

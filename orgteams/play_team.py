@@ -199,7 +199,8 @@ class MemberTeammates(_Listening):
         ids = list(env.possible_agents)
         team = Team.of(ids, list(env.base.display_names or ids))
         state = EpisodeState(env, UNORGANIZED, UNORGANIZED.resolve(team),
-                             {a: self.members[a] for a in agents}, round=self.round)
+                             {a: self.members[a] for a in agents}, round=self.round,
+                             tokenizer=self.pool.tokenizer)
         spoken: list[TeamMessage] = []
         self._watch(state, spoken.append)
 

@@ -30,13 +30,20 @@ Needs the ``report`` extra (``pip install "orgteams[report]"``: scipy, matplotli
 from __future__ import annotations
 
 import json
-import math
 import re
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from orgteams.envs.errors import MissingExtraError, UserError
+from orgteams.stats import (
+    REPORT_HINT,
+    cohens_d,
+    describe,
+    finite_or_none,
+    kruskal,
+    scipy_stats,
+    welch,
+)
 from orgteams.sweep import KEY_FIELDS, cell_key, played, read_results
 
 METRICS = ("ticks", "rounds", "comm_tokens_per_step")
@@ -44,15 +51,6 @@ TESTED = ("ticks", "comm_tokens_per_step")
 CONTEXT = ("task", "layout", "agents", "backend", "shocks")  # shocks: a sweep's condition
 LEADERSHIP = ("leader_tenure", "self_vote_rate")
 """Leadership outcomes reported per group: means over episodes that have them."""
-REPORT_HINT = 'reports need scipy and matplotlib: pip install "orgteams[report]"'
-
-
-def _scipy_stats():
-    try:
-        from scipy import stats
-    except ImportError:
-        raise MissingExtraError(REPORT_HINT) from None
-    return stats
 
 
 def _pyplot():
@@ -66,62 +64,6 @@ def _pyplot():
     return plt
 
 
-def _num(x: Any) -> float | None:
-    """JSON-safe float: NaN and inf become None."""
-    if x is None:
-        return None
-    x = float(x)
-    return x if math.isfinite(x) else None
-
-
-def describe(values: Sequence[float]) -> dict[str, Any]:
-    """``{"n", "mean", "sd", "ci95": [lo, hi]}``; sd and CI are None below 2 values."""
-    stats = _scipy_stats()
-    n = len(values)
-    if n == 0:
-        return {"n": 0, "mean": None, "sd": None, "ci95": None}
-    mean = sum(values) / n
-    if n < 2:
-        return {"n": n, "mean": mean, "sd": None, "ci95": None}
-    sd = math.sqrt(sum((v - mean) ** 2 for v in values) / (n - 1))
-    half = float(stats.t.ppf(0.975, n - 1)) * sd / math.sqrt(n)
-    return {"n": n, "mean": mean, "sd": sd, "ci95": [mean - half, mean + half]}
-
-
-def welch(a: Sequence[float], b: Sequence[float]) -> dict[str, Any]:
-    """Welch's t-test of ``a`` against ``b``: ``{"t", "p", "n_a", "n_b"}`` (None when
-    undefined: fewer than 2 values on a side, or no variance at all)."""
-    stats = _scipy_stats()
-    out: dict[str, Any] = {"t": None, "p": None, "n_a": len(a), "n_b": len(b)}
-    if len(a) >= 2 and len(b) >= 2:
-        res = stats.ttest_ind(list(a), list(b), equal_var=False)
-        out["t"], out["p"] = _num(res.statistic), _num(res.pvalue)
-    return out
-
-
-def cohens_d(a: Sequence[float], b: Sequence[float]) -> float | None:
-    """Cohen's d of ``a`` against ``b``: ``(mean_a - mean_b) / pooled sd`` (ddof=1);
-    None with fewer than 2 values on a side or no variance at all."""
-    if len(a) < 2 or len(b) < 2:
-        return None
-    ma, mb = sum(a) / len(a), sum(b) / len(b)
-    ss = sum((x - ma) ** 2 for x in a) + sum((x - mb) ** 2 for x in b)
-    pooled = math.sqrt(ss / (len(a) + len(b) - 2))
-    return _num((ma - mb) / pooled) if pooled > 0 else None
-
-
-def kruskal(samples: Sequence[Sequence[float]]) -> dict[str, Any]:
-    """Kruskal-Wallis H test across groups: ``{"H", "p", "k"}`` (None when undefined:
-    fewer than 2 non-empty groups, or every value equal)."""
-    stats = _scipy_stats()
-    groups = [list(x) for x in samples if len(x)]
-    out: dict[str, Any] = {"H": None, "p": None, "k": len(groups)}
-    if len(groups) >= 2 and len({v for g in groups for v in g}) > 1:
-        res = stats.kruskal(*groups)
-        out["H"], out["p"] = _num(res.statistic), _num(res.pvalue)
-    return out
-
-
 def group_rsi(episodes: list[dict]) -> float | None:
     """Role stability index of a group's episodes (seed order); None when fewer than 2
     episodes recorded roles (``roles_by_round``)."""
@@ -131,7 +73,10 @@ def group_rsi(episodes: list[dict]) -> float | None:
                         key=lambda e: (e.get("seed") is None, e.get("seed") or 0))
     if len(with_roles) < 2:
         return None
-    return _num(role_stability_index([episode_roles(e["roles_by_round"]) for e in with_roles]))
+    roles = [episode_roles(e["roles_by_round"]) for e in with_roles]
+    return finite_or_none(role_stability_index(roles))
+
+
 def _check_row(row: dict, where: str) -> None:
     """A result row must name its whole cell; else one line naming the row and field."""
     cell = row.get("cell")
@@ -172,7 +117,7 @@ def report(results_path: str | Path, out_dir: str | Path, baseline: str | None =
     from orgteams.behaviours import episodes_label_shares
     from orgteams.progress import Progress
 
-    _scipy_stats()
+    scipy_stats()
     results_path, out_dir = Path(results_path), Path(out_dir)
     if not results_path.exists():
         raise FileNotFoundError(f"results file not found: {results_path}")

@@ -79,7 +79,8 @@ class BackendPool:
         self._backends: dict[tuple[str, str | None], Any] = {}
         self._server: Any = None
         self.tokenizer = Tokenizer()
-        """The tokenizer of the scripted backends this pool makes (their usage counts)."""
+        """The episode's message tokenizer: the scripted backends' usage counts and, in
+        :func:`run_episode`, every message token of the round loop and its metrics."""
 
     def get(self, spec: str, cache: str | Path | None = None):
         """The backend for ``spec`` (``local``, ``scripted``, ``openai:<model>``), made once."""
@@ -319,7 +320,8 @@ def _run_episode(task, layout, organization, agents, backend, seed, max_rounds, 
                                                                     env=env, pool=pool,
                                                                     **llm),
                         on_round=on_round, on_tick=tick_hook,
-                        max_transport_failures=max_transport_failures, should_stop=stop)
+                        max_transport_failures=max_transport_failures, should_stop=stop,
+                        tokenizer=pool.tokenizer)
     try:
         result = runner.run(seed)
         if recorder is not None:

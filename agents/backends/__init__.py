@@ -23,6 +23,7 @@ from orgteams.agents.backends.base import (
     Completion,
     Usage,
     parse_json_reply,
+    read_json_reply,
 )
 from orgteams.agents.backends.cache import CachedBackend
 from orgteams.agents.backends.local import LocalBackend, LocalServer, LocalServerError
@@ -51,6 +52,7 @@ __all__ = [
     "make_backend",
     "parse_json_reply",
     "price_of",
+    "read_json_reply",
 ]
 
 BACKENDS: dict[str, type[ChatBackend]] = {

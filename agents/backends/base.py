@@ -36,7 +36,9 @@ __all__ = [
     "ChatMessage",
     "TRANSPORT_KINDS",
     "Usage",
+    "CONTROL_CHARACTERS_READ",
     "parse_json_reply",
+    "read_json_reply",
 ]
 
 
@@ -163,33 +165,81 @@ class Completion:
 _FENCE = re.compile(r"```(?:json|JSON)?\s*\n?(.*?)```", re.DOTALL)
 
 
-def parse_json_reply(text: str) -> dict[str, Any] | None:
-    """Extract one JSON object from a model reply, or None.
+CONTROL_CHARACTERS_READ = ("raw control characters (newlines, tabs) inside JSON strings "
+                           "read as they are")
+"""The note :func:`read_json_reply` gives when a reply is JSON only but for raw control
+characters inside strings: llama-cpp-python's schema grammar allows them (its ``char``
+rule is ``[^"\\\\]``), so a grammar-constrained reply can hold them. The characters
+are kept, not removed (validators that want one line still see them)."""
+
+
+def read_json_reply(text: str) -> tuple[dict[str, Any] | None, list[str]]:
+    """Extract one JSON object from a model reply, with how it had to be read.
 
     Accepts a bare object, an object inside a Markdown code fence (```json ... ```),
-    or an object with prose before or after it (the first ``{`` that starts a valid
-    object wins). Top-level arrays and scalars give None.
+    or an object with prose before or after it (the first ``{`` outside any earlier
+    object that starts a valid object wins). An object nested in a broken one (a reply
+    cut at ``max_tokens``, or with a syntax error) is never taken for the reply: that
+    would read one inner part as the whole. Top-level arrays and scalars give None.
+
+    Returns:
+        ``(object or None, notes)``; ``notes`` is empty for strict JSON and
+        ``[CONTROL_CHARACTERS_READ]`` when the object is JSON only but for raw control
+        characters inside strings.
     """
-    candidates = [text.strip()] + [m.strip() for m in _FENCE.findall(text)]
-    for candidate in candidates:
+    for strict in (True, False):
+        value = _first_object(text, strict)
+        if value is not None:
+            return value, [] if strict else [CONTROL_CHARACTERS_READ]
+    return None, []
+
+
+def parse_json_reply(text: str) -> dict[str, Any] | None:
+    """The JSON object of a model reply, or None (see :func:`read_json_reply`)."""
+    return read_json_reply(text)[0]
+
+
+def _first_object(text: str, strict: bool) -> dict[str, Any] | None:
+    decoder = json.JSONDecoder(strict=strict)
+    for candidate in [text.strip()] + [m.strip() for m in _FENCE.findall(text)]:
         try:
-            value = json.loads(candidate)
+            value = decoder.decode(candidate)
         except ValueError:
             continue
         if isinstance(value, dict):
             return value
-    decoder = json.JSONDecoder()
-    start = text.find("{")
-    while start != -1:
+    for start in _outer_braces(text):
         try:
             value, _ = decoder.raw_decode(text, start)
         except ValueError:
-            start = text.find("{", start + 1)
             continue
         if isinstance(value, dict):
             return value
-        start = text.find("{", start + 1)
     return None
+
+
+def _outer_braces(text: str) -> list[int]:
+    """Positions of the ``{`` that open at depth 0 (braces inside JSON strings of an
+    open object do not count; quotes in prose outside any object do not either)."""
+    starts: list[int] = []
+    depth, in_string, escaped = 0, False, False
+    for i, ch in enumerate(text):
+        if in_string:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                in_string = False
+        elif ch == '"' and depth > 0:
+            in_string = True
+        elif ch == "{":
+            if depth == 0:
+                starts.append(i)
+            depth += 1
+        elif ch == "}" and depth > 0:
+            depth -= 1
+    return starts
 
 
 class ChatBackend(ABC):

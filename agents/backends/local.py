@@ -53,11 +53,15 @@ from orgteams.agents.backends.base import ChatMessage
 from orgteams.agents.backends.openai_backend import OpenAIBackend
 from orgteams.envs.errors import MissingExtraError
 
-__all__ = ["LOCAL_MODEL", "LocalBackend", "LocalServer", "LocalServerError", "default_threads",
-           "local_unavailable", "smollm2_path"]
+__all__ = ["GRAMMAR_INSTRUCTION", "LOCAL_MODEL", "LocalBackend", "LocalServer",
+           "LocalServerError", "default_threads", "local_unavailable", "smollm2_path"]
 
 LOCAL_MODEL = "smollm2-135m-instruct"
 """The model name the local server answers to (and the price-table key)."""
+
+GRAMMAR_INSTRUCTION = "Reply with exactly one JSON object and nothing else."
+"""The system line a local request ends with in place of the schema's text (the server
+enforces the schema as a grammar)."""
 
 _GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 _INSTALL_HINT = ('The embedded local model needs the "local" extra and the model file: '
@@ -345,6 +349,16 @@ class LocalBackend(OpenAIBackend):
 
     def _request(self, mode: str, messages: list[ChatMessage], schema: dict[str, Any] | None,
                  temperature: float, max_tokens: int, seed: int | None) -> dict[str, Any]:
-        """The OpenAI request, with ``max_tokens`` capped (sync and async calls alike)."""
-        return super()._request(mode, messages, schema, temperature,
-                                min(max_tokens, self.max_tokens_cap), seed)
+        """The OpenAI request, with ``max_tokens`` capped (sync and async calls alike) and
+        the schema sent as the grammar only, not also as prompt text.
+
+        llama.cpp enforces the schema as a grammar, and every prompt names its reply's
+        fields itself. The schema's text added ~1,600 tokens to a Coordinator prompt,
+        which SmolLM2 copied fragments of into its replies ("anyOf", docstrings) and
+        which pushed prompts with a few history entries past ``n_ctx``.
+        """
+        kwargs = super()._request(mode, messages, schema, temperature,
+                                  min(max_tokens, self.max_tokens_cap), seed)
+        if schema is not None and mode == "json_object":
+            kwargs["messages"] = [*messages, {"role": "system", "content": GRAMMAR_INSTRUCTION}]
+        return kwargs

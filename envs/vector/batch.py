@@ -8,6 +8,7 @@ state. Object ids are the scalar ids (positions in ``scene.objects``); -1 pads.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -70,34 +71,36 @@ class BatchState:
         return BatchState(**{k: v[idx] for k, v in self.__dict__.items()})
 
     def pack(self, i: int, state: HouseholdState) -> None:
-        """Write ``state`` into row ``i``."""
+        """Write ``state`` into row ``i`` (each household's reset comes here)."""
         scene = state.scene
-        cat = load_catalog()
         if len(scene.objects) > self.object_class.shape[1]:
             raise RuntimeError(f"episode has {len(scene.objects)} objects; the batch holds "
                                f"{self.object_class.shape[1]} (max_objects is wrong)")
+        classes, types = _catalog_ids()
         self.tick[i] = state.tick
         self.pos[i] = state.agent_pos
         self.hands[i] = -1
         for a, held in enumerate(state.hands):
-            self.hands[i, a, :len(held)] = held
-            self.held[i, a] = len(held)
+            if held:
+                self.hands[i, a, :len(held)] = held
+        self.held[i] = [len(x) for x in state.hands]
         self.contents[i] = -1
-        for f, inside in enumerate(state.contents):
-            self.contents[i, f, :len(inside)] = inside
-            self.count[i, f] = len(inside)
+        w = self.contents.shape[2]  # one flat index list, not one slice per furniture
+        self.contents[i].put([f * w + j for f, inside in enumerate(state.contents)
+                              for j in range(len(inside))],
+                             [o for inside in state.contents for o in inside])
+        self.count[i] = [len(x) for x in state.contents]
         self.container_open[i] = state.container_open
         self.door_open[i] = state.door_open
         self.object_class[i] = -1
-        self.object_class[i, :len(scene.objects)] = [cat.class_id(c)
-                                                     for c in scene.object_class]
+        self.object_class[i, :len(scene.objects)] = [classes[c] for c in scene.object_class]
         g = len(scene.goal)
-        for arr in (self.goal_class, self.goal_target):
-            arr[i] = -1
+        self.goal_class[i] = -1
+        self.goal_target[i] = -1
         self.goal_count[i] = 0
         self.progress[i] = 0
-        self.goal_class[i, :g] = [cat.class_id(p.cls) for p in scene.goal]
-        self.goal_target[i, :g] = [cat.furniture_type_id(p.target) for p in scene.goal]
+        self.goal_class[i, :g] = [classes[p.cls] for p in scene.goal]
+        self.goal_target[i, :g] = [types[p.target] for p in scene.goal]
         self.goal_count[i, :g] = scene.goal_counts
         self.progress[i, :g] = state.progress
         self.step_limit[i] = scene.step_limit
@@ -113,6 +116,14 @@ class BatchState:
             container_open=self.container_open[i].tolist(),
             door_open=self.door_open[i].tolist(),
             progress=tuple(self.progress[i, :len(scene.goal)].tolist()))
+
+
+@functools.cache
+def _catalog_ids() -> tuple[dict[str, int], dict[str, int]]:
+    """Catalog class ids and furniture type ids by name (``Catalog.class_id`` as dicts)."""
+    cat = load_catalog()
+    return ({c: cat.class_id(c) for c in cat.object_glyphs},
+            {t: cat.furniture_type_id(t) for t in cat.furniture})
 
 
 __all__ = ["BatchState", "max_objects"]

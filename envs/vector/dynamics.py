@@ -3,12 +3,16 @@
 The rules are those of :func:`orgteams.envs.dynamics.transition` (read its docstring);
 this module only says them with arrays, in the same three phases:
 
-1. interact: a loop over agent indices (so the lower index acts first, as in the
-   scalar loop), each iteration vectorized over the households;
-2. move: simultaneous moves resolved as in ``_resolve_moves``: walkable targets,
-   lowest index keeps a contested cell, moves into cells whose occupant stays (or
-   swaps) are dropped until nothing changes;
+1. interact: every interaction of the batch at once, except that interactions of one
+   household on the same door or furniture run in rounds, the lower agent index
+   first (the scalar loop's order; interactions on different things commute);
+2. move: simultaneous moves resolved as in ``_resolve_moves``, in the households
+   where someone moves: walkable targets, lowest index keeps a contested cell, moves
+   into cells whose occupant stays (or swaps) are dropped until nothing changes;
 3. effects: goal progress recomputed from the contents.
+
+The tick also reports which households changed (``TickEvents.changed``: some action
+took effect), so that observations and masks are rebuilt only there.
 
 Where a rule is restated here, ``tests/envs/test_vector_differential.py`` pins it: it
 steps this core beside the scalar env over random and masked-random joint actions
@@ -41,6 +45,9 @@ class TickEvents:
     picked: np.ndarray  # (N, A) object id picked, or -1
     picked_from: np.ndarray  # (N, A) furniture it was picked from, or -1
     objects_moved: np.ndarray  # (N,) bool: something was picked or put
+    # (N,) bool: the state (all but the tick) changed: some agent's action took effect
+    # (a move, or an open / close / pick / put that was not invalid). None: not known.
+    changed: np.ndarray | None = None
 
 
 def check_actions(actions: np.ndarray, shape: tuple[int, int]) -> np.ndarray:
@@ -63,97 +70,146 @@ def check_actions(actions: np.ndarray, shape: tuple[int, int]) -> np.ndarray:
 def step_batch(t: LayoutTables, s: BatchState, actions: np.ndarray) -> TickEvents:
     """Advance every household one tick in place; ``actions``: checked (N, A) ids."""
     n, agents = s.pos.shape
-    rows = np.arange(n)
-    verb = VERB[actions]
-    direction = DIRECTION[actions]
-    slot = SLOT[actions]
-    target = s.pos + t.deltas[direction]
-    invalid = np.zeros((n, agents), bool)
+    verb = VERB.take(actions)
+    target = s.pos + t.deltas.take(DIRECTION.take(actions))
+    invalid = verb >= _OPEN  # an interaction is invalid unless phase 1 says it succeeded
     opened = np.full((n, agents), -1, np.int64)
     picked = np.full((n, agents), -1, np.int64)
     picked_from = np.full((n, agents), -1, np.int64)
-    moved = np.zeros(n, bool)
-    start_pos = s.pos  # phase 1 sees the tick's starting cells (no one has moved yet)
-    # Phase 1 (scalar: the loop over joint_action). Agent by agent, lower index first.
-    interacting = verb >= _OPEN
-    for a in np.flatnonzero(interacting.any(axis=0)):
-        live = np.flatnonzero(interacting[:, a])
-        _interact(t, s, a, live, verb[live, a], slot[live, a], target[live, a],
-                  start_pos[live], invalid, opened, picked, picked_from, moved)
-    # Phase 2 (scalar: _resolve_moves).
+    objects_moved = np.zeros(n, bool)
+    changed = np.zeros(n, bool)
+    # Phase 1 (scalar: the loop over joint_action).
+    acting = np.flatnonzero(invalid)  # household * A + agent, in the scalar loop's order
+    if len(acting):
+        _interact(t, s, acting, verb.reshape(-1)[acting],
+                  SLOT.take(actions.reshape(-1)[acting]), target.reshape(-1)[acting],
+                  invalid, (opened, picked, picked_from), objects_moved, changed)
+    # Phase 2 (scalar: _resolve_moves), in the households where someone moves.
     moving = verb == _MOVE
     collision = np.zeros((n, agents), bool)
-    if moving.any():
-        _moves(t, s, rows, moving, target, invalid, collision)
+    movers = np.flatnonzero(moving.any(axis=1))
+    if len(movers):
+        _moves(t, s, movers, moving, target, invalid, collision, changed)
     # Phase 3: goal progress (scalar: goal_progress after a pick or put).
     s.tick += 1
-    if moved.any():
-        idx = np.flatnonzero(moved)
+    idx = np.flatnonzero(objects_moved)
+    if len(idx):
         s.progress[idx] = progress(t, s, idx)
-    return TickEvents(invalid, collision, opened, picked, picked_from, moved)
+    return TickEvents(invalid, collision, opened, picked, picked_from, objects_moved, changed)
 
 
-def _interact(t: LayoutTables, s: BatchState, a: int, live: np.ndarray, verb: np.ndarray,
-              slot: np.ndarray, target: np.ndarray, start_pos: np.ndarray,
-              invalid: np.ndarray, opened: np.ndarray, picked: np.ndarray,
-              picked_from: np.ndarray, moved: np.ndarray) -> None:
-    """Agent ``a``'s open / close / pick / put in the households ``live``."""
-    furn = t.furniture_at[target]
-    door = t.door_at[target]
-    ok = np.zeros(len(live), bool)
-    toggle = (verb == _OPEN) | (verb == _CLOSE)
+def _interact(t: LayoutTables, s: BatchState, acting: np.ndarray, verb: np.ndarray,
+              slot: np.ndarray, target: np.ndarray, invalid: np.ndarray,
+              out: tuple[np.ndarray, np.ndarray, np.ndarray], objects_moved: np.ndarray,
+              changed: np.ndarray) -> None:
+    """Phase 1 in place for the interactions ``acting`` (flat agent indices, ascending).
+
+    The scalar loop runs agent by agent. An interaction reads and writes only the door
+    or the furniture it targets (and its own hands; closing a door also reads where
+    agents stand, which phase 1 does not change), so interactions on different things
+    commute: they run together, in rounds, each round holding at most one interaction
+    per (household, thing), the lower agent index in the earlier round.
+    """
+    agents = s.pos.shape[1]
+    doors = s.door_open.shape[1]
+    furn = t.furniture_at.take(target)
+    door = t.door_at.take(target)
+    toggle = verb <= _CLOSE  # open / close (else put / pick)
+    # The thing each interaction acts on: door d as d, furniture f as doors + f; -1 where
+    # it fails whatever the state (nothing to open there, no furniture to reach into).
+    box = np.where(furn >= 0, t.is_container.take(furn, mode="clip"), False)
+    thing = np.where(toggle, np.where(door >= 0, door, np.where(box, doors + furn, -1)),
+                     np.where(furn >= 0, doors + furn, -1))
+    keep = thing >= 0
+    if not keep.all():
+        acting, verb, slot, target, furn, door, thing, toggle = (
+            x[keep] for x in (acting, verb, slot, target, furn, door, thing, toggle))
+    if not len(acting):
+        return
+    env = acting // agents
+    key = env * (doors + len(t.capacity)) + thing
+    order = np.argsort(key, kind="stable")  # stable: agent order within a thing
+    same = key[order[1:]] == key[order[:-1]]
+    if not same.any():
+        _interact_round(t, s, env, acting - env * agents, verb, slot, target, furn, door,
+                        toggle, acting, invalid, out, objects_moved, changed)
+        return
+    # Rank of each interaction among those on the same thing: its round.
+    first = np.flatnonzero(np.concatenate([[True], ~same]))
+    size = np.diff(np.append(first, len(key)))
+    rank = np.empty(len(key), np.int64)
+    rank[order] = np.arange(len(key)) - np.repeat(first, size)
+    for r in range(int(rank.max()) + 1):
+        i = np.flatnonzero(rank == r)
+        _interact_round(t, s, env[i], acting[i] - env[i] * agents, verb[i], slot[i],
+                        target[i], furn[i], door[i], toggle[i], acting[i], invalid, out,
+                        objects_moved, changed)
+
+
+def _interact_round(t: LayoutTables, s: BatchState, env: np.ndarray, agent: np.ndarray,
+                    verb: np.ndarray, slot: np.ndarray, target: np.ndarray, furn: np.ndarray,
+                    door: np.ndarray, toggle: np.ndarray, flat: np.ndarray,
+                    invalid: np.ndarray, out: tuple[np.ndarray, np.ndarray, np.ndarray],
+                    objects_moved: np.ndarray, changed: np.ndarray) -> None:
+    """Interactions on distinct (household, thing) pairs: the scalar rules, at once."""
+    opened, picked, picked_from = (x.reshape(-1) for x in out)
+    ok = np.zeros(len(env), bool)
     want = verb == _OPEN
     # Doors: not already in the wanted state; closing needs an empty doorway.
     at_door = toggle & (door >= 0)
     if at_door.any():
         i = np.flatnonzero(at_door)
-        env, d = live[i], door[i]
-        occupied = (start_pos[i] == target[i, None]).any(axis=1)
-        good = (s.door_open[env, d] != want[i]) & (want[i] | ~occupied)
-        s.door_open[env[good], d[good]] = want[i][good]
+        e, d, w = env[i], door[i], want[i]
+        good = s.door_open[e, d] != w
+        if not w.all():
+            good &= w | ~(s.pos[e] == target[i, None]).any(axis=1)
+        s.door_open[e[good], d[good]] = w[good]
         ok[i[good]] = True
-    # Containers (surfaces cannot be opened or closed).
-    at_box = toggle & (door < 0) & (furn >= 0)
-    at_box[at_box] = t.is_container[furn[at_box]]
+    # Containers (``thing`` left only containers among the other toggles).
+    at_box = toggle & (door < 0)
     if at_box.any():
         i = np.flatnonzero(at_box)
-        env, f = live[i], furn[i]
-        good = s.container_open[env, f] != want[i]
-        s.container_open[env[good], f[good]] = want[i][good]
+        e, f, w = env[i], furn[i], want[i]
+        good = s.container_open[e, f] != w
+        s.container_open[e[good], f[good]] = w[good]
         ok[i[good]] = True
-        now_open = good & want[i]
-        opened[env[now_open], a] = f[now_open]
-    # Pick and put: furniture there and open (containers that lower agents opened this
-    # tick count as open, as in the scalar loop's running copy).
-    hand = (verb >= _PUT) & (furn >= 0)
+        now_open = good & w
+        opened[flat[i[now_open]]] = f[now_open]
+    # Pick and put: the furniture must be open (containers that lower agents opened
+    # this tick count as open: they ran in an earlier round).
+    hand = ~toggle
     if hand.any():
         i = np.flatnonzero(hand)
-        env, f, k = live[i], furn[i], slot[i]
-        is_open = s.container_open[env, f]
-        n_in = s.count[env, f]
-        held = s.held[env, a]
-        pick = is_open & (verb[i] == _PICK) & (k < n_in) & (held < HAND_CAPACITY)
-        put = is_open & (verb[i] == _PUT) & (k < held) & (n_in < t.capacity[f])
+        e, f, k, a = env[i], furn[i], slot[i], agent[i]
+        is_open = s.container_open[e, f]
+        n_in = s.count[e, f]
+        held = s.held[e, a]
+        is_pick = verb[i] == _PICK
+        pick = is_open & is_pick & (k < n_in) & (held < HAND_CAPACITY)
+        put = is_open & ~is_pick & (k < held) & (n_in < t.capacity.take(f))
         if pick.any():
-            e, ff, kk = env[pick], f[pick], k[pick]
-            obj = s.contents[e, ff, kk]
-            s.contents[e, ff] = _remove(s.contents[e, ff], kk)
-            s.count[e, ff] -= 1
-            s.hands[e, a, s.held[e, a]] = obj
-            s.held[e, a] += 1
-            picked[e, a] = obj
-            picked_from[e, a] = ff
-            moved[e] = True
+            j = np.flatnonzero(pick)
+            pe, pf, pk, pa, ph = e[j], f[j], k[j], a[j], held[j]
+            obj = s.contents[pe, pf, pk]
+            s.contents[pe, pf] = _remove(s.contents[pe, pf], pk)
+            s.count[pe, pf] = n_in[j] - 1
+            s.hands[pe, pa, ph] = obj
+            s.held[pe, pa] = ph + 1
+            picked[flat[i[j]]] = obj
+            picked_from[flat[i[j]]] = pf
         if put.any():
-            e, ff, kk = env[put], f[put], k[put]
-            obj = s.hands[e, a, kk]
-            s.hands[e, a] = _remove(s.hands[e, a], kk)
-            s.held[e, a] -= 1
-            s.contents[e, ff, s.count[e, ff]] = obj
-            s.count[e, ff] += 1
-            moved[e] = True
-        ok[i] = pick | put
-    invalid[live, a] = ~ok
+            j = np.flatnonzero(put)
+            pe, pf, pk, pa, pn = e[j], f[j], k[j], a[j], n_in[j]
+            obj = s.hands[pe, pa, pk]
+            s.hands[pe, pa] = _remove(s.hands[pe, pa], pk)
+            s.held[pe, pa] = held[j] - 1
+            s.contents[pe, pf, pn] = obj
+            s.count[pe, pf] = pn + 1
+        moved = pick | put
+        ok[i[moved]] = True
+        objects_moved[env[i[moved]]] = True
+    invalid.reshape(-1)[flat[ok]] = False
+    changed[env[ok]] = True
 
 
 def _remove(rows: np.ndarray, k: np.ndarray) -> np.ndarray:
@@ -162,39 +218,54 @@ def _remove(rows: np.ndarray, k: np.ndarray) -> np.ndarray:
     width = rows.shape[1]
     j = np.arange(width)
     src = np.minimum(j + (j >= k[:, None]), width - 1)
-    return np.take_along_axis(rows, src, axis=1)
+    return rows[np.arange(len(rows))[:, None], src]
 
 
-def _moves(t: LayoutTables, s: BatchState, rows: np.ndarray, moving: np.ndarray,
-           target: np.ndarray, invalid: np.ndarray, collision: np.ndarray) -> None:
-    """Phase 2 in place: ``s.pos`` after the simultaneous moves."""
-    pos = s.pos
-    agents = pos.shape[1]
-    door = t.door_at[target]
-    walkable = t.floor[target] | ((door >= 0) & s.door_open[rows[:, None], np.maximum(door, 0)])
-    invalid |= moving & ~walkable  # "cannot walk there" (doors as phase 1 left them)
+def _moves(t: LayoutTables, s: BatchState, hh: np.ndarray, moving: np.ndarray,
+           target: np.ndarray, invalid: np.ndarray, collision: np.ndarray,
+           changed: np.ndarray) -> None:
+    """Phase 2 in place for the households ``hh``: ``s.pos`` after the simultaneous moves
+    (doors as phase 1 left them)."""
+    n, agents = s.pos.shape
+    every = len(hh) == n
+    pos, target, moving = (x if every else x[hh] for x in (s.pos, target, moving))
+    walkable = t.floor.take(target)
+    door = t.door_at.take(target)
+    r, c = np.nonzero(door >= 0)
+    if len(r):
+        walkable[r, c] |= s.door_open[hh[r], door[r, c]]
     want = moving & walkable
     # Same target: the lowest agent index keeps its claim.
-    same = (target[:, :, None] == target[:, None, :]) & want[:, None, :]
     lower = np.tri(agents, agents, -1, dtype=bool)  # [a, b]: b < a
-    contested = want & (same & lower).any(axis=2)
-    collision |= contested
+    same = (target[:, :, None] == target[:, None, :]) & want[:, None, :] & lower
+    contested = want & same.any(axis=2)
     claim = want & ~contested
     # Moves into a cell whose occupant stays (or swaps) are dropped until nothing changes.
     at = target[:, :, None] == pos[:, None, :]  # [a, b]: b stands on a's target
     has_occupant = at.any(axis=2)
-    occupant = at.argmax(axis=2)
-    occupant_target = np.take_along_axis(target, occupant, axis=1)
-    swap = occupant_target == pos
+    occupant = (at.argmax(axis=2) + np.arange(len(pos))[:, None] * agents).reshape(-1)
+    swap = target.reshape(-1)[occupant].reshape(pos.shape) == pos
     alive = claim
     for _ in range(agents):
-        stays = ~np.take_along_axis(alive, occupant, axis=1) | swap
-        keep = alive & ~(has_occupant & stays)
-        if (keep == alive).all():
+        stays = ~alive.reshape(-1)[occupant].reshape(pos.shape) | swap
+        drop = alive & has_occupant & stays
+        if not drop.any():
             break
-        alive = keep
-    collision |= claim & ~alive
-    s.pos = np.where(alive, target, pos)
+        alive = alive & ~drop
+    blocked = contested | (claim & ~alive)
+    invalid_moves = moving & ~walkable
+    new_pos = np.where(alive, target, pos)
+    went = alive.any(axis=1)
+    if every:
+        s.pos = new_pos
+        invalid |= invalid_moves
+        collision |= blocked
+        changed |= went
+    else:
+        s.pos[hh] = new_pos
+        invalid[hh] |= invalid_moves
+        collision[hh] = blocked
+        changed[hh] |= went
 
 
 def progress(t: LayoutTables, s: BatchState, idx: np.ndarray) -> np.ndarray:

@@ -36,11 +36,11 @@ from orgteams.envs.layout import Layout
 from orgteams.envs.state import HouseholdState, Scene
 from orgteams.envs.tasks import TaskSpec
 from orgteams.envs.vector.batch import BatchState, max_objects
-from orgteams.envs.vector.changes import ChangeTracker
 from orgteams.envs.vector.dynamics import check_actions, step_batch
 from orgteams.envs.vector.flat_buffer import FLAT_DTYPES, FlatBuffer, to_uint8
 from orgteams.envs.vector.masks import batch_masks
 from orgteams.envs.vector.observe import batch_observations
+from orgteams.envs.vector.outputs import OutputPool
 from orgteams.envs.vector.rewards import BatchReward
 from orgteams.envs.vector.tables import LayoutTables, layout_tables
 
@@ -69,10 +69,14 @@ class VectorHouseholdEnv:
         view of one array that every ``step`` updates in place; copy what you keep
         (saves copying ``num_envs x num_agents x D`` entries per step; the numpy core
         keeps flat observations in that array and rewrites only what changed,
-        :mod:`.flat_buffer`). ``obs_dtype=np.uint8`` (``obs_mode="flat"``, numpy):
-        the flat entries as raw plane values (counts as counts, not divided by their
-        most), a quarter of the bytes; the space is ``Box(0, flat_scale, uint8)`` and
-        each entry is ``round(x * flat_scale)`` of the float32 entry ``x``.
+        :mod:`.flat_buffer`). ``copy=True``: each call returns an array of the
+        caller's own, never written again while the caller refers to it (or to a view
+        of it); the env copies its buffer into arrays the caller has dropped
+        (:mod:`.outputs`) instead of allocating fresh pages every step.
+        ``obs_dtype=np.uint8`` (``obs_mode="flat"``, numpy): the flat entries as raw
+        plane values (counts as counts, not divided by their most), a quarter of the
+        bytes; the space is ``Box(0, flat_scale, uint8)`` and each entry is
+        ``round(x * flat_scale)`` of the float32 entry ``x``.
         ``backend="jax"`` (the ``jax`` extra; ``obs_mode="flat"``): the tick, masks and
         observations run as one ``jit``-compiled ``vmap`` of a household's step
         (:mod:`.jax_core`); episodes and rewards stay on the numpy side."""
@@ -129,13 +133,13 @@ class VectorHouseholdEnv:
         self.scenes: list[Scene] = []
         self._masks: np.ndarray | None = None
         self._mask_cache: np.ndarray | None = None  # our own copy of the last masks
-        self._changes = ChangeTracker()  # numpy: rebuild only households that changed
         self._seed = seed
         self.observations = bool(observations)
         self.backend = backend
         self._jax = None  # the compiled core of backend="jax", built with the tables
         self.copy = bool(copy)
         self._flat: FlatBuffer | None = None  # the numpy core's flat observations
+        self._outputs = OutputPool()  # copy=True: the copies of _flat handed out
         self._returns = np.zeros(self.num_envs)
         self._invalid = np.zeros(self.num_envs, np.int64)
         self._collisions = np.zeros(self.num_envs, np.int64)
@@ -205,20 +209,24 @@ class VectorHouseholdEnv:
         self._collisions += events.collision.sum(axis=1)
         buffered = self._buffered()
         obs = None if buffered else self._observe(s)
-        changed = self._changes.changed(s) if self._jax is None else None
+        # numpy: rebuild only the households where some action took effect this tick
+        changed = events.changed if self._jax is None else None
         masks = self._batch_masks(s, changed)
         infos: dict[str, Any] = {"invalid_action": events.invalid,
                                  "collision": events.collision}
         finished = np.flatnonzero(done | truncated)
         if len(finished):
-            last = self._observe_part(s.take(finished)) if buffered else \
+            last = self._last_observations(finished, changed) if buffered else \
                 None if obs is None else obs[finished]
             infos.update(self._final(finished, last, masks, done))
             self._reset_some(finished, obs, masks)
         if buffered:  # after the resets: their first observations are in it
+            tail = None
             if changed is not None:
                 changed[finished] = True
-            obs = self._observe(s, changed)
+                tail = events.objects_moved.copy()
+                tail[finished] = True
+            obs = self._observe(s, changed, tail)
         self._masks = masks
         self._remember()
         # A household that succeeded was reset in this step: its success is in
@@ -309,10 +317,9 @@ class VectorHouseholdEnv:
                 obs[...] = self._observe(s)
             masks[...] = self._batch_masks(s)
             return
-        part = s.take(idx)
         if obs is not None:
-            obs[idx] = self._observe_part(part)
-        masks[idx] = batch_masks(t, part)
+            obs[idx] = self._observe_part(s.take(idx))
+        masks[idx] = batch_masks(t, s, idx)
 
     def _batch_masks(self, batch: BatchState, changed: np.ndarray | None = None
                      ) -> np.ndarray:
@@ -325,27 +332,25 @@ class VectorHouseholdEnv:
         masks = self._mask_cache.copy()
         idx = np.flatnonzero(changed)
         if len(idx):
-            masks[idx] = batch_masks(self._tables, batch.take(idx))
+            masks[idx] = batch_masks(self._tables, batch, idx)
         return masks
 
     def _remember(self) -> None:
-        """After a step or reset (numpy): the state and masks the next step compares
-        with (the caller may write into the masks it was given)."""
+        """After a step or reset (numpy): the masks the next step keeps for households
+        that did not change (a copy: the caller may write into the masks it was given)."""
         if self._jax is None:
-            self._changes.remember(self._batch)
             self._mask_cache = self._masks.copy()
 
     def _buffered(self) -> bool:
-        """Whether observations live in :class:`FlatBuffer` (numpy, flat): with
-        ``copy=False``, or in uint8. Float32 copies are built anew: copying a kept
-        buffer costs as much as building them (``benchmarks/README.md``)."""
-        return self.observations and self._jax is None and self.obs_mode == "flat" \
-            and (not self.copy or self.obs_dtype == np.uint8)
+        """Whether observations live in :class:`FlatBuffer` (numpy, flat; with
+        ``copy=True`` each call returns a copy of it from :class:`OutputPool`)."""
+        return self.observations and self._jax is None and self.obs_mode == "flat"
 
-    def _observe(self, batch: BatchState, changed: np.ndarray | None = None
-                 ) -> np.ndarray | None:
+    def _observe(self, batch: BatchState, changed: np.ndarray | None = None,
+                 tail: np.ndarray | None = None) -> np.ndarray | None:
         """Observations of the whole batch (``batch`` is ``self._batch``); ``changed``:
-        the households whose state changed since the last step (None: all)."""
+        the households whose state changed since the last step (None: all); ``tail``:
+        those whose hands or goal rows may have (:meth:`FlatBuffer.write`)."""
         if not self.observations:
             return None
         if self._jax is not None:
@@ -354,13 +359,27 @@ class VectorHouseholdEnv:
             if self._flat is None:
                 self._flat = FlatBuffer(self._tables, self._inverse, self.num_envs,
                                         self.num_agents, self.obs_dtype)
-            obs = self._flat.write(batch, changed)
-            if self.copy:
-                return obs.copy()
+            obs = self._flat.write(batch, changed, tail)
+            if self.copy:  # an array of the caller's own, recycled once dropped
+                return self._outputs.copy(obs)
             view = obs.view()
             view.flags.writeable = False  # the next step updates only what changed
             return view
         return self._observe_part(batch)
+
+    def _last_observations(self, finished: np.ndarray, changed: np.ndarray | None
+                           ) -> np.ndarray:
+        """Observations of this tick's state of the households ``finished`` (before their
+        reset), with a :class:`FlatBuffer`: where no action took effect this tick (most
+        episodes end at the step limit) the buffer's rows show this very state (the
+        tick is not observed); the others are built anew."""
+        if self._flat is None or changed is None:
+            return self._observe_part(self._batch.take(finished))
+        last = self._flat.array.reshape(self.observation_shape)[finished]
+        redo = np.flatnonzero(changed[finished])
+        if len(redo):
+            last[redo] = self._observe_part(self._batch.take(finished[redo]))
+        return last
 
     def _observe_part(self, batch: BatchState) -> np.ndarray:
         """Observations of any batch (a subset of households too), built anew."""

@@ -11,14 +11,14 @@ stayed on its cell sees the same static planes (tiles, furniture, self mark). So
 * gathers the whole static window of the agents whose cell changed (and of every
   agent on the first call),
 * writes this tick's dynamic entries, and the hands / goal tail of the households
-  whose hands or goal rows changed.
+  whose hands or goal rows may have changed (a pick or put, a new episode).
 
 The result is the same array as ``flat_observations`` (``tests/envs/
 test_vector_differential.py`` compares it with the scalar env at every tick). A
 household whose state (all but the tick) is the same as at the last call
-(:mod:`.changes`) keeps its windows untouched. With
-``dtype=np.uint8`` the entries are the raw plane values (counts as counts, no
-scaling): ``round(flat * flat_scale(...))`` of the float32 observation.
+(``TickEvents.changed``: no action of the tick took effect there) keeps its windows
+untouched. With ``dtype=np.uint8`` the entries are the raw plane values (counts as
+counts, no scaling): ``round(flat * flat_scale(...))`` of the float32 observation.
 """
 
 from __future__ import annotations
@@ -48,18 +48,20 @@ class FlatBuffer:
         self.array = np.zeros((num_envs * num_agents, self.d), self.dtype)
         self.rows = np.full(num_envs * num_agents, -1)  # static row in the buffer, -1: none
         self.dirty = np.empty(0, np.intp)  # flat indices the dynamic part wrote last
-        self.tail_key: np.ndarray | None = None  # each household's hands and goal rows
 
-    def write(self, s: BatchState, changed: np.ndarray | None = None) -> np.ndarray:
+    def write(self, s: BatchState, changed: np.ndarray | None = None,
+              tail: np.ndarray | None = None) -> np.ndarray:
         """This tick's observations of ``s`` (same households as the buffer); the
         returned array is the buffer itself, reshaped ``(N, A, D)``. ``changed``:
         ``(N,)`` bool, the households whose state changed since the last call
-        (:mod:`.changes`; the others are kept as they are); None: all."""
+        (``TickEvents.changed``; the others are kept as they are); None: all.
+        ``tail``: ``(N,)`` bool, those of them whose hands or goal rows may have
+        changed (``TickEvents.objects_moved`` and new episodes); None: ``changed``."""
         t, d, agents = self.t, self.d, self.agents
         n = len(s.pos)
         flat = self.array.reshape(-1)
         if changed is None or self.rows[0] < 0:  # everything, and on the first call
-            changed = np.ones(n, bool)
+            changed = tail = np.ones(n, bool)
         hh = np.flatnonzero(changed)
         if len(hh):
             rows = t.stand_index[s.pos].reshape(-1)
@@ -84,22 +86,17 @@ class FlatBuffer:
             raw = times.astype(np.uint8)
             flat[at] = raw if self.dtype == np.uint8 else raw * self.inverse[at % d]
             self.dirty = np.concatenate([kept, one_at, at])
-        self._write_tail(s)
+        self._write_tail(s, np.flatnonzero(changed if tail is None else tail))
         return self.array.reshape(n, agents, d)
 
-    def _write_tail(self, s: BatchState) -> None:
-        """Hands and goal rows, rewritten for the households where they changed."""
-        n, agents = s.pos.shape
-        hands, goal = hands_and_goals(s)
-        key = np.concatenate([hands.reshape(n, -1), goal.reshape(n, -1)], axis=1)
-        changed = np.arange(n) if self.tail_key is None else \
-            np.flatnonzero((key != self.tail_key).any(axis=1))
-        self.tail_key = key
-        if not len(changed):
+    def _write_tail(self, s: BatchState, idx: np.ndarray) -> None:
+        """Hands and goal rows of the households ``idx``, rewritten."""
+        if not len(idx):
             return
-        rows = (changed[:, None] * agents + np.arange(agents)).reshape(-1)
-        tail = flat_tail(hands[changed].reshape(-1, HAND_CAPACITY),
-                         np.repeat(goal[changed], agents, axis=0))
+        agents = self.agents
+        hands, goal = hands_and_goals(s, idx)
+        rows = (idx[:, None] * agents + np.arange(agents)).reshape(-1)
+        tail = flat_tail(hands.reshape(-1, HAND_CAPACITY), np.repeat(goal, agents, axis=0))
         self.array[rows, self.grid:] = tail if self.dtype == np.uint8 \
             else tail * self.inverse[self.grid:]
 

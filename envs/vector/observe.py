@@ -21,7 +21,6 @@ from __future__ import annotations
 import numpy as np
 
 from orgteams.envs.actions import HAND_CAPACITY
-from orgteams.envs.observations import T_CLOSED, T_DOOR_CLOSED
 from orgteams.envs.rl_obs import AGENT_PLANES, TILE_PLANES, flat_tail, image_from_planes
 from orgteams.envs.vector.batch import BatchState
 from orgteams.envs.vector.tables import LayoutTables
@@ -38,35 +37,35 @@ def dynamic_entries(t: LayoutTables, s: BatchState
     pos = s.pos
     objects_plane = TILE_PLANES + AGENT_PLANES + t.num_furniture_types
     goal_plane = objects_plane + 1
-    viewer = pos[:, :, None]
     ones = []
-    # Doors and containers: the tile one-hot of "closed" + open flag (tile code c is
-    # plane c - 1), where seen.
+    # Doors and containers: the tile one-hot of "closed" + open flag, where seen.
     stand = t.stand_index[pos]
-    boxes = np.flatnonzero(t.is_container)
     if t.switch_slot.shape[1]:
+        boxes, closed = t.switch_planes
         slot = t.switch_slot[stand]  # (N, A, D + containers)
         flags = np.concatenate([s.door_open, s.container_open[:, boxes]], axis=1)
-        closed = np.array([T_DOOR_CLOSED] * len(t.door_cell) + [T_CLOSED] * len(boxes))
         e, a, j = np.nonzero(slot >= 0)
-        ones.append((e, a, slot[e, a, j], closed[j] - 1 + flags[e, j]))
+        ones.append((e, a, slot[e, a, j], closed[j] + flags[e, j]))
     # Teammates where seen; the self mark is in the static planes.
-    seen = t.window_slot(viewer, pos[:, None, :])  # (N, A viewer, A other)
-    others = (seen >= 0) & (np.arange(agents)[None, :, None] != np.arange(agents))
+    cell_slot = t.cell_slot
+    seen = t.window_slot(pos[:, :, None], pos[:, None, :]) if cell_slot is None \
+        else cell_slot[stand[:, :, None], pos[:, None, :]]  # (N, A viewer, A other)
+    others = (seen >= 0) & ~np.eye(agents, dtype=bool)
     e, a, b = np.nonzero(others)
     ones.append((e, a, seen[e, a, b], np.full(len(e), _TEAMMATE)))
     # Goal targets: furniture of a row's target type, while the row misses units.
     fslot = t.furniture_slot[stand]  # (N, A, F)
     missing = (s.goal_count > s.progress) & (s.goal_class >= 0)  # (N, G)
-    wanted = (t.furniture_type[None, :, None] == s.goal_target[:, None, :]) \
-        & missing[:, None, :]  # (N, F, G)
-    e, a, f = np.nonzero((fslot >= 0) & wanted.any(axis=2)[:, None, :])
-    i, g = np.nonzero(wanted[e, f])
+    r, g = np.nonzero(missing)
+    wanted_type = np.zeros((n, t.num_furniture_types + 1), bool)
+    wanted_type[r, s.goal_target[r, g]] = True
+    e, a, f = np.nonzero((fslot >= 0) & wanted_type[:, t.furniture_type][:, None, :])
+    i, g = np.nonzero((s.goal_target[e] == t.furniture_type[f][:, None]) & missing[e])
     e, a, f = e[i], a[i], f[i]
     ones.append((e, a, fslot[e, a, f], goal_plane + 1 + 2 * g))
     # Objects: on surfaces and in open containers, and held by agents, where seen; each
     # counts on the objects plane and on the count plane of every goal row of its class.
-    e, a, f = np.nonzero((fslot >= 0) & s.container_open[:, None, :])
+    e, a, f = np.nonzero((fslot >= 0) & (s.container_open & (s.count > 0))[:, None, :])
     inside = s.contents[e, f]  # (M, cap + 1), -1 pads
     m, k = np.nonzero(inside >= 0)
     parts = [(e[m], a[m], fslot[e, a, f][m], inside[m, k])]
@@ -127,13 +126,17 @@ def flat_observations(t: LayoutTables, s: BatchState, inverse_scale: np.ndarray,
     return out.reshape(n, agents, d)
 
 
-def hands_and_goals(s: BatchState) -> tuple[np.ndarray, np.ndarray]:
-    """``(N, A, 2)`` hands (class + 1, 0 empty) and ``(N, 5, 3)`` goal rows."""
-    held = s.hands[:, :, :HAND_CAPACITY]
-    cls = s.object_class[np.arange(len(held))[:, None, None], np.maximum(held, 0)]
+def hands_and_goals(s: BatchState, idx: np.ndarray | None = None
+                    ) -> tuple[np.ndarray, np.ndarray]:
+    """``(N, A, 2)`` hands (class + 1, 0 empty) and ``(N, 5, 3)`` goal rows (of the
+    households ``idx`` only, in that order, when given)."""
+    if idx is None:
+        idx = np.arange(len(s.pos))
+    held = s.hands[idx, :, :HAND_CAPACITY]
+    cls = s.object_class[idx[:, None, None], np.maximum(held, 0)]
     hands = np.where(held >= 0, cls + 1, 0).astype(np.uint8)
-    goal = np.stack([s.goal_class + 1, s.goal_target + 1, s.goal_count - s.progress],
-                    axis=-1).astype(np.uint8)
+    goal = np.stack([s.goal_class[idx] + 1, s.goal_target[idx] + 1,
+                     s.goal_count[idx] - s.progress[idx]], axis=-1).astype(np.uint8)
     return hands, goal
 
 

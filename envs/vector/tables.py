@@ -7,13 +7,14 @@ batched core has no layout rules of its own.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
 
 from orgteams.envs.actions import ACTIONS, HAND_CAPACITY, MAX_SLOTS
 from orgteams.envs.catalog import load_catalog
-from orgteams.envs.observations import MAX_GOAL, ArrayObserver
+from orgteams.envs.observations import MAX_GOAL, T_CLOSED, T_DOOR_CLOSED, ArrayObserver
 from orgteams.envs.rl_obs import flat_tail, planes
 from orgteams.envs.state import Scene
 
@@ -81,6 +82,24 @@ class LayoutTables:
             table[:, :cells * planes] = self.static_planes.reshape(rows, -1)
             self._static_flat = table
         return self._static_flat
+
+    @functools.cached_property
+    def switch_planes(self) -> tuple[np.ndarray, np.ndarray]:
+        """The containers' furniture indices, and per switch (doors, then containers)
+        the plane of its "closed" tile (tile code c is plane c - 1; "open" is the next)."""
+        boxes = np.flatnonzero(self.is_container)
+        closed = np.array([T_DOOR_CLOSED] * len(self.door_cell) + [T_CLOSED] * len(boxes))
+        return boxes, closed - 1
+
+    @functools.cached_property
+    def cell_slot(self) -> np.ndarray | None:
+        """``(standing cells, HW)`` int32: :meth:`window_slot` of every cell seen from
+        each standing cell (a gather instead of the arithmetic per tick), or None when
+        that would pass ``FLAT_TABLE_BYTES``."""
+        stand = np.flatnonzero(self.view_of_cell >= 0)
+        if len(stand) * self.cells * 4 > FLAT_TABLE_BYTES:
+            return None
+        return self.window_slot(stand[:, None], np.arange(self.cells)[None, :]).astype(np.int32)
 
     def window_slot(self, viewer: np.ndarray, target: np.ndarray) -> np.ndarray:
         """Window position (``row * side + col``) of ``target`` cells in the view of an

@@ -23,7 +23,9 @@ from orgteams.agents.backends import (
     make_backend,
     parse_json_reply,
     price_of,
+    read_json_reply,
 )
+from orgteams.agents.backends.base import CONTROL_CHARACTERS_READ
 from orgteams.agents.backends.pricing import Price
 from orgteams.agents.backends.scripted import minimal_instance
 from orgteams.agents.tokens import count_tokens
@@ -55,10 +57,30 @@ def test_usage_adds_and_totals():
         ("[1, 2]", None),
         ("no json here", None),
         ('{"a": 1', None),
+        # An object nested in a broken one is not the reply (a cut or a syntax error):
+        ('{"candidates": [{"name": "a", "rationale": "b"}, {"na', None),
+        ('{"candidates": [{"name": "a"}], "pick": 0,, }', None),
+        ('He said "hi. {"a": 1}', {"a": 1}),  # quotes in prose do not hide the object
     ],
 )
 def test_parse_json_reply(text, expected):
     assert parse_json_reply(text) == expected
+
+
+def test_raw_control_characters_in_strings_are_read_and_noted():
+    # What SmolLM2 sent under llama-cpp-python's schema grammar (its string rule lets a
+    # raw newline through): strict JSON refuses it, and the old reader then took the
+    # first inner object, {"name": ..., "rationale": ...}, for the whole reply.
+    text = ('{ "candidates": [{"name": "leader_reports", "rationale": "cut broadcast '
+            'reports"}, {"roles": { "anyOf": "][0] }}, { ","}\n{":"None, "}}]}')
+    value, notes = read_json_reply(text)
+    assert value == {"candidates": [
+        {"name": "leader_reports", "rationale": "cut broadcast reports"},
+        {"roles": {"anyOf": "][0] }}, { ", "}\n{": "None, "}}]}
+    assert notes == [CONTROL_CHARACTERS_READ] == [
+        "raw control characters (newlines, tabs) inside JSON strings read as they are"]
+    assert read_json_reply('{"a": "x"}') == ({"a": "x"}, [])
+    assert read_json_reply('{"a": "x\ny"') == (None, [])
 
 
 def test_completion_round_trips_through_dict():

@@ -146,3 +146,25 @@ def test_missing_extra_error_is_actionable(monkeypatch):
         ),
     ):
         LocalServer()
+
+
+def test_a_local_request_sends_the_schema_as_the_grammar_only():
+    """llama.cpp enforces the schema; its text would only lengthen the prompt (SmolLM2
+    copied fragments of it into Coordinator replies)."""
+    from fault_server import FaultServer
+
+    from orgteams.agents.backends.local import GRAMMAR_INSTRUCTION
+
+    messages = [{"role": "user", "content": "x"}]
+    with FaultServer() as server:
+        backend = LocalBackend(server, max_tokens_cap=16)
+        reply = backend.complete(messages, schema=SCHEMA, max_tokens=999)
+        backend.complete(messages, max_tokens=4)
+        backend.close()
+    sent, plain = server.requests
+    assert reply.parsed == {"action": "a"}
+    assert sent["response_format"] == {"type": "json_object", "schema": SCHEMA}
+    assert sent["messages"] == [*messages, {"role": "system", "content": GRAMMAR_INSTRUCTION}]
+    assert GRAMMAR_INSTRUCTION == "Reply with exactly one JSON object and nothing else."
+    assert sent["max_tokens"] == 16
+    assert plain["messages"] == messages and "response_format" not in plain

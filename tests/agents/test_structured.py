@@ -9,7 +9,7 @@ import pytest
 from pydantic import BaseModel, Field
 
 from orgteams.agents.backends import BackendError, CachedBackend, ScriptedBackend, Usage
-from orgteams.agents.backends.base import Attempt
+from orgteams.agents.backends.base import CONTROL_CHARACTERS_READ, Attempt, Completion
 from orgteams.agents.decisions import ReplyError
 from orgteams.agents.records import DecisionRecord, StepRecord
 from orgteams.agents.structured import astructured_call, pydantic_parser, structured_call
@@ -56,6 +56,31 @@ def test_exhausted_retries_and_backend_errors_are_recorded_fallbacks():
     assert value is None and step.error == "http: HTTP 500: boom"
     assert step.fallback == "backend error (http: HTTP 500: boom)"
     assert step.attempts == [failed] and step.replies == []
+
+
+class CutBackend(ScriptedBackend):
+    """Replies as a server that stopped at its token limit (``finish_reason: length``)."""
+
+    def _finish(self, reply, messages, schema, started):
+        done = super()._finish(reply, messages, schema, started)
+        return Completion(done.text, done.parsed, done.usage, 0.0,
+                          {"choices": [{"finish_reason": "length"}]}, model="m")
+
+
+def test_a_reply_cut_at_the_token_limit_says_so_and_its_inner_object_is_not_read():
+    cut = '{"verdict": "ok", "why": {"a": 1}, "more": "and th'
+    value, step = call(CutBackend([cut, cut]), max_retries=1)
+    error = ("it is not a JSON object (the reply was cut at the token limit after "
+             f"{count_tokens(cut)} tokens, before the object closed: answer shorter)")
+    assert value is None and step.errors == [error, error]
+    assert step.fallback == f"invalid reply after 2 attempt(s): {error}"
+
+
+def test_raw_control_characters_are_read_and_recorded_as_repaired():
+    value, step = call(ScriptedBackend(['{"verdict": "o\nk"}']))
+    assert value == Verdict(verdict="o\nk") and step.repaired == [CONTROL_CHARACTERS_READ]
+    value, step = call(ScriptedBackend(['{"verdict": "ok"}']))
+    assert value == Verdict(verdict="ok") and step.repaired == []
 
 
 def test_a_check_after_validation_asks_for_a_correction_too():

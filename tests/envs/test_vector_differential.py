@@ -105,8 +105,8 @@ def test_the_check_catches_a_difference(monkeypatch):
     """A batched mask that drifts from the scalar rule fails the comparison."""
     real = masks.batch_masks
 
-    def drifted(t, s):
-        out = real(t, s)
+    def drifted(t, s, *idx):
+        out = real(t, s, *idx)
         out[..., 0] = 0  # "wait is invalid": not the scalar rule
         return out
 
@@ -130,9 +130,9 @@ def test_the_check_catches_a_stale_flat_buffer(monkeypatch):
 
     real = FlatBuffer.write
 
-    def forgetful(self, s, changed=None):
+    def forgetful(self, s, *args, **kwargs):
         self.dirty = self.dirty[:0]
-        return real(self, s, changed)
+        return real(self, s, *args, **kwargs)
 
     monkeypatch.setattr(FlatBuffer, "write", forgetful)
     with pytest.raises(AssertionError, match=r"tick \d+, household \d: observation \("):
@@ -142,9 +142,45 @@ def test_the_check_catches_a_stale_flat_buffer(monkeypatch):
 
 def test_the_check_catches_a_household_wrongly_kept(monkeypatch):
     """Observations and masks kept for a household whose state changed (an opened
-    container left out of the comparison) fail."""
-    monkeypatch.setattr("orgteams.envs.vector.changes.UNSEEN",
-                        ("tick", "step_limit", "container_open"))
+    container not reported in the tick's ``changed``) fail."""
+    from orgteams.envs.vector import dynamics
+
+    def forgetful(t, s, actions):
+        events = dynamics.step_batch(t, s, actions)
+        events.changed[(events.opened_container >= 0).any(axis=1)] = False
+        return events
+
+    monkeypatch.setattr("orgteams.envs.vector.env.step_batch", forgetful)
     with pytest.raises(AssertionError, match=r"tick \d+, household \d: observation \("):
         compare_with_scalar(2, 40, policy="masked", layout="studio", num_agents=2,
                             copy=False)
+
+
+def test_the_tick_reports_every_household_whose_state_changed():
+    """``TickEvents.changed`` (what observations and masks are rebuilt from) covers
+    every household whose state, all but the tick, differs after the tick; a household
+    where everyone waits is not reported."""
+    from orgteams.envs.vector.dynamics import step_batch
+    from orgteams.envs.vector.env import VectorHouseholdEnv
+
+    vec = VectorHouseholdEnv(32, layout="studio", task="put_dishwasher_easy", units=1,
+                             num_agents=4, seed=3, observations=False)
+    vec.reset()
+    rng = np.random.default_rng(0)
+    everyone = np.arange(32)
+    differed = 0
+    for _ in range(60):
+        acts = check._choose(rng, vec.action_masks(), "masked")
+        acts[::4] = 0  # every fourth household waits
+        before = vec._batch.take(everyone)
+        after = before.take(everyone)
+        events = step_batch(vec._tables, after, acts)
+        diff = np.zeros(32, bool)
+        for name, value in after.__dict__.items():
+            if name != "tick":
+                diff |= (value != getattr(before, name)).reshape(32, -1).any(axis=1)
+        assert not (diff & ~events.changed).any()
+        assert not events.changed[::4].any()
+        differed += int(diff.sum())
+        vec.step(acts)
+    assert differed > 100  # the masked policy moves agents and objects every tick

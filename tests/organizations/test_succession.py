@@ -132,9 +132,16 @@ def test_succession_none_keeps_the_removed_leaders_seat():
     assert s["successions"] == []
     assert assigners(result, 5) == ({"agent_0"}, set())  # nobody gives orders any more
     assert all(r["agent_1"] == "member" for k, r in s["roles_by_round"].items())
+    early = [r for r in messages(result) if r["round"] < 5 and r.get("message_kind") in REPORTS
+             and r["agent"] != "agent_0"]
+    assert early and all(r["receivers"] == ["agent_0"] for r in early)  # they report to it
     late = [r for r in messages(result) if r["round"] >= 5 and r.get("message_kind") in REPORTS
             and r["agent"] != "agent_0"]
-    assert late and all(r["receivers"] == ["agent_0"] and r["delivered"] == [] for r in late)
+    assert late == []  # reports to the removed leader reach nobody: not sent, noted
+    unsent = [r for r in result.records if r.get("round", 0) >= 5 and any(
+        n.startswith("undeliverable: ") for n in r.get("notes") or ())]
+    assert unsent and {r["agent"] for r in unsent} <= {"agent_1", "agent_2", "agent_3",
+                                                       "agent_4"}
 
 
 def test_elect_holds_a_vote_at_the_shock_round_without_the_removed_member():
