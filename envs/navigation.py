@@ -176,8 +176,11 @@ class Walker:
     When the shortest way is blocked by an agent that will not step aside, the agent
     with the higher index takes a detour around the agents in the way and keeps to
     it (so two agents never swap back and forth); the lower index waits a few ticks,
-    then detours too. With no detour at all, a blocked agent steps aside to a free
-    floor cell after :data:`STUCK_SHUFFLE` ticks, which breaks corridor deadlocks.
+    then detours too. With no detour at all, the agent that yields steps aside at once:
+    sideways, else into a pocket off the other's line (an open doorway beside a
+    corridor), and only else straight back, so a corridor crossing costs a step or two
+    instead of backing all the way down; any blocked agent steps aside to a free floor
+    cell after :data:`STUCK_SHUFFLE` ticks, which breaks the remaining deadlocks.
     """
 
     def __init__(self, nav: Navigator, agent: int, goals: frozenset[int]):
