@@ -1,10 +1,17 @@
 """Crowding on the high-level env: who gives way to whom in narrow places.
 
 Lower agent index has right of way. A waiting agent, or a higher-index one that is
-only walking, is pushed one cell aside when a teammate walks into it (two deep at
-most); an agent boxed into a dead end is given way to for ``DEFER_TICKS`` instead.
-Idle agents (unless made idle with ``obstacle=False``, as a removed team member is)
-and agents playing primitive actions are never moved.
+only walking, is pushed one cell aside when a teammate walks into it (a whole queue
+along a corridor backs up one cell, :data:`PUSH_DEPTH` deep); an agent boxed into a
+dead end is given way to for ``DEFER_TICKS`` instead. Idle agents (unless made idle
+with ``obstacle=False``, as a removed team member is) and agents playing primitive
+actions are never moved.
+
+A removed member pushed into a corridor, doorway or dead end would be stuck there
+for good (nobody can pull it out of a dead end: it only moves when pushed, and only
+away from the pusher), sealing whatever lies behind it. So it "evacuates": it walks
+to the nearest cell inside a room (:attr:`Navigator.roomy_cells`) with right of way
+over everyone, backing any queue out of its way, and is idle again there.
 This is a mixin of :class:`~orgteams.envs.highlevel.HighLevelEnv`: it reads the
 env's runners, navigator and base world.
 """
@@ -15,6 +22,7 @@ from orgteams.envs.actions import Verb, encode
 from orgteams.envs.state import is_walkable
 
 DEFER_TICKS = 12  # how long an agent gives way to one it could not push aside
+PUSH_DEPTH = 8  # agents one push may move in a row (a queue in a corridor backs up)
 
 
 class Crowding:
@@ -23,7 +31,7 @@ class Crowding:
     def _waiting(self, agent: str) -> bool:
         r = self._runners[agent]
         if r.idle:
-            return not r.obstacle
+            return not r.obstacle and agent not in self._evac
         return r.status != "running" or r.action.kind == "wait"
 
     def _movable(self, agent: str) -> bool:
@@ -48,6 +56,9 @@ class Crowding:
 
     def _outranks(self, a: str, b: str) -> bool:
         """Whether ``a`` may push ``b`` aside: lower index wins, unless one defers."""
+        if a in self._evac or b in self._evac:  # evacuating removed members go first
+            return b not in self._evac or (
+                a in self._evac and self.base.agent_index[a] < self.base.agent_index[b])
         tick = self.base.world.tick
         if self._defer.get(a, ("", -1))[0] == b and self._defer[a][1] > tick:
             return False
@@ -55,6 +66,27 @@ class Crowding:
             return True
         index = self.base.agent_index
         return index[a] < index[b]
+
+    def _evacuate(self, joint: dict[str, int]) -> None:
+        """Walk removed members (idle, ``obstacle=False``) off narrow cells into a room.
+
+        Sets their action in ``joint``; one that stands inside a room (or has no room to
+        go to) stays idle and pushable.
+        """
+        world = self.base.world
+        index = self.base.agent_index
+        roomy = self.nav.roomy_cells
+        for agent in self.agents:
+            r = self._runners[agent]
+            if not (r.idle and not r.obstacle) or not roomy \
+                    or world.agent_pos[index[agent]] in roomy:
+                self._evac.pop(agent, None)
+                continue
+            walker = self._evac.get(agent)
+            if walker is None:
+                walker = self._evac[agent] = self.nav.walker(index[agent], roomy)
+            act = walker.next_action(world, *self.yielding_cells(agent))
+            joint[agent] = max(act, 0)
 
     def _make_way(self, joint: dict[str, int]) -> None:
         """Push aside whoever stands where a higher-priority agent walks this tick.
@@ -76,7 +108,13 @@ class Crowding:
             here = pos[index[mover]]
             if b is None or not self._pushable(b, mover, joint):
                 continue
-            if self._push(b, here, mover, joint, taken, at, depth=2):
+            own = joint[b]
+            if 1 <= own <= 4:  # b steps out of the way itself (into a pocket): let it
+                to = into + world.scene.deltas[own - 1]
+                if to != here and to not in taken and is_walkable(world, to):
+                    taken.add(to)
+                    continue
+            if self._push(b, here, mover, joint, taken, at, depth=PUSH_DEPTH - 1):
                 continue
             # b is boxed in: the mover gives way to b for a while (b may push it back).
             self._defer[mover] = (b, world.tick + DEFER_TICKS)
@@ -104,8 +142,13 @@ class Crowding:
         ahead = 2 * cell - away
         options = [(d, n) for d, n in self.nav.neighbours[cell]
                    if n != away and is_walkable(world, n)]
-        # Prefer floor to doorways, and the side to straight ahead of the mover.
-        options.sort(key=lambda dn: (not self.nav.is_floor[dn[1]], dn[1] == ahead))
+        if self._waiting(b):  # it may stand there a while: in a room, not a doorway
+            roomy = self.nav.roomy_cells  # or corridor, if it can
+            options.sort(key=lambda dn: (not self.nav.is_floor[dn[1]], dn[1] not in roomy,
+                                         dn[1] == ahead))
+        else:  # walking: into a side pocket (a doorway too) rather than ahead of the
+            # mover, which in a corridor would push it back all the way down
+            options.sort(key=lambda dn: (dn[1] == ahead, not self.nav.is_floor[dn[1]]))
         for d, n in options:
             if n not in taken:
                 joint[b] = encode(Verb.MOVE, d)

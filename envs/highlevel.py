@@ -76,7 +76,7 @@ from orgteams.envs.highlevel_slots import OptionSlots, slot_features
 from orgteams.envs.highlevel_space import PRIMITIVE, AvailableActions
 from orgteams.envs.household import TEXT_SPACE_LENGTH, HouseholdEnv
 from orgteams.envs.memory import AgentMemory
-from orgteams.envs.navigation import navigator
+from orgteams.envs.navigation import Walker, navigator
 from orgteams.envs.plans import PLAN_TICK_LIMIT, PLANS, STUCK_LIMIT, PlanFailed, Runner
 from orgteams.envs.state import HouseholdState
 
@@ -145,6 +145,7 @@ class HighLevelEnv(Crowding, ParallelEnv):
         self._memories: dict[str, AgentMemory] = {}
         self._runners: dict[str, Runner] = {}
         self._defer: dict[str, tuple[str, int]] = {}
+        self._evac: dict[str, Walker] = {}
         self.ticks = 0
         self.rounds = 0
         # Called after every tick as on_tick(before, joint_actions, after, events):
@@ -185,6 +186,7 @@ class HighLevelEnv(Crowding, ParallelEnv):
             mem.update(world)
         self._runners = {a: Runner() for a in self.possible_agents}
         self._defer: dict[str, tuple[str, int]] = {}  # agent -> (gives way to, until tick)
+        self._evac: dict[str, Walker] = {}  # removed members walking off narrow cells
         self._slot_ids = self.slots.ids(world.scene.objects)
         self.ticks = 0
         self.rounds = 0
@@ -212,6 +214,7 @@ class HighLevelEnv(Crowding, ParallelEnv):
             before = self.base.world
             joint = {a: (r.pending if r.status == "running" and not r.idle else 0)
                      for a, r in ((a, self._runners[a]) for a in self.agents)}
+            self._evacuate(joint)
             self._make_way(joint)
             _, rew, terms, truncs, infos = self.base.step(joint)
             elapsed += 1
@@ -270,6 +273,7 @@ class HighLevelEnv(Crowding, ParallelEnv):
         """
         r = self._runners[agent]
         r.idle, r.obstacle = idle, obstacle
+        self._evac.pop(agent, None)
         r.plan, r.action, r.pending, r.status, r.failure_reason = None, None, 0, "idle", ""
 
     def available_actions(self, agent: str) -> list[HighLevelAction]:

@@ -60,6 +60,12 @@ class Navigator:
             frozenset(n for _, n in self.neighbours[f.cell[0] * w + f.cell[1]]
                       if tiles[n] == FLOOR)
             for f in layout.furniture)
+        access = frozenset().union(*self.furniture_cells)
+        # Parking cells: inside a room (3+ floor neighbours, so not a corridor, doorway or
+        # dead end) and not where anyone stands to reach furniture.
+        self.roomy_cells = frozenset(
+            c for c in range(h * w) if self.is_floor[c] and c not in access
+            and sum(self.is_floor[n] for _, n in self.neighbours[c]) >= 3)
         self._maps: OrderedDict[frozenset[int], list[int]] = OrderedDict()
         self.bfs_calls = 0  # distance maps computed (cache misses), for benchmarks
 
@@ -170,8 +176,11 @@ class Walker:
     When the shortest way is blocked by an agent that will not step aside, the agent
     with the higher index takes a detour around the agents in the way and keeps to
     it (so two agents never swap back and forth); the lower index waits a few ticks,
-    then detours too. With no detour at all, a blocked agent steps aside to a free
-    floor cell after :data:`STUCK_SHUFFLE` ticks, which breaks corridor deadlocks.
+    then detours too. With no detour at all, the agent that yields steps aside at once:
+    sideways, else into a pocket off the other's line (an open doorway beside a
+    corridor), and only else straight back, so a corridor crossing costs a step or two
+    instead of backing all the way down; any blocked agent steps aside to a free floor
+    cell after :data:`STUCK_SHUFFLE` ticks, which breaks the remaining deadlocks.
     """
 
     def __init__(self, nav: Navigator, agent: int, goals: frozenset[int]):
@@ -232,11 +241,21 @@ class Walker:
                 for d, n in nav.neighbours[here]:
                     if detour[n] == detour[here] - 1:
                         return nav._enter(state, d, n)
-            free = [(d, n) for d, n in nav.neighbours[here]
-                    if n not in occupant and nav.is_floor[n] and dist[n] >= dist[here]]
+            if self.stuck < STUCK_SHUFFLE:
+                # Yield into a pocket: sideways, else off the blocker's line (a doorway
+                # beside a corridor too), else straight back, floor before doorway.
+                back = 2 * here - min(n for _, n in best if n in occupant)
+                free = [(d, n) for d, n in nav.neighbours[here]
+                        if n not in occupant and dist[n] >= dist[here] and (
+                            nav.is_floor[n] or state.door_open[state.scene.door_at[n]])]
+                free.sort(key=lambda dn: (dist[dn[1]] > dist[here], dn[1] == back,
+                                          not nav.is_floor[dn[1]]))
+            else:
+                free = [(d, n) for d, n in nav.neighbours[here]
+                        if n not in occupant and nav.is_floor[n] and dist[n] >= dist[here]]
+                free.sort(key=lambda dn: dist[dn[1]])
             if free and (yields or self.stuck >= STUCK_SHUFFLE):
                 # Step aside, off the way (sideways before backwards).
-                free.sort(key=lambda dn: dist[dn[1]])
                 self._pause = 2 if self.stuck >= STUCK_SHUFFLE else 0
                 return nav._enter(state, *free[(state.tick // 7 + agent) % len(free)
                                                if self.stuck >= STUCK_SHUFFLE else 0])
