@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import os
 import time
 from pathlib import Path
 from typing import Any
@@ -329,10 +330,44 @@ def train(timesteps: int, out: Path, copies: int = 8, seed: int = 0, eval_every:
               "cpu_seconds": round(cpu, 1), "train_cpu_seconds": round(train_cpu, 1),
               "wall_seconds": round(time.time() - wall, 1),
               "agent_steps_per_cpu_s": round(model.num_timesteps / train_cpu),
-              "held_out_success": final, "eval_episodes": eval_episodes, "curve": curve}
+              "held_out_success": final, "eval_episodes": eval_episodes, "curve": curve,
+              "machine": machine()}
     (out / "results.json").write_text(json.dumps(result, indent=1, default=_describe))
     plot({f"{core} path" if core == "scalar" else f"{core} core": curve}, out / "curve.png")
     return result
+
+
+# Environment variables that change which CPU kernels torch (and MKL, oneDNN) run.
+KERNEL_VARIABLES = ("ATEN_CPU_CAPABILITY", "MKL_ENABLE_INSTRUCTIONS", "ONEDNN_MAX_CPU_ISA")
+
+
+def machine() -> dict[str, str]:
+    """What the run's floating-point arithmetic depended on, for results.json.
+
+    Runs are bit-for-bit reproducible only on the same libraries *and* CPU kernels:
+    torch picks its kernels by CPU (``cpu_capability``; ``ATEN_CPU_CAPABILITY`` and
+    MKL's ``MKL_ENABLE_INSTRUCTIONS`` override it), and a different rounding sends a
+    single seed's PPO run down another path (examples/README.md, Reference results).
+    """
+    import importlib.metadata
+    import platform
+
+    import torch
+
+    found = {name: importlib.metadata.version(name) for name in
+             ("torch", "stable-baselines3", "sb3-contrib", "numpy", "gymnasium")}
+    return {**found, "cpu_capability": torch.backends.cpu.get_cpu_capability(),
+            "cpu": _cpu_model() or platform.processor() or platform.machine(),
+            **{k: os.environ[k] for k in KERNEL_VARIABLES if k in os.environ}}
+
+
+def _cpu_model() -> str:
+    try:  # Linux; elsewhere platform's answer is the best there is
+        text = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return ""
+    return next((line.split(":", 1)[1].strip() for line in text.splitlines()
+                 if line.startswith("model name")), "")
 
 
 def _describe(value: Any) -> Any:

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -116,6 +119,37 @@ def test_a_short_training_run_writes_its_curve_and_results(train_ppo, tmp_path, 
     assert [c[0] for c in saved["curve"]][:2] == [2048, 4096] or len(saved["curve"]) >= 2
     assert (tmp_path / "curve.png").stat().st_size > 1000
     assert (tmp_path / "model.zip").exists()
+    assert saved["machine"] == train_ppo.machine()
+
+
+def test_machine_names_the_libraries_and_cpu_kernels_in_use(train_ppo):
+    import sb3_contrib
+    import torch
+
+    found = train_ppo.machine()
+    assert found["torch"] == torch.__version__
+    assert found["sb3-contrib"] == sb3_contrib.__version__
+    assert found["numpy"] == np.__version__
+    assert found["cpu_capability"] == torch.backends.cpu.get_cpu_capability()
+
+
+def test_machine_records_kernels_forced_by_the_environment(train_ppo):
+    import torch
+
+    if torch.backends.cpu.get_cpu_capability() not in ("AVX2", "AVX512"):
+        pytest.skip("forcing AVX2 kernels needs an x86 CPU that has them")
+    # A run with torch's AVX2 kernels forced is another run (examples/README.md):
+    # results.json must tell it apart from the default kernels.
+    code = ("import importlib.util, json; s = importlib.util.spec_from_file_location("
+            f"'t', {str(EXAMPLE)!r}); m = importlib.util.module_from_spec(s); "
+            "s.loader.exec_module(m); print(json.dumps(m.machine()))")
+    env = {**os.environ, "ATEN_CPU_CAPABILITY": "avx2"}
+    env.pop("MKL_ENABLE_INSTRUCTIONS", None)
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                         text=True, check=True).stdout
+    found = json.loads(out)
+    assert found["cpu_capability"] == "AVX2" and found["ATEN_CPU_CAPABILITY"] == "avx2"
+    assert "MKL_ENABLE_INSTRUCTIONS" not in found
 
 
 def test_the_command_line_baseline_and_plot(train_ppo, tmp_path, capsys):
