@@ -17,7 +17,13 @@ other jobs count less):
   4 epochs, 1 torch thread) collecting only (PPO updates off) and collecting + learning,
   over the scalar path (8 envs), the batched core (64 households, 32-tick rollouts) and
   SuperSuit's ``pettingzoo_env_to_vec_env_v1`` with SB3's PPO (the PettingZoo recipe),
-  each beside its raw env (the scalar flat env, or the batched core at 64 households).
+  each beside its raw env (the scalar flat env, or the batched core at 64 households);
+* the batched core's training loop one change at a time (``VARIANTS``: sb3-contrib's
+  rollout buffer against ``GatherRolloutBuffer``, uint8 observations, 2 torch threads,
+  minibatches of 2048, 2 and 1 epochs, a half-width network), the variants taking
+  turns one rollout at a time, each beside its floor: the raw core's rate over the
+  loop's if the learner's arithmetic ran at this machine's matmul rate with nothing
+  else (``learner_bound.py``).
 
 Run: ``python benchmarks/rl_throughput.py [--seconds 2] [--train-steps 8192]``
 (needs the ``rl`` extra for the training rows; they are skipped without it).
@@ -29,6 +35,7 @@ import argparse
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -175,6 +182,97 @@ def train_rate(kind: str, steps: int, collect_only: bool = False) -> float:
     return model.num_timesteps / (time.process_time() - start)
 
 
+# The batched core's training loop, one change at a time (64 households x 32 ticks).
+# "sb3": sb3-contrib's own rollout buffer (the example used it before GatherRolloutBuffer);
+# "half": the per-cell network at half width (4 per-cell units, 64 features, 32-unit heads).
+VARIANTS = {
+    "float32, sb3-contrib's buffer (before)": {"buffer": "sb3"},
+    "float32, gather buffer (the default)": {},
+    "uint8, gather buffer": {"obs_dtype": "uint8"},
+    "uint8, 2 torch threads": {"obs_dtype": "uint8", "threads": 2},
+    "uint8, batch 2048": {"obs_dtype": "uint8", "ppo": {"batch_size": 2048}},
+    "uint8, 2 epochs": {"obs_dtype": "uint8", "ppo": {"n_epochs": 2}},
+    "uint8, 1 epoch": {"obs_dtype": "uint8", "ppo": {"n_epochs": 1}},
+    "uint8, 1 epoch, half-width net": {"obs_dtype": "uint8", "ppo": {"n_epochs": 1},
+                                       "net": "half"},
+}
+COLLECTING = list(VARIANTS)[:4]  # the others collect as "uint8, gather buffer" does
+
+
+def variant_model(spec: dict, collect_only: bool):
+    """The example's learner on the batched core with one variant's changes."""
+    from sb3_contrib.common.maskable.buffers import MaskableRolloutBuffer
+    from train_ppo import EASY as EXAMPLE
+    from train_ppo import cell_extractor, make_model, make_vec_env
+
+    households, ticks = TRAINING["batched"]
+    ppo: dict = {"n_steps": ticks, **spec.get("ppo", {})}
+    if spec.get("buffer") == "sb3":
+        ppo["rollout_buffer_class"] = MaskableRolloutBuffer
+    if spec.get("net") == "half":
+        ppo["policy_kwargs"] = {"net_arch": {"pi": [32], "vf": [32]},
+                                "features_extractor_class": cell_extractor(5, embed=4),
+                                "features_extractor_kwargs": {"features_dim": 64}}
+    venv = make_vec_env("batched", households, obs_dtype=spec.get("obs_dtype", "float32"),
+                        **EXAMPLE)
+    model, _ = make_model(venv, ppo_kwargs=ppo)
+    if collect_only:
+        model.train = lambda: None
+    return model
+
+
+def variant_rates(steps: int) -> dict[tuple[str, bool], tuple[float, float, Any]]:
+    """``(variant, collect_only) -> (agent-steps per CPU s, per wall s, model)``. The
+    variants take turns, one rollout (and its update) each per round, so a slow spell
+    of the shared host falls on all of them alike; rates are totals over the rounds."""
+    import torch
+
+    runs: dict[tuple[str, bool], list] = {}
+    for name, spec in VARIANTS.items():
+        for collect in (True, False) if name in COLLECTING else (False,):
+            torch.set_num_threads(spec.get("threads", 1))
+            model = variant_model(spec, collect)
+            model.learn(model.n_steps * model.n_envs)  # warm-up: first calls build
+            runs[name, collect] = [model, 0.0, 0.0, 0]
+    for _ in range(max(1, steps // 4096)):
+        for (name, _), run in runs.items():
+            model = run[0]
+            torch.set_num_threads(VARIANTS[name].get("threads", 1))
+            before, cpu, wall = model.num_timesteps, time.process_time(), time.perf_counter()
+            model.learn(model.n_steps * model.n_envs, reset_num_timesteps=False)
+            run[1] += time.process_time() - cpu
+            run[2] += time.perf_counter() - wall
+            run[3] += model.num_timesteps - before
+    torch.set_num_threads(1)
+    return {key: (n / cpu, n / wall, model) for key, (model, cpu, wall, n) in runs.items()}
+
+
+def print_variants(steps: int, raw_core: float) -> None:
+    """The variants' rates beside the raw core, and each one's floor (learner_bound)."""
+    from learner_bound import forward_macs, learner_cost, machine_rates
+
+    rates = variant_rates(steps)
+    gflops, gbytes = machine_rates()
+    core_us = 1e6 / raw_core
+    print(f"batched core's training loop, one change at a time ({steps} agent-steps each, "
+          f"taking turns; raw core {raw_core:,.0f} = {core_us:.1f} us per agent-step)")
+    print(f"  machine: {gflops:.1f} GFLOP/s (1024^3 float32 matmul, 1 thread), "
+          f"{gbytes:.1f} GB/s (64 MB copy)")
+    print(f"  {'variant':<40} {'collect':>8} {'c+learn':>8} {'raw/this':>8} {'wall':>8} "
+          f"{'MFLOP':>6} {'floor':>6}")
+    for name in VARIANTS:
+        cpu, wall, model = rates[name, False]
+        collect = f"{rates[name, True][0]:>8,.0f}" if name in COLLECTING else f"{'':>8}"
+        macs = forward_macs(model.policy, model.observation_space)
+        flops, nbytes = learner_cost(macs, model.observation_space.shape[0], model.n_epochs)
+        floor_us = max(flops / gflops / 1e3, nbytes / gbytes / 1e3)
+        print(f"  {name:<40} {collect} {cpu:>8,.0f} {raw_core / cpu:>7.1f}x {wall:>8,.0f} "
+              f"{flops / 1e6:>6.2f} {1 + floor_us / core_us:>5.1f}x")
+    print("  (collect: PPO updates off; wall: per wall-clock second; MFLOP: the learner's "
+          "per agent-step; floor: raw core / loop if the learner ran at the machine's "
+          "matmul rate with no other cost, i.e. 1 + learner floor / core time per step)")
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--seconds", type=float, default=2.0)
@@ -228,6 +326,7 @@ def main() -> None:
             print(f"  {name:<38} {what} {rate:>8,.0f}   raw env / this = {base / rate:.1f}x")
     print("  (raw env: the scalar flat env for the scalar and SuperSuit rows, the batched "
           "core at 64 households for the batched rows)")
+    print_variants(args.train_steps, raw_core)
 
 
 if __name__ == "__main__":

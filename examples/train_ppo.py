@@ -34,6 +34,7 @@ import numpy as np
 
 from orgteams.envs import household_v0
 from orgteams.envs.tasks import TaskSpec, load_task
+from orgteams.envs.vector.flat_buffer import to_uint8
 from orgteams.envs.vector.sb3 import AgentEntries, AgentVecEnv
 
 
@@ -47,6 +48,7 @@ EASY = {"layout": "studio", "task": easy_task(), "num_agents": 2, "units": 1,
         "full_observability": True, "view_radius": 5, "obs_mode": "flat",
         "reward_shaping": "subgoals", "max_ticks": 80}
 HELD_OUT = 1_000_000  # evaluation seeds start here; training seeds are small numbers
+OBS_DTYPES = ("float32", "uint8")
 
 
 class ScalarAgentVecEnv(AgentEntries):
@@ -116,15 +118,26 @@ class ScalarAgentVecEnv(AgentEntries):
             env.close()
 
 
-def make_vec_env(core: str, copies: int, seed: int = 0, **env_kwargs: Any) -> AgentEntries:
+def make_vec_env(core: str, copies: int, seed: int = 0, obs_dtype: str = "float32",
+                 **env_kwargs: Any) -> AgentEntries:
     """Every agent of ``copies`` households as one SB3 entry: ``core="scalar"`` steps
     ``parallel_env`` copies one by one, ``"batched"`` the batched numpy core
     (``household_v0.vector_env`` under :class:`orgteams.envs.vector.sb3.AgentVecEnv`).
-    Both play the same episodes for the same seed."""
+    Both play the same episodes for the same seed. ``obs_dtype="uint8"`` (batched
+    only): the core's raw uint8 observations, a quarter of the bytes to store and
+    copy; the example's networks scale them back to the same floats (``RawScale``).
+    """
+    if obs_dtype not in OBS_DTYPES:
+        raise ValueError(f"obs_dtype must be one of {OBS_DTYPES}, got {obs_dtype!r}")
     if core == "scalar":
+        if obs_dtype != "float32":
+            raise ValueError("obs_dtype='uint8' is for core='batched'; the scalar path "
+                             "gives float32")
         return ScalarAgentVecEnv(copies, seed=seed, **env_kwargs)
     if core == "batched":
-        return AgentVecEnv(household_v0.vector_env(copies, seed=seed, **env_kwargs))
+        return AgentVecEnv(household_v0.vector_env(copies, seed=seed,
+                                                   obs_dtype=np.dtype(obs_dtype),
+                                                   **env_kwargs))
     raise ValueError(f"core must be 'scalar' or 'batched', got {core!r}")
 
 
@@ -171,19 +184,38 @@ def random_baseline(passes: int, episodes: int, seed: int = 0, **env_kwargs: Any
             for _ in range(passes)]
 
 
+def flat_extractor():
+    """The ``--net mlp`` features: SB3's ``FlattenExtractor`` after ``RawScale``
+    (:mod:`orgteams.envs.vector.sb3_learner`: raw uint8 observations back to floats)."""
+    from stable_baselines3.common.torch_layers import FlattenExtractor
+
+    from orgteams.envs.vector.sb3_learner import RawScale
+
+    class FlatFeatures(FlattenExtractor):
+        def __init__(self, space):
+            super().__init__(space)
+            self.raw = RawScale(space)
+
+        def forward(self, obs):
+            return super().forward(self.raw(obs))
+
+    return FlatFeatures
+
+
 def cell_extractor(view_radius: int, embed: int = 8):
     """Features shared by the policy and value heads (an SB3 features extractor): each
     view cell's 38 planes (``orgteams.envs.rl_obs``) go through one small linear layer
     shared by all cells (a 1x1 convolution, ``embed`` outputs), then everything, hands
     and goal rows included, through one dense layer. A sixth of the plain MLP's
     multiply-adds on the 11x11 view, and a cell's contents mean the same wherever it is.
+    Raw uint8 observations are scaled back first (``RawScale``).
     """
     import torch
     from stable_baselines3.common.torch_layers import BaseFeaturesExtractor
     from torch import nn
 
     from orgteams.envs.rl_obs import num_planes
-
+    from orgteams.envs.vector.sb3_learner import RawScale
     cells, planes = (2 * view_radius + 1) ** 2, num_planes()
 
     class CellFeatures(BaseFeaturesExtractor):
@@ -193,9 +225,11 @@ def cell_extractor(view_radius: int, embed: int = 8):
             self.embed = nn.Linear(planes, embed)
             rest = space.shape[0] - self.view
             self.head = nn.Sequential(nn.Linear(cells * embed + rest, features_dim), nn.ReLU())
+            self.raw = RawScale(space)
 
         def forward(self, obs):
             n = len(obs)
+            obs = self.raw(obs)
             grid = torch.relu(self.embed(obs[:, :self.view].reshape(n, cells, planes)))
             return self.head(torch.cat([grid.reshape(n, -1), obs[:, self.view:]], dim=1))
 
@@ -205,47 +239,61 @@ def cell_extractor(view_radius: int, embed: int = 8):
 def make_model(venv, net: str = "cells", seed: int | None = 0, view_radius: int = 5,
                ppo_kwargs: dict | None = None, algo: type | None = None) -> tuple[Any, dict]:
     """The example's learner over ``venv`` and its settings: ``algo`` (default
-    sb3-contrib's ``MaskablePPO``) with ``MlpPolicy``; ``net`` as :func:`train`;
-    ``seed=None`` for vector envs that take no seed (SuperSuit's)."""
+    sb3-contrib's ``MaskablePPO``, with :class:`~orgteams.envs.vector.sb3_learner.
+    GatherRolloutBuffer`: the same minibatches, fewer copies) with ``MlpPolicy``;
+    ``net`` as :func:`train`; ``seed=None`` for vector envs that take no seed
+    (SuperSuit's)."""
     import torch
     from sb3_contrib import MaskablePPO
+
+    from orgteams.envs.vector.sb3_learner import GatherRolloutBuffer
 
     # SB3 builds a Categorical for every batch; checking its arguments each time costs
     # more than the small network's forward pass.
     torch.distributions.Distribution.set_default_validate_args(False)
-    policy_kwargs: dict[str, Any] = {"net_arch": [128, 128]}
+    policy_kwargs: dict[str, Any] = {"net_arch": [128, 128],
+                                     "features_extractor_class": flat_extractor()}
     if net == "cells":
         policy_kwargs = {"net_arch": {"pi": [64], "vf": [64]},
                          "features_extractor_class": cell_extractor(view_radius)}
     ppo = {"n_steps": 256, "batch_size": 512, "n_epochs": 4, "learning_rate": 3e-4,
            "gamma": 0.99, "gae_lambda": 0.95, "ent_coef": 0.01,
            "policy_kwargs": policy_kwargs, **(ppo_kwargs or {})}
-    return (algo or MaskablePPO)("MlpPolicy", venv, seed=seed, verbose=0, **ppo), ppo
+    algo = algo or MaskablePPO
+    extra = {"rollout_buffer_class": GatherRolloutBuffer} if algo is MaskablePPO else {}
+    return algo("MlpPolicy", venv, seed=seed, verbose=0, **{**extra, **ppo}), ppo
 
 
 def train(timesteps: int, out: Path, copies: int = 8, seed: int = 0, eval_every: int = 100_000,
           eval_episodes: int = 30, threads: int = 1, net: str = "cells", core: str = "scalar",
-          ppo_kwargs: dict | None = None, **env_kwargs: Any) -> dict:
+          ppo_kwargs: dict | None = None, obs_dtype: str = "float32", **env_kwargs: Any
+          ) -> dict:
     """Train MaskablePPO, evaluating on held-out seeds every ``eval_every`` steps.
 
     ``net``: ``"cells"`` (:func:`cell_extractor`, then 64-unit policy and value heads)
     or ``"mlp"`` (two separate 128x128 MLPs over the whole observation). ``core``:
-    ``"scalar"`` or ``"batched"`` (:func:`make_vec_env`). The CPU seconds reported are
-    this process's (``time.process_time``), with and without the evaluations.
+    ``"scalar"`` or ``"batched"``, ``obs_dtype`` ``"float32"`` or ``"uint8"``
+    (batched only; :func:`make_vec_env`: the same run bit for bit, and a saved model
+    that then takes uint8 observations). The CPU seconds reported are this process's
+    (``time.process_time``), with and without the evaluations.
     """
     import torch
     from stable_baselines3.common.callbacks import BaseCallback
 
     torch.set_num_threads(threads)
     env_kwargs = {**EASY, **env_kwargs}
-    venv = make_vec_env(core, copies, seed, **env_kwargs)
+    venv = make_vec_env(core, copies, seed, obs_dtype, **env_kwargs)
     model, ppo = make_model(venv, net, seed, env_kwargs["view_radius"], ppo_kwargs)
+    # The held-out episodes run on the scalar env (float32): a uint8 model sees them raw.
+    raw = venv.observation_space.high if obs_dtype == "uint8" else None
     curve: list[tuple[int, float, float]] = []
     eval_cpu = [0.0]  # CPU seconds spent evaluating, so training's own can be told apart
     start_cpu = time.process_time()
 
     def evaluate(deterministic: bool = False) -> float:
         def policy(obs, masks):
+            if raw is not None:
+                obs = to_uint8(obs, raw)
             acts, _ = model.predict(obs, action_masks=masks, deterministic=deterministic)
             return acts
         began = time.process_time()
@@ -276,8 +324,8 @@ def train(timesteps: int, out: Path, copies: int = 8, seed: int = 0, eval_every:
     model.save(out / "model.zip")
     train_cpu = cpu - eval_cpu[0]
     result = {"setting": env_kwargs, "timesteps": model.num_timesteps, "copies": copies,
-              "core": core, "seed": seed, "net": net, "ppo": {k: v for k, v in ppo.items()
-                                                if k != "policy_kwargs"},
+              "core": core, "obs_dtype": obs_dtype, "seed": seed, "net": net,
+              "ppo": {k: v for k, v in ppo.items() if k != "policy_kwargs"},
               "cpu_seconds": round(cpu, 1), "train_cpu_seconds": round(train_cpu, 1),
               "wall_seconds": round(time.time() - wall, 1),
               "agent_steps_per_cpu_s": round(model.num_timesteps / train_cpu),
@@ -338,7 +386,12 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--core", choices=("scalar", "batched"), default="scalar",
                    help="scalar: parallel_env copies stepped one by one; batched: the "
                         "batched numpy core (household_v0.vector_env)")
+    p.add_argument("--obs-dtype", choices=OBS_DTYPES, default="float32",
+                   help="uint8 (batched core only): the core's raw observations, a quarter "
+                        "of the bytes; the same run bit for bit")
     p.add_argument("--n-steps", type=int, default=256, help="rollout ticks per entry")
+    p.add_argument("--batch-size", type=int, default=512, help="PPO minibatch size")
+    p.add_argument("--n-epochs", type=int, default=4, help="PPO passes over each rollout")
     p.add_argument("--random", action="store_true", help="only the masked-random baseline")
     p.add_argument("--plot", type=Path, nargs="+", metavar="RESULTS",
                    help="only draw these runs' results.json into --out/curve.png")
@@ -358,7 +411,8 @@ def main(argv: list[str] | None = None) -> None:
         return
     result = train(args.timesteps, args.out, args.copies, args.seed, args.eval_every,
                    args.episodes, args.threads, net=args.net, core=args.core,
-                   ppo_kwargs={"n_steps": args.n_steps})
+                   ppo_kwargs={"n_steps": args.n_steps, "batch_size": args.batch_size,
+                               "n_epochs": args.n_epochs}, obs_dtype=args.obs_dtype)
     saved = args.out / "results.json"
     saved.write_text(json.dumps({**json.loads(saved.read_text()),
                                  "masked_random_passes": rates}, indent=1))

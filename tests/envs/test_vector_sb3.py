@@ -103,3 +103,106 @@ def test_maskable_ppo_trains_on_it():
         actions, _ = model.predict(obs, action_masks=masks)
         assert masks[np.arange(8), actions].all()
         obs, *_ = adapter.step(actions)
+
+
+def small_model(adapter, **kwargs):
+    """A MaskablePPO whose features go through RawScale (uint8 observations back to the
+    float32 entries), so runs on float32 and uint8 observations can be compared."""
+    from sb3_contrib import MaskablePPO
+    from stable_baselines3.common.torch_layers import FlattenExtractor
+
+    from orgteams.envs.vector.sb3_learner import RawScale
+
+    class Scaled(FlattenExtractor):
+        def __init__(self, space):
+            super().__init__(space)
+            self.scale = RawScale(space)
+
+        def forward(self, obs):
+            return super().forward(self.scale(obs))
+
+    return MaskablePPO("MlpPolicy", adapter, n_steps=8, batch_size=12, n_epochs=2,
+                       policy_kwargs={"net_arch": [16], "features_extractor_class": Scaled},
+                       verbose=0, seed=3, **kwargs)
+
+
+def test_raw_scale_gives_back_the_float32_observations_bit_for_bit():
+    import torch
+
+    from orgteams.envs.vector.sb3_learner import RawScale
+
+    raw = AgentVecEnv(household_v0.vector_env(3, seed=4, obs_dtype=np.uint8, **KW))
+    floats = AgentVecEnv(household_v0.vector_env(3, seed=4, **KW))
+    assert raw.observation_space.dtype == np.uint8
+    scale = RawScale(raw.observation_space)
+    obs_raw, obs_float = raw.reset(), floats.reset()
+    rng = np.random.default_rng(2)
+    for _ in range(8):
+        assert obs_raw.dtype == np.uint8 and obs_float.dtype == np.float32
+        back = scale(torch.as_tensor(obs_raw).float()).numpy()
+        assert np.array_equal(back, obs_float)  # exact, not approximately
+        actions = valid_actions(raw.action_masks(), rng)
+        obs_raw, obs_float = raw.step(actions)[0], floats.step(actions)[0]
+    assert ((obs_float > 0) & (obs_float < 1)).any()  # scaled counts, not only 0/1
+    plain = RawScale(floats.observation_space)
+    x = torch.as_tensor(obs_float)
+    assert plain(x) is x  # float spaces pass through
+
+
+def test_gather_buffer_and_uint8_train_the_same_parameters_as_sb3_contrib():
+    """The learner the example uses (uint8 observations, GatherRolloutBuffer) ends with
+    the same parameters, bit for bit, as MaskablePPO with its own buffer on float32
+    observations: the same minibatches of the same inputs."""
+    import torch
+
+    from orgteams.envs.vector.sb3_learner import GatherRolloutBuffer
+
+    runs = {}
+    for name, dtype, buffer in (("sb3", np.float32, None),
+                                ("gather", np.float32, GatherRolloutBuffer),
+                                ("gather uint8", np.uint8, GatherRolloutBuffer)):
+        adapter = AgentVecEnv(household_v0.vector_env(3, seed=0, obs_dtype=dtype, **KW))
+        model = small_model(adapter, rollout_buffer_class=buffer)
+        assert type(model.rollout_buffer).__name__ == (
+            "GatherRolloutBuffer" if buffer else "MaskableRolloutBuffer")
+        before = torch.cat([p.detach().flatten().clone() for p in model.policy.parameters()])
+        model.learn(3 * 6 * 8)  # three rollouts of 6 entries x 8 ticks
+        runs[name] = torch.cat([p.detach().flatten() for p in model.policy.parameters()])
+        assert not torch.equal(runs[name], before)  # it did learn something
+    assert torch.equal(runs["gather"], runs["sb3"])
+    assert torch.equal(runs["gather uint8"], runs["sb3"])
+
+
+def test_gather_buffer_yields_sb3_contribs_minibatches_and_refuses_early_reads():
+    import torch
+    from gymnasium import spaces
+    from sb3_contrib.common.maskable.buffers import MaskableRolloutBuffer
+
+    from orgteams.envs.vector.sb3_learner import GatherRolloutBuffer
+
+    space = spaces.Box(0, 255, (5,), np.uint8)
+    buffers = [cls(4, space, spaces.Discrete(3), n_envs=3)
+               for cls in (MaskableRolloutBuffer, GatherRolloutBuffer)]
+    rng = np.random.default_rng(0)
+    with pytest.raises(RuntimeError,
+                       match=re.escape("the rollout buffer is read before it is full")):
+        next(buffers[1].get(4))
+    for _ in range(4):
+        step = (rng.integers(0, 255, (3, 5), np.uint8), rng.integers(0, 3, (3, 1)),
+                rng.random(3).astype(np.float32), np.zeros(3, np.float32),
+                torch.as_tensor(rng.random(3)), torch.as_tensor(rng.random(3)))
+        masks = rng.random((3, 3)) < 0.5
+        for b in buffers:
+            b.add(*step, action_masks=masks)
+    for b in buffers:
+        b.compute_returns_and_advantage(torch.zeros(3), np.zeros(3))
+    for _ in range(2):  # a second epoch reads the already flattened arrays
+        np.random.seed(7)
+        ours = list(buffers[0].get(5))
+        np.random.seed(7)
+        theirs = list(buffers[1].get(5))
+        assert [len(x.observations) for x in ours] == [5, 5, 2]
+        for a, b in zip(ours, theirs):
+            assert b.observations.dtype == torch.uint8
+            for field_a, field_b in zip(a, b):
+                assert torch.equal(field_a, field_b)

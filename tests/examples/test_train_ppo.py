@@ -63,14 +63,52 @@ def test_scalar_path_and_batched_core_play_the_same_episodes(train_ppo):
     with pytest.raises(ValueError, match=re.escape("core must be 'scalar' or 'batched', "
                                                    "got 'gpu'")):
         train_ppo.make_vec_env("gpu", 1)
+    with pytest.raises(ValueError, match=re.escape("obs_dtype must be one of ('float32', "
+                                                   "'uint8'), got 'float16'")):
+        train_ppo.make_vec_env("batched", 1, obs_dtype="float16")
+    with pytest.raises(ValueError, match=re.escape("obs_dtype='uint8' is for core='batched'; "
+                                                   "the scalar path gives float32")):
+        train_ppo.make_vec_env("scalar", 1, obs_dtype="uint8")
+
+
+@pytest.mark.parametrize("net", ["cells", "mlp"])
+def test_uint8_observations_train_the_same_model_as_float32(train_ppo, net):
+    """The example's learner on the batched core's raw uint8 observations ends with the
+    same parameters, bit for bit, as on float32 ones, and acts the same on the scalar
+    env's float observations once they are turned into raw values (what evaluation does)."""
+    import torch
+
+    kw = {**train_ppo.EASY, "max_ticks": 9}
+    models = {}
+    for dtype in ("float32", "uint8"):
+        venv = train_ppo.make_vec_env("batched", 2, seed=3, obs_dtype=dtype, **kw)
+        model, _ = train_ppo.make_model(venv, net, ppo_kwargs={"n_steps": 16,
+                                                               "batch_size": 32})
+        assert type(model.rollout_buffer).__name__ == "GatherRolloutBuffer"
+        model.learn(2 * 4 * 16)
+        models[dtype] = model
+    params = {k: torch.cat([p.detach().flatten() for p in m.policy.parameters()])
+              for k, m in models.items()}
+    assert torch.equal(params["float32"], params["uint8"])
+    scalar = train_ppo.ScalarAgentVecEnv(2, seed=50, **kw)
+    obs, masks = scalar.reset(), scalar.action_masks()
+    raw = train_ppo.to_uint8(obs, models["uint8"].observation_space.high)
+    acts = {k: m.predict(o, action_masks=masks, deterministic=True)[0]
+            for (k, m), o in zip(models.items(), (obs, raw))}
+    assert np.array_equal(acts["float32"], acts["uint8"])
+    values = {k: m.policy.predict_values(m.policy.obs_to_tensor(o)[0])
+              for (k, m), o in zip(models.items(), (obs, raw))}
+    assert torch.equal(values["float32"], values["uint8"])
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("core", ["scalar", "batched"])
-def test_a_short_training_run_writes_its_curve_and_results(train_ppo, tmp_path, core):
+@pytest.mark.parametrize("core,obs_dtype", [("scalar", "float32"), ("batched", "uint8")])
+def test_a_short_training_run_writes_its_curve_and_results(train_ppo, tmp_path, core,
+                                                           obs_dtype):
     result = train_ppo.train(4096, tmp_path, copies=2, eval_every=2048, eval_episodes=2,
-                             core=core)
+                             core=core, obs_dtype=obs_dtype)
     assert result["timesteps"] >= 4096 and result["core"] == core
+    assert result["obs_dtype"] == obs_dtype
     assert 0 < result["train_cpu_seconds"] <= result["cpu_seconds"]
     saved = json.loads((tmp_path / "results.json").read_text())
     assert saved["held_out_success"] == result["held_out_success"]
