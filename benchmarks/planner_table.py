@@ -5,7 +5,9 @@
 
 Each cell runs ``--seeds`` episodes (seeds 0..N-1) of ``PlannerAgent`` teams under
 the task's tick limit for the layout, everyone hearing everyone (``run_team``).
-``--leader`` adds a column where agent_0 leads (assigns subgoals by distance).
+``--leader`` adds a column where agent_0 leads: everyone still hears everyone, under
+the named ``leader`` organization's topology and rules (``assign_work: leader``), so
+agent_0 assigns subgoals by distance and the others follow its orders.
 
 ``--derive-limits`` runs one planner with no tick limit and prints, per task and
 layout, 3x the worst ticks over the seeds (rounded up to a multiple of 10): how the
@@ -25,7 +27,8 @@ from orgteams.agents.planner import PlannerAgent
 from orgteams.envs import list_tasks
 from orgteams.envs._util import asset_dir
 from orgteams.envs.highlevel import HighLevelEnv
-from orgteams.organizations.planner_team import run_team
+from orgteams.organizations.library import load_organization
+from orgteams.organizations.planner_team import everyone_hears_everyone, run_team
 
 LAYOUTS = ("studio", "apartment", "house")
 LIMIT_FACTOR = 3
@@ -33,22 +36,39 @@ LIMIT_FACTOR = 3
 
 def run_cell(layout: str, task: str, num_agents: int, seeds: int, leader: bool = False,
              max_ticks: int | None = None) -> dict:
-    """Episodes of one (layout, task, team) cell; means over all seeds."""
+    """Episodes of one (layout, task, team) cell; means over all seeds. ``leader``: under
+    the ``leader`` organization's rules (:func:`everyone_hears_everyone`)."""
     env = HighLevelEnv(layout=layout, task=task, num_agents=num_agents, max_ticks=max_ticks)
-    results = []
+    org = everyone_hears_everyone(load_organization("leader")) if leader else None
+    results, orders, followed = [], 0, 0
     start = time.perf_counter()
     for seed in range(seeds):
         agents = [PlannerAgent(f"agent_{i}", "leader" if leader and i == 0 else "member")
                   for i in range(num_agents)]
-        results.append(run_team(env, agents, seed=seed))
+        said: list = []
+        decided: list = []
+        results.append(run_team(env, agents, seed=seed, organization=org, messages=said,
+                                decisions=decided))
+        n, k = orders_followed(said, decided)
+        orders, followed = orders + n, followed + k
     ticks = [r["ticks"] for r in results]
     return {"layout": layout, "task": task, "agents": num_agents, "leader": leader,
             "seeds": seeds, "mean_ticks": statistics.fmean(ticks), "max_ticks": max(ticks),
             "success_rate": sum(r["success"] for r in results) / seeds,
             "mean_rounds": statistics.fmean(r["rounds"] for r in results),
             "mean_messages": statistics.fmean(r["messages"] for r in results),
+            "orders": orders, "orders_followed": followed,
             "limit": env.base.world.scene.step_limit if max_ticks is None else max_ticks,
             "seconds": time.perf_counter() - start}
+
+
+def orders_followed(messages: list, decisions: list) -> tuple[int, int]:
+    """How many ``assign`` orders were said, and how many of them the agent ordered
+    then did: its decision in the order's round was the ordered action."""
+    done = {(rnd, agent, action) for _, rnd, agent, action in decisions}
+    orders = [m for m in messages if m.kind == "assign"]
+    return len(orders), sum((m.round, m.content["agent"], m.content["action"]) in done
+                            for m in orders)
 
 
 def table(seeds: int, sizes: list[int], leader: bool, layouts=LAYOUTS) -> list[dict]:
@@ -124,6 +144,10 @@ def main() -> None:
         print(json.dumps(rows, indent=1))
     else:
         print(markdown(rows))
+    led = [r for r in rows if r["leader"]]
+    if led:
+        print(f"\nleader column: {sum(r['orders'] for r in led)} orders said, "
+              f"{sum(r['orders_followed'] for r in led)} followed in the order's round")
     print(f"\n{len(rows)} cells x {args.seeds} seeds in {time.perf_counter() - start:.0f} s")
 
 

@@ -7,7 +7,9 @@ with ``communicate(env, inbox)``, ``act(env)`` and ``agent_id``, such as
 (protocol ``free``, all channels, no instruction): each round every agent speaks in
 team order, hearing at once what earlier speakers said, then every agent acts. It is
 the organization-free baseline of ``benchmarks/planner_table.py`` and the source of
-demonstrations (:mod:`orgteams.demos`).
+demonstrations (:mod:`orgteams.demos`). :func:`everyone_hears_everyone` keeps that
+plain organization but takes another one's topology and rules (the planner table's
+leader column: the named ``leader``'s, under which agent_0 assigns work).
 """
 
 from __future__ import annotations
@@ -29,16 +31,28 @@ from orgteams.envs.team import Team
 from orgteams.organizations.episode import EpisodeState, play_rounds
 from orgteams.organizations.spec import Organization
 
-__all__ = ["TurnTaker", "run_team"]
+__all__ = ["TurnTaker", "everyone_hears_everyone", "run_team"]
 
 EVERYONE_HEARS_EVERYONE = Organization(
     name="everyone_hears_everyone", description="run_team: speak in turn, all channels")
+
+
+def everyone_hears_everyone(rules_of: Organization) -> Organization:
+    """The plain organization of :func:`run_team` (protocol ``free``, all channels) with
+    ``rules_of``'s topology and rules, so that who leads and who assigns work follow
+    ``rules_of`` while everyone still hears everyone."""
+    return Organization.model_validate({
+        **EVERYONE_HEARS_EVERYONE.model_dump(),
+        "name": f"everyone_hears_everyone__rules_of_{rules_of.name}",
+        "topology": rules_of.topology.model_dump(), "rules": rules_of.rules.model_dump()})
 
 
 class TurnTaker(MemberBase):
     """An agent that speaks with ``communicate(env, inbox)`` and acts with ``act(env)``,
     as a team member. At its turn it hears, once each and in the order said, the
     messages addressed to it since its last turn; its role stays the one it was given.
+    An agent with a ``rules`` attribute (:class:`~orgteams.agents.planner.PlannerAgent`)
+    is given the organization's rules for it (``ctx.rules``) before each turn.
     """
 
     acts_every_round = True
@@ -57,6 +71,8 @@ class TurnTaker(MemberBase):
         shown = [m for m in ctx.visible_this_round if not m.silent]
         self._shown = {id(m) for m in shown}
         inbox, self._pending = self._pending + shown, []
+        if hasattr(self.agent, "rules"):
+            self.agent.rules = ctx.rules  # e.g. whether a leader assigns work
         said = self.agent.communicate(env, inbox)
         record = DecisionRecord("communicate", self.agent_id, ctx.round, model=self.model)
         return CommunicateDecision(list(said), None, False, None, "", record)
@@ -69,12 +85,16 @@ class TurnTaker(MemberBase):
 
 
 def run_team(env: HighLevelEnv, agents: list, seed: int | None = None,
-             max_rounds: int = 100_000, decisions: list | None = None) -> dict:
+             max_rounds: int = 100_000, decisions: list | None = None,
+             organization: Organization | None = None,
+             messages: list | None = None) -> dict:
     """One episode: each round every agent speaks in order (everyone hears everyone,
     later speakers hear earlier ones at once), then every agent acts.
 
     When ``decisions`` is a list, ``(tick, round, agent, action_id)`` is appended for
-    every action other than ``continue``.
+    every action other than ``continue``; when ``messages`` is a list, every
+    :class:`TeamMessage` said. ``organization``: played instead of the plain one
+    (e.g. :func:`everyone_hears_everyone`); its rules reach agents with ``rules``.
 
     Returns:
         ``ticks``, ``rounds``, ``success``, ``messages`` and ``message_words``.
@@ -82,13 +102,15 @@ def run_team(env: HighLevelEnv, agents: list, seed: int | None = None,
     env.reset(seed=seed)
     members = {a.agent_id: TurnTaker(a) for a in agents}
     team = Team.of([a.agent_id for a in agents])
-    state = EpisodeState(env, EVERYONE_HEARS_EVERYONE, EVERYONE_HEARS_EVERYONE.resolve(team),
-                         members)
+    org = organization or EVERYONE_HEARS_EVERYONE
+    state = EpisodeState(env, org, org.resolve(team), members)
     counts = {"messages": 0, "message_words": 0}
 
     def said(m: TeamMessage) -> None:
         counts["messages"] += 1
         counts["message_words"] += len(m.text.split())
+        if messages is not None:
+            messages.append(m)
 
     state.hooks.message.append(said)
     if decisions is not None:
