@@ -408,7 +408,7 @@ def plot(runs: dict[str, list], path: Path) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--timesteps", type=int, default=400_000)
+    p.add_argument("--timesteps", type=int, default=1_500_000)
     p.add_argument("--copies", type=int, default=8, help="env copies (x agents = SB3 envs)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--eval-every", type=int, default=100_000)
