@@ -6,7 +6,7 @@ observability, ``obs_mode="flat"`` and ``reward_shaping="subgoals"``. Every agen
 every household is one entry of an SB3 ``VecEnv``, so the agents share the policy's
 parameters; the env's own action masks feed MaskablePPO. Two paths to the same
 episodes: ``--core scalar`` steps ``parallel_env`` copies one by one
-(:class:`ScalarAgentVecEnv`), ``--core batched`` the batched numpy core
+(:class:`orgteams.envs.vector.sb3.ScalarAgentVecEnv`), ``--core batched`` the batched numpy core
 (``household_v0.vector_env`` under :class:`orgteams.envs.vector.sb3.AgentVecEnv`).
 
 Run (``pip install "orgteams[rl]"``)::
@@ -36,7 +36,7 @@ import numpy as np
 from orgteams.envs import household_v0
 from orgteams.envs.tasks import TaskSpec, load_task
 from orgteams.envs.vector.flat_buffer import to_uint8
-from orgteams.envs.vector.sb3 import AgentEntries, AgentVecEnv
+from orgteams.envs.vector.sb3 import AgentEntries, AgentVecEnv, ScalarAgentVecEnv
 
 
 def easy_task() -> TaskSpec:
@@ -50,73 +50,6 @@ EASY = {"layout": "studio", "task": easy_task(), "num_agents": 2, "units": 1,
         "reward_shaping": "subgoals", "max_ticks": 80}
 HELD_OUT = 1_000_000  # evaluation seeds start here; training seeds are small numbers
 OBS_DTYPES = ("float32", "uint8")
-
-
-class ScalarAgentVecEnv(AgentEntries):
-    """The scalar path: ``copies`` ``parallel_env`` copies stepped one by one in Python,
-    every agent one entry (``num_envs = copies * agents``; copy ``i`` is seeded
-    ``seed + i``, as household ``i`` of the batched core).
-
-    Episodes restart by themselves (SB3's convention: the finished episode's last
-    observation is in ``info["terminal_observation"]``). ``action_masks()`` returns
-    the env's masks for MaskablePPO.
-    """
-
-    def __init__(self, copies: int = 8, seed: int = 0, **env_kwargs: Any):
-        self.envs = [household_v0.parallel_env(**env_kwargs) for _ in range(copies)]
-        first = self.envs[0]
-        self.names = list(first.possible_agents)
-        agent = self.names[0]
-        super().__init__(copies * len(self.names), first.observation_space(agent),
-                         first.action_space(agent))
-        self._seed = seed
-        self._masks = np.ones((self.num_envs, self.action_space.n), bool)
-
-    def reset(self) -> np.ndarray:
-        obs = []
-        for i, env in enumerate(self.envs):
-            o, infos = env.reset(seed=self._seed + i)
-            obs.append(self._collect(i, o, infos))
-        return np.concatenate(obs)
-
-    def step_wait(self):
-        n = len(self.names)
-        obs, rewards, dones, infos = [], [], [], []
-        for i, env in enumerate(self.envs):
-            acts = self._actions[i * n:(i + 1) * n]
-            o, r, term, trunc, info = env.step(
-                {a: int(x) for a, x in zip(self.names, acts)})
-            done = not env.agents
-            rewards.extend(r[a] for a in self.names)
-            dones.extend([done] * n)
-            # SB3 bootstraps the value of an episode cut short under this key.
-            step_infos = [{**info[a], "TimeLimit.truncated": trunc[a] and not term[a]}
-                          for a in self.names]
-            if done:
-                last = self._stack(o)
-                for k, si in enumerate(step_infos):
-                    si["terminal_observation"] = last[k]
-                o, info = env.reset()
-            obs.append(self._collect(i, o, info))
-            infos.extend(step_infos)
-        return (np.concatenate(obs), np.array(rewards, np.float32), np.array(dones),
-                infos)
-
-    def _stack(self, obs: dict) -> np.ndarray:
-        return np.stack([obs[a] for a in self.names])
-
-    def _collect(self, i: int, obs: dict, infos: dict) -> np.ndarray:
-        n = len(self.names)
-        for k, a in enumerate(self.names):
-            self._masks[i * n + k] = infos[a]["action_mask"]
-        return self._stack(obs)
-
-    def action_masks(self) -> np.ndarray:
-        return self._masks.copy()
-
-    def close(self) -> None:
-        for env in self.envs:
-            env.close()
 
 
 def make_vec_env(core: str, copies: int, seed: int = 0, obs_dtype: str = "float32",

@@ -1,4 +1,4 @@
-"""Stable-Baselines3 ``VecEnv`` over the batched core: every agent one batch entry.
+"""Stable-Baselines3 ``VecEnv``s with every agent one batch entry.
 
 :class:`AgentVecEnv` turns a :class:`~orgteams.envs.vector.VectorHouseholdEnv` of ``N``
 households with ``A`` agents into an SB3 ``VecEnv`` of ``N * A`` entries (entry
@@ -10,6 +10,8 @@ the same step (SB3's convention, which is the core's): the finished episode's la
 observation is in ``info["terminal_observation"]``, ``info["TimeLimit.truncated"]``
 says it was cut short (SB3 then bootstraps its value) and ``info["episode"]`` holds
 its return ``r``, length ``l`` and ``is_success`` (what SB3 logs).
+:class:`ScalarAgentVecEnv` is the same interface over ``parallel_env`` copies stepped
+one by one (the reference path, and the one for settings the core does not batch).
 
 Needs the ``rl`` extra (``pip install "orgteams[rl]"``); nothing in the core imports
 this module.
@@ -24,6 +26,7 @@ import numpy as np
 from gymnasium import spaces
 from stable_baselines3.common.vec_env import VecEnv
 
+from orgteams.envs import household_v0
 from orgteams.envs.vector.env import VectorHouseholdEnv
 
 MASK_METHOD = "action_masks"
@@ -127,3 +130,71 @@ class AgentVecEnv(AgentEntries):
                 entry_infos[i * self.agents + a].update(
                     terminal_observation=final_obs[i][a], episode=dict(stats),
                     is_success=stats["is_success"], **{"TimeLimit.truncated": cut})
+
+
+class ScalarAgentVecEnv(AgentEntries):
+    """The scalar path: ``copies`` ``household_v0.parallel_env(**env_kwargs)`` copies
+    stepped one by one in Python, every agent one entry (``num_envs = copies *
+    agents``; copy ``i`` is seeded ``seed + i``, as household ``i`` of the batched
+    core, so both adapters play the same episodes).
+
+    Episodes restart by themselves (SB3's convention: the finished episode's last
+    observation is in ``info["terminal_observation"]``). ``action_masks()`` returns
+    the env's masks for MaskablePPO.
+    """
+
+    def __init__(self, copies: int = 8, seed: int = 0, **env_kwargs: Any):
+        self.envs = [household_v0.parallel_env(**env_kwargs) for _ in range(copies)]
+        first = self.envs[0]
+        self.names = list(first.possible_agents)
+        agent = self.names[0]
+        super().__init__(copies * len(self.names), first.observation_space(agent),
+                         first.action_space(agent))
+        self._seed = seed
+        self._masks = np.ones((self.num_envs, self.action_space.n), bool)
+
+    def reset(self) -> np.ndarray:
+        obs = []
+        for i, env in enumerate(self.envs):
+            o, infos = env.reset(seed=self._seed + i)
+            obs.append(self._collect(i, o, infos))
+        return np.concatenate(obs)
+
+    def step_wait(self):
+        n = len(self.names)
+        obs, rewards, dones, infos = [], [], [], []
+        for i, env in enumerate(self.envs):
+            acts = self._actions[i * n:(i + 1) * n]
+            o, r, term, trunc, info = env.step(
+                {a: int(x) for a, x in zip(self.names, acts)})
+            done = not env.agents
+            rewards.extend(r[a] for a in self.names)
+            dones.extend([done] * n)
+            # SB3 bootstraps the value of an episode cut short under this key.
+            step_infos = [{**info[a], "TimeLimit.truncated": trunc[a] and not term[a]}
+                          for a in self.names]
+            if done:
+                last = self._stack(o)
+                for k, si in enumerate(step_infos):
+                    si["terminal_observation"] = last[k]
+                o, info = env.reset()
+            obs.append(self._collect(i, o, info))
+            infos.extend(step_infos)
+        return (np.concatenate(obs), np.array(rewards, np.float32), np.array(dones),
+                infos)
+
+    def _stack(self, obs: dict) -> np.ndarray:
+        return np.stack([obs[a] for a in self.names])
+
+    def _collect(self, i: int, obs: dict, infos: dict) -> np.ndarray:
+        n = len(self.names)
+        for k, a in enumerate(self.names):
+            self._masks[i * n + k] = infos[a]["action_mask"]
+        return self._stack(obs)
+
+    def action_masks(self) -> np.ndarray:
+        return self._masks.copy()
+
+    def close(self) -> None:
+        for env in self.envs:
+            env.close()

@@ -11,7 +11,7 @@ from orgteams.envs import household_v0
 
 pytest.importorskip("stable_baselines3")
 
-from orgteams.envs.vector.sb3 import AgentVecEnv  # noqa: E402
+from orgteams.envs.vector.sb3 import AgentVecEnv, ScalarAgentVecEnv  # noqa: E402
 
 KW = {"layout": "studio", "task": "put_dishwasher_easy", "num_agents": 2, "units": 1,
       "obs_mode": "flat", "reward_shaping": "subgoals", "max_ticks": 6}
@@ -206,3 +206,20 @@ def test_gather_buffer_yields_sb3_contribs_minibatches_and_refuses_early_reads()
             assert b.observations.dtype == torch.uint8
             for field_a, field_b in zip(a, b):
                 assert torch.equal(field_a, field_b)
+
+
+def test_scalar_agent_vec_env_batches_agents_and_their_masks():
+    """The scalar path's adapter: every agent of every copy one entry, masks from the
+    env, SB3's end-of-episode keys when the step limit cuts an episode short."""
+    venv = ScalarAgentVecEnv(2, **{**KW, "max_ticks": 5})
+    assert venv.num_envs == 4
+    obs = venv.reset()
+    assert obs.shape == (4, *venv.observation_space.shape) and obs.dtype == np.float32
+    masks = venv.action_masks()
+    assert masks.shape == (4, 53) and masks[:, 0].all()
+    for _ in range(5):
+        venv.step_async(np.array([int(np.flatnonzero(m)[-1]) for m in venv.action_masks()]))
+        obs, rewards, dones, infos = venv.step_wait()
+    assert dones.all() and all("terminal_observation" in i and "episode" in i for i in infos)
+    assert all(i["TimeLimit.truncated"] for i in infos)
+    assert np.array_equal(np.stack(venv.env_method("action_masks")), venv.action_masks())

@@ -26,21 +26,6 @@ def train_ppo():
     return module
 
 
-def test_agent_vec_env_batches_agents_and_their_masks(train_ppo):
-    venv = train_ppo.ScalarAgentVecEnv(2, **{**train_ppo.EASY, "max_ticks": 5})
-    assert venv.num_envs == 4
-    obs = venv.reset()
-    assert obs.shape == (4, *venv.observation_space.shape) and obs.dtype == np.float32
-    masks = venv.action_masks()
-    assert masks.shape == (4, 53) and masks[:, 0].all()
-    for _ in range(5):
-        venv.step_async(np.array([int(np.flatnonzero(m)[-1]) for m in venv.action_masks()]))
-        obs, rewards, dones, infos = venv.step_wait()
-    assert dones.all() and all("terminal_observation" in i and "episode" in i for i in infos)
-    assert all(i["TimeLimit.truncated"] for i in infos)
-    assert np.array_equal(np.stack(venv.env_method("action_masks")), venv.action_masks())
-
-
 def test_scalar_path_and_batched_core_play_the_same_episodes(train_ppo):
     """Same seed, same actions: the two vector envs the example can train on agree at
     every tick, episode ends and restarts included."""
