@@ -32,13 +32,23 @@ import numpy as np
 from gymnasium import spaces
 
 from orgteams.envs.actions import HAND_CAPACITY
-from orgteams.envs.catalog import load_catalog, room_type
-from orgteams.envs.layout import DOOR, FLOOR, WALL
+from orgteams.envs.catalog import load_catalog
+from orgteams.envs.observation_tables import (  # the tile codes, re-exported
+    BASE_CHANNELS,
+    LAYOUT_ATTRS,
+    T_CLOSED,
+    T_DOOR_CLOSED,
+    T_DOOR_OPEN,
+    T_FLOOR,
+    T_OPEN,
+    T_SURFACE,
+    T_UNSEEN,
+    T_WALL,
+    layout_tables,
+)
 from orgteams.envs.state import HouseholdState, Scene
 
 MAX_GOAL = 5
-T_UNSEEN, T_FLOOR, T_WALL, T_DOOR_CLOSED, T_DOOR_OPEN, T_SURFACE, T_CLOSED, T_OPEN = range(8)
-BASE_CHANNELS = 4
 
 
 def observation_space(view_radius: int) -> spaces.Dict:
@@ -64,9 +74,9 @@ class ArrayObserver:
         cat = load_catalog()
         if (previous is not None and previous.scene.layout is scene.layout
                 and previous.r == view_radius and previous.full == full_observability):
-            self.__dict__.update({k: previous.__dict__[k] for k in _LAYOUT_ATTRS})
+            self.__dict__.update({k: previous.__dict__[k] for k in LAYOUT_ATTRS})
         else:
-            self._build_layout_tables(scene)
+            self.__dict__.update(layout_tables(scene, view_radius))
         # Speed: the padded features live in one preallocated buffer that each new state
         # overwrites (no np.pad per tick), with one extra all-zero row at the end. An agent's
         # image is then one gather of buffer rows: ``_windows[cell]`` maps each padded cell
@@ -97,63 +107,6 @@ class ArrayObserver:
         self._goal_progress: tuple[int, ...] | None = None
         self._goal: np.ndarray | None = None
         self._rows = np.zeros((0, HAND_CAPACITY + 3 * MAX_GOAL), np.uint8)
-
-    def _build_layout_tables(self, scene: Scene) -> None:
-        """The attributes in ``_LAYOUT_ATTRS``: everything that depends on the layout,
-        view radius and observability only."""
-        cat = load_catalog()
-        lay = scene.layout
-        h, w = lay.height, lay.width
-        k = len(cat.object_classes)
-        self._channels = c = BASE_CHANNELS + k
-        base = np.zeros((h, w, c), np.uint8)
-        tiles = lay.tiles
-        base[..., 0] = np.select([tiles == FLOOR, tiles == WALL, tiles == DOOR],
-                                 [T_FLOOR, T_WALL, T_DOOR_CLOSED], T_UNSEEN)
-        room_types = list(cat.room_colors)
-        room_ids = np.array([room_types.index(room_type(n)) + 1 for n in lay.rooms], np.uint8)
-        inside = lay.room_map >= 0
-        base[..., 1][inside] = room_ids[lay.room_map[inside]]
-        for f in lay.furniture:
-            base[f.cell + (0,)] = T_SURFACE
-            base[f.cell + (3,)] = cat.furniture_type_id(f.type) + 1
-        r = self.r
-        ph, pw = h + 2 * r, w + 2 * r
-        padded_base = np.zeros((ph, pw, c), np.uint8)
-        padded_base[r:r + h, r:r + w] = base
-        self._flat_base = padded_base.reshape(ph * pw, -1)
-        containers = [i for i, is_c in enumerate(scene.is_container) if is_c]
-        furniture_flat = np.array([f.cell[0] * w + f.cell[1] for f in lay.furniture], int)
-        door_flat = np.array([d.cell[0] * w + d.cell[1] for d in lay.doors], int)
-        cells = np.arange(h * w)
-        pad_index = (cells // w + r) * pw + cells % w + r
-        self._top_left = pad_index - (r * pw + r)  # padded index of the window corner
-        self._pad_list = pad_index.tolist()
-        self._furniture_pad = pad_index[furniture_flat].tolist()
-        # Doors and containers: one scatter of "closed + is_open" into channel 0 per tick.
-        self._container_list = containers
-        door_pad = pad_index[door_flat]
-        container_pad = pad_index[furniture_flat[containers]]
-        self._switch_pad = np.concatenate([door_pad, container_pad]).astype(np.intp)
-        self._switch_base = np.array([T_DOOR_CLOSED] * len(door_pad)
-                                     + [T_CLOSED] * len(container_pad), np.uint8)
-        self._n_switches = len(self._switch_pad)
-        side = 2 * r + 1
-        self._offsets = (np.arange(side)[:, None] * pw + np.arange(side)).ravel()
-        self._masks: dict[int, np.ndarray] = {}
-        # Per standing cell, the buffer rows of its masked window, filled on first use.
-        self._windows = np.zeros((h * w, side * side), np.intp)
-        self._window_ready: set[int] = set()
-        # Per standing cell: {cell a teammate may stand on and be seen: its image offset}.
-        self._seen: dict[int, dict[int, int]] = {}
-        # Small teams: per standing cell, its masked window of the layer with the self mark
-        # (allocated on first use; pages never touched stay unallocated), and the layer
-        # version each was taken at.
-        self._window_cache: np.ndarray | None = None
-        self._cache_version = [-1] * (h * w)
-        # A house so big (or a view so wide) that the cache would pass the budget keeps
-        # the whole-house buffer path for small teams too.
-        self._cache_fits = h * w * side * side * c <= _WINDOW_CACHE_BYTES
 
     def static_windows(self) -> tuple[np.ndarray, np.ndarray]:
         """The layout's static part of every observation, for the batched core
@@ -399,12 +352,6 @@ class ArrayObserver:
 # drawing every agent into a whole-house buffer and gathering each window from it.
 _PAIRWISE = 8
 _VERSIONS = itertools.count()  # layer versions, unique across observers
-_WINDOW_CACHE_BYTES = 64 << 20  # at most this much (virtual) memory for the window cache
-# What ArrayObserver._build_layout_tables sets: shared with the next episode's observer.
-_LAYOUT_ATTRS = ("_channels", "_flat_base", "_top_left", "_pad_list", "_furniture_pad",
-                 "_container_list", "_switch_pad", "_switch_base", "_n_switches", "_offsets",
-                 "_masks", "_windows", "_window_ready", "_seen", "_window_cache",
-                 "_cache_version", "_cache_fits")
 
 
 def _add_ones(flat: np.ndarray, rows: list[int], cols: list[int]) -> None:
@@ -414,3 +361,8 @@ def _add_ones(flat: np.ndarray, rows: list[int], cols: list[int]) -> None:
     else:  # a few scalar increments are cheaper than one ufunc.at call
         for row, col in zip(rows, cols):
             flat[row, col] += 1
+
+
+__all__ = ["ArrayObserver", "BASE_CHANNELS", "MAX_GOAL", "T_CLOSED", "T_DOOR_CLOSED",
+           "T_DOOR_OPEN", "T_FLOOR", "T_OPEN", "T_SURFACE", "T_UNSEEN", "T_WALL",
+           "observation_space"]

@@ -179,14 +179,14 @@ def test_small_team_path_large_team_path_and_reused_tables_agree(monkeypatch, fu
 
 
 def test_window_cache_respects_its_memory_budget(monkeypatch):
-    from orgteams.envs import household_v0, observations
+    from orgteams.envs import household_v0, observation_tables
 
-    monkeypatch.setattr(observations, "_WINDOW_CACHE_BYTES", 0)
+    monkeypatch.setattr(observation_tables, "WINDOW_CACHE_BYTES", 0)
     env = household_v0.parallel_env(layout="studio", num_agents=2)
     obs, _ = env.reset(seed=0)
     observer = env.unwrapped._observer
     assert observer._window_cache is None  # the small-team cache was never allocated
-    monkeypatch.setattr(observations, "_WINDOW_CACHE_BYTES", 64 << 20)
+    monkeypatch.setattr(observation_tables, "WINDOW_CACHE_BYTES", 64 << 20)
     fresh = ArrayObserver(env.unwrapped.world.scene, 7)
     again = fresh.observe_many(env.unwrapped.world, [0, 1])
     assert fresh._window_cache is not None
