@@ -9,8 +9,8 @@ per episode under it, over the whole team: the teammates and the player's
   along the organization's channels; a line the player writes to someone their agent
   may not message is dropped (the log's ``dropped``; a line that reaches nobody is
   not sent at all, its record says ``undeliverable``), and teammates' messages reach
-  the player only when routed to them. The panel's caption names whom the player
-  may message;
+  the player only when routed to them (only those, and the player's own, are drawn
+  as speech bubbles). The panel's caption names whom the player may message;
 * its protocol decides the speaking order: when the player wrote something, their
   agent speaks at its place among this round's stages (``leader_first``: after the
   leaders, ``sequential``: in team order...); its action is always the player's key,
@@ -31,7 +31,9 @@ planner teammates get no orders: they read only structured messages, so the
 player's free text is not an order to them, and they work as planners without
 orders do (each takes the nearest needed object nobody claimed). LLM teammates read
 the player's words quoted in their prompts, and their instruction says whom to
-follow.
+follow. A planner leader orders the player too, every round (each key is one tick,
+so the player's agent always "needs a decision"), and counts an object it gave the
+player as taken until it gives the player something else.
 """
 
 from __future__ import annotations

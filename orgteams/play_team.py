@@ -102,6 +102,14 @@ class _Listening:
         if self.log is not None:
             state.hooks.record.append(self.log.write)
 
+    def _heard(self, env: HighLevelEnv, message: TeamMessage) -> None:
+        """A bubble in the window for what the player hears: everything without an
+        organization; under one, only their own lines and messages routed to them."""
+        player = self.voice.agent_id if self.voice is not None else None
+        if self.rounds is None or message.sender == player or player in message.delivered:
+            env.base.overlay.say(message)
+        self._count(message)
+
     def _count(self, message: TeamMessage) -> None:
         if self.voice is None or message.sender != self.voice.agent_id:
             self.messages += 1
@@ -179,8 +187,7 @@ class PlannerTeammates(_Listening):
 
     def _said(self, message: TeamMessage) -> None:
         """A bubble for the player (decisions run on this thread, which owns the window)."""
-        self._state.env.base.overlay.say(message)
-        self._count(message)
+        self._heard(self._state.env, message)
 
 
 class MemberTeammates(_Listening):
@@ -262,8 +269,7 @@ class MemberTeammates(_Listening):
                 time.sleep(0.01)
         actions, decisions = future.result()
         for message in spoken:  # drawn here: the main thread owns the window
-            env.base.overlay.say(message)
-            self._count(message)
+            self._heard(env, message)
         if self.rounds is not None:
             self._shown(self.rounds.shown(state, self.voice.agent_id))
         self.fallbacks += sum(actions[a] != decisions[a].action_id for a in deciders
