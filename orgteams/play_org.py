@@ -32,8 +32,9 @@ player's free text is not an order to them, and they work as planners without
 orders do (each takes the nearest needed object nobody claimed). LLM teammates read
 the player's words quoted in their prompts, and their instruction says whom to
 follow. A planner leader orders the player too, every round (each key is one tick,
-so the player's agent always "needs a decision"), and counts an object it gave the
-player as taken until it gives the player something else.
+so the player's agent always "needs a decision"), and gives nobody else an object
+it gave the player until someone reports it placed (the player cannot send the
+structured ``correct`` or ``release`` that would free it).
 """
 
 from __future__ import annotations
