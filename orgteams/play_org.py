@@ -17,7 +17,7 @@ per episode under it, over the whole team: the teammates and the player's
   never asked of the round loop (``acts_outside``). Under ``shared`` everyone's
   messages, the player's included, are heard after the teammates chose. In a vote
   stage the player's agent is a voter that casts no ballot (the window has no way to
-  vote);
+  vote); the shared history (``shared``) lists the teammates' choices, not the keys;
 * its roles and rules apply: LLM teammates get its instruction and their role in
   every prompt; planners are :class:`~orgteams.agents.planner_member.PlannerMember` s
   as in ``orgteams run --backend planner``, told whether they lead (a planner leader
@@ -76,6 +76,7 @@ class OrgRounds:
         self.undelivered = 0  # the player's lines that reached nobody (latest round)
         self._on_tick: Any = None  # the tick hook start() set, and the one it wraps
         self._outer: Any = None
+        self._played: tuple[dict[str, str], set[str]] | None = None  # to remember
 
     def show(self, env: HighLevelEnv, player: str) -> str | None:
         """A new episode (``env`` just reset): the organization, the roles as resolved
@@ -96,7 +97,7 @@ class OrgRounds:
         state = EpisodeState(env, org, org.resolve(_roster(env)),
                              {**members, voice.agent_id: voice}, round=round_index,
                              acts_outside=frozenset({voice.agent_id}), **extra)
-        self.state = state
+        self.state, self._played = state, None
         outer = env.on_tick  # the play log's, when there is one; never our last episode's
         if outer is self._on_tick:
             outer = self._outer
@@ -107,6 +108,10 @@ class OrgRounds:
             for agent, info in infos.items():  # most_progress leadership counts these
                 state.placed[agent] += sum(e.get("type") == "placed"
                                            for e in info.get("events", []))
+            if self._played is not None:  # the round's outcome, after its step (shared)
+                state.remember_round(*self._played)
+                state.progress.append(sum(after.progress))
+                self._played = None
 
         env.on_tick, self._on_tick, self._outer = on_tick, on_tick, outer
         return state
@@ -138,6 +143,7 @@ class OrgRounds:
                 actions[agent] = "wait"
         deliver_held(state)
         state.round_tick = state.env.ticks
+        self._played = (actions, abstained)
         return actions, chosen
 
     def shown(self, state: EpisodeState, player: str) -> str | None:

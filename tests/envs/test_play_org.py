@@ -215,6 +215,22 @@ def test_an_election_counts_the_player_as_a_voter_without_a_ballot(tmp_path):
     assert set(election["votes"]) == {"agent_0", "agent_1"}
 
 
+def test_shared_history_and_placements_come_from_the_played_ticks():
+    teammates = PlannerTeammates(organization=load_organization("shared"))
+    s = session(teammates, human="agent_1")
+    wait(s, 2)
+    state = teammates._state
+    assert [o.round for o in state.outcomes] == [0, 1]  # remembered after each step
+    assert "agent_1" not in {a for o in state.outcomes for a in o.actions}  # keys: not
+    s.close()
+    teammates = PlannerTeammates(organization=load_organization("dynamic"))  # most_progress
+    s = session(teammates)
+    wait(s, 30)
+    placed = teammates._state.placed
+    assert sum(placed.values()) == sum(s.raw.world.progress) > 0
+    s.close()
+
+
 def test_without_org_play_is_as_before(tmp_path):
     log = PlayLog(tmp_path / "p.jsonl")
     teammates = PlannerTeammates(log=log)
