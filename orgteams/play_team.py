@@ -30,6 +30,7 @@ from collections.abc import Callable
 from typing import Any
 
 from orgteams.agents.planner import PlannerAgent
+from orgteams.agents.planner_member import PlannerMember
 from orgteams.envs._util import unknown_name
 from orgteams.envs.errors import UserError
 from orgteams.envs.highlevel import HighLevelEnv
@@ -123,7 +124,9 @@ class PlannerTeammates(_Listening):
     speech bubbles, as in ``orgteams run``) and then acts, on the round loop's phases
     as in :func:`~orgteams.organizations.planner_team.run_team`. What the player
     writes is delivered to them first; planners ignore free text. :attr:`messages`
-    counts what they said.
+    counts what they said. With ``organization`` they are instead
+    :class:`~orgteams.agents.planner_member.PlannerMember` s under it, the player's
+    agent in it (:mod:`orgteams.play_org`).
     """
 
     def __init__(self, log: PlayLog | None = None,
@@ -170,8 +173,6 @@ class PlannerTeammates(_Listening):
 
     def _organized(self, env: HighLevelEnv, agents: list[str]) -> dict[str, str]:
         """A round under the organization: planners as in ``orgteams run``."""
-        from orgteams.agents.planner_member import PlannerMember
-
         state = self._state
         if state is None or state.env is not env:
             state = self.rounds.start(env, {a: PlannerMember(a) for a in agents}, self.voice)
@@ -202,7 +203,8 @@ class MemberTeammates(_Listening):
     available becomes the safe action (counted in :attr:`fallbacks`). The decisions
     run on a background event loop; meanwhile :attr:`waiting`, which the play session
     sets, keeps the window drawn and responsive (a local model takes seconds per
-    decision on a CPU; talking doubles that).
+    decision on a CPU; talking doubles that). With ``organization`` the rounds
+    (0-based) follow it instead, the player's agent in them (:mod:`orgteams.play_org`).
     """
 
     def __init__(self, spec: str, *, seed: int | None = 0, cache: str | None = None,
