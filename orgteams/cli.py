@@ -162,8 +162,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "plans; your keys play one tick each)")
     p.add_argument("--org", default=None,
                    help="organization name or YAML path (as orgteams run --org) the teammates "
-                        "and your agent play under: who hears whom, speaking order, roles, "
-                        "rules (default: none, everyone hears everyone)")
+                        "(planner or LLM) and your agent play under: who hears whom, speaking "
+                        "order, roles, rules (default: none, everyone hears everyone)")
     p.add_argument("--cache", default=None, help="SQLite response cache for LLM teammates")
     p.add_argument("--silent", action="store_true",
                    help="LLM teammates act without talking first (half the wait)")
