@@ -24,16 +24,14 @@ played one tick each, in order, when they are done (the window shows how many wa
 Escape clears them); a key beyond that is refused with a note, never silently lost.
 
 Teammates that think in high-level actions (planners, LLM agents) play through
-:class:`~orgteams.envs.highlevel.HighLevelEnv`: pass ``teammates`` (a
-:class:`Teammates`, e.g. :class:`orgteams.play_team.PlannerTeammates`) and each of
-your keys becomes ``primitive:<id>``, one tick, while the teammates keep their plans
-running over the same tick (``orgteams play --others planner``). Teammates that
-listen (they have ``hear``) get what the player writes in the T box as a
-:class:`~orgteams.envs.messages.TeamMessage` from the player's agent.
+:class:`~orgteams.envs.highlevel.HighLevelEnv`: pass ``teammates`` (a :class:`Teammates`, e.g.
+:class:`orgteams.play_team.PlannerTeammates`); each key becomes ``primitive:<id>``, one tick,
+while their plans run over the same tick. Teammates that listen (they have ``hear``) get the
+T box's lines as :class:`~orgteams.envs.messages.TeamMessage` s from the player's agent; the
+footer shows the player's role when the overlay has one (``orgteams play --org``).
 
-Tests drive it headless (``SDL_VIDEODRIVER=dummy``): post key events with
-``pygame.event.post`` (or call :meth:`PlaySession.handle_event`) and call
-:meth:`PlaySession.tick` or ``run(max_frames=N)``.
+Tests drive it headless (``SDL_VIDEODRIVER=dummy``): post key events with ``pygame.event.post``
+(or call :meth:`PlaySession.handle_event`), call :meth:`PlaySession.tick` or ``run()``.
 """
 
 from __future__ import annotations
@@ -343,7 +341,9 @@ class PlaySession:
     def _status(self) -> list[str]:
         names = self.raw.display_names or self.raw.possible_agents
         talk = ", T: talk" if self.chat is not None else ""
-        lines = [f"You: {names[self.index]} ({self.human}). H: help{talk}, Q: quit"]
+        role = self.raw.overlay.roles.get(self.human)  # under an organization (play --org)
+        you = f"{self.human}, {role}" if role else self.human
+        lines = [f"You: {names[self.index]} ({you}). H: help{talk}, Q: quit"]
         if self.chat is not None and self.chat.is_open:
             lines.append("writing: Enter sends, Esc cancels")
         elif not self.env.agents:

@@ -44,7 +44,8 @@ from orgteams.organizations.resolved import ResolvedOrganization
 from orgteams.organizations.spec import SELF_CHOSEN, Organization
 from orgteams.organizations.succession import succession_event, successor_of
 
-__all__ = ["EpisodeState", "RoundHooks", "check_member", "check_members", "play_rounds"]
+__all__ = ["EpisodeState", "RoundHooks", "check_member", "check_members", "play_rounds",
+           "update_leadership"]
 
 StateHook = Callable[["EpisodeState"], None]
 
@@ -115,6 +116,8 @@ class EpisodeState:
         succession_vote: A removed top leader whose seat the team elects at the start of
             this round (``succession: elect``): ``agent`` and ``before`` (the
             organization as resolved before the removal); None when no vote is due.
+        acts_outside: Members that speak through the loop but are never asked to act
+            (the keyboard player of ``orgteams play --org``: their keys step the env).
     """
 
     env: HighLevelEnv
@@ -140,6 +143,7 @@ class EpisodeState:
     round_tick: int = 0
     tokenizer: Tokenizer = field(default_factory=default_tokenizer, repr=False)
     succession_vote: dict[str, Any] | None = None
+    acts_outside: frozenset[str] = frozenset()
     view: MemberView = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -307,7 +311,9 @@ def check_member(agent: str, member: Any) -> None:
 _METHODS = frozenset({"reset", "observe", "receive", "communicate", "act", "set_leader"})
 
 
-def _update_leadership(state: EpisodeState) -> None:
+def update_leadership(state: EpisodeState) -> None:
+    """Leadership at the start of a round: round 0 tells members who leads; under
+    ``round_robin`` / ``most_progress`` the leader changes (a ``leader_change`` event)."""
     org, resolved = state.organization, state.resolved
     if state.round == 0:  # the top tier as resolved: tells members who leads
         state.set_leaders(list(resolved.top_leaders))
@@ -324,7 +330,7 @@ async def play_round(state: EpisodeState) -> None:
     """One decision round: round-start hooks, leadership, communicate, act, round-end hooks."""
     for hook in state.hooks.round_start:
         hook(state)
-    _update_leadership(state)
+    update_leadership(state)
     abstained = await communicate_phase(state)
     await act_phase(state, abstained)
     state.progress.append(sum(state.env.base.world.progress))

@@ -176,8 +176,7 @@ async def _act_in_turn(state: EpisodeState, si: int, stage: Stage, abstained: se
     round's messages come at the end of the phase).
     """
     env = state.env
-    deciders = [a for a in stage.speakers if a not in abstained and a in state.members
-                and (env.needs_decision(a) or state.members[a].acts_every_round)]
+    deciders = [a for a in stage.speakers if a not in abstained and _may_act(state, a)]
     for a in deciders:
         _deliver(state, {a: inbox[a]})
         inbox[a] = []
@@ -194,6 +193,14 @@ async def _act_in_turn(state: EpisodeState, si: int, stage: Stage, abstained: se
             out.append(action_output(a, actions[a], labels.get(actions[a], actions[a]),
                                      state.round, si))
     return out
+
+
+def _may_act(state: EpisodeState, agent: str) -> bool:
+    """Whether the round loop asks ``agent`` for an action now: a member (not one that
+    acts outside the loop) whose plan ended or that acts every round."""
+    member = state.members.get(agent)
+    return member is not None and agent not in state.acts_outside and (
+        state.env.needs_decision(agent) or member.acts_every_round)
 
 
 def _drop_undeliverable(state: EpisodeState, agent: str, d: CommunicateDecision) -> None:
@@ -284,8 +291,7 @@ async def decide_actions(state: EpisodeState, abstained: set[str] = frozenset(),
     """
     env = state.env
     if deciders is None:
-        deciders = [a for a in state.active() if a not in abstained and a in state.members
-                    and (env.needs_decision(a) or state.members[a].acts_every_round)]
+        deciders = [a for a in state.active() if a not in abstained and _may_act(state, a)]
     team = dict(state.roster.by_id)  # one copy per phase, shared by the contexts
     history = state.shared_history()
     ctxs = {a: ActContext(state.round, a, state.roster.name(a), team,
@@ -313,9 +319,8 @@ async def act_phase(state: EpisodeState, abstained: set[str]) -> None:
     for hook in state.hooks.phase:
         hook(state, "act")
     early, state.early_actions = state.early_actions, {}
-    deciders = [a for a in state.active() if a not in abstained and a in state.members
-                and a not in early
-                and (env.needs_decision(a) or state.members[a].acts_every_round)]
+    deciders = [a for a in state.active() if a not in abstained and a not in early
+                and _may_act(state, a)]
     actions, chosen = await decide_actions(state, abstained, deciders)
     state.check_stop()
     for agent, (action, decision) in early.items():  # decided in turn (sequential)

@@ -160,6 +160,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="who drives the other agents: random (primitive actions), planner, "
                         "or an LLM member spec: local, openai:<model>, scripted (high-level "
                         "plans; your keys play one tick each)")
+    p.add_argument("--org", default=None,
+                   help="organization name or YAML path (as orgteams run --org) the teammates "
+                        "(planner or LLM) and your agent play under: who hears whom, speaking "
+                        "order, roles, rules (default: none, everyone hears everyone)")
     p.add_argument("--cache", default=None, help="SQLite response cache for LLM teammates")
     p.add_argument("--silent", action="store_true",
                    help="LLM teammates act without talking first (half the wait)")

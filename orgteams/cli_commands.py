@@ -124,7 +124,8 @@ def cmd_play(args: argparse.Namespace) -> int:
 
     out = play_with(args.others, layout=args.layout, task=args.task, num_agents=args.agents,
                     human_agent=args.agent, seed=args.seed, fps=args.fps, cache=args.cache,
-                    talk=not args.silent, scale=args.scale, log_path=args.log)
+                    talk=not args.silent, scale=args.scale, log_path=args.log,
+                    organization=args.org)
     if args.json:
         _print_json(out)
     else:
@@ -132,7 +133,9 @@ def cmd_play(args: argparse.Namespace) -> int:
         said = (f", teammates said {out['teammate_messages']} message(s), you said "
                 f"{out['player_messages']}" if "teammate_messages" in out else "")
         logs = f"; log {', '.join(out['logs'])}" if out.get("logs") else ""
-        print(f"played {out['ticks']} tick(s) of seed {out['seed']}: {done}{said}{logs}")
+        org = (f" under {out['organization']} (you: {args.agent}, "
+               f"{out['player_role'] or 'no role'})" if out.get("organization") else "")
+        print(f"played {out['ticks']} tick(s) of seed {out['seed']}{org}: {done}{said}{logs}")
     return 0
 
 

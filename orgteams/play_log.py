@@ -27,6 +27,10 @@ class PlayLog:
     Args:
         path: The first episode's file.
         organization: The name written in the episode line (the teammates' organization).
+
+    Attributes:
+        player_role: The player's role under the organization (``orgteams play --org``;
+            the teammates keep it current), written in the summary line; None for none.
     """
 
     def __init__(self, path: str | Path, organization: str = "play") -> None:
@@ -35,6 +39,7 @@ class PlayLog:
         self._log: EpisodeLog | None = None
         self._env: Any = None
         self._world: Any = None  # the latest state of the episode being written
+        self.player_role: str | None = None
 
     def start(self, env: Any, seed: int | None, current_round: Callable[[], int]) -> None:
         """A new episode of ``env`` (just reset): ends the last file, opens the next."""
@@ -75,7 +80,8 @@ class PlayLog:
         mine = [r for r in spoken if r["agent"] == player]
         team_log.end_replay_log(log, world)
         log.write({"record": "summary", "ticks": world.tick, "success": bool(world.success),
-                   "player": player, "messages_sent": len(spoken),
+                   "player": player, "player_role": self.player_role,
+                   "messages_sent": len(spoken),
                    "player_messages": len(mine),
                    "player_message_tokens": sum(r["message_tokens"] for r in mine),
                    "message_tokens": sum(r["message_tokens"] for r in spoken)})

@@ -17,7 +17,8 @@ runner's rounds. The person writes to either kind from the window (T; see
 teammates' next round, routed, logged and delivered as any member's. LLM teammates
 read it quoted in their prompts; planners read only structured messages, so they
 ignore it. ``log_path`` writes each episode as ``orgteams run --log`` does
-(:mod:`orgteams.play_log`).
+(:mod:`orgteams.play_log`). With ``organization`` (``orgteams play --org``) both
+kinds, and the player's agent, play under it instead (:mod:`orgteams.play_org`).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from collections.abc import Callable
 from typing import Any
 
 from orgteams.agents.planner import PlannerAgent
+from orgteams.agents.planner_member import PlannerMember
 from orgteams.envs._util import unknown_name
 from orgteams.envs.errors import UserError
 from orgteams.envs.highlevel import HighLevelEnv
@@ -40,6 +42,7 @@ from orgteams.organizations.phases import communicate_phase, decide_actions, del
 from orgteams.organizations.planner_team import EVERYONE_HEARS_EVERYONE, TurnTaker
 from orgteams.organizations.spec import Organization, Topology
 from orgteams.play_log import PlayLog
+from orgteams.play_org import OrgRounds, play_organization
 from orgteams.play_voice import PlayerVoice, player_speaks
 
 OTHERS = ("random", "planner")  # plus any LLM member spec: local, openai:<model>, scripted
@@ -53,12 +56,15 @@ UNORGANIZED = Organization(name="play", description="orgteams play: teammates, n
 
 
 class _Listening:
-    """What both kinds of teammates share: the player's voice and the optional log."""
+    """What both kinds of teammates share: the player's voice, the optional log and
+    the optional organization (its rounds: :attr:`rounds`)."""
 
-    def __init__(self, log: PlayLog | None) -> None:
+    def __init__(self, log: PlayLog | None, organization: Organization | None = None) -> None:
         self.log = log
         self.voice: PlayerVoice | None = None
         self.messages = 0  # what the teammates said (the player's: player_messages)
+        self.rounds = OrgRounds(organization) if organization is not None else None
+        self.player_role: str | None = None  # under an organization, the latest shown
 
     @property
     def player_messages(self) -> int:
@@ -76,11 +82,34 @@ class _Listening:
             self.voice.reset()
         if self.log is not None:
             self.log.start(env, seed, current_round)
+        if self.rounds is not None:  # the player's agent is a member from the start
+            player = env.base.overlay.you
+            if player is None:
+                raise ValueError("teammates under an organization need the player's agent: "
+                                 "set env.base.overlay.you (PlaySession does)")
+            if self.voice is None:
+                self.voice = PlayerVoice(player)
+            self._shown(self.rounds.show(env, player))
+
+    def _shown(self, role: str | None) -> None:
+        """The player's role as the window shows it now (:attr:`player_role`; the log's
+        summary)."""
+        self.player_role = role
+        if self.log is not None:
+            self.log.player_role = role
 
     def _watch(self, state: EpisodeState, on_message: Callable[[TeamMessage], None]) -> None:
         state.hooks.message.append(on_message)
         if self.log is not None:
             state.hooks.record.append(self.log.write)
+
+    def _heard(self, env: HighLevelEnv, message: TeamMessage) -> None:
+        """A bubble in the window for what the player hears: everything without an
+        organization; under one, only their own lines and messages routed to them."""
+        player = self.voice.agent_id if self.voice is not None else None
+        if self.rounds is None or message.sender == player or player in message.delivered:
+            env.base.overlay.say(message)
+        self._count(message)
 
     def _count(self, message: TeamMessage) -> None:
         if self.voice is None or message.sender != self.voice.agent_id:
@@ -95,11 +124,14 @@ class PlannerTeammates(_Listening):
     speech bubbles, as in ``orgteams run``) and then acts, on the round loop's phases
     as in :func:`~orgteams.organizations.planner_team.run_team`. What the player
     writes is delivered to them first; planners ignore free text. :attr:`messages`
-    counts what they said.
+    counts what they said. With ``organization`` they are instead
+    :class:`~orgteams.agents.planner_member.PlannerMember` s under it, the player's
+    agent in it (:mod:`orgteams.play_org`).
     """
 
-    def __init__(self, log: PlayLog | None = None) -> None:
-        super().__init__(log)
+    def __init__(self, log: PlayLog | None = None,
+                 organization: Organization | None = None) -> None:
+        super().__init__(log, organization)
         self.planners: dict[str, PlannerAgent] = {}
         self._state: EpisodeState | None = None
         self._decided = 0
@@ -112,6 +144,8 @@ class PlannerTeammates(_Listening):
         self._start(env, seed, lambda: self._decided)
 
     def __call__(self, env: HighLevelEnv, agents: list[str]) -> dict[str, str]:
+        if self.rounds is not None:
+            return self._organized(env, agents)
         state = self._state
         if state is None or state.env is not env or set(state.members) != set(agents):
             for a in agents:
@@ -137,10 +171,24 @@ class PlannerTeammates(_Listening):
         state.round += 1
         return actions
 
+    def _organized(self, env: HighLevelEnv, agents: list[str]) -> dict[str, str]:
+        """A round under the organization: planners as in ``orgteams run``."""
+        state = self._state
+        if state is None or state.env is not env:
+            state = self.rounds.start(env, {a: PlannerMember(a) for a in agents}, self.voice)
+            self._state = state
+            self._watch(state, self._said)
+        else:
+            state.round += 1
+        actions, _ = asyncio.run(self.rounds.play(state, self.voice, list(agents),
+                                                  list(agents)))
+        self._decided = state.round
+        self._shown(self.rounds.shown(state, self.voice.agent_id))
+        return actions
+
     def _said(self, message: TeamMessage) -> None:
         """A bubble for the player (decisions run on this thread, which owns the window)."""
-        self._state.env.base.overlay.say(message)
-        self._count(message)
+        self._heard(self._state.env, message)
 
 
 class MemberTeammates(_Listening):
@@ -155,12 +203,14 @@ class MemberTeammates(_Listening):
     available becomes the safe action (counted in :attr:`fallbacks`). The decisions
     run on a background event loop; meanwhile :attr:`waiting`, which the play session
     sets, keeps the window drawn and responsive (a local model takes seconds per
-    decision on a CPU; talking doubles that).
+    decision on a CPU; talking doubles that). With ``organization`` the rounds
+    (0-based) follow it instead, the player's agent in them (:mod:`orgteams.play_org`).
     """
 
     def __init__(self, spec: str, *, seed: int | None = 0, cache: str | None = None,
-                 talk: bool = True, log: PlayLog | None = None):
-        super().__init__(log)
+                 talk: bool = True, log: PlayLog | None = None,
+                 organization: Organization | None = None):
+        super().__init__(log, organization)
         kind = spec.split(":", 1)[0]
         if kind not in LLM_KINDS:
             raise unknown_name("LLM teammate kind", kind, LLM_KINDS)
@@ -173,6 +223,7 @@ class MemberTeammates(_Listening):
         self.decisions = 0
         self.fallbacks = 0
         self.waiting: Callable[[], None] | None = None
+        self._spoken: list[TeamMessage] = []
         self._loop = asyncio.new_event_loop()
         threading.Thread(target=self._loop.run_forever, daemon=True,
                          name="orgteams-teammates").start()
@@ -182,7 +233,10 @@ class MemberTeammates(_Listening):
         for member in self.members.values():
             member.reset()
         self.round = 0
-        self._start(env, seed, lambda: self.round)
+        if self.rounds is not None:  # the organization's rounds count from 0, as in run
+            self._start(env, seed, lambda: max(self.round - 1, 0))
+        else:
+            self._start(env, seed, lambda: self.round)
 
     def __call__(self, env: HighLevelEnv, agents: list[str]) -> dict[str, str]:
         from orgteams import team as team_module  # looked up per call: tests replace it
@@ -196,26 +250,20 @@ class MemberTeammates(_Listening):
         voice = self.voice if self.voice is not None and self.voice.outbox else None
         if not deciders and voice is None:
             return {}
-        ids = list(env.possible_agents)
-        team = Team.of(ids, list(env.base.display_names or ids))
-        state = EpisodeState(env, UNORGANIZED, UNORGANIZED.resolve(team),
-                             {a: self.members[a] for a in agents}, round=self.round,
-                             tokenizer=self.pool.tokenizer)
-        spoken: list[TeamMessage] = []
-        self._watch(state, spoken.append)
-
-        async def decide() -> tuple[dict[str, str], dict[str, Any]]:
-            if voice is not None:
-                await player_speaks(state, voice)
-            if not deciders:
-                return {}, {}
-            if self.talk:
-                await communicate_phase(state, speakers=deciders)
-            chosen = await decide_actions(state, deciders=deciders)
-            deliver_held(state)  # what they said to each other: heard after choosing
-            return chosen
-
-        future = asyncio.run_coroutine_threadsafe(decide(), self._loop)
+        spoken = self._spoken = []  # this round's messages (the hooks append to it)
+        if self.rounds is not None:
+            state = self.rounds.state
+            if state is None or state.env is not env:
+                state = self.rounds.start(env, {a: self.members[a] for a in agents},
+                                          self.voice, tokenizer=self.pool.tokenizer)
+                self._watch(state, lambda m: self._spoken.append(m))
+            state.round = self.round - 1  # counted from 0 under an organization, as in run
+            decide = self.rounds.play(state, self.voice, deciders if self.talk else [],
+                                      deciders)
+        else:
+            state = self._unorganized(env, agents)
+            decide = self._decide(state, voice, deciders)
+        future = asyncio.run_coroutine_threadsafe(decide, self._loop)
         while not future.done():
             if self.waiting is not None:
                 self.waiting()
@@ -223,11 +271,36 @@ class MemberTeammates(_Listening):
                 time.sleep(0.01)
         actions, decisions = future.result()
         for message in spoken:  # drawn here: the main thread owns the window
-            env.base.overlay.say(message)
-            self._count(message)
-        self.fallbacks += sum(actions[a] != decisions[a].action_id for a in deciders)
+            self._heard(env, message)
+        if self.rounds is not None:
+            self._shown(self.rounds.shown(state, self.voice.agent_id))
+        self.fallbacks += sum(actions[a] != decisions[a].action_id for a in deciders
+                              if a in decisions)
         self.decisions += len(deciders)
         return actions
+
+    def _unorganized(self, env: HighLevelEnv, agents: list[str]) -> EpisodeState:
+        """This round's state without an organization (nothing carries over)."""
+        ids = list(env.possible_agents)
+        team = Team.of(ids, list(env.base.display_names or ids))
+        state = EpisodeState(env, UNORGANIZED, UNORGANIZED.resolve(team),
+                             {a: self.members[a] for a in agents}, round=self.round,
+                             tokenizer=self.pool.tokenizer)
+        self._watch(state, lambda m: self._spoken.append(m))
+        return state
+
+    async def _decide(self, state: EpisodeState, voice: PlayerVoice | None,
+                      deciders: list[str]) -> tuple[dict[str, str], dict[str, Any]]:
+        """The player's stage, the deciders' talk, their choices (no organization)."""
+        if voice is not None:
+            await player_speaks(state, voice)
+        if not deciders:
+            return {}, {}
+        if self.talk:
+            await communicate_phase(state, speakers=deciders)
+        chosen = await decide_actions(state, deciders=deciders)
+        deliver_held(state)  # what they said to each other: heard after choosing
+        return chosen
 
     def close(self) -> None:
         """Stop the background loop and close the members' backends (a local server stops)."""
@@ -236,25 +309,32 @@ class MemberTeammates(_Listening):
 
 
 def play_with(others: str = "random", *, cache: str | None = None, talk: bool = True,
-              log_path: str | None = None, **play_kwargs: Any) -> dict[str, Any]:
+              log_path: str | None = None, organization: str | Organization | None = None,
+              **play_kwargs: Any) -> dict[str, Any]:
     """:func:`orgteams.envs.play.play` beside ``others``: ``"random"`` (primitive
     actions), ``"planner"``, or an LLM member spec (``local``, ``openai:<model>``,
     ``scripted``; ``cache`` is their response cache, ``talk`` False keeps them silent).
-    ``log_path``: write each episode's log there (not with ``"random"``)."""
-    if others == "random":
-        if log_path is not None:
-            raise UserError("--log needs teammates that play in rounds: --others planner "
+    ``log_path``: write each episode's log there (not with ``"random"``).
+    ``organization``: a name, YAML path or :class:`Organization` the team, the
+    player's agent included, plays under (:mod:`orgteams.play_org`; not with
+    ``"random"``); None: no organization."""
+    for option, given in (("--log", log_path), ("--org", organization)):
+        if others == "random" and given is not None:
+            raise UserError(f"{option} needs teammates that play in rounds: --others planner "
                             "or an LLM (local, openai:<model>, scripted)")
+    if others == "random":
         return play(others="random", **play_kwargs)
     if others != "planner" and others.split(":", 1)[0] not in LLM_KINDS:
         raise unknown_name("others", others, OTHERS + LLM_KINDS)
-    log = PlayLog(log_path) if log_path is not None else None
+    org = play_organization(organization)  # before any window: a bad file is one line
+    log = PlayLog(log_path, **({"organization": org.name} if org else {})) \
+        if log_path is not None else None
     teammates: PlannerTeammates | MemberTeammates
     if others == "planner":
-        teammates = PlannerTeammates(log=log)
+        teammates = PlannerTeammates(log=log, organization=org)
     else:
         teammates = MemberTeammates(others, seed=play_kwargs.get("seed", 0), cache=cache,
-                                    talk=talk, log=log)
+                                    talk=talk, log=log, organization=org)
     try:
         summary = play(teammates=teammates, **play_kwargs)
     finally:
@@ -267,6 +347,8 @@ def play_with(others: str = "random", *, cache: str | None = None, talk: bool = 
     if isinstance(teammates, MemberTeammates):
         out.update(teammate_decisions=teammates.decisions,
                    teammate_fallbacks=teammates.fallbacks)
+    if org is not None:
+        out.update(organization=org.name, player_role=teammates.player_role)
     if log is not None:
         out["logs"] = [str(p) for p in log.paths]
     return out
