@@ -3,9 +3,9 @@
 Under ``rules.assign_work: leader`` the top leader, each round before it decides for
 itself, gives every reachable teammate that must decide now one order (:func:`lead`):
 
-1. a teammate with a free hand: ``grab`` the nearest known object that the goal still
-   needs once everything held, claimed and already ordered is counted (so no class is
-   ordered more units than the goal needs);
+1. a teammate with a free hand: ``grab`` the nearest known object, carried by nobody,
+   that the goal still needs once everything held, claimed and already ordered is
+   counted (so no class is ordered more units than the goal needs);
 2. else, with empty hands: ``explore`` the nearest room that neither the leader nor a
    teammate has explored (teammates report explored rooms as ``done`` with a ``room``)
    and nobody else claimed or was sent to;
@@ -92,11 +92,13 @@ def needed_for(planner: PlannerAgent, env: HighLevelEnv, agent: str) -> dict[str
 
 
 def _grab_order(planner: PlannerAgent, env: HighLevelEnv, agent: str) -> str | None:
-    """The nearest object the goal needs that nobody else has, claimed or ordered."""
+    """The nearest object the goal needs that nobody carries, claimed or was ordered."""
     mem = env.memory(planner.agent_id)
     need = needed_for(planner, env, agent)
+    carried = {o for a in env.agents for o in _held(env, a)}
     cands = [o for o, b in mem.objects.items()
-             if b.kind == "furniture" and need.get(o.rpartition("_")[0], 0) > 0
+             if b.kind == "furniture" and o not in carried
+             and need.get(o.rpartition("_")[0], 0) > 0
              and o not in planner._placed and not planner._on_target(env, o)
              and planner.claims.get(o, (agent,))[0] == agent
              and planner.assigned.get(o, agent) == agent

@@ -117,18 +117,35 @@ def test_the_leader_does_not_reorder_the_room_an_agent_just_finished():
     assert _orders(said).get("agent_1") != f"explore:{last}", _orders(said)
 
 
-def test_a_member_carrying_goal_objects_is_not_sent_exploring():
-    env, leader = _team()
+def _give(env: HighLevelEnv, agent: int, obj: str) -> str:
+    """Put ``obj`` in ``agent``'s hand (as if it had just grabbed it); its old place."""
     world = env.base.world
-    obj = _units(env, "apple")[0]
     i = world.scene.objects.index(obj)
     f = world.where(i)[1]
-    hands = list(world.hands)
-    hands[1] = (i,)
-    contents = list(world.contents)
+    hands, contents = list(world.hands), list(world.contents)
+    hands[agent] = (i,)
     contents[f] = tuple(o for o in contents[f] if o != i)
     env.load_state(replace(world, hands=hands, contents=contents))
+    return world.scene.layout.furniture[f].name
+
+
+def test_a_member_carrying_goal_objects_is_not_sent_exploring():
+    env, leader = _team()
+    _give(env, 1, _units(env, "apple")[0])
     env.memory("agent_0").objects.clear()
     said = leader.communicate(env, [])
     assert "agent_1" not in _orders(said), _orders(said)  # it delivers on its own
     assert _orders(said)["agent_2"].startswith("explore:")
+
+
+def test_nobody_is_ordered_to_grab_what_a_teammate_carries():
+    env, leader = _team()
+    assert next(p.count for p in env.base.world.scene.goal if p.cls == "wine") == 2
+    obj = _units(env, "wine")[0]  # one of the two wines the goal needs
+    was = _give(env, 1, obj)  # agent_1 grabbed it (and must decide what next)
+    env.memory("agent_0").objects.clear()
+    env.memory("agent_0").note_object(obj, was, tick=0)  # the leader heard where it was
+    leader.claims[obj] = ("agent_1", 0)  # and agent_1's claim
+    said = leader.communicate(env, [])
+    assert f"grab:{obj}" not in _orders(said).values(), _orders(said)
+    assert leader.status(env) != f"grab:{obj}"
