@@ -17,7 +17,7 @@ from orgteams.team import run_episode
 # (organization, succession rule, seed, whether no walk at all gave up blocked). Which
 # of them lose a walk to a crossing moves with what the planners do: since the planner
 # leader stopped re-ordering explored rooms (agents/planner_lead.py), leader/none/15
-# loses three in the hallway and pyramid/next/15 none.
+# loses three, pyramid/next/9 one, and pyramid/next/15 none.
 JAMMED = [("leader", "next", 15, False), ("leader", "none", 15, False),
           ("pyramid", "next", 9, False), ("pyramid", "next", 15, True),
           ("pyramid", "none", 15, True)]
@@ -41,9 +41,7 @@ def test_nine_planners_on_the_house_finish_after_losing_their_leader(org, succes
     assert summary["success"], summary["units_done"]
     assert summary["ticks"] < summary["step_limit"]
     blocked = _gave_up_blocked(result.records)
-    # the dead end is never sealed (sealed, 120-156 walks gave up there an episode);
-    # two walks met head-on in its one-cell corridor may give up (pyramid/next/9)
-    assert len([b for b in blocked if "cabinet_3" in b]) <= 2, blocked
+    assert not [b for b in blocked if "cabinet_3" in b]  # the dead end is never sealed
     if clean:  # (the others still lose a walk or two to hallway crossings)
         assert blocked == []
 
