@@ -149,3 +149,18 @@ def test_nobody_is_ordered_to_grab_what_a_teammate_carries():
     said = leader.communicate(env, [])
     assert f"grab:{obj}" not in _orders(said).values(), _orders(said)
     assert leader.status(env) != f"grab:{obj}"
+
+
+def test_a_budget_drops_room_reports_before_where_goal_objects_are():
+    from orgteams.agents.member_rules import within_budget
+    from orgteams.agents.planner_member import priority
+
+    room = TeamMessage.structured("agent_1", ("agent_0",), "done", {"room": "kitchen"})
+    found = TeamMessage.structured("agent_1", ("agent_0",), "found",
+                                   {"object": "apple_1", "location": "fridge"})
+    placed = TeamMessage.structured("agent_1", ("agent_0",), "done",
+                                    {"object": "apple_1", "target": "fridge"})
+    ranked = sorted([room, found, placed], key=priority)
+    assert ranked == [placed, found, room]
+    kept, dropped = within_budget(ranked, MemberRules(max_messages=2), lambda m: 1)
+    assert (kept, dropped) == ([placed, found], [room])
