@@ -17,10 +17,11 @@ s: ``claim`` for each object it goes to grab and each room it goes to explore,
 ``found`` for goal objects it sees, ``done`` when it placed one, ``release`` when
 it gives up. Two claims on one object: the earlier tick wins, then the lower
 agent index. A leader (``role="leader"``, under ``rules.assign_work: leader``; the
-member sets ``rules``, :mod:`~orgteams.agents.member_rules`) assigns the nearest needed object (else
-the nearest unexplored room) to each teammate that needs a decision, by distance,
-instead of everyone claiming greedily; the leader reads teammates' positions from
-the world, as a leader watching its team would.
+member sets ``rules``, :mod:`~orgteams.agents.member_rules`) orders each teammate that
+needs a decision to grab the nearest object still needed, else to explore the nearest
+room nobody explored, instead of everyone claiming greedily
+(:mod:`~orgteams.agents.planner_lead`); under such a leader members report each room
+they have explored (``done`` with ``room``), since the leader assigns rooms.
 
 :func:`orgteams.organizations.planner_team.run_team` runs one episode of planners
 with everyone hearing everyone.
@@ -31,6 +32,7 @@ from __future__ import annotations
 from collections import Counter
 
 from orgteams.agents.member_rules import MemberRules
+from orgteams.agents.planner_lead import ROOM, lead
 from orgteams.envs.highlevel import HighLevelEnv
 from orgteams.envs.messages import EVERYONE, TeamMessage
 
@@ -52,9 +54,12 @@ class PlannerAgent:
         self.room_claims: dict[str, str] = {}  # agent -> room it explores
         self.assignment: dict | None = None
         self.assigned: dict[str, str] = {}  # leader: object or "room:<r>" -> agent
+        self.assigned_at: dict[str, int] = {}  # leader: the tick of each order in assigned
+        self.explored: set[str] = set()  # rooms teammates reported explored
         self._heard: list[TeamMessage] = []
         self._outbox: list[TeamMessage] = []
         self._announced: set[tuple[str, str]] = set()
+        self._rooms_reported: set[str] = set()
         self._placed: set[str] = set()
         self._last_action = ""
         self._intent: str | None = None  # decided (and claimed) while communicating
@@ -86,6 +91,8 @@ class PlannerAgent:
                     self.assigned.pop(c["object"], None)
                 if "room" in c and self.room_claims.get(m.sender) == c["room"]:
                     del self.room_claims[m.sender]
+            elif m.kind == "done" and "room" in c:
+                self.explored.add(c["room"])
             elif m.kind == "done":
                 self.claims.pop(c["object"], None)
                 self.assigned.pop(c["object"], None)
@@ -117,7 +124,7 @@ class PlannerAgent:
                 if m.kind == "found" or (m.kind == "assign" and "location" in c):
                     obj = c["object"] if m.kind == "found" else c["action"].partition(":")[2]
                     mem.note_object(obj, c["location"], c.get("tick"))
-                elif m.kind == "done":
+                elif m.kind == "done" and "object" in c:
                     mem.note_object(c["object"], c["location"], c.get("tick"))
             except (KeyError, ValueError):
                 continue  # a malformed or stale note is ignored, not fatal
@@ -140,7 +147,7 @@ class PlannerAgent:
         self._apply_heard(env)
         self._announce(env)
         if self.role == "leader" and self.rules.assign_work == "leader":
-            self._lead(env, reach)
+            lead(self, env, reach)
         self.abstaining = self.rules.may_abstain and env.needs_decision(self.agent_id) \
             and not self._useful(env)
         if env.needs_decision(self.agent_id) and not self.abstaining:
@@ -171,6 +178,14 @@ class PlannerAgent:
                 self._announced.add((obj, b.location))
                 self.found_by[self.agent_id] += 1
                 self._say("found", object=obj, location=b.location, tick=b.tick)
+        to = self.rules.report_to
+        if self.rules.assign_work == "leader" and self.role != "leader" and (
+                to is None or set(to) & set(self.rules.leaders)):
+            # the leader that assigns rooms knows only what it is told: which ones are done
+            for room in mem.rooms:
+                if room not in self._rooms_reported and mem.room_explored(room):
+                    self._rooms_reported.add(room)
+                    self._say("done", room=room)
 
     # ---- acting ----
     def act(self, env: HighLevelEnv) -> str:
@@ -264,9 +279,9 @@ class PlannerAgent:
         ftype = f.type if f else b.location.rstrip("_0123456789")
         return bool(target) and ftype == target
 
-    def _remaining(self, env: HighLevelEnv, exclude_claims_of: str | None = None
-                   ) -> dict[str, int]:
-        """Units each class still needs after what is held and claimed by others."""
+    def _remaining(self, env: HighLevelEnv) -> dict[str, int]:
+        """Units each class still needs after what is held, claimed by others and (a
+        leader) ordered to others and not yet claimed."""
         goal, progress = self._goal(env)
         need: dict[str, int] = {}
         for p, have in zip(goal, progress):
@@ -277,14 +292,18 @@ class PlannerAgent:
                 need[cls] -= 1
         for obj, (who, _) in self.claims.items():
             cls = obj.rpartition("_")[0]
-            if who not in (self.agent_id, exclude_claims_of) and cls in need \
-                    and obj not in self._placed:
+            if who != self.agent_id and cls in need and obj not in self._placed:
+                need[cls] -= 1
+        for obj, who in self.assigned.items():
+            cls = obj.rpartition("_")[0]
+            if who != self.agent_id and cls in need and obj not in self.claims \
+                    and not obj.startswith(ROOM):
                 need[cls] -= 1
         return need
 
-    def _candidates(self, env: HighLevelEnv, agent: str | None = None) -> list[str]:
+    def _candidates(self, env: HighLevelEnv) -> list[str]:
         """Known objects the goal still needs that nobody else claimed."""
-        me = agent or self.agent_id
+        me = self.agent_id
         mem = env.memory(self.agent_id)
         need = self._remaining(env)
         out = []
@@ -360,42 +379,16 @@ class PlannerAgent:
             return None
         return f"put:{min(spots, key=lambda f: (self._dist(env, me, f), f))}"
 
-    def _explore(self, env: HighLevelEnv, valid: set[str], agent: str | None = None,
-                 taken: set[str] = frozenset()) -> str | None:
-        me = agent or self.agent_id
-        mem = env.memory(self.agent_id)
-        others = {r for a, r in self.room_claims.items() if a != me} | set(taken)
+    def _explore(self, env: HighLevelEnv, valid: set[str]) -> str | None:
+        me = self.agent_id
+        mem = env.memory(me)
+        others = {r for a, r in self.room_claims.items() if a != me}
+        others |= {k[len(ROOM):] for k, a in self.assigned.items() if k.startswith(ROOM)}
         rooms = [r for r in mem.rooms if not mem.room_explored(r) and f"explore:{r}" in valid]
         free = [r for r in rooms if r not in others] or rooms
         if not free:
             return None
         return f"explore:{min(free, key=lambda r: (self._room_dist(env, me, r), r))}"
-
-    # ---- leader ----
-    def _lead(self, env: HighLevelEnv, reach: list[str] | None = None) -> None:
-        """Assign each reachable teammate that must decide the nearest open subgoal."""
-        team = [a for a in env.agents if a != self.agent_id and env.needs_decision(a)
-                and (reach is None or a in reach)]
-        rooms_taken = {k[5:] for k, v in self.assigned.items() if k.startswith("room:")}
-        valid = {a.id for a in env.available_actions(self.agent_id)}
-        for agent in team:
-            cands = [o for o in self._candidates(env, agent) if self.assigned.get(o) is None]
-            if cands:
-                mem = env.memory(self.agent_id)
-                obj = min(cands, key=lambda o: (self._dist(env, agent, mem.objects[o].location), o))
-                self.assigned[obj] = agent
-                self._say("assign", (agent,), agent=agent, action=f"grab:{obj}",
-                          target=self._target_of(env, obj), location=mem.objects[obj].location,
-                          tick=mem.objects[obj].tick)
-                continue
-            explore = self._explore(env, valid, agent, rooms_taken)
-            if explore:
-                room = explore.partition(":")[2]
-                for k in [k for k, v in self.assigned.items() if v == agent and k[:5] == "room:"]:
-                    del self.assigned[k]
-                self.assigned[f"room:{room}"] = agent
-                rooms_taken.add(room)
-                self._say("assign", (agent,), agent=agent, action=explore)
 
 
 __all__ = ["PlannerAgent", "ROLES"]

@@ -39,6 +39,14 @@ from orgteams.envs.messages import EVERYONE, render
 
 PRIORITY = ("assign", "correct", "claim", "release", "done", "found", "status")
 """Message kinds, most important first: what a budget keeps."""
+
+
+def priority(m: TeamMessage) -> float:
+    """Where ``m`` ranks under :data:`PRIORITY` (lower is kept first); a room report
+    (``done`` with ``room``) ranks after ``found``: where goal objects are matters more."""
+    if m.kind == "done" and "room" in m.content:
+        return PRIORITY.index("found") + 0.5
+    return PRIORITY.index(m.kind) if m.kind in PRIORITY else len(PRIORITY)
 REPORTS = {"found": ("on_new_information", "every_round"),
            "done": ("on_new_information", "every_round", "on_completion"),
            "status": ("every_round",)}
@@ -196,8 +204,7 @@ class PlannerMember(MemberBase):
                 out.append(replace(TeamMessage.structured(
                     self.agent_id, to, "status", {"doing": doing, "holding": held}),
                     round=ctx.round))
-        return sorted(out, key=lambda m: PRIORITY.index(m.kind) if m.kind in PRIORITY
-                      else len(PRIORITY))
+        return sorted(out, key=priority)
 
     def _role(self, env, abstain: bool) -> str:
         """Its self-chosen role, from what it will do (:data:`ROLE_VOCABULARY`)."""

@@ -21,6 +21,8 @@ found      ``{"object": "apple_1", "location": "fridge"}``    "seen apple_1 in f
 assign     ``{"agent": "agent_1", "action": "grab:cupcake_2", "agent_1: grab cupcake_2 ->
            "target": "coffee_table"}`` (target optional)    coffee_table"
 done       ``{"object": "cupcake_2", "target": "coffee_table"}``  "done cupcake_2 -> coffee_table"
+           or ``{"room": "kitchen"}`` (explored it; to a leader  "done explore kitchen"
+           that assigns work)
 status     ``{"doing": "grab:cupcake_2", "holding": [..]}``   "doing grab cupcake_2, holding
            (a report every round, organization rules)        apple_1"
 correct    ``{"agent": "agent_1", "action": "grab:x",        "correct agent_1: grab x (x is

@@ -73,9 +73,9 @@ def test_planner_table_leader_column_is_led_and_its_orders_are_followed():
     plain = table.run_cell("studio", "prepare_afternoon_tea", 3, 2)
     # Under the named leader organization's rules agent_0 gives orders and the ordered
     # agent does them in that round; without those rules nobody orders anything. An
-    # order a member cannot do is dropped (seed 1 here: a grab ordered to an agent
-    # with both hands full, which puts instead), so not all of them, but nearly.
-    assert led["orders"] >= 20 and led["orders_followed"] >= 0.9 * led["orders"], led
+    # order a member cannot do is dropped, so not all of them, but nearly. (11 orders
+    # over these 2 seeds since the leader stopped re-ordering rooms already explored.)
+    assert led["orders"] >= 8 and led["orders_followed"] >= 0.9 * led["orders"], led
     assert plain["orders"] == 0 and plain["orders_followed"] == 0, plain
     assert led["mean_ticks"] != plain["mean_ticks"]
 

@@ -14,9 +14,12 @@ from orgteams.envs.highlevel import HighLevelEnv
 from orgteams.organizations import load_organization
 from orgteams.team import run_episode
 
-# (organization, succession rule, seed, whether no walk at all gave up blocked)
-JAMMED = [("leader", "next", 15, False), ("leader", "none", 15, True),
-          ("pyramid", "next", 9, True), ("pyramid", "next", 15, False),
+# (organization, succession rule, seed, whether no walk at all gave up blocked). Which
+# of them lose a walk to a crossing moves with what the planners do: since the planner
+# leader stopped re-ordering explored rooms (agents/planner_lead.py), leader/none/15
+# loses three, pyramid/next/9 one, and pyramid/next/15 none.
+JAMMED = [("leader", "next", 15, False), ("leader", "none", 15, False),
+          ("pyramid", "next", 9, False), ("pyramid", "next", 15, True),
           ("pyramid", "none", 15, True)]
 
 
