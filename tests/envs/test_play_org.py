@@ -167,6 +167,22 @@ def test_planners_under_a_teammate_leader_assign_work(tmp_path):
     assert lines[-1]["player"] == "agent_1" and lines[-1]["player_role"] == "member"
 
 
+def test_a_player_who_only_waits_is_ordered_but_holds_no_work_back():
+    """A planner leader orders the player as any member; a player who only waits does not
+    keep the team from finishing: orders to them lapse and planners place every unit."""
+    teammates = PlannerTeammates(organization=load_organization("leader"))
+    s = session(teammates, human="agent_1")
+    for _ in range(200):
+        if s.raw.world.success:
+            break
+        wait(s)
+    to_player = [m for m in s.raw.overlay.log if m.kind == "assign"
+                 and m.delivered == ("agent_1",)]
+    assert s.raw.world.success  # the planners did everything, the player nothing
+    assert 0 < len(to_player) < s.raw.world.tick // 4  # not an order every round
+    s.close()
+
+
 def test_planners_take_no_orders_from_a_player_leader():
     """Documented: planners read only structured messages, so a leading player's
     words are no order to them; they work as planners without orders do."""
