@@ -11,7 +11,7 @@ episodes: ``--core scalar`` steps ``parallel_env`` copies one by one
 
 Run (``pip install "orgteams[rl]"``)::
 
-    python examples/train_ppo.py --out runs/ppo                 # 400k agent-steps
+    python examples/train_ppo.py --out runs/ppo                 # 1.5M agent-steps
     python examples/train_ppo.py --core batched --out runs/ppo  # the same, batched core
     python examples/train_ppo.py --random                       # the masked-random baseline
 
