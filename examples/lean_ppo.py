@@ -29,6 +29,7 @@ import dataclasses
 import json
 import sys
 import time
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +44,9 @@ from train_ppo import EASY, machine, play  # noqa: E402
 from orgteams.envs import household_v0  # noqa: E402
 from orgteams.envs.vector.flat_buffer import to_uint8  # noqa: E402
 
+# copy=False observations are a read-only view; torch warns when it wraps one, but
+# it is only ever copied from here.
+warnings.filterwarnings("ignore", message="The given NumPy array is not writable")
 MASKED = -1e9  # a masked logit: exp() underflows to exactly 0, and 0 * MASKED is 0
 
 
@@ -62,6 +66,7 @@ class Config:
     ent_coef: float = 0.01
     vf_coef: float = 0.5
     max_grad_norm: float = 0.5
+    bf16: int = 0           # 1: observations and the first layer's matmul in bfloat16
 
 
 class Net(nn.Module):
@@ -85,9 +90,11 @@ class Net(nn.Module):
 
     def forward(self, obs: torch.Tensor, scaled: torch.Tensor | None = None
                 ) -> tuple[torch.Tensor, torch.Tensor]:
-        """``scaled``: :meth:`scaled`, when the caller reuses it (collection)."""
-        weight = self.scaled() if scaled is None else scaled
-        h = F.relu(F.linear(obs.float(), weight, self.body.bias))
+        """``obs``: raw plane values as float32 or bfloat16 (the first matmul runs in
+        that type, the rest in float32); ``scaled``: :meth:`scaled`, when the caller
+        reuses it (collection)."""
+        weight = (self.scaled() if scaled is None else scaled).to(obs.dtype)
+        h = F.relu(F.linear(obs, weight, self.body.bias.to(obs.dtype)).float())
         return self.pi(h), self.v(h).squeeze(-1)
 
     def value(self, obs: torch.Tensor) -> torch.Tensor:
@@ -120,19 +127,19 @@ class Learner:
         self.opt = torch.optim.Adam(self.net.parameters(), lr=cfg.lr, eps=1e-5,
                                     fused=True)
         # Slot t + 1 of obs/masks is what tick t led to; the last slot starts the next
-        # rollout. numpy and torch share these buffers.
-        self.obs = torch.zeros((t + 1, m, d), dtype=torch.uint8)
+        # rollout. Observations are converted from uint8 once, as they are stored, and
+        # minibatches are runs of whole ticks: views of this buffer, never copied (a
+        # fresh tensor this big would also get fresh pages from the OS each time).
+        if cfg.ticks % cfg.minibatches:
+            raise ValueError(f"--ticks ({cfg.ticks}) must be a multiple of --minibatches "
+                             f"({cfg.minibatches})")
+        self.dtype = torch.bfloat16 if cfg.bf16 else torch.float32
+        self.obs = torch.zeros((t + 1, m, d), dtype=self.dtype)
         self.masks = torch.zeros((t + 1, m, n), dtype=torch.bool)
         self.actions = torch.zeros((t, m), dtype=torch.long)
         self.logp, self.values, self.rewards, self.dones = (
             torch.zeros((t, m)) for _ in range(4))
-        self.obs_np, self.masks_np = self.obs.numpy(), self.masks.numpy()
-        # Float copies of a tick's and a minibatch's observations, allocated once: a
-        # fresh tensor this big gets fresh pages from the OS each time (page faults
-        # cost more than the conversion).
-        self.tick_float = torch.zeros((m, d))
-        self.batch_u8 = torch.zeros((t * m // cfg.minibatches, d), dtype=torch.uint8)
-        self.batch_float = torch.zeros((t * m // cfg.minibatches, d))
+        self.masks_np = self.masks.numpy()
         self.rewards_np, self.dones_np = self.rewards.numpy(), self.dones.numpy()
         obs, infos = self.env.reset(seed=seed)
         self._store(t, obs, infos["action_mask"])  # the last slot: collect() starts there
@@ -142,7 +149,7 @@ class Learner:
 
     def _store(self, t: int, obs: np.ndarray, masks: np.ndarray) -> None:
         m = self.cfg.envs * self.agents
-        self.obs_np[t] = obs.reshape(m, -1)
+        self.obs[t].copy_(torch.from_numpy(obs.reshape(m, -1)))
         self.masks_np[t] = masks.reshape(m, -1).view(np.bool_)
 
     def collect(self) -> None:
@@ -152,7 +159,7 @@ class Learner:
         with torch.no_grad():
             scaled = self.net.scaled()
             for t in range(cfg.ticks):
-                logits, self.values[t] = self.net(self.tick_float.copy_(self.obs[t]), scaled)
+                logits, self.values[t] = self.net(self.obs[t], scaled)
                 actions, self.logp[t] = sample(logits, self.masks[t])
                 self.actions[t] = actions
                 self.invalid_sampled += int((~self.masks[t].gather(
@@ -174,7 +181,8 @@ class Learner:
                           for i in ended]
         cut = ended[trunc[ended] & ~term[ended]]
         if len(cut):
-            last = torch.from_numpy(np.stack([infos["final_obs"][i] for i in cut]))
+            last = torch.from_numpy(np.stack([infos["final_obs"][i] for i in cut])
+                                    ).to(self.dtype)
             values = self.net.value(last.reshape(len(cut) * self.agents, -1))
             rows = (cut[:, None] * self.agents + np.arange(self.agents)).reshape(-1)
             self.rewards[t, torch.from_numpy(rows)] += self.cfg.gamma * values
@@ -195,30 +203,26 @@ class Learner:
         return adv, adv + self.values
 
     def update(self) -> dict[str, float]:
-        """``epochs`` passes of clipped PPO over the rollout in ``minibatches`` parts."""
+        """``epochs`` passes of clipped PPO over the rollout in ``minibatches`` runs of
+        whole ticks (each a view of the rollout tensors), in a fresh order each epoch."""
         cfg = self.cfg
-        adv, returns = (x.reshape(-1) for x in self.advantages())
-        obs, masks = self.obs[:-1].reshape(-1, self.obs.shape[-1]), self.masks[:-1].reshape(
-            -1, self.masks.shape[-1])
-        actions, old_logp = self.actions.reshape(-1), self.logp.reshape(-1)
-        size = len(adv) // cfg.minibatches
+        adv, returns = self.advantages()
+        per = cfg.ticks // cfg.minibatches
         stats: dict[str, float] = {}
         for _ in range(cfg.epochs):
-            order = torch.randperm(len(adv))
-            for k in range(cfg.minibatches):
-                idx = order[k * size:(k + 1) * size]
-                # index_select: several times faster than obs[idx] on wide uint8 rows
-                torch.index_select(obs, 0, idx, out=self.batch_u8)
-                logits, value = self.net(self.batch_float.copy_(self.batch_u8))
-                valid = masks.index_select(0, idx)
+            for k in torch.randperm(cfg.minibatches).tolist():
+                run = slice(k * per, (k + 1) * per)
+                obs = self.obs[run].flatten(0, 1)
+                logits, value = self.net(obs)
+                valid = self.masks[run].flatten(0, 1)
                 logp_all = logits.masked_fill(~valid, MASKED).log_softmax(1)
-                logp = logp_all.gather(1, actions[idx, None]).squeeze(1)
+                logp = logp_all.gather(1, self.actions[run].reshape(-1, 1)).squeeze(1)
                 entropy = -(logp_all.exp() * logp_all).sum(1).mean()
-                a = adv[idx]
+                a = adv[run].reshape(-1)
                 a = (a - a.mean()) / (a.std() + 1e-8)
-                ratio = (logp - old_logp[idx]).exp()
+                ratio = (logp - self.logp[run].reshape(-1)).exp()
                 pg = -torch.min(ratio * a, ratio.clamp(1 - cfg.clip, 1 + cfg.clip) * a).mean()
-                vf = 0.5 * (value - returns[idx]).pow(2).mean()
+                vf = 0.5 * (value - returns[run].reshape(-1)).pow(2).mean()
                 loss = pg + cfg.vf_coef * vf - cfg.ent_coef * entropy
                 self.opt.zero_grad(set_to_none=True)
                 loss.backward()
@@ -232,7 +236,7 @@ class Learner:
         """Sampled masked actions for float32 observations (the scalar env's), as
         ``train_ppo.play`` calls it."""
         with torch.no_grad():
-            logits, _ = self.net(torch.from_numpy(to_uint8(obs, self.high)))
+            logits, _ = self.net(torch.from_numpy(to_uint8(obs, self.high)).to(self.dtype))
             return sample(logits, torch.from_numpy(np.asarray(masks, bool)))[0].numpy()
 
 
