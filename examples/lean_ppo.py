@@ -157,7 +157,7 @@ class Learner:
         cfg, a = self.cfg, self.agents
         self.obs[0], self.masks[0] = self.obs[-1], self.masks[-1]
         with torch.no_grad():
-            scaled = self.net.scaled()
+            scaled = self.net.scaled().to(self.dtype)  # once per rollout, not per tick
             for t in range(cfg.ticks):
                 logits, self.values[t] = self.net(self.obs[t], scaled)
                 actions, self.logp[t] = sample(logits, self.masks[t])
