@@ -148,5 +148,5 @@ def test_train_writes_the_curve_it_evaluated(lean, tmp_path):
 
 def test_measure_reports_both_rates_and_their_ratio(lean):
     r = lean.measure(tiny(lean, envs=2, ticks=4), slices=1, updates=1)
-    assert r["raw"] > 0 and r["lean"] > 0
+    assert r["raw"] > 0 and r["lean"] > 0 and r["raw_ids"] > 0
     assert r["ratio"] == pytest.approx(r["raw"] / r["lean"])
