@@ -29,7 +29,7 @@ def lean():
 
 def tiny(lean, **kw):
     return lean.Config(**{"envs": 3, "ticks": 8, "hidden": 8, "epochs": 2,
-                          "minibatches": 2, **kw})
+                          "minibatches": 2, "bf16": 0, **kw})
 
 
 class Recorder:
