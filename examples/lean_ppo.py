@@ -52,23 +52,28 @@ warnings.filterwarnings("ignore", message="The given NumPy array is not writable
 MASKED = -1e9  # a masked logit: exp() underflows to exactly 0, and 0 * MASKED is 0
 
 
+def _opt(default: Any, help: str) -> Any:
+    """A :class:`Config` field with its ``--help`` text."""
+    return dataclasses.field(default=default, metadata={"help": help})
+
+
 @dataclasses.dataclass
 class Config:
     """The learner's settings (``--help`` names them)."""
 
-    envs: int = 64          # households; x agents = batch entries
-    ticks: int = 32         # rollout ticks per update
-    hidden: int = 16        # units of the one layer over the whole observation
-    epochs: int = 1
-    minibatches: int = 4    # per epoch
-    lr: float = 1e-3
-    gamma: float = 0.99
-    lam: float = 0.95
-    clip: float = 0.2
-    ent_coef: float = 0.01
-    vf_coef: float = 0.5
-    max_grad_norm: float = 0.5
-    bf16: int = 1           # observations and the first layer's matmul in bfloat16 (0: float32)
+    envs: int = _opt(64, "households; x agents = batch entries")
+    ticks: int = _opt(32, "rollout ticks per update")
+    hidden: int = _opt(16, "units of the one layer over the whole observation")
+    epochs: int = _opt(1, "PPO passes over each rollout")
+    minibatches: int = _opt(4, "minibatches per epoch (runs of whole ticks)")
+    lr: float = _opt(1e-3, "Adam's learning rate")
+    gamma: float = _opt(0.99, "discount")
+    lam: float = _opt(0.95, "GAE lambda")
+    clip: float = _opt(0.2, "PPO clip range")
+    ent_coef: float = _opt(0.01, "entropy bonus weight")
+    vf_coef: float = _opt(0.5, "value loss weight")
+    max_grad_norm: float = _opt(0.5, "gradient norm clip")
+    bf16: int = _opt(1, "1: observations and the first layer's matmul in bfloat16; 0: float32")
 
 
 class Net(nn.Module):
@@ -327,7 +332,8 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--updates", type=int, default=10, help="--measure: updates per slice")
     for field in dataclasses.fields(Config):
         p.add_argument(f"--{field.name.replace('_', '-')}", type=field.type == "float"
-                       and float or int, default=field.default)
+                       and float or int, default=field.default,
+                       help=f"{field.metadata['help']} (default {field.default})")
     args = p.parse_args(argv)
     torch.set_num_threads(1)  # rates are per CPU second; one thread wastes none
     cfg = Config(**{f.name: getattr(args, f.name) for f in dataclasses.fields(Config)})
