@@ -154,14 +154,14 @@ def encode_image(images: np.ndarray, goals: np.ndarray, scale: int) -> np.ndarra
 
 def image_from_planes(p: np.ndarray, scale: int) -> np.ndarray:
     """:func:`encode_image` from the ``(n, S, S, 38)`` planes (overwritten)."""
-    p *= _image_factor()
+    p *= image_factor()
     p = p.transpose(0, 3, 1, 2)
     if scale > 1:
         p = p.repeat(scale, axis=2).repeat(scale, axis=3)
     return np.ascontiguousarray(p)
 
 
-def _image_factor() -> np.ndarray:
+def image_factor() -> np.ndarray:
     """Per plane: 255 for binary planes, :data:`COUNT_SCALE` for counts."""
     high = _plane_bounds()
     return np.where(high == 1, 255, COUNT_SCALE).astype(np.uint8)

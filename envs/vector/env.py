@@ -77,7 +77,8 @@ class VectorHouseholdEnv:
         plane values (counts as counts, not divided by their most), a quarter of the
         bytes; the space is ``Box(0, flat_scale, uint8)`` and each entry is
         ``round(x * flat_scale)`` of the float32 entry ``x``.
-        ``backend="jax"`` (the ``jax`` extra; ``obs_mode="flat"``): the tick, masks and
+        ``backend="jax"`` (the ``jax`` extra; ``flat`` or ``image`` observations in
+        float32 / uint8 as the numpy core's defaults): the tick, masks and
         observations run as one ``jit``-compiled ``vmap`` of a household's step
         (:mod:`.jax_core`); episodes and rewards stay on the numpy side."""
         if isinstance(num_envs, bool) or not isinstance(num_envs, int | np.integer) \
@@ -85,8 +86,6 @@ class VectorHouseholdEnv:
             raise ValueError(f"num_envs must be a positive integer, got {num_envs!r}")
         if backend not in BACKENDS:
             raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
-        if backend == "jax" and obs_mode != "flat":
-            raise ValueError(f"backend='jax' has obs_mode='flat' only, got {obs_mode!r}")
         if backend == "jax":  # fail here, not at the first reset, when JAX is missing
             import orgteams.envs.vector.jax_core  # noqa: F401
         if obs_mode not in VECTOR_OBS_MODES:
@@ -165,7 +164,7 @@ class VectorHouseholdEnv:
             if self.backend == "jax":
                 from orgteams.envs.vector.jax_core import JaxCore
 
-                self._jax = JaxCore(self._tables, self._inverse)
+                self._jax = JaxCore(self._tables, self._inverse, self._image_scale)
             self._reward = BatchReward(self._template.reward_shaping, self.num_envs,
                                        len(self._tables.capacity),
                                        self._batch.object_class.shape[1])
@@ -354,7 +353,7 @@ class VectorHouseholdEnv:
         if not self.observations:
             return None
         if self._jax is not None:
-            return self._jax.flat(batch)
+            return self._jax.flat(batch) if self.obs_mode == "flat" else self._jax.image(batch)
         if self._buffered():
             if self._flat is None:
                 self._flat = FlatBuffer(self._tables, self._inverse, self.num_envs,

@@ -23,7 +23,7 @@ except ImportError as exc:  # the extra is not installed
 
 from orgteams.envs.actions import HAND_CAPACITY, MAX_SLOTS, NUM_ACTIONS, Verb
 from orgteams.envs.observations import T_CLOSED, T_DOOR_CLOSED
-from orgteams.envs.rl_obs import AGENT_PLANES, TILE_PLANES
+from orgteams.envs.rl_obs import AGENT_PLANES, TILE_PLANES, image_factor
 from orgteams.envs.vector.batch import BatchState
 from orgteams.envs.vector.dynamics import TickEvents
 from orgteams.envs.vector.tables import (
@@ -44,10 +44,13 @@ _STATIC = ("object_class", "goal_class", "goal_target", "goal_count")
 
 
 class JaxCore:
-    """``step``, ``masks`` and ``flat`` of one layout's households, compiled."""
+    """``step``, ``masks`` and the ``flat`` or ``image`` observations of one layout's
+    households, compiled."""
 
-    def __init__(self, t: LayoutTables, inverse_scale: np.ndarray | None):
+    def __init__(self, t: LayoutTables, inverse_scale: np.ndarray | None,
+                 image_scale: int = 1):
         self.t = t
+        self.image_scale = image_scale
         boxes = np.flatnonzero(t.is_container)
         c = {k: _device(v) for k, v in dict(
             deltas=t.deltas, floor=t.floor, door_at=t.door_at, furniture_at=t.furniture_at,
@@ -63,6 +66,8 @@ class JaxCore:
         self._step = jax.jit(jax.vmap(self._step_one))
         self._masks = jax.jit(jax.vmap(self._masks_one))
         self._flat = jax.jit(jax.vmap(self._flat_one))
+        self._image = jax.jit(jax.vmap(self._image_one))
+        self.factor = _device(image_factor())
 
     # ---- the numpy side ----
     def step(self, s: BatchState, actions: np.ndarray) -> TickEvents:
@@ -79,6 +84,9 @@ class JaxCore:
 
     def flat(self, s: BatchState) -> np.ndarray:
         return np.array(self._flat(self._arrays(s, _DYNAMIC + _STATIC)))
+
+    def image(self, s: BatchState) -> np.ndarray:
+        return np.array(self._image(self._arrays(s, _DYNAMIC + _STATIC)))
 
     @staticmethod
     def _arrays(s: BatchState, names: tuple[str, ...]) -> dict[str, Any]:
@@ -198,7 +206,27 @@ class JaxCore:
         return out.astype(jnp.int8).reshape(agents, NUM_ACTIONS)
 
     def _flat_one(self, st: dict) -> jnp.ndarray:
-        """The flat observations of a household's agents (``observe.flat_observations``).
+        """The flat observations of a household's agents (``observe.flat_observations``):
+        the planes, then hands and goal rows, each entry scaled by its bound."""
+        grid = self._planes_one(st)
+        inv = self.inverse
+        size = grid.shape[1]
+        return jnp.concatenate([grid * inv[:size], self._tail(st) * inv[size:]], axis=1)
+
+    def _image_one(self, st: dict) -> jnp.ndarray:
+        """The image observations of a household's agents (``rl_obs.image_from_planes``):
+        ``(A, planes, side * scale, side * scale)`` uint8, each plane times its factor
+        (the same uint8 products as the numpy encoder)."""
+        side = 2 * self.t.radius + 1
+        p = self._planes_one(st).reshape(st["pos"].shape[0], side, side, -1) * self.factor
+        p = p.transpose(0, 3, 1, 2)
+        if self.image_scale > 1:
+            p = p.repeat(self.image_scale, axis=2).repeat(self.image_scale, axis=3)
+        return p
+
+    def _planes_one(self, st: dict) -> jnp.ndarray:
+        """``(A, side * side * planes)`` uint8 planes of a household's agents
+        (``observe.batch_planes``).
 
         Gathers, no scatters (a fixed-shape scatter pays for every candidate entry and
         runs as a loop on CPU): each window slot looks up the cell it shows
@@ -256,10 +284,7 @@ class JaxCore:
         dynamic = jnp.concatenate([tiles, jnp.zeros((agents, side2, 1), bool), mate[..., None],
                                    blank], axis=2).astype(jnp.uint8)
         dynamic = jnp.concatenate([dynamic, counts.astype(jnp.uint8)], axis=2)
-        grid = c["static"][stand] + dynamic.reshape(agents, -1)  # disjoint planes
-        inv = self.inverse
-        size = side2 * planes
-        return jnp.concatenate([grid * inv[:size], self._tail(st) * inv[size:]], axis=1)
+        return c["static"][stand] + dynamic.reshape(agents, -1)  # disjoint planes
 
     def _tail(self, st: dict) -> jnp.ndarray:
         """``rl_obs.flat_tail`` of every agent: hand slots' class one-hot, goal rows."""

@@ -91,13 +91,16 @@ def test_the_flat_buffer_equals_the_scalar_env_over_long_runs(layout, agents, po
     ("house", 5, "masked", {"view_radius": 4}),
     ("generated:6:1", 8, "masked", {"full_observability": True}),
     ("studio", 16, "masked", {"view_radius": 3}),
+    ("apartment", 3, "masked", {"obs_mode": "image"}),
+    ("house", 4, "mixed", {"obs_mode": "image", "view_radius": 2, "image_scale": 1}),
 ])
 def test_jax_backend_equals_the_scalar_env(layout, agents, policy, extra):
     pytest.importorskip("jax")
+    extra = {"obs_mode": "flat", **extra}
     stats = compare_with_scalar(3, 70, seed=agents, policy=policy, backend="jax",
                                 layout=layout, task="put_dishwasher_easy", units=1,
-                                num_agents=agents, obs_mode="flat",
-                                reward_shaping="subgoals", max_ticks=30, **extra)
+                                num_agents=agents, reward_shaping="subgoals", max_ticks=30,
+                                **extra)
     assert stats.ticks == 3 * 70 and stats.episodes >= 6 and stats.picks_or_puts > 0
 
 

@@ -105,8 +105,9 @@ def test_bad_arguments_are_refused():
             "backend must be one of ('numpy', 'jax'), got 'torch'")):
         household_v0.vector_env(2, backend="torch")
     with pytest.raises(ValueError, match=re.escape(
-            "backend='jax' has obs_mode='flat' only, got 'image'")):
-        household_v0.vector_env(2, backend="jax", obs_mode="image")
+            "obs_dtype=np.uint8 is for obs_mode='flat' with the numpy backend, got "
+            "obs_mode='flat', backend='jax'")):
+        household_v0.vector_env(2, backend="jax", obs_dtype=np.uint8)
 
 
 def test_copy_false_reuses_one_array_with_the_same_values():
