@@ -31,10 +31,9 @@ planner teammates get no orders: they read only structured messages, so the
 player's free text is not an order to them, and they work as planners without
 orders do (each takes the nearest needed object nobody claimed). LLM teammates read
 the player's words quoted in their prompts, and their instruction says whom to
-follow. A planner leader orders the player too, every round (each key is one tick,
-so the player's agent always "needs a decision"), and gives nobody else an object
-it gave the player until someone reports it placed (the player cannot send the
-structured ``correct`` or ``release`` that would free it).
+follow. A planner leader orders the player as it orders any member; an order the
+player does not take up lapses (:func:`~orgteams.agents.planner_lead.free_stale`),
+so the object may go to someone else.
 """
 
 from __future__ import annotations
@@ -85,8 +84,7 @@ class OrgRounds:
         self.state = None
         resolved = self.organization.resolve(_roster(env))
         roles = {a: r for a in resolved.team if (r := resolved.role_of(a)) not in ('', SELF_CHOSEN)}
-        return self._draw(env, player, roles,
-                   resolved.receivers_of(player))
+        return self._draw(env, player, roles, resolved.receivers_of(player))
 
     def start(self, env: HighLevelEnv, members: dict[str, Any], voice: PlayerVoice,
               round_index: int = 0, tokenizer: Any = None) -> EpisodeState:
@@ -149,8 +147,8 @@ class OrgRounds:
     def shown(self, state: EpisodeState, player: str) -> str | None:
         """After a round: the roles now (elections, claims, hand-overs) in the panel.
         Returns the player's role."""
-        return self._draw(state.env, player, {a: r for a in state.team if (r := state.role(a))},
-                   state.resolved.receivers_of(player))
+        roles = {a: r for a in state.team if (r := state.role(a))}
+        return self._draw(state.env, player, roles, state.resolved.receivers_of(player))
 
     def _draw(self, env: HighLevelEnv, player: str, roles: dict[str, str],
               reach: tuple[str, ...]) -> str | None:
