@@ -266,17 +266,25 @@ def test_workers_exit_when_the_sweep_process_is_killed(tmp_path):
     victim = Path(__file__).with_name("sweep_victim.py")
     parent = subprocess.Popen([sys.executable, str(victim), str(tmp_path)])
     pids_dir = tmp_path / "pids"
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and len(list(pids_dir.glob("*"))) < 2:
-        time.sleep(0.2)
-    workers = [int(p.name) for p in pids_dir.glob("*")]
-    assert len(workers) == 2 and all(_alive(w) for w in workers)
-    os.kill(parent.pid, signal.SIGKILL)
-    parent.wait()
-    deadline = time.monotonic() + 20
-    while time.monotonic() < deadline and any(_alive(w) for w in workers):
-        time.sleep(0.2)
-    assert not any(_alive(w) for w in workers)
+    workers: list[int] = []
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and len(list(pids_dir.glob("*"))) < 2:
+            time.sleep(0.2)
+        workers = [int(p.name) for p in pids_dir.glob("*")]
+        assert len(workers) == 2 and all(_alive(w) for w in workers)
+        os.kill(parent.pid, signal.SIGKILL)
+        parent.wait()
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and any(_alive(w) for w in workers):
+            time.sleep(0.2)
+        assert not any(_alive(w) for w in workers)
+    finally:  # a failed run leaves no sweep or worker behind either
+        parent.kill()
+        parent.wait()
+        for w in workers:
+            if _alive(w):
+                os.kill(w, signal.SIGKILL)
 
 
 SHOCKS = {"no_shock": [], "remove": ["remove:agent_1@2"],
