@@ -177,7 +177,7 @@ def test_cli_bad_org_is_one_clear_line(tmp_path, capsys):
 
 
 def test_ray_sweep_runs_every_cell_like_local_processes(tmp_path):
-    ray = pytest.importorskip("ray")  # the [ray] extra; CI does not install it
+    ray = pytest.importorskip("ray", reason="needs the ray extra")  # CI does not install it
     ray.init(num_cpus=2, include_dashboard=False, ignore_reinit_error=True,
              log_to_driver=False)
     try:
