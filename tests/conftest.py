@@ -32,7 +32,7 @@ if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
 
 MAX_TMP_BYTES = 50 * 2**20
 """The most a test may write into its ``tmp_path``."""
-_EXIT_GRACE_S = 10.0  # a process being stopped by a fixture's teardown may take a moment
+_EXIT_GRACE_S = 3.0  # a process a fixture stopped without waiting for it may take a moment
 # Helpers of the standard library that live as long as the test process, by design.
 _OWNED_BY_PYTHON = ("multiprocessing.resource_tracker", "multiprocessing.forkserver")
 _PR_SET_CHILD_SUBREAPER = 36  # <linux/prctl.h>
