@@ -1,10 +1,11 @@
 """Test-wide settings and guards.
 
 * Headless pygame (no display, no sound card).
-* Ctrl-C (SIGINT) stops the suite even when it was started in the background by a
-  non-interactive shell (``nohup python -m pytest &``, a CI runner): such a shell
-  starts the job with SIGINT *ignored*, and Python then installs no KeyboardInterrupt
-  handler, so the suite, and every child it starts, would ignore SIGINT.
+* Ctrl-C (SIGINT) stops the suite: also when the code under test catches the
+  KeyboardInterrupt (``orgteams.cli.main`` returns 130), and also when the suite was
+  started in the background by a non-interactive shell (``nohup python -m pytest &``,
+  a CI runner), which starts it with SIGINT *ignored* (Python then installs no
+  KeyboardInterrupt handler, and every child would inherit the ignored signal).
 * No test leaves a process behind: at the end of the session every process the
   tests started, and every orphan of theirs (the test process is their subreaper),
   must have exited; the ones still running are listed, killed, and fail the run.
@@ -27,8 +28,27 @@ os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
 os.environ.setdefault("SDL_AUDIODRIVER", "dummy")
 os.environ.setdefault("PYGAME_HIDE_SUPPORT_PROMPT", "1")
 
-if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
-    signal.signal(signal.SIGINT, signal.default_int_handler)
+_SIGINTS: list[float] = []  # when each SIGINT came
+
+
+def _on_sigint(signum: int, frame: object) -> None:
+    # Remembered as well as raised: the code under test may catch the KeyboardInterrupt
+    # (the CLI turns it into exit status 130), and the suite must stop all the same.
+    _SIGINTS.append(time.monotonic())
+    raise KeyboardInterrupt
+
+
+# Also where the suite started with SIGINT ignored (as a background job of a script).
+signal.signal(signal.SIGINT, _on_sigint)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
+    """Stop the session after a test during which SIGINT came, whoever caught it."""
+    result = yield
+    if _SIGINTS:
+        item.session.shouldstop = "SIGINT (Ctrl-C)"
+    return result
 
 MAX_TMP_BYTES = 50 * 2**20
 """The most a test may write into its ``tmp_path``."""

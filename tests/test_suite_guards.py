@@ -79,25 +79,38 @@ def _sigint_ignored() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
-def test_sigint_stops_a_suite_started_with_sigint_ignored(tmp_path):
+LONG_TEST = "    time.sleep(300)\n"
+CAUGHT = ("    try:\n"  # as orgteams.cli.main does: Ctrl-C becomes exit status 130
+          "        time.sleep(300)\n"
+          "    except KeyboardInterrupt:\n"
+          "        pass\n")
+
+
+@pytest.mark.parametrize(("body", "preexec"), [(LONG_TEST, _sigint_ignored), (CAUGHT, None)],
+                         ids=["started-with-sigint-ignored", "caught-by-the-code-under-test"])
+def test_sigint_stops_the_suite(tmp_path, body, preexec):
     started = tmp_path / "started"
     argv = _inner_suite(tmp_path / "inner", (
         "import time\n"
         "def test_long():\n"
         f"    open({str(started)!r}, 'w').close()\n"
+        f"{body}"
+        "def test_never_reached():\n"
         "    time.sleep(300)\n"))
     with subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                          preexec_fn=_sigint_ignored) as proc:
+                          preexec_fn=preexec) as proc:
         try:
             deadline = time.monotonic() + 120
             while not started.exists() and time.monotonic() < deadline:
                 time.sleep(0.1)
             assert started.exists(), "the inner suite never reached its test"
+            time.sleep(0.5)  # inside the sleep
             proc.send_signal(signal.SIGINT)
-            # "Must stop" guard with generous slack: an ignored SIGINT waits out the 300 s.
+            # "Must stop" guard with generous slack: not stopping waits out the 300 s.
             out, _ = proc.communicate(timeout=60)
         finally:
             if proc.poll() is None:
                 proc.kill()
     assert proc.returncode == pytest.ExitCode.INTERRUPTED, out
-    assert "KeyboardInterrupt" in out
+    assert "KeyboardInterrupt" in out or "Interrupted: SIGINT (Ctrl-C)" in out
+    assert "test_never_reached" not in out
