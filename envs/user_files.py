@@ -21,7 +21,7 @@ import yaml
 from orgteams.envs.errors import UserError
 from orgteams.envs.limits import MAX_FILE_BYTES, MAX_YAML_DEPTH, MAX_YAML_NODES
 
-__all__ = ["load_yaml", "read_text", "utf8_problem"]
+__all__ = ["check_yaml", "load_yaml", "read_text", "utf8_problem"]
 
 # libyaml's event parser is 40x faster than PyYAML's (both iterate, neither recurses);
 # the check only needs events, and stops at the first one past a cap.
@@ -81,15 +81,26 @@ def load_yaml(text: str, source: str, *, max_depth: int = MAX_YAML_DEPTH,
             YAML: ...`` on one line.
     """
     try:
-        try:
-            _check_shape(text, source, max_depth, max_nodes, _EVENT_LOADER)
-        except yaml.YAMLError:  # libyaml stops at its own depth, 1,000, scanning ahead:
-            # PyYAML's parser says where, as safe_load would (past our cap: ours)
-            _check_shape(text, source, max_depth, max_nodes, yaml.SafeLoader)
-            raise
+        check_yaml(text, source, max_depth=max_depth, max_nodes=max_nodes)
         return yaml.safe_load(text)
     except yaml.YAMLError as exc:
         raise UserError(f"{source}: not valid YAML: {' '.join(str(exc).split())}") from None
+
+
+def check_yaml(text: str, source: str, *, max_depth: int = MAX_YAML_DEPTH,
+               max_nodes: int = MAX_YAML_NODES) -> None:
+    """Check ``text`` against the caps of :func:`load_yaml` without loading it.
+
+    Raises:
+        UserError: Past a cap (naming ``source`` and the line).
+        yaml.YAMLError: The text is not YAML.
+    """
+    try:
+        _check_shape(text, source, max_depth, max_nodes, _EVENT_LOADER)
+    except yaml.YAMLError:  # libyaml stops at its own depth, 1,000, scanning ahead:
+        # PyYAML's parser says where, as safe_load would (past our cap: ours)
+        _check_shape(text, source, max_depth, max_nodes, yaml.SafeLoader)
+        raise
 
 
 def _check_shape(text: str, source: str, max_depth: int, max_nodes: int, loader: Any
