@@ -36,7 +36,10 @@ def _round_printer(names: dict[str, str] | None = None):
             who = name(r.get("agent", "team"))
             if r.get("phase") == "communicate" and r.get("message"):
                 to = ", ".join(map(name, r.get("delivered") or [])) or "nobody"
-                print(f"  r{round_:<3} {who} -> {to}: {r['message'][:100]}", file=sys.stderr)
+                text = r["message"]
+                if r.get("message_kind") == "assign":  # "Bob: explore kitchen", to Bob
+                    text = text.removeprefix(f"{to}: ")
+                print(f"  r{round_:<3} {who} -> {to}: {text[:100]}", file=sys.stderr)
             elif r.get("phase") == "act":
                 extra = f"  [fallback: {r['fallback']}]" if r.get("fallback") else ""
                 print(f"  r{round_:<3} {who} does {r.get('action')} "
