@@ -350,6 +350,9 @@ def _run_episode(task, layout, organization, agents, backend, seed, max_rounds, 
             recorder.end()
         if render == "human" and hold:
             _hold_window(env, result)
+    except KeyboardInterrupt as exc:
+        exc.log_path = log_path  # the CLI's "interrupted" line names what was kept
+        raise
     finally:
         if recorder is not None:
             result_frames = recorder.close()
