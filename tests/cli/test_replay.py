@@ -243,3 +243,19 @@ def test_replay_of_a_log_that_only_has_its_partial_points_to_it(episode, tmp_pat
         2, f"orgteams replay: error: no episode log at {log}, but {partial} holds the rounds "
            f"of a run that did not finish: orgteams replay {partial}")
     assert main(["replay", str(partial), "--no-window"]) == 0
+
+
+def test_a_summary_without_goal_units_still_matches_but_one_without_ticks_does_not(
+        episode, tmp_path):
+    """Play logs written before their summary had goal units replay as matching; ticks
+    and success are in every summary line, so removing one is an edit."""
+    path, result = episode
+    old = tmp_path / "old.jsonl"
+    rewrite(path, old, lambda r: {k: v for k, v in r.items() if k not in (
+        "units_done", "units_total")} if r.get("record") == "summary" else r)
+    assert replay(old, render=None).matches is True
+    rewrite(path, old, lambda r: {k: v for k, v in r.items() if k != "ticks"}
+            if r.get("record") == "summary" else r)
+    assert replay(old, render=None).problem == (
+        f"the log's summary disagrees with the replay: ticks: the summary says 'nothing', "
+        f"the replay {result.summary['ticks']} (the summary was edited)")
