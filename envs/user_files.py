@@ -21,7 +21,7 @@ import yaml
 from orgteams.envs.errors import UserError
 from orgteams.envs.limits import MAX_FILE_BYTES, MAX_YAML_DEPTH, MAX_YAML_NODES
 
-__all__ = ["check_yaml", "load_yaml", "read_text", "utf8_problem"]
+__all__ = ["check_yaml", "load_yaml", "make_parents", "read_text", "utf8_problem"]
 
 # libyaml's event parser is 40x faster than PyYAML's (both iterate, neither recurses);
 # the check only needs events, and stops at the first one past a cap.
@@ -64,6 +64,21 @@ def read_text(path: str | Path, what: str, max_bytes: int = MAX_FILE_BYTES) -> s
         return raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise UserError(f"{path}: {utf8_problem(raw, exc)}, expected {what}") from None
+
+
+def make_parents(path: Path, what: str) -> None:
+    """Create the folders of ``path``, a file we are about to write.
+
+    Raises:
+        UserError: ``<path>: cannot write <what>: <parent> is a file, not a folder`` (or
+            the system's reason: permissions, a read-only disk).
+    """
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        blocking = next((p for p in path.parents if p.exists() and not p.is_dir()), None)
+        why = f"{blocking} is a file, not a folder" if blocking else exc.strerror or exc
+        raise UserError(f"{path}: cannot write {what}: {why}") from None
 
 
 def load_yaml(text: str, source: str, *, max_depth: int = MAX_YAML_DEPTH,

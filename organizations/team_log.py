@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from orgteams.envs.errors import UserError
+from orgteams.envs.user_files import make_parents, utf8_problem
 
 
 def _default(obj: Any) -> Any:
@@ -55,9 +56,17 @@ class EpisodeLog:
         self.records: list[dict] = []
         self._fh: TextIO | None = None
         if self.path is not None:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+            # refused now, not when the finished episode is renamed over it
+            if self.path.is_dir():
+                raise UserError(f"{self.path}: is a directory; the episode log is a file "
+                                f"(for example {self.path / 'episode.jsonl'})")
             self.partial = self.path.with_name(self.path.name + ".partial")
-            self._fh = self.partial.open("w", encoding="utf-8")
+            make_parents(self.path, "the episode log")
+            try:
+                self._fh = self.partial.open("w", encoding="utf-8")
+            except OSError as exc:
+                raise UserError(f"{self.path}: cannot write the episode log: "
+                                f"{exc.strerror or exc}") from None
 
     def write(self, record: dict, keep: bool = True) -> None:
         """Append ``record`` to the file (flushed per round); keep it in memory too
@@ -101,8 +110,6 @@ def read_log_lines(path: str | Path) -> Iterator[tuple[int, dict]]:
     :class:`~orgteams.envs.errors.UserError` naming the file and line, as is a
     directory.
     """
-    from orgteams.envs.user_files import utf8_problem
-
     path = Path(path)
     if path.is_dir():
         raise UserError(f"{path}: is a directory, expected an episode log (JSONL)")

@@ -21,6 +21,7 @@ from typing import Any
 from orgteams.agents.backends.base import ChatBackend, ChatMessage, Completion
 from orgteams.agents.backends.redact import scrub_value
 from orgteams.envs.errors import UserError
+from orgteams.envs.user_files import make_parents
 
 __all__ = ["CachedBackend", "cache_key"]
 
@@ -60,11 +61,7 @@ def _open(path: Path) -> sqlite3.Connection:
     if path.is_dir():
         raise UserError(f"{path}: is a directory; --cache takes a file path (for example "
                         f"{path / 'cache.sqlite'})")
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise UserError(f"{path}: cannot create the cache's folder: "
-                        f"{exc.strerror or exc}") from None
+    make_parents(path, "the response cache")
     try:
         conn = sqlite3.connect(path, timeout=30.0, check_same_thread=False)
     except sqlite3.Error as exc:

@@ -217,3 +217,47 @@ def test_a_poisoned_cache_row_is_one_line(capsys, tmp_path, monkeypatch, good_ca
                          r"is not a cached completion \((.*)\); delete the file or give "
                          r"another --cache path", one_line(capsys))
     assert found and found.group(1).startswith(why), found
+
+
+# ---- files we write, and results files ---------------------------------------------------
+def test_a_log_path_that_cannot_be_written_is_one_line_before_the_episode(
+        capsys, tmp_path, monkeypatch):
+    """A directory as --log played the whole episode, then failed renaming onto it."""
+    folder = tmp_path / "logs"
+    folder.mkdir()
+    assert run_fails(capsys, tmp_path, monkeypatch, "--log", str(folder)) == (
+        f"orgteams run: error: {folder}: is a directory; the episode log is a file (for "
+        f"example {folder / 'episode.jsonl'})")
+    assert list(folder.iterdir()) == [] and not (tmp_path / "logs.partial").exists()
+    blob = tmp_path / "blob"
+    blob.write_text("x")
+    assert run_fails(capsys, tmp_path, monkeypatch, "--log", str(blob / "ep.jsonl")) == (
+        f"orgteams run: error: {blob / 'ep.jsonl'}: cannot write the episode log: {blob} is "
+        "a file, not a folder")
+    assert run_fails(capsys, tmp_path, monkeypatch, "--backend", "scripted", "--cache",
+                     str(blob / "c" / "cache.sqlite")) == (
+        f"orgteams run: error: {blob / 'c' / 'cache.sqlite'}: cannot write the response "
+        f"cache: {blob} is a file, not a folder")
+
+
+def test_a_binary_or_directory_results_file_is_one_line(capsys, tmp_path):
+    pytest.importorskip("scipy")
+    results = tmp_path / "results.jsonl"
+    results.write_bytes(b'{"cell": {}}\n\x80 binary\n')
+    assert main(["report", str(results), "--out", str(tmp_path / "rep")]) == 2
+    assert one_line(capsys) == (f"orgteams report: error: {results}: line 2: not UTF-8 text "
+                                "(byte 0x80; is it a binary file?), expected a results.jsonl "
+                                "file")
+    results.unlink()
+    results.mkdir()
+    assert main(["report", str(results), "--out", str(tmp_path / "rep")]) == 2
+    assert one_line(capsys) == (f"orgteams report: error: {results}: is a directory, expected "
+                                "a results.jsonl file")
+
+
+def test_a_character_cut_by_a_crash_in_the_last_results_line_is_a_torn_line(tmp_path):
+    from orgteams.sweep import read_results
+
+    results = tmp_path / "results.jsonl"
+    results.write_bytes(b'{"cell": {"seed": 1}}\n{"cell": "caf\xc3')  # cut mid-character
+    assert read_results(results) == ([{"cell": {"seed": 1}}], 1)
