@@ -261,3 +261,21 @@ def test_a_character_cut_by_a_crash_in_the_last_results_line_is_a_torn_line(tmp_
     results = tmp_path / "results.jsonl"
     results.write_bytes(b'{"cell": {"seed": 1}}\n{"cell": "caf\xc3')  # cut mid-character
     assert read_results(results) == ([{"cell": {"seed": 1}}], 1)
+
+
+@pytest.mark.parametrize("argv", [
+    ["sweep", "--backend", "planner", "--layouts", "studio", "--seeds", "1", "--quiet"],
+    ["reflect", "--backend", "planner", "--coordinator", "heuristic", "--critic", "heuristic"],
+    ["demos", "--layout", "studio", "--seeds", "1"],
+    ["experiment", "paper1-behaviours"],
+])
+@pytest.mark.parametrize("under", [False, True])
+def test_an_output_folder_that_is_a_file_is_one_line(capsys, tmp_path, monkeypatch, argv, under):
+    monkeypatch.chdir(tmp_path)
+    blob = tmp_path / "blob"
+    blob.write_text("x")
+    out = blob / "sub" if under else blob
+    assert main([*argv, "--out", str(out)]) == 2
+    assert one_line(capsys) == (f"orgteams {argv[0]}: error: {out}: --out must be a folder, "
+                                f"but {blob} is a file")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["blob"]
