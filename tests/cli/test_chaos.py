@@ -29,7 +29,7 @@ pytest.importorskip("tenacity")
 EXPECTED = {
     "http500": ("http", 500, "InternalServerError"),
     "http429": ("http", 429, "RateLimitError"),
-    "timeout": ("timeout", None, "APITimeoutError"),
+    "timeout": ("timeout", None, "DeadlineExceeded"),  # our per-request deadline
     "truncated": ("protocol", None, "JSONDecodeError"),
     "non_json": ("protocol", None, "UnexpectedBody"),
     "drop": ("connection", None, "APIConnectionError"),
