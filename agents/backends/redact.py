@@ -148,12 +148,12 @@ to this length which the cap would cut is recognized whole and masked."""
 
 
 def cut_scrubbed(text: str, limit: int, scrub: Callable[[str], str] = scrub_text) -> str:
-    """``text`` scrubbed and cut to at most ``limit`` characters, in time linear in
-    ``limit`` whatever ``len(text)``: only ``text[:limit + SCRUB_MARGIN]`` is scrubbed.
+    """The first ``limit`` characters of ``text``, scrubbed (so at most ``limit``: a mask
+    is shorter than what it hides), in time linear in ``limit`` whatever ``len(text)``.
 
-    When the text is longer than that window, the scrubbed window's last
-    ``SCRUB_MARGIN`` characters are dropped too: a secret the window cuts in two is not
-    recognized, and it can only lie there.
+    Only ``text[:limit + SCRUB_MARGIN]`` is scrubbed. When the text is longer, the
+    scrubbed window's last ``SCRUB_MARGIN`` characters are dropped: a secret the window
+    cuts in two is not recognized, and it can only lie there.
     """
     window = text[: limit + SCRUB_MARGIN]
     scrubbed = scrub(window)
