@@ -2,9 +2,10 @@
 the reply normalized to a :class:`~orgteams.agents.backends.base.Completion`.
 
 A reply is stored once and capped: the completion's ``text`` is the assistant text
-scrubbed and cut to :data:`MAX_REPLY_CHARS` (a cut one ends with a note of its full
-length), and ``raw`` is the rest of the wire response, without the text again, every
-string in it cut to :data:`MAX_RAW_STRING` characters and scrubbed.
+scrubbed and cut by :func:`~orgteams.agents.backends.redact.capped_reply` (100,000
+characters; a cut one ends with a note of its full length), and ``raw`` is the rest of
+the wire response, without the text again, every string in it cut to
+:data:`MAX_RAW_STRING` characters and scrubbed.
 
 Which mode a server gets, retries and downgrades are
 :class:`~orgteams.agents.backends.openai_backend.OpenAIBackend`'s job; this module
@@ -19,16 +20,11 @@ from collections.abc import Callable
 from typing import Any
 
 from orgteams.agents.backends.base import ChatMessage, Completion, Usage, parse_json_reply
-from orgteams.agents.backends.redact import cut_scrubbed, scrub_text, scrub_value
+from orgteams.agents.backends.redact import capped_reply, cut_scrubbed, scrub_text, scrub_value
 from orgteams.agents.backends.retry import UnexpectedBody
 
-__all__ = ["MAX_RAW_CHARS", "MAX_RAW_STRING", "MAX_REPLY_CHARS", "MODES", "capped_reply",
-           "request_kwargs", "to_completion"]
+__all__ = ["MAX_RAW_CHARS", "MAX_RAW_STRING", "MODES", "request_kwargs", "to_completion"]
 
-MAX_REPLY_CHARS = 100_000
-"""Longest assistant text kept (characters; about 25,000 tokens, 12 times the largest
-``max_tokens`` we ask for). A longer reply keeps its scrubbed start and a note of its
-full length."""
 MAX_RAW_STRING = 1_000
 """Longest string kept in a completion's ``raw`` wire response."""
 MAX_RAW_CHARS = 20_000
@@ -75,15 +71,6 @@ def request_kwargs(model: str, mode: str, messages: list[ChatMessage],
     if mode == "json_object":
         kwargs["response_format"] = {"type": "json_object", "schema": schema}
     return kwargs
-
-
-def capped_reply(text: str, scrub: Callable[[str], str] = scrub_text) -> str:
-    """A model's ``text`` as we keep it: scrubbed, and past :data:`MAX_REPLY_CHARS` cut
-    with a note of its full length (only the kept start is scanned for secrets)."""
-    if len(text) <= MAX_REPLY_CHARS:
-        return scrub(text)
-    return (f"{cut_scrubbed(text, MAX_REPLY_CHARS, scrub)} [reply cut at "
-            f"{MAX_REPLY_CHARS:,} characters; it had {len(text):,}]")
 
 
 def _raw(response: Any, scrub: Callable[[str], str]) -> dict[str, Any]:

@@ -16,7 +16,9 @@ user:password and password) in every form: as written, URL-decoded and in base64
 Every pattern is bounded, so scrubbing is linear in the text's length (about 0.3 s
 per million characters). Text a server can make long is cut before it is scrubbed:
 :func:`cut_scrubbed` scrubs only a capped prefix (the cap plus a margin) and keeps at
-most the cap, so a secret that the cut would halve is dropped, not shown in part.
+most the cap, so a secret that the cut would halve is dropped, not shown in part;
+:func:`capped_reply` keeps a model reply's first :data:`MAX_REPLY_CHARS` that way and
+notes its full length.
 
 Backends scrub their error messages, reprs and replies; the response cache scrubs
 every reply again before storing it.
@@ -30,8 +32,8 @@ from collections.abc import Callable
 from typing import Any
 from urllib.parse import parse_qsl, quote, unquote, urlencode, urlsplit, urlunsplit
 
-__all__ = ["MASK", "Secrets", "cut_scrubbed", "scrub_text", "scrub_url", "scrub_value",
-           "url_credentials"]
+__all__ = ["MASK", "MAX_REPLY_CHARS", "Secrets", "capped_reply", "cut_scrubbed", "scrub_text",
+           "scrub_url", "scrub_value", "url_credentials"]
 
 MASK = "***"
 _SECRET_PARAM = re.compile(r"(?i)key|token|secret|passw|auth|sig|credential|session")
@@ -160,6 +162,27 @@ def cut_scrubbed(text: str, limit: int, scrub: Callable[[str], str] = scrub_text
     if len(text) > len(window):
         return scrubbed[: max(0, min(limit, len(scrubbed) - SCRUB_MARGIN))]
     return scrubbed[:limit]
+
+
+MAX_REPLY_CHARS = 100_000
+"""Longest model reply kept (characters; about 25,000 tokens, 12 times the largest
+``max_tokens`` we ask for). A longer reply keeps its scrubbed start and a note of its
+full length."""
+
+
+_CUT_NOTE = re.compile(r" \[reply cut at [\d,]+ characters; it had [\d,]+\]\Z")
+_NOTE_ROOM = 80
+
+
+def capped_reply(text: str, scrub: Callable[[str], str] = scrub_text) -> str:
+    """A model's ``text`` as we keep it: scrubbed, and past :data:`MAX_REPLY_CHARS` cut
+    with a note of its full length (only the kept start is scanned for secrets). A text
+    it returned comes back unchanged (the cache applies it to every backend's reply)."""
+    if len(text) <= MAX_REPLY_CHARS or (len(text) <= MAX_REPLY_CHARS + _NOTE_ROOM
+                                        and _CUT_NOTE.search(text, len(text) - _NOTE_ROOM)):
+        return scrub(text)
+    return (f"{cut_scrubbed(text, MAX_REPLY_CHARS, scrub)} [reply cut at "
+            f"{MAX_REPLY_CHARS:,} characters; it had {len(text):,}]")
 
 
 def _base64_forms(data: bytes) -> set[str]:

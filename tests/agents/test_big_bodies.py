@@ -20,9 +20,14 @@ import time
 
 import pytest
 
-from orgteams.agents.backends import BackendError, CachedBackend, OpenAIBackend
-from orgteams.agents.backends.openai_wire import MAX_RAW_CHARS, MAX_REPLY_CHARS
-from orgteams.agents.backends.redact import scrub_text
+from orgteams.agents.backends import (
+    BackendError,
+    CachedBackend,
+    OpenAIBackend,
+    ScriptedBackend,
+)
+from orgteams.agents.backends.openai_wire import MAX_RAW_CHARS
+from orgteams.agents.backends.redact import MAX_REPLY_CHARS, scrub_text
 from orgteams.agents.backends.retry import MAX_DETAIL_CHARS
 from orgteams.cli import main
 
@@ -55,6 +60,17 @@ def test_a_huge_reply_is_cut_scrubbed_and_cached_once(fault_server, tmp_path, si
     assert row["raw"]["choices"][0]["message"]["content"] is None  # the text, once
     assert len(json.dumps(row["raw"])) <= MAX_RAW_CHARS
     assert len(stored) < MAX_REPLY_CHARS + MAX_RAW_CHARS
+
+
+def test_the_cache_caps_any_backend_s_reply(tmp_path):
+    text = SECRET + "a" * 1_000_000  # a backend that caps nothing (the scripted double)
+    cached = CachedBackend(ScriptedBackend([text]), tmp_path / "cache.sqlite")
+    messages = [{"role": "user", "content": "x"}]
+    assert cached.complete(messages).text == text  # what that backend returned, this once
+    again = cached.complete(messages)
+    cached.close()
+    assert again.cached and again.text == "*** " + "a" * (MAX_REPLY_CHARS - len(SECRET)) + (
+        f" [reply cut at {MAX_REPLY_CHARS:,} characters; it had {len(text):,}]")
 
 
 @pytest.mark.parametrize("size", SIZES)
