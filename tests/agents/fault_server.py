@@ -23,10 +23,13 @@ Runs stdlib ``http.server`` on 127.0.0.1 in a daemon thread. Set ``server.mode``
 * ``"trickle"``: the status line and headers at once, then the body one byte every
   ``server.trickle_interval`` seconds (a stalled server that never times out a read).
 * ``"trickle_head"``: the same from the status line on (the headers trickle too).
+* ``"big_reply"``: a normal reply followed by ``server.big_size`` characters of prose
+  (a model that rambles on).
+* ``"big_error"``: HTTP 500 whose message has ``server.big_size`` characters.
 * ``"chaos"``: each chat request gets a fault with probability ``server.fault_rate``
   (seeded by ``seed``), else a normal reply; the faults take turns in the order of
-  ``server.faults`` (default ``CHAOS_FAULTS``), so every kind comes up once seven have
-  been injected.
+  ``server.faults`` (default ``CHAOS_FAULTS``; ``FLOOD_FAULTS`` may be listed too), so
+  every kind comes up once as many as are listed have been injected.
 
 Every chat request body is appended to ``server.requests``, and every injected fault
 to ``server.injected`` as ``{"n": request index, "fault": mode}``.
@@ -52,8 +55,10 @@ CHAOS_FAULTS = (*FAULTS, "invalid_json")
 """What ``chaos`` mode injects by default: the transport faults and a reply whose
 assistant text is not JSON (``INVALID_TEXT``; the model's fault, not the server's)."""
 INVALID_TEXT = "Sure! I would pick a."
+FLOOD_FAULTS = ("trickle", "big_reply", "big_error")
+"""Stalls and floods ``chaos`` mode injects when ``server.faults`` lists them."""
 MODES = ("ok", *CHAOS_FAULTS, "reject_json_schema", "reject_response_format", "echo_auth",
-         "echo_auth_401", "trickle", "trickle_head", "chaos")
+         "echo_auth_401", "trickle_head", *FLOOD_FAULTS, "chaos")
 LLAMA_CPP_JSON_SCHEMA_ERROR = (
     "1 validation error:\n  {'type': 'literal_error', 'loc': ('body', 'response_format', "
     "'type'), 'msg': \"Input should be 'text' or 'json_object'\", 'input': 'json_schema', "
@@ -120,12 +125,14 @@ class _Handler(BaseHTTPRequestHandler):
             n = len(srv.requests)
             srv.requests.append(body)
             srv.auth_headers.append(self.headers.get("authorization", ""))
-            if mode in CHAOS_FAULTS:
+            if mode in CHAOS_FAULTS or mode in FLOOD_FAULTS:
                 srv.injected.append({"n": n, "fault": mode})
         fmt = body.get("response_format") or {}
         auth = self.headers.get("authorization", "")
         if mode == "http500":
             return self._send(500, {"error": {"message": srv.error_message}})
+        if mode == "big_error":
+            return self._send(500, {"error": {"message": "e" * srv.big_size}})
         if mode == "echo_auth_401":
             return self._send(401, {"error": {"message": f"bad credentials: Authorization: "
                                                          f"{auth}"}})
@@ -149,6 +156,8 @@ class _Handler(BaseHTTPRequestHandler):
         text = INVALID_TEXT if mode == "invalid_json" else srv.reply_for(fmt)
         if mode == "echo_auth":
             text += f"\n(you sent Authorization: {auth})"
+        if mode == "big_reply":
+            text += " and so on" * (srv.big_size // 10)
         reply = _chat_response(body.get("model", "fake-model"), text)
         if mode in ("trickle", "trickle_head"):
             data = json.dumps(reply).encode()
@@ -199,12 +208,14 @@ class FaultServer(ThreadingHTTPServer):
         seed: int = 0,
         error_message: str = "injected failure",
         trickle_interval: float = 0.2,
+        big_size: int = 1_000_000,
     ) -> None:
         if mode not in MODES:
             raise ValueError(f"unknown mode {mode!r}; known: {', '.join(MODES)}")
-        unknown = [f for f in faults if f not in CHAOS_FAULTS]
+        known = (*CHAOS_FAULTS, *FLOOD_FAULTS)
+        unknown = [f for f in faults if f not in known]
         if unknown:
-            raise ValueError(f"unknown faults {unknown}; known: {', '.join(CHAOS_FAULTS)}")
+            raise ValueError(f"unknown faults {unknown}; known: {', '.join(known)}")
         super().__init__(("127.0.0.1", port), _Handler)
         self.mode = mode
         self.reply_text = reply_text
@@ -212,6 +223,7 @@ class FaultServer(ThreadingHTTPServer):
         self.fault_rate = fault_rate
         self.error_message = error_message
         self.trickle_interval = trickle_interval
+        self.big_size = big_size
         self.closing = threading.Event()
         self.faults = tuple(faults)
         self.lock = threading.Lock()
