@@ -80,3 +80,14 @@ def test_an_episode_against_a_trickling_server_stops_with_status_error(
     assert [d["error"] for d in decisions if d.get("phase")] == [
         f"timeout: timeout after {timeout}s x {retries + 1} attempts"]
     assert len(fault_server.requests) == retries + 1
+
+
+def test_complete_runs_inside_a_running_event_loop_too(fault_server):
+    # complete() runs its request on a private loop: in a worker thread when the
+    # caller's thread already runs one.
+    backend = OpenAIBackend("fake-model", base_url=fault_server.base_url, api_key="k")
+
+    async def inside() -> str:
+        return backend.complete(MESSAGES).text
+
+    assert asyncio.run(inside()) == '{"action": "a"}'

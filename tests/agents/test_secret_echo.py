@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import json
+import logging
 import re
 from pathlib import Path
 
@@ -100,7 +101,8 @@ def test_cut_scrubbed_never_shows_part_of_a_secret_it_cut():
 
 # ---- the backend -----------------------------------------------------------------------
 
-def test_url_credentials_are_sent_as_a_basic_header_we_mask(fault_server):
+def test_url_credentials_are_sent_as_a_basic_header_we_mask(fault_server, caplog):
+    caplog.set_level(logging.DEBUG)  # the SDK's and HTTP library's debug logs too
     fault_server.mode = "echo_auth"
     backend = OpenAIBackend("fake-model", base_url=credentialed(fault_server), max_retries=0)
     reply = backend.complete([{"role": "user", "content": "x"}])
@@ -111,6 +113,9 @@ def test_url_credentials_are_sent_as_a_basic_header_we_mask(fault_server):
     with pytest.raises(BackendConfigError, match=re.escape(
             "HTTP 401 from 'fake-model': bad credentials: Authorization: ***")):
         backend.complete([{"role": "user", "content": "x"}])
+    assert "HTTP Request: POST" in caplog.text or "Request options" in caplog.text
+    for leak in LEAKS:
+        assert leak not in caplog.text, leak
 
 
 # ---- the commands, end to end ----------------------------------------------------------
