@@ -19,7 +19,12 @@ from pathlib import Path
 from typing import Any
 
 from orgteams.agents.backends.base import ChatBackend, ChatMessage, Completion
-from orgteams.agents.backends.redact import scrub_value
+from orgteams.agents.backends.redact import (
+    MAX_REPLY_CHARS,
+    capped_reply,
+    cut_scrubbed,
+    scrub_value,
+)
 from orgteams.envs.errors import UserError
 from orgteams.envs.user_files import make_parents
 
@@ -155,8 +160,12 @@ class CachedBackend(ChatBackend):
 
     def _store(self, key: str, completion: Completion) -> None:
         # A reply may echo a key (a server's error page, a model repeating its prompt):
-        # the file keeps none (a rerun from the cache then sees the masked text).
-        data = json.dumps(scrub_value(completion.to_dict()), ensure_ascii=False)
+        # the file keeps none (a rerun from the cache then sees the masked text). Its
+        # text is capped as the OpenAI-compatible backends cap theirs, whatever the
+        # backend (capping and scrubbing again what they return changes nothing).
+        data = scrub_value(completion.to_dict(), lambda s: cut_scrubbed(s, MAX_REPLY_CHARS))
+        data["text"] = capped_reply(completion.text)
+        data = json.dumps(data, ensure_ascii=False)
         with self._lock:
             self._conn.execute(
                 "INSERT OR REPLACE INTO completions (key, completion) VALUES (?, ?)", (key, data)

@@ -29,7 +29,7 @@ pytest.importorskip("tenacity")
 EXPECTED = {
     "http500": ("http", 500, "InternalServerError"),
     "http429": ("http", 429, "RateLimitError"),
-    "timeout": ("timeout", None, "APITimeoutError"),
+    "timeout": ("timeout", None, "DeadlineExceeded"),  # our per-request deadline
     "truncated": ("protocol", None, "JSONDecodeError"),
     "non_json": ("protocol", None, "UnexpectedBody"),
     "drop": ("connection", None, "APIConnectionError"),
@@ -108,3 +108,46 @@ def test_chaos_sweep_records_every_fault_and_marks_only_played_rows_ok(tmp_path,
         assert r["error"] == ("episode error: 3 model calls in a row failed after retries "
                               "(last: connection: connection failed to "
                               f"{chaos.base_url})")
+
+
+def test_chaos_with_stalls_and_floods_keeps_every_record_capped(tmp_path, monkeypatch):
+    # Issue 24: bodies trickled past the deadline, 1 MB replies and 1 MB error bodies,
+    # among plain 500s. Each is recorded as what it was, nothing stored is bigger than
+    # its cap, and no call outlives its deadline.
+    from orgteams.agents.backends.redact import MAX_REPLY_CHARS
+    from orgteams.agents.backends.retry import MAX_DETAIL_CHARS
+
+    with FaultServer("chaos", reply_text=None, fault_rate=0.3, seed=3, trickle_interval=0.5,
+                     faults=("trickle", "big_reply", "big_error", "http500")) as server:
+        monkeypatch.setenv("ORGTEAMS_BASE_URL", server.base_url)
+        monkeypatch.setenv("ORGTEAMS_API_KEY", "sk-chaos")
+        monkeypatch.setenv("ORGTEAMS_TIMEOUT", "3")
+        monkeypatch.setenv("ORGTEAMS_MAX_RETRIES", "1")
+        spec = SweepSpec(tasks=("prepare_afternoon_tea",), layouts=("studio",),
+                         organizations=("none",), agents=(3,),
+                         backends=("openai:flood-model",), seeds=tuple(range(4)),
+                         max_rounds=MAX_ROUNDS)
+        out = run_sweep(spec, tmp_path, workers=2, progress=False)
+    assert out["ran"] == 4 and out["ok"] + out["errors"] == 4
+    injected = Counter(f["fault"] for f in server.injected)
+    assert set(injected) == {"trickle", "big_reply", "big_error", "http500"}
+
+    decisions = _decisions(tmp_path)
+    attempts = [a for r in decisions for a in r.get("attempts") or []]
+    assert len(attempts) == len(server.requests)
+    failed = Counter((a["kind"], a["status"], a["error"]) for a in attempts if a["kind"])
+    assert failed == Counter({("timeout", None, "DeadlineExceeded"): injected["trickle"],
+                              ("http", 500, "InternalServerError"):
+                                  injected["big_error"] + injected["http500"]})
+    assert all(a["latency"] < 3 + 2 for a in attempts)  # the deadline, plus slack
+    assert all(len(a["detail"]) <= MAX_DETAIL_CHARS for a in attempts)
+    # every 1 MB reply is recorded once, cut, with its full length noted
+    replies = [text for r in decisions for text in r.get("replies") or []]
+    cut = [t for t in replies if " [reply cut at 100,000 characters; it had 1,0" in t]
+    assert len(cut) == injected["big_reply"]
+    assert all(len(t) <= MAX_REPLY_CHARS + 80 for t in replies)
+
+    rows, bad = read_results(tmp_path / "results.jsonl")
+    assert bad == 0 and len(rows) == 4
+    for row in rows:  # ok only when the episode played to its end
+        assert (row["status"] == "ok") == (row["summary"]["episode_status"] == "complete")
