@@ -12,6 +12,21 @@ import sys
 from typing import Any
 
 
+def _check_out(path: str | None) -> None:
+    """An output folder (``--out``) that is a file, or under one, is one line before
+    anything runs (it was a FileExistsError or NotADirectoryError traceback)."""
+    from pathlib import Path
+
+    from orgteams.envs.errors import UserError
+
+    if path is None:
+        return
+    out = Path(path)
+    blocking = next((p for p in (out, *out.parents) if p.exists() and not p.is_dir()), None)
+    if blocking is not None:
+        raise UserError(f"{out}: --out must be a folder, but {blocking} is a file")
+
+
 def _print_json(obj: Any) -> None:
     print(json.dumps(obj, default=str))
 
@@ -36,7 +51,10 @@ def _round_printer(names: dict[str, str] | None = None):
             who = name(r.get("agent", "team"))
             if r.get("phase") == "communicate" and r.get("message"):
                 to = ", ".join(map(name, r.get("delivered") or [])) or "nobody"
-                print(f"  r{round_:<3} {who} -> {to}: {r['message'][:100]}", file=sys.stderr)
+                text = r["message"]
+                if r.get("message_kind") == "assign":  # "Bob: explore kitchen", to Bob
+                    text = text.removeprefix(f"{to}: ")
+                print(f"  r{round_:<3} {who} -> {to}: {text[:100]}", file=sys.stderr)
             elif r.get("phase") == "act":
                 extra = f"  [fallback: {r['fallback']}]" if r.get("fallback") else ""
                 print(f"  r{round_:<3} {who} does {r.get('action')} "
@@ -187,6 +205,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
 def cmd_demos(args: argparse.Namespace) -> int:
     from orgteams.demos import collect_demos
 
+    _check_out(args.out)
     out = collect_demos(args.layout, args.task, args.agents, range(args.seeds), args.out)
     if args.json:
         _print_json(out)
@@ -217,6 +236,7 @@ def cmd_list(args: argparse.Namespace) -> int:
 def cmd_sweep(args: argparse.Namespace) -> int:
     from orgteams.sweep import SweepSpec, run_sweep, spec_from_lists
 
+    _check_out(args.out)
     base = SweepSpec.from_yaml(args.spec) if args.spec else None
     spec = spec_from_lists(base, tasks=args.tasks, layouts=args.layouts,
                            organizations=args.orgs, agents=args.agents,
@@ -253,6 +273,7 @@ def cmd_experiment(args: argparse.Namespace) -> int:
         for name, description in list_experiments():
             print(f"{name}: {description}")
         return 0
+    _check_out(args.out)
     table = run_experiment(args.name, backend=args.backend, seeds=args.seeds, out=args.out,
                            progress=not args.no_progress)
     out = args.out or f"runs/experiments/{args.name}"
@@ -270,6 +291,7 @@ def cmd_reflect(args: argparse.Namespace) -> int:
                                        else 1)
     seeds = args.seeds or list(range(args.seed, args.seed + args.episodes_per_iteration))
     out_dir = args.out or f"runs/reflect_{args.org.replace('/', '_')}_{args.task}"
+    _check_out(out_dir)
     if args.evaluate is not None:
         from orgteams.reflect_eval import evaluate_reflect, format_evaluation
 

@@ -26,7 +26,8 @@ from orgteams.organizations.episode_status import DEFAULT_MAX_TRANSPORT_FAILURES
 from orgteams.organizations.library import load_organization
 from orgteams.organizations.spec import Organization
 
-__all__ = ["HEURISTIC_EPISODES", "make_episode_fn", "make_llm", "run_reflect"]
+__all__ = ["HEURISTIC_EPISODES", "check_reflector", "make_episode_fn", "make_llm",
+           "run_reflect"]
 
 HEURISTIC_EPISODES = 5
 """Default episodes per iteration of the heuristic Coordinator. The paper's loop played
@@ -41,6 +42,26 @@ def make_llm(spec: str, cache: str | Path | None = None):
     from orgteams.team import backend_options
 
     return make_backend(backend_options(spec, cache))
+
+
+def check_reflector(role: str, spec: str) -> None:
+    """Check the Critic's or Coordinator's spec: ``heuristic`` or a chat backend spec
+    (``local``, ``openai:<model>``, ``scripted``).
+
+    Raises:
+        UserError: ``Unknown Coordinator backend kind 'nosuch'. Known: heuristic, ...``
+            (with a "Did you mean"), or a malformed spec (``local:foo``).
+    """
+    from orgteams.agents.backends import BACKENDS
+    from orgteams.envs._util import unknown_name
+    from orgteams.team import parse_member_spec
+
+    if spec == "heuristic":
+        return
+    kind = str(spec).strip().partition(":")[0]
+    if kind not in BACKENDS:
+        raise unknown_name(f"{role} backend kind", kind, ["heuristic", *BACKENDS])
+    parse_member_spec(spec)  # the model part: local takes none, openai needs one
 
 
 def make_episode_fn(task: str | Sequence[str] = "prepare_afternoon_tea",
@@ -152,6 +173,9 @@ def run_reflect(organization: str | Path | Organization = "leader", *,
         on_progress: Called as ``on_progress(iteration, tick, tick_limit)`` while each
             episode plays (the CLI's progress bar).
     """
+    check_reflector("Coordinator", coordinator)  # before anything is built or started
+    if use_critic:
+        check_reflector("Critic", critic)
     org = organization if isinstance(organization, Organization) else load_organization(
         organization)
     resolved = org.resolve(Team.of_size(agents))

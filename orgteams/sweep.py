@@ -91,8 +91,20 @@ def read_results(path: str | Path) -> tuple[list[dict], int]:
     path = Path(path)
     if not path.exists():
         return [], 0
+    if path.is_dir():
+        raise UserError(f"{path}: is a directory, expected a results.jsonl file")
+    raw = path.read_bytes()
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        if exc.start < raw.rfind(b"\n"):  # not a character cut by a crash mid-write
+            from orgteams.envs.user_files import utf8_problem
+
+            raise UserError(f"{path}: {utf8_problem(raw, exc)}, expected a results.jsonl "
+                            "file") from None
+        text = raw.decode("utf-8", errors="replace")  # the torn line fails below
     rows, bad = [], 0
-    lines = path.read_text(encoding="utf-8").split("\n")
+    lines = text.split("\n")
     for i, line in enumerate(lines):
         if not line.strip():
             continue

@@ -14,8 +14,6 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from orgteams.envs.errors import UserError
 from orgteams.envs.limits import (
     MAX_AGENTS,
@@ -26,6 +24,7 @@ from orgteams.envs.limits import (
     MAX_TICKS,
     check_int,
 )
+from orgteams.envs.user_files import load_yaml, read_text
 
 
 @dataclass(frozen=True)
@@ -91,10 +90,7 @@ class SweepSpec:
         path = Path(path)
         if not path.exists():
             raise FileNotFoundError(f"sweep spec not found: {path}")
-        try:
-            data = yaml.safe_load(path.read_text()) or {}
-        except yaml.YAMLError as exc:
-            raise UserError(f"{path}: not valid YAML: {exc}") from None
+        data = load_yaml(read_text(path, "a sweep spec"), str(path)) or {}
         return cls.from_dict(data, source=str(path))
 
     def to_dict(self) -> dict[str, Any]:

@@ -207,6 +207,26 @@ def build_team(specs: str | list[str], num_agents: int, organization: Organizati
             for a, s in zip(team, specs)}
 
 
+def check_substitutes(shocks: list[Shock], pool: BackendPool,
+                      cache: str | Path | None = None) -> None:
+    """Check every substitute shock's member spec now, and make an LLM substitute's
+    backend (the pool keeps it for the shock's round): a bad spec or a missing extra
+    fails before anything runs, not after the rounds before the shock were played.
+
+    Raises:
+        UserError: ``substitute shock '<shock>': <what is wrong>``.
+    """
+    for shock in shocks:
+        if shock.kind != "substitute" or not isinstance(shock.member, str):
+            continue
+        try:
+            kind, _ = parse_member_spec(shock.member)
+            if kind in LLM_MEMBER_KINDS:
+                pool.get(shock.member, cache)
+        except UserError as exc:
+            raise type(exc)(f"substitute shock {shock.text()!r}: {exc}") from None
+
+
 def default_log_path(task: str, organization: str, seed: int | None, root: str | Path = "runs"
                      ) -> Path:
     stamp = datetime.now().strftime("%Y%m%d-%H%M%S-%f")
@@ -280,6 +300,8 @@ def _run_episode(task, layout, organization, agents, backend, seed, max_rounds, 
                  fps, scale, hold, should_stop, on_tick) -> EpisodeResult:
     org = organization if isinstance(organization, Organization) else load_organization(
         organization)
+    shocks = [Shock.parse(s) if isinstance(s, str) else s for s in shocks]
+    check_substitutes(shocks, pool, cache)
     render_mode = render or ("rgb_array" if video else None)
     options = {"title": f"orgteams: {org.name} - {task} on {layout}", "scale": scale,
                **(render_options or {})}
@@ -314,7 +336,7 @@ def _run_episode(task, layout, organization, agents, backend, seed, max_rounds, 
         return should_stop() if should_stop is not None else None
 
     runner = TeamRunner(env, org, members, max_rounds=max_rounds, log_path=log_path,
-                        shocks=[Shock.parse(s) if isinstance(s, str) else s for s in shocks],
+                        shocks=shocks,
                         monitor=MonitorConfig() if monitor is True else (monitor or None),
                         member_factory=lambda a, spec: build_member(a, spec, cache=cache,
                                                                     env=env, pool=pool,
@@ -328,6 +350,9 @@ def _run_episode(task, layout, organization, agents, backend, seed, max_rounds, 
             recorder.end()
         if render == "human" and hold:
             _hold_window(env, result)
+    except KeyboardInterrupt as exc:
+        exc.log_path = log_path  # the CLI's "interrupted" line names what was kept
+        raise
     finally:
         if recorder is not None:
             result_frames = recorder.close()

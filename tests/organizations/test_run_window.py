@@ -146,7 +146,8 @@ def test_a_real_sigint_during_a_watched_run(tmp_path):
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 130
     assert "Traceback" not in err
-    assert err.strip().splitlines()[-1] == "orgteams run: interrupted (Ctrl-C)"
+    assert err.strip().splitlines()[-1] == (f"orgteams run: interrupted (Ctrl-C); partial "
+                                            f"log: {tmp_path / 'ep.jsonl'}")
 
 
 def test_a_pyramid_keeps_its_tiers_and_shows_its_roles(monkeypatch):
