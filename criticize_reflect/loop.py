@@ -57,6 +57,7 @@ from orgteams.criticize_reflect.summary import summarize_episode
 from orgteams.criticize_reflect.trials import mean_metrics, play
 from orgteams.envs.errors import UserError
 from orgteams.envs.team import agent_ids
+from orgteams.organizations.episode_status import why_stopped
 from orgteams.organizations.spec import Organization
 
 __all__ = ["HISTORY_METRICS", "EpisodeFailed", "ReflectResult", "episode_cost", "reflect"]
@@ -332,9 +333,11 @@ def _refuse_unfinished(folder: Path, organization: Organization, summary: dict[s
     if status == "complete":
         (folder / "failed.json").unlink(missing_ok=True)
         return
-    reason = summary.get("stop_reason")
+    reason = why_stopped(summary)
     _write(folder / "organization.yaml", organization.to_yaml())
-    _write(folder / "failed.json", _dump({"episode_status": status, "stop_reason": reason,
+    _write(folder / "failed.json", _dump({"episode_status": status,
+                                           "stop_reason": summary.get("stop_reason"),
+                                           "stop_detail": summary.get("stop_detail"),
                                            "episode": summary}))
     raise EpisodeFailed(f"iteration {k}: the episode stopped early ({status}: {reason}); it "
                         f"is not scored. Recorded in {folder / 'failed.json'}; the {finished} "

@@ -86,6 +86,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         log_path=args.log or "auto", shocks=args.shock, monitor=args.monitor or None,
         cache=args.cache, on_round=None if args.quiet else _round_printer(),
         max_transport_failures=_failure_limit(args),
+        max_invalid_replies=args.max_invalid_replies or None,
         temperature=args.temperature, prompts=args.prompts, fps=args.fps, scale=args.scale)
     summary = result.summary
     # never met silently (stderr, so --json stays clean)
@@ -108,14 +109,16 @@ def cmd_run(args: argparse.Namespace) -> int:
               file=sys.stderr)
         return 1
     if status != "complete":
-        print(f"orgteams run: episode stopped ({status}): {summary.get('stop_reason')}",
+        from orgteams.organizations.episode_status import why_stopped
+
+        print(f"orgteams run: episode stopped ({status}): {why_stopped(summary)}",
               file=sys.stderr)
         return 1
     return 0
 
 
 def _failure_limit(args: argparse.Namespace) -> int | None:
-    """--max-transport-failures N; 0 means never stop."""
+    """--max-transport-failures N; 0 means never stop (so does --max-invalid-replies 0)."""
     return args.max_transport_failures or None
 
 
@@ -223,7 +226,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
                            backends=args.backend, seeds=args.seeds,
                            max_rounds=args.max_rounds, max_ticks=args.max_ticks,
                            cache=args.cache,
-                           max_transport_failures=args.max_transport_failures)
+                           max_transport_failures=args.max_transport_failures,
+                           max_invalid_replies=args.max_invalid_replies)
     out = run_sweep(spec, args.out, workers=args.workers, ray=args.ray, progress=not args.quiet)
     if args.json:
         _print_json(out)
@@ -314,5 +318,6 @@ def _reflect(run_reflect, args: argparse.Namespace, seeds: list[int], out_dir: s
         use_critic=not args.no_critic, approved=args.approved, max_rounds=args.max_rounds,
         max_ticks=args.max_ticks, cache=args.cache,
         max_transport_failures=_failure_limit(args),
+        max_invalid_replies=args.max_invalid_replies or None,
         episodes_per_iteration=args.episodes_per_iteration, failure_penalty=args.failure_penalty,
         screen_candidates=args.screen, on_progress=on_progress)

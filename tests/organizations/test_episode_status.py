@@ -36,14 +36,16 @@ def test_dead_backend_stops_the_episode_with_status_error(tmp_path):
     result = runner(dead, tmp_path).run(seed=0)
     s = result.summary
     assert s["episode_status"] == "error"
-    assert s["stop_reason"] == ("3 model calls in a row failed after retries "
+    assert s["stop_reason"] == "transport failures"
+    assert s["stop_detail"] == ("3 model calls in a row failed after retries "
                                 "(last: http: HTTP 500: boom)")
     assert len(dead.calls) == 3  # round 0's communicate stage, then nothing more
     assert s["backend_fallbacks"] == 3
     records = list(read_log(tmp_path / "ep.jsonl"))
     stopped = [r for r in records if r.get("type") == "stopped"]
     assert stopped == [{"record": "event", "round": 0, "tick": 0, "type": "stopped",
-                        "status": "error", "reason": s["stop_reason"]}]
+                        "status": "error", "reason": "transport failures",
+                        "detail": s["stop_detail"]}]
     assert records[-1]["record"] == "summary" and records[-1]["episode_status"] == "error"
 
 
@@ -52,7 +54,8 @@ def test_flaky_backend_that_answers_in_between_plays_on():
     flaky = ScriptedBackend([BackendError("timeout", kind="timeout"), ok, ok], cycle=True)
     result = runner(flaky).run(seed=0)
     assert result.summary["episode_status"] == "complete"
-    assert result.summary["stop_reason"] is None
+    assert result.summary["stop_reason"] == "max rounds"
+    assert result.summary["stop_detail"] is None
     assert result.summary["rounds"] == 3 and result.summary["backend_fallbacks"] > 0
 
 
@@ -84,7 +87,7 @@ def test_server_gone_for_the_whole_run_records_every_request(tmp_path):
         sent = len(server.requests)
     s = result.summary
     assert s["episode_status"] == "error"
-    assert s["stop_reason"].startswith("2 model calls in a row failed after retries (last: "
+    assert s["stop_detail"].startswith("2 model calls in a row failed after retries (last: "
                                        "connection: connection failed to http://127.0.0.1:")
     # every request the server saw is an attempt in the decision records
     assert s["model_requests"] == s["failed_requests"] == sent == 4
