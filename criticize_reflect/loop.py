@@ -89,6 +89,21 @@ class ReflectResult:
     resumed_from: int = 0
     ran: list[int] = field(default_factory=list)
 
+    def coordinator_failure(self) -> str | None:
+        """One line when every Coordinator model call of the run fell back (a failed
+        server, replies never valid): the organization was never revised by the model.
+        None otherwise, also when no model was asked (one iteration) and for the
+        heuristic Coordinator, whose fallback ("no untried edit is valid") is an answer."""
+        asked = [row["decision"] for row in self.history
+                 if row.get("decision") and row["decision"].get("call")]
+        if not asked or any(d.get("fallback") is None for d in asked):
+            return None
+        last = " ".join(str(asked[-1]["fallback"]).split())
+        last = last if len(last) <= 200 else last[:197] + "..."
+        return (f"every Coordinator call fell back ({len(asked)} of {len(asked)}; last: "
+                f"{last}); the organization was never revised. Results are kept in "
+                f"{self.out_dir}")
+
     def to_dict(self) -> dict[str, Any]:
         """One JSON-ready object: the best organization and a compact history."""
         return {

@@ -48,11 +48,12 @@ def _round_printer(names: dict[str, str] | None = None):
     return show
 
 
-SUMMARY_ROWS = ("episode_status", "stop_reason", "success", "ticks", "rounds", "units_done",
-                "units_total",
+SUMMARY_ROWS = ("episode_status", "stop_reason", "stop_detail", "success", "ticks", "rounds",
+                "units_done", "units_total",
                 "message_tokens_sent", "message_tokens_delivered", "comm_tokens_per_step",
                 "delivered_tokens_per_step", "llm_prompt_tokens", "llm_completion_tokens",
-                "cost_usd", "fallback_count", "abstention_rate", "duplicate_rate",
+                "cost_usd", "fallback_count", "fallback_rate", "abstention_rate",
+                "duplicate_rate",
                 "hierarchy_depth", "algebraic_connectivity", "spectral_gap", "election_count",
                 "self_vote_rate", "leader_tenure",
                 "tokenizer", "tokens_approximate", "wall_seconds", "log_path")
@@ -234,6 +235,11 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     else:
         print(f"{out['ran']} episodes run ({out['ok']} ok, {out['errors']} failed), "
               f"{out['skipped']} already done; results in {out['results']}")
+    if out["errors"]:  # the rows are kept (error rows are retried by a rerun)
+        print(f"orgteams sweep: {out['errors']} of {out['ran']} episodes failed (status "
+              f"error in {out['results']}; rerun the same command to retry them)",
+              file=sys.stderr)
+        return 1
     return 0
 
 
@@ -305,6 +311,10 @@ def cmd_reflect(args: argparse.Namespace) -> int:
         best = out["best"]
         print(f"best: {best['organization']} (iteration {best['iteration']}, cost "
               f"{best['cost']:.2f}) saved to {best['path']}")
+    failed = result.coordinator_failure()
+    if failed:  # the loop never revised the organization: not a result
+        print(f"orgteams reflect: {failed}", file=sys.stderr)
+        return 1
     return 0
 
 
