@@ -65,12 +65,12 @@ async def _all(state: EpisodeState, agents: list[str], calls, line: dict) -> lis
     is on record.
     """
     calls = list(calls)
+    finished: list[int] = []  # indexes of the calls, in the order they finished
     if len(calls) == 1:
         results = [await calls[0]]
-        finished = [0]
+        finished.append(0)
     else:
         tasks = [asyncio.ensure_future(c) for c in calls]
-        finished: list[int] = []
         for i, task in enumerate(tasks):  # done callbacks run in the order tasks finish
             task.add_done_callback(lambda _t, i=i: finished.append(i))
         results = list(await asyncio.gather(*tasks))
