@@ -184,7 +184,8 @@ def decision_fields(record: Any) -> dict:
 
 def fault_counts(decisions: list[dict]) -> dict[str, Any]:
     """Summary fields about the model server, from decision records: HTTP requests made,
-    failed ones by kind, decisions that fell back on a backend error, and every
+    failed ones by kind, decisions that fell back on a backend error, decisions whose
+    model answered but never validly (``invalid_reply_fallbacks``), and every
     structured-output downgrade (who, when, from which mode to which, and why)."""
     attempts = [(r, a) for r in decisions for a in r.get("attempts") or []]
     failed = Counter(a["kind"] for _, a in attempts if a.get("kind"))
@@ -193,6 +194,8 @@ def fault_counts(decisions: list[dict]) -> dict[str, Any]:
         "failed_requests": sum(failed.values()),
         "failed_requests_by_kind": dict(sorted(failed.items())),
         "backend_fallbacks": sum(1 for r in decisions if r.get("error")),
+        "invalid_reply_fallbacks": sum(1 for r in decisions if r.get("replies")
+                                       and r.get("parsed") is None and not r.get("error")),
         "structured_downgrades": [
             {"agent": r.get("agent"), "round": r.get("round"), "from": a["mode"],
              "to": a["downgrade"], "status": a["status"], "detail": a["detail"]}

@@ -83,12 +83,20 @@ def _name_list(text: str) -> list[str]:
 
 
 def _add_failure_limit(p: argparse.ArgumentParser, spec_default: bool = False) -> None:
-    from orgteams.organizations.episode_status import DEFAULT_MAX_TRANSPORT_FAILURES
+    from orgteams.organizations.episode_status import (
+        DEFAULT_MAX_INVALID_REPLIES,
+        DEFAULT_MAX_TRANSPORT_FAILURES,
+    )
 
     p.add_argument("--max-transport-failures", type=int, metavar="N",
                    default=None if spec_default else DEFAULT_MAX_TRANSPORT_FAILURES,
                    help="stop an episode with status error after N model calls in a row "
                         f"failed after retries (default {DEFAULT_MAX_TRANSPORT_FAILURES}; "
+                        "0: never)")
+    p.add_argument("--max-invalid-replies", type=_int_in(0, 1000), metavar="N",
+                   default=None if spec_default else DEFAULT_MAX_INVALID_REPLIES,
+                   help="stop an episode with status error after N model calls in a row "
+                        f"gave no valid reply (default {DEFAULT_MAX_INVALID_REPLIES}; "
                         "0: never)")
 
 

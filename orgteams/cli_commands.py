@@ -66,11 +66,12 @@ def _round_printer(names: dict[str, str] | None = None):
     return show
 
 
-SUMMARY_ROWS = ("episode_status", "stop_reason", "success", "ticks", "rounds", "units_done",
-                "units_total",
+SUMMARY_ROWS = ("episode_status", "stop_reason", "stop_detail", "success", "ticks", "rounds",
+                "units_done", "units_total",
                 "message_tokens_sent", "message_tokens_delivered", "comm_tokens_per_step",
                 "delivered_tokens_per_step", "llm_prompt_tokens", "llm_completion_tokens",
-                "cost_usd", "fallback_count", "abstention_rate", "duplicate_rate",
+                "cost_usd", "fallback_count", "fallback_rate", "abstention_rate",
+                "duplicate_rate",
                 "hierarchy_depth", "algebraic_connectivity", "spectral_gap", "election_count",
                 "self_vote_rate", "leader_tenure",
                 "tokenizer", "tokens_approximate", "wall_seconds", "log_path")
@@ -104,6 +105,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         log_path=args.log or "auto", shocks=args.shock, monitor=args.monitor or None,
         cache=args.cache, on_round=None if args.quiet else _round_printer(),
         max_transport_failures=_failure_limit(args),
+        max_invalid_replies=args.max_invalid_replies or None,
         temperature=args.temperature, prompts=args.prompts, fps=args.fps, scale=args.scale)
     summary = result.summary
     # never met silently (stderr, so --json stays clean)
@@ -126,14 +128,16 @@ def cmd_run(args: argparse.Namespace) -> int:
               file=sys.stderr)
         return 1
     if status != "complete":
-        print(f"orgteams run: episode stopped ({status}): {summary.get('stop_reason')}",
+        from orgteams.organizations.episode_status import why_stopped
+
+        print(f"orgteams run: episode stopped ({status}): {why_stopped(summary)}",
               file=sys.stderr)
         return 1
     return 0
 
 
 def _failure_limit(args: argparse.Namespace) -> int | None:
-    """--max-transport-failures N; 0 means never stop."""
+    """--max-transport-failures N; 0 means never stop (so does --max-invalid-replies 0)."""
     return args.max_transport_failures or None
 
 
@@ -243,13 +247,19 @@ def cmd_sweep(args: argparse.Namespace) -> int:
                            backends=args.backend, seeds=args.seeds,
                            max_rounds=args.max_rounds, max_ticks=args.max_ticks,
                            cache=args.cache,
-                           max_transport_failures=args.max_transport_failures)
+                           max_transport_failures=args.max_transport_failures,
+                           max_invalid_replies=args.max_invalid_replies)
     out = run_sweep(spec, args.out, workers=args.workers, ray=args.ray, progress=not args.quiet)
     if args.json:
         _print_json(out)
     else:
         print(f"{out['ran']} episodes run ({out['ok']} ok, {out['errors']} failed), "
               f"{out['skipped']} already done; results in {out['results']}")
+    if out["errors"]:  # the rows are kept (error rows are retried by a rerun)
+        print(f"orgteams sweep: {out['errors']} of {out['ran']} episodes failed (status "
+              f"error in {out['results']}; rerun the same command to retry them)",
+              file=sys.stderr)
+        return 1
     return 0
 
 
@@ -323,6 +333,10 @@ def cmd_reflect(args: argparse.Namespace) -> int:
         best = out["best"]
         print(f"best: {best['organization']} (iteration {best['iteration']}, cost "
               f"{best['cost']:.2f}) saved to {best['path']}")
+    failed = result.coordinator_failure()
+    if failed:  # the loop never revised the organization: not a result
+        print(f"orgteams reflect: {failed}", file=sys.stderr)
+        return 1
     return 0
 
 
@@ -336,5 +350,6 @@ def _reflect(run_reflect, args: argparse.Namespace, seeds: list[int], out_dir: s
         use_critic=not args.no_critic, approved=args.approved, max_rounds=args.max_rounds,
         max_ticks=args.max_ticks, cache=args.cache,
         max_transport_failures=_failure_limit(args),
+        max_invalid_replies=args.max_invalid_replies or None,
         episodes_per_iteration=args.episodes_per_iteration, failure_penalty=args.failure_penalty,
         screen_candidates=args.screen, on_progress=on_progress)

@@ -31,6 +31,9 @@ Runs stdlib ``http.server`` on 127.0.0.1 in a daemon thread. Set ``server.mode``
   ``server.faults`` (default ``CHAOS_FAULTS``; ``FLOOD_FAULTS`` may be listed too), so
   every kind comes up once as many as are listed have been injected.
 
+Modes put in ``server.queue`` are taken first, one per request, in any mode (e.g. a
+run of ``invalid_json`` replies in the middle of a chaotic sweep).
+
 Every chat request body is appended to ``server.requests``, and every injected fault
 to ``server.injected`` as ``{"n": request index, "fault": mode}``.
 
@@ -230,6 +233,7 @@ class FaultServer(ThreadingHTTPServer):
         self.requests: list[dict[str, Any]] = []
         self.auth_headers: list[str] = []
         self.injected: list[dict[str, Any]] = []
+        self.queue: list[str] = []
         self._rng = random.Random(seed)
         self._turn = 0
         self._thread = threading.Thread(
@@ -238,7 +242,11 @@ class FaultServer(ThreadingHTTPServer):
         self._thread.start()
 
     def draw(self) -> str:
-        """The mode of the next request (a random fault or ``ok`` in chaos mode)."""
+        """The mode of the next request: the next queued one, else ``mode`` (in chaos
+        mode a random fault or ``ok``)."""
+        with self.lock:
+            if self.queue:
+                return self.queue.pop(0)
         if self.mode != "chaos":
             return self.mode
         with self.lock:

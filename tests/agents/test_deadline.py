@@ -73,7 +73,8 @@ def test_an_episode_against_a_trickling_server_stops_with_status_error(
     summary = json.loads(capsys.readouterr().out)
     assert summary["episode_status"] == "error"
     # (how failures are counted is the stop's business; the reason is the deadline's)
-    assert summary["stop_reason"].endswith(
+    assert summary["stop_reason"] == "transport failures"
+    assert summary["stop_detail"].endswith(
         f"(last: timeout: timeout after {timeout}s x {retries + 1} attempts)")
     assert summary["failed_requests_by_kind"] == {"timeout": retries + 1}
     decisions = [json.loads(line) for line in log.read_text().splitlines()]
