@@ -105,7 +105,8 @@ def test_a_huge_coordinator_reply_is_stored_capped_in_the_proposal(fault_server,
     out = tmp_path / "reflect"
     assert main(["reflect", "--layout", "studio", "--agents", "2", "--backend", "scripted",
                  "--critic", "scripted", "--coordinator", "openai:big-coordinator",
-                 "--iterations", "2", "--max-rounds", "1", "--out", str(out)]) == 0
+                 "--iterations", "2", "--max-rounds", "1", "--out", str(out)]) == 1
+    # a 1 MB non-JSON reply is never a valid proposal: every Coordinator call fell back
     proposal = json.loads((out / "iteration_0" / "proposal.json").read_text())
     replies = proposal["call"]["replies"]
     # the cut reply is no object: corrected once (Coordinator max_retries=1), then the

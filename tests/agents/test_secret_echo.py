@@ -168,8 +168,10 @@ def test_sweep_results_and_reflect_proposals_hold_no_echoed_secret(echo, tmp_pat
     reflect = tmp_path / "reflect"
     assert main(["reflect", "--layout", "studio", "--agents", "2", "--backend", "scripted",
                  "--critic", "openai:echo-critic", "--coordinator", "openai:echo-coordinator",
-                 "--iterations", "2", "--max-rounds", "1", "--out", str(reflect)]) == 0
+                 "--iterations", "2", "--max-rounds", "1", "--out", str(reflect)]) == 1
     out = capsys.readouterr()
+    # the echo is never a valid proposal, so every Coordinator call fell back (exit 1)
+    assert "orgteams reflect: every Coordinator call fell back" in out.err
     rows = (sweep / "results.jsonl").read_text()
     assert json.loads(rows.splitlines()[0])["status"] == "ok"
     assert "(you sent Authorization: ***)" in (next((sweep / "logs").glob("*.jsonl"))
