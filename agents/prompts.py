@@ -177,30 +177,75 @@ class PromptTemplates:
                     f"no prompt template {name!r}; known: {', '.join(self.names)}"
                 ) from None
             except jinja2.TemplateSyntaxError as exc:
-                raise PromptError(
-                    f"prompt template {exc.filename or name}: syntax error at line "
-                    f"{exc.lineno}: {exc.message}"
-                ) from None
+                raise _syntax_error(exc, name) from None
+            except UnicodeDecodeError:
+                raise PromptError(f"prompt template {self._path(name)}: not UTF-8 text (is "
+                                  "it a binary file?)") from None
         return self._cache[name]
+
+    def _path(self, name: str) -> str:
+        """The file template ``name`` comes from (first of the folders that has it)."""
+        for folder in self._env.loader.searchpath:
+            if (Path(folder) / f"{name}.j2").is_file():
+                return str(Path(folder) / f"{name}.j2")
+        return f"{name}.j2"
 
     def render(self, name: str, /, **variables: Any) -> str:
         """Render template ``name`` with ``variables`` (values are data, never templates).
 
         Raises:
-            PromptError: Unknown template, syntax error, or a variable is missing.
+            PromptError: Unknown template, syntax error, a variable is missing, a
+                recursive include/extends/macro, a template outside the folders, or a
+                file that is not UTF-8 text; the message names the template file.
         """
         import jinja2
         from jinja2.sandbox import SecurityError
 
         from orgteams.organizations.templates import step_budget
 
+        template = self._template(name)
         try:
             with step_budget():
-                return self._template(name).render(**variables).strip()
+                return template.render(**variables).strip()
         except jinja2.UndefinedError as exc:
             raise PromptError(f"prompt template {name}.j2: {exc.message}") from None
         except SecurityError as exc:
             raise PromptError(f"prompt template {name}.j2: unsafe template: {exc}") from None
+        # What a template it includes, extends or imports does wrong shows only now; the
+        # message names the innermost template file on the stack.
+        except jinja2.TemplateNotFound as exc:
+            folders = ", ".join(map(str, self._env.loader.searchpath))
+            raise PromptError(
+                f"prompt template {_innermost(exc, template)}: uses template {exc.name!r}, "
+                f"which is not in the prompt folders ({folders}); a prompt template may "
+                "include, import or extend only templates of those folders") from None
+        except jinja2.TemplateSyntaxError as exc:
+            raise _syntax_error(exc, name) from None
+        except RecursionError as exc:
+            raise PromptError(
+                f"prompt template {_innermost(exc, template)}: includes, extends or calls "
+                "itself without end (a recursive include, extends or macro)") from None
+        except UnicodeDecodeError as exc:
+            raise PromptError(f"prompt template {_innermost(exc, template)}: a template it "
+                              "uses is not UTF-8 text (is it a binary file?)") from None
+
+
+def _syntax_error(exc: Any, name: str) -> PromptError:
+    return PromptError(f"prompt template {exc.filename or name}: syntax error at line "
+                       f"{exc.lineno}: {exc.message}")
+
+
+def _innermost(exc: BaseException, template: Any) -> str:
+    """The template file deepest in ``exc``'s traceback (Jinja2 compiles each template
+    with its file name), else ``template``'s own."""
+    found = template.filename or template.name
+    tb = exc.__traceback__
+    while tb is not None:
+        filename = tb.tb_frame.f_code.co_filename
+        if filename.endswith(".j2"):
+            found = filename
+        tb = tb.tb_next
+    return found
 
 
 @lru_cache(maxsize=4)

@@ -57,6 +57,7 @@ from orgteams.criticize_reflect.summary import summarize_episode
 from orgteams.criticize_reflect.trials import mean_metrics, play
 from orgteams.envs.errors import UserError
 from orgteams.envs.team import agent_ids
+from orgteams.organizations.episode_status import why_stopped
 from orgteams.organizations.spec import Organization
 
 __all__ = ["HISTORY_METRICS", "EpisodeFailed", "ReflectResult", "episode_cost", "reflect"]
@@ -87,6 +88,21 @@ class ReflectResult:
     best_cost: float
     resumed_from: int = 0
     ran: list[int] = field(default_factory=list)
+
+    def coordinator_failure(self) -> str | None:
+        """One line when every Coordinator model call of the run fell back (a failed
+        server, replies never valid): the organization was never revised by the model.
+        None otherwise, also when no model was asked (one iteration) and for the
+        heuristic Coordinator, whose fallback ("no untried edit is valid") is an answer."""
+        asked = [row["decision"] for row in self.history
+                 if row.get("decision") and row["decision"].get("call")]
+        if not asked or any(d.get("fallback") is None for d in asked):
+            return None
+        last = " ".join(str(asked[-1]["fallback"]).split())
+        last = last if len(last) <= 200 else last[:197] + "..."
+        return (f"every Coordinator call fell back ({len(asked)} of {len(asked)}; last: "
+                f"{last}); the organization was never revised. Results are kept in "
+                f"{self.out_dir}")
 
     def to_dict(self) -> dict[str, Any]:
         """One JSON-ready object: the best organization and a compact history."""
@@ -332,9 +348,11 @@ def _refuse_unfinished(folder: Path, organization: Organization, summary: dict[s
     if status == "complete":
         (folder / "failed.json").unlink(missing_ok=True)
         return
-    reason = summary.get("stop_reason")
+    reason = why_stopped(summary)
     _write(folder / "organization.yaml", organization.to_yaml())
-    _write(folder / "failed.json", _dump({"episode_status": status, "stop_reason": reason,
+    _write(folder / "failed.json", _dump({"episode_status": status,
+                                           "stop_reason": summary.get("stop_reason"),
+                                           "stop_detail": summary.get("stop_detail"),
                                            "episode": summary}))
     raise EpisodeFailed(f"iteration {k}: the episode stopped early ({status}: {reason}); it "
                         f"is not scored. Recorded in {folder / 'failed.json'}; the {finished} "

@@ -27,6 +27,7 @@ import numpy as np
 from orgteams.envs.catalog import load_catalog
 from orgteams.envs.errors import UserError
 from orgteams.envs.layout import DIRECTIONS, Layout
+from orgteams.envs.limits import MAX_SEED
 
 ROOM_KEYS = (string.ascii_lowercase
              + "".join(chr(c) for c in range(0x3B1, 0x3CA))  # Greek alpha..omega
@@ -64,7 +65,11 @@ def parse_generated_name(name: str) -> dict[str, int]:
     match = _NAME.fullmatch(name.strip()) if isinstance(name, str) else None
     if match is None:
         raise UserError(f"malformed generated layout name {name!r}: {_NAME_HELP}")
-    return {"rooms": int(match.group(1)), "seed": int(match.group(2) or 0)}
+    rooms, seed = int(match.group(1)), int(match.group(2) or 0)
+    if seed > MAX_SEED:
+        raise UserError(f"generated layout {name!r}: the seed must be from 0 to {MAX_SEED}, "
+                        f"got {seed}")
+    return {"rooms": rooms, "seed": seed}
 
 
 def generate_layout(rooms: int, seed: int = 0) -> Layout:
@@ -76,8 +81,8 @@ def generate_layout(rooms: int, seed: int = 0) -> Layout:
     if not isinstance(rooms, int | np.integer) or not MIN_ROOMS <= rooms <= MAX_ROOMS:
         raise UserError(f"rooms must be an integer from {MIN_ROOMS} to {MAX_ROOMS}, "
                         f"got {rooms!r}")
-    if not isinstance(seed, int | np.integer) or seed < 0:
-        raise UserError(f"seed must be a non-negative integer, got {seed!r}")
+    if not isinstance(seed, int | np.integer) or not 0 <= seed <= MAX_SEED:
+        raise UserError(f"seed must be an integer from 0 to {MAX_SEED}, got {seed!r}")
     rooms, seed = int(rooms), int(seed)
     rng = np.random.default_rng([rooms, seed])
     names = _room_names(rooms, rng)

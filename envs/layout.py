@@ -25,13 +25,13 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
 from orgteams.envs._util import asset_dir, asset_names, unknown_name, validation_line
 from orgteams.envs.catalog import load_catalog, room_type
 from orgteams.envs.errors import UserError
 from orgteams.envs.limits import MAX_GRID_SIDE
+from orgteams.envs.user_files import load_yaml, read_text
 
 WALL, FLOOR, DOOR, FURNITURE, OUTSIDE = 0, 1, 2, 3, 4
 FIXED_CHARS = {"#": WALL, "+": DOOR, "=": DOOR, " ": OUTSIDE}
@@ -315,8 +315,5 @@ def load_layout(name_or_path: str | Path) -> Layout:
         path = asset_dir("layouts", f"{text}.yaml")
     if not path.exists():
         raise UserError(f"Layout file not found: {path}")
-    try:
-        data = yaml.safe_load(path.read_text())
-    except yaml.YAMLError as exc:
-        raise UserError(f"{path}: not valid YAML: {exc}") from None
+    data = load_yaml(read_text(path, "a layout file"), str(path))
     return Layout.from_dict(data, source=str(path))

@@ -29,6 +29,16 @@ MAX_SWEEP_CELLS = 1_000_000
 MAX_SEED = 2**32 - 1
 """Largest seed (numpy's legacy seeding range; seeds are never negative)."""
 
+MAX_FILE_BYTES = 4 * 1024 * 1024
+"""Largest organization, layout, task or sweep-spec file (bytes); a 512 x 512 grid is
+about 270 KB, a spec listing 100,000 seeds about 700 KB."""
+MAX_YAML_DEPTH = 100
+"""Deepest nesting of YAML mappings and sequences in those files (the shipped ones nest
+at most 5 levels; PyYAML recurses once per level)."""
+MAX_YAML_NODES = 1_000_000
+"""Most YAML nodes in one of those files once every alias is expanded (a "billion
+laughs" of nested aliases is small on disk but not to a validator)."""
+
 
 def check_int(value: Any, name: str, low: int, high: int) -> int:
     """``value`` as an int in ``[low, high]``, else a UserError naming ``name``.

@@ -13,13 +13,13 @@ from pathlib import Path
 from typing import Annotated
 
 import numpy as np
-import yaml
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 
 from orgteams.envs._util import asset_dir, asset_names, unknown_name, validation_line
 from orgteams.envs.catalog import load_catalog
 from orgteams.envs.errors import UserError
 from orgteams.envs.limits import MAX_TICKS
+from orgteams.envs.user_files import load_yaml, read_text
 
 RELATIONS = ("on", "inside")
 # At most this many predicates in one goal (array observations have one row each).
@@ -191,10 +191,7 @@ def load_task(name_or_path: str | Path) -> TaskSpec:
         if text not in list_tasks():
             raise unknown_name("task", text, list_tasks())
         path = asset_dir("tasks", f"{text}.yaml")
-    try:
-        data = yaml.safe_load(path.read_text())
-    except (OSError, yaml.YAMLError) as exc:
-        raise UserError(f"{path}: cannot read task: {exc}") from None
+    data = load_yaml(read_text(path, "a task file"), str(path))
     if not isinstance(data, dict):
         raise UserError(f"{path}: expected a mapping of task fields")
     return task_from_dict(data, source=str(path))

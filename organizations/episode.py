@@ -59,8 +59,14 @@ class RoundHooks:
         message: Every routed message (the window overlay draws them).
         phase: ``(state, "communicate" | "act")`` when a phase starts.
         stage: After every communicate stage (the live window redraws).
+        called: ``(state, decision record)`` for each member's decision, in the order
+            the calls finished, before any of them is used (the stop on failed model
+            calls counts them here; a hook that raises
+            :class:`~orgteams.organizations.episode_status.EpisodeStopped` ends the
+            episode before the stage's decisions are used, see
+            :mod:`~orgteams.organizations.phases`).
         decided: ``(state, decision records)`` after each communicate stage and act
-            phase, in speaking order (the transport-failure stop counts them).
+            phase, in speaking order.
         actions: ``(state, joint high-level actions)`` right before the env steps.
         round_start: Before a round (shocks apply here).
         round_end: After a round (monitor, log flush, live progress).
@@ -71,6 +77,7 @@ class RoundHooks:
     message: list[Callable[[TeamMessage], None]] = field(default_factory=list)
     phase: list[Callable[[EpisodeState, str], None]] = field(default_factory=list)
     stage: list[StateHook] = field(default_factory=list)
+    called: list[Callable[[EpisodeState, Any], None]] = field(default_factory=list)
     decided: list[Callable[[EpisodeState, list[Any]], None]] = field(default_factory=list)
     actions: list[Callable[[EpisodeState, dict[str, str]], None]] = field(default_factory=list)
     round_start: list[StateHook] = field(default_factory=list)

@@ -30,7 +30,9 @@ key               meaning
 Team events (``{"type": "election", "round", "winner", ...}`` and ``{"type":
 "leader_change", "round", "leader"}``) give the leadership terms of ``leader_tenure``.
 
-A record counts as a message when ``message`` is a non-empty string.
+A record counts as a message when ``message`` is a non-empty string. A decision is
+one agent's turn: the records with the same ``round``, ``phase``, ``stage`` and
+``agent`` (a turn that sends several messages writes one record per message).
 """
 
 from __future__ import annotations
@@ -77,6 +79,10 @@ class EpisodeMetrics:
     a response cache (``cached_usage``) cost nothing, though their tokens still count in
     ``llm_prompt_tokens`` and ``llm_completion_tokens``.
     ``abstention_rate`` is abstentions over records with a non-``None`` ``abstained``.
+    ``decisions`` counts agents' turns (see the module docstring); ``fallback_count``
+    the turns with a ``fallback`` (a declared safe decision taken instead of the
+    model's: a failed call, replies that were all invalid, an unavailable action) and
+    ``fallback_rate`` their share of ``decisions`` (None without a decision).
     ``unique_roles`` counts distinct roles (case-insensitive, ``abstain`` excluded).
     ``election_count`` counts rounds with at least one ``vote`` record; ``self_vote_rate``
     is the share of ballots an agent cast for itself (None: no ballots);
@@ -110,6 +116,8 @@ class EpisodeMetrics:
     hierarchy_depth: int
     algebraic_connectivity: float
     spectral_gap: float
+    decisions: int = 0
+    fallback_rate: float | None = None
     messages_by_kind: dict[str, int] = field(default_factory=dict)
     prompt_tokens_by_agent: dict[str, int] = field(default_factory=dict)
     completion_tokens_by_agent: dict[str, int] = field(default_factory=dict)
@@ -221,6 +229,12 @@ def episode_metrics(
     graph = communication_graph(records, agents)
     ballots = [r for r in records if r.get("kind") == "vote" and r.get("vote")]
     rounds = len({r["round"] for r in records if r.get("round") is not None})
+    turns: dict[tuple, bool] = {}
+    for r in records:
+        if r.get("phase") is not None and r.get("agent") is not None:
+            key = (r.get("round"), r["phase"], r.get("stage"), r["agent"])
+            turns[key] = turns.get(key, False) or bool(r.get("fallback"))
+    fell_back = sum(turns.values())
     return EpisodeMetrics(
         success=bool(success),
         ticks=ticks,
@@ -234,7 +248,7 @@ def episode_metrics(
         llm_prompt_tokens=sum(usage["pa"].values()),
         llm_completion_tokens=sum(usage["ca"].values()),
         cost_usd=cost_usd,
-        fallback_count=sum(1 for r in records if r.get("fallback")),
+        fallback_count=fell_back,
         abstention_rate=(
             sum(1 for r in decisions if r["abstained"]) / len(decisions) if decisions else 0.0
         ),
@@ -247,6 +261,8 @@ def episode_metrics(
         hierarchy_depth=hierarchy_depth(graph, leaders),
         algebraic_connectivity=algebraic_connectivity(graph),
         spectral_gap=spectral_gap(graph),
+        decisions=len(turns),
+        fallback_rate=fell_back / len(turns) if turns else None,
         messages_by_kind=dict(Counter(str(r.get("kind")) for r in msgs)),
         prompt_tokens_by_agent=dict(usage["pa"]),
         completion_tokens_by_agent=dict(usage["ca"]),

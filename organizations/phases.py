@@ -30,6 +30,7 @@ from orgteams.agents.agent_base import (
 )
 from orgteams.agents.member_rules import within_budget
 from orgteams.agents.shared_context import action_output
+from orgteams.organizations.episode_status import EpisodeStopped
 from orgteams.organizations.protocol_facts import PROTOCOL_FACTS
 from orgteams.organizations.protocols import (
     Stage,
@@ -51,12 +52,44 @@ TRACKED = ("grab", "explore", "check")  # kinds whose targets two agents should 
 _CALL_ONLY = ("usage", "cached_usage", "prompt", "replies", "attempts")
 
 
-async def _all(calls) -> list:
-    """The calls' results, run concurrently (one call is awaited without a task)."""
+async def _all(state: EpisodeState, agents: list[str], calls, line: dict) -> list:
+    """The members' decisions, asked concurrently (one call is awaited without a task).
+
+    Each decision's record goes to the ``called`` hooks in the order the calls finished,
+    so a stop on failed calls counts them exactly however many ran at once. When a hook
+    stops the episode (:class:`~orgteams.organizations.episode_status.EpisodeStopped`),
+    nothing more is used or started: every decision of these calls is written to the
+    log as it is (``line`` gives the phase, kind and stage; a note says it was not used,
+    and, for one that finished after the stop's call, that it was not counted), then the
+    stop goes on. Calls already running are let finish so that every request they made
+    is on record.
+    """
     calls = list(calls)
+    finished: list[int] = []  # indexes of the calls, in the order they finished
     if len(calls) == 1:
-        return [await calls[0]]
-    return list(await asyncio.gather(*calls))
+        results = [await calls[0]]
+        finished.append(0)
+    else:
+        tasks = [asyncio.ensure_future(c) for c in calls]
+        for i, task in enumerate(tasks):  # done callbacks run in the order tasks finish
+            task.add_done_callback(lambda _t, i=i: finished.append(i))
+        results = list(await asyncio.gather(*tasks))
+    if not state.hooks.called:
+        return results
+    for n, i in enumerate(finished):
+        try:
+            for hook in state.hooks.called:
+                hook(state, results[i].record)
+        except EpisodeStopped as stop:
+            for j in finished[n + 1:]:
+                results[j].record.notes.append(f"not counted: finished after the call "
+                                               f"that stopped the episode ({stop.reason})")
+            for agent, d in zip(agents, results):
+                d.record.notes.append(f"not used: the episode stopped ({stop.reason})")
+                state.emit({"round": state.round, "tick": state.env.ticks, "agent": agent,
+                            **line, "thoughts": d.thoughts, **decision_fields(d.record)})
+            raise
+    return results
 
 
 def _context(state: EpisodeState, agent: str, stage: Stage, visible: list[TeamMessage],
@@ -104,8 +137,11 @@ async def communicate_phase(state: EpisodeState, speakers: list[str] | None = No
         stage = stages[si]
         ctxs = {a: _context(state, a, stage, visible_outputs(stages, si, a, outputs), team)
                 for a in stage.speakers}
-        decisions = await _all(state.members[a].communicate(ctxs[a], view)
-                               for a in stage.speakers)
+        decisions = await _all(state, list(stage.speakers),
+                               (state.members[a].communicate(ctxs[a], view)
+                                for a in stage.speakers),
+                               {"phase": "communicate", "stage": si, "kind": stage.kind,
+                                "message": None})
         state.check_stop()  # e.g. a person's window closed while they were asked
         votes, claims = {}, {}
         for agent, d in zip(stage.speakers, decisions):
@@ -298,8 +334,10 @@ async def decide_actions(state: EpisodeState, abstained: set[str] = frozenset(),
                           state.resolved.instruction_for(a), state.role(a),
                           visible_this_round=(visible or {}).get(a, []), history=history)
             for a in deciders}
-    decisions = await _all(state.members[a].act(state.view, state.round, ctxs[a])
-                           for a in deciders)
+    decisions = await _all(state, deciders,
+                           (state.members[a].act(state.view, state.round, ctxs[a])
+                            for a in deciders),
+                           {"phase": "act", "kind": "action", "action": None})
     actions: dict[str, str] = {}
     chosen: dict[str, ActDecision] = {}
     for agent, d in zip(deciders, decisions):

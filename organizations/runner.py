@@ -11,8 +11,11 @@ summary adds :class:`~orgteams.organizations.metrics.EpisodeMetrics` and the
 team-level facts (elections, organization switches, shocks, successions and recovery).
 
 The summary's ``episode_status`` is ``"complete"``, or ``"error"`` when
-``max_transport_failures`` model calls in a row failed (see
-:mod:`~orgteams.organizations.episode_status`), with a ``stop_reason``.
+``max_transport_failures`` model calls in a row failed or ``max_invalid_replies`` in a
+row gave no valid reply, or ``"interrupted"``; ``stop_reason`` says why it ended (``goal
+met``, ``max ticks``, ``max rounds``, ``transport failures``, ``invalid replies`` or the
+interruption's reason) and ``stop_detail`` the sentence behind an early stop (see
+:mod:`~orgteams.organizations.episode_status`).
 """
 
 from __future__ import annotations
@@ -31,9 +34,11 @@ from orgteams.envs.team import Team
 from orgteams.organizations import team_log
 from orgteams.organizations.episode import EpisodeState, RoundHooks, check_members, play_rounds
 from orgteams.organizations.episode_status import (
+    DEFAULT_MAX_INVALID_REPLIES,
     DEFAULT_MAX_TRANSPORT_FAILURES,
+    CallFailures,
     EpisodeStopped,
-    TransportFailures,
+    end_reason,
 )
 from orgteams.organizations.metrics import episode_metrics, roles_by_round
 from orgteams.organizations.monitor import CapabilityMonitor, MonitorConfig
@@ -79,6 +84,8 @@ class TeamRunner:
             (video frames).
         max_transport_failures: Stop with status ``error`` after this many model calls
             in a row failed after their retries (None: never stop).
+        max_invalid_replies: Stop with status ``error`` after this many model calls in a
+            row gave no valid reply (None: never stop).
         should_stop: Asked at round and tick boundaries (and before decisions taken
             meanwhile are used); a reason (e.g. ``"window closed"``) ends the episode
             there, with ``episode_status`` ``"interrupted"`` and that ``stop_reason``.
@@ -94,10 +101,12 @@ class TeamRunner:
                  on_tick: Callable[..., None] | None = None,
                  max_transport_failures: int | None = DEFAULT_MAX_TRANSPORT_FAILURES,
                  should_stop: Callable[[], str | None] | None = None,
-                 tokenizer: Tokenizer | None = None):
+                 tokenizer: Tokenizer | None = None,
+                 max_invalid_replies: int | None = DEFAULT_MAX_INVALID_REPLIES):
         team = list(env.possible_agents)
-        TransportFailures(max_transport_failures)  # validate before the episode
+        CallFailures(max_transport_failures, max_invalid_replies)  # validate them now
         self.max_transport_failures = max_transport_failures
+        self.max_invalid_replies = max_invalid_replies
         check_members(team, members)
         self.env, self.organization, self.members = env, organization, dict(members)
         self.team = team
@@ -142,19 +151,20 @@ class TeamRunner:
         small = self.organization.size_warning(len(self.team))
         if small:
             state.event("small_team", message=small)
-        failures = TransportFailures(self.max_transport_failures)
-        state.hooks.decided.append(lambda s, records: failures.count(records))
-        status, reason = "complete", None
+        failures = CallFailures(self.max_transport_failures, self.max_invalid_replies)
+        state.hooks.called.append(lambda s, record: failures.count(record))
+        status, detail = "complete", None
         try:
             try:
                 await play_rounds(state, self.max_rounds)
+                reason = end_reason(bool(env.base.world.success), not env.agents)
             except EpisodeStopped as stop:
-                status, reason = stop.status, stop.reason
-                state.event("stopped", status=status, reason=reason)
+                status, reason, detail = stop.status, stop.reason, stop.detail
+                state.event("stopped", status=status, reason=reason, detail=detail)
             if status == "complete":
                 self.patterns.append(state.pattern())  # the shared history's episodes
             summary = self._summary(state, log.records, seed, time.perf_counter() - start)
-            summary.update(episode_status=status, stop_reason=reason)
+            summary.update(episode_status=status, stop_reason=reason, stop_detail=detail)
             if self.log_path is not None:
                 team_log.end_replay_log(log, env.base.world)
                 log.write({"record": "summary", **summary})

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 import yaml
 
 from orgteams.envs.errors import UserError
+from orgteams.envs.user_files import check_yaml
 from orgteams.organizations.episode import check_member
 
 if TYPE_CHECKING:
@@ -144,6 +145,7 @@ class Shock:
         if not eq:
             raise UserError(f"malformed shock {text!r}: {_SYNTAX}")
         try:
+            check_yaml(right, f"shock {text[:60]!r}")  # a value nested 50,000 deep: one line
             value = yaml.safe_load(right)
         except yaml.YAMLError:
             value = right

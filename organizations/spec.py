@@ -49,6 +49,7 @@ from pydantic import (
 from orgteams.envs._util import did_you_mean, validation_line
 from orgteams.envs.errors import UserError
 from orgteams.envs.team import Team
+from orgteams.envs.user_files import load_yaml, read_text
 from orgteams.organizations.protocol_facts import PROTOCOL_FACTS, PROTOCOLS
 from orgteams.organizations.rules import Rules
 from orgteams.organizations.templates import MAX_INSTRUCTION_CHARS, compile_template
@@ -268,13 +269,10 @@ class Organization(BaseModel):
             "\n" not in text and text.endswith((".yaml", ".yml"))
         ):
             path = Path(path_or_text)
-            if not path.is_file():
+            if not path.exists():
                 raise UserError(f"{path}: no such organization file")
-            source, text = str(path), path.read_text(encoding="utf-8")
-        try:
-            data = yaml.safe_load(text)
-        except yaml.YAMLError as exc:
-            raise UserError(f"{source}: invalid YAML: {_one_line(exc)}") from None
+            source, text = str(path), read_text(path, "an organization file")
+        data = load_yaml(text, source)
         if not isinstance(data, dict):
             raise UserError(
                 f"{source}: expected a mapping of organization fields, got {type(data).__name__}"
@@ -334,11 +332,6 @@ def _str_representer(dumper: yaml.SafeDumper, value: str) -> yaml.Node:
 
 
 _BlockDumper.add_representer(str, _str_representer)
-
-
-def _one_line(exc: Exception) -> str:
-    """An exception's text on one line (YAML errors span several)."""
-    return " ".join(str(exc).split())
 
 
 def _fragments() -> dict[str, str]:

@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from orgteams.envs.errors import UserError
+from orgteams.envs.user_files import make_parents, utf8_problem
 
 
 def _default(obj: Any) -> Any:
@@ -55,9 +56,17 @@ class EpisodeLog:
         self.records: list[dict] = []
         self._fh: TextIO | None = None
         if self.path is not None:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+            # refused now, not when the finished episode is renamed over it
+            if self.path.is_dir():
+                raise UserError(f"{self.path}: is a directory; the episode log is a file "
+                                f"(for example {self.path / 'episode.jsonl'})")
             self.partial = self.path.with_name(self.path.name + ".partial")
-            self._fh = self.partial.open("w", encoding="utf-8")
+            make_parents(self.path, "the episode log")
+            try:
+                self._fh = self.partial.open("w", encoding="utf-8")
+            except OSError as exc:
+                raise UserError(f"{self.path}: cannot write the episode log: "
+                                f"{exc.strerror or exc}") from None
 
     def write(self, record: dict, keep: bool = True) -> None:
         """Append ``record`` to the file (flushed per round); keep it in memory too
@@ -89,16 +98,46 @@ class EpisodeLog:
 
 def read_log(path: str | Path) -> Iterator[dict]:
     """Records of a JSONL episode log; a torn final line (crash mid-write) is skipped."""
-    lines = Path(path).read_text(encoding="utf-8").splitlines()
-    for i, line in enumerate(lines):
-        if not line.strip():
-            continue
-        try:
-            yield json.loads(line)
-        except json.JSONDecodeError:
-            if i == len(lines) - 1:
-                return  # the round in flight when the process died
-            raise UserError(f"{path}: line {i + 1} is not valid JSON") from None
+    for _, record in read_log_lines(path):
+        yield record
+
+
+def read_log_lines(path: str | Path) -> Iterator[tuple[int, dict]]:
+    """``(line number, record)`` of each record of a JSONL episode log, read as a stream.
+
+    A torn final line (a crash mid-write: cut JSON, or a cut UTF-8 character, and no
+    newline) is skipped; any other line that is not UTF-8 text holding one JSON object is a
+    :class:`~orgteams.envs.errors.UserError` naming the file and line, as is a
+    directory.
+    """
+    path = Path(path)
+    if path.is_dir():
+        raise UserError(f"{path}: is a directory, expected an episode log (JSONL)")
+    with path.open("rb") as fh:
+        number, line = 0, fh.readline()
+        while line:
+            number, following = number + 1, fh.readline()
+            # a crash mid-write cuts the last line before its newline (a first line
+            # cut so is no log: a binary file often has no newline at all)
+            torn = not following and not line.endswith(b"\n") and number > 1
+            try:
+                text = line.decode("utf-8")
+                record = json.loads(text) if text.strip() else None
+            except UnicodeDecodeError as exc:
+                if torn:
+                    return  # the character in flight when the process died
+                raise UserError(f"{path}: {utf8_problem(line, exc, number)}, expected an "
+                                "episode log (JSONL)") from None
+            except (json.JSONDecodeError, RecursionError):
+                if torn:
+                    return  # the round in flight when the process died
+                raise UserError(f"{path}: line {number} is not valid JSON") from None
+            if record is not None and not isinstance(record, dict):
+                raise UserError(f"{path}: line {number} is a JSON {type(record).__name__}, "
+                                "not an object")
+            if record is not None:
+                yield number, record
+            line = following
 
 
 def state_digest(state: Any) -> str:
@@ -145,7 +184,8 @@ def decision_fields(record: Any) -> dict:
 
 def fault_counts(decisions: list[dict]) -> dict[str, Any]:
     """Summary fields about the model server, from decision records: HTTP requests made,
-    failed ones by kind, decisions that fell back on a backend error, and every
+    failed ones by kind, decisions that fell back on a backend error, decisions whose
+    model answered but never validly (``invalid_reply_fallbacks``), and every
     structured-output downgrade (who, when, from which mode to which, and why)."""
     attempts = [(r, a) for r in decisions for a in r.get("attempts") or []]
     failed = Counter(a["kind"] for _, a in attempts if a.get("kind"))
@@ -154,6 +194,8 @@ def fault_counts(decisions: list[dict]) -> dict[str, Any]:
         "failed_requests": sum(failed.values()),
         "failed_requests_by_kind": dict(sorted(failed.items())),
         "backend_fallbacks": sum(1 for r in decisions if r.get("error")),
+        "invalid_reply_fallbacks": sum(1 for r in decisions if r.get("replies")
+                                       and r.get("parsed") is None and not r.get("error")),
         "structured_downgrades": [
             {"agent": r.get("agent"), "round": r.get("round"), "from": a["mode"],
              "to": a["downgrade"], "status": a["status"], "detail": a["detail"]}

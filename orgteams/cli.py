@@ -1,4 +1,5 @@
-"""The orgteams command line: run, play, replay, record, demos, reflect, sweep, report, list.
+"""The orgteams command line: run, play, replay, record, demos, reflect, experiment, list,
+sweep, report.
 
 Every command that produces results accepts ``--json`` and then prints exactly one
 JSON object on stdout (the episode summary for ``run``), so scripts can consume it.
@@ -82,12 +83,20 @@ def _name_list(text: str) -> list[str]:
 
 
 def _add_failure_limit(p: argparse.ArgumentParser, spec_default: bool = False) -> None:
-    from orgteams.organizations.episode_status import DEFAULT_MAX_TRANSPORT_FAILURES
+    from orgteams.organizations.episode_status import (
+        DEFAULT_MAX_INVALID_REPLIES,
+        DEFAULT_MAX_TRANSPORT_FAILURES,
+    )
 
     p.add_argument("--max-transport-failures", type=int, metavar="N",
                    default=None if spec_default else DEFAULT_MAX_TRANSPORT_FAILURES,
                    help="stop an episode with status error after N model calls in a row "
                         f"failed after retries (default {DEFAULT_MAX_TRANSPORT_FAILURES}; "
+                        "0: never)")
+    p.add_argument("--max-invalid-replies", type=_int_in(0, 1000), metavar="N",
+                   default=None if spec_default else DEFAULT_MAX_INVALID_REPLIES,
+                   help="stop an episode with status error after N model calls in a row "
+                        f"gave no valid reply (default {DEFAULT_MAX_INVALID_REPLIES}; "
                         "0: never)")
 
 
@@ -112,7 +121,7 @@ def _temperature(text: str) -> float:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="orgteams", description=__doc__.splitlines()[0])
+    parser = _Parser(prog="orgteams")
     parser.add_argument("--debug", action="store_true",
                         help="show the traceback of bad-input errors too")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -252,7 +261,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_failure_limit(p)
     p.set_defaults(func=cmd_reflect)
 
-    p = sub.add_parser("experiment", help="run a paper experiment by name (--list: all)")
+    p = subcommand(sub, "experiment", "run a paper experiment by name (--list: all)")
     p.add_argument("name", nargs="?", help="recipe name (see --list)")
     p.add_argument("--list", action="store_true", help="list the experiments")
     p.add_argument("--backend", default=None, help="member spec replacing the recipe's")
@@ -302,6 +311,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "present, else the first)")
     p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
     p.set_defaults(func=cmd_report)
+    # every command named, from the parser itself (the docstring's list missed one)
+    parser.description = f"The orgteams command line: {', '.join(sub.choices)}."
     for p in sub.choices.values():  # --debug also after the command name
         p.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
                        help="show the traceback of bad-input errors too")
@@ -328,9 +339,23 @@ def main(argv: list[str] | None = None) -> int:
         text = " ".join(str(exc).split())  # one line, whatever the message holds
         print(f"orgteams {args.command}: error: {text}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:  # Ctrl-C: one line, the shell's usual status for SIGINT
-        print(f"orgteams {args.command}: interrupted (Ctrl-C)", file=sys.stderr)
+    except KeyboardInterrupt as exc:  # Ctrl-C: one line, the shell's usual status for SIGINT
+        print(f"orgteams {args.command}: interrupted (Ctrl-C){_kept(exc)}", file=sys.stderr)
         return 130
+
+
+def _kept(exc: KeyboardInterrupt) -> str:
+    """``; partial log: <path>`` for an episode log the interrupted run left (renamed
+    from ``.partial`` when the episode closed it, else still ``.partial``), else ''."""
+    from pathlib import Path
+
+    path = getattr(exc, "log_path", None)
+    if path is None:
+        return ""
+    for kept in (Path(path), Path(f"{path}.partial")):
+        if kept.is_file():
+            return f"; partial log: {kept}"
+    return ""
 
 
 if __name__ == "__main__":

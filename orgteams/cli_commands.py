@@ -12,6 +12,21 @@ import sys
 from typing import Any
 
 
+def _check_out(path: str | None) -> None:
+    """An output folder (``--out``) that is a file, or under one, is one line before
+    anything runs (it was a FileExistsError or NotADirectoryError traceback)."""
+    from pathlib import Path
+
+    from orgteams.envs.errors import UserError
+
+    if path is None:
+        return
+    out = Path(path)
+    blocking = next((p for p in (out, *out.parents) if p.exists() and not p.is_dir()), None)
+    if blocking is not None:
+        raise UserError(f"{out}: --out must be a folder, but {blocking} is a file")
+
+
 def _print_json(obj: Any) -> None:
     print(json.dumps(obj, default=str))
 
@@ -36,7 +51,10 @@ def _round_printer(names: dict[str, str] | None = None):
             who = name(r.get("agent", "team"))
             if r.get("phase") == "communicate" and r.get("message"):
                 to = ", ".join(map(name, r.get("delivered") or [])) or "nobody"
-                print(f"  r{round_:<3} {who} -> {to}: {r['message'][:100]}", file=sys.stderr)
+                text = r["message"]
+                if r.get("message_kind") == "assign":  # "Bob: explore kitchen", to Bob
+                    text = text.removeprefix(f"{to}: ")
+                print(f"  r{round_:<3} {who} -> {to}: {text[:100]}", file=sys.stderr)
             elif r.get("phase") == "act":
                 extra = f"  [fallback: {r['fallback']}]" if r.get("fallback") else ""
                 print(f"  r{round_:<3} {who} does {r.get('action')} "
@@ -48,11 +66,12 @@ def _round_printer(names: dict[str, str] | None = None):
     return show
 
 
-SUMMARY_ROWS = ("episode_status", "stop_reason", "success", "ticks", "rounds", "units_done",
-                "units_total",
+SUMMARY_ROWS = ("episode_status", "stop_reason", "stop_detail", "success", "ticks", "rounds",
+                "units_done", "units_total",
                 "message_tokens_sent", "message_tokens_delivered", "comm_tokens_per_step",
                 "delivered_tokens_per_step", "llm_prompt_tokens", "llm_completion_tokens",
-                "cost_usd", "fallback_count", "abstention_rate", "duplicate_rate",
+                "cost_usd", "fallback_count", "fallback_rate", "abstention_rate",
+                "duplicate_rate",
                 "hierarchy_depth", "algebraic_connectivity", "spectral_gap", "election_count",
                 "self_vote_rate", "leader_tenure",
                 "tokenizer", "tokens_approximate", "wall_seconds", "log_path")
@@ -86,6 +105,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         log_path=args.log or "auto", shocks=args.shock, monitor=args.monitor or None,
         cache=args.cache, on_round=None if args.quiet else _round_printer(),
         max_transport_failures=_failure_limit(args),
+        max_invalid_replies=args.max_invalid_replies or None,
         temperature=args.temperature, prompts=args.prompts, fps=args.fps, scale=args.scale)
     summary = result.summary
     # never met silently (stderr, so --json stays clean)
@@ -108,14 +128,16 @@ def cmd_run(args: argparse.Namespace) -> int:
               file=sys.stderr)
         return 1
     if status != "complete":
-        print(f"orgteams run: episode stopped ({status}): {summary.get('stop_reason')}",
+        from orgteams.organizations.episode_status import why_stopped
+
+        print(f"orgteams run: episode stopped ({status}): {why_stopped(summary)}",
               file=sys.stderr)
         return 1
     return 0
 
 
 def _failure_limit(args: argparse.Namespace) -> int | None:
-    """--max-transport-failures N; 0 means never stop."""
+    """--max-transport-failures N; 0 means never stop (so does --max-invalid-replies 0)."""
     return args.max_transport_failures or None
 
 
@@ -187,6 +209,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
 def cmd_demos(args: argparse.Namespace) -> int:
     from orgteams.demos import collect_demos
 
+    _check_out(args.out)
     out = collect_demos(args.layout, args.task, args.agents, range(args.seeds), args.out)
     if args.json:
         _print_json(out)
@@ -217,19 +240,26 @@ def cmd_list(args: argparse.Namespace) -> int:
 def cmd_sweep(args: argparse.Namespace) -> int:
     from orgteams.sweep import SweepSpec, run_sweep, spec_from_lists
 
+    _check_out(args.out)
     base = SweepSpec.from_yaml(args.spec) if args.spec else None
     spec = spec_from_lists(base, tasks=args.tasks, layouts=args.layouts,
                            organizations=args.orgs, agents=args.agents,
                            backends=args.backend, seeds=args.seeds,
                            max_rounds=args.max_rounds, max_ticks=args.max_ticks,
                            cache=args.cache,
-                           max_transport_failures=args.max_transport_failures)
+                           max_transport_failures=args.max_transport_failures,
+                           max_invalid_replies=args.max_invalid_replies)
     out = run_sweep(spec, args.out, workers=args.workers, ray=args.ray, progress=not args.quiet)
     if args.json:
         _print_json(out)
     else:
         print(f"{out['ran']} episodes run ({out['ok']} ok, {out['errors']} failed), "
               f"{out['skipped']} already done; results in {out['results']}")
+    if out["errors"]:  # the rows are kept (error rows are retried by a rerun)
+        print(f"orgteams sweep: {out['errors']} of {out['ran']} episodes failed (status "
+              f"error in {out['results']}; rerun the same command to retry them)",
+              file=sys.stderr)
+        return 1
     return 0
 
 
@@ -253,6 +283,7 @@ def cmd_experiment(args: argparse.Namespace) -> int:
         for name, description in list_experiments():
             print(f"{name}: {description}")
         return 0
+    _check_out(args.out)
     table = run_experiment(args.name, backend=args.backend, seeds=args.seeds, out=args.out,
                            progress=not args.no_progress)
     out = args.out or f"runs/experiments/{args.name}"
@@ -270,6 +301,7 @@ def cmd_reflect(args: argparse.Namespace) -> int:
                                        else 1)
     seeds = args.seeds or list(range(args.seed, args.seed + args.episodes_per_iteration))
     out_dir = args.out or f"runs/reflect_{args.org.replace('/', '_')}_{args.task}"
+    _check_out(out_dir)
     if args.evaluate is not None:
         from orgteams.reflect_eval import evaluate_reflect, format_evaluation
 
@@ -301,6 +333,10 @@ def cmd_reflect(args: argparse.Namespace) -> int:
         best = out["best"]
         print(f"best: {best['organization']} (iteration {best['iteration']}, cost "
               f"{best['cost']:.2f}) saved to {best['path']}")
+    failed = result.coordinator_failure()
+    if failed:  # the loop never revised the organization: not a result
+        print(f"orgteams reflect: {failed}", file=sys.stderr)
+        return 1
     return 0
 
 
@@ -314,5 +350,6 @@ def _reflect(run_reflect, args: argparse.Namespace, seeds: list[int], out_dir: s
         use_critic=not args.no_critic, approved=args.approved, max_rounds=args.max_rounds,
         max_ticks=args.max_ticks, cache=args.cache,
         max_transport_failures=_failure_limit(args),
+        max_invalid_replies=args.max_invalid_replies or None,
         episodes_per_iteration=args.episodes_per_iteration, failure_penalty=args.failure_penalty,
         screen_candidates=args.screen, on_progress=on_progress)

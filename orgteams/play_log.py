@@ -80,6 +80,8 @@ class PlayLog:
         mine = [r for r in spoken if r["agent"] == player]
         team_log.end_replay_log(log, world)
         log.write({"record": "summary", "ticks": world.tick, "success": bool(world.success),
+                   "units_done": sum(world.progress),
+                   "units_total": sum(p.count for p in world.scene.goal),
                    "player": player, "player_role": self.player_role,
                    "messages_sent": len(spoken),
                    "player_messages": len(mine),

@@ -22,11 +22,15 @@ from orgteams.criticize_reflect.critic import Critic
 from orgteams.criticize_reflect.loop import ReflectResult, reflect
 from orgteams.envs.errors import UserError
 from orgteams.envs.team import Team
-from orgteams.organizations.episode_status import DEFAULT_MAX_TRANSPORT_FAILURES
+from orgteams.organizations.episode_status import (
+    DEFAULT_MAX_INVALID_REPLIES,
+    DEFAULT_MAX_TRANSPORT_FAILURES,
+)
 from orgteams.organizations.library import load_organization
 from orgteams.organizations.spec import Organization
 
-__all__ = ["HEURISTIC_EPISODES", "make_episode_fn", "make_llm", "run_reflect"]
+__all__ = ["HEURISTIC_EPISODES", "check_reflector", "make_episode_fn", "make_llm",
+           "run_reflect"]
 
 HEURISTIC_EPISODES = 5
 """Default episodes per iteration of the heuristic Coordinator. The paper's loop played
@@ -43,6 +47,26 @@ def make_llm(spec: str, cache: str | Path | None = None):
     return make_backend(backend_options(spec, cache))
 
 
+def check_reflector(role: str, spec: str) -> None:
+    """Check the Critic's or Coordinator's spec: ``heuristic`` or a chat backend spec
+    (``local``, ``openai:<model>``, ``scripted``).
+
+    Raises:
+        UserError: ``Unknown Coordinator backend kind 'nosuch'. Known: heuristic, ...``
+            (with a "Did you mean"), or a malformed spec (``local:foo``).
+    """
+    from orgteams.agents.backends import BACKENDS
+    from orgteams.envs._util import unknown_name
+    from orgteams.team import parse_member_spec
+
+    if spec == "heuristic":
+        return
+    kind = str(spec).strip().partition(":")[0]
+    if kind not in BACKENDS:
+        raise unknown_name(f"{role} backend kind", kind, ["heuristic", *BACKENDS])
+    parse_member_spec(spec)  # the model part: local takes none, openai needs one
+
+
 def make_episode_fn(task: str | Sequence[str] = "prepare_afternoon_tea",
                     layout: str | Sequence[str] = "apartment", agents: int = 3,
                     backend: str | list[str] = "local", seeds: Sequence[int] = (0,),
@@ -50,7 +74,8 @@ def make_episode_fn(task: str | Sequence[str] = "prepare_afternoon_tea",
                     log_dir: str | Path | None = None, cache: str | Path | None = None,
                     max_transport_failures: int | None = DEFAULT_MAX_TRANSPORT_FAILURES,
                     pool: Any = None, episodes_per_iteration: int = 1,
-                    on_progress: Callable[[int, int, int], object] | None = None):
+                    on_progress: Callable[[int, int, int], object] | None = None,
+                    max_invalid_replies: int | None = DEFAULT_MAX_INVALID_REPLIES):
     """``episode_fn(organization, iteration)`` playing an iteration with ``run_episode``.
 
     Schedule: iteration ``k`` plays ``episodes_per_iteration`` (E) episodes, episode
@@ -84,6 +109,7 @@ def make_episode_fn(task: str | Sequence[str] = "prepare_afternoon_tea",
                            seed=seeds[i % len(seeds)], max_rounds=max_rounds,
                            max_ticks=max_ticks, log_path=log, cache=cache,
                            max_transport_failures=max_transport_failures, pool=pool,
+                           max_invalid_replies=max_invalid_replies,
                            on_tick=None if on_progress is None else (
                                lambda tick, limit: on_progress(iteration, tick, limit)))
 
@@ -131,7 +157,8 @@ def run_reflect(organization: str | Path | Organization = "leader", *,
                 max_transport_failures: int | None = DEFAULT_MAX_TRANSPORT_FAILURES,
                 episodes_per_iteration: int | None = None, failure_penalty: float = 0.0,
                 screen_candidates: bool | None = None,
-                on_progress: Callable[[int, int, int], object] | None = None) -> ReflectResult:
+                on_progress: Callable[[int, int, int], object] | None = None,
+                max_invalid_replies: int | None = DEFAULT_MAX_INVALID_REPLIES) -> ReflectResult:
     """Run (or resume) the Criticize-Reflect loop; see :func:`~orgteams.criticize_reflect.reflect`.
 
     Args:
@@ -152,6 +179,9 @@ def run_reflect(organization: str | Path | Organization = "leader", *,
         on_progress: Called as ``on_progress(iteration, tick, tick_limit)`` while each
             episode plays (the CLI's progress bar).
     """
+    check_reflector("Coordinator", coordinator)  # before anything is built or started
+    if use_critic:
+        check_reflector("Critic", critic)
     org = organization if isinstance(organization, Organization) else load_organization(
         organization)
     resolved = org.resolve(Team.of_size(agents))
@@ -176,6 +206,7 @@ def run_reflect(organization: str | Path | Organization = "leader", *,
         episode_fn = make_episode_fn(task, layout, agents, backend, seeds, max_rounds,
                                      max_ticks, log_dir=Path(out_dir) / "logs", cache=cache,
                                      max_transport_failures=max_transport_failures, pool=pool,
+                                     max_invalid_replies=max_invalid_replies,
                                      episodes_per_iteration=episodes_per_iteration,
                                      on_progress=on_progress)
         _write_run(Path(out_dir), {

@@ -64,8 +64,10 @@ def _costs(org: Organization, run: dict[str, Any], seeds: list[int], model: Cost
                              backend=run["backend"], seed=seed, max_rounds=run.get("max_rounds"),
                              max_ticks=run.get("max_ticks"))
         if result.summary.get("episode_status", "complete") != "complete":
+            from orgteams.organizations.episode_status import why_stopped
+
             raise RuntimeError(f"seed {seed}: the episode stopped early "
-                               f"({result.summary.get('stop_reason')}); no comparison")
+                               f"({why_stopped(result.summary)}); no comparison")
         costs.append(model.cost(result.summary))
         bar.update(bar.done + 1, f"{task} / {layout}: {org.name}")
     return costs

@@ -17,12 +17,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from orgteams.envs.actions import HAND_CAPACITY, NUM_ACTIONS
 from orgteams.envs.dynamics import transition
 from orgteams.envs.errors import UserError
 from orgteams.envs.messages import TeamMessage
 from orgteams.envs.overlay import Overlay
-from orgteams.envs.state import HouseholdState
-from orgteams.organizations.team_log import read_log, state_digest
+from orgteams.envs.state import HouseholdState, is_walkable
+from orgteams.organizations.team_log import read_log_lines, state_digest
+
+SUMMARY_FACTS = ("ticks", "success", "units_done", "units_total")
+"""The world facts of a log's summary line that a replay recomputes and checks."""
 
 
 @dataclass
@@ -38,13 +42,25 @@ class ReplayResult:
 
 
 @dataclass
+class _Line:
+    """A tick or world line of the log, checked: its line number and, for a world line,
+    the state it loads."""
+
+    number: int
+    record: dict
+    state: HouseholdState | None = None
+
+
+@dataclass
 class _Episode:
     header: dict
-    ticks: list[dict]  # tick and world lines, in log order
+    start: HouseholdState  # the initial world, checked
+    ticks: list[_Line]  # tick and world lines, in log order
     speech: dict[int, list[dict]]  # round -> its communicate records with a message
     abstained: dict[int, list[str]]  # round -> agents that abstained
     end: dict | None
     roles: dict[int, dict[str, str]]  # round -> agent -> role (badges)
+    summary: dict | None = None  # the summary line, if the episode ended
     diverged: bool = False  # the replay differed from the log before a world line
 
 
@@ -53,31 +69,152 @@ def _load(path: Path) -> _Episode:
         path = next((path / n for n in ("episode.jsonl", "episode.jsonl.partial")
                      if (path / n).is_file()), path / "episode.jsonl")
     if not path.is_file():
+        partial = path.with_name(path.name + ".partial")
+        if partial.is_file():
+            raise FileNotFoundError(f"no episode log at {path}, but {partial} holds the rounds "
+                                    f"of a run that did not finish: orgteams replay {partial}")
         raise FileNotFoundError(f"no episode log at {path}")
-    header, end, ticks = None, None, []
+    header, start, end, summary, ticks = None, None, None, None, []
     speech: dict[int, list[dict]] = defaultdict(list)
     abstained: dict[int, list[str]] = defaultdict(list)
     roles: dict[int, dict[str, str]] = defaultdict(dict)
-    for r in read_log(path):
+    for number, r in read_log_lines(path):
+        where = f"{path}: line {number}"
         kind = r.get("record")
         if kind == "episode":
-            header = r
-        elif kind in ("tick", "world"):
-            ticks.append(r)
+            header, start = r, _checked_header(r, where)
+        elif kind == "tick":
+            ticks.append(_Line(number, r))
+        elif kind == "world":
+            _int_field(r, "tick", where)
+            ticks.append(_Line(number, r, _checked_state(r.get("state"),
+                                                         f"{where}: field 'state'")))
         elif kind == "end":
             end = r
+        elif kind == "summary":
+            summary = r
         elif kind is None and r.get("phase") == "communicate":
+            round_ = _int_field(r, "round", where)
             if r.get("role"):
-                roles[int(r["round"])][r["agent"]] = r["role"]
+                roles[round_][str(r.get("agent"))] = str(r["role"])
             if r.get("message"):
-                speech[int(r["round"])].append(r)
+                speech[round_].append(r)
             if r.get("abstained"):
-                abstained[int(r["round"])].append(r["agent"])
-    if header is None:
+                abstained[round_].append(str(r.get("agent")))
+    if header is None or start is None:
         raise UserError(f"{path}: no episode line, so it cannot be replayed (logs written "
                         "before replay support, or not by the team runner); run the episode "
                         "again with --log to get a replayable log")
-    return _Episode(header, ticks, speech, abstained, end, roles)
+    agents = len(header["agents"])
+    for line in ticks:
+        if line.state is None:
+            _check_tick(line, agents, f"{path}: line {line.number}")
+        elif len(line.state.agent_pos) != agents:
+            raise UserError(f"{path}: line {line.number}: field 'state' has "
+                            f"{len(line.state.agent_pos)} agents, the episode {agents}")
+    return _Episode(header, start, ticks, speech, abstained, end, roles, summary)
+
+
+def _int_field(record: dict, name: str, where: str) -> int:
+    value = record.get(name)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise UserError(f"{where}: field {name!r} must be an integer >= 0, got {value!r}")
+    return value
+
+
+def _checked_header(header: dict, where: str) -> HouseholdState:
+    """The initial world of an episode line, once its fields hold together."""
+    agents, names = header.get("agents"), header.get("names")
+    if not isinstance(agents, list) or not agents or not all(
+            isinstance(a, str) for a in agents):
+        raise UserError(f"{where}: field 'agents' must be a list of agent ids, got {agents!r}")
+    if not isinstance(names, list) or len(names) != len(agents) or not all(
+            isinstance(n, str) for n in names):
+        raise UserError(f"{where}: field 'names' must be a list of {len(agents)} names, "
+                        f"got {names!r}")
+    state = _checked_state(header.get("initial_state"), f"{where}: field 'initial_state'")
+    if len(state.agent_pos) != len(agents):
+        raise UserError(f"{where}: field 'initial_state' has {len(state.agent_pos)} agents, "
+                        f"field 'agents' {len(agents)}")
+    return state
+
+
+def _checked_state(data: Any, where: str) -> HouseholdState:
+    """A logged world state, refused in one line when it is not one the dynamics can step
+    (every object in one place, agents on distinct walkable cells, sizes that match the
+    layout): a hand-edited log must not fail deep inside ``transition``."""
+    if not isinstance(data, dict):
+        raise UserError(f"{where}: must be a world state (a mapping), got "
+                        f"{type(data).__name__}")
+    for name in ("agent_pos", "hands", "contents", "container_open", "door_open"):
+        if not isinstance(data.get(name), list):
+            raise UserError(f"{where}: field {name!r} must be a list, got "
+                            f"{data.get(name)!r}")
+    if not all(isinstance(p, list) and len(p) == 2 and all(
+            isinstance(x, int) and not isinstance(x, bool) and x >= 0 for x in p)
+            for p in data["agent_pos"]):
+        raise UserError(f"{where}: field 'agent_pos' must be [row, column] pairs of integers")
+    try:
+        state = HouseholdState.from_dict(data)
+    except UserError as exc:  # the layout (its message names the field)
+        raise UserError(f"{where}: {exc}") from None
+    except KeyError as exc:
+        raise UserError(f"{where}: field {exc.args[0]!r} is missing") from None
+    except (TypeError, ValueError, IndexError, AttributeError) as exc:
+        raise UserError(f"{where}: not a world state ({type(exc).__name__}: {exc})") from None
+    problem = _state_problem(state, data)
+    if problem:
+        raise UserError(f"{where}: {problem}")
+    return state
+
+
+def _state_problem(state: HouseholdState, data: dict) -> str | None:
+    """What makes ``state`` impossible, or None."""
+    scene, layout = state.scene, state.scene.layout
+    rows, cols = layout.height, layout.width
+    if isinstance(state.tick, bool) or not isinstance(state.tick, int) or state.tick < 0:
+        return f"field 'tick' must be an integer >= 0, got {state.tick!r}"
+    n = len(state.agent_pos)
+    if n != scene.num_agents or len(state.hands) != n:
+        return (f"{n} agent cells and {len(state.hands)} hands for a scene of "
+                f"{scene.num_agents} agents")
+    for (r, c), cell in zip(data["agent_pos"], state.agent_pos):
+        if r >= rows or c >= cols or not is_walkable(state, cell):
+            return f"field 'agent_pos': agent at [{r}, {c}] is not on a walkable cell"
+    if len(set(state.agent_pos)) != n:
+        return "field 'agent_pos': two agents share a cell"
+    furniture, doors = len(layout.furniture), len(layout.doors)
+    if len(state.contents) != furniture or len(state.container_open) != furniture:
+        return (f"fields 'contents' and 'container_open' need one entry per furniture "
+                f"({furniture})")
+    if len(state.door_open) != doors:
+        return f"field 'door_open' needs one entry per door ({doors})"
+    if not all(isinstance(b, bool) for b in (*state.container_open, *state.door_open)):
+        return "fields 'container_open' and 'door_open' must hold true or false"
+    placed = [o for c in state.contents for o in c] + [o for h in state.hands for o in h]
+    if not all(isinstance(o, int) and not isinstance(o, bool) for o in placed) or sorted(
+            placed) != list(range(len(scene.objects))):
+        return (f"fields 'hands' and 'contents' must hold each of the {len(scene.objects)} "
+                "objects exactly once")
+    if any(len(h) > HAND_CAPACITY for h in state.hands):
+        return f"field 'hands': an agent holds more than {HAND_CAPACITY} objects"
+    if any(len(c) > cap for c, cap in zip(state.contents, scene.capacity)):
+        return "field 'contents': a furniture holds more than its capacity"
+    return None
+
+
+def _check_tick(line: _Line, agents: int, where: str) -> None:
+    """A tick line's fields: tick and round integers, one valid action id per agent."""
+    _int_field(line.record, "tick", where)
+    _int_field(line.record, "round", where)
+    actions = line.record.get("actions")
+    if not isinstance(actions, list) or len(actions) != agents:
+        raise UserError(f"{where}: field 'actions' must be a list of {agents} action ids, "
+                        f"got {actions!r}")
+    for a in actions:
+        if isinstance(a, bool) or not isinstance(a, int) or not 0 <= a < NUM_ACTIONS:
+            raise UserError(f"{where}: field 'actions': {a!r} is not an action id (0 to "
+                            f"{NUM_ACTIONS - 1})")
 
 
 def replay(log_path: str | Path, *, render: str | None = "human",
@@ -137,7 +274,7 @@ def replay(log_path: str | Path, *, render: str | None = "human",
 def _play(episode: _Episode, log_path, renderer, recorder, overlay: Overlay
           ) -> tuple[HouseholdState, bool]:
     """Apply the logged ticks from the initial state, drawing each; (last state, stopped)."""
-    state = HouseholdState.from_dict(episode.header["initial_state"])
+    state = episode.start
     agents, names = episode.header["agents"], episode.header["names"]
     overlay.clear()
     shown_round = None
@@ -156,14 +293,15 @@ def _play(episode: _Episode, log_path, renderer, recorder, overlay: Overlay
         return not renderer.closed
 
     show()
-    for t in episode.ticks:
-        if t.get("record") == "world":  # a shock changed the world between ticks
+    for line in episode.ticks:
+        t = line.record
+        if line.state is not None:  # a world line: a shock changed the world between ticks
             if t["tick"] != state.tick:
                 raise UserError(f"{log_path}: world line at tick {t['tick']} follows tick "
                                 f"{state.tick}; the log is out of sequence")
             if state_digest(state) != t.get("before"):
                 episode.diverged = True
-            state = HouseholdState.from_dict(t["state"])
+            state = line.state
             continue
         if t["tick"] != state.tick + 1:
             raise UserError(f"{log_path}: tick line {t['tick']} follows tick "
@@ -199,13 +337,35 @@ def _verdict(state: HouseholdState, episode: _Episode, stopped: bool, frames: in
     elif end is None:
         result.problem = (f"the log ends at tick {state.tick} without an end line (the run "
                           "was cut short); replayed what there is")
-    elif end["tick"] != state.tick:
+    elif end.get("tick") != state.tick:
         result.matches = False
-        result.problem = (f"the log's episode ended at tick {end['tick']}, the replay at "
+        result.problem = (f"the log's episode ended at tick {end.get('tick')}, the replay at "
                           f"tick {state.tick}: tick lines are missing")
     else:
-        result.matches = state_digest(state) == end["digest"] and not episode.diverged
+        result.matches = state_digest(state) == end.get("digest") and not episode.diverged
         if not result.matches:
             result.problem = ("the final state differs from the logged one: the log was "
                               "edited, or the dynamics changed since it was written")
+        else:
+            wrong = _summary_disagreements(state, episode.summary)
+            if wrong:
+                result.matches = False
+                result.problem = (f"the log's summary disagrees with the replay: "
+                                  f"{'; '.join(wrong)} (the summary was edited)")
     return result
+
+
+def _summary_disagreements(state: HouseholdState, summary: dict | None) -> list[str]:
+    """``"ticks: the summary says 1, the replay 40"`` for each fact of
+    :data:`SUMMARY_FACTS` the summary line gets wrong or lacks (none when there is no
+    summary line: a run cut short writes none)."""
+    if summary is None:
+        return []
+    replayed = {"ticks": state.tick, "success": state.success,
+                "units_done": sum(state.progress),
+                "units_total": sum(p.count for p in state.scene.goal)}
+    # ticks and success are in every summary line; goal units not in older play logs
+    facts = [k for k in replayed if k in summary or k in ("ticks", "success")]
+    return [f"{k}: the summary says {summary.get(k, 'nothing')!r}, the replay {replayed[k]!r}"
+            for k in facts if summary.get(k) != replayed[k] or
+            isinstance(summary.get(k), bool) != isinstance(replayed[k], bool)]

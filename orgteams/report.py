@@ -2,7 +2,8 @@
 
 :func:`report` reads a sweep's ``results.jsonl`` (see :mod:`orgteams.sweep`) and
 groups the ``ok`` rows by (task, layout, agents, backend, organization). For
-``ticks``, ``rounds`` and ``comm_tokens_per_step`` it gives n, mean, sample sd
+``ticks``, ``rounds``, ``comm_tokens_per_step`` and ``fallback_rate`` (the share of
+decisions that fell back to the safe action) it gives n, mean, sample sd
 (ddof=1) and a 95% confidence interval from the t-distribution
 (``mean +- t(0.975, n-1) * sd / sqrt(n)``), over all episodes and over successful
 ones (labelled ``all_episodes`` / ``successful_episodes``). Each organization is
@@ -17,12 +18,14 @@ term) and self-vote rate (share of ballots cast for oneself) over the episodes t
 have them (:data:`LEADERSHIP`), the tokenizer its token counts came from, and the
 shares of the cooperative-behaviour labels (organized-teams paper §4.3) of every
 message its episodes sent (rule-based, :mod:`orgteams.behaviours`; read from the
-episode logs, episodes without a log counted as ``missing_logs``).
+episode logs, episodes without a log counted as ``missing_logs``) and how its
+episodes ended (``stop_reasons``: ``goal met``, ``max ticks``, ``max rounds``).
 
 Only episodes that really played count: a row is used when its ``status`` is ``ok``
 and its summary's ``episode_status`` (when present) is ``complete``. Every other cell
-(a crash, or an episode stopped early as ``error`` or ``interrupted``) is counted in
-its group's ``errors`` and listed under ``failed`` with its reason, never averaged.
+(a crash, or an episode stopped early as ``error`` or ``interrupted``: a dead server,
+a model that never replied validly) is counted in its group's ``errors`` and listed
+under ``failed`` with its ``stop_reason`` and reason, never averaged.
 
 Needs the ``report`` extra (``pip install "orgteams[report]"``: scipy, matplotlib).
 """
@@ -31,6 +34,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -46,7 +50,7 @@ from orgteams.stats import (
 )
 from orgteams.sweep import KEY_FIELDS, cell_key, played, read_results
 
-METRICS = ("ticks", "rounds", "comm_tokens_per_step")
+METRICS = ("ticks", "rounds", "comm_tokens_per_step", "fallback_rate")
 TESTED = ("ticks", "comm_tokens_per_step")
 CONTEXT = ("task", "layout", "agents", "backend", "shocks")  # shocks: a sweep's condition
 LEADERSHIP = ("leader_tenure", "self_vote_rate")
@@ -155,6 +159,9 @@ def report(results_path: str | Path, out_dir: str | Path, baseline: str | None =
                           "success_rate": len(wins) / len(eps) if eps else None,
                           "baseline": base, "metrics": {}, "welch_vs_baseline": None,
                           "rsi": group_rsi(eps), "recovery": _recovery(eps),
+                          "stop_reasons": dict(sorted(Counter(
+                              str(e.get("stop_reason") or "not recorded")
+                              for e in eps).items())),
                           **{m: describe(_values(eps, m))["mean"] for m in LEADERSHIP},
                           "tokenizers": sorted({str(e["tokenizer"]) for e in eps
                                                 if e.get("tokenizer")}),
@@ -182,6 +189,7 @@ def report(results_path: str | Path, out_dir: str | Path, baseline: str | None =
     out_dir.mkdir(parents=True, exist_ok=True)
     failed = [{"key": r.get("key") or cell_key(r["cell"]), "status": r.get("status"),
                "episode_status": (r.get("summary") or {}).get("episode_status"),
+               "stop_reason": (r.get("summary") or {}).get("stop_reason"),
                "error": r.get("error")} for r in rows if not played(r)]
     result: dict[str, Any] = {"results": str(results_path), **counts,
                               "baseline": baseline, "confidence": 0.95,
@@ -253,7 +261,8 @@ def _markdown(result: dict) -> str:
              "organizations. Comm tokens/step = message tokens sent per tick. RSI = role "
              "stability index across episodes. Tenure = mean rounds per leadership term; "
              "self-votes = share of ballots cast for oneself (means over the episodes that "
-             "have them).", ""]
+             "have them). Fallback rate = share of decisions that fell back to the safe "
+             "action. Only complete episodes count; the others are listed at the end.", ""]
     by_ctx: dict[str, list[dict]] = {}
     for g in result["groups"]:
         by_ctx.setdefault(_ctx_title(g), []).append(g)
@@ -265,8 +274,8 @@ def _markdown(result: dict) -> str:
                             ("successful_episodes", "Successful episodes only")):
             lines += [f"### {label}", "",
                       "| organization | n | errors | success rate | ticks | rounds | "
-                      "comm tokens/step | RSI | tenure | self-votes |",
-                      "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+                      "comm tokens/step | fallback rate | RSI | tenure | self-votes |",
+                      "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
             for g in gs:
                 n = g["n"] if over == "all_episodes" else g["successes"]
                 lines.append(
@@ -276,6 +285,10 @@ def _markdown(result: dict) -> str:
                     + f" | {_fmt(g.get('rsi'))} | {_fmt(g.get('leader_tenure'))} | "
                     f"{_fmt(g.get('self_vote_rate'))} |")
             lines.append("")
+        lines += ["Ended by: " + "; ".join(
+            f"{g['organization']} " + (", ".join(f"{k} {v}" for k, v in
+                                                 g["stop_reasons"].items()) or "-")
+            for g in gs) + ".", ""]
         lines += ["### Welch's t-test and Cohen's d against the baseline (all episodes)", "",
                   "| organization | ticks t | ticks p | ticks d | comm tokens/step t | "
                   "comm tokens/step p | comm tokens/step d |",
@@ -313,8 +326,10 @@ def _markdown(result: dict) -> str:
         lines += [f"![{Path(p).stem}]({Path(p).name})" for p in plots] + [""]
     if result["failed"]:
         lines += ["## Cells left out (did not play to the end)", "",
-                  "| cell | status | episode status | error |", "|---|---|---|---|"]
+                  "| cell | status | episode status | stop reason | error |",
+                  "|---|---|---|---|---|"]
         lines += [f"| `{f['key']}` | {f['status']} | {f['episode_status'] or '-'} | "
+                  f"{str(f.get('stop_reason') or '-').replace('|', '/')[:80]} | "
                   f"{str(f['error'] or '-').replace('|', '/')[:200]} |"
                   for f in result["failed"]]
         lines.append("")

@@ -91,8 +91,20 @@ def read_results(path: str | Path) -> tuple[list[dict], int]:
     path = Path(path)
     if not path.exists():
         return [], 0
+    if path.is_dir():
+        raise UserError(f"{path}: is a directory, expected a results.jsonl file")
+    raw = path.read_bytes()
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        if exc.start < raw.rfind(b"\n"):  # not a character cut by a crash mid-write
+            from orgteams.envs.user_files import utf8_problem
+
+            raise UserError(f"{path}: {utf8_problem(raw, exc)}, expected a results.jsonl "
+                            "file") from None
+        text = raw.decode("utf-8", errors="replace")  # the torn line fails below
     rows, bad = [], 0
-    lines = path.read_text(encoding="utf-8").split("\n")
+    lines = text.split("\n")
     for i, line in enumerate(lines):
         if not line.strip():
             continue
@@ -167,8 +179,10 @@ def _execute(episode_fn: Callable, cell: dict[str, Any], log_path: str | None,
         summary = episode_fn(cell, log_path, options)
         status = summary.get("episode_status", "complete")
         if status != "complete":  # stopped early: not data, and retried on rerun
+            from orgteams.organizations.episode_status import why_stopped
+
             return {"status": "error", "summary": summary,
-                    "error": f"episode {status}: {summary.get('stop_reason')}"}
+                    "error": f"episode {status}: {why_stopped(summary)}"}
         return {"status": "ok", "summary": summary, "error": None}
     except BaseException as exc:  # noqa: BLE001 - a failed episode must not stop the sweep
         if isinstance(exc, KeyboardInterrupt | SystemExit):
@@ -268,7 +282,8 @@ def _run_locked(spec: SweepSpec, out: Path, workers: int, ray_mod: Any, episode_
     cells = list(spec.cells())
     todo = [c for c in cells if cell_key(c) not in done]
     options = {"max_rounds": spec.max_rounds, "max_ticks": spec.max_ticks, "cache": spec.cache,
-               "max_transport_failures": spec.max_transport_failures or None}
+               "max_transport_failures": spec.max_transport_failures or None,
+               "max_invalid_replies": spec.max_invalid_replies or None}
     t0 = time.perf_counter()
     counts = {"ok": 0, "error": 0}
     bar = _Progress(len(todo), progress)

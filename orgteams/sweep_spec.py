@@ -14,8 +14,6 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from orgteams.envs.errors import UserError
 from orgteams.envs.limits import (
     MAX_AGENTS,
@@ -26,6 +24,7 @@ from orgteams.envs.limits import (
     MAX_TICKS,
     check_int,
 )
+from orgteams.envs.user_files import load_yaml, read_text
 
 
 @dataclass(frozen=True)
@@ -34,8 +33,9 @@ class SweepSpec:
 
     ``seeds`` is a count (seeds ``0..n-1``) or an explicit list. ``backends`` are
     member specs as in ``orgteams run --backend`` (one for all agents, or a comma list
-    per agent). ``max_rounds``, ``max_ticks``, ``cache`` and ``max_transport_failures``
-    (0: never stop an episode for failed model calls) are passed to every episode.
+    per agent). ``max_rounds``, ``max_ticks``, ``cache``, ``max_transport_failures`` and
+    ``max_invalid_replies`` (0: never stop an episode for failed model calls, or for
+    calls that gave no valid reply) are passed to every episode.
     ``shocks`` maps a condition name to its shocks (``orgteams run --shock`` strings, or
     mappings with ``kind``, ``round``, ``agent`` / ``member`` / ``field`` / ``value``); the
     conditions are one more dimension of the product (empty: no shocks, no dimension).
@@ -51,6 +51,7 @@ class SweepSpec:
     max_ticks: int | None = None
     cache: str | None = None
     max_transport_failures: int = 3
+    max_invalid_replies: int = 10
     shocks: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
     @classmethod
@@ -75,11 +76,10 @@ class SweepSpec:
             if data.get(name) is not None:
                 value = _int_list(data[name], name, source)[0]
                 kw[name] = check_int(value, f"{source}: sweep spec field {name!r}", 1, high)
-        if data.get("max_transport_failures") is not None:  # 0: never stop an episode
-            value = _int_list(data["max_transport_failures"], "max_transport_failures",
-                              source)[0]
-            kw["max_transport_failures"] = check_int(
-                value, f"{source}: sweep spec field 'max_transport_failures'", 0, 1000)
+        for name in ("max_transport_failures", "max_invalid_replies"):
+            if data.get(name) is not None:  # 0: never stop an episode
+                value = _int_list(data[name], name, source)[0]
+                kw[name] = check_int(value, f"{source}: sweep spec field {name!r}", 0, 1000)
         if data.get("cache") is not None:
             kw["cache"] = str(data["cache"])
         if data.get("shocks") is not None:
@@ -91,10 +91,7 @@ class SweepSpec:
         path = Path(path)
         if not path.exists():
             raise FileNotFoundError(f"sweep spec not found: {path}")
-        try:
-            data = yaml.safe_load(path.read_text()) or {}
-        except yaml.YAMLError as exc:
-            raise UserError(f"{path}: not valid YAML: {exc}") from None
+        data = load_yaml(read_text(path, "a sweep spec"), str(path)) or {}
         return cls.from_dict(data, source=str(path))
 
     def to_dict(self) -> dict[str, Any]:

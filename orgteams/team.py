@@ -18,7 +18,10 @@ from orgteams.envs.errors import UserError
 from orgteams.envs.highlevel import HighLevelEnv
 from orgteams.envs.limits import MAX_AGENTS, MAX_ROUNDS, MAX_SEED, MAX_TICKS, check_int
 from orgteams.envs.team import Team
-from orgteams.organizations.episode_status import DEFAULT_MAX_TRANSPORT_FAILURES
+from orgteams.organizations.episode_status import (
+    DEFAULT_MAX_INVALID_REPLIES,
+    DEFAULT_MAX_TRANSPORT_FAILURES,
+)
 from orgteams.organizations.library import load_organization
 from orgteams.organizations.monitor import MonitorConfig
 from orgteams.organizations.runner import EpisodeResult, TeamRunner
@@ -207,6 +210,26 @@ def build_team(specs: str | list[str], num_agents: int, organization: Organizati
             for a, s in zip(team, specs)}
 
 
+def check_substitutes(shocks: list[Shock], pool: BackendPool,
+                      cache: str | Path | None = None) -> None:
+    """Check every substitute shock's member spec now, and make an LLM substitute's
+    backend (the pool keeps it for the shock's round): a bad spec or a missing extra
+    fails before anything runs, not after the rounds before the shock were played.
+
+    Raises:
+        UserError: ``substitute shock '<shock>': <what is wrong>``.
+    """
+    for shock in shocks:
+        if shock.kind != "substitute" or not isinstance(shock.member, str):
+            continue
+        try:
+            kind, _ = parse_member_spec(shock.member)
+            if kind in LLM_MEMBER_KINDS:
+                pool.get(shock.member, cache)
+        except UserError as exc:
+            raise type(exc)(f"substitute shock {shock.text()!r}: {exc}") from None
+
+
 def default_log_path(task: str, organization: str, seed: int | None, root: str | Path = "runs"
                      ) -> Path:
     stamp = datetime.now().strftime("%Y%m%d-%H%M%S-%f")
@@ -226,7 +249,9 @@ def run_episode(task: str = "prepare_afternoon_tea", layout: str = "apartment",
                 pool: BackendPool | None = None,
                 fps: float | None = None, scale: float = 1.0, hold: bool = True,
                 should_stop: Callable[[], str | None] | None = None,
-                on_tick: Callable[[int, int], object] | None = None) -> EpisodeResult:
+                on_tick: Callable[[int, int], object] | None = None,
+                max_invalid_replies: int | None = DEFAULT_MAX_INVALID_REPLIES
+                ) -> EpisodeResult:
     """Play one episode of a team under an organization and return its summary and log.
 
     Args:
@@ -241,6 +266,8 @@ def run_episode(task: str = "prepare_afternoon_tea", layout: str = "apartment",
         monitor: Capability-threshold monitor: True for defaults, or a MonitorConfig.
         max_transport_failures: Stop the episode (``episode_status: "error"``) after this
             many model calls in a row failed after their retries; None never stops.
+        max_invalid_replies: Stop the episode (``episode_status: "error"``) after this
+            many model calls in a row gave no valid reply; None never stops.
         temperature: Sampling temperature of every LLM member (0.0 greedy; the
             self-organizing paper used 0.7). Recorded in the summary's ``llm_settings``.
         prompts: Prompt variant of LLM members, ``default`` or ``compact``; None: per
@@ -268,7 +295,8 @@ def run_episode(task: str = "prepare_afternoon_tea", layout: str = "apartment",
                             max_ticks, render, video, log_path, shocks, monitor, cache,
                             on_round, render_options, max_transport_failures, temperature,
                             prompts, pool, fps=fps, scale=scale, hold=hold,
-                            should_stop=should_stop, on_tick=on_tick)
+                            should_stop=should_stop, on_tick=on_tick,
+                            max_invalid_replies=max_invalid_replies)
     finally:
         if own_pool:
             pool.close()
@@ -277,9 +305,12 @@ def run_episode(task: str = "prepare_afternoon_tea", layout: str = "apartment",
 def _run_episode(task, layout, organization, agents, backend, seed, max_rounds, max_ticks,
                  render, video, log_path, shocks, monitor, cache, on_round, render_options,
                  max_transport_failures, temperature, prompts, pool: BackendPool, *,
-                 fps, scale, hold, should_stop, on_tick) -> EpisodeResult:
+                 fps, scale, hold, should_stop, on_tick, max_invalid_replies
+                 ) -> EpisodeResult:
     org = organization if isinstance(organization, Organization) else load_organization(
         organization)
+    shocks = [Shock.parse(s) if isinstance(s, str) else s for s in shocks]
+    check_substitutes(shocks, pool, cache)
     render_mode = render or ("rgb_array" if video else None)
     options = {"title": f"orgteams: {org.name} - {task} on {layout}", "scale": scale,
                **(render_options or {})}
@@ -314,20 +345,23 @@ def _run_episode(task, layout, organization, agents, backend, seed, max_rounds, 
         return should_stop() if should_stop is not None else None
 
     runner = TeamRunner(env, org, members, max_rounds=max_rounds, log_path=log_path,
-                        shocks=[Shock.parse(s) if isinstance(s, str) else s for s in shocks],
+                        shocks=shocks,
                         monitor=MonitorConfig() if monitor is True else (monitor or None),
                         member_factory=lambda a, spec: build_member(a, spec, cache=cache,
                                                                     env=env, pool=pool,
                                                                     **llm),
                         on_round=on_round, on_tick=tick_hook,
                         max_transport_failures=max_transport_failures, should_stop=stop,
-                        tokenizer=pool.tokenizer)
+                        tokenizer=pool.tokenizer, max_invalid_replies=max_invalid_replies)
     try:
         result = runner.run(seed)
         if recorder is not None:
             recorder.end()
         if render == "human" and hold:
             _hold_window(env, result)
+    except KeyboardInterrupt as exc:
+        exc.log_path = log_path  # the CLI's "interrupted" line names what was kept
+        raise
     finally:
         if recorder is not None:
             result_frames = recorder.close()
@@ -339,7 +373,7 @@ def _run_episode(task, layout, organization, agents, backend, seed, max_rounds, 
 
 def end_banner(summary: dict[str, Any], can_replay: bool) -> list[str]:
     """The lines shown over the last frame of an episode in the window."""
-    if summary.get("episode_status") == "interrupted":
+    if summary.get("episode_status") in ("interrupted", "error"):
         how = f"stopped ({summary.get('stop_reason')})"
     else:
         how = "goal complete" if summary["success"] else "goal not met"

@@ -135,7 +135,9 @@ class Completion:
             holds one (see :func:`parse_json_reply`), else None. Not validated.
         usage: Tokens reported by the backend.
         latency: Wall-clock seconds of the call (0.0 for a cache hit).
-        raw: The wire response as a dict, when there was one.
+        raw: The wire response as a dict, when there was one (for an OpenAI-compatible
+            server: without the message text, which is ``text``, and capped; see
+            :mod:`~orgteams.agents.backends.openai_wire`).
         cached: True when served from a :class:`~.cache.CachedBackend`.
         model: The model that answered.
         attempts: The HTTP requests made for this reply, failed ones included (empty

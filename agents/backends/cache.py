@@ -19,7 +19,14 @@ from pathlib import Path
 from typing import Any
 
 from orgteams.agents.backends.base import ChatBackend, ChatMessage, Completion
-from orgteams.agents.backends.redact import scrub_value
+from orgteams.agents.backends.redact import (
+    MAX_REPLY_CHARS,
+    capped_reply,
+    cut_scrubbed,
+    scrub_value,
+)
+from orgteams.envs.errors import UserError
+from orgteams.envs.user_files import make_parents
 
 __all__ = ["CachedBackend", "cache_key"]
 
@@ -47,12 +54,65 @@ def cache_key(
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
 
+def _unusable(path: Path, exc: Exception) -> UserError:
+    return UserError(f"{path}: not a usable response cache ({exc}); delete it or give "
+                     "another --cache path")
+
+
+def _open(path: Path) -> sqlite3.Connection:
+    """A connection to the cache file at ``path`` (created, with its folders, when
+    missing), checked: a file that is not a cache of ours, or a damaged one, is one
+    line naming it instead of a ``sqlite3`` traceback at the first model call."""
+    if path.is_dir():
+        raise UserError(f"{path}: is a directory; --cache takes a file path (for example "
+                        f"{path / 'cache.sqlite'})")
+    make_parents(path, "the response cache")
+    try:
+        conn = sqlite3.connect(path, timeout=30.0, check_same_thread=False)
+    except sqlite3.Error as exc:
+        raise _unusable(path, exc) from None
+    try:
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute(_SCHEMA)
+        # a bit flip in the pages or a truncated file passes the header check
+        problem = conn.execute("PRAGMA quick_check").fetchone()[0]
+        if problem != "ok":
+            raise sqlite3.DatabaseError(f"integrity check: {problem}")
+        conn.execute("SELECT key, completion FROM completions LIMIT 0")  # our columns
+        conn.commit()
+    except sqlite3.Error as exc:
+        conn.close()
+        raise _unusable(path, exc) from None
+    return conn
+
+
+def _completion(text: Any, path: Path, key: str) -> Completion:
+    """The completion a cache row holds; a row that is not one is a UserError naming
+    the file and the row (someone wrote it: our rows always read back)."""
+    try:
+        data = json.loads(text)
+        completion = Completion.from_dict(data)
+        if not isinstance(completion.text, str) or not isinstance(
+                completion.parsed, dict | None):
+            raise TypeError("'text' must be a string and 'parsed' an object or null")
+        return completion
+    except (ValueError, TypeError, KeyError, AttributeError, RecursionError) as exc:
+        raise UserError(f"{path}: row {key[:16]}... is not a cached completion "
+                        f"({type(exc).__name__}: {exc}); delete the file or give another "
+                        "--cache path") from None
+
+
 class CachedBackend(ChatBackend):
     """Wrap ``inner`` with a persistent cache at ``path``.
 
     Args:
         inner: The backend that answers cache misses.
         path: SQLite file; created with its parent folders when missing.
+
+    Raises:
+        UserError: ``path`` is a directory, or a file that is not a usable cache (not
+            SQLite, truncated, damaged: ``PRAGMA quick_check``, about 0.05 s per 100 MB,
+            or another table); later, a row that does not hold a completion.
 
     Attributes:
         hits: Calls answered from the cache in this object's lifetime.
@@ -62,15 +122,10 @@ class CachedBackend(ChatBackend):
     def __init__(self, inner: ChatBackend, path: str | PathLike[str]) -> None:
         self.inner = inner
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
         self.hits = 0
         self.misses = 0
         self._lock = threading.Lock()
-        self._conn = sqlite3.connect(self.path, timeout=30.0, check_same_thread=False)
-        with self._lock:
-            self._conn.execute("PRAGMA journal_mode=WAL")
-            self._conn.execute(_SCHEMA)
-            self._conn.commit()
+        self._conn = _open(self.path)
 
     @property
     def model(self) -> str:  # type: ignore[override]
@@ -87,14 +142,17 @@ class CachedBackend(ChatBackend):
 
     def _lookup(self, key: str) -> Completion | None:
         with self._lock:
-            row = self._conn.execute(
-                "SELECT completion FROM completions WHERE key = ?", (key,)
-            ).fetchone()
+            try:
+                row = self._conn.execute(
+                    "SELECT completion FROM completions WHERE key = ?", (key,)
+                ).fetchone()
+            except sqlite3.DatabaseError as exc:  # damaged after it opened
+                raise _unusable(self.path, exc) from None
             if row is None:
                 self.misses += 1
                 return None
             self.hits += 1
-        completion = Completion.from_dict(json.loads(row[0]))
+        completion = _completion(row[0], self.path, key)
         completion.cached = True
         completion.latency = 0.0
         completion.attempts = []  # a hit sends no request
@@ -102,8 +160,12 @@ class CachedBackend(ChatBackend):
 
     def _store(self, key: str, completion: Completion) -> None:
         # A reply may echo a key (a server's error page, a model repeating its prompt):
-        # the file keeps none (a rerun from the cache then sees the masked text).
-        data = json.dumps(scrub_value(completion.to_dict()), ensure_ascii=False)
+        # the file keeps none (a rerun from the cache then sees the masked text). Its
+        # text is capped as the OpenAI-compatible backends cap theirs, whatever the
+        # backend (capping and scrubbing again what they return changes nothing).
+        data = scrub_value(completion.to_dict(), lambda s: cut_scrubbed(s, MAX_REPLY_CHARS))
+        data["text"] = capped_reply(completion.text)
+        data = json.dumps(data, ensure_ascii=False)
         with self._lock:
             self._conn.execute(
                 "INSERT OR REPLACE INTO completions (key, completion) VALUES (?, ?)", (key, data)

@@ -31,20 +31,33 @@ an :class:`~orgteams.agents.backends.base.Attempt` in the reply or in the error)
 
 The wire format of each mode (requests, replies) is :mod:`.openai_wire`.
 
+Deadline: ``timeout`` bounds each request as a whole (connect, headers and body), not
+each read, so a server that trickles its reply a byte at a time is cut off there too.
+Requests run on an asyncio client, where a request past its deadline is cancelled and
+its connection closed; :meth:`OpenAIBackend.complete` runs one on a private event loop.
+A call takes at most ``(max_retries + 1) * timeout`` plus the waits between retries.
+
 Defaults: ``timeout`` 30 s per request, ``max_retries`` 2; ``$ORGTEAMS_TIMEOUT`` and
 ``$ORGTEAMS_MAX_RETRIES`` set them for backends built from a spec string.
 
-The API key is held privately: it never appears in ``repr``, error messages,
-completions or anything else this module returns.
+Secrets: the API key and a base URL's ``user:password`` are held privately; the URL's
+credentials are sent as HTTP Basic auth in place of the key (a header we know and
+mask), never left in the URL for the HTTP library to encode. Every form of them (as
+written, URL-decoded, base64) and every credential shape
+(:func:`~orgteams.agents.backends.redact.scrub_text`) is masked in ``repr``, error
+messages and replies (text and ``raw``), so nothing this module returns holds one.
 """
 
 from __future__ import annotations
 
 import asyncio
+import base64
 import os
 import time
+from collections.abc import Coroutine
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
-from typing import Any
+from typing import Any, TypeVar
 
 from orgteams.agents.backends import retry
 from orgteams.agents.backends.base import (
@@ -56,13 +69,14 @@ from orgteams.agents.backends.base import (
     Completion,
 )
 from orgteams.agents.backends.openai_wire import MODES, request_kwargs, to_completion
-from orgteams.agents.backends.redact import scrub_text, scrub_url
-from orgteams.agents.backends.retry import Unsupported
+from orgteams.agents.backends.redact import Secrets, scrub_url, url_credentials
+from orgteams.agents.backends.retry import DeadlineExceeded, Unsupported
 from orgteams.envs.errors import MissingExtraError
 
 __all__ = ["MODES", "OpenAIBackend"]
 
 _NO_KEY = "sk-no-key-required"
+T = TypeVar("T")
 
 
 def _env(*names: str) -> str | None:
@@ -85,6 +99,17 @@ def _env_number(name: str, default: float, kind: type) -> Any:
         ) from None
 
 
+def _run_sync(coro: Coroutine[Any, Any, T]) -> T:
+    """Run ``coro`` to the end on a new event loop (in a worker thread when this thread
+    already runs one)."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coro)
+    with ThreadPoolExecutor(1) as worker:
+        return worker.submit(asyncio.run, coro).result()
+
+
 def _import_openai() -> Any:
     try:
         import openai
@@ -101,10 +126,13 @@ class OpenAIBackend(ChatBackend):
     Args:
         model: Model name; default ``$ORGTEAMS_MODEL``.
         base_url: Server URL ending in ``/v1``; default ``$ORGTEAMS_BASE_URL``, then
-            ``$OPENAI_BASE_URL``, then OpenAI's.
+            ``$OPENAI_BASE_URL``, then OpenAI's. Credentials in it
+            (``http://user:password@host/v1``) are sent as HTTP Basic auth instead of
+            the key.
         api_key: Default ``$ORGTEAMS_API_KEY``, then ``$OPENAI_API_KEY``. Optional
             when ``base_url`` is set (local servers need none).
-        timeout: Seconds per HTTP request; default ``$ORGTEAMS_TIMEOUT``, else 30.
+        timeout: Deadline of each HTTP request in seconds, connect to last byte;
+            default ``$ORGTEAMS_TIMEOUT``, else 30.
         max_retries: Requests after the first on a transient failure (see the module
             docstring); default ``$ORGTEAMS_MAX_RETRIES``, else 2.
         structured: ``"auto"`` or one of :data:`MODES` (see the module docstring).
@@ -158,9 +186,17 @@ class OpenAIBackend(ChatBackend):
                 )
             key = _NO_KEY
         self.model = model
-        # What we show and record has no credentials; the clients get the real URL.
+        # What we show and record has no credentials; the clients get the URL without
+        # them, and them as a header whose every form _scrub masks.
         self.base_url = scrub_url(base_url)
-        self.__url = base_url
+        self.__url, user, password = url_credentials(base_url)
+        self.__headers: dict[str, str] = {}
+        pairs: tuple[tuple[str, str], ...] = ()
+        if user is not None or password is not None:
+            pairs = ((user or "", password or ""),)
+            token = base64.b64encode(f"{user or ''}:{password or ''}".encode()).decode()
+            self.__headers["Authorization"] = f"Basic {token}"
+        self.__secrets = Secrets(key, password, pairs=pairs)
         self.timeout = float(timeout)
         self.max_retries = int(max_retries)
         self.backoff = backoff
@@ -171,9 +207,7 @@ class OpenAIBackend(ChatBackend):
         self._mode = MODES[0] if structured == "auto" else structured
         self._mode_confirmed = structured != "auto"
         self.__key = key
-        # max_retries=0: the SDK must not retry behind our back (see the module docstring).
-        self._client = openai.OpenAI(api_key=key, base_url=base_url, timeout=self.timeout,
-                                     max_retries=0)
+        self._openai = openai
         self._aclient: Any = None
         self._aloop: asyncio.AbstractEventLoop | None = None
 
@@ -189,12 +223,15 @@ class OpenAIBackend(ChatBackend):
         return self._mode
 
     def _scrub(self, text: str) -> str:
-        """``text`` without the key, the URL's credentials or key-like strings."""
-        if self.__key:
-            text = text.replace(self.__key, "***")
-        if self.__url and self.base_url:
-            text = text.replace(self.__url, self.base_url)
-        return scrub_text(text)
+        """``text`` without the key, the URL's credentials (any form) or key-like strings."""
+        return self.__secrets.scrub(text)
+
+    def _new_client(self) -> Any:
+        """A new ``AsyncOpenAI`` client for this backend's server."""
+        # max_retries=0: the SDK must not retry behind our back (see the module docstring).
+        return self._openai.AsyncOpenAI(api_key=self.__key, base_url=self.__url,
+                                        timeout=self.timeout, max_retries=0,
+                                        default_headers=self.__headers or None)
 
     def _request(
         self,
@@ -208,7 +245,7 @@ class OpenAIBackend(ChatBackend):
         return request_kwargs(self.model, mode, messages, schema, temperature, max_tokens, seed)
 
     def _to_completion(self, response: Any, schema: dict[str, Any] | None) -> Completion:
-        return to_completion(response, schema, self.model)
+        return to_completion(response, schema, self.model, self._scrub)
 
     def _failed(self, exc: Exception, label: str, kwargs: dict[str, Any], started: float,
                 attempts: list[Attempt]) -> Exception:
@@ -222,9 +259,9 @@ class OpenAIBackend(ChatBackend):
             attempts.append(attempt)
         return error
 
-    def _policy(self, asynchronous: bool = False) -> Any:
-        return retry.policy(asynchronous=asynchronous, max_retries=self.max_retries,
-                            backoff=self.backoff, max_backoff=self.max_backoff)
+    def _policy(self) -> Any:
+        return retry.policy(max_retries=self.max_retries, backoff=self.backoff,
+                            max_backoff=self.max_backoff)
 
     def _modes_to_try(self, schema: dict[str, Any] | None) -> list[str]:
         if schema is None or self._mode_confirmed:
@@ -261,17 +298,6 @@ class OpenAIBackend(ChatBackend):
         completion.attempts = list(attempts)
         return completion
 
-    def _send(self, kwargs: dict[str, Any], label: str, schema: dict[str, Any] | None,
-              attempts: list[Attempt]) -> Completion:
-        started = time.perf_counter()
-        try:
-            completion = self._to_completion(
-                self._client.chat.completions.create(**kwargs), schema)
-        except Exception as exc:  # noqa: BLE001 - _failed re-raises what is not a server fault
-            raise self._failed(exc, label, kwargs, started, attempts) from None
-        attempts.append(Attempt(label, 200, latency=time.perf_counter() - started))
-        return completion
-
     def complete(
         self,
         messages: list[ChatMessage],
@@ -281,36 +307,27 @@ class OpenAIBackend(ChatBackend):
         max_tokens: int = 256,
         seed: int | None = None,
     ) -> Completion:
-        """One chat completion (see :meth:`ChatBackend.complete`)."""
-        attempts: list[Attempt] = []
-        started = time.perf_counter()
-        for mode in self._modes_to_try(schema):
-            kwargs = self._request(mode, messages, schema, temperature, max_tokens, seed)
-            label = mode if schema is not None else ""
+        """One chat completion (see :meth:`ChatBackend.complete`).
+
+        Its requests run on a private event loop with a client of their own: only an
+        async request can be abandoned at its deadline (a blocking read cannot).
+        """
+
+        async def call() -> Completion:
+            client = self._new_client()
             try:
-                for attempt in self._policy():
-                    with attempt:
-                        completion = self._send(kwargs, label, schema, attempts)
-            except Unsupported as exc:
-                if self._downgrade(mode, exc, attempts):
-                    continue
-                raise self._not_supported(mode, exc, attempts) from None
-            except BackendError as exc:
-                exc.attempts = list(attempts)
-                raise
-            return self._finish(completion, mode, schema, attempts, started)
-        raise RuntimeError("unreachable: the last mode is never downgraded")
+                return await self._complete(client, messages, schema, temperature,
+                                            max_tokens, seed)
+            finally:
+                await client.close()
+
+        return _run_sync(call())
 
     def _async_client(self) -> Any:
         # An AsyncOpenAI client's connection pool belongs to one event loop.
         loop = asyncio.get_running_loop()
         if self._aclient is None or self._aloop is not loop:
-            self._aclient = _import_openai().AsyncOpenAI(
-                api_key=self.__key,
-                base_url=self.__url,
-                timeout=self.timeout,
-                max_retries=0,
-            )
+            self._aclient = self._new_client()
             self._aloop = loop
         return self._aclient
 
@@ -318,8 +335,12 @@ class OpenAIBackend(ChatBackend):
                      schema: dict[str, Any] | None, attempts: list[Attempt]) -> Completion:
         started = time.perf_counter()
         try:
-            completion = self._to_completion(
-                await client.chat.completions.create(**kwargs), schema)
+            try:  # the deadline of the whole request: connect, headers, body
+                response = await asyncio.wait_for(client.chat.completions.create(**kwargs),
+                                                  self.timeout)
+            except asyncio.TimeoutError:
+                raise DeadlineExceeded(f"no complete reply within {self.timeout}s") from None
+            completion = self._to_completion(response, schema)
         except Exception as exc:  # noqa: BLE001 - _failed re-raises what is not a server fault
             raise self._failed(exc, label, kwargs, started, attempts) from None
         attempts.append(Attempt(label, 200, latency=time.perf_counter() - started))
@@ -335,14 +356,19 @@ class OpenAIBackend(ChatBackend):
         seed: int | None = None,
     ) -> Completion:
         """Async :meth:`complete` with the SDK's ``AsyncOpenAI`` client."""
-        client = self._async_client()
+        return await self._complete(self._async_client(), messages, schema, temperature,
+                                    max_tokens, seed)
+
+    async def _complete(self, client: Any, messages: list[ChatMessage],
+                        schema: dict[str, Any] | None, temperature: float, max_tokens: int,
+                        seed: int | None) -> Completion:
         attempts: list[Attempt] = []
         started = time.perf_counter()
         for mode in self._modes_to_try(schema):
             kwargs = self._request(mode, messages, schema, temperature, max_tokens, seed)
             label = mode if schema is not None else ""
             try:
-                async for attempt in self._policy(asynchronous=True):
+                async for attempt in self._policy():
                     with attempt:
                         completion = await self._asend(client, kwargs, label, schema, attempts)
             except Unsupported as exc:
@@ -362,6 +388,5 @@ class OpenAIBackend(ChatBackend):
             self._aclient = None
 
     def close(self) -> None:
-        """Close the HTTP clients."""
-        self._client.close()
+        """Drop the async client (:meth:`aclose` closes it within its event loop)."""
         self._aclient = None

@@ -1,6 +1,12 @@
 """The OpenAI chat-completions wire format: one request per structured-output mode, and
 the reply normalized to a :class:`~orgteams.agents.backends.base.Completion`.
 
+A reply is stored once and capped: the completion's ``text`` is the assistant text
+scrubbed and cut by :func:`~orgteams.agents.backends.redact.capped_reply` (100,000
+characters; a cut one ends with a note of its full length), and ``raw`` is the rest of
+the wire response, without the text again, every string in it cut to
+:data:`MAX_RAW_STRING` characters and scrubbed.
+
 Which mode a server gets, retries and downgrades are
 :class:`~orgteams.agents.backends.openai_backend.OpenAIBackend`'s job; this module
 only translates.
@@ -10,12 +16,21 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from typing import Any
 
 from orgteams.agents.backends.base import ChatMessage, Completion, Usage, parse_json_reply
+from orgteams.agents.backends.redact import capped_reply, cut_scrubbed, scrub_text, scrub_value
 from orgteams.agents.backends.retry import UnexpectedBody
 
-__all__ = ["MODES", "request_kwargs", "to_completion"]
+__all__ = ["MAX_RAW_CHARS", "MAX_RAW_STRING", "MODES", "request_kwargs", "to_completion"]
+
+MAX_RAW_STRING = 1_000
+"""Longest string kept in a completion's ``raw`` wire response."""
+MAX_RAW_CHARS = 20_000
+"""Largest ``raw`` kept (JSON characters); past it only ``id``, ``model``, ``usage`` and
+each choice's ``finish_reason`` are."""
+_RAW_KEEP = ("id", "object", "created", "model", "usage")
 
 MODES = ("json_schema", "json_object", "prompt")
 """Structured-output modes, most to least strict (see the backend's module docstring)."""
@@ -58,9 +73,35 @@ def request_kwargs(model: str, mode: str, messages: list[ChatMessage],
     return kwargs
 
 
-def to_completion(response: Any, schema: dict[str, Any] | None, model: str) -> Completion:
+def _raw(response: Any, scrub: Callable[[str], str]) -> dict[str, Any]:
+    """The wire response as stored: no message content (it is the completion's text),
+    every string cut and scrubbed, and only the essentials when the rest is too big."""
+    raw = response.model_dump(mode="json")
+    for choice in raw.get("choices") or []:
+        message = choice.get("message") if isinstance(choice, dict) else None
+        if isinstance(message, dict) and message.get("content") is not None:
+            message["content"] = None  # stored once, as Completion.text
+    raw = scrub_value(raw, lambda s: cut_scrubbed(s, MAX_RAW_STRING, scrub))
+    size = len(json.dumps(raw))
+    if size <= MAX_RAW_CHARS:
+        return raw
+    slim = {k: raw[k] for k in _RAW_KEEP if k in raw and len(json.dumps(raw[k])) < 1_000}
+    slim["choices"] = [{"index": c.get("index"), "finish_reason": c.get("finish_reason")}
+                       for c in (raw.get("choices") or [])[:8] if isinstance(c, dict)]
+    slim["cut"] = f"raw response of {size:,} characters over the {MAX_RAW_CHARS:,} cap"
+    return slim
+
+
+def to_completion(response: Any, schema: dict[str, Any] | None, model: str,
+                  scrub: Callable[[str], str] = scrub_text) -> Completion:
     """The SDK's response as a :class:`Completion` (``latency`` and ``attempts`` are
-    filled by the caller).
+    filled by the caller), stored once and capped (see the module docstring).
+
+    Args:
+        response: What the SDK returned.
+        schema: The request's schema (None: ``parsed`` stays None).
+        model: The model asked for (when the response names none).
+        scrub: Masks secrets in the reply's text and ``raw``.
 
     Raises:
         UnexpectedBody: The SDK handed back something that is not a chat completion
@@ -68,8 +109,8 @@ def to_completion(response: Any, schema: dict[str, Any] | None, model: str) -> C
     """
     choices = getattr(response, "choices", None)
     if not isinstance(choices, list):
-        raise UnexpectedBody(f"not a chat completion: {str(response)[:120]!r}")
-    text = (choices[0].message.content or "") if choices else ""
+        raise UnexpectedBody(f"not a chat completion: {str(response)[:2_000]!r}")
+    text = capped_reply((choices[0].message.content or "") if choices else "", scrub)
     usage = response.usage
     return Completion(
         text=text,
@@ -79,6 +120,6 @@ def to_completion(response: Any, schema: dict[str, Any] | None, model: str) -> C
             completion_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
         ),
         latency=0.0,
-        raw=response.model_dump(mode="json"),
-        model=response.model or model,
+        raw=_raw(response, scrub),
+        model=cut_scrubbed(str(response.model or model), 200, scrub),
     )

@@ -9,21 +9,26 @@ controller that retries the transient ones (the policy is stated in
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 from collections.abc import Callable
 from typing import Any
 
 from orgteams.agents.backends.base import Attempt, BackendConfigError, BackendError
+from orgteams.agents.backends.redact import cut_scrubbed
 from orgteams.envs.errors import MissingExtraError
 
-__all__ = ["MAX_RETRY_AFTER", "UnexpectedBody", "Unsupported", "classify", "policy"]
+__all__ = ["MAX_DETAIL_CHARS", "MAX_RETRY_AFTER", "DeadlineExceeded", "UnexpectedBody",
+           "Unsupported", "classify", "nap", "policy"]
 
 UNSUPPORTED_STATUS = (400, 415, 422, 500, 501)
 _UNSUPPORTED_TEXT = re.compile(r"response_format|json_schema|json_object", re.IGNORECASE)
 RETRY_STATUS = (408, 409, 429)
 MAX_RETRY_AFTER = 60.0
 """Longest server-requested wait we honour (seconds); longer ones use our backoff."""
+MAX_DETAIL_CHARS = 300
+"""Longest server error text kept in a record (the start of the body, scrubbed)."""
 
 
 class Unsupported(Exception):
@@ -37,6 +42,10 @@ class Unsupported(Exception):
 
 class UnexpectedBody(Exception):
     """The body is not a chat completion (e.g. a proxy's HTML error page)."""
+
+
+class DeadlineExceeded(TimeoutError):
+    """A request got no complete reply (connect, headers and body) within its deadline."""
 
 
 def error_detail(exc: Any) -> str:
@@ -77,9 +86,10 @@ def classify(exc: Exception, *, label: str, has_format: bool, latency: float, ti
         label: The request's structured mode (``""`` without a schema).
         has_format: The request carried a ``response_format``.
         latency: Seconds the request took.
-        timeout, number, where, model: For messages (the per-request timeout, how many
+        timeout, number, where, model: For messages (the per-request deadline, how many
             requests this call has made, the server URL, the model name).
-        scrub: Removes the API key from a text.
+        scrub: Masks the backend's secrets in a text (the server's text is cut to
+            :data:`MAX_DETAIL_CHARS` as it is scrubbed: a huge error body costs nothing).
 
     Returns:
         ``(attempt, error)``: error is a :class:`BackendError` (transient: retried), a
@@ -91,17 +101,20 @@ def classify(exc: Exception, *, label: str, has_format: bool, latency: float, ti
     def record(kind: str, status: int | None, detail: str) -> Attempt:
         return Attempt(label, status, kind, type(exc).__name__, detail, latency)
 
-    if isinstance(exc, openai.APITimeoutError):
-        return (record("timeout", None, f"no reply within {timeout}s"),
+    def cut(text: str) -> str:
+        return cut_scrubbed(text, MAX_DETAIL_CHARS, scrub)
+
+    if isinstance(exc, DeadlineExceeded | openai.APITimeoutError):
+        return (record("timeout", None, f"no complete reply within {timeout}s"),
                 BackendError(f"timeout after {timeout}s x {number} attempts", kind="timeout"))
     if isinstance(exc, openai.APIConnectionError):
         cause = exc.__cause__ or exc.__context__
-        detail = scrub(f"{type(cause).__name__}: {cause}" if cause else str(exc))[:300]
+        detail = cut(f"{type(cause).__name__}: {cause}" if cause else str(exc))
         return (record("connection", None, detail),
                 BackendError(scrub(f"connection failed to {where}"), kind="connection"))
     if isinstance(exc, openai.APIStatusError):
         status = exc.status_code
-        detail = scrub(error_detail(exc))[:300]
+        detail = cut(error_detail(exc))
         if has_format and status in UNSUPPORTED_STATUS and _UNSUPPORTED_TEXT.search(detail):
             return record("unsupported", status, detail), Unsupported(status, detail)
         if status >= 500 or status in RETRY_STATUS:
@@ -111,27 +124,32 @@ def classify(exc: Exception, *, label: str, has_format: bool, latency: float, ti
         return (record("config", status, detail),
                 BackendConfigError(f"HTTP {status} from {model!r}: {detail}"))
     if isinstance(exc, json.JSONDecodeError | UnexpectedBody | openai.APIResponseValidationError):
-        detail = scrub(f"{type(exc).__name__}: {exc}")[:300]
+        detail = cut(f"{type(exc).__name__}: {exc}")
         return (record("protocol", None, detail),
                 BackendError(f"unreadable reply body ({detail})", kind="protocol"))
     return None, exc
 
 
-def policy(*, asynchronous: bool, max_retries: int, backoff: float, max_backoff: float
-           ) -> Any:
-    """A tenacity ``Retrying`` (or ``AsyncRetrying``) for one request: retry BackendError
-    up to ``max_retries`` times, waiting the server's Retry-After or a jittered backoff."""
+async def nap(seconds: float) -> None:
+    """The wait before a retry (a module function, so that tests can record the waits)."""
+    await asyncio.sleep(seconds)
+
+
+def policy(*, max_retries: int, backoff: float, max_backoff: float) -> Any:
+    """A tenacity ``AsyncRetrying`` for one request: retry BackendError up to
+    ``max_retries`` times, waiting the server's Retry-After or a jittered backoff."""
     try:
         import tenacity
     except ImportError:
         raise MissingExtraError('The openai backend needs the "llm" extra: '
                                 'pip install "orgteams[llm]"') from None
-    retrying = tenacity.AsyncRetrying if asynchronous else tenacity.Retrying
     jitter = tenacity.wait_random_exponential(multiplier=backoff, max=max_backoff)
 
     def wait(state: Any) -> float:
         after = getattr(state.outcome.exception(), "retry_after", None)
         return after if after is not None else jitter(state)
 
-    return retrying(stop=tenacity.stop_after_attempt(max_retries + 1), wait=wait,
-                    retry=tenacity.retry_if_exception_type(BackendError), reraise=True)
+    return tenacity.AsyncRetrying(
+        stop=tenacity.stop_after_attempt(max_retries + 1), wait=wait,
+        sleep=lambda seconds: nap(seconds),  # looked up at each wait (see nap)
+        retry=tenacity.retry_if_exception_type(BackendError), reraise=True)

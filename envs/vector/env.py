@@ -21,6 +21,7 @@ households that did not finish), ``final_info`` a dict of ``(num_envs, ...)`` ar
 from __future__ import annotations
 
 import functools
+import os
 from collections.abc import Sequence
 from typing import Any
 
@@ -31,6 +32,7 @@ from gymnasium.vector import AutoresetMode
 
 from orgteams.envs.actions import NUM_ACTIONS
 from orgteams.envs.episode import make_episode
+from orgteams.envs.errors import UserError
 from orgteams.envs.household import HouseholdEnv
 from orgteams.envs.layout import Layout
 from orgteams.envs.state import HouseholdState, Scene
@@ -46,6 +48,59 @@ from orgteams.envs.vector.tables import LayoutTables, layout_tables
 
 VECTOR_OBS_MODES = ("flat", "image")
 BACKENDS = ("numpy", "jax")
+
+
+HOUSEHOLD_STATE_BYTES = 16 * 1024
+"""Memory of one household besides its observations (state arrays, scene, generator)."""
+OBSERVATION_COPIES = 3
+"""Observation-sized buffers per household in :func:`estimated_bytes`: measured peak
+memory was 2.5 to 3.1 times the observations' bytes plus under 16 KiB (flat and image
+observations, 1 to 8 agents, studio to house)."""
+
+
+def estimated_bytes(num_envs: int, num_agents: int, observation_space: spaces.Box,
+                    observations: bool = True) -> int:
+    """About how much memory ``num_envs`` households take once stepping (an upper
+    estimate: :data:`OBSERVATION_COPIES` x observations + :data:`HOUSEHOLD_STATE_BYTES`
+    each)."""
+    obs = num_agents * observation_space.dtype.itemsize * int(np.prod(
+        observation_space.shape)) if observations else 0
+    return num_envs * (OBSERVATION_COPIES * obs + HOUSEHOLD_STATE_BYTES)
+
+
+def memory_available() -> int | None:
+    """Bytes of memory available now (Linux's ``MemAvailable``), else the machine's
+    physical memory, else None (unknown)."""
+    try:
+        with open("/proc/meminfo", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (AttributeError, ValueError, OSError):
+        return None
+
+
+def check_memory(num_envs: int, num_agents: int, observation_space: spaces.Box,
+                 observations: bool = True) -> None:
+    """Refuse, before allocating, households that would not fit in memory.
+
+    Raises:
+        UserError: ``num_envs=20000 needs about 6.2 GiB (...)``, one line, when
+            :func:`estimated_bytes` exceeds :func:`memory_available` (20,000 households
+            of 3 agents took 4.3 GB and swapped before this check).
+    """
+    need, have = estimated_bytes(num_envs, num_agents, observation_space,
+                                 observations), memory_available()
+    if have is not None and need > have:
+        raise UserError(
+            f"num_envs={num_envs} needs about {need / 2**30:.1f} GiB "
+            f"({need / num_envs / 1024:.0f} KiB per household of {num_agents} agents, "
+            f"mostly observations), more than the {have / 2**30:.1f} GiB of memory "
+            f"available; use fewer households{' or observations=False' if observations else ''}")
 
 
 class VectorHouseholdEnv:
@@ -86,8 +141,6 @@ class VectorHouseholdEnv:
             raise ValueError(f"num_envs must be a positive integer, got {num_envs!r}")
         if backend not in BACKENDS:
             raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
-        if backend == "jax":  # fail here, not at the first reset, when JAX is missing
-            import orgteams.envs.vector.jax_core  # noqa: F401
         if obs_mode not in VECTOR_OBS_MODES:
             raise ValueError(f"obs_mode must be one of {VECTOR_OBS_MODES} for the vector env, "
                              f"got {obs_mode!r}")
@@ -100,6 +153,8 @@ class VectorHouseholdEnv:
         if dtype == np.uint8 and (obs_mode != "flat" or backend != "numpy"):
             raise ValueError("obs_dtype=np.uint8 is for obs_mode='flat' with the numpy "
                              f"backend, got obs_mode={obs_mode!r}, backend={backend!r}")
+        if backend == "jax":  # fail here, not at the first reset, when JAX is missing
+            import orgteams.envs.vector.jax_core  # noqa: F401  (MissingExtraError)
         # The scalar env validates every other argument and defines the spaces; it is
         # also the template of the episodes (layout, task, units, step limit).
         self._template = HouseholdEnv(
@@ -123,6 +178,8 @@ class VectorHouseholdEnv:
         shape = (self.num_envs, self.num_agents)
         self.observation_shape = shape + self.single_observation_space.shape
         self.action_space = spaces.MultiDiscrete(np.full(shape, NUM_ACTIONS))
+        check_memory(self.num_envs, self.num_agents, self.single_observation_space,
+                     bool(observations))
         self._image_scale = tpl.image_scale
         self._view_radius, self._full = view_radius, full_observability
         self._tables: LayoutTables | None = None

@@ -15,11 +15,14 @@ from typing import Any
 
 import numpy as np
 
+from orgteams.envs.errors import MissingExtraError
+
 try:
     import jax
     import jax.numpy as jnp
 except ImportError as exc:  # the extra is not installed
-    raise ImportError("backend='jax' needs JAX: pip install 'orgteams[jax]'") from exc
+    raise MissingExtraError('backend="jax" needs the "jax" extra: pip install '
+                            '"orgteams[jax]"') from exc
 
 from orgteams.envs.actions import HAND_CAPACITY, MAX_SLOTS, NUM_ACTIONS, Verb
 from orgteams.envs.observations import T_CLOSED, T_DOOR_CLOSED

@@ -4,8 +4,8 @@ Runs stdlib ``http.server`` on 127.0.0.1 in a daemon thread. Set ``server.mode``
 
 * ``"ok"``: reply with ``server.reply_text`` (default a small JSON object; ``None``:
   the minimal valid object of the request's schema, so any caller's reply validates).
-* ``"http500"``: HTTP 500 on every chat request (with ``retry-after-ms`` so retries
-  are fast).
+* ``"http500"``: HTTP 500 on every chat request, its message ``server.error_message``
+  (with ``retry-after-ms`` so retries are fast).
 * ``"http429"``: HTTP 429 rate limit (with ``retry-after-ms``).
 * ``"timeout"`` (a hang): sleep ``server.delay`` seconds before answering.
 * ``"truncated"``: HTTP 200, then the connection closes halfway through the JSON body
@@ -16,10 +16,23 @@ Runs stdlib ``http.server`` on 127.0.0.1 in a daemon thread. Set ``server.mode``
 * ``"reject_json_schema"``: HTTP 500 for ``response_format.type == "json_schema"``
   with llama-cpp-python 0.3.x's own message, normal replies otherwise.
 * ``"reject_response_format"``: HTTP 400 for any ``response_format``.
+* ``"echo_auth"``: a normal reply with the request's ``Authorization`` header echoed
+  after the JSON object (``{...}\n(you sent Authorization: Basic ...)``), as a model
+  repeating its input or a debugging proxy would.
+* ``"echo_auth_401"``: HTTP 401 whose message echoes the ``Authorization`` header.
+* ``"trickle"``: the status line and headers at once, then the body one byte every
+  ``server.trickle_interval`` seconds (a stalled server that never times out a read).
+* ``"trickle_head"``: the same from the status line on (the headers trickle too).
+* ``"big_reply"``: a normal reply followed by ``server.big_size`` characters of prose
+  (a model that rambles on).
+* ``"big_error"``: HTTP 500 whose message has ``server.big_size`` characters.
 * ``"chaos"``: each chat request gets a fault with probability ``server.fault_rate``
   (seeded by ``seed``), else a normal reply; the faults take turns in the order of
-  ``server.faults`` (default ``CHAOS_FAULTS``), so every kind comes up once seven have
-  been injected.
+  ``server.faults`` (default ``CHAOS_FAULTS``; ``FLOOD_FAULTS`` may be listed too), so
+  every kind comes up once as many as are listed have been injected.
+
+Modes put in ``server.queue`` are taken first, one per request, in any mode (e.g. a
+run of ``invalid_json`` replies in the middle of a chaotic sweep).
 
 Every chat request body is appended to ``server.requests``, and every injected fault
 to ``server.injected`` as ``{"n": request index, "fault": mode}``.
@@ -45,7 +58,10 @@ CHAOS_FAULTS = (*FAULTS, "invalid_json")
 """What ``chaos`` mode injects by default: the transport faults and a reply whose
 assistant text is not JSON (``INVALID_TEXT``; the model's fault, not the server's)."""
 INVALID_TEXT = "Sure! I would pick a."
-MODES = ("ok", *CHAOS_FAULTS, "reject_json_schema", "reject_response_format", "chaos")
+FLOOD_FAULTS = ("trickle", "big_reply", "big_error")
+"""Stalls and floods ``chaos`` mode injects when ``server.faults`` lists them."""
+MODES = ("ok", *CHAOS_FAULTS, "reject_json_schema", "reject_response_format", "echo_auth",
+         "echo_auth_401", "trickle_head", *FLOOD_FAULTS, "chaos")
 LLAMA_CPP_JSON_SCHEMA_ERROR = (
     "1 validation error:\n  {'type': 'literal_error', 'loc': ('body', 'response_format', "
     "'type'), 'msg': \"Input should be 'text' or 'json_object'\", 'input': 'json_schema', "
@@ -81,6 +97,22 @@ class _Handler(BaseHTTPRequestHandler):
             pass
         self.close_connection = True
 
+    def _trickle(self, head: bytes, body: bytes) -> None:
+        """Send ``head`` at once, then ``body`` byte by byte, until the client gives up or
+        the server closes (a daemon handler thread must not outlive its test)."""
+        srv = self.server
+        try:
+            self.wfile.write(head)
+            self.wfile.flush()
+            for i in range(len(body)):
+                if srv.closing.wait(srv.trickle_interval):
+                    break
+                self.wfile.write(body[i:i + 1])
+                self.wfile.flush()
+        except OSError:  # the client closed the connection (its deadline)
+            pass
+        self.close_connection = True
+
     def do_GET(self) -> None:  # noqa: N802  (stdlib name)
         if self.path.rstrip("/").endswith("/models"):
             self._send(200, {"object": "list", "data": [{"id": "fake-model", "object": "model"}]})
@@ -96,11 +128,17 @@ class _Handler(BaseHTTPRequestHandler):
             n = len(srv.requests)
             srv.requests.append(body)
             srv.auth_headers.append(self.headers.get("authorization", ""))
-            if mode in CHAOS_FAULTS:
+            if mode in CHAOS_FAULTS or mode in FLOOD_FAULTS:
                 srv.injected.append({"n": n, "fault": mode})
         fmt = body.get("response_format") or {}
+        auth = self.headers.get("authorization", "")
         if mode == "http500":
-            return self._send(500, {"error": {"message": "injected failure"}})
+            return self._send(500, {"error": {"message": srv.error_message}})
+        if mode == "big_error":
+            return self._send(500, {"error": {"message": "e" * srv.big_size}})
+        if mode == "echo_auth_401":
+            return self._send(401, {"error": {"message": f"bad credentials: Authorization: "
+                                                         f"{auth}"}})
         if mode == "http429":
             return self._send(429, {"error": {"message": "rate limit (injected)"}})
         if mode == "drop":
@@ -119,7 +157,18 @@ class _Handler(BaseHTTPRequestHandler):
         if mode == "timeout":
             time.sleep(srv.delay)
         text = INVALID_TEXT if mode == "invalid_json" else srv.reply_for(fmt)
+        if mode == "echo_auth":
+            text += f"\n(you sent Authorization: {auth})"
+        if mode == "big_reply":
+            text += " and so on" * (srv.big_size // 10)
         reply = _chat_response(body.get("model", "fake-model"), text)
+        if mode in ("trickle", "trickle_head"):
+            data = json.dumps(reply).encode()
+            head = (b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n"
+                    b"content-length: %d\r\n\r\n" % len(data))
+            if mode == "trickle_head":
+                return self._trickle(b"", head + data)
+            return self._trickle(head, data)
         if mode == "truncated":
             data = json.dumps(reply).encode()
             # HTTP/1.0-style: no content-length, the body ends where the connection does.
@@ -160,22 +209,31 @@ class FaultServer(ThreadingHTTPServer):
         fault_rate: float = 0.3,
         faults: tuple[str, ...] = CHAOS_FAULTS,
         seed: int = 0,
+        error_message: str = "injected failure",
+        trickle_interval: float = 0.2,
+        big_size: int = 1_000_000,
     ) -> None:
         if mode not in MODES:
             raise ValueError(f"unknown mode {mode!r}; known: {', '.join(MODES)}")
-        unknown = [f for f in faults if f not in CHAOS_FAULTS]
+        known = (*CHAOS_FAULTS, *FLOOD_FAULTS)
+        unknown = [f for f in faults if f not in known]
         if unknown:
-            raise ValueError(f"unknown faults {unknown}; known: {', '.join(CHAOS_FAULTS)}")
+            raise ValueError(f"unknown faults {unknown}; known: {', '.join(known)}")
         super().__init__(("127.0.0.1", port), _Handler)
         self.mode = mode
         self.reply_text = reply_text
         self.delay = delay
         self.fault_rate = fault_rate
+        self.error_message = error_message
+        self.trickle_interval = trickle_interval
+        self.big_size = big_size
+        self.closing = threading.Event()
         self.faults = tuple(faults)
         self.lock = threading.Lock()
         self.requests: list[dict[str, Any]] = []
         self.auth_headers: list[str] = []
         self.injected: list[dict[str, Any]] = []
+        self.queue: list[str] = []
         self._rng = random.Random(seed)
         self._turn = 0
         self._thread = threading.Thread(
@@ -184,7 +242,11 @@ class FaultServer(ThreadingHTTPServer):
         self._thread.start()
 
     def draw(self) -> str:
-        """The mode of the next request (a random fault or ``ok`` in chaos mode)."""
+        """The mode of the next request: the next queued one, else ``mode`` (in chaos
+        mode a random fault or ``ok``)."""
+        with self.lock:
+            if self.queue:
+                return self.queue.pop(0)
         if self.mode != "chaos":
             return self.mode
         with self.lock:
@@ -209,7 +271,8 @@ class FaultServer(ThreadingHTTPServer):
         return f"http://127.0.0.1:{self.server_address[1]}/v1"
 
     def close(self) -> None:
-        """Stop serving and release the port."""
+        """Stop serving and release the port (a trickling handler stops too)."""
+        self.closing.set()
         self.shutdown()
         self.server_close()
 

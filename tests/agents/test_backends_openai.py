@@ -190,7 +190,7 @@ FAULT_RECORDS = {
     # mode: (BackendError.kind, Attempt.status, Attempt.error, reason start)
     "http500": ("http", 500, "InternalServerError", "HTTP 500: injected failure"),
     "http429": ("http", 429, "RateLimitError", "HTTP 429: rate limit (injected)"),
-    "timeout": ("timeout", None, "APITimeoutError", "timeout after 0.2s x 3 attempts"),
+    "timeout": ("timeout", None, "DeadlineExceeded", "timeout after 0.2s x 3 attempts"),
     "truncated": ("protocol", None, "JSONDecodeError",
                   "unreadable reply body (JSONDecodeError: "),
     "non_json": ("protocol", None, "UnexpectedBody",
@@ -241,10 +241,14 @@ def test_truncated_body_then_success_keeps_the_failed_attempt(fault_server):
 
 
 def test_retry_after_header_sets_the_wait(fault_server, monkeypatch):
-    import time
+    from orgteams.agents.backends import retry
 
     waits: list[float] = []
-    monkeypatch.setattr(time, "sleep", waits.append)  # tenacity's nap calls time.sleep
+
+    async def nap(seconds: float) -> None:
+        waits.append(seconds)
+
+    monkeypatch.setattr(retry, "nap", nap)  # the policy's wait between retries
     fault_server.mode = "http429"
     backend = make(fault_server, max_retries=2, backoff=5.0, max_backoff=5.0)
     with pytest.raises(BackendError):
@@ -258,7 +262,7 @@ def test_sdk_never_retries_on_its_own(fault_server):
     with pytest.raises(BackendError):
         backend.complete(MESSAGES)
     assert len(fault_server.requests) == 1
-    assert backend._client.max_retries == 0
+    assert backend._new_client().max_retries == 0
 
 
 def test_llama_cpp_json_schema_rejection_downgrades_once_and_records_it(fault_server):

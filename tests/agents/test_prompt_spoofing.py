@@ -102,3 +102,42 @@ def test_a_prompt_folder_has_the_loop_limits_too(tmp_path):
            "(loop iterations, filter and method calls)")
     with pytest.raises(PromptError, match=re.escape(msg)):
         PromptTemplates(tmp_path).render("act")
+
+
+@pytest.mark.parametrize(("files", "culprit", "problem"), [
+    ({"act.j2": '{% include "act.j2" %}'}, "act.j2",
+     "includes, extends or calls itself without end (a recursive include, extends or macro)"),
+    ({"act.j2": '{% extends "act.j2" %}'}, "act.j2",
+     "includes, extends or calls itself without end (a recursive include, extends or macro)"),
+    ({"act.j2": "{% macro f() %}{{ f() }}{% endmacro %}{{ f() }}"}, "act.j2",
+     "includes, extends or calls itself without end (a recursive include, extends or macro)"),
+    ({"act.j2": 'one {% include "two.j2" %}', "two.j2": 'two {% include "act.j2" %}'},
+     "two.j2",
+     "includes, extends or calls itself without end (a recursive include, extends or macro)"),
+    ({"act.j2": "{% include '/etc/passwd' %}"}, "act.j2",
+     "uses template '/etc/passwd', which is not in the prompt folders ({folders}); a prompt "
+     "template may include, import or extend only templates of those folders"),
+    ({"act.j2": "{% include '../secret.j2' %}"}, "act.j2",
+     "uses template '../secret.j2', which is not in the prompt folders ({folders}); a prompt "
+     "template may include, import or extend only templates of those folders"),
+    ({"act.j2": 'x {% include "bad.j2" %}', "bad.j2": "\n{% if %}"}, "bad.j2",
+     "syntax error at line 2: Expected an expression, got 'end of statement block'"),
+    ({"act.j2": 'x {% include "blob.j2" %}', "blob.j2": b"\xff\xfe\x00"}, "act.j2",
+     "a template it uses is not UTF-8 text (is it a binary file?)"),
+    ({"act.j2": b"\x80 binary"}, "act.j2", "not UTF-8 text (is it a binary file?)"),
+])
+def test_a_prompt_folder_that_recurses_or_escapes_is_one_prompt_error(
+        tmp_path, files, culprit, problem):
+    """Recursion was a RecursionError, '/etc/passwd' a TemplateNotFound (issue 24)."""
+    folder = tmp_path / "prompts"
+    folder.mkdir()
+    (tmp_path / "secret.j2").write_text("the secret")
+    for name, text in files.items():
+        path = folder / name
+        path.write_bytes(text) if isinstance(text, bytes) else path.write_text(text)
+    templates = PromptTemplates(folder)
+    folders = ", ".join(templates._env.loader.searchpath)
+    with pytest.raises(PromptError) as exc:
+        templates.render("act")
+    assert str(exc.value) == (f"prompt template {folder / culprit}: "
+                              + problem.format(folders=folders))

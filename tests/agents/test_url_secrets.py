@@ -8,7 +8,7 @@ import socket
 
 import pytest
 
-from orgteams.agents.backends import CachedBackend, OpenAIBackend
+from orgteams.agents.backends import CachedBackend, OpenAIBackend, ScriptedBackend
 from orgteams.agents.backends.redact import scrub_text, scrub_url
 from orgteams.cli import main
 
@@ -62,17 +62,24 @@ def test_reprs_and_errors_show_the_masked_url():
     assert backend.base_url.startswith("http://***@127.0.0.1:")
 
 
-def test_the_cache_stores_no_key_like_strings(fault_server, tmp_path):
+def test_replies_and_the_cache_hold_no_key_like_strings(fault_server, tmp_path):
     leaked = "sk-live-0123456789abcdefghij"
-    fault_server.reply_text = json.dumps({"action": "a", "thoughts": f"my key is {leaked}"})
+    said = json.dumps({"action": "a", "thoughts": f"my key is {leaked}"})
+    masked = '{"action": "a", "thoughts": "my key is ***"}'
+    fault_server.reply_text = said
     backend = OpenAIBackend("fake-model", base_url=fault_server.base_url, max_retries=0)
     cached = CachedBackend(backend, tmp_path / "cache.sqlite")
     messages = [{"role": "user", "content": "x"}]
     live = cached.complete(messages)
     again = cached.complete(messages)
     cached.close()
-    assert leaked in live.text  # what the model said, this once
-    assert again.cached and again.text == '{"action": "a", "thoughts": "my key is ***"}'
+    # masked in the live reply already, so a rerun from the cache sees the same text
+    assert (live.text, again.cached, again.text) == (masked, True, masked)
+    # the cache scrubs what any backend hands it (the scripted one scrubs nothing)
+    scripted = CachedBackend(ScriptedBackend([said]), tmp_path / "scripted.sqlite")
+    assert scripted.complete(messages).text == said
+    assert scripted.complete(messages).text == masked
+    scripted.close()
     for path in tmp_path.iterdir():
         assert leaked.encode() not in path.read_bytes(), path.name
 

@@ -135,3 +135,34 @@ def test_run_without_json_names_the_full_log_path_and_how_to_replay_it(capsys, t
     lines = capsys.readouterr().out.splitlines()
     assert lines[-2:] == [f"log: {log}", f"replay it: orgteams replay {log}"]
     assert main(["replay", str(log), "--no-window"]) == 0
+
+
+def test_ctrl_c_during_a_run_names_the_partial_log(capsys, tmp_path, monkeypatch):
+    """Issue 25: ``interrupted (Ctrl-C)`` said nothing of the rounds already logged."""
+    def interrupt_after_round_1(names=None):
+        def show(round_, records):
+            if round_ == 1:
+                raise KeyboardInterrupt
+
+        return show
+
+    monkeypatch.setattr("orgteams.cli_commands._round_printer", interrupt_after_round_1)
+    log = tmp_path / "ep.jsonl"
+    assert main(["run", "--backend", "planner", "--layout", "studio", "--log", str(log)]) == 130
+    out, err = capsys.readouterr()
+    assert err == f"orgteams run: interrupted (Ctrl-C); partial log: {log}\n" and out == ""
+    rounds = {r["round"] for r in read_log(log) if r.get("phase")}
+    assert rounds == {0, 1}  # what was played is kept, and replays
+    assert main(["replay", str(log), "--no-window"]) == 0
+    assert "the log ends at tick" in capsys.readouterr().err
+
+
+def test_help_lists_every_command(capsys):
+    from orgteams.cli import build_parser
+
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    commands = list(build_parser()._subparsers._group_actions[0].choices)
+    assert "experiment" in commands
+    assert f"The orgteams command line: {', '.join(commands)}." in text

@@ -199,7 +199,8 @@ def test_stopped_episodes_are_listed_not_averaged(tmp_path):
             "backend": "planner", "seed": 7}
     key = "put_fridge|studio|none|3|planner|7"
     stopped = {"success": False, "ticks": 1, "rounds": 1, "comm_tokens_per_step": 0.0,
-               "episode_status": "error", "stop_reason": "server gone"}
+               "episode_status": "error", "stop_reason": "transport failures",
+               "stop_detail": "server gone"}
     with path.open("a") as fh:
         # an "ok" row whose episode did not really play (written by older code) and the
         # sweep's own error row for another cell: neither enters any mean
@@ -218,7 +219,9 @@ def test_stopped_episodes_are_listed_not_averaged(tmp_path):
         (key, "ok", "error"), (key.replace("|7", "|8"), "error", "error")]
     md = (tmp_path / "rep" / "report.md").read_text()
     assert "## Cells left out (did not play to the end)" in md
-    assert f"| `{key.replace('|7', '|8')}` | error | error | episode error: server gone |" in md
+    assert (f"| `{key.replace('|7', '|8')}` | error | error | transport failures | "
+            "episode error: server gone |") in md
+    assert [f["stop_reason"] for f in out["failed"]][-2:] == ["transport failures"] * 2
 
 
 def test_recovery_none_is_counted_as_not_recovered_never_averaged_as_zero(tmp_path):

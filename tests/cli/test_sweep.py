@@ -201,6 +201,7 @@ def test_episode_stopped_early_is_an_error_row_retried_next_run(tmp_path):
     def dead_server(cell, log_path, options):
         calls.append(cell_key(cell))
         assert options["max_transport_failures"] == 3  # the spec's default reaches episodes
+        assert options["max_invalid_replies"] == 10
         if cell["seed"] == 0:
             return {"ticks": 0, "success": False, "episode_status": "error",
                     "stop_reason": "3 model calls in a row failed after retries (last: x)"}
@@ -218,15 +219,75 @@ def test_episode_stopped_early_is_an_error_row_retried_next_run(tmp_path):
     assert sorted(calls) == sorted(r["key"] for r in err) and out["skipped"] == 4
 
 
-def test_spec_max_transport_failures_field(tmp_path):
+@pytest.mark.parametrize("name", ["max_transport_failures", "max_invalid_replies"])
+def test_spec_failure_limit_fields(tmp_path, name):
     from orgteams.envs.errors import UserError
 
-    spec = SweepSpec.from_dict({"max_transport_failures": 5})
-    assert spec.max_transport_failures == 5
+    spec = SweepSpec.from_dict({name: 5})
+    assert getattr(spec, name) == 5
     with pytest.raises(UserError, match=re.escape(
-            "<spec>: sweep spec field 'max_transport_failures' must be from 0 to 1000, "
-            "got -1")):
-        SweepSpec.from_dict({"max_transport_failures": -1})
+            f"<spec>: sweep spec field '{name}' must be from 0 to 1000, got -1")):
+        SweepSpec.from_dict({name: -1})
+
+
+def test_cli_sweep_with_a_dead_server_exits_1_and_keeps_the_rows(tmp_path, monkeypatch,
+                                                                   capsys):
+    monkeypatch.setenv("ORGTEAMS_BASE_URL", "http://127.0.0.1:9/v1")  # nothing listens
+    monkeypatch.setenv("ORGTEAMS_MAX_RETRIES", "0")
+    argv = ["sweep", "--layouts", "studio", "--orgs", "none", "--backend",
+            "openai:dead-sweep-model", "--seeds", "2", "--max-rounds", "2", "--workers", "1",
+            "--out", str(tmp_path), "--quiet"]
+    assert main(argv) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1] == (f"orgteams sweep: 2 of 2 episodes failed (status error in "
+                       f"{tmp_path / 'results.jsonl'}; rerun the same command to retry them)")
+    rows = rows_of(tmp_path)
+    assert [(r["status"], r["summary"]["stop_reason"]) for r in rows] == [
+        ("error", "transport failures")] * 2
+    assert main(argv) == 1  # retried, failed again: two more rows, nothing lost
+    assert len(rows_of(tmp_path)) == 4
+
+
+def test_sweep_rows_of_a_model_that_never_answers_json_are_errors_report_skips_them(
+        tmp_path, monkeypatch, capsys):
+    pytest.importorskip("scipy")
+    pytest.importorskip("matplotlib")
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).parents[1] / "agents"))
+    from fault_server import FaultServer
+
+    with FaultServer("invalid_json") as server:
+        monkeypatch.setenv("ORGTEAMS_BASE_URL", server.base_url)
+        monkeypatch.setenv("ORGTEAMS_API_KEY", "k")
+        assert main(["sweep", "--layouts", "studio", "--orgs", "none", "--backend", "planner",
+                     "--backend", "openai:garbage-sweep-model", "--seeds", "2",
+                     "--max-rounds", "3", "--max-invalid-replies", "4", "--workers", "1",
+                     "--out", str(tmp_path), "--quiet"]) == 1
+    assert capsys.readouterr().err.strip().splitlines()[-1].startswith(
+        "orgteams sweep: 2 of 4 episodes failed")
+    rows = {(r["cell"]["backend"], r["cell"]["seed"]): r for r in rows_of(tmp_path)}
+    for seed in (0, 1):
+        ok, bad = rows[("planner", seed)], rows[("openai:garbage-sweep-model", seed)]
+        assert ok["status"] == "ok" and ok["summary"]["fallback_rate"] == 0.0
+        assert ok["summary"]["stop_reason"] in ("max rounds", "goal met")
+        assert bad["status"] == "error" and bad["summary"]["stop_reason"] == "invalid replies"
+        assert bad["error"] == ("episode error: 4 model calls in a row gave no valid reply "
+                                "(last: it is not a JSON object)")
+        assert bad["summary"]["fallback_rate"] == 1.0
+    assert main(["report", str(tmp_path / "results.jsonl"), "--out", str(tmp_path / "rep"),
+                 "--json"]) == 0
+    rep = json.loads(capsys.readouterr().out)
+    by_backend = {g["backend"]: g for g in rep["groups"]}
+    garbage, planner = by_backend["openai:garbage-sweep-model"], by_backend["planner"]
+    assert (garbage["n"], garbage["errors"]) == (0, 2)
+    assert garbage["metrics"]["fallback_rate"]["all_episodes"]["n"] == 0  # never averaged
+    assert (planner["n"], planner["errors"]) == (2, 0)
+    assert planner["metrics"]["fallback_rate"]["all_episodes"]["mean"] == 0.0
+    assert sum(planner["stop_reasons"].values()) == 2
+    assert sorted(f["stop_reason"] for f in rep["failed"]) == ["invalid replies"] * 2
+    md = (tmp_path / "rep" / "report.md").read_text()
+    assert "| invalid replies | episode error: 4 model calls in a row gave no valid reply" in md
 
 
 def test_second_sweep_into_a_locked_folder_is_refused(tmp_path):

@@ -181,3 +181,38 @@ def test_corrupted_middle_history_line_warns_and_keeps_the_rest(tmp_path):
     assert [r["iteration"] for r in result.history] == [0, 2, 3]
     assert result.ran == [3]  # iteration 2 was kept, not rerun
     assert episodes.played[-1][0] == 3 and len(episodes.played) == 4
+
+
+def test_a_run_whose_every_coordinator_call_fell_back_says_so(tmp_path):
+    from orgteams.agents.backends import BackendError
+    from orgteams.criticize_reflect.heuristic import HeuristicCoordinator
+
+    dead = Coordinator(ScriptedBackend([BackendError("HTTP 500: boom", kind="http",
+                                                     status=500)], cycle=True))
+    result = reflect(load_organization("leader"), FakeEpisodes(), None, dead, iterations=3,
+                     out_dir=tmp_path / "dead", use_critic=False)
+    assert [h["coordinator_fallback"] for h in result.to_dict()["history"]] == [
+        "backend error (http: HTTP 500: boom)"] * 2 + [None]
+    assert result.coordinator_failure() == (
+        "every Coordinator call fell back (2 of 2; last: backend error (http: HTTP 500: "
+        "boom)); the organization was never revised. Results are kept in "
+        f"{tmp_path / 'dead'}")
+    # One model decision that was not a fallback: the run revised something.
+    proposal = {"analysis": "more rules", "pick": 0,
+                "candidates": [{"name": "rules1", "rules": ["rule 0"]}]}
+    answers = [BackendError("HTTP 500: boom", kind="http", status=500), proposal]
+    mixed = Coordinator(ScriptedBackend(answers), k=1)
+    result = reflect(load_organization("leader"), FakeEpisodes(), None, mixed, iterations=3,
+                     out_dir=tmp_path / "mixed", use_critic=False)
+    assert [h["coordinator_fallback"] is None for h in result.to_dict()["history"]] == [
+        False, True, True]
+    assert result.coordinator_failure() is None
+    # No model was asked: one iteration, or the heuristic Coordinator (its "no untried
+    # edit is valid" is an answer, not a failure).
+    one = reflect(load_organization("leader"), FakeEpisodes(), None, dead, iterations=1,
+                  out_dir=tmp_path / "one", use_critic=False)
+    assert one.coordinator_failure() is None
+    heuristic = reflect(load_organization("leader"), FakeEpisodes(), None,
+                        HeuristicCoordinator(), iterations=2, out_dir=tmp_path / "h",
+                        use_critic=False)
+    assert heuristic.coordinator_failure() is None

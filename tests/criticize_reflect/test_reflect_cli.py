@@ -13,8 +13,16 @@ def test_reflect_two_iterations_through_the_cli(capsys, tmp_path):
     argv = ["reflect", "--org", "leader", "--task", "prepare_afternoon_tea", "--layout",
             "studio", "--critic", "scripted", "--coordinator", "scripted", "--backend",
             "planner", "--iterations", "2", "--out", str(out), "--json"]
-    assert main(argv) == 0
-    lines = capsys.readouterr().out.strip().splitlines()
+    # The scripted Coordinator's minimal reply repeats the current organization, so its
+    # one call fell back: the run is kept, but it says so in one line and exits 1.
+    assert main(argv) == 1
+    captured = capsys.readouterr()
+    assert captured.err.splitlines() == [
+        "orgteams reflect: every Coordinator call fell back (1 of 1; last: invalid reply "
+        "after 2 attempt(s): no candidate is valid (candidate 0: invalid: plays exactly like "
+        "the current organization (set at least one field to a new value))); the "
+        f"organization was never revised. Results are kept in {out}"]
+    lines = captured.out.strip().splitlines()
     assert len(lines) == 1  # exactly one JSON object
     result = json.loads(lines[0])
     assert result["iterations_done"] == 2 and result["ran"] == [0, 1]
@@ -25,8 +33,8 @@ def test_reflect_two_iterations_through_the_cli(capsys, tmp_path):
     best = Organization.from_yaml(out / "best.yaml")
     assert best.name == result["best"]["organization"]
     assert (out / "logs" / "iteration_1.jsonl").is_file()
-    # rerun: nothing left to do, the same best
-    assert main(argv) == 0
+    # rerun: nothing left to do, the same best (and still never revised)
+    assert main(argv) == 1
     again = json.loads(capsys.readouterr().out)
     assert again["resumed_from"] == 2 and again["ran"] == [] and again["best"] == result["best"]
 

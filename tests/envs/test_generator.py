@@ -18,6 +18,7 @@ from orgteams.envs.generator import (
     parse_generated_name,
 )
 from orgteams.envs.layout import DIRECTIONS, FLOOR, FURNITURE, WALL, Layout, load_layout
+from orgteams.envs.limits import MAX_SEED
 from orgteams.envs.tasks import list_tasks, load_task
 
 SIZES = (4, 8, 16, 32)
@@ -148,9 +149,16 @@ def test_too_few_rooms_by_name_raises():
         load_layout("generated:3:1")
 
 
-def test_negative_seed_raises():
-    with raises("seed must be a non-negative integer, got -1"):
+def test_seeds_out_of_range_raise():
+    with raises(f"seed must be an integer from 0 to {MAX_SEED}, got -1"):
         generate_layout(8, -1)
+    with raises(f"seed must be an integer from 0 to {MAX_SEED}, got {MAX_SEED + 1}"):
+        generate_layout(8, MAX_SEED + 1)
+    name = "generated:10:99999999999999999999"  # issue 24: was accepted
+    with raises(f"generated layout {name!r}: the seed must be from 0 to {MAX_SEED}, got "
+                "99999999999999999999"):
+        load_layout(name)
+    assert load_layout(f"generated:4:{MAX_SEED}").name == f"generated:4:{MAX_SEED}"
 
 
 def test_room_keys_are_distinct_single_lowercase_letters():

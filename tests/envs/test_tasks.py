@@ -167,12 +167,13 @@ def test_malformed_task_files(tmp_path):
     with raises(f"{path}: candidates: INSIDE needs a container, and 'coffee_table' is a surface"):
         load_task(path)
     path.write_text("name: [oops\n")
-    with raises(f"{path}: cannot read task: "):
+    with raises(f"{path}: not valid YAML: "):
         load_task(path)
     path.write_text("- a\n- list\n")
     with raises(f"{path}: expected a mapping of task fields"):
         load_task(path)
-    with raises(f"{tmp_path / 'absent.yaml'}: cannot read task: "):
+    with raises(f"{tmp_path / 'absent.yaml'}: cannot read a task file: No such file or "
+                "directory"):
         load_task(tmp_path / "absent.yaml")
     path.write_text(yaml.safe_dump(with_fields(units=[2, 2])))
     assert load_task(path).units == (2, 2)

@@ -4,6 +4,7 @@ messages and the terminal alike (ids stay in the log)."""
 from __future__ import annotations
 
 import io
+import re
 from contextlib import redirect_stderr
 
 from orgteams.agents import LLMAgent, ScriptedBackend
@@ -57,3 +58,35 @@ def test_terminal_lines_use_display_names():
         "  r0   Zed -> Yan, Xia: Yan: explore kitchen",
         "  r0   Yan does explore:kitchen (running, tick 3)",
     ]
+
+
+def test_an_order_names_its_receiver_once_in_the_terminal():
+    """``Alice -> Bob: Bob: explore living_room`` (issue 25): the order's text names the
+    assignee for the log and prompts; the terminal line already does."""
+    from orgteams.cli_commands import _round_printer
+
+    show = _round_printer(NAMES)
+    err = io.StringIO()
+    with redirect_stderr(err):
+        show(2, [{"phase": "communicate", "agent": "agent_0", "message": "Yan: explore kitchen",
+                  "message_kind": "assign", "delivered": ["agent_1"]},
+                 {"phase": "communicate", "agent": "agent_0", "message": "Yan: you lead",
+                  "message_kind": "text", "delivered": ["agent_1"]},  # free text: as said
+                 {"phase": "communicate", "agent": "agent_0", "message": "Xia: grab cupcake_1",
+                  "message_kind": "assign", "delivered": []}])  # cut off: not delivered
+    assert err.getvalue().splitlines() == [
+        "  r2   Zed -> Yan: explore kitchen",
+        "  r2   Zed -> Yan: Yan: you lead",
+        "  r2   Zed -> nobody: Xia: grab cupcake_1",
+    ]
+
+
+def test_a_real_run_prints_each_order_with_one_name(capsys, tmp_path):
+    from orgteams.cli import main
+
+    assert main(["run", "--backend", "planner", "--layout", "studio", "--max-rounds", "1",
+                 "--json", "--log", str(tmp_path / "ep.jsonl")]) == 0
+    orders = [line for line in capsys.readouterr().err.splitlines() if " -> " in line
+              and ": explore " in line and "claim" not in line]
+    assert orders and all(re.fullmatch(r"  r0   Alice -> (\w+): explore \w+", o)
+                          for o in orders), orders

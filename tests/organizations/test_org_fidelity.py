@@ -93,11 +93,22 @@ def test_a_team_too_small_for_its_organization_is_warned_in_one_line(capsys, tmp
                  "--backend", "planner", "--max-rounds", "2", "--quiet", "--json",
                  "--log", str(tmp_path / "ep.jsonl")]) == 0
     err = capsys.readouterr().err
-    line = ("warning: organization 'pyramid' is meant for at least 5 agents; with 3 it runs "
+    line = ("warning: organization 'pyramid' is meant for at least 9 agents; with 3 it runs "
             "degenerate")
     assert line in err.splitlines()
-    assert load_organization("pyramid").size_warning(5) is None
+    assert load_organization("pyramid").size_warning(9) is None
     assert load_organization("leader").size_warning(2) is None  # no recommendation: silent
     with pytest.raises(ValueError, match=re.escape(
             "organization 'dual_leader' needs at least 2 agents, got 1")):
         load_organization("dual_leader").resolve(["agent_0"])
+
+
+def test_the_pyramid_warning_agrees_with_its_shape():
+    """Issue 25: README said 9+ agents, the warning 5. The truth: below 9 agents a pyramid
+    has one vice leader (the top leads it alone); from 9 on, two or more."""
+    pyramid = load_organization("pyramid")
+    for n in range(3, 17):
+        vice = dict(pyramid.resolve(Team.of_size(n)).tiers)["vice_leader"]
+        assert (len(vice) >= 2) == (pyramid.size_warning(n) is None), n
+    assert pyramid.size_warning(8) == ("organization 'pyramid' is meant for at least 9 "
+                                       "agents; with 8 it runs degenerate")

@@ -104,6 +104,19 @@ def test_llm_usage_cost_and_behaviour():
     assert m.success is False
 
 
+def test_fallback_rate_counts_turns_not_lines():
+    m = episode_metrics(RECORDS, success=False, ticks=10, price=price)
+    # turns: 4 talk turns in round 0, 3 act turns, 2 votes; one fell back
+    assert (m.decisions, m.fallback_count, m.fallback_rate) == (9, 1, pytest.approx(1 / 9))
+    # a turn that sends two messages is two lines but one decision
+    two = [rec(stage=0, message="a", fallback="invalid reply", usage={}),
+           rec(stage=0, message="b", fallback="invalid reply"),
+           rec(stage=0, agent="agent_1", message="c")]
+    m = episode_metrics(two, success=False, ticks=1, price=price)
+    assert (m.decisions, m.fallback_count, m.fallback_rate) == (2, 1, 0.5)
+    assert episode_metrics([], success=False, ticks=0, price=price).fallback_rate is None
+
+
 def test_cached_calls_cost_nothing_but_their_tokens_count():
     calls = [rec(usage={"prompt_tokens": 100, "completion_tokens": 10}, model="m1"),
              rec(usage={"prompt_tokens": 100, "completion_tokens": 10}, model="m1",

@@ -31,7 +31,7 @@ def test_malformed_file_names_file_and_field(tmp_path):
 
 
 def test_yaml_syntax_and_shape_errors(tmp_path):
-    with pytest.raises(ValueError, match=re.escape("<text>: invalid YAML:")):
+    with pytest.raises(ValueError, match=re.escape("<text>: not valid YAML:")):
         Organization.from_yaml("name: [\n")
     msg = "<text>: expected a mapping of organization fields, got list"
     with pytest.raises(ValueError, match=re.escape(msg)):

@@ -38,7 +38,7 @@ def test_a_run_in_the_window_is_complete_and_holds_its_last_frame(tmp_path, monk
                                                                    headless):
     script = Script(monkeypatch, when_holding=[key(pygame.K_q)], hold_reads=4)
     s = run_episode(**KW, render="human", fps=1000, log_path=tmp_path / "ep.jsonl").summary
-    assert s["episode_status"] == "complete" and s["stop_reason"] is None
+    assert s["episode_status"] == "complete" and s["stop_reason"] == "goal met"
     assert s["ticks"] == headless["ticks"] and s["success"] == headless["success"]
     assert script.banners[0] == ["Episode over: goal complete",
                                  f"tick {s['ticks']} of {s['step_limit']}, {s['rounds']} rounds, "
@@ -166,7 +166,8 @@ def test_a_real_sigint_during_a_watched_run(tmp_path):
                 proc.kill()
     assert proc.returncode == 130
     assert "Traceback" not in err
-    assert err.strip().splitlines()[-1] == "orgteams run: interrupted (Ctrl-C)"
+    assert err.strip().splitlines()[-1] == (f"orgteams run: interrupted (Ctrl-C); partial "
+                                            f"log: {tmp_path / 'ep.jsonl'}")
 
 
 def test_a_pyramid_keeps_its_tiers_and_shows_its_roles(monkeypatch):
