@@ -53,15 +53,22 @@ def load_recipe(name: str) -> dict[str, Any]:
 
 
 def run_experiment(name: str, *, backend: str | None = None, seeds: int | None = None,
-                   out: str | Path | None = None, progress: bool = True) -> dict[str, Any]:
+                   out: str | Path | None = None, progress: bool = True,
+                   agents: list[int] | None = None) -> dict[str, Any]:
     """Run recipe ``name``; ``backend`` replaces its member spec, ``seeds`` its seed count
-    (for reflect recipes: the held-out seeds). Returns the table as JSON."""
+    (for reflect recipes: the held-out seeds), ``agents`` its team sizes (sweep recipes:
+    e.g. ``paper2-scaling`` at small sizes). Returns the table as JSON."""
     recipe = load_recipe(name)
-    out_dir = Path(out or f"runs/experiments/{name}")
-    out_dir.mkdir(parents=True, exist_ok=True)
     if seeds is not None and seeds < 1:
         raise UserError(f"seeds must be >= 1, got {seeds}")
+    if agents is not None and recipe["kind"] != "sweep":
+        raise UserError(f"experiment {name!r}: agents= replaces the team sizes of sweep "
+                        f"recipes; this one is kind {recipe['kind']!r}")
+    out_dir = Path(out or f"runs/experiments/{name}")
+    out_dir.mkdir(parents=True, exist_ok=True)
     if recipe["kind"] == "sweep":
+        if agents is not None:
+            recipe["sweep"] = {**(recipe.get("sweep") or {}), "agents": list(agents)}
         table = _run_sweep(name, recipe, backend, seeds, out_dir, progress)
     elif recipe["kind"] == "shocks":
         table = _run_shocks(name, recipe, backend, seeds, out_dir, progress)

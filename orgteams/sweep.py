@@ -322,8 +322,9 @@ def _run_locked(spec: SweepSpec, out: Path, workers: int, ray_mod: Any, episode_
 def _run_pool(workers: int, todo: list[dict], episode_fn: Callable, log_of: Callable,
               options: dict, write: Callable) -> None:
     ctx = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=worker_init,
-                             initargs=(os.getpid(),)) as pool:
+    pool = ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=worker_init,
+                               initargs=(os.getpid(),))
+    try:
         pending = {pool.submit(_execute, episode_fn, c, log_of(c), options): c for c in todo}
         while pending:
             finished, _ = wait(pending, return_when=FIRST_COMPLETED)
@@ -335,6 +336,16 @@ def _run_pool(workers: int, todo: list[dict], episode_fn: Callable, log_of: Call
                     outcome = {"status": "error", "summary": None,
                                "error": f"{type(exc).__name__}: {exc}"}
                 write(cell, outcome)
+    except BaseException:
+        # Ctrl-C (or a failed write): stop now. Shutting the pool down the usual way would
+        # first play every queued cell; the cells not written are rerun by the next sweep.
+        # SIGTERM runs a worker's exit hooks (sweep_workers: its servers stop with it).
+        # The executor has no public way to stop its workers.
+        for process in list((getattr(pool, "_processes", None) or {}).values()):
+            process.terminate()
+        pool.shutdown(wait=True, cancel_futures=True)
+        raise
+    pool.shutdown(wait=True)
 
 
 def _run_ray(ray: Any, todo: list[dict], episode_fn: Callable, log_of: Callable, options: dict,

@@ -57,12 +57,18 @@ def test_a_sweep_recipe_writes_spec_table_report_and_plots(tmp_path):
     assert (tmp_path / "report.md").is_file() and list(tmp_path.glob("*.png"))
 
 
+# The scaling recipe at full size (256 agents, a 764 MB log) is a benchmark, not a test.
+SMALL_SIZES = {"paper2-scaling": [8, 16]}
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("name", [r for r in RECIPES if r != "paper1-behaviours"])
 def test_every_recipe_runs_end_to_end_with_planners(tmp_path, name):
     table = run_experiment(name, backend="planner", seeds=1 if name != "paper1-reflect" else 2,
-                           out=tmp_path, progress=False)
+                           out=tmp_path, progress=False, agents=SMALL_SIZES.get(name))
     assert table["rows"] and (tmp_path / "spec.yaml").is_file()
+    if name in SMALL_SIZES:
+        assert sorted({r["agents"] for r in table["rows"]}) == SMALL_SIZES[name]
     assert (tmp_path / "table.md").read_text().startswith(f"# {name}")
     cols = set(table["columns"])
     assert all(set(r) <= cols | {"report"} for r in table["rows"])
@@ -76,6 +82,25 @@ def test_every_recipe_runs_end_to_end_with_planners(tmp_path, name):
         assert (tmp_path / "with_critic" / "costs.png").is_file()
     else:
         assert all(r["errors"] == 0 and r["n"] == 1 for r in table["rows"])
+
+
+def test_agents_replace_a_sweep_recipes_team_sizes(tmp_path):
+    table = run_experiment("paper1-team-size", backend="planner", seeds=1, out=tmp_path,
+                           progress=False, agents=[3])
+    spec = yaml.safe_load((tmp_path / "spec.yaml").read_text())
+    assert spec["agents"] == [3] and spec["layouts"] == ["house"]
+    assert [(r["agents"], r["organization"], r["n"]) for r in table["rows"]] == [
+        (3, "none", 1), (3, "leader", 1)]
+    rows = [json.loads(line) for line in (tmp_path / "results.jsonl").read_text().splitlines()]
+    assert sorted(r["summary"]["num_agents"] for r in rows) == [3, 3]  # what the episodes played
+
+
+def test_agents_for_a_recipe_that_is_not_a_sweep_is_one_line(tmp_path):
+    with pytest.raises(UserError, match=re.escape(
+            "experiment 'paper2-shocks': agents= replaces the team sizes of sweep recipes; "
+            "this one is kind 'shocks'")):
+        run_experiment("paper2-shocks", agents=[3], out=tmp_path, progress=False)
+    assert not list(tmp_path.iterdir())  # refused before anything ran or was written
 
 
 def test_shocks_recipe_uses_all_four_kinds_and_counts_unrecovered(tmp_path):

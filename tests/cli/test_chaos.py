@@ -68,15 +68,19 @@ def chaos(monkeypatch):
         yield server
 
 
-def test_chaos_sweep_records_every_fault_and_marks_only_played_rows_ok(tmp_path, chaos):
+# Two seeds bring up every fault kind several times (about 20 faults) in the default
+# run; five (about 50, each hang a 3 s timeout) are the slow run's.
+@pytest.mark.parametrize("seeds", [2, pytest.param(5, marks=pytest.mark.slow)])
+def test_chaos_sweep_records_every_fault_and_marks_only_played_rows_ok(tmp_path, chaos, seeds):
     # Two worker processes, each with its own backend (configured by the environment).
     # A model name of its own: run_episode keeps one backend per spec per process.
     spec = SweepSpec(tasks=("prepare_afternoon_tea",), layouts=("studio",),
                      organizations=("none", "leader"), agents=(3,),
-                     backends=("openai:chaos-model",), seeds=tuple(range(5)),
+                     backends=("openai:chaos-model",), seeds=tuple(range(seeds)),
                      max_rounds=MAX_ROUNDS)
+    cells = 2 * seeds
     out = run_sweep(spec, tmp_path, workers=2, progress=False)
-    assert out["ran"] == 10 and out["ok"] + out["errors"] == 10
+    assert out["ran"] == cells and out["ok"] + out["errors"] == cells
 
     # Every injected fault is a failed attempt of its own kind in the logs, and every
     # request the server saw is an attempt.
@@ -95,7 +99,7 @@ def test_chaos_sweep_records_every_fault_and_marks_only_played_rows_ok(tmp_path,
                if r.get("replies")) == bad_text
 
     rows, bad = read_results(tmp_path / "results.jsonl")
-    assert bad == 0 and len(rows) == 10
+    assert bad == 0 and len(rows) == cells
     for row in rows:
         s = row["summary"]
         # ok only when the episode played to its end; nothing silently downgraded
@@ -112,11 +116,11 @@ def test_chaos_sweep_records_every_fault_and_marks_only_played_rows_ok(tmp_path,
     # Then the server dies for good: the new cells stop early as error rows (retried on
     # a rerun), and the finished ones are skipped.
     chaos.fault_rate, chaos.faults = 1.0, ("drop",)
-    more = SweepSpec(**{**spec.to_dict(), "seeds": list(range(6))})
+    more = SweepSpec(**{**spec.to_dict(), "seeds": list(range(seeds + 1))})
     again = run_sweep(more, tmp_path, workers=1, progress=False)
     assert again["skipped"] == out["ok"] and again["ok"] == 0
     rows, _ = read_results(tmp_path / "results.jsonl")
-    dead = [r for r in rows[10:] if r["cell"]["seed"] == 5]
+    dead = [r for r in rows[cells:] if r["cell"]["seed"] == seeds]
     assert len(dead) == 2 and all(r["status"] == "error" for r in dead)
     for r in dead:
         s = r["summary"]

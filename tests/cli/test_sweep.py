@@ -177,7 +177,7 @@ def test_cli_bad_org_is_one_clear_line(tmp_path, capsys):
 
 
 def test_ray_sweep_runs_every_cell_like_local_processes(tmp_path):
-    ray = pytest.importorskip("ray")  # the [ray] extra; CI does not install it
+    ray = pytest.importorskip("ray", reason="needs the ray extra")  # CI does not install it
     ray.init(num_cpus=2, include_dashboard=False, ignore_reinit_error=True,
              log_to_driver=False)
     try:
@@ -327,17 +327,71 @@ def test_workers_exit_when_the_sweep_process_is_killed(tmp_path):
     victim = Path(__file__).with_name("sweep_victim.py")
     parent = subprocess.Popen([sys.executable, str(victim), str(tmp_path)])
     pids_dir = tmp_path / "pids"
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and len(list(pids_dir.glob("*"))) < 2:
-        time.sleep(0.2)
-    workers = [int(p.name) for p in pids_dir.glob("*")]
-    assert len(workers) == 2 and all(_alive(w) for w in workers)
-    os.kill(parent.pid, signal.SIGKILL)
-    parent.wait()
-    deadline = time.monotonic() + 20
-    while time.monotonic() < deadline and any(_alive(w) for w in workers):
-        time.sleep(0.2)
-    assert not any(_alive(w) for w in workers)
+    workers: list[int] = []
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and len(list(pids_dir.glob("*"))) < 2:
+            time.sleep(0.2)
+        workers = [int(p.name) for p in pids_dir.glob("*")]
+        assert len(workers) == 2 and all(_alive(w) for w in workers)
+        os.kill(parent.pid, signal.SIGKILL)
+        parent.wait()
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and any(_alive(w) for w in workers):
+            time.sleep(0.2)
+        assert not any(_alive(w) for w in workers)
+    finally:  # a failed run leaves no sweep or worker behind either
+        parent.kill()
+        parent.wait()
+        for w in workers:
+            if _alive(w):
+                os.kill(w, signal.SIGKILL)
+
+
+def _sigint_as_at_a_terminal() -> None:
+    # In the child before exec: a background job of a non-interactive shell starts with
+    # SIGINT ignored (and Python then installs no KeyboardInterrupt handler).
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+@pytest.mark.skipif(not Path("/proc").is_dir(), reason="reads process states from /proc")
+def test_ctrl_c_stops_a_sweep_and_its_workers_at_once(tmp_path):
+    """Ctrl-C does not wait for the cells running (each sleeps 120 s here) or queued."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    victim = Path(__file__).with_name("sweep_victim.py")
+    parent = subprocess.Popen([sys.executable, str(victim), str(tmp_path)],
+                              stderr=subprocess.PIPE, text=True,
+                              preexec_fn=_sigint_as_at_a_terminal)
+    pids_dir = tmp_path / "pids"
+    workers: list[int] = []
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and len(list(pids_dir.glob("*"))) < 2:
+            time.sleep(0.2)
+        workers = [int(p.name) for p in pids_dir.glob("*")]
+        assert len(workers) == 2
+        parent.send_signal(signal.SIGINT)
+        # A "must stop" guard with generous slack: before the fix it took the cells' 120 s.
+        _, err = parent.communicate(timeout=60)
+        assert err.rstrip().endswith("KeyboardInterrupt"), err
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and any(_alive(w) for w in workers):
+            time.sleep(0.2)
+        assert not any(_alive(w) for w in workers)
+        assert not (tmp_path / "results.jsonl").read_text().strip()  # nothing half-played
+    finally:
+        parent.kill()
+        parent.communicate()
+        for w in workers:
+            if _alive(w):
+                os.kill(w, signal.SIGKILL)
 
 
 SHOCKS = {"no_shock": [], "remove": ["remove:agent_1@2"],

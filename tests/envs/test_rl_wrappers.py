@@ -51,7 +51,7 @@ def test_parallel_api_with_masks_in_the_observation():
 
 @pytest.mark.parametrize(("mode", "policy"), [("flat", "MlpPolicy"), ("image", "CnnPolicy")])
 def test_sb3_ppo_learns_on_the_supersuit_vector_env(mode, policy):
-    sb3 = pytest.importorskip("stable_baselines3")
+    sb3 = pytest.importorskip("stable_baselines3", reason="needs the rl extra")
     venv = ss.concat_vec_envs_v1(ss.pettingzoo_env_to_vec_env_v1(
         household_v0.parallel_env(**KW, obs_mode=mode)), 2, num_cpus=0,
         base_class="stable_baselines3")

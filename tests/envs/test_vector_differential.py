@@ -95,7 +95,7 @@ def test_the_flat_buffer_equals_the_scalar_env_over_long_runs(layout, agents, po
     ("house", 4, "mixed", {"obs_mode": "image", "view_radius": 2, "image_scale": 1}),
 ])
 def test_jax_backend_equals_the_scalar_env(layout, agents, policy, extra):
-    pytest.importorskip("jax")
+    pytest.importorskip("jax", reason="needs the jax extra")
     extra = {"obs_mode": "flat", **extra}
     stats = compare_with_scalar(3, 70, seed=agents, policy=policy, backend="jax",
                                 layout=layout, task="put_dishwasher_easy", units=1,

@@ -104,6 +104,10 @@ def test_bad_arguments_are_refused():
     with pytest.raises(ValueError, match=re.escape(
             "backend must be one of ('numpy', 'jax'), got 'torch'")):
         household_v0.vector_env(2, backend="torch")
+
+
+def test_raw_uint8_observations_are_refused_with_the_jax_backend():
+    pytest.importorskip("jax", reason="needs the jax extra")
     with pytest.raises(ValueError, match=re.escape(
             "obs_dtype=np.uint8 is for obs_mode='flat' with the numpy backend, got "
             "obs_mode='flat', backend='jax'")):

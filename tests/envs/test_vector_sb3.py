@@ -9,7 +9,7 @@ import pytest
 
 from orgteams.envs import household_v0
 
-pytest.importorskip("stable_baselines3")
+pytest.importorskip("stable_baselines3", reason="needs the rl extra")
 
 from orgteams.envs.vector.sb3 import AgentVecEnv, ScalarAgentVecEnv  # noqa: E402
 

@@ -11,8 +11,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-torch = pytest.importorskip("torch")
-pytest.importorskip("stable_baselines3")  # train_ppo.py, which lean_ppo reuses, needs it
+torch = pytest.importorskip("torch", reason="needs the rl extra")
+# train_ppo.py, which lean_ppo reuses, needs it
+pytest.importorskip("stable_baselines3", reason="needs the rl extra")
 
 EXAMPLE = Path(__file__).parents[2] / "examples" / "lean_ppo.py"
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-pytest.importorskip("sb3_contrib")
+pytest.importorskip("sb3_contrib", reason="needs the rl extra")
 
 EXAMPLE = Path(__file__).parents[2] / "examples" / "train_ppo.py"
 
