@@ -260,3 +260,36 @@ def test_a_local_request_sends_the_schema_as_the_grammar_only():
         "type": "json_schema", "json_schema": {"name": "reply", "schema": SCHEMA, "strict": False}}
     assert "grammar" not in sent_standard
     assert sent_standard["messages"] == sent["messages"]
+
+
+def test_the_pool_gives_its_server_one_slot_per_local_member(fake_llama, monkeypatch):
+    from orgteams.organizations.library import load_organization
+    from orgteams.team import BackendPool, build_team
+
+    monkeypatch.setattr("orgteams.agents.backends.local.smollm2_path", lambda: fake_llama)
+    monkeypatch.delenv("ORGTEAMS_LOCAL_SLOTS", raising=False)
+    org = load_organization("leader")
+    with BackendPool() as pool:
+        build_team("local,planner,local", 3, org, pool=pool)
+        assert pool.local_server.n_parallel == 2 and _params(fake_llama)["n_parallel"] == 2
+    with BackendPool(local_slots=5) as pool:
+        build_team("local", 3, org, pool=pool)
+        assert pool.local_server.n_parallel == 5
+    monkeypatch.setenv("ORGTEAMS_LOCAL_SLOTS", "1")
+    with BackendPool() as pool:
+        build_team("local", 3, org, pool=pool)
+        assert pool.local_server.n_parallel == 1
+    monkeypatch.setenv("ORGTEAMS_LOCAL_SLOTS", "many")
+    with pytest.raises(ValueError, match=re.escape(
+            "ORGTEAMS_LOCAL_SLOTS must be a positive integer, got 'many'")), BackendPool() as pool:
+        build_team("local", 3, org, pool=pool)
+    with pytest.raises(ValueError, match="local_slots"):
+        BackendPool(local_slots=0)
+
+
+def test_default_slots_are_one_per_member_within_the_cap(monkeypatch):
+    from orgteams.agents.backends.local import MAX_DEFAULT_SLOTS, default_slots
+
+    monkeypatch.delenv("ORGTEAMS_LOCAL_SLOTS", raising=False)
+    assert [default_slots(n) for n in (0, 1, 3)] == [1, 1, 3]
+    assert default_slots(100) == MAX_DEFAULT_SLOTS == 8
