@@ -65,8 +65,8 @@ from orgteams.agents.backends.openai_backend import OpenAIBackend
 from orgteams.envs.errors import MissingExtraError
 
 __all__ = ["GRAMMAR_INSTRUCTION", "LOCAL_MODEL", "MAX_DEFAULT_SLOTS", "LocalBackend",
-           "LocalServer", "LocalServerError", "compact_json_grammar", "default_slots",
-           "default_threads", "local_unavailable", "smollm2_path"]
+           "LocalServer", "LocalServerError", "closed_schema", "compact_json_grammar",
+           "default_slots", "default_threads", "local_unavailable", "smollm2_path"]
 
 LOCAL_MODEL = "smollm2-135m-instruct"
 """The model name the local server answers to (and the price-table key)."""
@@ -488,11 +488,15 @@ class LocalBackend(OpenAIBackend):
         """The OpenAI request, with ``max_tokens`` capped (sync and async calls alike) and
         the schema sent as the grammar only, not also as prompt text.
 
-        llama.cpp enforces the schema as a grammar, and every prompt names its reply's
-        fields itself. The schema's text added ~1,600 tokens to a Coordinator prompt,
-        which SmolLM2 copied fragments of into its replies ("anyOf", docstrings) and
-        which pushed prompts with a few history entries past ``n_ctx``.
+        Objects of the schema that list their properties get only those
+        (:func:`closed_schema`). llama.cpp enforces the schema as a grammar, and every
+        prompt names its reply's fields itself. The schema's text added ~1,600 tokens
+        to a Coordinator prompt, which SmolLM2 copied fragments of into its replies
+        ("anyOf", docstrings) and which pushed prompts with a few history entries past
+        ``n_ctx``.
         """
+        if schema is not None:
+            schema = closed_schema(schema)
         kwargs = super()._request(mode, messages, schema, temperature,
                                   min(max_tokens, self.max_tokens_cap), seed)
         if schema is not None and mode in ("json_schema", "json_object"):
@@ -509,3 +513,37 @@ def compact_json_grammar(schema: dict[str, Any]) -> str:
     ``response_format: json_schema``, with flexible whitespace turned off."""
     strict = {**schema, "x-guidance": {"whitespace_flexible": False}}
     return "%llguidance {}\nstart: %json " + json.dumps(strict, separators=(",", ":"))
+
+
+_SUBSCHEMA_MAPS = ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas")
+_SUBSCHEMA_LISTS = ("anyOf", "oneOf", "allOf", "prefixItems")
+_SUBSCHEMAS = ("items", "additionalProperties", "not", "if", "then", "else", "contains",
+               "propertyNames", "unevaluatedProperties")
+
+
+def closed_schema(schema: Any) -> Any:
+    """``schema`` where every object that lists ``properties`` without saying
+    ``additionalProperties`` gets ``"additionalProperties": false``.
+
+    JSON Schema allows unlisted properties unless told otherwise, and llama.cpp's
+    grammar engine follows it: SmolLM2 then kept adding invented fields (``"data":
+    {"id": 1, "name": "John", ...``) until the token limit cut the reply. A reply
+    needs only the fields its prompt names, as pydantic models (the Coordinator's,
+    the Critic's) describe them without saying so. Schemas that say
+    ``additionalProperties`` keep what they say; the caller's dict is not changed.
+    """
+    if not isinstance(schema, dict):
+        return schema
+    out = dict(schema)
+    for key in _SUBSCHEMA_MAPS:
+        if isinstance(out.get(key), dict):
+            out[key] = {name: closed_schema(sub) for name, sub in out[key].items()}
+    for key in _SUBSCHEMA_LISTS:
+        if isinstance(out.get(key), list):
+            out[key] = [closed_schema(sub) for sub in out[key]]
+    for key in _SUBSCHEMAS:
+        if key in out:
+            out[key] = closed_schema(out[key])
+    if isinstance(out.get("properties"), dict) and "additionalProperties" not in out:
+        out["additionalProperties"] = False
+    return out

@@ -250,14 +250,15 @@ def test_a_local_request_sends_the_schema_as_the_grammar_only():
     assert "response_format" not in sent
     assert sent["grammar"] == (
         '%llguidance {}\nstart: %json {"type":"object","properties":{"action":{"enum":'
-        '["a","b"]}},"x-guidance":{"whitespace_flexible":false}}')
+        '["a","b"]}},"additionalProperties":false,"x-guidance":{"whitespace_flexible":false}}')
     assert sent["messages"] == [*messages, {"role": "system", "content": GRAMMAR_INSTRUCTION}]
     assert GRAMMAR_INSTRUCTION == "Reply with exactly one JSON object and nothing else."
     assert sent["max_tokens"] == 16
     assert plain["messages"] == messages and "response_format" not in plain
     assert "grammar" not in plain
+    closed = {**SCHEMA, "additionalProperties": False}
     assert sent_standard["response_format"] == {
-        "type": "json_schema", "json_schema": {"name": "reply", "schema": SCHEMA, "strict": False}}
+        "type": "json_schema", "json_schema": {"name": "reply", "schema": closed, "strict": False}}
     assert "grammar" not in sent_standard
     assert sent_standard["messages"] == sent["messages"]
 
@@ -293,3 +294,32 @@ def test_default_slots_are_one_per_member_within_the_cap(monkeypatch):
     monkeypatch.delenv("ORGTEAMS_LOCAL_SLOTS", raising=False)
     assert [default_slots(n) for n in (0, 1, 3)] == [1, 1, 3]
     assert default_slots(100) == MAX_DEFAULT_SLOTS == 8
+
+
+def test_closed_schema_closes_objects_that_list_properties_and_only_those():
+    from orgteams.agents.backends.local import closed_schema
+
+    schema = {
+        "type": "object",
+        "properties": {
+            "properties": {"type": "object", "properties": {"x": {"type": "integer"}}},
+            "tags": {"type": "object", "additionalProperties": {"type": "string"}},
+            "free": {"type": "object"},
+            "items": {"type": "array", "items": {"$ref": "#/$defs/Item"}},
+            "either": {"anyOf": [{"type": "object", "properties": {"a": {}}}, {"type": "null"}]},
+        },
+        "$defs": {"Item": {"type": "object", "properties": {"n": {}},
+                           "additionalProperties": True}},
+    }
+    before = json.dumps(schema)
+    closed = closed_schema(schema)
+    assert json.dumps(schema) == before  # the caller's schema is not changed
+    assert closed["additionalProperties"] is False
+    props = closed["properties"]
+    assert "additionalProperties" not in props  # a property map is not a schema
+    assert props["properties"]["additionalProperties"] is False  # a property so named is
+    assert props["tags"]["additionalProperties"] == {"type": "string"}  # said: kept
+    assert "additionalProperties" not in props["free"]  # lists no properties: stays free
+    assert props["either"]["anyOf"][0]["additionalProperties"] is False
+    assert closed["$defs"]["Item"]["additionalProperties"] is True
+    assert closed_schema(True) is True
