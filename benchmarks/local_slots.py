@@ -8,8 +8,10 @@ all three speak in one stage, then all three act, so the round has two batches o
 three concurrent calls), and prints:
 
 * the episode's wall time (the server is started before the clock starts);
-* the model calls and their prompt / completion tokens (greedy decoding, so both
-  settings decide the same up to batching's rounding; compare the token counts);
+* the model calls (communicate + act) and their prompt / completion tokens, and the
+  completion tokens per second of wall time (greedy decoding, but batching changes
+  the arithmetic's rounding, so the two settings may not generate the same replies:
+  compare the token counts before the wall times);
 * the prompt-cache hit rate as the server counts it (its ``/metrics``:
   ``prompt_tokens_cached_total`` / all prompt tokens): tokens a slot reused from the
   prompt it held instead of evaluating them again;
@@ -47,9 +49,10 @@ def play(slots: int, org: str, rounds: int, seed: int) -> dict[str, float]:
              and r.get("usage")]
     evaluated = after["prompt_tokens_total"] - before["prompt_tokens_total"]
     cached = after["prompt_tokens_cached_total"] - before["prompt_tokens_cached_total"]
+    phases = [r["phase"] for r in calls]
     return {
         "wall": wall,
-        "calls": len(calls),
+        "calls": f"{phases.count('communicate')}+{phases.count('act')}",
         "prompt": sum(r["usage"]["prompt_tokens"] for r in calls),
         "completion": sum(r["usage"]["completion_tokens"] for r in calls),
         "hit": cached / (cached + evaluated) if cached + evaluated else 0.0,
@@ -72,16 +75,16 @@ def main(argv: list[str] | None = None) -> int:
     print(f"3 local agents, organization {args.org}, {args.rounds} round(s), seed "
           f"{args.seed}; cores: {os.cpu_count()}, load average at start: "
           f"{', '.join(f'{x:.2f}' for x in os.getloadavg())}")
-    print(f"{'slots':>5} | {'wall s':>7} {'calls':>5} {'prompt tok':>10} {'compl tok':>9} "
-          f"{'cache hit':>9} {'busy slots':>10} {'fallbacks':>9}")
+    print(f"{'slots':>5} | {'wall s':>7} {'calls':>7} {'prompt tok':>10} {'compl tok':>9} "
+          f"{'gen tok/s':>9} {'cache hit':>9} {'busy slots':>10} {'fallbacks':>9}")
     walls: dict[int, list[float]] = {c: [] for c in counts}
     try:
         for slots in order:
             row = play(slots, args.org, args.rounds, args.seed)
             walls[slots].append(row["wall"])
-            print(f"{slots:>5} | {row['wall']:>7.1f} {row['calls']:>5} {row['prompt']:>10} "
-                  f"{row['completion']:>9} {row['hit']:>9.1%} {row['busy']:>10.2f} "
-                  f"{row['fallbacks']:>9}", flush=True)
+            print(f"{slots:>5} | {row['wall']:>7.1f} {row['calls']:>7} {row['prompt']:>10} "
+                  f"{row['completion']:>9} {row['completion'] / row['wall']:>9.1f} "
+                  f"{row['hit']:>9.1%} {row['busy']:>10.2f} {row['fallbacks']:>9}", flush=True)
     except (ImportError, FileNotFoundError) as exc:
         print(f"cannot run: {exc}", file=sys.stderr)
         return 2
