@@ -463,14 +463,14 @@ class LocalBackend(OpenAIBackend):
     """SmolLM2 through :class:`LocalServer` with schema-constrained JSON.
 
     Structured calls go in ``json_schema`` mode. By default (``compact_json``) the
-    schema is sent as llama.cpp's native JSON-schema grammar (LLGuidance's ``%json``,
-    the server's own engine for ``response_format: json_schema``) with compact
-    separators (``"x-guidance": {"whitespace_flexible": false}``): through
-    ``response_format`` the server lets the model put newlines and indentation between
-    tokens, and SmolLM2 does, which measured 2-3x the completion tokens of the same
-    reply and, greedy, turned a Coordinator reply into a 256-token run of digits
-    (``benchmarks/llm_latency.py`` prints both). ``compact_json=False`` sends the
-    standard ``response_format: json_schema`` instead.
+    schema goes as a grammar of llama.cpp's JSON-schema engine (LLGuidance's ``%json``,
+    built into the xllamacpp wheel) with compact separators (``"x-guidance":
+    {"whitespace_flexible": false}``): through ``response_format`` the server lets the
+    model put newlines and indentation between tokens, and SmolLM2 does (a communicate
+    reply's structure: 99 tokens instead of 35), and, greedy, its first Coordinator
+    reply there was a 256-token run of digits (``benchmarks/README.md``, "LLM
+    decisions"). ``compact_json=False`` sends the standard ``response_format:
+    json_schema`` instead.
 
     Args:
         server: The server to use (its owner closes it); default: a new one, started
