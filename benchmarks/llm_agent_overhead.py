@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import importlib.util
 import statistics
 import time
 
@@ -89,9 +88,11 @@ def main() -> None:
     overhead = framework_overhead(args.decisions)
     print(f"framework overhead per decision (scripted double, median of {args.decisions}): "
           f"{overhead * 1e3:.2f} ms")
-    if importlib.util.find_spec("llama_cpp") is None:
-        print('embedded model: skipped (llama-cpp-python not installed; pip install '
-              '"orgteams[local]")')
+    from orgteams.agents.backends.local import local_unavailable
+
+    missing = local_unavailable()
+    if missing is not None:
+        print(f"embedded model: skipped ({missing})")
         return
     t0 = time.perf_counter()
     walls, parsed = model_decisions(args.model_decisions)

@@ -8,7 +8,11 @@ One run, one server (the package's ``LocalServer``, default threads), side by si
 2. ``LLMAgent`` decisions (communicate, then act, on a real ``HighLevelEnv`` state
    per seed) with the ``default`` and the ``compact`` prompts: prompt and completion
    tokens per decision, seconds per decision, and the ratio to what the raw rates
-   predict for those tokens (1.0 = no framework cost at all; the goal is <= 1.5).
+   predict for those tokens (1.0 = no framework cost at all; the goal is <= 1.5);
+3. the ``compact`` prompts again with the schema sent as the standard
+   ``response_format: json_schema`` (``LocalBackend(compact_json=False)``) instead of
+   the backend's default compact JSON grammar: the server then lets the model put
+   whitespace between tokens, and the completion tokens show what that costs.
 
     python benchmarks/llm_latency.py [--decisions 4] [--calls 3]
 
@@ -123,16 +127,19 @@ def main(argv: list[str] | None = None) -> int:
                   f"{gen_rate:.1f} tok/s")
             print(f"{'prompts':>8} {'phase':>11} | {'prompt tok':>10} {'compl tok':>9} "
                   f"{'s/decision':>10} {'raw s':>6} {'ratio':>5}")
-            for variant in ("default", "compact"):
+            standard = LocalBackend(server, compact_json=False)
+            for variant, chat, json_label in (("default", backend, ""),
+                                              ("compact", backend, ""),
+                                              ("compact", standard, " (response_format)")):
                 seeds = list(range(100, 100 + args.decisions))
-                agent_decisions(backend, variant, [99])  # warm-up: grammar, templates
-                for phase, rows in agent_decisions(backend, variant, seeds).items():
+                agent_decisions(chat, variant, [99])  # warm-up: grammar, templates
+                for phase, rows in agent_decisions(chat, variant, seeds).items():
                     p = statistics.mean(r[0] for r in rows)
                     c = statistics.mean(r[1] for r in rows)
                     wall = statistics.mean(r[2] for r in rows)
                     raw = p / prompt_rate + c / gen_rate
                     print(f"{variant:>8} {phase:>11} | {p:>10.0f} {c:>9.1f} {wall:>10.2f} "
-                          f"{raw:>6.2f} {wall / raw:>5.2f}", flush=True)
+                          f"{raw:>6.2f} {wall / raw:>5.2f}{json_label}", flush=True)
         print(f"load average at end: {', '.join(f'{x:.2f}' for x in os.getloadavg())}")
     except (ImportError, FileNotFoundError) as exc:
         print(f"cannot run: {exc}", file=sys.stderr)

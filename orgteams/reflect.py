@@ -188,7 +188,7 @@ def run_reflect(organization: str | Path | Organization = "leader", *,
     for agent in resolved.team:  # a bad instruction template fails now, before any file
         resolved.instruction_for(agent)
     from orgteams.criticize_reflect.heuristic import HeuristicCoordinator, HeuristicCritic
-    from orgteams.team import BackendPool
+    from orgteams.team import BackendPool, member_specs, parse_member_spec
 
     if episodes_per_iteration is None:
         episodes_per_iteration = HEURISTIC_EPISODES if coordinator == "heuristic" else 1
@@ -197,6 +197,9 @@ def run_reflect(organization: str | Path | Organization = "leader", *,
     # One pool for the team, the Critic and the Coordinator: one local server for all,
     # living as long as the reflect run.
     with BackendPool() as pool:
+        # Size the shared server for the team before the Critic or Coordinator starts it.
+        pool.expect_local_members(sum(parse_member_spec(spec)[0] == "local"
+                                      for spec in member_specs(backend, agents)))
         critic_obj: Any = None
         if use_critic:
             critic_obj = HeuristicCritic() if critic == "heuristic" else Critic(

@@ -72,13 +72,28 @@ class BackendPool:
     (:class:`~orgteams.agents.tokens.Tokenizer`: its count cache). Closing stops the
     server, closes response caches and drops the tokenizer's counts.
 
+    The server decodes the requests of agents that speak at once together, in parallel
+    slots (``benchmarks/local_slots.py``): by default one slot per ``local`` member of
+    the largest team built with the pool (:func:`build_team` announces them through
+    :meth:`expect_local_members` before the server starts), capped by
+    :func:`~orgteams.agents.backends.local.default_slots`; ``ORGTEAMS_LOCAL_SLOTS`` or
+    ``local_slots`` set it. A server already running keeps its slots (more members
+    than slots wait their turn).
+
+    Args:
+        local_slots: Parallel slots of the embedded server; None: as above.
+
     >>> with BackendPool() as pool:
     ...     member = build_member("agent_0", "scripted", pool=pool)
     """
 
-    def __init__(self) -> None:
+    def __init__(self, local_slots: int | None = None) -> None:
         from orgteams.agents.tokens import Tokenizer
 
+        if local_slots is not None:
+            check_int(local_slots, "local_slots", 1, MAX_AGENTS)
+        self.local_slots = local_slots
+        self._local_members = 0
         self._backends: dict[tuple[str, str | None], Any] = {}
         self._server: Any = None
         self.tokenizer = Tokenizer()
@@ -99,11 +114,17 @@ class BackendPool:
             self._backends[key] = make_backend(options)
         return self._backends[key]
 
+    def expect_local_members(self, count: int) -> None:
+        """Size the embedded server for ``count`` ``local`` members deciding at once (it
+        takes effect when the server starts)."""
+        self._local_members = max(self._local_members, count)
+
     def _local_server(self) -> Any:
         if self._server is None or not self._server.alive:
-            from orgteams.agents.backends.local import LocalServer
+            from orgteams.agents.backends.local import LocalServer, default_slots
 
-            self._server = LocalServer()
+            slots = self.local_slots or default_slots(self._local_members)
+            self._server = LocalServer(n_parallel=slots)
         return self._server
 
     @property
@@ -185,6 +206,22 @@ def build_member(agent_id: str, spec: str, *, leader: bool = False, seed: int | 
     return LLMAgent(agent_id, pool.get(spec, cache), seed=seed, **llm_kwargs)
 
 
+def member_specs(specs: str | list[str], num_agents: int) -> list[str]:
+    """One member spec per agent: one spec for all, or a comma list / list per agent.
+
+    Raises:
+        UserError: Neither one spec nor one per agent.
+    """
+    if isinstance(specs, str):
+        specs = [s.strip() for s in specs.split(",")]
+    if len(specs) == 1:
+        specs = specs * num_agents
+    if len(specs) != num_agents:
+        raise UserError(f"got {len(specs)} member specs for {num_agents} agents; give one "
+                        "spec for all or one per agent")
+    return list(specs)
+
+
 def build_team(specs: str | list[str], num_agents: int, organization: Organization,
                seed: int | None = None, cache: str | Path | None = None,
                env: HighLevelEnv | None = None, pool: BackendPool | None = None,
@@ -194,13 +231,9 @@ def build_team(specs: str | list[str], num_agents: int, organization: Organizati
     ``env``: where human members answer; ``pool``: owns LLM members' backends;
     ``llm_kwargs``: for LLM members (see
     :func:`build_member`)."""
-    if isinstance(specs, str):
-        specs = [s.strip() for s in specs.split(",")]
-    if len(specs) == 1:
-        specs = specs * num_agents
-    if len(specs) != num_agents:
-        raise UserError(f"got {len(specs)} member specs for {num_agents} agents; give one "
-                        "spec for all or one per agent")
+    specs = member_specs(specs, num_agents)
+    if pool is not None:
+        pool.expect_local_members(sum(parse_member_spec(s)[0] == "local" for s in specs))
     team = Team.of_size(num_agents)
     resolved = organization.resolve(team)
     top = set(resolved.tiers[0][1]) if len(resolved.tiers) > 1 else set()

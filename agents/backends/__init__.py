@@ -8,7 +8,7 @@ Pick one with :func:`make_backend`::
     make_backend({"backend": "openai", "model": "qwen2.5", "base_url": "http://h:8000/v1",
                   "cache": "runs/llm_cache.sqlite"})
 
-Importing this package does not import ``openai`` or ``llama_cpp``.
+Importing this package does not import ``openai`` or ``xllamacpp``.
 """
 
 from __future__ import annotations

