@@ -7,16 +7,6 @@ Importing this package is light: it does not import ``openai``, ``xllamacpp``,
 >>> agent = LLMAgent("agent_0", ScriptedBackend())
 """
 
-from orgteams.agents.agent_base import (
-    ActContext,
-    ActDecision,
-    CommunicateContext,
-    CommunicateDecision,
-    DecisionRecord,
-    DialogueLog,
-    TeamMember,
-    TeamMessage,
-)
 from orgteams.agents.backends import (
     BackendConfigError,
     BackendError,
@@ -26,12 +16,22 @@ from orgteams.agents.backends import (
     Usage,
     make_backend,
 )
-from orgteams.agents.decisions import ReplyError, ReplySpec, act_spec, communicate_spec
-from orgteams.agents.human_agent import HumanAgent
-from orgteams.agents.llm_agent import LLMAgent, safe_action
-from orgteams.agents.prompts import PromptError, PromptTemplates, default_templates, letters
+from orgteams.agents.human.human_agent import HumanAgent
+from orgteams.agents.llm.llm_agent import LLMAgent, safe_action
+from orgteams.agents.llm.prompts import PromptError, PromptTemplates, default_templates, letters
+from orgteams.agents.llm.schemas import ReplyError, ReplySpec, act_spec, communicate_spec
+from orgteams.agents.llm.structured import astructured_call, structured_call
+from orgteams.agents.member import (
+    ActContext,
+    ActDecision,
+    CommunicateContext,
+    CommunicateDecision,
+    DecisionRecord,
+    DialogueLog,
+    TeamMember,
+    TeamMessage,
+)
 from orgteams.agents.records import StepRecord
-from orgteams.agents.structured import astructured_call, structured_call
 
 __all__ = [
     "ActContext",

@@ -1,8 +1,8 @@
 """The organization's rules as one member is told them, and the rules' shared mechanics.
 
 :class:`MemberRules` is what the round loop gives a member with every
-:class:`~orgteams.agents.agent_base.CommunicateContext` (``ctx.rules``): the
-organization's machine-readable rules (:mod:`orgteams.organizations.rules`) resolved
+:class:`~orgteams.agents.member.CommunicateContext` (``ctx.rules``): the
+organization's machine-readable rules (:mod:`orgteams.organizations.spec.rules`) resolved
 for this agent (its report receivers, whether it assigns work, who leads now). It is
 plain data so ``agents`` needs nothing from ``organizations``.
 

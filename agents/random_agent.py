@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from orgteams.envs.highlevel import HighLevelEnv
+from orgteams.envs.highlevel.highlevel_env import HighLevelEnv
 from orgteams.envs.messages import TeamMessage
 
 

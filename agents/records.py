@@ -3,14 +3,14 @@
 :class:`StepRecord` is one structured call (smolagents' ``ActionStep`` is the model):
 the prompt, every raw reply, why each rejected reply was rejected, the accepted reply,
 the fallback taken and why, token usage (the part served from a cache too), latency
-and every HTTP request. :func:`~orgteams.agents.structured.astructured_call` fills one
+and every HTTP request. :func:`~orgteams.agents.llm.structured.astructured_call` fills one
 per call, for team members, the Critic, the Coordinator and the behaviour classifier
 alike.
 
 :class:`DecisionRecord` is a team member's decision: a step record plus who decided,
 in which phase and round, and what the framework noted around the call. Its
 :meth:`~DecisionRecord.log_fields` are the call fields of a decision line in the
-episode log (:mod:`orgteams.organizations.team_log`), and
+episode log (:mod:`orgteams.organizations.rounds.episode_log`), and
 :meth:`~DecisionRecord.from_log` reads such a line back, old logs included.
 """
 

@@ -22,7 +22,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from orgteams.agents.quoting import one_line, quote_text
+from orgteams.agents.llm.quoting import one_line, quote_text
 from orgteams.envs.messages import TeamMessage
 
 __all__ = ["HISTORY_EPISODES", "HISTORY_ROUNDS", "EpisodePattern", "RoundOutcome",
@@ -122,7 +122,7 @@ class SharedHistory:
 
 def _label(action_id: str) -> str:
     """The label agents see in their options (``[gograb] <cupcake_1>``), else the id."""
-    from orgteams.envs.highlevel import LABELS, HighLevelAction
+    from orgteams.envs.highlevel.highlevel_env import LABELS, HighLevelAction
 
     kind, _, target = action_id.partition(":")
     return HighLevelAction.make(kind, target).label if kind in LABELS else action_id

@@ -17,8 +17,8 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from orgteams.behaviours import LLMClassifier, agreement, classify_rule, load_labelled
-from orgteams.progress import Progress
+from orgteams.cli.progress import Progress
+from orgteams.experiments.behaviours import LLMClassifier, agreement, classify_rule, load_labelled
 
 
 def _report(items: list[dict], predicted: list[str | None]) -> dict:
@@ -45,7 +45,7 @@ def main() -> None:
     results = {"rule": _report(items, rule)}
     predictions = {"rule": rule}
     if args.llm:
-        from orgteams.reflect import make_llm
+        from orgteams.experiments.reflect import make_llm
 
         with make_llm(args.llm) as backend:  # a local backend stops its own server
             classifier = LLMClassifier(backend)

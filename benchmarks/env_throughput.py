@@ -24,7 +24,7 @@ from statistics import median
 import numpy as np
 
 from orgteams.envs import household_v0
-from orgteams.envs.actions import NUM_ACTIONS
+from orgteams.envs.core.actions import NUM_ACTIONS
 
 BIG_LAYOUT = "generated:32:0"
 TASK = "prepare_afternoon_tea"

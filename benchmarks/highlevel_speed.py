@@ -17,10 +17,10 @@ from __future__ import annotations
 import argparse
 import time
 
-from orgteams.agents.planner import PlannerAgent
-from orgteams.envs.highlevel import HighLevelEnv
-from orgteams.envs.navigation import Navigator, Walker, navigator
-from orgteams.organizations.planner_team import run_team
+from orgteams.agents.planner.planner import PlannerAgent
+from orgteams.envs.core.navigation import Navigator, Walker, navigator
+from orgteams.envs.highlevel.highlevel_env import HighLevelEnv
+from orgteams.organizations.rounds.planner_team import run_team
 
 LAYOUTS = ("studio", "house", "generated:32:0")
 

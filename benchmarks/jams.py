@@ -15,7 +15,7 @@ import argparse
 import statistics as st
 
 from orgteams.organizations import load_organization
-from orgteams.team import run_episode
+from orgteams.run import run_episode
 
 
 def _episode(org: str, seed: int, shock: str | None) -> tuple[dict, int]:

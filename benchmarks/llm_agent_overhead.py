@@ -22,7 +22,7 @@ import statistics
 import time
 
 from orgteams.agents import CommunicateContext, LLMAgent, ScriptedBackend
-from orgteams.envs.highlevel import HighLevelEnv
+from orgteams.envs.highlevel.highlevel_env import HighLevelEnv
 
 TEAM = {"agent_0": "Alice", "agent_1": "Bob", "agent_2": "Charlie"}
 

@@ -35,7 +35,7 @@ GEN_PROMPT = [{"role": "user", "content": "Tell a long story about a robot that 
 def decision_prompt(seed: int = 0) -> list[dict[str, str]]:
     """A real act prompt (default variant) of agent_0 on the studio at ``seed``."""
     from orgteams.agents import ActContext, LLMAgent, ScriptedBackend
-    from orgteams.envs.highlevel import HighLevelEnv
+    from orgteams.envs.highlevel.highlevel_env import HighLevelEnv
 
     env = HighLevelEnv(layout="studio", task="prepare_afternoon_tea", num_agents=3)
     env.reset(seed=seed)
@@ -89,7 +89,7 @@ def _ctx(seed: int):
 def agent_decisions(backend: Any, variant: str, seeds: list[int]) -> dict[str, list]:
     """Per phase: ``(prompt_tokens, completion_tokens, wall)`` of each decision."""
     from orgteams.agents import LLMAgent
-    from orgteams.envs.highlevel import HighLevelEnv
+    from orgteams.envs.highlevel.highlevel_env import HighLevelEnv
 
     async def decide() -> list:  # one event loop: the async HTTP client is bound to it
         records = []

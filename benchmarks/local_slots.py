@@ -33,7 +33,7 @@ import time
 
 def play(slots: int, org: str, rounds: int, seed: int) -> dict[str, float]:
     """One episode of three ``local`` agents on a fresh ``slots``-slot server."""
-    from orgteams.team import BackendPool, run_episode
+    from orgteams.run import BackendPool, run_episode
 
     with BackendPool(local_slots=slots) as pool:
         pool.get("local")  # start the server now: its start-up is not the round's time

@@ -1,7 +1,7 @@
 """Organizations compared on planner teams (no LLM): same seeds, side by side.
 
 Planners follow each organization's machine-readable rules
-(:mod:`orgteams.organizations.rules`: who assigns work, when and to whom they report,
+(:mod:`orgteams.organizations.spec.rules`: who assigns work, when and to whom they report,
 budget, corrections, the voting rule, abstention) through its protocol and channels,
 so the organization changes outcomes without any model. Prints, per organization,
 mean ticks, success rate, message tokens *sent* per tick (the headline) and
@@ -18,7 +18,7 @@ from __future__ import annotations
 import argparse
 import statistics as st
 
-from orgteams.team import run_episode
+from orgteams.run import run_episode
 
 ORGS = ("none", "decentralized", "leader", "leader_with_correction", "elected_leader",
         "dual_leader", "chain", "pyramid", "dynamic", "coordinator", "broadcast", "shared",
@@ -47,7 +47,7 @@ def main() -> None:
     ap.add_argument("--layout", default="apartment")
     ap.add_argument("--agents", type=int, default=3)
     args = ap.parse_args()
-    from orgteams.agents.tokens import tokenizer_name
+    from orgteams.agents.llm.tokens import tokenizer_name
 
     print(f"{args.agents} planners, {args.task} on {args.layout}, seeds 0..{args.seeds - 1}, "
           f"tokens counted with {tokenizer_name()}")

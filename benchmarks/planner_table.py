@@ -23,12 +23,12 @@ import re
 import statistics
 import time
 
-from orgteams.agents.planner import PlannerAgent
+from orgteams.agents.planner.planner import PlannerAgent
 from orgteams.envs import list_tasks
 from orgteams.envs._util import asset_dir
-from orgteams.envs.highlevel import HighLevelEnv
-from orgteams.organizations.library import load_organization
-from orgteams.organizations.planner_team import everyone_hears_everyone, run_team
+from orgteams.envs.highlevel.highlevel_env import HighLevelEnv
+from orgteams.organizations.rounds.planner_team import everyone_hears_everyone, run_team
+from orgteams.organizations.spec.library import load_organization
 
 LAYOUTS = ("studio", "apartment", "house")
 LIMIT_FACTOR = 3

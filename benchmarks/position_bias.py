@@ -53,7 +53,7 @@ def _agent(setup: str, agent_id: str, seed: int, backend, legacy_dir: Path):
 def run_setup(setup: str, backend, seeds: list[int], legacy_dir: Path) -> list[tuple]:
     """``(position, n_options, action_id, fallback)`` per decision."""
     from orgteams.agents import ActContext
-    from orgteams.envs.highlevel import HighLevelEnv
+    from orgteams.envs.highlevel.highlevel_env import HighLevelEnv
     from orgteams.organizations import load_organization
 
     resolved = load_organization("leader").resolve(list(TEAM))

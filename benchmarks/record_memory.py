@@ -9,7 +9,7 @@ off-screen at scale 1. Rows:
 * ``frames only``: drawing, no file (the floor every writer starts from);
 * ``gif before``: the previous writer, imageio's GIF writer, which keeps every frame
   in memory until it closes;
-* ``gif after``: :class:`orgteams.envs.video.VideoRecorder` today, frames streamed to a
+* ``gif after``: :class:`orgteams.envs.render.video.VideoRecorder` today, frames streamed to a
   lossless file on disk and turned into a GIF with one palette by ffmpeg at close;
 * ``mp4``: the same recorder to H.264 (streamed before and after);
 * ``record CLI gif``: ``orgteams record --backend random`` end to end (with the held
@@ -50,8 +50,8 @@ def child(mode: str, ticks: int, layout: str, agents: int, out: Path) -> dict:
     import numpy as np
 
     from orgteams.envs import household_v0
-    from orgteams.envs.rendering import PygameRenderer
-    from orgteams.envs.video import VideoRecorder, random_policy
+    from orgteams.envs.render.renderer import PygameRenderer
+    from orgteams.envs.render.video import VideoRecorder, random_policy
 
     env = household_v0.parallel_env(layout=layout, num_agents=agents, max_ticks=ticks)
     raw = env.unwrapped
@@ -89,7 +89,7 @@ def child(mode: str, ticks: int, layout: str, agents: int, out: Path) -> dict:
 def run_cli(ticks: int, layout: str, agents: int, out: Path) -> dict:
     """``orgteams record`` to a GIF in a child process, measured from outside."""
     start = time.perf_counter()
-    code = ("import resource, sys, json; from orgteams.cli import main; "
+    code = ("import resource, sys, json; from orgteams.cli.main import main; "
             "rc = main(sys.argv[1:]); "
             "print(json.dumps([resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, "
             "resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss]), file=sys.stderr)")

@@ -25,7 +25,7 @@ import numpy as np  # noqa: E402
 
 from orgteams.envs import household_v0  # noqa: E402
 from orgteams.envs.messages import TeamMessage  # noqa: E402
-from orgteams.envs.rendering import attach_renderer  # noqa: E402
+from orgteams.envs.render.renderer import attach_renderer  # noqa: E402
 
 LAYOUTS = ("studio", "apartment", "house", "generated:32:0")
 TARGET_FPS = {"studio": 60}

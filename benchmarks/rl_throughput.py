@@ -40,9 +40,9 @@ from typing import Any
 import numpy as np
 
 from orgteams.envs import household_v0
-from orgteams.envs.actions import NUM_ACTIONS
-from orgteams.envs.dynamics import transition
-from orgteams.envs.masks import MaskCache, mask_rows
+from orgteams.envs.core.actions import NUM_ACTIONS
+from orgteams.envs.core.dynamics import transition
+from orgteams.envs.core.masks import MaskCache, mask_rows
 
 sys.path.insert(0, str(Path(__file__).parent))
 sys.path.insert(0, str(Path(__file__).parents[1] / "examples"))

@@ -16,10 +16,10 @@ import time
 from collections import defaultdict
 
 from orgteams.agents.backends import ScriptedBackend
-from orgteams.agents.llm_agent import LLMAgent
-from orgteams.envs.highlevel import HighLevelEnv
+from orgteams.agents.llm.llm_agent import LLMAgent
+from orgteams.envs.highlevel.highlevel_env import HighLevelEnv
 from orgteams.organizations import load_organization
-from orgteams.organizations.runner import TeamRunner
+from orgteams.organizations.rounds.runner import TeamRunner
 
 ORGS = ("shared", "broadcast", "claim_shared", "batched_sequential", "coordinator",
         "sequential", "leader", "none")

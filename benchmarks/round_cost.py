@@ -5,7 +5,7 @@
                                     [--repeats 3]
 
 Per team size, episodes of ``--rounds`` rounds after a first one (seed 0) on the
-round loop (:class:`~orgteams.organizations.runner.TeamRunner`, log kept in memory,
+round loop (:class:`~orgteams.organizations.rounds.runner.TeamRunner`, log kept in memory,
 no window); for the fastest of ``--repeats`` it prints: ms per round; the members'
 own decisions per round (the sum of their decision records' ``wall``: the planners'
 thinking); the framework's share (the rest: contexts, routing and delivery, the
@@ -20,10 +20,10 @@ from __future__ import annotations
 import argparse
 import time
 
-from orgteams.envs.highlevel import HighLevelEnv
-from orgteams.organizations.library import load_organization
-from orgteams.organizations.runner import TeamRunner
-from orgteams.team import build_team
+from orgteams.envs.highlevel.highlevel_env import HighLevelEnv
+from orgteams.organizations.rounds.runner import TeamRunner
+from orgteams.organizations.spec.library import load_organization
+from orgteams.run import build_team
 
 
 def measure(n: int, rounds: int, layout: str, organization: str, task: str) -> dict:

@@ -15,7 +15,7 @@ import argparse
 import statistics as st
 
 from orgteams.organizations import load_organization
-from orgteams.team import run_episode
+from orgteams.run import run_episode
 
 CASES = (("leader", ("next", "none")), ("pyramid", ("next", "none")),
          ("elected_leader", ("elect", "none")))

@@ -42,7 +42,7 @@ from statistics import median
 import numpy as np
 
 from orgteams.envs import household_v0
-from orgteams.envs.actions import NUM_ACTIONS
+from orgteams.envs.core.actions import NUM_ACTIONS
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from env_throughput import measure as _measure  # noqa: E402

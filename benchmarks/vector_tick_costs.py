@@ -40,7 +40,7 @@ from collections.abc import Callable
 import numpy as np
 
 from orgteams.envs import household_v0
-from orgteams.envs.actions import NUM_ACTIONS
+from orgteams.envs.core.actions import NUM_ACTIONS
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from vector_throughput import AGENTS, LAYOUT, TABLES, TASK, measure  # noqa: E402

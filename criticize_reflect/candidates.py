@@ -15,7 +15,7 @@ import re
 from typing import TYPE_CHECKING, Any
 
 from orgteams.criticize_reflect.rule_edits import merged_rules
-from orgteams.organizations.spec import INSTRUCTION_VARIABLES, Organization
+from orgteams.organizations.spec.organization import INSTRUCTION_VARIABLES, Organization
 
 if TYPE_CHECKING:  # the proposal model lives with the Coordinator that asks for it
     from orgteams.criticize_reflect.coordinator import OrganizationProposal

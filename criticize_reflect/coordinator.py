@@ -35,8 +35,8 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from orgteams.agents.backends.base import ChatBackend
-from orgteams.agents.decisions import ReplyError
-from orgteams.agents.structured import pydantic_parser, structured_call
+from orgteams.agents.llm.schemas import ReplyError
+from orgteams.agents.llm.structured import pydantic_parser, structured_call
 from orgteams.criticize_reflect.candidates import (
     build_candidate,
     plain_instruction,
@@ -44,8 +44,8 @@ from orgteams.criticize_reflect.candidates import (
 from orgteams.criticize_reflect.critic import Critique
 from orgteams.criticize_reflect.rule_edits import RulesEdit
 from orgteams.envs.errors import UserError
-from orgteams.organizations.protocol_facts import PROTOCOLS
-from orgteams.organizations.spec import (
+from orgteams.organizations.protocols.facts import PROTOCOLS
+from orgteams.organizations.spec.organization import (
     LEADERSHIP_RULES,
     Organization,
     _BlockDumper,
@@ -244,7 +244,7 @@ class Coordinator:
     def prompt(self, history: list[Trial], current: Organization, approved: bool = False
                ) -> list[dict[str, str]]:
         """The chat messages (system + user, from ``coordinator.j2``)."""
-        from orgteams.agents.prompts import default_templates
+        from orgteams.agents.llm.prompts import default_templates
 
         templates = self.templates or default_templates()
         entries = []
@@ -330,7 +330,7 @@ class Coordinator:
                                        pick_reason=why, analysis=reply.analysis,
                                        options=[o for o in built if o is not None])
 
-        from orgteams.agents.prompts import default_templates
+        from orgteams.agents.llm.prompts import default_templates
 
         templates = self.templates or default_templates()
         hint = (f"give 1 to {self.k} candidates that change only editable fields "

@@ -17,10 +17,10 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from orgteams.agents.backends.base import ChatBackend
-from orgteams.agents.decisions import ReplyError
+from orgteams.agents.llm.schemas import ReplyError
+from orgteams.agents.llm.structured import pydantic_parser, structured_call
 from orgteams.agents.records import StepRecord
-from orgteams.agents.structured import pydantic_parser, structured_call
-from orgteams.organizations.spec import Organization
+from orgteams.organizations.spec.organization import Organization
 
 __all__ = ["QUALITIES", "AgentAssessment", "Critic", "Critique", "CritiqueReply",
            "LeadershipRanking"]
@@ -119,7 +119,7 @@ class Critic:
         self.calls = 0
 
     def _templates(self) -> Any:
-        from orgteams.agents.prompts import default_templates
+        from orgteams.agents.llm.prompts import default_templates
 
         return self.templates or default_templates()
 

@@ -57,8 +57,8 @@ from orgteams.criticize_reflect.summary import summarize_episode
 from orgteams.criticize_reflect.trials import mean_metrics, play
 from orgteams.envs.errors import UserError
 from orgteams.envs.team import agent_ids
-from orgteams.organizations.episode_status import why_stopped
-from orgteams.organizations.spec import Organization
+from orgteams.organizations.rounds.status import why_stopped
+from orgteams.organizations.spec.organization import Organization
 
 __all__ = ["HISTORY_METRICS", "EpisodeFailed", "ReflectResult", "episode_cost", "reflect"]
 

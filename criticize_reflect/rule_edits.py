@@ -5,7 +5,7 @@ are kept from the organization it edits (:func:`merged_rules`). A list is the ol
 form: free-text notes that replace the notes. Proposals are untrusted model output:
 the edit is a closed schema (unknown keys, out-of-range budgets and unknown values
 are refused), notes are bounded, and the merged rules are validated again with the
-organization (:class:`~orgteams.organizations.rules.Rules`, strict).
+organization (:class:`~orgteams.organizations.spec.rules.Rules`, strict).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from orgteams.organizations.rules import (
+from orgteams.organizations.spec.rules import (
     MAX_MESSAGES_PER_ROUND,
     MAX_NOTES,
     MAX_TOKENS_PER_ROUND,

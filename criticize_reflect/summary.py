@@ -71,7 +71,7 @@ def summarize_episode(
 
     Args:
         records: The episode's step records (``EpisodeResult.records``; see
-            :mod:`orgteams.organizations.metrics` for the schema).
+            :mod:`orgteams.organizations.metrics.episode_metrics` for the schema).
         episode_summary: ``EpisodeResult.summary`` (metrics and events), if any.
         budget_chars: Upper bound on :func:`summary_chars` of the result.
         examples_per_agent: Representative messages kept per agent (before budgeting).

@@ -1,9 +1,9 @@
 """The household world: layouts, tasks, dynamics, observations and PettingZoo envs."""
 
 from orgteams.envs import household_v0
+from orgteams.envs.core.layout import Layout, list_layouts, load_layout
+from orgteams.envs.core.tasks import list_tasks, load_task
 from orgteams.envs.household import HouseholdEnv
-from orgteams.envs.layout import Layout, list_layouts, load_layout
-from orgteams.envs.tasks import list_tasks, load_task
 
 __all__ = ["household_v0", "HouseholdEnv", "Layout", "list_layouts", "load_layout",
            "list_tasks", "load_task"]

@@ -1,6 +1,6 @@
 """The household environment behind the PettingZoo ``ParallelEnv`` API.
 
-A thin shell over the pure dynamics in :mod:`orgteams.envs.dynamics`: it samples
+A thin shell over the pure dynamics in :mod:`orgteams.envs.core.dynamics`: it samples
 episodes with its seeded generator, validates actions, builds observations and
 rewards, and renders on request. See :mod:`orgteams.envs.household_v0` for the
 documented constructors.
@@ -17,17 +17,18 @@ from gymnasium import spaces
 from gymnasium.utils import seeding
 from pettingzoo import ParallelEnv
 
-from orgteams.envs.actions import NUM_ACTIONS
-from orgteams.envs.ansi import render_ansi
-from orgteams.envs.dynamics import transition
-from orgteams.envs.episode import make_episode
+from orgteams.envs.core.actions import NUM_ACTIONS
+from orgteams.envs.core.dynamics import transition
+from orgteams.envs.core.layout import Layout, load_layout
+from orgteams.envs.core.masks import MaskCache
+from orgteams.envs.core.rewards import TeamReward, shaping_level
+from orgteams.envs.core.start import make_episode
+from orgteams.envs.core.state import HouseholdState
+from orgteams.envs.core.tasks import MAX_GOAL_PREDICATES, TaskSpec, load_task
 from orgteams.envs.errors import UserError
-from orgteams.envs.layout import Layout, load_layout
-from orgteams.envs.masks import MaskCache
-from orgteams.envs.observations import ArrayObserver, observation_space
-from orgteams.envs.overlay import Overlay
-from orgteams.envs.rewards import TeamReward, shaping_level
-from orgteams.envs.rl_obs import (
+from orgteams.envs.observe.array_obs import ArrayObserver, observation_space
+from orgteams.envs.observe.global_state import StateEncoder, state_space
+from orgteams.envs.observe.rl_obs import (
     batch,
     default_image_scale,
     encode_flat,
@@ -36,11 +37,10 @@ from orgteams.envs.rl_obs import (
     flat_space,
     image_space,
 )
-from orgteams.envs.rl_state import StateEncoder, state_space
-from orgteams.envs.state import HouseholdState
-from orgteams.envs.tasks import MAX_GOAL_PREDICATES, TaskSpec, load_task
+from orgteams.envs.observe.text import describe, describe_goal
+from orgteams.envs.render.ansi import render_ansi
+from orgteams.envs.render.overlay import Overlay
 from orgteams.envs.team import agent_ids
-from orgteams.envs.text import describe, describe_goal
 
 OBS_MODES = ("array", "text", "flat", "image")
 RENDER_MODES = ("human", "rgb_array", "ansi")
@@ -128,7 +128,7 @@ class HouseholdEnv(ParallelEnv):
         return state_space(self.layout, len(self.possible_agents), self.task.units[1])
 
     def state(self) -> np.ndarray:
-        """The global state for centralized critics (:mod:`orgteams.envs.rl_state`)."""
+        """The global state for centralized critics (:mod:`orgteams.envs.observe.global_state`)."""
         if self.world is None:
             raise RuntimeError("call reset() before state()")
         if self._state_encoder is None:
@@ -230,7 +230,7 @@ class HouseholdEnv(ParallelEnv):
         if self.render_mode == "ansi":
             return render_ansi(self.world)
         if self._renderer is None:
-            from orgteams.envs.rendering import PygameRenderer
+            from orgteams.envs.render.renderer import PygameRenderer
 
             self._renderer = PygameRenderer(self.render_mode, fps=self.render_fps,
                                             **self.render_options)
@@ -271,7 +271,7 @@ class HouseholdEnv(ParallelEnv):
         if isinstance(action, bool | np.bool_) or not isinstance(action, int | np.integer) \
                 or not 0 <= action < NUM_ACTIONS:  # True is not "move north"
             raise ValueError(f"{agent}: action {action!r} is outside the action space "
-                             f"Discrete({NUM_ACTIONS}); see orgteams.envs.actions")
+                             f"Discrete({NUM_ACTIONS}); see orgteams.envs.core.actions")
         return int(action)
 
     def _make_obs_space(self, obs_mode: str, view_radius: int) -> spaces.Space:
@@ -292,7 +292,7 @@ class HouseholdEnv(ParallelEnv):
 
     def _current_masks(self, before: HouseholdState | None = None, events: list = ()
                        ) -> list[np.ndarray] | None:
-        """Each live agent's action mask (:mod:`orgteams.envs.masks`), or None when off;
+        """Each live agent's action mask (:mod:`orgteams.envs.core.masks`), or None when off;
         ``before`` and ``events``: the tick that led to the current world, if any."""
         if not (self.observations and self.with_action_masks):
             self._masks = None

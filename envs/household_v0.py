@@ -10,7 +10,7 @@ Description
     Agents see only the room they stand in; closed containers hide their contents.
 
 Action Space
-    ``Discrete(53)`` per agent; ``orgteams.envs.actions`` encodes and decodes.
+    ``Discrete(53)`` per agent; ``orgteams.envs.core.actions`` encodes and decodes.
 
     ======  ==========  ==================================================
     id      action      effect
@@ -26,25 +26,26 @@ Action Space
     An impossible action (picking where nothing is) is a no-op reported as an
     ``invalid_action`` event in ``infos[agent]["events"]``; an id outside the space
     raises ``ValueError``. ``infos[agent]["action_mask"]`` (int8, 53) marks the valid
-    ones (``orgteams.envs.masks``); ``action_mask_in_obs=True`` also puts it in the
+    ones (``orgteams.envs.core.masks``); ``action_mask_in_obs=True`` also puts it in the
     observation (``{"observation": ..., "action_mask": ...}``).
 
 Observation Encoding
     ``obs_mode="array"`` (default): a ``Dict`` with an egocentric ``image``
     (``(2r+1, 2r+1, 4+K)`` uint8; channels tile, room type, agents, furniture type,
     then per object class counts), ``hands`` and ``goal``; see
-    ``orgteams.envs.observations``. ``obs_mode="text"``: the text that
+    ``orgteams.envs.observe.array_obs``. ``obs_mode="text"``: the text that
     ``env.unwrapped.describe(agent)`` returns. ``obs_mode="flat"`` (one float32 Box
     in [0, 1]) and ``obs_mode="image"`` (channels-first uint8 planes) re-encode the
-    array view one-hot for RL libraries; see ``orgteams.envs.rl_obs``.
+    array view one-hot for RL libraries; see ``orgteams.envs.observe.rl_obs``.
     ``full_observability=True`` shows the whole house (debugging, RL baselines).
-    ``env.state()`` / ``env.state_space``: the global state (``orgteams.envs.rl_state``).
+    ``env.state()`` / ``env.state_space``: the global state
+    (``orgteams.envs.observe.global_state``).
 
 Rewards
     A shared team reward: 1.0 at the tick the goal is complete. With
     ``reward_shaping=True`` (or ``"units"``), also +1/units for each goal unit placed
     (and -1/units for one taken away); ``"subgoals"`` adds +0.1/units for opening the
-    right containers and picking goal objects (``orgteams.envs.rewards``). ``units=``
+    right containers and picking goal objects (``orgteams.envs.core.rewards``). ``units=``
     sets the goal's size (one number or ``(min, max)``).
 
 Termination

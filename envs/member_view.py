@@ -1,7 +1,7 @@
 """What a team member may read of the episode: queries only, never the env itself.
 
 The round loop hands members a :class:`MemberView` where it used to hand them the
-:class:`~orgteams.envs.highlevel.HighLevelEnv`: the same questions a member asks
+:class:`~orgteams.envs.highlevel.highlevel_env.HighLevelEnv`: the same questions a member asks
 (its description and memory, the goal and progress, the actions open to it, whether
 it must decide), and none of the env's levers (``step``, ``reset``, ``set_idle``,
 ``on_tick``, rendering) or attribute writes. A scripted expert (the planner) also
@@ -15,10 +15,10 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from orgteams.envs.highlevel import HighLevelAction, HighLevelEnv
-    from orgteams.envs.memory import AgentMemory
-    from orgteams.envs.navigation import Navigator
-    from orgteams.envs.state import HouseholdState
+    from orgteams.envs.core.navigation import Navigator
+    from orgteams.envs.core.state import HouseholdState
+    from orgteams.envs.highlevel.highlevel_env import HighLevelAction, HighLevelEnv
+    from orgteams.envs.observe.memory import AgentMemory
 
 __all__ = ["MemberView"]
 

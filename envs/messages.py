@@ -4,7 +4,7 @@ A :class:`TeamMessage` is created by the member that speaks (an LLM's reply, a
 person's line, a planner's structured claim), stamped by the round loop with its
 round, stage and the receivers the organization's channels let it reach
 (``delivered``), shown to later speakers of the round, delivered to receivers'
-memories, drawn by the window overlay (:class:`~orgteams.envs.overlay.Overlay`) and
+memories, drawn by the window overlay (:class:`~orgteams.envs.render.overlay.Overlay`) and
 written to the episode log. It lives in ``envs`` because the overlay draws it and
 ``envs`` imports nothing above it.
 

@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 
 from orgteams.envs import household_v0
-from orgteams.envs.tasks import TaskSpec, load_task
+from orgteams.envs.core.tasks import TaskSpec, load_task
 from orgteams.envs.vector.flat_buffer import to_uint8
 from orgteams.envs.vector.sb3 import AgentEntries, AgentVecEnv, ScalarAgentVecEnv
 
@@ -138,7 +138,7 @@ def flat_extractor():
 
 def cell_extractor(view_radius: int, embed: int = 8):
     """Features shared by the policy and value heads (an SB3 features extractor): each
-    view cell's 38 planes (``orgteams.envs.rl_obs``) go through one small linear layer
+    view cell's 38 planes (``orgteams.envs.observe.rl_obs``) go through one small linear layer
     shared by all cells (a 1x1 convolution, ``embed`` outputs), then everything, hands
     and goal rows included, through one dense layer. A sixth of the plain MLP's
     multiply-adds on the 11x11 view, and a cell's contents mean the same wherever it is.
@@ -148,7 +148,7 @@ def cell_extractor(view_radius: int, embed: int = 8):
     from stable_baselines3.common.torch_layers import BaseFeaturesExtractor
     from torch import nn
 
-    from orgteams.envs.rl_obs import num_planes
+    from orgteams.envs.observe.rl_obs import num_planes
     from orgteams.envs.vector.sb3_learner import RawScale
     cells, planes = (2 * view_radius + 1) ** 2, num_planes()
 

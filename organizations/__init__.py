@@ -7,19 +7,7 @@
 """
 
 from orgteams.envs.team import Team, display_names
-from orgteams.organizations.episode import EpisodeState, RoundHooks, play_rounds
-from orgteams.organizations.graph_metrics import (
-    algebraic_connectivity,
-    centralization,
-    hierarchy_depth,
-    spectral_gap,
-)
-from orgteams.organizations.library import (
-    list_organizations,
-    load_organization,
-    organization_path,
-)
-from orgteams.organizations.metrics import (
+from orgteams.organizations.metrics.episode_metrics import (
     EpisodeMetrics,
     aggregate,
     comm_tokens_per_step,
@@ -27,8 +15,14 @@ from orgteams.organizations.metrics import (
     episode_metrics,
     role_stability_index,
 )
-from orgteams.organizations.protocol_facts import PROTOCOL_FACTS, PROTOCOLS, ProtocolFacts
-from orgteams.organizations.protocols import (
+from orgteams.organizations.metrics.graph import (
+    algebraic_connectivity,
+    centralization,
+    hierarchy_depth,
+    spectral_gap,
+)
+from orgteams.organizations.protocols.facts import PROTOCOL_FACTS, PROTOCOLS, ProtocolFacts
+from orgteams.organizations.protocols.schedule import (
     ElectionRecord,
     Stage,
     election_due,
@@ -40,8 +34,14 @@ from orgteams.organizations.protocols import (
     tally,
     visible_outputs,
 )
-from orgteams.organizations.resolved import ResolvedOrganization
-from orgteams.organizations.spec import SELF_CHOSEN, Organization
+from orgteams.organizations.rounds.episode import EpisodeState, RoundHooks, play_rounds
+from orgteams.organizations.spec.library import (
+    list_organizations,
+    load_organization,
+    organization_path,
+)
+from orgteams.organizations.spec.organization import SELF_CHOSEN, Organization
+from orgteams.organizations.spec.resolved import ResolvedOrganization
 
 __all__ = [
     "algebraic_connectivity",

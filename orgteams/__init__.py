@@ -20,7 +20,7 @@ __all__ = ["BackendPool", "run_episode", "build_team", "__version__"]
 def __getattr__(name: str) -> Any:
     # Lazy, so `import orgteams.envs` stays light for RL code.
     if name in ("BackendPool", "run_episode", "build_team"):
-        from orgteams import team
+        from orgteams import run as team
 
         return getattr(team, name)
     raise AttributeError(f"module 'orgteams' has no attribute {name!r}")

@@ -1,5 +1,5 @@
 import sys
 
-from orgteams.cli import main
+from orgteams.cli.main import main
 
 sys.exit(main())

@@ -3,7 +3,7 @@
 A log written by the team runner (``orgteams run --log``, sweeps, ``run_episode``)
 holds the whole initial world, every tick's joint primitive action, the whole world
 again wherever a shock changed it outside the dynamics (``world`` lines) and a digest
-of the final state (see :mod:`orgteams.organizations.team_log`). Replaying applies the
+of the final state (see :mod:`orgteams.organizations.rounds.episode_log`). Replaying applies the
 pure ``transition`` tick by tick, so it needs no LLM, no API key and no asset
 files, and it is exact: the final state must match the logged digest, or the
 replay says where it went wrong. Messages spoken in each round are shown as speech
@@ -17,13 +17,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from orgteams.envs.actions import HAND_CAPACITY, NUM_ACTIONS
-from orgteams.envs.dynamics import transition
+from orgteams.envs.core.actions import HAND_CAPACITY, NUM_ACTIONS
+from orgteams.envs.core.dynamics import transition
+from orgteams.envs.core.state import HouseholdState, is_walkable
 from orgteams.envs.errors import UserError
 from orgteams.envs.messages import TeamMessage
-from orgteams.envs.overlay import Overlay
-from orgteams.envs.state import HouseholdState, is_walkable
-from orgteams.organizations.team_log import read_log_lines, state_digest
+from orgteams.envs.render.overlay import Overlay
+from orgteams.organizations.rounds.episode_log import read_log_lines, state_digest
 
 SUMMARY_FACTS = ("ticks", "success", "units_done", "units_total")
 """The world facts of a log's summary line that a replay recomputes and checks."""
@@ -243,13 +243,13 @@ def replay(log_path: str | Path, *, render: str | None = "human",
     owned = renderer is None
     recorder = None
     if owned and (render is not None or video is not None):
-        from orgteams.envs.rendering import PygameRenderer
+        from orgteams.envs.render.renderer import PygameRenderer
 
         title = f"orgteams replay: {episode.header.get('organization', '')} - {Path(log_path).name}"
         renderer = PygameRenderer(render or "rgb_array", fps=fps, title=title,
                                   **(render_options or {}))
     if video is not None:
-        from orgteams.envs.video import VideoRecorder
+        from orgteams.envs.render.video import VideoRecorder
 
         recorder = VideoRecorder(video, fps=fps)
     overlay = Overlay(organization=episode.header.get("organization") or "")
@@ -286,7 +286,7 @@ def _play(episode: _Episode, log_path, renderer, recorder, overlay: Overlay
         frame = renderer.render(state, overlay, names)  # None in a window
         if recorder is not None and not renderer.closed:
             if frame is None:
-                from orgteams.envs.rendering import to_array
+                from orgteams.envs.render.renderer import to_array
 
                 frame = to_array(renderer.pg, renderer.draw(state, overlay, names))
             recorder.add_frame(frame)

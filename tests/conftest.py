@@ -2,7 +2,7 @@
 
 * Headless pygame (no display, no sound card).
 * Ctrl-C (SIGINT) stops the suite: also when the code under test catches the
-  KeyboardInterrupt (``orgteams.cli.main`` returns 130), and also when the suite was
+  KeyboardInterrupt (``orgteams.cli.main.main`` returns 130), and also when the suite was
   started in the background by a non-interactive shell (``nohup python -m pytest &``,
   a CI runner), which starts it with SIGINT *ignored* (Python then installs no
   KeyboardInterrupt handler, and every child would inherit the ignored signal).
@@ -181,3 +181,5 @@ def _tmp_path_at_most_50_mb(request: pytest.FixtureRequest) -> Iterator[None]:
         pytest.fail(f"{request.node.nodeid} wrote {size / 2**20:.0f} MB into its tmp_path "
                     f"(at most {MAX_TMP_BYTES / 2**20:.0f} MB): play smaller sizes",
                     pytrace=False)
+
+sys.path.insert(0, str(Path(__file__).parent))

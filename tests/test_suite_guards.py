@@ -80,7 +80,7 @@ def _sigint_ignored() -> None:
 
 
 LONG_TEST = "    time.sleep(300)\n"
-CAUGHT = ("    try:\n"  # as orgteams.cli.main does: Ctrl-C becomes exit status 130
+CAUGHT = ("    try:\n"  # as orgteams.cli.main.main does: Ctrl-C becomes exit status 130
           "        time.sleep(300)\n"
           "    except KeyboardInterrupt:\n"
           "        pass\n")

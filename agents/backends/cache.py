@@ -25,8 +25,8 @@ from orgteams.agents.backends.redact import (
     cut_scrubbed,
     scrub_value,
 )
+from orgteams.envs.core.user_files import make_parents
 from orgteams.envs.errors import UserError
-from orgteams.envs.user_files import make_parents
 
 __all__ = ["CachedBackend", "cache_key"]
 

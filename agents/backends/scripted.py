@@ -8,7 +8,7 @@ instance is raised instead of returned, to test callers' fallbacks.
 
 With no replies at all it answers every schema with the minimal valid object (first
 enum value, empty string, zero...), which is enough to smoke-test a pipeline.
-Usage is counted with a :class:`~orgteams.agents.tokens.Tokenizer` (its owner's, else
+Usage is counted with a :class:`~orgteams.agents.llm.tokens.Tokenizer` (its owner's, else
 the default one).
 """
 
@@ -29,7 +29,7 @@ from orgteams.agents.backends.base import (
     Usage,
     parse_json_reply,
 )
-from orgteams.agents.tokens import Tokenizer, default_tokenizer
+from orgteams.agents.llm.tokens import Tokenizer, default_tokenizer
 
 Reply = str | dict[str, Any] | BackendError
 Rule = Callable[[list[ChatMessage], dict[str, Any] | None], "str | dict[str, Any]"]
@@ -51,8 +51,8 @@ class ScriptedBackend(ChatBackend):
         model: The model name reported in completions and used for prices.
         latency: Seconds to sleep per call (``asyncio.sleep`` in ``acomplete``).
         cycle: Start over at the first reply when the list runs out.
-        tokenizer: Counts usage; default: :func:`~orgteams.agents.tokens.default_tokenizer`
-            (a :class:`~orgteams.team.BackendPool` passes the one it owns).
+        tokenizer: Counts usage; default: :func:`~orgteams.agents.llm.tokens.default_tokenizer`
+            (a :class:`~orgteams.run.BackendPool` passes the one it owns).
     """
 
     name = "scripted"

@@ -13,11 +13,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from orgteams.envs.actions import HAND_CAPACITY
-from orgteams.envs.catalog import load_catalog
-from orgteams.envs.observations import MAX_GOAL
-from orgteams.envs.state import HouseholdState, Scene
-from orgteams.envs.tasks import MAX_GOAL_PREDICATES, TaskSpec
+from orgteams.envs.core.actions import HAND_CAPACITY
+from orgteams.envs.core.catalog import load_catalog
+from orgteams.envs.core.state import HouseholdState, Scene
+from orgteams.envs.core.tasks import MAX_GOAL_PREDICATES, TaskSpec
+from orgteams.envs.observe.array_obs import MAX_GOAL
 from orgteams.envs.vector.tables import LayoutTables
 
 

@@ -9,7 +9,7 @@ state (tick, positions, hands, contents, open flags, goal progress), observation
 action masks, rewards, terminations, truncations, each agent's ``invalid_action`` /
 ``collision`` events, and at an episode's end the final observation and the
 ``episode`` statistics. The first difference raises ``AssertionError`` naming the
-tick, household and what differs. Used by ``tests/envs/test_vector_differential.py``.
+tick, household and what differs. Used by ``tests/envs/vector/test_vector_differential.py``.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from orgteams.envs.actions import NUM_ACTIONS
+from orgteams.envs.core.actions import NUM_ACTIONS
 from orgteams.envs.household import HouseholdEnv
 from orgteams.envs.vector.env import VectorHouseholdEnv
 from orgteams.envs.vector.flat_buffer import to_uint8

@@ -1,6 +1,6 @@
 """The scalar ``transition`` restated over a batch: one tick of ``N`` households at once.
 
-The rules are those of :func:`orgteams.envs.dynamics.transition` (read its docstring);
+The rules are those of :func:`orgteams.envs.core.dynamics.transition` (read its docstring);
 this module only says them with arrays, in the same three phases:
 
 1. interact: every interaction of the batch at once, except that interactions of one
@@ -14,7 +14,7 @@ this module only says them with arrays, in the same three phases:
 The tick also reports which households changed (``TickEvents.changed``: some action
 took effect), so that observations and masks are rebuilt only there.
 
-Where a rule is restated here, ``tests/envs/test_vector_differential.py`` pins it: it
+Where a rule is restated here, ``tests/envs/vector/test_vector_differential.py`` pins it: it
 steps this core beside the scalar env over random and masked-random joint actions
 and compares states, observations, rewards and masks at every tick. Change a rule in
 ``dynamics.py`` and that test fails until this module follows.
@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from orgteams.envs.actions import HAND_CAPACITY, NUM_ACTIONS, Verb
+from orgteams.envs.core.actions import HAND_CAPACITY, NUM_ACTIONS, Verb
 from orgteams.envs.vector.batch import BatchState
 from orgteams.envs.vector.tables import DIRECTION, SLOT, VERB, LayoutTables
 

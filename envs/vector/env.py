@@ -1,7 +1,7 @@
 """``VectorHouseholdEnv``: ``N`` households of one layout stepped as arrays.
 
 Every array is shaped ``(num_envs, num_agents, ...)``. Episodes are drawn per
-household by the scalar :func:`~orgteams.envs.episode.make_episode` from a generator
+household by the scalar :func:`~orgteams.envs.core.start.make_episode` from a generator
 seeded as the scalar env seeds its own (``reset(seed=s)``: household ``i`` gets seed
 ``s + i``), so household ``i`` plays exactly the episodes of
 ``household_v0.parallel_env(...).reset(seed=s + i)`` followed by plain ``reset()``s.
@@ -30,13 +30,13 @@ from gymnasium import spaces
 from gymnasium.utils import seeding
 from gymnasium.vector import AutoresetMode
 
-from orgteams.envs.actions import NUM_ACTIONS
-from orgteams.envs.episode import make_episode
+from orgteams.envs.core.actions import NUM_ACTIONS
+from orgteams.envs.core.layout import Layout
+from orgteams.envs.core.start import make_episode
+from orgteams.envs.core.state import HouseholdState, Scene
+from orgteams.envs.core.tasks import TaskSpec
 from orgteams.envs.errors import UserError
 from orgteams.envs.household import HouseholdEnv
-from orgteams.envs.layout import Layout
-from orgteams.envs.state import HouseholdState, Scene
-from orgteams.envs.tasks import TaskSpec
 from orgteams.envs.vector.batch import BatchState, max_objects
 from orgteams.envs.vector.dynamics import check_actions, step_batch
 from orgteams.envs.vector.flat_buffer import FLAT_DTYPES, FlatBuffer, to_uint8

@@ -25,8 +25,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from orgteams.envs.actions import HAND_CAPACITY
-from orgteams.envs.rl_obs import flat_tail
+from orgteams.envs.core.actions import HAND_CAPACITY
+from orgteams.envs.observe.rl_obs import flat_tail
 from orgteams.envs.vector.batch import BatchState
 from orgteams.envs.vector.observe import dynamic_entries, hands_and_goals
 from orgteams.envs.vector.tables import LayoutTables
@@ -103,7 +103,7 @@ class FlatBuffer:
 
 def to_uint8(flat: np.ndarray, scale: np.ndarray) -> np.ndarray:
     """The ``obs_dtype=np.uint8`` form of float32 flat observations: raw plane values
-    (``scale``: :func:`~orgteams.envs.rl_obs.flat_scale`)."""
+    (``scale``: :func:`~orgteams.envs.observe.rl_obs.flat_scale`)."""
     return np.rint(flat * scale).astype(np.uint8)
 
 

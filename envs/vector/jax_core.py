@@ -5,7 +5,7 @@ fixed-shape arrays, ``vmap``-ed over the households and ``jit``-compiled once pe
 batch size. The rules are those of the numpy core (:mod:`.dynamics`, :mod:`.masks`,
 :mod:`.observe`, which restate the scalar ones) in the form JAX needs: no data-dependent
 shapes, so every "where it applies" is a ``where`` or a scatter with ``mode="drop"``.
-``tests/envs/test_vector_differential.py`` runs the same comparison with the scalar
+``tests/envs/vector/test_vector_differential.py`` runs the same comparison with the scalar
 env on this backend. Episodes are drawn, and rewards computed, by the numpy side.
 """
 
@@ -24,9 +24,9 @@ except ImportError as exc:  # the extra is not installed
     raise MissingExtraError('backend="jax" needs the "jax" extra: pip install '
                             '"orgteams[jax]"') from exc
 
-from orgteams.envs.actions import HAND_CAPACITY, MAX_SLOTS, NUM_ACTIONS, Verb
-from orgteams.envs.observations import T_CLOSED, T_DOOR_CLOSED
-from orgteams.envs.rl_obs import AGENT_PLANES, TILE_PLANES, image_factor
+from orgteams.envs.core.actions import HAND_CAPACITY, MAX_SLOTS, NUM_ACTIONS, Verb
+from orgteams.envs.observe.array_obs import T_CLOSED, T_DOOR_CLOSED
+from orgteams.envs.observe.rl_obs import AGENT_PLANES, TILE_PLANES, image_factor
 from orgteams.envs.vector.batch import BatchState
 from orgteams.envs.vector.dynamics import TickEvents
 from orgteams.envs.vector.tables import (

@@ -1,8 +1,8 @@
-"""Action masks of a batch: :func:`orgteams.envs.masks.mask_rows` restated with arrays.
+"""Action masks of a batch: :func:`orgteams.envs.core.masks.mask_rows` restated with arrays.
 
-The definition is the scalar one (read :mod:`orgteams.envs.masks`): valid means
+The definition is the scalar one (read :mod:`orgteams.envs.core.masks`): valid means
 "played while every other agent waits, it yields neither ``invalid_action`` nor
-``collision``". ``tests/envs/test_vector_differential.py`` compares these masks with
+``collision``". ``tests/envs/vector/test_vector_differential.py`` compares these masks with
 the scalar env's at every tick.
 """
 
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from orgteams.envs.actions import HAND_CAPACITY, MAX_SLOTS, NUM_ACTIONS
+from orgteams.envs.core.actions import HAND_CAPACITY, MAX_SLOTS, NUM_ACTIONS
 from orgteams.envs.vector.batch import BatchState
 from orgteams.envs.vector.tables import K_DOOR, K_FLOOR, K_FURNITURE, LayoutTables
 

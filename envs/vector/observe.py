@@ -1,18 +1,18 @@
 """Observations of a batch: the ``rl_obs`` planes of every agent, then the scalar encoders.
 
-The scalar env builds the array view (:mod:`orgteams.envs.observations`) and
-re-encodes it as 38 planes per cell (:func:`orgteams.envs.rl_obs.planes`). The batch
+The scalar env builds the array view (:mod:`orgteams.envs.observe.array_obs`) and
+re-encodes it as 38 planes per cell (:func:`orgteams.envs.observe.rl_obs.planes`). The batch
 builds the planes of all ``N x A`` agents directly: the still part of each window
 (tiles, furniture types, the self mark: :attr:`LayoutTables.static_planes`, encoded
 by the scalar ``planes``) gathered by the agent's cell, then what changes written
 where the agent sees it: door and container tiles, teammates, object counts (on
 surfaces, in open containers, in the hands of agents standing there) and the goal
 rows' planes. The ``flat`` and ``image`` encodings of the planes are the scalar ones
-(:func:`~orgteams.envs.rl_obs.flat_from_planes`, whose parts it writes into one
+(:func:`~orgteams.envs.observe.rl_obs.flat_from_planes`, whose parts it writes into one
 array, and ``image_from_planes``).
 
 This restates the plane rules of ``rl_obs.planes`` and the visibility of
-``observations.py``; ``tests/envs/test_vector_differential.py`` compares the result
+``observations.py``; ``tests/envs/vector/test_vector_differential.py`` compares the result
 with the scalar env's observations at every tick.
 """
 
@@ -20,8 +20,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from orgteams.envs.actions import HAND_CAPACITY
-from orgteams.envs.rl_obs import AGENT_PLANES, TILE_PLANES, flat_tail, image_from_planes
+from orgteams.envs.core.actions import HAND_CAPACITY
+from orgteams.envs.observe.rl_obs import AGENT_PLANES, TILE_PLANES, flat_tail, image_from_planes
 from orgteams.envs.vector.batch import BatchState
 from orgteams.envs.vector.tables import LayoutTables
 

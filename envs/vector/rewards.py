@@ -1,15 +1,15 @@
-"""Team rewards of a batch: :class:`orgteams.envs.rewards.TeamReward` restated with arrays.
+"""Team rewards of a batch: :class:`orgteams.envs.core.rewards.TeamReward` restated with arrays.
 
 Same levels, same arithmetic in the same order (so the floats are identical); the
 per-episode "already paid" sets become boolean arrays. Pinned by
-``tests/envs/test_vector_differential.py`` (rewards compared at every tick).
+``tests/envs/vector/test_vector_differential.py`` (rewards compared at every tick).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from orgteams.envs.rewards import SUBGOAL_BONUS
+from orgteams.envs.core.rewards import SUBGOAL_BONUS
 from orgteams.envs.vector.batch import BatchState
 from orgteams.envs.vector.dynamics import TickEvents
 from orgteams.envs.vector.tables import LayoutTables

@@ -16,7 +16,7 @@
   ``round(x * flat_scale)``, a quarter of the bytes to store and copy) back into the
   float32 entries ``x``, bit for bit (``raw * (1 / high)``, as the env scales them).
 
-``tests/envs/test_vector_sb3.py`` checks both against training on float32
+``tests/envs/vector/test_vector_sb3.py`` checks both against training on float32
 observations with sb3-contrib's buffer. Needs the ``rl`` extra; nothing in the core
 imports this module.
 """

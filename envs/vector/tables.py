@@ -12,19 +12,19 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from orgteams.envs.actions import ACTIONS, HAND_CAPACITY, MAX_SLOTS
-from orgteams.envs.catalog import load_catalog
-from orgteams.envs.observations import MAX_GOAL, T_CLOSED, T_DOOR_CLOSED, ArrayObserver
-from orgteams.envs.rl_obs import flat_tail, planes
-from orgteams.envs.state import Scene
+from orgteams.envs.core.actions import ACTIONS, HAND_CAPACITY, MAX_SLOTS
+from orgteams.envs.core.catalog import load_catalog
+from orgteams.envs.core.state import Scene
+from orgteams.envs.observe.array_obs import MAX_GOAL, T_CLOSED, T_DOOR_CLOSED, ArrayObserver
+from orgteams.envs.observe.rl_obs import flat_tail, planes
 
 # Most memory for the float32 copy of the static planes (flat observations gather their
 # rows from it; past this they are gathered as uint8 and converted).
 FLAT_TABLE_BYTES = 64 << 20
-# Neighbour kinds of the mask table, as in orgteams.envs.masks (there: floor/door/furniture).
+# Neighbour kinds of the mask table, as in orgteams.envs.core.masks (there: floor/door/furniture).
 K_NONE, K_FLOOR, K_DOOR, K_FURNITURE = 0, 1, 2, 3
 
-# Action id -> verb, direction, slot index (orgteams.envs.actions.ACTIONS as arrays).
+# Action id -> verb, direction, slot index (orgteams.envs.core.actions.ACTIONS as arrays).
 VERB = np.array([int(a.verb) for a in ACTIONS], np.int8)
 DIRECTION = np.array([a.direction for a in ACTIONS], np.int64)
 SLOT = np.array([a.index for a in ACTIONS], np.int64)
@@ -196,7 +196,7 @@ def _static_planes(base: np.ndarray, windows: np.ndarray, switches: np.ndarray, 
                    radius: int) -> np.ndarray:
     """Per window (one per standing cell), the ``rl_obs`` planes of what never changes
     in it: tiles (doors and containers left blank: they open and close), furniture types and
-    the self mark, encoded by the scalar encoder :func:`orgteams.envs.rl_obs.planes`."""
+    the self mark, encoded by the scalar encoder :func:`orgteams.envs.observe.rl_obs.planes`."""
     base = base.copy()
     pad_width = width + 2 * radius
     rows = (switches // width + radius) * pad_width + switches % width + radius

@@ -5,7 +5,7 @@ from __future__ import annotations
 from orgteams.agents.backends import ScriptedBackend
 from orgteams.agents.backends.base import CONTROL_CHARACTERS_READ
 from orgteams.criticize_reflect.coordinator import SINGLE_CANDIDATE_READ, Coordinator, Trial
-from orgteams.organizations.library import load_organization
+from orgteams.organizations.spec.library import load_organization
 
 TEAM = ["agent_0", "agent_1", "agent_2"]
 

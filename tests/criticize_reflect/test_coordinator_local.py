@@ -12,7 +12,7 @@ import pytest
 
 from orgteams.agents.backends.local import local_unavailable
 from orgteams.criticize_reflect.coordinator import Coordinator, Trial
-from orgteams.organizations.library import load_organization
+from orgteams.organizations.spec.library import load_organization
 
 
 @pytest.mark.local_llm

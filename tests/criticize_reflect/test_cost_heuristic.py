@@ -8,8 +8,8 @@ import re
 
 import pytest
 
-import orgteams.team
-from orgteams.cli import main
+import orgteams.run
+from orgteams.cli.main import main
 from orgteams.criticize_reflect import reflect
 from orgteams.criticize_reflect.coordinator import Trial
 from orgteams.criticize_reflect.cost import CostModel, episode_cost
@@ -20,9 +20,9 @@ from orgteams.criticize_reflect.heuristic import (
     problems_of,
 )
 from orgteams.envs.errors import UserError
-from orgteams.organizations.library import load_organization
-from orgteams.reflect import make_episode_fn, run_reflect
-from orgteams.reflect_eval import evaluate_reflect, heldout_seeds, paired_comparison
+from orgteams.experiments.reflect import make_episode_fn, run_reflect
+from orgteams.experiments.reflect_eval import evaluate_reflect, heldout_seeds, paired_comparison
+from orgteams.organizations.spec.library import load_organization
 
 
 def test_a_failed_episode_costs_at_least_the_step_limit():
@@ -68,13 +68,13 @@ def test_an_iteration_costs_the_mean_of_its_episodes_and_records_the_formula(tmp
 
 def test_episode_fn_plays_e_seeds_per_iteration(monkeypatch):
     played = []
-    real = orgteams.team.run_episode
+    real = orgteams.run.run_episode
 
     def spy(**kw):
         played.append(kw["seed"])
         return real(**kw)
 
-    monkeypatch.setattr(orgteams.team, "run_episode", spy)
+    monkeypatch.setattr(orgteams.run, "run_episode", spy)
     fn = make_episode_fn(layout="studio", backend="planner", seeds=[3, 4, 5, 6],
                          episodes_per_iteration=2)
     first = fn(load_organization("leader"), 0)
@@ -132,13 +132,13 @@ def test_heldout_seeds_never_overlap_the_loop_and_the_evaluation_uses_them(tmp_p
     run_reflect("leader", layout="studio", backend="planner", seeds=[0, 1], critic="heuristic",
                 coordinator="heuristic", iterations=2, out_dir=out, episodes_per_iteration=2)
     played = []
-    real = orgteams.team.run_episode
+    real = orgteams.run.run_episode
 
     def spy(**kw):
         played.append(kw["seed"])
         return real(**kw)
 
-    monkeypatch.setattr(orgteams.team, "run_episode", spy)
+    monkeypatch.setattr(orgteams.run, "run_episode", spy)
     report = evaluate_reflect(out, seeds=3)
     assert played and set(played).isdisjoint({0, 1}) and len(played) == 6
     assert report["train_seeds"] == [0, 1] and sorted(set(played)) == report["heldout_seeds"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from orgteams.agents.backends import BackendError, ScriptedBackend
 from orgteams.criticize_reflect.critic import Critic, Critique
-from orgteams.organizations.library import load_organization
+from orgteams.organizations.spec.library import load_organization
 
 TEAM = {"agent_0": "Alice", "agent_1": "Bob"}
 GOOD = {"summary": "fine", "agents": [{"agent": "Bob", "assessment": "redundant reports"}],

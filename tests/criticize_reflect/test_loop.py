@@ -8,8 +8,8 @@ import pytest
 
 from orgteams.agents.backends import ScriptedBackend
 from orgteams.criticize_reflect import Coordinator, Critic, episode_cost, reflect
-from orgteams.organizations.library import load_organization
-from orgteams.organizations.spec import Organization
+from orgteams.organizations.spec.library import load_organization
+from orgteams.organizations.spec.organization import Organization
 
 
 class FakeEpisodes:

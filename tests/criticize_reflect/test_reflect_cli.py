@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 
-from orgteams.cli import main
-from orgteams.organizations.spec import Organization
+from orgteams.cli.main import main
+from orgteams.organizations.spec.organization import Organization
 
 
 def test_reflect_two_iterations_through_the_cli(capsys, tmp_path):
@@ -58,7 +58,7 @@ def test_bad_schedule_writes_nothing(capsys, tmp_path):
 
 
 def test_resumed_iteration_replaces_its_log(capsys, tmp_path):
-    from orgteams.organizations.team_log import read_log
+    from orgteams.organizations.rounds.episode_log import read_log
 
     out = tmp_path / "reflect"
     argv = ["reflect", "--layout", "studio", "--critic", "scripted", "--coordinator",

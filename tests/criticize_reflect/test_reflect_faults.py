@@ -2,15 +2,11 @@
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
+from fault_server import FaultServer  # noqa: E402  (needs the path above)
 
 from orgteams.agents.backends import OpenAIBackend
 from orgteams.criticize_reflect.critic import Critic
-from orgteams.organizations.library import load_organization
-
-sys.path.insert(0, str(Path(__file__).parents[1] / "agents"))
-from fault_server import FaultServer  # noqa: E402  (needs the path above)
+from orgteams.organizations.spec.library import load_organization
 
 
 def test_truncated_body_is_a_recorded_critic_fallback_not_a_crash():
@@ -31,7 +27,7 @@ def test_reflect_with_a_dead_team_server_records_the_iteration_and_exits_1(
         tmp_path, monkeypatch, capsys):
     import json
 
-    from orgteams.cli import main
+    from orgteams.cli.main import main
 
     monkeypatch.setenv("ORGTEAMS_BASE_URL", "http://127.0.0.1:9/v1")  # nothing listens
     monkeypatch.setenv("ORGTEAMS_MAX_RETRIES", "0")

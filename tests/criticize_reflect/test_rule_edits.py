@@ -16,7 +16,7 @@ from orgteams.criticize_reflect.coordinator import (
 )
 from orgteams.criticize_reflect.heuristic import HeuristicCoordinator, HeuristicCritic
 from orgteams.organizations import load_organization
-from orgteams.team import run_episode
+from orgteams.run import run_episode
 
 TEAM = ["agent_0", "agent_1", "agent_2"]
 

@@ -6,9 +6,9 @@ from collections.abc import Sequence
 
 import pytest
 
-from orgteams.envs.layout import Layout
-from orgteams.envs.state import HouseholdState, Scene
-from orgteams.envs.tasks import Predicate
+from orgteams.envs.core.layout import Layout
+from orgteams.envs.core.state import HouseholdState, Scene
+from orgteams.envs.core.tasks import Predicate
 
 # Two rooms joined by a closed door at (2, 4); a fridge and a table in the kitchen,
 # a sofa in the living room.

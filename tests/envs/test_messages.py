@@ -6,7 +6,7 @@ import re
 import pytest
 
 from orgteams.envs.messages import EVERYONE, TeamMessage
-from orgteams.envs.overlay import Overlay
+from orgteams.envs.render.overlay import Overlay
 
 
 def test_message_is_frozen_and_normalizes_receivers():

@@ -10,9 +10,9 @@ import pytest
 from pettingzoo.test import api_test, parallel_api_test, parallel_seed_test, seed_test
 
 from orgteams.envs import HouseholdEnv, household_v0, list_layouts
-from orgteams.envs.actions import NUM_ACTIONS, Verb, encode
-from orgteams.envs.state import HouseholdState
-from orgteams.envs.tasks import load_task, task_from_dict
+from orgteams.envs.core.actions import NUM_ACTIONS, Verb, encode
+from orgteams.envs.core.state import HouseholdState
+from orgteams.envs.core.tasks import load_task, task_from_dict
 
 LAYOUTS = list_layouts()
 S = 2  # south
@@ -207,7 +207,7 @@ def test_invalid_action_names_the_agent(bad):
     env.reset(seed=0)
     with pytest.raises(ValueError, match=re.escape(
             f"agent_1: action {bad!r} is outside the action space Discrete(53); "
-            "see orgteams.envs.actions")):
+            "see orgteams.envs.core.actions")):
         env.step({"agent_0": 0, "agent_1": bad})
 
 

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from orgteams.envs import household_v0
-from orgteams.envs.actions import NUM_ACTIONS
+from orgteams.envs.core.actions import NUM_ACTIONS
 
 ss = pytest.importorskip("supersuit")
 

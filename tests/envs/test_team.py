@@ -47,7 +47,7 @@ def test_roles_live_in_the_team_beside_names():
 
 
 def test_the_organization_gives_the_roster_its_roles_and_ignores_given_ones():
-    from orgteams.organizations.library import load_organization
+    from orgteams.organizations.spec.library import load_organization
 
     given = Team.of_size(3, ["Ann", "Ben", "Cy"]).with_roles({"agent_2": "boss"})
     resolved = load_organization("leader").resolve(given)

@@ -1,0 +1,148 @@
+"""The leader's side of :class:`~orgteams.agents.planner.planner.PlannerAgent`: who does what.
+
+Under ``rules.assign_work: leader`` the top leader, each round before it decides for
+itself, gives every reachable teammate that must decide now one order (:func:`lead`):
+
+1. a teammate with a free hand: ``grab`` the nearest known object, carried by nobody,
+   that the goal still needs once everything held, claimed and already ordered is
+   counted (so no class is ordered more units than the goal needs);
+2. else, with empty hands: ``explore`` the nearest room that neither the leader nor a
+   teammate has explored (teammates report explored rooms as ``done`` with a ``room``)
+   and nobody else claimed or was sent to;
+3. else no order: a teammate carrying goal objects delivers them (or looks for their
+   target) itself, as it would without a leader.
+
+What the leader has ordered (``assigned``) lapses when it no longer holds
+(:func:`free_stale`): the object was placed or someone else claimed it, the ordered
+teammate must decide again (its order ended) or did not take the order up (no claim a
+round later), the room was explored.
+
+The leader reads teammates' positions and what they carry from the world, as a leader
+watching its team would; what they know reaches it only through their reports.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from orgteams.agents.planner.planner import PlannerAgent
+    from orgteams.envs.highlevel.highlevel_env import HighLevelEnv
+
+__all__ = ["free_stale", "lead", "needed_for", "room_explored"]
+
+ROOM = "room:"  # prefix of a room's key in ``assigned``
+
+
+def _held(env: HighLevelEnv, agent: str) -> tuple[str, ...]:
+    """What ``agent`` carries, as anyone watching it sees."""
+    world = env.base.world
+    return tuple(world.scene.objects[o] for o in world.hands[env.base.agent_index[agent]])
+
+
+def room_explored(planner: PlannerAgent, env: HighLevelEnv, room: str) -> bool:
+    """``planner`` explored ``room`` itself or heard that a teammate did."""
+    return room in planner.explored or env.memory(planner.agent_id).room_explored(room)
+
+
+def free_stale(planner: PlannerAgent, env: HighLevelEnv) -> dict[str, str]:
+    """Drop orders that no longer hold (see the module docstring), so that nothing stays
+    "taken" by an order nobody is carrying out. Returns agent -> room of the explore
+    orders that ended because their agent must decide again."""
+    tick = env.base.world.tick
+    ended = {}
+    for key, agent in list(planner.assigned.items()):
+        given = planner.assigned_at.get(key, tick)
+        if key.startswith(ROOM):
+            room = key[len(ROOM):]
+            if env.needs_decision(agent):
+                ended[agent] = room
+            stale = (room_explored(planner, env, room) or env.needs_decision(agent)
+                     or (given < tick and planner.room_claims.get(agent) != room))
+        else:
+            owner = planner.claims.get(key, (agent,))[0]
+            stale = (key in planner._placed or owner != agent
+                     or (env.needs_decision(agent) and key not in _held(env, agent))
+                     or (given < tick and key not in planner.claims))
+        if stale:
+            del planner.assigned[key]
+            planner.assigned_at.pop(key, None)
+    return ended
+
+
+def needed_for(planner: PlannerAgent, env: HighLevelEnv, agent: str) -> dict[str, int]:
+    """Units of each goal class still needed if ``agent`` is given a new order: the
+    goal minus what the leader holds, what anyone claims (``agent`` only what it holds:
+    its other claims end with its order) and what others were ordered to grab."""
+    goal, progress = planner._goal(env)
+    need: dict[str, int] = {}
+    for p, have in zip(goal, progress):
+        need[p.cls] = need.get(p.cls, 0) + p.count - have
+    mine = set(_held(env, agent))
+    counted = set(env.memory(planner.agent_id).held)
+    counted |= {o for o, (who, _) in planner.claims.items()
+                if o not in planner._placed and (who != agent or o in mine)}
+    counted |= {o for o, who in planner.assigned.items()
+                if not o.startswith(ROOM) and who != agent}
+    for obj in counted:
+        cls = obj.rpartition("_")[0]
+        if cls in need:
+            need[cls] -= 1
+    return need
+
+
+def _grab_order(planner: PlannerAgent, env: HighLevelEnv, agent: str) -> str | None:
+    """The nearest object the goal needs that nobody carries, claimed or was ordered."""
+    mem = env.memory(planner.agent_id)
+    need = needed_for(planner, env, agent)
+    carried = {o for a in env.agents for o in _held(env, a)}
+    cands = [o for o, b in mem.objects.items()
+             if b.kind == "furniture" and o not in carried
+             and need.get(o.rpartition("_")[0], 0) > 0
+             and o not in planner._placed and not planner._on_target(env, o)
+             and planner.claims.get(o, (agent,))[0] == agent
+             and planner.assigned.get(o, agent) == agent
+             and all(t != o for a, t in planner.intents.items() if a != agent)]
+    if not cands:
+        return None
+    return min(cands, key=lambda o: (planner._dist(env, agent, mem.objects[o].location), o))
+
+
+def _room_order(planner: PlannerAgent, env: HighLevelEnv, agent: str,
+                ended: str | None) -> str | None:
+    """The nearest room nobody explored, claimed or was sent to, other than ``ended``:
+    the room whose exploration ``agent`` just ended (explored, or it failed: its report
+    says which a round later, after the leader has spoken)."""
+    mem = env.memory(planner.agent_id)
+    taken = {k[len(ROOM):] for k, who in planner.assigned.items()
+             if k.startswith(ROOM) and who != agent}
+    taken |= {r for a, r in planner.room_claims.items() if a != agent}
+    rooms = [r for r in mem.rooms if r not in taken and r != ended
+             and not room_explored(planner, env, r)]
+    if not rooms:
+        return None
+    return min(rooms, key=lambda r: (planner._room_dist(env, agent, r), r))
+
+
+def lead(planner: PlannerAgent, env: HighLevelEnv, reach: list[str] | None = None) -> None:
+    """Order each reachable teammate that must decide now (module docstring)."""
+    ended = free_stale(planner, env)
+    tick = env.base.world.tick
+    mem = env.memory(planner.agent_id)
+    team = [a for a in env.agents if a != planner.agent_id and env.needs_decision(a)
+            and (reach is None or a in reach)]
+    for agent in team:
+        held = _held(env, agent)
+        obj = _grab_order(planner, env, agent) if len(held) < 2 else None
+        if obj is not None:
+            planner.assigned[obj] = agent
+            planner.assigned_at[obj] = tick
+            b = mem.objects[obj]
+            planner._say("assign", (agent,), agent=agent, action=f"grab:{obj}",
+                         target=planner._target_of(env, obj), location=b.location, tick=b.tick)
+            continue
+        room = None if held else _room_order(planner, env, agent, ended.get(agent))
+        if room is not None:
+            planner.assigned[ROOM + room] = agent
+            planner.assigned_at[ROOM + room] = tick
+            planner._say("assign", (agent,), agent=agent, action=f"explore:{room}")

@@ -1,0 +1,394 @@
+"""PlannerAgent: a competent scripted teammate over :class:`HighLevelEnv`.
+
+It keeps a belief of where objects are (its env memory plus what teammates said),
+and each time it must decide it picks, in order:
+
+1. an ``assign`` it received from a leader (one it knows is not needed it corrects
+   when ``rules.corrections`` allows, else obeys);
+2. ``grab`` the nearest known object that the goal still needs and nobody else has
+   claimed (while a hand is free);
+3. ``put`` what it holds on the nearest furniture of the goal's target type;
+4. ``explore`` the nearest room not fully observed that nobody else claimed
+   (the room it stands in first);
+5. ``wait``.
+
+It says what it does in small structured :class:`~orgteams.envs.messages.TeamMessage`
+s: ``claim`` for each object it goes to grab and each room it goes to explore,
+``found`` for goal objects it sees, ``done`` when it placed one, ``release`` when
+it gives up. Two claims on one object: the earlier tick wins, then the lower
+agent index. A leader (``role="leader"``, under ``rules.assign_work: leader``; the
+member sets ``rules``, :mod:`~orgteams.agents.member_rules`) orders each teammate that
+needs a decision to grab the nearest object still needed, else to explore the nearest
+room nobody explored, instead of everyone claiming greedily
+(:mod:`~orgteams.agents.planner.lead`); under such a leader members report each room
+they have explored (``done`` with ``room``), since the leader assigns rooms.
+
+:func:`orgteams.organizations.rounds.planner_team.run_team` runs one episode of planners
+with everyone hearing everyone.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from orgteams.agents.member_rules import MemberRules
+from orgteams.agents.planner.lead import ROOM, lead
+from orgteams.envs.highlevel.highlevel_env import HighLevelEnv
+from orgteams.envs.messages import EVERYONE, TeamMessage
+
+ROLES = ("member", "leader")
+
+
+def _index(agent: str) -> int:
+    return int(agent.rpartition("_")[2])
+
+
+class PlannerAgent:
+    """Scripted expert. ``act(env)`` returns a high-level action id."""
+
+    def __init__(self, agent_id: str, role: str = "member"):
+        if role not in ROLES:
+            raise ValueError(f"role must be one of {ROLES}, got {role!r}")
+        self.agent_id, self.role = agent_id, role
+        self.claims: dict[str, tuple[str, int]] = {}  # object -> (agent, tick)
+        self.room_claims: dict[str, str] = {}  # agent -> room it explores
+        self.assignment: dict | None = None
+        self.assigned: dict[str, str] = {}  # leader: object or "room:<r>" -> agent
+        self.assigned_at: dict[str, int] = {}  # leader: the tick of each order in assigned
+        self.explored: set[str] = set()  # rooms teammates reported explored
+        self._heard: list[TeamMessage] = []
+        self._outbox: list[TeamMessage] = []
+        self._announced: set[tuple[str, str]] = set()
+        self._rooms_reported: set[str] = set()
+        self._placed: set[str] = set()
+        self._last_action = ""
+        self._intent: str | None = None  # decided (and claimed) while communicating
+        self.rules = MemberRules()  # the organization's rules for it (the member sets them)
+        self.intents: dict[str, str] = {}  # agent -> object its latest status said it grabs
+        self.placed_by: Counter = Counter()  # goal objects each agent placed, as heard
+        self.found_by: Counter = Counter()  # goal objects each agent reported seeing
+        self.assigner: str | None = None  # who gave the pending assignment
+        self.abstaining = False  # nothing useful to do this round (it may abstain)
+
+    # ---- messages ----
+    def receive(self, messages: list[TeamMessage]) -> None:
+        """Take in teammates' messages (applied to the env memory at the next call)."""
+        for m in messages:
+            if m.sender == self.agent_id or not m.addressed_to(self.agent_id):
+                continue
+            c = m.content
+            if m.kind == "claim" and "object" in c:
+                tick = int(c.get("tick", 0))
+                mine = self.claims.get(c["object"])
+                if mine is None or mine[0] != self.agent_id or (tick, _index(m.sender)) < (
+                        mine[1], _index(self.agent_id)):
+                    self.claims[c["object"]] = (m.sender, tick)
+            elif m.kind == "claim" and "room" in c:
+                self.room_claims[m.sender] = c["room"]
+            elif m.kind == "release":
+                if "object" in c and self.claims.get(c["object"], ("",))[0] == m.sender:
+                    del self.claims[c["object"]]
+                    self.assigned.pop(c["object"], None)
+                if "room" in c and self.room_claims.get(m.sender) == c["room"]:
+                    del self.room_claims[m.sender]
+            elif m.kind == "done" and "room" in c:
+                self.explored.add(c["room"])
+            elif m.kind == "done":
+                self.claims.pop(c["object"], None)
+                self.assigned.pop(c["object"], None)
+                if c["object"] not in self._placed:
+                    self.placed_by[m.sender] += 1
+                self._placed.add(c["object"])
+            elif m.kind == "found":
+                self.found_by[m.sender] += 1
+            elif m.kind == "assign" and c.get("agent") == self.agent_id:
+                self.assignment, self.assigner = dict(c), m.sender
+            elif m.kind == "status":
+                kind, _, target = str(c.get("doing", "")).partition(":")
+                if kind == "grab":
+                    self.intents[m.sender] = target
+                else:
+                    self.intents.pop(m.sender, None)
+            elif m.kind == "correct" and "action" in c:
+                target = c["action"].partition(":")[2]
+                key = f"room:{target}" if c["action"].startswith("explore:") else target
+                if self.assigned.get(key) == m.sender:
+                    del self.assigned[key]  # the member told why it will not do it
+            self._heard.append(m)
+
+    def _apply_heard(self, env: HighLevelEnv) -> None:
+        mem = env.memory(self.agent_id)
+        for m in self._heard:
+            c = m.content
+            try:
+                if m.kind == "found" or (m.kind == "assign" and "location" in c):
+                    obj = c["object"] if m.kind == "found" else c["action"].partition(":")[2]
+                    mem.note_object(obj, c["location"], c.get("tick"))
+                elif m.kind == "done" and "object" in c:
+                    mem.note_object(c["object"], c["location"], c.get("tick"))
+            except (KeyError, ValueError):
+                continue  # a malformed or stale note is ignored, not fatal
+        self._heard.clear()
+
+    def _say(self, kind: str, receivers=EVERYONE, **content) -> None:
+        self._outbox.append(TeamMessage.structured(self.agent_id, receivers, kind, content))
+
+    def communicate(self, env: HighLevelEnv, inbox: list[TeamMessage],
+                    reach: list[str] | None = None) -> list[TeamMessage]:
+        """Read ``inbox``; return this agent's messages for this round.
+
+        ``reach``: the agents this one may message (None: everyone); a leader assigns
+        work only to them, so no order is addressed to someone the channels cut off.
+        A leader assigns only when the rules say the leader assigns work; under
+        ``rules.may_abstain`` an agent with nothing useful to do decides nothing and
+        sets ``abstaining``.
+        """
+        self.receive(inbox)
+        self._apply_heard(env)
+        self._announce(env)
+        if self.role == "leader" and self.rules.assign_work == "leader":
+            lead(self, env, reach)
+        self.abstaining = self.rules.may_abstain and env.needs_decision(self.agent_id) \
+            and not self._useful(env)
+        if env.needs_decision(self.agent_id) and not self.abstaining:
+            self._intent = self._decide(env, claim=True)
+        out, self._outbox = self._outbox, []
+        return out
+
+    def status(self, env: HighLevelEnv) -> str:
+        """What it does: its decision this round, else its running plan, else ``wait``."""
+        if self._intent:
+            return self._intent
+        current = env.current(self.agent_id)
+        return f"{current.kind}:{current.target}" if current is not None else "wait"
+
+    def _useful(self, env: HighLevelEnv) -> bool:
+        """Whether it has something useful to do: it holds something, has an order, or
+        some goal unit still needs someone (not done, held or claimed by others)."""
+        if env.memory(self.agent_id).held or self.assignment is not None:
+            return True
+        return any(n > 0 for n in self._remaining(env).values())
+
+    def _announce(self, env: HighLevelEnv) -> None:
+        mem = env.memory(self.agent_id)
+        wanted = self._wanted_classes(env)
+        for obj, b in mem.objects.items():
+            if (b.source == "seen" and b.kind == "furniture" and obj.rpartition("_")[0] in wanted
+                    and (obj, b.location) not in self._announced):
+                self._announced.add((obj, b.location))
+                self.found_by[self.agent_id] += 1
+                self._say("found", object=obj, location=b.location, tick=b.tick)
+        to = self.rules.report_to
+        if self.rules.assign_work == "leader" and self.role != "leader" and (
+                to is None or set(to) & set(self.rules.leaders)):
+            # the leader that assigns rooms knows only what it is told: which ones are done
+            for room in mem.rooms:
+                if room not in self._rooms_reported and mem.room_explored(room):
+                    self._rooms_reported.add(room)
+                    self._say("done", room=room)
+
+    # ---- acting ----
+    def act(self, env: HighLevelEnv) -> str:
+        """The high-level action id for this round (``continue`` while a plan runs)."""
+        self._apply_heard(env)
+        me = self.agent_id
+        if not env.needs_decision(me):
+            current = env.current(me)
+            lost = (current is not None and current.kind == "grab"
+                    and self.claims.get(current.target, (me,))[0] != me)
+            if not lost:
+                return "continue"
+        if self.abstaining:
+            return "wait"
+        intent, self._intent = self._intent, None
+        valid = {a.id for a in env.available_actions(me)}
+        kind, _, target = (intent or "").partition(":")
+        if intent in valid and (kind != "grab" or self.claims.get(target, ("",))[0] == me):
+            action = intent  # what this agent announced; nobody outranked its claim
+        else:
+            action = self._decide(env, claim=True)
+        self._last_action = action
+        return action
+
+    def _decide(self, env: HighLevelEnv, claim: bool) -> str:
+        """Choose an action; with ``claim`` queue the claim messages it implies."""
+        self._note_results(env)
+        valid = {a.id for a in env.available_actions(self.agent_id)}
+        choice = self._from_assignment(env, valid) or self._grab_or_put(env, valid) \
+            or self._explore(env, valid) or "wait"
+        if claim:
+            self._claim(env, choice)
+        return choice
+
+    def _claim(self, env: HighLevelEnv, choice: str) -> None:
+        kind, _, target = choice.partition(":")
+        tick = env.base.world.tick
+        held = env.memory(self.agent_id).held
+        for obj, (who, _) in list(self.claims.items()):
+            if who == self.agent_id and obj not in held and choice != f"grab:{obj}":
+                del self.claims[obj]  # no longer going for it: let others have it
+                self._say("release", object=obj)
+        if kind == "grab" and self.claims.get(target, ("",))[0] != self.agent_id:
+            self.claims[target] = (self.agent_id, tick)
+            self._say("claim", object=target, target=self._target_of(env, target), tick=tick)
+        elif kind == "explore" and self.room_claims.get(self.agent_id) != target:
+            self.room_claims[self.agent_id] = target
+            self._say("claim", room=target)
+
+    def _note_results(self, env: HighLevelEnv) -> None:
+        """Turn this agent's finished plans into done / release messages."""
+        mem = env.memory(self.agent_id)
+        me = self.agent_id
+        for obj, (who, _) in list(self.claims.items()):
+            if who != me:
+                continue
+            belief = mem.objects.get(obj)
+            if belief is not None and belief.kind == "furniture" and self._on_target(env, obj):
+                del self.claims[obj]
+                self._placed.add(obj)
+                self.placed_by[me] += 1
+                self._say("done", object=obj, location=belief.location, tick=belief.tick,
+                          target=self._target_of(env, obj))
+            elif belief is None or (belief.kind == "agent" and belief.location != me) or (
+                    belief.kind == "furniture" and env.needs_decision(me)
+                    and self._last_action == f"grab:{obj}"):
+                del self.claims[obj]
+                self._say("release", object=obj)
+
+    # ---- goal bookkeeping ----
+    def _goal(self, env: HighLevelEnv):
+        world = env.base.world
+        return world.scene.goal, world.progress
+
+    def _wanted_classes(self, env: HighLevelEnv) -> set[str]:
+        goal, progress = self._goal(env)
+        return {p.cls for p, have in zip(goal, progress) if have < p.count}
+
+    def _target_of(self, env: HighLevelEnv, obj: str) -> str:
+        cls = obj.rpartition("_")[0]
+        goal, _ = self._goal(env)
+        return next((p.target for p in goal if p.cls == cls), "")
+
+    def _on_target(self, env: HighLevelEnv, obj: str) -> bool:
+        mem = env.memory(self.agent_id)
+        b = mem.objects.get(obj)
+        if b is None or b.kind != "furniture":
+            return False
+        target = self._target_of(env, obj)
+        f = mem.furniture.get(b.location)
+        ftype = f.type if f else b.location.rstrip("_0123456789")
+        return bool(target) and ftype == target
+
+    def _remaining(self, env: HighLevelEnv) -> dict[str, int]:
+        """Units each class still needs after what is held, claimed by others and (a
+        leader) ordered to others and not yet claimed."""
+        goal, progress = self._goal(env)
+        need: dict[str, int] = {}
+        for p, have in zip(goal, progress):
+            need[p.cls] = need.get(p.cls, 0) + p.count - have
+        for obj in env.memory(self.agent_id).held:
+            cls = obj.rpartition("_")[0]
+            if cls in need:
+                need[cls] -= 1
+        for obj, (who, _) in self.claims.items():
+            cls = obj.rpartition("_")[0]
+            if who != self.agent_id and cls in need and obj not in self._placed:
+                need[cls] -= 1
+        for obj, who in self.assigned.items():
+            cls = obj.rpartition("_")[0]
+            if who != self.agent_id and cls in need and obj not in self.claims \
+                    and not obj.startswith(ROOM):
+                need[cls] -= 1
+        return need
+
+    def _candidates(self, env: HighLevelEnv) -> list[str]:
+        """Known objects the goal still needs that nobody else claimed."""
+        me = self.agent_id
+        mem = env.memory(self.agent_id)
+        need = self._remaining(env)
+        out = []
+        for obj, b in mem.objects.items():
+            cls = obj.rpartition("_")[0]
+            if (b.kind == "furniture" and need.get(cls, 0) > 0 and not self._on_target(env, obj)
+                    and self.claims.get(obj, (me,))[0] == me
+                    and self.assigned.get(obj, me) == me
+                    and all(t != obj for a, t in self.intents.items() if a != me)):
+                out.append(obj)
+        return sorted(out)
+
+    def _dist(self, env: HighLevelEnv, agent: str, furniture: str) -> int:
+        world = env.base.world
+        f = next(i for i, x in enumerate(world.scene.layout.furniture) if x.name == furniture)
+        here = world.agent_pos[env.base.agent_index[agent]]
+        return env.nav.distance(here, env.nav.furniture_goal(f))
+
+    def _room_dist(self, env: HighLevelEnv, agent: str, room: str) -> int:
+        world = env.base.world
+        here = world.agent_pos[env.base.agent_index[agent]]
+        return env.nav.distance(here, env.nav.room_goal(world.scene.layout.rooms.index(room)))
+
+    # ---- choices ----
+    def _from_assignment(self, env: HighLevelEnv, valid: set[str]) -> str | None:
+        """The leader's order, unless it cannot be done or is corrected (:meth:`_correct`)."""
+        a, self.assignment = self.assignment, None
+        if a is None:
+            return None
+        kind, _, target = a["action"].partition(":")
+        mem = env.memory(self.agent_id)
+        if a["action"] not in valid or (kind == "grab" and len(mem.held) >= 2):
+            return self._correct(a, "not possible now")
+        if kind == "grab" and self._on_target(env, target):
+            return self._correct(a, "done already")
+        owner = self.claims.get(target, (self.agent_id,))[0]
+        if kind == "grab" and owner != self.agent_id:
+            return self._correct(a, f"{owner} has it")
+        if kind == "explore" and mem.room_explored(target):
+            return self._correct(a, "explored already")
+        return a["action"]
+
+    def _correct(self, order: dict, reason: str) -> str | None:
+        """Under ``rules.corrections`` tell the leader why (the order is dropped); else
+        obey an order that is possible but not needed (placed, claimed, explored)."""
+        if self.rules.corrections and self.assigner is not None:
+            self._say("correct", (self.assigner,), agent=self.agent_id,
+                      action=order["action"], reason=reason)
+            return None
+        return None if reason == "not possible now" else order["action"]
+
+    def _grab_or_put(self, env: HighLevelEnv, valid: set[str]) -> str | None:
+        mem = env.memory(self.agent_id)
+        me = self.agent_id
+        if len(mem.held) < 2:
+            cands = [o for o in self._candidates(env) if f"grab:{o}" in valid]
+            if cands:
+                best = min(cands, key=lambda o: (self._dist(env, me, mem.objects[o].location), o))
+                return f"grab:{best}"
+        if not mem.held:
+            return None
+        goal, _ = self._goal(env)
+        held_cls = {o.rpartition("_")[0] for o in mem.held}
+        targets = {p.target for p in goal if p.cls in held_cls}
+        spots = [b.name for b in mem.furniture.values() if b.type in targets
+                 and f"put:{b.name}" in valid]
+        if not spots and targets:
+            return None  # the target furniture is not seen yet: explore to find it
+        if not spots:  # nothing held is wanted: set it down on the nearest free surface
+            spots = [b.name for b in mem.furniture.values() if f"put:{b.name}" in valid
+                     and b.type not in {p.target for p in goal}]
+        if not spots:
+            return None
+        return f"put:{min(spots, key=lambda f: (self._dist(env, me, f), f))}"
+
+    def _explore(self, env: HighLevelEnv, valid: set[str]) -> str | None:
+        me = self.agent_id
+        mem = env.memory(me)
+        others = {r for a, r in self.room_claims.items() if a != me}
+        others |= {k[len(ROOM):] for k, a in self.assigned.items() if k.startswith(ROOM)}
+        rooms = [r for r in mem.rooms if not mem.room_explored(r) and f"explore:{r}" in valid]
+        free = [r for r in rooms if r not in others] or rooms
+        if not free:
+            return None
+        return f"explore:{min(free, key=lambda r: (self._room_dist(env, me, r), r))}"
+
+
+__all__ = ["PlannerAgent", "ROLES"]

@@ -1,0 +1,251 @@
+"""Planner and random agents as team members, so teams can mix them with LLM agents.
+
+:class:`PlannerMember` adapts :class:`~orgteams.agents.planner.planner.PlannerAgent` to the
+:class:`~orgteams.agents.member.TeamMember` interface the team runner drives.
+Its structured messages (claims, found, assign, done, status, correct) travel through
+the runner like any other message, along the organization's channels, so an
+organization changes what planners know and therefore what they do.
+
+A planner follows the organization's rules (``ctx.rules``, a
+:class:`~orgteams.agents.member_rules.MemberRules`): a top leader assigns subgoals
+only under ``assign_work: leader``; under ``self`` nobody announces or respects
+claims; reports (``found``, ``done``, a ``status`` every round) are sent or not by
+``report_when`` and go to ``report_to``; the message budget drops what is over it
+(most important kept: orders, corrections, claims, then reports); members correct a
+leader only under ``corrections``; ballots follow the election rule
+(:func:`~orgteams.agents.member_rules.choose_vote`); with ``allow_abstain`` a planner
+with nothing useful to do abstains; with self-chosen roles it claims one of
+:data:`~orgteams.agents.member_rules.ROLE_VOCABULARY`.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import replace
+
+from orgteams.agents.member import (
+    ActContext,
+    ActDecision,
+    CommunicateContext,
+    CommunicateDecision,
+    DecisionRecord,
+    MemberBase,
+    TeamMessage,
+)
+from orgteams.agents.member_rules import MemberRules, choose_vote, within_budget
+from orgteams.agents.planner.planner import PlannerAgent
+from orgteams.agents.shared_context import as_claims
+from orgteams.envs.messages import EVERYONE, render
+
+PRIORITY = ("assign", "correct", "claim", "release", "done", "found", "status")
+"""Message kinds, most important first: what a budget keeps."""
+
+
+def priority(m: TeamMessage) -> float:
+    """Where ``m`` ranks under :data:`PRIORITY` (lower is kept first); a room report
+    (``done`` with ``room``) ranks after ``found``: where goal objects are matters more."""
+    if m.kind == "done" and "room" in m.content:
+        return PRIORITY.index("found") + 0.5
+    return PRIORITY.index(m.kind) if m.kind in PRIORITY else len(PRIORITY)
+REPORTS = {"found": ("on_new_information", "every_round"),
+           "done": ("on_new_information", "every_round", "on_completion"),
+           "status": ("every_round",)}
+"""Report kinds and the ``report_when`` values under which they are sent."""
+_ROLE_OF = {"grab": "gatherer", "put": "placer", "explore": "explorer", "check": "explorer"}
+
+
+def _structured(messages: list[TeamMessage]) -> list[TeamMessage]:
+    """The structured messages a planner understands (free text is ignored)."""
+    return [m for m in messages if m.kind not in ("text", "action") and m.content]
+
+
+def _progress(planner: PlannerAgent) -> dict[str, tuple[int, int]]:
+    """What each agent achieved as far as ``planner`` knows: ``(placed, found)`` goal
+    objects (the ``progress`` election rule votes for the most)."""
+    agents = set(planner.placed_by) | set(planner.found_by)
+    return {a: (planner.placed_by[a], planner.found_by[a]) for a in agents}
+
+
+def _parsed(m: TeamMessage) -> dict:
+    """A planner's message as its decision record shows it."""
+    return {"sender": m.sender, "receivers": m.receivers_json(), "kind": m.kind,
+            "content": dict(m.content), "text": m.text}
+
+
+def _known_choices(ctx: CommunicateContext) -> list[TeamMessage]:
+    """What the protocol shows of others' actions, as claims: earlier agents' chosen
+    actions this round (``sequential``) and the latest round of the shared history
+    (``shared``)."""
+    chosen = {m.sender: m.content["action"] for m in ctx.visible_this_round
+              if m.kind == "action"}
+    out = as_claims(chosen, ctx.agent, tick=-1)  # decided before this agent, this round
+    if ctx.history is not None and ctx.history.rounds:
+        last = ctx.history.rounds[-1]
+        out += as_claims(last.actions, ctx.agent, tick=last.tick)
+    return out
+
+
+def _forget(planner: PlannerAgent, removed: tuple[str, ...]) -> None:
+    """Claims and assignments of agents taken out of the team lapse (shocks), and so
+    does an order from a removed leader (its successor gives the orders now)."""
+    gone = set(removed)
+    if planner.assigner in gone:
+        planner.assignment = planner.assigner = None
+    for obj in [o for o, (who, _) in planner.claims.items() if who in gone]:
+        del planner.claims[obj]
+    for agent in gone & set(planner.room_claims):
+        del planner.room_claims[agent]
+    for key in [k for k, who in planner.assigned.items() if who in gone]:
+        del planner.assigned[key]
+
+
+class PlannerMember(MemberBase):
+    """A :class:`PlannerAgent` on a team. ``leader=True`` makes it assign subgoals
+    (when the organization's rules say the leader assigns work)."""
+
+    model = "planner"
+    acts_every_round = True  # it may drop a plan whose object a teammate claimed first
+
+    def __init__(self, agent_id: str, leader: bool = False):
+        self.agent_id = agent_id
+        self.planner = PlannerAgent(agent_id, role="leader" if leader else "member")
+        self._seen: set[tuple] = set()
+        self._status: tuple[int, str] | None = None  # (round, status) last reported
+        self._spent = (-1, 0, 0)  # (round, messages, tokens) sent that round
+
+    @property
+    def claims(self) -> bool:
+        """It announces and respects claims (the rules' ``assign_work`` is not ``self``)."""
+        return self.planner.rules.claims
+
+    def reset(self) -> None:
+        self.planner = PlannerAgent(self.agent_id, role=self.planner.role)
+        self._seen.clear()
+        self._status = None
+        self._spent = (-1, 0, 0)
+
+    def set_leader(self, leader: bool) -> None:
+        """Called by the runner when leadership changes (elections, dynamic rules)."""
+        self.planner.role = "leader" if leader else "member"
+
+    def _fresh(self, messages: list[TeamMessage], observed: bool = False
+                ) -> list[TeamMessage]:
+        """Messages not seen before; ``observed``: claims derived from actions the
+        protocol showed it (kept even when the rules have no claiming: seen, not said)."""
+        out = []
+        for m in messages:
+            if not observed and not self.claims and m.kind in ("claim", "release"):
+                continue
+            key = (m.sender, m.kind, tuple(sorted(m.content.items())))
+            if key not in self._seen:
+                self._seen.add(key)
+                out.append(m)
+        return out
+
+    def receive(self, messages: list[TeamMessage]) -> None:
+        self.planner.receive(self._fresh(_structured(messages)))
+
+    async def communicate(self, ctx: CommunicateContext, env) -> CommunicateDecision:
+        start = time.perf_counter()
+        record = DecisionRecord("communicate", self.agent_id, ctx.round, model=self.model)
+        rules = self.planner.rules = ctx.rules
+        if ctx.stage_kind == "vote":
+            vote = choose_vote(rules, self.agent_id, ctx.candidates or [self.agent_id],
+                               ctx.round, _progress(self.planner))
+            record.parsed = {"vote": vote, "rule": rules.vote}
+            record.wall = time.perf_counter() - start
+            return CommunicateDecision([], None, False, vote, "", record)
+        if ctx.removed:
+            _forget(self.planner, ctx.removed)
+        inbox = self._fresh(_structured(ctx.visible_this_round)) + self._fresh(
+            _known_choices(ctx), observed=True)
+        heard = self.planner.communicate(env, inbox, ctx.can_message)  # updates its claims
+        said = self._by_rules([replace(m, round=ctx.round) for m in heard], rules, env, ctx)
+        if not ctx.can_message and said:  # nobody to tell: silent, and the record says so
+            record.notes.append(f"no teammate may be messaged: {len(said)} message(s) not "
+                                "said: " + ", ".join(m.kind for m in said))
+            said = []
+        said = [replace(m, text=render(m.kind, m.content, m.text, ctx.team)) for m in said]
+        spent = self._spent if self._spent[0] == ctx.round else (ctx.round, 0, 0)
+        said, over = within_budget(said, rules, lambda m: ctx.count_tokens(m.text), spent[1:])
+        self._spent = (ctx.round, spent[1] + len(said),
+                       spent[2] + sum(ctx.count_tokens(m.text) for m in said))
+        abstain = self.planner.abstaining and ctx.allow_abstain
+        role = self._role(env, abstain) if ctx.self_chosen_roles else ctx.role
+        record.parsed = {"messages": [_parsed(m) for m in said], "abstain": abstain,
+                         "role": role, "rules": {"assign_work": rules.assign_work,
+                                                 "report_when": rules.report_when}}
+        if over:
+            record.notes.append(f"budget: {len(over)} message(s) not sent: "
+                                + ", ".join(m.kind for m in over))
+        record.wall = time.perf_counter() - start
+        return CommunicateDecision(said, role, abstain, None, "", record)
+
+    def _by_rules(self, messages: list[TeamMessage], rules: MemberRules, env,
+                  ctx: CommunicateContext) -> list[TeamMessage]:
+        """The planner's messages as the rules allow: claims only when claiming, reports
+        by ``report_when`` to ``report_to``, a status every round when the rules ask,
+        most important first."""
+        to = rules.report_to if rules.report_to is not None else EVERYONE
+        out = []
+        for m in messages:
+            if m.kind in ("claim", "release") and not rules.claims:
+                continue
+            if m.kind in REPORTS:
+                if rules.report_when not in REPORTS[m.kind]:
+                    continue
+                m = replace(m, receivers=to)
+            out.append(m)
+        if rules.report_when == "every_round":
+            doing = self.planner.status(env)
+            if self._status != (ctx.round, doing):  # once a round, again if it changed
+                self._status = (ctx.round, doing)
+                held = tuple(sorted(env.memory(self.agent_id).held))
+                out.append(replace(TeamMessage.structured(
+                    self.agent_id, to, "status", {"doing": doing, "holding": held}),
+                    round=ctx.round))
+        return sorted(out, key=priority)
+
+    def _role(self, env, abstain: bool) -> str:
+        """Its self-chosen role, from what it will do (:data:`ROLE_VOCABULARY`)."""
+        if abstain:
+            return "standby"
+        if self.planner.role == "leader" and self.planner.rules.assign_work == "leader":
+            return "coordinator"
+        doing = self.planner.status(env)
+        return _ROLE_OF.get(doing.partition(":")[0], "standby")
+
+    async def act(self, env, round: int, ctx: ActContext | None = None) -> ActDecision:
+        start = time.perf_counter()
+        action = self.planner.act(env)
+        record = DecisionRecord("act", self.agent_id, round, parsed={"action": action},
+                                model=self.model)
+        record.wall = time.perf_counter() - start
+        return ActDecision(action, "", record)
+
+
+class RandomMember(MemberBase):
+    """A :class:`RandomAgent` on a team: silent, uniformly random high-level actions."""
+
+    model = "random"
+    acts_every_round = False
+
+    def __init__(self, agent_id: str, seed: int | None = None):
+        from orgteams.agents.random_agent import RandomAgent
+
+        self.agent_id = agent_id
+        self.agent = RandomAgent(agent_id, seed)
+
+    async def communicate(self, ctx: CommunicateContext, env) -> CommunicateDecision:
+        record = DecisionRecord("communicate", self.agent_id, ctx.round, model=self.model)
+        vote = None
+        if ctx.stage_kind == "vote" and ctx.candidates:  # ballots follow the election rule
+            vote = choose_vote(ctx.rules, self.agent_id, ctx.candidates, ctx.round)
+            record.parsed = {"vote": vote, "rule": ctx.rules.vote}
+        return CommunicateDecision([], None, False, vote, "", record)
+
+    async def act(self, env, round: int, ctx: ActContext | None = None) -> ActDecision:
+        action = self.agent.act(env)
+        record = DecisionRecord("act", self.agent_id, round, parsed={"action": action},
+                                model=self.model)
+        return ActDecision(action, "", record)

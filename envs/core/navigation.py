@@ -1,0 +1,280 @@
+"""Shortest-path navigation on a layout: BFS distance maps cached per layout.
+
+A :class:`Navigator` belongs to one :class:`~orgteams.envs.core.layout.Layout` (it is
+shared by every episode and every env on that layout, see :func:`navigator`).
+It answers "which primitive action brings this agent one step closer to any of
+these goal cells", with doors counted as walkable (a closed door on the path is
+opened with the primitive ``open`` action) and other agents treated as moving
+obstacles: when the best next cell is occupied the agent takes another cell at
+the same distance, else re-plans a detour around the occupied cells, else waits;
+after :data:`STUCK_SHUFFLE` blocked ticks it steps aside to break head-on
+deadlocks in corridors and doorways.
+
+Distance maps are plain Python lists indexed by flat cell (``row * width + col``),
+computed once per (layout, goal cells) and kept in an LRU dict, so planning cost
+per tick is a few list lookups.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict, deque
+from collections.abc import Iterable
+
+from orgteams.envs.core.actions import Verb, encode
+from orgteams.envs.core.layout import DIRECTIONS, DOOR, FLOOR, Layout
+from orgteams.envs.core.state import HouseholdState
+
+INF = 1 << 30
+STUCK_SHUFFLE = 3  # blocked ticks before an agent steps aside to break a deadlock
+DETOUR_SLACK = 8  # extra cells a detour may cost to be taken without waiting first
+MAX_CACHED_MAPS = 512  # distance maps kept per layout (targets are rooms and furniture)
+WAIT = 0
+
+
+class Navigator:
+    """Distance maps and next steps for one layout. Build with :func:`navigator`."""
+
+    def __init__(self, layout: Layout):
+        self.layout = layout
+        h, w = layout.height, layout.width
+        self.width = w
+        tiles = layout.tiles.ravel()
+        self.walkable = [bool(t in (FLOOR, DOOR)) for t in tiles]
+        self.is_door = [bool(t == DOOR) for t in tiles]
+        self.is_floor = [bool(t == FLOOR) for t in tiles]
+        self.deltas = tuple(dr * w + dc for dr, dc in DIRECTIONS)
+        self.neighbours: list[tuple[tuple[int, int], ...]] = []
+        for cell in range(h * w):
+            r, c = divmod(cell, w)
+            out = []
+            for d, (dr, dc) in enumerate(DIRECTIONS):
+                rr, cc = r + dr, c + dc
+                if 0 <= rr < h and 0 <= cc < w and self.walkable[rr * w + cc]:
+                    out.append((d, rr * w + cc))
+            self.neighbours.append(tuple(out))
+        room_map = layout.room_map.ravel()
+        self.room_cells = tuple(
+            frozenset(i for i in range(h * w) if tiles[i] == FLOOR and room_map[i] == r)
+            for r in range(len(layout.rooms)))
+        self.furniture_cells = tuple(
+            frozenset(n for _, n in self.neighbours[f.cell[0] * w + f.cell[1]]
+                      if tiles[n] == FLOOR)
+            for f in layout.furniture)
+        access = frozenset().union(*self.furniture_cells)
+        # Parking cells: inside a room (3+ floor neighbours, so not a corridor, doorway or
+        # dead end) and not where anyone stands to reach furniture.
+        self.roomy_cells = frozenset(
+            c for c in range(h * w) if self.is_floor[c] and c not in access
+            and sum(self.is_floor[n] for _, n in self.neighbours[c]) >= 3)
+        self._maps: OrderedDict[frozenset[int], list[int]] = OrderedDict()
+        self.bfs_calls = 0  # distance maps computed (cache misses), for benchmarks
+
+    # ---- distance maps ----
+    def distance_map(self, goals: Iterable[int]) -> list[int]:
+        """Walking distance from every cell to the nearest goal cell (``INF`` if none)."""
+        key = goals if isinstance(goals, frozenset) else frozenset(goals)
+        dist = self._maps.get(key)
+        if dist is not None:
+            self._maps.move_to_end(key)
+            return dist
+        dist = self._bfs(key, blocked=())
+        self._maps[key] = dist
+        if len(self._maps) > MAX_CACHED_MAPS:
+            self._maps.popitem(last=False)
+        return dist
+
+    def _bfs(self, goals: frozenset[int], blocked: Iterable[int]) -> list[int]:
+        self.bfs_calls += 1
+        dist = [INF] * len(self.walkable)
+        blocked = set(blocked)
+        queue = deque()
+        for g in goals:
+            if self.walkable[g] and g not in blocked:
+                dist[g] = 0
+                queue.append(g)
+        neighbours = self.neighbours
+        while queue:
+            cell = queue.popleft()
+            nd = dist[cell] + 1
+            for _, n in neighbours[cell]:
+                if dist[n] == INF and n not in blocked:
+                    dist[n] = nd
+                    queue.append(n)
+        return dist
+
+    def room_goal(self, room: int) -> frozenset[int]:
+        return self.room_cells[room]
+
+    def furniture_goal(self, furniture: int) -> frozenset[int]:
+        """The floor cells from which an agent can reach a piece of furniture."""
+        return self.furniture_cells[furniture]
+
+    def distance(self, cell: int, goals: frozenset[int]) -> int:
+        return self.distance_map(goals)[cell]
+
+    # ---- one step ----
+    def step_toward(self, state: HouseholdState, agent: int, goals: frozenset[int],
+                    stuck: int = 0, yielding: frozenset[int] = frozenset()) -> int:
+        """The primitive action that moves ``agent`` one step toward ``goals``.
+
+        Returns ``0`` (wait) when the agent is already on a goal cell, when the way is
+        blocked by agents and no detour exists, and ``-1`` when no path can ever exist.
+        ``stuck`` is how many ticks in a row this agent has been blocked. Cells in
+        ``yielding`` hold agents that will step aside (they wait), so the agent walks on.
+        """
+        here = state.agent_pos[agent]
+        if here in goals:
+            return WAIT
+        occupied = {p for i, p in enumerate(state.agent_pos)
+                    if i != agent and p not in yielding}
+        free_goals = goals - occupied
+        if free_goals and len(free_goals) < len(goals):
+            goals = free_goals  # head for a goal cell nobody stands on (cached map too)
+        dist = self.distance_map(goals)
+        if dist[here] >= INF:
+            return -1
+        best = [(d, n) for d, n in self.neighbours[here] if dist[n] == dist[here] - 1]
+        for d, n in best:
+            if n not in occupied:
+                return self._enter(state, d, n)
+        # Blocked: detour around the agents in the way (computed fresh, not cached).
+        detour = self._bfs(goals, blocked=occupied)
+        if detour[here] < INF and (detour[here] <= dist[here] + 8 or stuck >= 2):
+            for d, n in self.neighbours[here]:
+                if detour[n] == detour[here] - 1:
+                    return self._enter(state, d, n)
+        if stuck >= STUCK_SHUFFLE:
+            free = [(d, n) for d, n in self.neighbours[here]
+                    if n not in occupied and self.is_floor[n]]
+            if free:
+                d, n = free[(state.tick + agent) % len(free)]
+                return self._enter(state, d, n)
+        return WAIT
+
+    def walker(self, agent: int, goals: frozenset[int]) -> Walker:
+        """A stateful walk of ``agent`` to ``goals`` (see :class:`Walker`)."""
+        return Walker(self, agent, goals)
+
+    def _enter(self, state: HouseholdState, direction: int, cell: int) -> int:
+        if self.is_door[cell]:
+            door = state.scene.door_at[cell]
+            if not state.door_open[door]:
+                return encode(Verb.OPEN, direction)
+        return encode(Verb.MOVE, direction)
+
+    def direction_to(self, here: int, cell: int) -> int:
+        """Direction (0..3) from ``here`` to an adjacent ``cell``; ValueError if not adjacent."""
+        for d, delta in enumerate(self.deltas):
+            if here + delta == cell:
+                return d
+        raise ValueError(f"cell {cell} is not next to cell {here}")
+
+
+class Walker:
+    """One agent walking to a set of goal cells, tick by tick, without oscillating.
+
+    When the shortest way is blocked by an agent that will not step aside, the agent
+    with the higher index takes a detour around the agents in the way and keeps to
+    it (so two agents never swap back and forth); the lower index waits a few ticks,
+    then detours too. With no detour at all, the agent that yields steps aside at once:
+    sideways, else into a pocket off the other's line (an open doorway beside a
+    corridor), and only else straight back, so a corridor crossing costs a step or two
+    instead of backing all the way down; any blocked agent steps aside to a free floor
+    cell after :data:`STUCK_SHUFFLE` ticks, which breaks the remaining deadlocks.
+    """
+
+    def __init__(self, nav: Navigator, agent: int, goals: frozenset[int]):
+        self.nav, self.agent, self.goals = nav, agent, goals
+        self.detour: list[int] | None = None
+        self.stuck = 0
+        self._last = -1
+        self._pause = 0  # ticks to stay put after stepping aside, to let others pass
+
+    def remaining(self, state: HouseholdState) -> int:
+        """Shortest walking distance left, ignoring agents (``INF`` when unreachable)."""
+        return self.nav.distance_map(self.goals)[state.agent_pos[self.agent]]
+
+    def next_action(self, state: HouseholdState, yielding: frozenset[int] = frozenset(),
+                    pushable: frozenset[int] = frozenset()) -> int:
+        """The next primitive action: 0 (wait or arrived) or -1 (no path can ever exist).
+
+        Agents on ``yielding`` cells (waiting) and, unless this agent has been stuck
+        a long time, on ``pushable`` cells (lower priority) are walked into: the env
+        pushes them aside (:meth:`HighLevelEnv` does, in ``_make_way``).
+        """
+        nav, agent = self.nav, self.agent
+        here = state.agent_pos[agent]
+        if here in self.goals:
+            return WAIT
+        self.stuck = self.stuck + 1 if here == self._last else 0
+        self._last = here
+        if self._pause > 0:
+            self._pause -= 1
+            return WAIT
+        if pushable and self.stuck < 2 * STUCK_SHUFFLE:
+            yielding = yielding | pushable
+        occupant = {p: i for i, p in enumerate(state.agent_pos)
+                    if i != agent and p not in yielding}
+        goals = self.goals - occupant.keys() or self.goals
+        if self.detour is not None:
+            d = self.detour
+            step = next(((dd, n) for dd, n in nav.neighbours[here]
+                         if d[here] < INF and d[n] == d[here] - 1 and n not in occupant), None)
+            if step is not None:
+                return nav._enter(state, *step)
+            self.detour = None
+        dist = nav.distance_map(goals)
+        if dist[here] >= INF:
+            return -1
+        best = [(d, n) for d, n in nav.neighbours[here] if dist[n] == dist[here] - 1]
+        for d, n in best:
+            if n not in occupant:
+                return nav._enter(state, d, n)
+        blockers = [occupant[n] for _, n in best if n in occupant]
+        yields = agent > min(blockers)
+        if yields or self.stuck >= STUCK_SHUFFLE:
+            detour = nav._bfs(goals, blocked=occupant.keys())
+            # A short detour is taken at once; a long one only after waiting a while.
+            if detour[here] < INF and (detour[here] <= dist[here] + DETOUR_SLACK
+                                       or self.stuck >= 2 * STUCK_SHUFFLE):
+                self.detour = detour
+                for d, n in nav.neighbours[here]:
+                    if detour[n] == detour[here] - 1:
+                        return nav._enter(state, d, n)
+            if self.stuck < STUCK_SHUFFLE:
+                # Yield into a pocket: sideways, else off the blocker's line (a doorway
+                # beside a corridor too), else straight back, floor before doorway.
+                back = 2 * here - min(n for _, n in best if n in occupant)
+                free = [(d, n) for d, n in nav.neighbours[here]
+                        if n not in occupant and dist[n] >= dist[here] and (
+                            nav.is_floor[n] or state.door_open[state.scene.door_at[n]])]
+                free.sort(key=lambda dn: (dist[dn[1]] > dist[here], dn[1] == back,
+                                          not nav.is_floor[dn[1]]))
+            else:
+                free = [(d, n) for d, n in nav.neighbours[here]
+                        if n not in occupant and nav.is_floor[n] and dist[n] >= dist[here]]
+                free.sort(key=lambda dn: dist[dn[1]])
+            if free and (yields or self.stuck >= STUCK_SHUFFLE):
+                # Step aside, off the way (sideways before backwards).
+                self._pause = 2 if self.stuck >= STUCK_SHUFFLE else 0
+                return nav._enter(state, *free[(state.tick // 7 + agent) % len(free)
+                                               if self.stuck >= STUCK_SHUFFLE else 0])
+        return WAIT
+
+
+_NAVIGATORS: OrderedDict[tuple, Navigator] = OrderedDict()
+MAX_LAYOUTS = 32
+
+
+def navigator(layout: Layout) -> Navigator:
+    """The shared :class:`Navigator` of a layout (one per layout, not per episode)."""
+    key = (layout.name, layout.grid)
+    nav = _NAVIGATORS.get(key)
+    if nav is None:
+        nav = _NAVIGATORS[key] = Navigator(layout)
+        if len(_NAVIGATORS) > MAX_LAYOUTS:
+            _NAVIGATORS.popitem(last=False)
+    return nav
+
+
+__all__ = ["INF", "Navigator", "Walker", "navigator"]

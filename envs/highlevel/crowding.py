@@ -1,0 +1,164 @@
+"""Crowding on the high-level env: who gives way to whom in narrow places.
+
+Lower agent index has right of way. A waiting agent, or a higher-index one that is
+only walking, is pushed one cell aside when a teammate walks into it (a whole queue
+along a corridor backs up one cell, :data:`PUSH_DEPTH` deep); an agent boxed into a
+dead end is given way to for ``DEFER_TICKS`` instead. Idle agents (unless made idle
+with ``obstacle=False``, as a removed team member is) and agents playing primitive
+actions are never moved.
+
+A removed member pushed into a corridor, doorway or dead end would be stuck there
+for good (nobody can pull it out of a dead end: it only moves when pushed, and only
+away from the pusher), sealing whatever lies behind it. So it "evacuates": it walks
+to the nearest cell inside a room (:attr:`Navigator.roomy_cells`) with right of way
+over everyone, backing any queue out of its way, and is idle again there.
+This is a mixin of :class:`~orgteams.envs.highlevel.highlevel_env.HighLevelEnv`: it reads the
+env's runners, navigator and base world.
+"""
+
+from __future__ import annotations
+
+from orgteams.envs.core.actions import Verb, encode
+from orgteams.envs.core.state import is_walkable
+
+DEFER_TICKS = 12  # how long an agent gives way to one it could not push aside
+PUSH_DEPTH = 8  # agents one push may move in a row (a queue in a corridor backs up)
+
+
+class Crowding:
+    """Right-of-way rules used by ``HighLevelEnv.step`` and by the plans."""
+
+    def _waiting(self, agent: str) -> bool:
+        r = self._runners[agent]
+        if r.idle:
+            return not r.obstacle and agent not in self._evac
+        return r.status != "running" or r.action.kind == "wait"
+
+    def _movable(self, agent: str) -> bool:
+        """Whether teammates may push ``agent`` aside: not an idle obstacle, not playing
+        primitives."""
+        r = self._runners[agent]
+        if r.idle:
+            return not r.obstacle
+        return not (r.status == "running" and r.action.kind == "primitive")
+
+    def yielding_cells(self, agent: str) -> tuple[frozenset[int], frozenset[int]]:
+        """Cells of waiting teammates, and of lower-priority (higher index) ones.
+
+        A walking ``agent`` may walk into these: they will be pushed aside (plans use it).
+        """
+        pos = self.base.world.agent_pos
+        index = self.base.agent_index
+        others = [a for a in self.agents if a != agent and self._movable(a)]
+        waiting = frozenset(pos[index[a]] for a in others if self._waiting(a))
+        lower = frozenset(pos[index[a]] for a in others if self._outranks(agent, a))
+        return waiting, lower
+
+    def _outranks(self, a: str, b: str) -> bool:
+        """Whether ``a`` may push ``b`` aside: lower index wins, unless one defers."""
+        if a in self._evac or b in self._evac:  # evacuating removed members go first
+            return b not in self._evac or (
+                a in self._evac and self.base.agent_index[a] < self.base.agent_index[b])
+        tick = self.base.world.tick
+        if self._defer.get(a, ("", -1))[0] == b and self._defer[a][1] > tick:
+            return False
+        if self._defer.get(b, ("", -1))[0] == a and self._defer[b][1] > tick:
+            return True
+        index = self.base.agent_index
+        return index[a] < index[b]
+
+    def _evacuate(self, joint: dict[str, int]) -> None:
+        """Walk removed members (idle, ``obstacle=False``) off narrow cells into a room.
+
+        Sets their action in ``joint``; one that stands inside a room (or has no room to
+        go to) stays idle and pushable.
+        """
+        world = self.base.world
+        index = self.base.agent_index
+        roomy = self.nav.roomy_cells
+        for agent in self.agents:
+            r = self._runners[agent]
+            if not (r.idle and not r.obstacle) or not roomy \
+                    or world.agent_pos[index[agent]] in roomy:
+                self._evac.pop(agent, None)
+                continue
+            walker = self._evac.get(agent)
+            if walker is None:
+                walker = self._evac[agent] = self.nav.walker(index[agent], roomy)
+            act = walker.next_action(world, *self.yielding_cells(agent))
+            joint[agent] = max(act, 0)
+
+    def _make_way(self, joint: dict[str, int]) -> None:
+        """Push aside whoever stands where a higher-priority agent walks this tick.
+
+        A waiting agent, or one of higher index that is only waiting or walking,
+        steps to a free cell beside it (or pushes the next one along, two deep).
+        """
+        world = self.base.world
+        index = self.base.agent_index
+        pos = world.agent_pos
+        at = {pos[index[a]]: a for a in self.agents}
+        taken = set(pos)
+        for mover in sorted(joint, key=index.get):
+            act = joint[mover]
+            if not 1 <= act <= 4:
+                continue
+            into = pos[index[mover]] + world.scene.deltas[act - 1]
+            b = at.get(into)
+            here = pos[index[mover]]
+            if b is None or not self._pushable(b, mover, joint):
+                continue
+            own = joint[b]
+            if 1 <= own <= 4:  # b steps out of the way itself (into a pocket): let it
+                to = into + world.scene.deltas[own - 1]
+                if to != here and to not in taken and is_walkable(world, to):
+                    taken.add(to)
+                    continue
+            if self._push(b, here, mover, joint, taken, at, depth=PUSH_DEPTH - 1):
+                continue
+            # b is boxed in: the mover gives way to b for a while (b may push it back).
+            self._defer[mover] = (b, world.tick + DEFER_TICKS)
+            if self._waiting(b):
+                # b is in a dead end: the mover steps aside and b comes out behind it.
+                side = [(d, n) for d, n in self.nav.neighbours[here]
+                        if n != into and n not in taken and is_walkable(world, n)]
+                if side:
+                    d, n = side[0]
+                    joint[mover] = encode(Verb.MOVE, d)
+                    joint[b] = encode(Verb.MOVE, self.nav.direction_to(into, here))
+                    taken.add(n)
+
+    def _pushable(self, b: str, mover: str, joint: dict[str, int]) -> bool:
+        # An idle obstacle never moves, nor is an agent playing primitive actions moved
+        # against its choice; an idle non-obstacle (a removed member) is pushed like a
+        # waiting agent.
+        return joint[b] <= 4 and self._movable(b) and (
+            self._waiting(b) or self._outranks(mover, b))
+
+    def _push(self, b: str, away: int, mover: str, joint: dict[str, int], taken: set[int],
+              at: dict[int, str], depth: int) -> bool:
+        world = self.base.world
+        cell = world.agent_pos[self.base.agent_index[b]]
+        ahead = 2 * cell - away
+        options = [(d, n) for d, n in self.nav.neighbours[cell]
+                   if n != away and is_walkable(world, n)]
+        if self._waiting(b):  # it may stand there a while: in a room, not a doorway
+            roomy = self.nav.roomy_cells  # or corridor, if it can
+            options.sort(key=lambda dn: (not self.nav.is_floor[dn[1]], dn[1] not in roomy,
+                                         dn[1] == ahead))
+        else:  # walking: into a side pocket (a doorway too) rather than ahead of the
+            # mover, which in a corridor would push it back all the way down
+            options.sort(key=lambda dn: (dn[1] == ahead, not self.nav.is_floor[dn[1]]))
+        for d, n in options:
+            if n not in taken:
+                joint[b] = encode(Verb.MOVE, d)
+                taken.add(n)
+                return True
+        if depth > 0:
+            for d, n in options:
+                c = at.get(n)
+                if c is not None and c != mover and self._pushable(c, mover, joint) \
+                        and self._push(c, cell, mover, joint, taken, at, depth - 1):
+                    joint[b] = encode(Verb.MOVE, d)
+                    return True
+        return False

@@ -1,0 +1,392 @@
+"""High-level actions over the household: a PettingZoo ParallelEnv in decision rounds.
+
+Each agent picks a :class:`HighLevelAction` (the paper's ``[goexplore] <kitchen>``,
+``[gocheck] <fridge>``, ``[gograb] <cupcake_1>``, ``[goput] <coffee_table>``,
+``[wait]``), which runs over several primitive ticks of the wrapped
+:class:`~orgteams.envs.household.HouseholdEnv`. One :meth:`HighLevelEnv.step` (a
+*decision round*) runs ticks until at least one agent finished or failed its plan
+(so needs a new decision), or the episode ends; it always runs at least one tick.
+
+====================  =====================================================================
+id                    what the plan does
+====================  =====================================================================
+``explore:<room>``    walk into the room, then open each container there never seen open,
+                      nearest first; done when every container there has been observed
+``goto:<room>``       walk into the room
+``check:<furn>``      walk next to the container and open it
+``grab:<obj>``        walk to where the agent believes the object is, open its container if
+                      needed, pick it; fails ("cupcake_1 is not on the kitchen_table any
+                      more", "both hands are full") when that is impossible
+``put:<furn>``        walk there, open it if it is a container, put every held object the goal
+                      wants on/in that furniture type; when none of the held objects match,
+                      put all held objects there; fails when it is full or hands are empty
+``wait``              wait one tick
+``continue``          keep the current plan (only while one is running)
+``primitive:<id>``    play primitive action ``<id>`` (:mod:`orgteams.envs.core.actions`) for
+                      exactly one tick; never listed in :meth:`~HighLevelEnv.available_actions`
+                      (LLM prompts are unchanged): it lets a person at the keyboard (or a
+                      per-tick policy) play beside planners, who keep their plans
+====================  =====================================================================
+
+A ``primitive:<id>`` agent is never pushed aside and is not walked into: its tick
+is exactly the action it chose, and the round ends after that one tick (it needs a
+new decision), so such a player decides every tick.
+
+Available actions come from the agent's :class:`~orgteams.envs.observe.memory.AgentMemory`
+only: ``explore``/``goto`` every room of the floor plan, ``check`` every container
+seen, ``grab`` every object believed on/in a piece of furniture, ``put`` every
+piece of furniture seen (while holding something). An agent that needs a decision
+and is given none waits one tick. Navigation is :mod:`orgteams.envs.core.navigation`;
+a walk that makes no progress for long fails with a reason (never a hang). The
+plans themselves (generators of primitive actions) are :mod:`orgteams.envs.highlevel.plans`.
+
+Crowding: a lower agent index has right of way. An agent that is waiting (its plan
+is ``wait`` or it awaits a decision), or has a higher index and is only walking,
+is pushed one cell aside when a teammate walks into it (its tick becomes that
+move); an agent boxed into a dead end is given way instead. Idle agents
+(:meth:`HighLevelEnv.set_idle`) never move: they are obstacles, unless made idle with
+``obstacle=False`` (a removed team member): those are pushed aside like waiting ones.
+
+For RL, ``action_mode="discrete"`` gives each agent a ``Discrete`` space over stable
+option slots with ``info[agent]["action_mask"]``, and ``obs_mode="array"`` per-slot
+features (:mod:`orgteams.envs.highlevel.slots`); ``info[agent]["ticks_elapsed"]`` is
+the round's length in ticks, for SMDP discounting (``gamma ** ticks_elapsed``).
+
+Extras beyond the PettingZoo API: :meth:`HighLevelEnv.load_state` starts from a
+given world state; ``on_tick(before, joint_actions, after, infos)`` is called after
+every tick when set (demonstrations, profilers); ``nav`` is the layout's
+:class:`~orgteams.envs.core.navigation.Navigator`.
+"""
+
+from __future__ import annotations
+
+import functools
+import string
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from gymnasium import spaces
+from pettingzoo import ParallelEnv
+
+from orgteams.envs._util import did_you_mean
+from orgteams.envs.core.navigation import Walker, navigator
+from orgteams.envs.core.state import HouseholdState
+from orgteams.envs.highlevel.crowding import Crowding
+from orgteams.envs.highlevel.plans import PLAN_TICK_LIMIT, PLANS, STUCK_LIMIT, PlanFailed, Runner
+from orgteams.envs.highlevel.slots import OptionSlots, slot_features
+from orgteams.envs.highlevel.space import PRIMITIVE, AvailableActions
+from orgteams.envs.household import TEXT_SPACE_LENGTH, HouseholdEnv
+from orgteams.envs.observe.memory import AgentMemory
+
+KINDS = ("explore", "goto", "check", "grab", "put", "wait", "continue", "primitive")
+LABELS = {"explore": "goexplore", "goto": "goto", "check": "gocheck", "grab": "gograb",
+          "put": "goput", "wait": "wait", "continue": "continue", "primitive": "primitive"}
+STATUSES = ("running", "done", "failed", "idle")
+ACTION_MODES = ("text", "discrete")
+
+
+@dataclass(frozen=True)
+class HighLevelAction:
+    """One high-level action; ``id`` is what agents send to :meth:`HighLevelEnv.step`."""
+
+    id: str
+    kind: str
+    target: str
+    label: str
+
+    @classmethod
+    @functools.lru_cache(maxsize=4096)  # noqa: B019 - immutable values, bounded cache
+    def make(cls, kind: str, target: str = "") -> HighLevelAction:
+        ident = f"{kind}:{target}" if target else kind
+        label = f"[{LABELS[kind]}] <{target}>" if target else f"[{LABELS[kind]}]"
+        return cls(ident, kind, target, label)
+
+
+class HighLevelEnv(Crowding, ParallelEnv):
+    """Decision rounds of high-level actions over a :class:`HouseholdEnv`."""
+
+    metadata = {"name": "household_highlevel_v0", "render_modes": ["human", "rgb_array", "ansi"],
+                "is_parallelizable": True}
+
+    def __init__(self, base: HouseholdEnv | None = None, action_mode: str = "text",
+                 **household_kwargs: Any):
+        if base is not None and household_kwargs:
+            raise ValueError("pass either base= or HouseholdEnv keyword arguments, not both")
+        if action_mode not in ACTION_MODES:
+            raise ValueError(f"action_mode must be one of {ACTION_MODES}, got {action_mode!r}")
+        if base is None:
+            household_kwargs.setdefault("obs_mode", "text")
+            base = HouseholdEnv(**household_kwargs)
+        if base.obs_mode not in ("text", "array"):
+            raise ValueError(f"HighLevelEnv observes 'text' or 'array' (per-slot features), "
+                             f"got obs_mode={base.obs_mode!r}")
+        self.base = base
+        self.action_mode = action_mode
+        self.slots = OptionSlots(base.layout, base.task)
+        self._slot_ids: list[str | None] = []
+        # Observations are built here, once per decision round (_observations), so the
+        # base env skips its own on every tick (its step() returns None per agent).
+        base.observations = False
+        self.possible_agents = list(base.possible_agents)
+        self.agents: list[str] = []
+        self.render_mode = base.render_mode
+        if base.obs_mode == "array":
+            self._obs_space = self.slots.observation_space(base.observation_space(
+                self.possible_agents[0]))
+        else:
+            self._obs_space = spaces.Text(TEXT_SPACE_LENGTH, charset=string.printable)
+        if action_mode == "discrete":
+            slot_space = spaces.Discrete(self.slots.n)
+            self._act_spaces = {a: slot_space for a in self.possible_agents}
+        else:  # per agent: samples and accepts the ids that agent may choose now
+            self._act_spaces = {a: AvailableActions(self, a) for a in self.possible_agents}
+        self._memories: dict[str, AgentMemory] = {}
+        self._runners: dict[str, Runner] = {}
+        self._defer: dict[str, tuple[str, int]] = {}
+        self._evac: dict[str, Walker] = {}
+        self.ticks = 0
+        self.rounds = 0
+        # Called after every tick as on_tick(before, joint_actions, after, events):
+        # demonstrations and profilers hook in here.
+        self.on_tick: Callable[..., None] | None = None
+        # Asked after every tick; True ends this step early (a team runner that was
+        # asked to stop, e.g. its window was closed).
+        self.should_stop: Callable[[], bool] | None = None
+
+    # ---- PettingZoo API ----
+    def observation_space(self, agent: str) -> spaces.Space:
+        return self._obs_space
+
+    def action_space(self, agent: str) -> spaces.Space:
+        return self._act_spaces[agent]
+
+    def reset(self, seed: int | None = None, options: dict | None = None):
+        self.base.reset(seed=seed, options=options)
+        return self._start_episode()
+
+    def load_state(self, state: HouseholdState):
+        """Start an episode from a given world state (tests, replays); returns reset()'s pair.
+
+        The state's scene must have this env's number of agents.
+        """
+        if len(state.agent_pos) != len(self.possible_agents):
+            raise ValueError(f"state has {len(state.agent_pos)} agents, env has "
+                             f"{len(self.possible_agents)}")
+        return self.reset(options={"state": state})
+
+    def _start_episode(self):
+        world = self.base.world
+        self.nav = navigator(world.scene.layout)
+        self.agents = list(self.base.agents)
+        self._memories = {a: AgentMemory(world.scene, i, self.possible_agents)
+                          for i, a in enumerate(self.possible_agents)}
+        for mem in self._memories.values():
+            mem.update(world)
+        self._runners = {a: Runner() for a in self.possible_agents}
+        self._defer: dict[str, tuple[str, int]] = {}  # agent -> (gives way to, until tick)
+        self._evac: dict[str, Walker] = {}  # removed members walking off narrow cells
+        self._slot_ids = self.slots.ids(world.scene.objects)
+        self.ticks = 0
+        self.rounds = 0
+        events = {a: [] for a in self.agents}
+        return self._observations(), {a: self._info(a, 0, events[a]) for a in self.agents}
+
+    def step(self, actions: dict[str, str]):
+        if self.base.world is None:
+            raise RuntimeError("call reset() before step()")
+        if not self.agents:
+            raise RuntimeError("the episode is over; call reset() to start a new one")
+        chosen = self._validate(actions)
+        for agent, action in chosen.items():
+            self._start(agent, action)
+        for agent in self.agents:
+            r = self._runners[agent]
+            if not r.idle and r.status != "running" and agent not in chosen:
+                self._start(agent, HighLevelAction.make("wait"))
+        self.rounds += 1
+        events: dict[str, list[dict]] = {a: [] for a in self.agents}
+        total_reward, elapsed = 0.0, 0
+        terms = truncs = {a: False for a in self.agents}
+        live = [a for a in self.agents if not self._runners[a].idle]
+        while True:
+            before = self.base.world
+            joint = {a: (r.pending if r.status == "running" and not r.idle else 0)
+                     for a, r in ((a, self._runners[a]) for a in self.agents)}
+            self._evacuate(joint)
+            self._make_way(joint)
+            _, rew, terms, truncs, infos = self.base.step(joint)
+            elapsed += 1
+            total_reward += next(iter(rew.values()), 0.0)
+            world = self.base.world
+            for a, info in infos.items():
+                events[a].extend(dict(e, tick=world.tick) for e in info["events"])
+            if self.on_tick is not None:
+                self.on_tick(before, joint, world, infos)
+            for mem in self._memories.values():
+                mem.update(world)
+            for a in live:
+                r = self._runners[a]
+                if r.status == "running":
+                    r.advance()
+            if not self.base.agents or not live:
+                break
+            if self.should_stop is not None and self.should_stop():
+                break
+            if any(self._runners[a].status != "running" for a in live):
+                break
+        self.ticks = self.base.world.tick
+        agents = list(self.agents)
+        if not self.base.agents:
+            self.agents = []
+        obs = self._observations(agents)
+        infos = {a: self._info(a, elapsed, events[a]) for a in agents}
+        return (obs, {a: total_reward for a in agents}, dict(terms), dict(truncs), infos)
+
+    def render(self):
+        return self.base.render()
+
+    def close(self):
+        self.base.close()
+
+    # ---- queries ----
+    def memory(self, agent: str) -> AgentMemory:
+        return self._memories[agent]
+
+    def needs_decision(self, agent: str) -> bool:
+        r = self._runners.get(agent)
+        if r is None:
+            raise ValueError(f"unknown agent {agent!r}; agents are {self.possible_agents}")
+        return bool(self.agents) and not r.idle and r.status != "running"
+
+    def current(self, agent: str) -> HighLevelAction | None:
+        r = self._runners[agent]
+        return r.action if r.status == "running" else None
+
+    def set_idle(self, agent: str, idle: bool, *, obstacle: bool = True) -> None:
+        """An idle agent waits every tick and never needs a decision.
+
+        ``obstacle=True`` (the default) makes it a fixed obstacle that teammates walk
+        around or are blocked by; ``obstacle=False`` lets them push it aside like a
+        waiting agent (a removed team member must not seal a doorway or corridor).
+        """
+        r = self._runners[agent]
+        r.idle, r.obstacle = idle, obstacle
+        self._evac.pop(agent, None)
+        r.plan, r.action, r.pending, r.status, r.failure_reason = None, None, 0, "idle", ""
+
+    def available_actions(self, agent: str) -> list[HighLevelAction]:
+        """The actions ``agent`` may choose now, derived only from its memory."""
+        mem = self._memories[agent]
+        make = HighLevelAction.make
+        out = [make("explore", r) for r in mem.rooms] + [make("goto", r) for r in mem.rooms]
+        seen = mem.furniture
+        furn = [f.name for f in self.base.world.scene.layout.furniture if f.name in seen]
+        out += [make("check", f) for f in furn if seen[f].is_container]
+        for obj in self.base.world.scene.objects:
+            belief = mem.objects.get(obj)
+            if belief is not None and belief.kind == "furniture":
+                out.append(make("grab", obj))
+        if mem.held:
+            out += [make("put", f) for f in furn]
+        out.append(make("wait"))
+        if self._runners[agent].status == "running":
+            out.append(make("continue"))
+        return out
+
+    # ---- internals: choosing and running plans ----
+    def _validate(self, actions: dict[str, str]) -> dict[str, HighLevelAction]:
+        chosen = {}
+        for agent, ident in actions.items():
+            if agent not in self._runners:
+                raise ValueError(f"unknown agent {agent!r}; agents are {self.possible_agents}")
+            if agent not in self.agents:
+                continue
+            if isinstance(ident, HighLevelAction):
+                ident = ident.id
+            elif isinstance(ident, int | np.integer | np.ndarray) and not isinstance(ident, bool):
+                ident = self._slot_id(agent, ident)
+            if self._runners[agent].idle and ident in ("continue", "wait", None):
+                continue
+            if isinstance(ident, str) and ident.startswith(PRIMITIVE):
+                chosen[agent] = self._primitive(agent, ident)
+                continue
+            available = {a.id: a for a in self.available_actions(agent)}
+            if ident not in available:
+                raise ValueError(
+                    f"{agent}: unknown or unavailable action {ident!r}."
+                    f"{did_you_mean(str(ident), available)} Valid ids for {agent}: "
+                    f"{', '.join(available)}")
+            if ident != "continue":
+                chosen[agent] = available[ident]
+        return chosen
+
+    def _slot_id(self, agent: str, slot: Any) -> str:
+        """The action id of an option slot (``action_mode="discrete"``)."""
+        if isinstance(slot, np.ndarray):
+            if slot.shape != ():
+                raise ValueError(f"{agent}: option slot must be one integer, got shape "
+                                 f"{slot.shape}")
+            slot = slot.item()
+        if self.action_mode != "discrete":
+            raise ValueError(f"{agent}: integer action {slot!r} needs "
+                             "HighLevelEnv(action_mode='discrete'); this env takes action ids")
+        if not 0 <= slot < self.slots.n:
+            raise ValueError(f"{agent}: option slot {slot} is outside Discrete({self.slots.n})")
+        ident = self._slot_ids[slot]
+        if ident is None:
+            raise ValueError(f"{agent}: option slot {slot} (grab slot "
+                             f"{slot - self.slots.grab_base}) has no object this episode")
+        return ident
+
+    def action_mask(self, agent: str) -> np.ndarray:
+        """int8 per option slot: 1 where its action is available to ``agent`` now."""
+        available = {a.id for a in self.available_actions(agent)}
+        return np.array([i in available for i in self._slot_ids], np.int8)
+
+    def _primitive(self, agent: str, ident: str) -> HighLevelAction:
+        n = self.base.action_space(agent).n
+        target = ident[len(PRIMITIVE):]
+        if not (target.isascii() and target.isdigit() and int(target) < n):
+            raise ValueError(f"{agent}: bad primitive action {ident!r}: expected "
+                             f"'primitive:<id>' with an integer id from 0 to {n - 1} "
+                             "(see orgteams.envs.core.actions)")
+        return HighLevelAction.make("primitive", str(int(target)))
+
+    def _start(self, agent: str, action: HighLevelAction) -> None:
+        r = self._runners[agent]
+        if r.idle:
+            raise ValueError(f"{agent} is idle: set_idle({agent!r}, False) before giving it "
+                             f"{action.id!r}")
+        r.action, r.status, r.failure_reason, r.ticks = action, "running", "", 0
+        r.plan = PLANS[action.kind](self, agent, action.target)
+        r.advance()
+
+    def _info(self, agent: str, elapsed: int, events: list[dict]) -> dict:
+        r = self._runners[agent]
+        available = self.available_actions(agent)
+        info = {"needs_decision": self.needs_decision(agent), "status": r.status,
+                "failure_reason": r.failure_reason, "ticks_elapsed": elapsed,
+                "events": events, "available": available, "current": self.current(agent),
+                "is_success": self.base.world.success}
+        if self.action_mode == "discrete":
+            ids = {a.id for a in available}
+            info["action_mask"] = np.array([i in ids for i in self._slot_ids], np.int8)
+        return info
+
+    def _observations(self, agents: list[str] | None = None) -> dict[str, Any]:
+        agents = self.agents if agents is None else agents
+        if self.base.obs_mode == "text":
+            return {a: self.base.describe(a) for a in agents}
+        world, out = self.base.world, {}
+        for a in agents:
+            base = self.base._observer.observe(world, self.base.agent_index[a])
+            ids = {x.id for x in self.available_actions(a)}
+            out[a] = {"slots": slot_features(self, a, self._slot_ids, ids),
+                      "hands": base["hands"], "goal": base["goal"]}
+        return out
+
+
+__all__ = ["HighLevelAction", "HighLevelEnv", "KINDS", "PLAN_TICK_LIMIT", "PRIMITIVE", "PlanFailed",
+           "STATUSES", "STUCK_LIMIT"]

@@ -1,0 +1,53 @@
+"""The action space of one agent of the high-level env: the ids it may choose now.
+
+High-level actions are strings (``grab:cupcake_2``, ``explore:kitchen``), and which
+ones exist depends on what the agent has seen. A plain ``gymnasium.spaces.Text``
+samples random strings that are almost never valid, so random baselines and
+PettingZoo's ``parallel_api_test`` could not drive the env. :class:`AvailableActions`
+is still a ``Text`` space (same length and charset, same object every call), but
+while the agent is in an episode ``sample()`` draws one of its available ids and
+``contains()`` accepts exactly those (plus the one-tick ``primitive:<id>`` kind).
+"""
+
+from __future__ import annotations
+
+import string
+from typing import Any
+
+from gymnasium import spaces
+
+from orgteams.envs.core.actions import NUM_ACTIONS
+
+PRIMITIVE = "primitive:"  # prefix of the one-tick primitive kind (never offered)
+ACTION_CHARSET = string.ascii_letters + string.digits + ":_"
+MAX_ACTION_LENGTH = 128
+
+
+class AvailableActions(spaces.Text):
+    """``Text`` space of one agent's high-level action ids, bound to its env."""
+
+    def __init__(self, env: Any, agent: str):
+        super().__init__(MAX_ACTION_LENGTH, charset=ACTION_CHARSET)
+        self.env, self.agent = env, agent
+
+    def _live(self) -> bool:
+        return self.agent in self.env.agents
+
+    def sample(self, mask: Any = None, probability: Any = None) -> str:
+        """One of the agent's available ids now (a random string outside an episode)."""
+        if mask is not None or probability is not None or not self._live():
+            return super().sample(mask=mask, probability=probability)
+        ids = [a.id for a in self.env.available_actions(self.agent)]
+        return ids[int(self.np_random.integers(len(ids)))]
+
+    def contains(self, x: Any) -> bool:
+        """True for an id the env would accept from this agent now."""
+        if not isinstance(x, str) or not self._live():
+            return super().contains(x)
+        if x.startswith(PRIMITIVE):
+            target = x[len(PRIMITIVE):]
+            return target.isascii() and target.isdigit() and int(target) < NUM_ACTIONS
+        return any(a.id == x for a in self.env.available_actions(self.agent))
+
+    def __repr__(self) -> str:
+        return f"AvailableActions({self.agent!r}, max_length={MAX_ACTION_LENGTH})"

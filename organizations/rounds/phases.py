@@ -1,0 +1,407 @@
+"""The two phases of a decision round, as plain functions over an :class:`EpisodeState`.
+
+:func:`communicate_phase` runs the organization's stages
+(:func:`~orgteams.organizations.protocols.schedule.schedule`) in order, the speakers of a stage
+concurrently (``asyncio.gather``), each seeing only what the protocol shows it; each
+message is routed along allowed channels, indexed by receiver, and delivered at the
+end of the phase. :func:`act_phase` asks, concurrently, every agent that must decide
+(and members that act every round) for one high-level action, replaces an
+unavailable one by the one fallback rule
+(:func:`~orgteams.agents.member.safe_action`) and steps the env.
+
+Neither writes a file or draws: they send records, messages and stage ends to the
+state's hooks.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import Counter
+from dataclasses import asdict, replace
+from typing import TYPE_CHECKING
+
+from orgteams.agents.member import (
+    ActContext,
+    ActDecision,
+    CommunicateContext,
+    CommunicateDecision,
+    TeamMessage,
+    safe_action,
+)
+from orgteams.agents.member_rules import within_budget
+from orgteams.agents.shared_context import action_output
+from orgteams.organizations.protocols.facts import PROTOCOL_FACTS
+from orgteams.organizations.protocols.schedule import (
+    Stage,
+    record_election,
+    resolve_claims,
+    route,
+    schedule,
+    visible_outputs,
+)
+from orgteams.organizations.rounds.episode_log import decision_fields
+from orgteams.organizations.rounds.status import EpisodeStopped
+
+if TYPE_CHECKING:  # the loop (episode.py) calls the phases; they only read its state
+    from orgteams.organizations.rounds.episode import EpisodeState
+
+__all__ = ["act_phase", "communicate_phase", "decide_actions", "deliver_held"]
+
+TRACKED = ("grab", "explore", "check")  # kinds whose targets two agents should not share
+# Fields of a decision, not of each message it sends: only its first message line has them.
+_CALL_ONLY = ("usage", "cached_usage", "prompt", "replies", "attempts")
+
+
+async def _all(state: EpisodeState, agents: list[str], calls, line: dict) -> list:
+    """The members' decisions, asked concurrently (one call is awaited without a task).
+
+    Each decision's record goes to the ``called`` hooks in the order the calls finished,
+    so a stop on failed calls counts them exactly however many ran at once. When a hook
+    stops the episode (:class:`~orgteams.organizations.rounds.status.EpisodeStopped`),
+    nothing more is used or started: every decision of these calls is written to the
+    log as it is (``line`` gives the phase, kind and stage; a note says it was not used,
+    and, for one that finished after the stop's call, that it was not counted), then the
+    stop goes on. Calls already running are let finish so that every request they made
+    is on record.
+    """
+    calls = list(calls)
+    finished: list[int] = []  # indexes of the calls, in the order they finished
+    if len(calls) == 1:
+        results = [await calls[0]]
+        finished.append(0)
+    else:
+        tasks = [asyncio.ensure_future(c) for c in calls]
+        for i, task in enumerate(tasks):  # done callbacks run in the order tasks finish
+            task.add_done_callback(lambda _t, i=i: finished.append(i))
+        results = list(await asyncio.gather(*tasks))
+    if not state.hooks.called:
+        return results
+    for n, i in enumerate(finished):
+        try:
+            for hook in state.hooks.called:
+                hook(state, results[i].record)
+        except EpisodeStopped as stop:
+            for j in finished[n + 1:]:
+                results[j].record.notes.append(f"not counted: finished after the call "
+                                               f"that stopped the episode ({stop.reason})")
+            for agent, d in zip(agents, results):
+                d.record.notes.append(f"not used: the episode stopped ({stop.reason})")
+                state.emit({"round": state.round, "tick": state.env.ticks, "agent": agent,
+                            **line, "thoughts": d.thoughts, **decision_fields(d.record)})
+            raise
+    return results
+
+
+def _context(state: EpisodeState, agent: str, stage: Stage, visible: list[TeamMessage],
+             team: dict[str, str]) -> CommunicateContext:
+    r, org = state.resolved, state.organization
+    assigned = r.role_of(agent)
+    return CommunicateContext(
+        round=state.round, agent=agent, name=state.roster.name(agent),
+        team=team, instruction=r.instruction_for(agent),
+        role=state.role(agent), allow_abstain=org.allow_abstain,
+        self_chosen_roles=org.self_chosen_roles or assigned == "self-chosen",
+        can_message=[b for b in r.receivers_of(agent) if b not in state.removed],
+        visible_this_round=visible, stage_kind=stage.kind,
+        candidates=state.active() if stage.kind == "vote" else None,
+        removed=tuple(sorted(state.removed)), history=state.shared_history(),
+        rules=r.member_rules(agent), tokenizer=state.tokenizer)
+
+
+async def communicate_phase(state: EpisodeState, speakers: list[str] | None = None
+                            ) -> set[str]:
+    """Run this round's communicate stages; returns the agents that abstained.
+
+    Args:
+        state: The episode.
+        speakers: Who speaks this round (default: every active agent).
+    """
+    org, active = state.organization, state.active()
+    for hook in state.hooks.phase:
+        hook(state, "communicate")
+    stages = schedule(state.resolved, active if speakers is None else speakers, state.round)
+    if state.succession_vote is not None and not (stages and stages[0].kind == "vote"):
+        # succession: elect - the team elects the removed leader's successor first
+        stages.insert(0, Stage(tuple(active), "none_this_round", "vote"))
+    outputs: list[TeamMessage] = []
+    inbox: dict[str, list[TeamMessage]] = {a: [] for a in state.team}
+    abstained: set[str] = set()
+    state.abstained = abstained
+    team = dict(state.roster.by_id)  # one copy per phase, shared by the contexts
+    view = state.view  # members read the episode through it, never the env
+    for member in state.members.values():
+        member.observe(view)
+    spent: dict[str, tuple[int, int]] = {}  # messages and tokens each sent this round
+    si = 0
+    while si < len(stages):
+        stage = stages[si]
+        ctxs = {a: _context(state, a, stage, visible_outputs(stages, si, a, outputs), team)
+                for a in stage.speakers}
+        decisions = await _all(state, list(stage.speakers),
+                               (state.members[a].communicate(ctxs[a], view)
+                                for a in stage.speakers),
+                               {"phase": "communicate", "stage": si, "kind": stage.kind,
+                                "message": None})
+        state.check_stop()  # e.g. a person's window closed while they were asked
+        votes, claims = {}, {}
+        for agent, d in zip(stage.speakers, decisions):
+            if d.abstain and org.allow_abstain:
+                abstained.add(agent)
+            if d.role and (org.self_chosen_roles or ctxs[agent].self_chosen_roles):
+                claims[agent] = d.role
+            if stage.kind == "vote" and d.vote in active:
+                votes[agent] = d.vote
+            _drop_undeliverable(state, agent, d)
+            _budget(d, ctxs[agent], spent)
+            outputs += _route(state, si, stage, agent, d, ctxs[agent], inbox)
+        for hook in state.hooks.decided:
+            hook(state, [d.record for d in decisions])
+        if stage.kind == "vote" and (votes or state.succession_vote is not None):
+            leaders = [a for a in state.resolved.leaders if a not in state.removed]
+            incumbent = leaders[0] if leaders and state.succession_vote is None else None
+            election = record_election(state.round, votes, order=active, incumbent=incumbent)
+            state.event("election", **asdict(election))
+            if state.succession_vote is not None:
+                state.elected_successor(election.winner)
+            else:
+                state.set_leaders([election.winner])
+            stages = stages[:si + 1] + schedule(state.resolved, active, state.round,
+                                                with_election=False)
+        if claims:
+            granted = resolve_claims(claims, order=state.team) if stage.kind == "claim" \
+                else claims
+            for agent, role in granted.items():
+                if role is None:
+                    state.event("claim_refused", agent=agent, role=claims[agent])
+                else:
+                    state.roles[agent] = role
+        if stage.acts:  # after its role was granted: it acts in the role it chose
+            outputs += await _act_in_turn(state, si, stage, abstained, outputs, stages, inbox)
+        for hook in state.hooks.stage:
+            hook(state)
+        si += 1
+    if PROTOCOL_FACTS[org.protocol].from_history:
+        state.undelivered = inbox  # decisions from history only: heard after acting
+    else:
+        _deliver(state, inbox)
+    return abstained
+
+
+def deliver_held(state: EpisodeState) -> None:
+    """Deliver the messages a ``from_history`` protocol held back this round (``shared``:
+    heard after acting); nothing when none are held. :func:`act_phase` calls it after
+    the env step; callers that decide with :func:`decide_actions` alone call it after."""
+    if state.undelivered is not None:
+        _deliver(state, state.undelivered)
+        state.undelivered = None
+
+
+def _deliver(state: EpisodeState, inbox: dict[str, list[TeamMessage]]) -> None:
+    for agent, messages in inbox.items():
+        if messages and agent not in state.removed and agent in state.members:
+            state.members[agent].receive(messages)  # a player beside the team has none
+
+
+async def _act_in_turn(state: EpisodeState, si: int, stage: Stage, abstained: set[str],
+                       outputs: list[TeamMessage], stages: list[Stage],
+                       inbox: dict[str, list[TeamMessage]]) -> list[TeamMessage]:
+    """The speakers of an ``acts`` stage decide their actions now, each seeing what it
+    saw when it spoke; returns their chosen actions as public outputs (kind ``action``).
+
+    What was delivered to them so far is delivered before they decide (the rest of the
+    round's messages come at the end of the phase).
+    """
+    env = state.env
+    deciders = [a for a in stage.speakers if a not in abstained and _may_act(state, a)]
+    for a in deciders:
+        _deliver(state, {a: inbox[a]})
+        inbox[a] = []
+    visible = {a: visible_outputs(stages, si, a, outputs) for a in deciders}
+    actions, chosen = await decide_actions(state, abstained, deciders, visible)
+    for hook in state.hooks.decided:
+        hook(state, [d.record for d in chosen.values()])
+    state.check_stop()
+    labels = {x.id: x.label for a in deciders for x in env.available_actions(a)}
+    out = []
+    for a in deciders:
+        state.early_actions[a] = (actions[a], chosen[a])
+        if actions[a] != "continue":
+            out.append(action_output(a, actions[a], labels.get(actions[a], actions[a]),
+                                     state.round, si))
+    return out
+
+
+def _may_act(state: EpisodeState, agent: str) -> bool:
+    """Whether the round loop asks ``agent`` for an action now: a member (not one that
+    acts outside the loop) whose plan ended or that acts every round."""
+    member = state.members.get(agent)
+    return member is not None and agent not in state.acts_outside and (
+        state.env.needs_decision(agent) or member.acts_every_round)
+
+
+def _drop_undeliverable(state: EpisodeState, agent: str, d: CommunicateDecision) -> None:
+    """Messages no receiver can get (no channel, or every receiver removed) are not
+    sent, by any member kind: they would count as sent tokens that nobody heard. The
+    decision record says what was dropped."""
+    if not d.messages:
+        return
+    reach = [any(b not in state.removed for b in route(agent, m.receivers, state.resolved)[0])
+             for m in d.messages]
+    if not all(reach):
+        gone = [m.kind for m, ok in zip(d.messages, reach) if not ok]
+        d.messages = [m for m, ok in zip(d.messages, reach) if ok]
+        d.record.notes.append(f"undeliverable: {len(gone)} message(s) no teammate can "
+                              "receive not sent: " + ", ".join(gone))
+
+
+def _budget(d: CommunicateDecision, ctx: CommunicateContext,
+            spent: dict[str, tuple[int, int]]) -> None:
+    """Keep a member's messages within the rules' per-round budget (any member kind),
+    counted with the episode's tokenizer; what is over it is not sent, and its
+    decision record says so."""
+    rules = ctx.rules
+    if rules.max_messages is None and rules.max_tokens is None or not d.messages:
+        return
+    kept, over = within_budget(d.messages, rules, lambda m: ctx.count_tokens(m.text),
+                               spent.get(ctx.agent, (0, 0)))
+    before = spent.get(ctx.agent, (0, 0))
+    spent[ctx.agent] = (before[0] + len(kept),
+                        before[1] + sum(ctx.count_tokens(m.text) for m in kept))
+    if over:
+        d.messages = kept
+        d.record.notes.append(f"budget: {len(over)} message(s) over the organization's "
+                              "budget not sent")
+
+
+def _route(state: EpisodeState, si: int, stage: Stage, agent: str, d: CommunicateDecision,
+           ctx: CommunicateContext, inbox: dict[str, list[TeamMessage]]) -> list[TeamMessage]:
+    """Stamp, route and record one speaker's turn (message tokens counted with the
+    episode's tokenizer); returns what later stages may see."""
+    recording = bool(state.hooks.record)  # records cost: build them only for a reader
+    allow = state.organization.allow_abstain
+    base = {"round": state.round, "tick": state.env.ticks, "agent": agent,
+            "phase": "communicate", "stage": si, "kind": stage.kind, "role": d.role or ctx.role,
+            "abstained": d.abstain if allow else None, "vote": d.vote,
+            "thoughts": d.thoughts, **decision_fields(d.record)} if recording else {}
+    if not d.messages:
+        if recording:
+            state.emit({**base, "message": None, "receivers": [], "delivered": [],
+                        "message_tokens": 0})
+        return [TeamMessage(agent, (), round=state.round, stage=si, role=d.role,
+                            abstained=d.abstain)]
+    said = []
+    for i, m in enumerate(d.messages):
+        delivered, dropped = route(agent, m.receivers, state.resolved)
+        delivered = [b for b in delivered if b not in state.removed]
+        out = replace(m, sender=agent, round=state.round, stage=si, delivered=tuple(delivered),
+                      role=d.role, abstained=d.abstain)
+        said.append(out)
+        for b in delivered:
+            inbox[b].append(out)
+        if recording:
+            rec = base if i == 0 else {k: v for k, v in base.items() if k not in _CALL_ONLY}
+            state.emit({**rec, "message": m.text, "message_kind": m.kind,
+                        "receivers": out.receivers_json(), "delivered": delivered,
+                        "dropped": dropped, "message_tokens": state.tokenizer.count(m.text)})
+        for hook in state.hooks.message:
+            hook(out)
+    return said
+
+
+async def decide_actions(state: EpisodeState, abstained: set[str] = frozenset(),
+                         deciders: list[str] | None = None,
+                         visible: dict[str, list[TeamMessage]] | None = None
+                         ) -> tuple[dict[str, str], dict[str, ActDecision]]:
+    """Ask the deciders, concurrently, for one action each; an unavailable one becomes
+    the safe action (the decision record says so).
+
+    Args:
+        state: The episode.
+        abstained: Agents that abstained this round (they are not asked).
+        deciders: Who decides (default: active members that need a decision or act
+            every round).
+        visible: This round's outputs each decider may see (``sequential``).
+
+    Returns:
+        ``(actions, decisions)`` by agent id.
+    """
+    env = state.env
+    if deciders is None:
+        deciders = [a for a in state.active() if a not in abstained and _may_act(state, a)]
+    team = dict(state.roster.by_id)  # one copy per phase, shared by the contexts
+    history = state.shared_history()
+    ctxs = {a: ActContext(state.round, a, state.roster.name(a), team,
+                          state.resolved.instruction_for(a), state.role(a),
+                          visible_this_round=(visible or {}).get(a, []), history=history)
+            for a in deciders}
+    decisions = await _all(state, deciders,
+                           (state.members[a].act(state.view, state.round, ctxs[a])
+                            for a in deciders),
+                           {"phase": "act", "kind": "action", "action": None})
+    actions: dict[str, str] = {}
+    chosen: dict[str, ActDecision] = {}
+    for agent, d in zip(deciders, decisions):
+        offered = env.available_actions(agent)
+        action = d.action_id
+        if all(x.id != action for x in offered):
+            d.record.fallback = d.record.fallback or f"runner: {action!r} not available"
+            action = safe_action(offered)[0]
+        actions[agent] = action
+        chosen[agent] = d
+    return actions, chosen
+
+
+async def act_phase(state: EpisodeState, abstained: set[str]) -> None:
+    """Ask the deciders for actions, apply the fallback rule, step the env, record."""
+    env = state.env
+    for hook in state.hooks.phase:
+        hook(state, "act")
+    early, state.early_actions = state.early_actions, {}
+    deciders = [a for a in state.active() if a not in abstained and a not in early
+                and _may_act(state, a)]
+    actions, chosen = await decide_actions(state, abstained, deciders)
+    state.check_stop()
+    for agent, (action, decision) in early.items():  # decided in turn (sequential)
+        actions[agent], chosen[agent] = action, decision
+    chosen = {a: chosen[a] for a in state.team if a in chosen}  # records in team order
+    for agent in abstained:
+        if agent not in state.removed and env.needs_decision(agent):
+            actions[agent] = "wait"
+    state.round_tick = env.ticks
+    _count_duplicates(state, actions)
+    for hook in state.hooks.actions:
+        hook(state, actions)
+    _, _, _, _, infos = env.step(actions)
+    for agent, d in chosen.items():
+        info = infos.get(agent, {})
+        events = info.get("events", [])
+        state.placed[agent] += sum(1 for e in events if e.get("type") == "placed")
+        if state.hooks.record:
+            state.emit({"round": state.round, "tick": env.ticks, "agent": agent, "phase": "act",
+                        "kind": "action", "action": actions[agent], "thoughts": d.thoughts,
+                        "status": info.get("status"),
+                        "failure_reason": info.get("failure_reason"),
+                        "events": [e.get("type") for e in events],
+                        "ticks_elapsed": info.get("ticks_elapsed"), **decision_fields(d.record)})
+    for hook in state.hooks.decided:
+        hook(state, [d.record for a, d in chosen.items() if a not in early])
+    deliver_held(state)
+    state.remember_round(actions, abstained)
+
+
+def _count_duplicates(state: EpisodeState, actions: dict[str, str]) -> None:
+    """Count new decisions whose target another agent already pursues (duplicated work)."""
+    env, pursuing = state.env, {}
+    for a in state.active():
+        current = env.current(a)
+        act = actions.get(a)
+        if act and act not in ("continue", "wait"):
+            pursuing[a] = tuple(act.split(":", 1))
+        elif current is not None and act != "wait":
+            pursuing[a] = (current.kind, current.target)
+    targets = Counter(t for t in pursuing.values() if t[0] in TRACKED)
+    new = [a for a, act in actions.items() if act not in ("continue", "wait")]
+    duplicated = sum(1 for a in new if targets[pursuing[a]] > 1)
+    state.duplicates["decisions"] += len(new)
+    state.duplicates["duplicated"] += duplicated
+    state.last_duplicates = (duplicated, len(new))

@@ -1,0 +1,3 @@
+"""The orgteams command line: the parser, what each subcommand does, option helpers
+and the one progress bar.
+"""

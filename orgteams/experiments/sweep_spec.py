@@ -1,0 +1,257 @@
+"""The sweep spec: tasks x layouts x organizations x team sizes x backends x seeds.
+
+Loaded from YAML (``assets/sweeps/example.yaml``) or CLI lists and validated before
+any episode runs; every error names the spec field (see :mod:`orgteams.experiments.sweep`).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import re
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+from orgteams.envs.core.limits import (
+    MAX_AGENTS,
+    MAX_ROUNDS,
+    MAX_SEED,
+    MAX_SEEDS,
+    MAX_SWEEP_CELLS,
+    MAX_TICKS,
+    check_int,
+)
+from orgteams.envs.core.user_files import load_yaml, read_text
+from orgteams.envs.errors import UserError
+
+
+@dataclass(frozen=True)
+class SweepSpec:
+    """What to run: every combination of the lists, once per seed.
+
+    ``seeds`` is a count (seeds ``0..n-1``) or an explicit list. ``backends`` are
+    member specs as in ``orgteams run --backend`` (one for all agents, or a comma list
+    per agent). ``max_rounds``, ``max_ticks``, ``cache``, ``max_transport_failures`` and
+    ``max_invalid_replies`` (0: never stop an episode for failed model calls, or for
+    calls that gave no valid reply) are passed to every episode.
+    ``shocks`` maps a condition name to its shocks (``orgteams run --shock`` strings, or
+    mappings with ``kind``, ``round``, ``agent`` / ``member`` / ``field`` / ``value``); the
+    conditions are one more dimension of the product (empty: no shocks, no dimension).
+    """
+
+    tasks: tuple[str, ...] = ("prepare_afternoon_tea",)
+    layouts: tuple[str, ...] = ("studio",)
+    organizations: tuple[str, ...] = ("none", "leader")
+    agents: tuple[int, ...] = (3,)
+    backends: tuple[str, ...] = ("planner",)
+    seeds: tuple[int, ...] = tuple(range(5))
+    max_rounds: int | None = None
+    max_ticks: int | None = None
+    cache: str | None = None
+    max_transport_failures: int = 3
+    max_invalid_replies: int = 10
+    shocks: dict[str, tuple[str, ...]] = field(default_factory=dict)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any], source: str = "<spec>") -> SweepSpec:
+        """Build from a mapping (YAML); unknown keys and bad values raise ``ValueError``."""
+        if not isinstance(data, dict):
+            raise UserError(f"{source}: a sweep spec must be a mapping of fields")
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise UserError(f"{source}: unknown sweep spec field {unknown[0]!r} "
+                            f"(fields: {', '.join(sorted(known))})")
+        kw: dict[str, Any] = {}
+        for name in ("tasks", "layouts", "organizations", "backends"):
+            if name in data:
+                kw[name] = _str_list(data[name], name, source)
+        if "agents" in data:
+            kw["agents"] = _int_list(data["agents"], "agents", source)
+        if "seeds" in data:
+            kw["seeds"] = parse_seeds(data["seeds"], source)
+        for name, high in (("max_rounds", MAX_ROUNDS), ("max_ticks", MAX_TICKS)):
+            if data.get(name) is not None:
+                value = _int_list(data[name], name, source)[0]
+                kw[name] = check_int(value, f"{source}: sweep spec field {name!r}", 1, high)
+        for name in ("max_transport_failures", "max_invalid_replies"):
+            if data.get(name) is not None:  # 0: never stop an episode
+                value = _int_list(data[name], name, source)[0]
+                kw[name] = check_int(value, f"{source}: sweep spec field {name!r}", 0, 1000)
+        if data.get("cache") is not None:
+            kw["cache"] = str(data["cache"])
+        if data.get("shocks") is not None:
+            kw["shocks"] = _shock_conditions(data["shocks"], source)
+        return cls(**kw)
+
+    @classmethod
+    def from_yaml(cls, path: str | Path) -> SweepSpec:
+        path = Path(path)
+        if not path.exists():
+            raise FileNotFoundError(f"sweep spec not found: {path}")
+        data = load_yaml(read_text(path, "a sweep spec"), str(path)) or {}
+        return cls.from_dict(data, source=str(path))
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["shocks"] = {k: list(v) for k, v in self.shocks.items()}
+        return {k: list(v) if isinstance(v, tuple) else v for k, v in d.items()}
+
+    def cells(self) -> Iterator[dict[str, Any]]:
+        """Every cell of the product, in a stable order (seed varies fastest). With
+        ``shocks`` a cell also names its condition (``shocks``) and lists them
+        (``shock_list``)."""
+        conditions = list(self.shocks.items()) or [(None, ())]
+        for t, lay, org, n, b, (cond, shocks), s in itertools.product(
+                self.tasks, self.layouts, self.organizations, self.agents, self.backends,
+                conditions, self.seeds):
+            cell = {"task": t, "layout": lay, "organization": org, "agents": n, "backend": b,
+                    "seed": s}
+            if cond is not None:
+                cell.update(shocks=cond, shock_list=list(shocks))
+            yield cell
+
+    def validate(self) -> None:
+        """Check every name before any episode runs; errors name the spec field."""
+        from orgteams.envs.core.layout import load_layout
+        from orgteams.envs.core.tasks import load_task
+        from orgteams.envs.team import Team
+        from orgteams.organizations.rounds.shocks import Shock, check_shocks
+        from orgteams.organizations.spec.library import load_organization
+        from orgteams.run import parse_member_spec
+
+        for name in ("tasks", "layouts", "organizations", "agents", "backends", "seeds"):
+            if not getattr(self, name):
+                raise UserError(f"sweep spec field '{name}': empty list")
+        for t in self.tasks:
+            _field("tasks", load_task, t)
+        for lay in self.layouts:
+            _field("layouts", load_layout, lay)
+        for n in self.agents:
+            _field("agents", lambda n: check_int(n, "a team size", 1, MAX_AGENTS), n)
+        cells = math.prod(len(getattr(self, f)) for f in (
+            "tasks", "layouts", "organizations", "agents", "backends", "seeds"))
+        cells *= max(1, len(self.shocks))
+        if cells > MAX_SWEEP_CELLS:
+            raise UserError(f"the sweep spec has {cells} cells (episodes); the limit is "
+                            f"{MAX_SWEEP_CELLS}")
+        for o in self.organizations:
+            org = _field("organizations", load_organization, o)
+            for n in self.agents:
+                _field("organizations", lambda _o, n=n, org=org: org.resolve(
+                    Team.of_size(n)), f"{o} with {n} agents")
+                for cond, texts in self.shocks.items():
+                    team = Team.of_size(n)
+                    _field(f"shocks.{cond}", lambda _t, team=team, org=org, texts=texts:
+                           check_shocks([Shock.parse(t) for t in texts], list(team.ids),
+                                        _spec_only, org, team), None)
+        for cond, texts in self.shocks.items():
+            for shock in map(Shock.parse, texts):
+                if shock.kind == "substitute":
+                    _field(f"shocks.{cond}", parse_member_spec, shock.member)
+        for b in self.backends:
+            parts = [p.strip() for p in b.split(",")]
+            for p in parts:
+                kind, _ = _field("backends", parse_member_spec, p)
+                if kind == "human":
+                    raise UserError("sweep spec field 'backends': a sweep cannot wait for a "
+                                    "human member; use planner, random, local or openai:<m>")
+            bad = [n for n in self.agents if len(parts) not in (1, n)]
+            if bad:
+                raise UserError(f"sweep spec field 'backends': {b!r} lists {len(parts)} "
+                                f"members but a team has {bad[0]} agents")
+
+    @property
+    def uses_local(self) -> bool:
+        return any(p.strip().split(":")[0] == "local" for b in self.backends
+                   for p in b.split(","))
+
+
+def _spec_only(agent: str, spec: str) -> None:
+    """Stands in for a member factory while validating: substitutes are built per cell."""
+
+
+def _shock_conditions(v: Any, source: str) -> dict[str, tuple[str, ...]]:
+    """``{condition: [shock, ...]}`` with every shock parsed and written in CLI form."""
+    from orgteams.organizations.rounds.shocks import Shock
+
+    if not isinstance(v, dict) or not all(isinstance(k, str) and k for k in v):
+        raise UserError(f"{source}: sweep spec field 'shocks' must map condition names to "
+                        "lists of shocks")
+    out = {}
+    for cond, items in v.items():
+        where = f"{source}: sweep spec field 'shocks.{cond}'"
+        if items is None:
+            items = []
+        if not isinstance(items, list | tuple):
+            raise UserError(f"{where} must be a list of shocks")
+        out[cond] = tuple(
+            Shock.from_spec(item, f"{source}: sweep spec field 'shocks.{cond}[{i}]'").text()
+            for i, item in enumerate(items))
+    return out
+
+
+def _field(name: str, fn: Callable[[Any], Any], value: Any) -> Any:
+    try:
+        return fn(value)
+    except (UserError, FileNotFoundError) as exc:
+        raise UserError(f"sweep spec field '{name}': {exc}") from None
+
+
+def _str_list(v: Any, name: str, source: str) -> tuple[str, ...]:
+    items = v.split(",") if isinstance(v, str) else v
+    if not isinstance(items, list | tuple) or not all(isinstance(x, str | int) for x in items):
+        raise UserError(f"{source}: sweep spec field '{name}' must be a list of names")
+    return tuple(str(x).strip() for x in items if str(x).strip())
+
+
+def _int_list(v: Any, name: str, source: str) -> tuple[int, ...]:
+    items = v.split(",") if isinstance(v, str) else (v if isinstance(v, list | tuple) else [v])
+    try:
+        return tuple(int(x) for x in items)
+    except (TypeError, ValueError):
+        raise UserError(f"{source}: sweep spec field '{name}' must be integers, got {v!r}"
+                        ) from None
+
+
+def parse_seeds(v: Any, source: str = "<spec>") -> tuple[int, ...]:
+    """``20`` -> seeds 0..19; a list or ``"0,5,7"`` -> those; ``"10-19"`` -> a range.
+
+    At most :data:`~orgteams.envs.core.limits.MAX_SEEDS` seeds, each from 0 to ``MAX_SEED``.
+    """
+    where = f"{source}: sweep spec field 'seeds'"
+    if isinstance(v, str) and re.fullmatch(r"\s*\d+\s*-\s*\d+\s*", v):
+        lo, hi = (int(x) for x in v.split("-"))
+        _check_seed_count(hi - lo + 1, where)
+        seeds = tuple(range(lo, hi + 1))
+    elif isinstance(v, int) and not isinstance(v, bool) or (
+            isinstance(v, str) and v.strip().isdigit()):
+        n = int(v)
+        if n < 1:
+            raise UserError(f"{where}: need at least one seed")
+        _check_seed_count(n, where)
+        seeds = tuple(range(n))
+    else:
+        if isinstance(v, list | tuple):
+            _check_seed_count(len(v), where)
+        seeds = _int_list(v, "seeds", source)
+    if not seeds:
+        raise UserError(f"{where}: need at least one seed")
+    for s in seeds:
+        if not 0 <= s <= MAX_SEED:
+            raise UserError(f"{where}: seed {s} is not from 0 to {MAX_SEED}")
+    return seeds
+
+
+def _check_seed_count(n: int, where: str) -> None:
+    if n > MAX_SEEDS:
+        raise UserError(f"{where}: {n} seeds; the limit is {MAX_SEEDS}")
+
+
+def spec_from_lists(base: SweepSpec | None = None, **lists: Iterable | None) -> SweepSpec:
+    """``base`` (or the defaults) with the given non-None fields replaced (CLI helper)."""
+    data = (base or SweepSpec()).to_dict()
+    data.update({k: v for k, v in lists.items() if v is not None})
+    return SweepSpec.from_dict(data, source="command line")

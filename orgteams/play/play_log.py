@@ -1,0 +1,92 @@
+"""The episode log of ``orgteams play --log``: the same JSONL as ``orgteams run --log``.
+
+Each episode played in the window (R starts the next) is one file: the first at
+the path given, the next ones beside it as ``<stem>.<n><suffix>`` (``play.2.jsonl``).
+A file holds the episode line (initial world, names, seed), one tick line per tick
+(every agent's primitive action, the player's keys included), the communicate
+records of the teammates and of the player (``agent`` is the player's agent,
+``message_tokens`` counted as for every member), and the end and summary lines, so
+``orgteams replay`` shows the episode again with everyone's speech bubbles.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from orgteams.organizations.rounds import episode_log as team_log
+from orgteams.organizations.rounds.episode_log import EpisodeLog
+
+__all__ = ["PlayLog"]
+
+
+class PlayLog:
+    """Writes the episodes of one play session.
+
+    Args:
+        path: The first episode's file.
+        organization: The name written in the episode line (the teammates' organization).
+
+    Attributes:
+        player_role: The player's role under the organization (``orgteams play --org``;
+            the teammates keep it current), written in the summary line; None for none.
+    """
+
+    def __init__(self, path: str | Path, organization: str = "play") -> None:
+        self.path, self.organization = Path(path), organization
+        self.paths: list[Path] = []
+        self._log: EpisodeLog | None = None
+        self._env: Any = None
+        self._world: Any = None  # the latest state of the episode being written
+        self.player_role: str | None = None
+
+    def start(self, env: Any, seed: int | None, current_round: Callable[[], int]) -> None:
+        """A new episode of ``env`` (just reset): ends the last file, opens the next."""
+        self.end()
+        n = len(self.paths) + 1
+        path = self.path if n == 1 else self.path.with_name(
+            f"{self.path.stem}.{n}{self.path.suffix}")
+        self._log, self._env = EpisodeLog(path), env
+        self.paths.append(path)
+        base = env.base
+        team = list(base.possible_agents)
+        write_tick = team_log.start_replay_log(self._log, env, seed=seed,
+                                               organization=self.organization, team=team,
+                                               names=list(base.display_names or team),
+                                               current_round=current_round)
+        self._world = base.world  # the end line's: kept, as R resets the env before end()
+
+        def on_tick(before: Any, joint: dict[str, int], after: Any, infos: Any) -> None:
+            write_tick(before, joint, after, infos)
+            self._world = after
+
+        env.on_tick = on_tick  # the play env has no other tick hook
+
+    def write(self, record: dict) -> None:
+        """One decision record (subscribe it to ``RoundHooks.record``)."""
+        if self._log is not None:
+            self._log.write(record)
+
+    def end(self) -> None:
+        """End the current file (end and summary lines); nothing when none is open."""
+        log, env = self._log, self._env
+        if log is None:
+            return
+        world = self._world
+        spoken = [r for r in log.records
+                  if r.get("phase") == "communicate" and r.get("message")]
+        player = env.base.overlay.you
+        mine = [r for r in spoken if r["agent"] == player]
+        team_log.end_replay_log(log, world)
+        log.write({"record": "summary", "ticks": world.tick, "success": bool(world.success),
+                   "units_done": sum(world.progress),
+                   "units_total": sum(p.count for p in world.scene.goal),
+                   "player": player, "player_role": self.player_role,
+                   "messages_sent": len(spoken),
+                   "player_messages": len(mine),
+                   "player_message_tokens": sum(r["message_tokens"] for r in mine),
+                   "message_tokens": sum(r["message_tokens"] for r in spoken)})
+        log.close()
+        env.on_tick = None
+        self._log = self._env = None

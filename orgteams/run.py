@@ -1,0 +1,434 @@
+"""Build teams and run episodes in a few lines (the Python face of ``orgteams run``).
+
+>>> from orgteams import run_episode
+>>> result = run_episode(task="prepare_afternoon_tea", layout="studio", organization="leader",
+...                      agents=3, backend="planner", seed=0)
+>>> result.summary["success"], result.summary["ticks"]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from orgteams.envs._util import unknown_name
+from orgteams.envs.core.limits import MAX_AGENTS, MAX_ROUNDS, MAX_SEED, MAX_TICKS, check_int
+from orgteams.envs.errors import UserError
+from orgteams.envs.highlevel.highlevel_env import HighLevelEnv
+from orgteams.envs.team import Team
+from orgteams.organizations.rounds.monitor import MonitorConfig
+from orgteams.organizations.rounds.runner import EpisodeResult, TeamRunner
+from orgteams.organizations.rounds.shocks import Shock
+from orgteams.organizations.rounds.status import (
+    DEFAULT_MAX_INVALID_REPLIES,
+    DEFAULT_MAX_TRANSPORT_FAILURES,
+)
+from orgteams.organizations.spec.library import load_organization
+from orgteams.organizations.spec.organization import Organization
+
+MEMBER_KINDS = ("planner", "random", "human", "local", "scripted", "openai")
+LLM_MEMBER_KINDS = ("local", "scripted", "openai")
+
+
+_TAKES_MODEL = ("openai", "scripted")
+
+
+def parse_member_spec(spec: str) -> tuple[str, str | None]:
+    """Split a member spec: ``"openai:gpt-4o-mini"`` -> ``("openai", "gpt-4o-mini")``.
+
+    Raises:
+        UserError: An unknown kind, or a model name on a kind that takes none
+            (``local:foo``: the embedded model is always SmolLM2).
+    """
+    kind, sep, model = spec.strip().partition(":")
+    if kind not in MEMBER_KINDS:
+        raise unknown_name("member kind", kind, MEMBER_KINDS)
+    if sep and kind not in _TAKES_MODEL:
+        hint = (" (the embedded model is SmolLM2; another model is openai:<model> on any "
+                "OpenAI-compatible server)" if kind == "local" else "")
+        raise UserError(f"member spec {spec!r}: {kind} takes no model name{hint}")
+    if sep and not model.strip():
+        raise UserError(f"member spec {spec!r}: the model name after ':' is empty")
+    return kind, (model.strip() or None) if sep else None
+
+
+def backend_options(spec: str, cache: str | Path | None = None) -> dict[str, Any]:
+    """``make_backend`` options for a spec (``local``, ``scripted``, ``openai:<model>``)."""
+    kind, model = parse_member_spec(spec)
+    return {"backend": kind, **({"model": model} if model else {}),
+            **({"cache": str(cache)} if cache else {})}
+
+
+class BackendPool:
+    """Chat backends by (spec, cache), shared by the members built from it, and closed
+    by whoever made the pool: an episode (:func:`run_episode` makes one unless given
+    one), a sweep worker, a Criticize-Reflect run, a play session.
+
+    The pool owns what its backends share: one embedded model server
+    (:class:`~orgteams.agents.backends.local.LocalServer`, started when the first
+    ``local`` backend is made) and one message tokenizer
+    (:class:`~orgteams.agents.llm.tokens.Tokenizer`: its count cache). Closing stops the
+    server, closes response caches and drops the tokenizer's counts.
+
+    The server decodes the requests of agents that speak at once together, in parallel
+    slots (``benchmarks/local_slots.py``): by default one slot per ``local`` member of
+    the largest team built with the pool (:func:`build_team` announces them through
+    :meth:`expect_local_members` before the server starts), capped by
+    :func:`~orgteams.agents.backends.local.default_slots`; ``ORGTEAMS_LOCAL_SLOTS`` or
+    ``local_slots`` set it. A server already running keeps its slots (more members
+    than slots wait their turn).
+
+    Args:
+        local_slots: Parallel slots of the embedded server; None: as above.
+
+    >>> with BackendPool() as pool:
+    ...     member = build_member("agent_0", "scripted", pool=pool)
+    """
+
+    def __init__(self, local_slots: int | None = None) -> None:
+        from orgteams.agents.llm.tokens import Tokenizer
+
+        if local_slots is not None:
+            check_int(local_slots, "local_slots", 1, MAX_AGENTS)
+        self.local_slots = local_slots
+        self._local_members = 0
+        self._backends: dict[tuple[str, str | None], Any] = {}
+        self._server: Any = None
+        self.tokenizer = Tokenizer()
+        """The episode's message tokenizer: the scripted backends' usage counts and, in
+        :func:`run_episode`, every message token of the round loop and its metrics."""
+
+    def get(self, spec: str, cache: str | Path | None = None):
+        """The backend for ``spec`` (``local``, ``scripted``, ``openai:<model>``), made once."""
+        key = (spec, str(cache) if cache else None)
+        if key not in self._backends:
+            from orgteams.agents.backends import make_backend
+
+            options = backend_options(spec, cache)
+            if options["backend"] == "local":
+                options["server"] = self._local_server()
+            elif options["backend"] == "scripted":
+                options["tokenizer"] = self.tokenizer
+            self._backends[key] = make_backend(options)
+        return self._backends[key]
+
+    def expect_local_members(self, count: int) -> None:
+        """Size the embedded server for ``count`` ``local`` members deciding at once (it
+        takes effect when the server starts)."""
+        self._local_members = max(self._local_members, count)
+
+    def _local_server(self) -> Any:
+        if self._server is None or not self._server.alive:
+            from orgteams.agents.backends.local import LocalServer, default_slots
+
+            slots = self.local_slots or default_slots(self._local_members)
+            self._server = LocalServer(n_parallel=slots)
+        return self._server
+
+    @property
+    def local_server(self) -> Any:
+        """The pool's embedded model server, or None before a ``local`` backend was made."""
+        return self._server
+
+    def __len__(self) -> int:
+        return len(self._backends)
+
+    def close(self) -> None:
+        """Close every backend made so far, the server and the tokenizer; the pool can
+        be used again afterwards."""
+        backends, self._backends = list(self._backends.values()), {}
+        server, self._server = self._server, None
+        try:
+            for backend in backends:
+                backend.close()
+        finally:
+            if server is not None:
+                server.close()
+            self.tokenizer.close()
+
+    def __enter__(self) -> BackendPool:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def build_member(agent_id: str, spec: str, *, leader: bool = False, seed: int | None = None,
+                 cache: str | Path | None = None,
+                 env: HighLevelEnv | None = None, pool: BackendPool | None = None,
+                 **llm_kwargs: Any):
+    """A team member from a spec: ``planner``, ``random``, ``human``, ``local``,
+    ``scripted`` or ``openai:<model>`` (any OpenAI-compatible server, see README).
+
+    ``llm_kwargs`` go to :class:`~orgteams.agents.llm.llm_agent.LLMAgent` (``temperature``,
+    ``prompts``...); ``prompts=None`` picks the backend's default variant (``local``:
+    ``compact``).
+
+    ``leader`` only matters to planners (see :class:`PlannerMember`).
+    ``env`` only matters to ``human``: when it renders in human mode the person
+    answers in that window (:class:`~orgteams.agents.human.window_input.WindowInput`),
+    else in the terminal. ``pool`` only matters to LLM members, and they need one: it
+    owns their backend.
+
+    Raises:
+        UserError: A bad spec.
+        ValueError: An LLM member without a pool.
+    """
+    kind, _ = parse_member_spec(spec)
+    if kind in LLM_MEMBER_KINDS and pool is None:
+        raise ValueError(f"member spec {spec!r} needs a BackendPool (pool=...): the pool owns "
+                         "its backend and closes it")
+    if kind == "planner":
+        from orgteams.agents.planner.planner_member import PlannerMember
+
+        return PlannerMember(agent_id, leader=leader)
+    if kind == "random":
+        from orgteams.agents.planner.planner_member import RandomMember
+
+        return RandomMember(agent_id, seed)
+    if kind == "human":
+        from orgteams.agents.human.human_agent import HumanAgent
+
+        if env is not None and env.render_mode == "human":
+            from orgteams.agents.human.window_input import WindowInput
+
+            overlay = env.base.overlay
+            overlay.you = overlay.you or agent_id  # ringed and tagged YOU in the window
+            window = WindowInput(env)
+            return HumanAgent(agent_id, window.ask, window.show)
+        return HumanAgent(agent_id)
+    from orgteams.agents.llm.llm_agent import LLMAgent
+    from orgteams.agents.llm.prompts import variant_for_backend
+
+    llm_kwargs["prompts"] = llm_kwargs.get("prompts") or variant_for_backend(kind)
+    return LLMAgent(agent_id, pool.get(spec, cache), seed=seed, **llm_kwargs)
+
+
+def member_specs(specs: str | list[str], num_agents: int) -> list[str]:
+    """One member spec per agent: one spec for all, or a comma list / list per agent.
+
+    Raises:
+        UserError: Neither one spec nor one per agent.
+    """
+    if isinstance(specs, str):
+        specs = [s.strip() for s in specs.split(",")]
+    if len(specs) == 1:
+        specs = specs * num_agents
+    if len(specs) != num_agents:
+        raise UserError(f"got {len(specs)} member specs for {num_agents} agents; give one "
+                        "spec for all or one per agent")
+    return list(specs)
+
+
+def build_team(specs: str | list[str], num_agents: int, organization: Organization,
+               seed: int | None = None, cache: str | Path | None = None,
+               env: HighLevelEnv | None = None, pool: BackendPool | None = None,
+               **llm_kwargs: Any) -> dict[str, Any]:
+    """Members for ``agent_0..agent_{n-1}``: one spec for all, or a comma list / list per agent.
+
+    ``env``: where human members answer; ``pool``: owns LLM members' backends;
+    ``llm_kwargs``: for LLM members (see
+    :func:`build_member`)."""
+    specs = member_specs(specs, num_agents)
+    if pool is not None:
+        pool.expect_local_members(sum(parse_member_spec(s)[0] == "local" for s in specs))
+    team = Team.of_size(num_agents)
+    resolved = organization.resolve(team)
+    top = set(resolved.tiers[0][1]) if len(resolved.tiers) > 1 else set()
+    # Planners follow the organization's rules, given with every decision (ctx.rules).
+    return {a: build_member(a, s, leader=a in top, seed=seed, cache=cache, env=env,
+                            pool=pool, **llm_kwargs)
+            for a, s in zip(team, specs)}
+
+
+def check_substitutes(shocks: list[Shock], pool: BackendPool,
+                      cache: str | Path | None = None) -> None:
+    """Check every substitute shock's member spec now, and make an LLM substitute's
+    backend (the pool keeps it for the shock's round): a bad spec or a missing extra
+    fails before anything runs, not after the rounds before the shock were played.
+
+    Raises:
+        UserError: ``substitute shock '<shock>': <what is wrong>``.
+    """
+    for shock in shocks:
+        if shock.kind != "substitute" or not isinstance(shock.member, str):
+            continue
+        try:
+            kind, _ = parse_member_spec(shock.member)
+            if kind in LLM_MEMBER_KINDS:
+                pool.get(shock.member, cache)
+        except UserError as exc:
+            raise type(exc)(f"substitute shock {shock.text()!r}: {exc}") from None
+
+
+def default_log_path(task: str, organization: str, seed: int | None, root: str | Path = "runs"
+                     ) -> Path:
+    stamp = datetime.now().strftime("%Y%m%d-%H%M%S-%f")
+    return Path(root) / f"{stamp}_{task}_{organization}_s{seed}" / "episode.jsonl"
+
+
+def run_episode(task: str = "prepare_afternoon_tea", layout: str = "apartment",
+                organization: str | Organization = "leader", agents: int = 3,
+                backend: str | list[str] = "local", seed: int | None = 0,
+                max_rounds: int | None = None, max_ticks: int | None = None,
+                render: str | None = None, video: str | Path | None = None,
+                log_path: str | Path | None = "auto", shocks: list[Shock | str] = (),
+                monitor: MonitorConfig | bool | None = None, cache: str | Path | None = None,
+                on_round=None, render_options: dict | None = None,
+                max_transport_failures: int | None = DEFAULT_MAX_TRANSPORT_FAILURES,
+                temperature: float = 0.0, prompts: str | None = None,
+                pool: BackendPool | None = None,
+                fps: float | None = None, scale: float = 1.0, hold: bool = True,
+                should_stop: Callable[[], str | None] | None = None,
+                on_tick: Callable[[int, int], object] | None = None,
+                max_invalid_replies: int | None = DEFAULT_MAX_INVALID_REPLIES
+                ) -> EpisodeResult:
+    """Play one episode of a team under an organization and return its summary and log.
+
+    Args:
+        backend: One member spec for every agent, a comma list, or a list per agent.
+        render: ``"human"`` for a live window, None for none. Closing the window stops
+            the episode (``episode_status`` ``"interrupted"``, ``stop_reason``
+            ``"window closed"``); Space pauses, N steps, +/- change the speed.
+        video: Record an MP4/GIF of every tick to this path (frames with new speech
+            and the last frame are held, see :class:`~orgteams.envs.render.video.EpisodeVideo`).
+        log_path: JSONL episode log; ``"auto"`` puts it under ``runs/``; None keeps it in memory.
+        shocks: :class:`Shock` objects or CLI strings (``remove:agent_1@5``).
+        monitor: Capability-threshold monitor: True for defaults, or a MonitorConfig.
+        max_transport_failures: Stop the episode (``episode_status: "error"``) after this
+            many model calls in a row failed after their retries; None never stops.
+        max_invalid_replies: Stop the episode (``episode_status: "error"``) after this
+            many model calls in a row gave no valid reply; None never stops.
+        temperature: Sampling temperature of every LLM member (0.0 greedy; the
+            self-organizing paper used 0.7). Recorded in the summary's ``llm_settings``.
+        prompts: Prompt variant of LLM members, ``default`` or ``compact``; None: per
+            backend (``local`` gets ``compact``).
+        pool: The LLM members' backends; None: the episode makes its own and closes it
+            (a local model server stops with it). Give one to share across episodes.
+        fps: Ticks per second of the window and the video (default the env's, 10).
+        scale: Size factor of the window (its first size) and of the video frames.
+        hold: With a window, keep the last frame up until the person closes it (Q) or
+            replays it (R).
+        should_stop: Asked at round and tick boundaries; a reason stops the episode.
+        on_tick: Called as ``on_tick(tick, tick_limit)`` after every tick (progress bars).
+    """
+    check_int(agents, "agents", 1, MAX_AGENTS)
+    if seed is not None:
+        check_int(seed, "seed", 0, MAX_SEED)
+    if max_rounds is not None:
+        check_int(max_rounds, "max_rounds", 1, MAX_ROUNDS)
+    if max_ticks is not None:
+        check_int(max_ticks, "max_ticks", 1, MAX_TICKS)
+    own_pool = pool is None
+    pool = BackendPool() if pool is None else pool
+    try:
+        return _run_episode(task, layout, organization, agents, backend, seed, max_rounds,
+                            max_ticks, render, video, log_path, shocks, monitor, cache,
+                            on_round, render_options, max_transport_failures, temperature,
+                            prompts, pool, fps=fps, scale=scale, hold=hold,
+                            should_stop=should_stop, on_tick=on_tick,
+                            max_invalid_replies=max_invalid_replies)
+    finally:
+        if own_pool:
+            pool.close()
+
+
+def _run_episode(task, layout, organization, agents, backend, seed, max_rounds, max_ticks,
+                 render, video, log_path, shocks, monitor, cache, on_round, render_options,
+                 max_transport_failures, temperature, prompts, pool: BackendPool, *,
+                 fps, scale, hold, should_stop, on_tick, max_invalid_replies
+                 ) -> EpisodeResult:
+    org = organization if isinstance(organization, Organization) else load_organization(
+        organization)
+    shocks = [Shock.parse(s) if isinstance(s, str) else s for s in shocks]
+    check_substitutes(shocks, pool, cache)
+    render_mode = render or ("rgb_array" if video else None)
+    options = {"title": f"orgteams: {org.name} - {task} on {layout}", "scale": scale,
+               **(render_options or {})}
+    env = HighLevelEnv(layout=layout, task=task, num_agents=agents, render_mode=render_mode,
+                       max_ticks=max_ticks, render_options=options, render_fps=fps)
+    env.base.overlay.organization = org.name
+    llm = {"temperature": temperature, "prompts": prompts}
+    members = build_team(backend, agents, org, seed=seed, cache=cache, env=env, pool=pool,
+                         **llm)
+    if log_path == "auto":
+        log_path = default_log_path(task, org.name, seed)
+    recorder = None
+    if video:
+        from orgteams.envs.render.video import EpisodeVideo
+
+        recorder = EpisodeVideo(video, env.base, fps=env.base.render_fps, scale=scale)
+    tick_hook = None
+    if recorder is not None or on_tick is not None:
+        def tick_hook(*_: Any) -> None:
+            if recorder is not None:
+                recorder.tick()
+            if on_tick is not None:
+                world = env.base.world
+                on_tick(world.tick, max_ticks or world.scene.step_limit)
+
+    def stop() -> str | None:
+        if render == "human":
+            from orgteams.envs.render.renderer import window_closed
+
+            if window_closed(env.base):
+                return "window closed"
+        return should_stop() if should_stop is not None else None
+
+    runner = TeamRunner(env, org, members, max_rounds=max_rounds, log_path=log_path,
+                        shocks=shocks,
+                        monitor=MonitorConfig() if monitor is True else (monitor or None),
+                        member_factory=lambda a, spec: build_member(a, spec, cache=cache,
+                                                                    env=env, pool=pool,
+                                                                    **llm),
+                        on_round=on_round, on_tick=tick_hook,
+                        max_transport_failures=max_transport_failures, should_stop=stop,
+                        tokenizer=pool.tokenizer, max_invalid_replies=max_invalid_replies)
+    try:
+        result = runner.run(seed)
+        if recorder is not None:
+            recorder.end()
+        if render == "human" and hold:
+            _hold_window(env, result)
+    except KeyboardInterrupt as exc:
+        exc.log_path = log_path  # the CLI's "interrupted" line names what was kept
+        raise
+    finally:
+        if recorder is not None:
+            result_frames = recorder.close()
+        env.close()
+    if recorder is not None:
+        result.summary["video"] = {"path": str(video), "frames": result_frames}
+    return result
+
+
+def end_banner(summary: dict[str, Any], can_replay: bool) -> list[str]:
+    """The lines shown over the last frame of an episode in the window."""
+    if summary.get("episode_status") in ("interrupted", "error"):
+        how = f"stopped ({summary.get('stop_reason')})"
+    else:
+        how = "goal complete" if summary["success"] else "goal not met"
+    keys = "Q to close, R to replay" if can_replay else "Q to close"
+    return [f"Episode over: {how}",
+            f"tick {summary['ticks']} of {summary['step_limit']}, {summary['rounds']} rounds, "
+            f"{summary['units_done']}/{summary['units_total']} goal units",
+            keys]
+
+
+def _hold_window(env: HighLevelEnv, result: EpisodeResult) -> None:
+    """The last frame stays up until Q; R replays the logged episode in the same window."""
+    from orgteams.envs.render.renderer import window_renderer
+
+    renderer = window_renderer(env)
+    if renderer is None or renderer.closed:
+        return
+    can_replay = result.log_path is not None
+    base = env.base
+    choice = renderer.hold(base.world, base.overlay, base.display_names,
+                           end_banner(result.summary, can_replay), can_replay)
+    if choice == "replay":
+        from orgteams.replay import replay
+
+        replay(result.log_path, render="human", renderer=renderer)

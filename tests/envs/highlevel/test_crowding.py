@@ -1,0 +1,75 @@
+"""Crowding in narrow places: yielding into pockets, removed members evacuating."""
+
+from __future__ import annotations
+
+import pytest
+
+from orgteams.envs.core.actions import Verb, encode
+from orgteams.envs.core.navigation import navigator
+from orgteams.envs.core.tasks import Predicate
+from orgteams.envs.highlevel.highlevel_env import HighLevelEnv
+
+CUPCAKE_IN_FRIDGE = (Predicate("inside", "cupcake", "fridge", 1),)
+
+# A 1-wide corridor (row 1) with a doorway pocket at (2, 4) into a bedroom below.
+CORRIDOR = ["#########",
+            "#kkkkkkk#",
+            "####+####",
+            "#bbbbbbb#",
+            "#########"]
+
+# A small room whose row 3 runs on as a dead end to the fridge at (3, 6): (3, 5) is
+# the only cell from which the fridge can be reached.
+DEAD_END = ["########",
+            "#kkk####",
+            "#kkk####",
+            "#kkkkkF#",
+            "########"]
+
+
+@pytest.mark.parametrize(("door_open", "step"), [(True, 2), (False, 3)])
+def test_blocked_walker_yields_into_an_open_doorway_not_back_down_the_corridor(
+        inline_layout, make_state, door_open, step):
+    layout = inline_layout(CORRIDOR, {"k": "kitchen", "b": "bedroom"})
+    w = layout.width
+    # agent 1 walks east; agent 0 (right of way) stands in its way, head-on.
+    state = make_state(layout, [(1, 5), (1, 4)], doors_open=[door_open])
+    walker = navigator(layout).walker(1, frozenset({1 * w + 7}))
+    # Open: south into the doorway, off agent 0's line; closed: back west (the only cell).
+    assert walker.next_action(state) == encode(Verb.MOVE, step)
+
+
+def test_removed_member_in_a_dead_end_walks_out_so_the_fridge_can_be_reached(
+        inline_layout, make_state):
+    layout = inline_layout(DEAD_END, furniture={"F": "fridge"})
+    w = layout.width
+    env = HighLevelEnv(layout=layout, task="put_fridge", num_agents=2)
+    env.load_state(make_state(layout, [(1, 1), (3, 5)], goal=CUPCAKE_IN_FRIDGE))
+    env.set_idle("agent_1", True, obstacle=False)  # removed, standing by the fridge
+    _, _, _, _, infos = env.step({"agent_0": "check:fridge"})
+    assert infos["agent_0"]["status"] == "done", infos["agent_0"]["failure_reason"]
+    assert env.memory("agent_0").furniture["fridge"].open
+    pos = env.base.world.agent_pos
+    assert pos[0] == 3 * w + 5  # agent 0 stands at the fridge
+    assert pos[1] in env.nav.roomy_cells  # agent 1 walked back into the room
+    assert infos["agent_1"]["status"] == "idle" and not infos["agent_1"]["needs_decision"]
+
+
+def test_fixed_obstacle_in_the_dead_end_does_not_evacuate(inline_layout, make_state):
+    layout = inline_layout(DEAD_END, furniture={"F": "fridge"})
+    w = layout.width
+    env = HighLevelEnv(layout=layout, task="put_fridge", num_agents=2)
+    env.load_state(make_state(layout, [(1, 1), (3, 5)], goal=CUPCAKE_IN_FRIDGE))
+    env.set_idle("agent_1", True)  # an obstacle: never moves
+    _, _, _, _, infos = env.step({"agent_0": "check:fridge"})
+    assert infos["agent_0"]["failure_reason"].startswith("could not reach the fridge: blocked")
+    assert env.base.world.agent_pos[1] == 3 * w + 5
+
+
+def test_roomy_cells_are_inside_rooms_and_off_furniture(inline_layout):
+    layout = inline_layout(DEAD_END, furniture={"F": "fridge"})
+    w = layout.width
+    roomy = navigator(layout).roomy_cells
+    assert 2 * w + 2 in roomy  # the middle of the room
+    assert 3 * w + 4 not in roomy and 3 * w + 5 not in roomy  # the dead-end corridor
+    assert 1 * w + 1 not in roomy  # a corner (two floor neighbours)

@@ -1,0 +1,163 @@
+"""Big teams stay legible: bubbles, roles, YOU, room names, icons, colours, the goal."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+
+pygame = pytest.importorskip("pygame")
+
+from orgteams.envs import household_v0  # noqa: E402
+from orgteams.envs.messages import TeamMessage  # noqa: E402
+from orgteams.envs.render.bubbles import MAX_BUBBLES, _receivers, layout_bubbles  # noqa: E402
+from orgteams.envs.render.overlay import Overlay  # noqa: E402
+from orgteams.envs.render.renderer import PygameRenderer  # noqa: E402
+from orgteams.envs.render.style import ROLE_COLORS, YOU_COLOR, agent_color  # noqa: E402
+from orgteams.envs.render.world import MIN_ICON, _icon_grid, place_name_tags  # noqa: E402
+
+NAMES = ["Alice", "Bob", "Charlie", "David", "Eve", "Frank", "Grace", "Heidi", "Ivan"]
+
+
+@pytest.fixture(scope="module")
+def house():
+    env = household_v0.parallel_env(layout="house", num_agents=9)
+    env.reset(seed=0)
+    yield env.unwrapped.world
+    env.close()
+
+
+def chatty(rounds=(1, 2, 3)) -> Overlay:
+    """Every one of nine agents says something, spread over ``rounds``."""
+    overlay = Overlay()
+    for k, (a, r) in enumerate(zip(range(9), itertools.cycle(rounds))):
+        receivers = tuple(f"agent_{b}" for b in range(9) if b != a)[: 1 + k % 7]
+        overlay.say(TeamMessage(f"agent_{a}", receivers, f"message {k} about the fridge", round=r))
+    return overlay
+
+
+def test_only_the_newest_bubbles_clear_of_each_other_and_of_name_tags(house):
+    renderer = PygameRenderer("rgb_array")
+    renderer.render(house, None, NAMES)  # lays out the map surface
+    pg, surf, cell = renderer.pg, renderer._map, renderer._cell
+    overlay = chatty(rounds=(1, 2, 3))
+    tags = place_name_tags(pg, renderer.text, house, cell, NAMES, overlay, surf.get_rect())
+    index = {f"agent_{i}": i for i in range(9)}
+    bubbles = layout_bubbles(pg, renderer.text, surf, house, cell, overlay, NAMES, index, tags)
+    assert len(bubbles) == MAX_BUBBLES
+    # The newest four senders (agents 5..8), drawn oldest first.
+    colors = [b[3] for b in bubbles]
+    assert colors == [agent_color(a) for a in (5, 6, 7, 8)]
+    boxes = [b[0] for b in bubbles]
+    for x, y in itertools.combinations(boxes, 2):
+        assert not x.colliderect(y)
+    for box in boxes:
+        assert box.collidelist(tags) < 0
+    # Faded by age: agent 8 spoke in round 3 (the newest), agent 6 in round 1.
+    alpha = {b[3]: b[4] for b in bubbles}
+    assert alpha[agent_color(8)] == 255 and alpha[agent_color(6)] < alpha[agent_color(7)] < 255
+    assert bubbles[-1][5] == "r3"  # the round stamp
+
+
+def test_long_recipient_lists_are_shortened():
+    index = {f"agent_{i}": i for i in range(9)}
+    many = tuple(f"agent_{i}" for i in range(2, 8))
+    assert _receivers(many, NAMES, index, 9) == "@members (6): "
+    assert _receivers(("agent_1", "agent_4"), NAMES, index, 9) == "@Bob,Eve: "
+    assert _receivers(tuple(f"agent_{i}" for i in range(1, 9)), NAMES, index, 9) == ""
+
+
+def test_name_tags_do_not_cover_each_other_in_a_crowd(house):
+    # Three agents side by side in a row: tags alternate above and below.
+    row_cells = [c for c in range(len(house.scene.floor)) if house.scene.floor[c]]
+    start = next(c for c in row_cells if all(house.scene.floor[c + k] for k in range(3)))
+    crowd = type(house)(house.scene, house.tick, (start, start + 1, start + 2) + tuple(
+        house.agent_pos[3:]), house.hands, house.contents, house.container_open,
+        house.door_open)
+    renderer = PygameRenderer("rgb_array")
+    renderer.render(crowd, None, NAMES)
+    tags = place_name_tags(renderer.pg, renderer.text, crowd, renderer._cell, NAMES, None,
+                           renderer._map.get_rect())
+    for x, y in itertools.combinations(tags[:3], 2):
+        assert not x.colliderect(y)
+
+
+def test_roles_and_you_are_drawn(house):
+    renderer = PygameRenderer("rgb_array")
+    plain = renderer.render(house, Overlay(), NAMES).copy()
+    overlay = Overlay(organization="pyramid", roles={"agent_0": "leader"}, you="agent_2")
+    marked = renderer.render(house, overlay, NAMES)
+    cell, top = renderer._cell, renderer._map.get_offset()
+    w = house.scene.width
+
+    def around(a, pad):
+        r, c = divmod(house.agent_pos[a], w)
+        x, y = top[0] + c * cell, top[1] + r * cell
+        return (slice(max(0, y - pad), y + cell + pad), slice(max(0, x - pad), x + cell + pad))
+
+    def has(frame, region, color):
+        return bool((np.abs(frame[region].astype(int) - color).sum(axis=2) < 20).any())
+
+    assert has(marked, around(0, 4), ROLE_COLORS["leader"])
+    assert not has(plain, around(0, 4), ROLE_COLORS["leader"])
+    assert has(marked, around(2, 8), YOU_COLOR) and not has(plain, around(2, 8), YOU_COLOR)
+    assert not np.array_equal(plain[:, -300:], marked[:, -300:])  # the panel names the org
+
+
+def test_room_names_move_off_the_row_an_agent_stands_on(house):
+    from orgteams.envs.render.world import draw_room_names
+
+    renderer = PygameRenderer("rgb_array")
+    renderer.render(house, None, NAMES)
+    spots, cell = renderer._room_spots, renderer._cell
+    room = next(i for i, s in enumerate(spots) if len(s) > 1)
+    row, c0, _, _, _ = spots[room][0]
+    w = house.scene.width
+    blocked = type(house)(house.scene, house.tick, (row * w + c0 + 1,) + tuple(
+        house.agent_pos[1:]), house.hands, house.contents, house.container_open,
+        house.door_open)
+    free_rects = draw_room_names(renderer.pg, renderer.text, renderer._map, house, cell, spots)
+    moved = draw_room_names(renderer.pg, renderer.text, renderer._map, blocked, cell, spots)
+    agent = renderer.pg.Rect((c0 + 1) * cell, row * cell, cell, cell)
+    assert moved[room] != free_rects[room] or not free_rects[room].colliderect(agent)
+    assert not moved[room].colliderect(agent)
+
+
+@pytest.mark.parametrize("cell", [18, 24, 30, 48])
+def test_object_icons_are_never_smaller_than_the_minimum(cell):
+    rect = pygame.Rect(0, 0, cell - 2, cell - 2)
+    for n in range(1, 10):
+        slots = list(_icon_grid(rect, n, max(2, cell // 8)))
+        assert slots and all(size >= MIN_ICON for _, _, size in slots)
+        assert all(x + size <= rect.right + 1 and y + size <= rect.bottom + 1
+                   for x, y, size in slots) or cell < 2 * MIN_ICON
+
+
+def test_sixteen_agent_colours_are_distinct_and_not_grey():
+    colors = [np.array(agent_color(i), float) for i in range(16)]
+    for a, b in itertools.combinations(colors, 2):
+        assert np.abs(a - b).sum() > 90
+    greys = [c for c in colors[:15] if c.max() - c.min() < 40]
+    assert greys == []  # the 16th is near-black, far from the grey walls
+    assert colors[15].max() < 60
+
+
+def test_human_render_mode_draws_on_reset_and_step_without_render_calls():
+    env = household_v0.parallel_env(layout="studio", render_mode="human", render_fps=1000)
+    env.reset(seed=0)
+    renderer = env.unwrapped._renderer
+    assert renderer is not None and renderer.frames == 1
+    env.step({a: 0 for a in env.agents})
+    assert renderer.frames == 2
+    assert pygame.display.get_surface() is not None
+    env.close()
+
+
+def test_a_room_name_finds_the_free_stretch_of_a_crowded_row():
+    from orgteams.envs.render.world import _widest_free_run
+
+    taken = {(5, 3), (5, 4), (5, 9)}
+    assert _widest_free_run(5, 0, 12, taken) == (5, 8)
+    assert _widest_free_run(5, 3, 4, taken) == (3, 2)  # nothing free
+    assert _widest_free_run(6, 0, 12, taken) == (0, 12)

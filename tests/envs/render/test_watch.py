@@ -1,0 +1,166 @@
+"""Watching runs and replays in the window, headless: playback keys, closing, the held
+last frame, scaling. Key presses are real pygame events, posted when the renderer
+reads its events for the k-th time (SDL dummy driver)."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+pygame = pytest.importorskip("pygame")
+
+from window_script import Script, key  # noqa: E402  (tests/envs, beside this file)
+
+from orgteams.envs.render.renderer import PygameRenderer  # noqa: E402
+from orgteams.envs.render.window import Playback  # noqa: E402
+from orgteams.replay import replay  # noqa: E402
+from orgteams.run import run_episode  # noqa: E402
+
+assert os.environ["SDL_VIDEODRIVER"] == "dummy"  # tests/conftest.py
+
+
+@pytest.fixture(scope="module")
+def logged(tmp_path_factory):
+    path = tmp_path_factory.mktemp("watch") / "ep.jsonl"
+    result = run_episode(layout="studio", organization="leader", agents=3, backend="planner",
+                         seed=4, log_path=path)
+    return path, result
+
+
+def test_space_pauses_n_steps_one_tick_and_space_resumes(logged, monkeypatch):
+    path, result = logged
+    script = Script(monkeypatch, {
+        3: [key(pygame.K_SPACE)],  # pause after the third read
+        12: [key(pygame.K_n)],  # one tick forward
+        20: [key(pygame.K_SPACE)],  # resume
+    }, when_holding=[key(pygame.K_q)])
+    out = replay(path, render="human", fps=1000)
+    assert out.matches is True and out.ticks == result.summary["ticks"]
+    f = script.frames
+    # Reads 4..12 happen while paused: no new frame is drawn.
+    assert len(set(f[3:12])) == 1
+    paused_at = f[3]
+    # N lets exactly one frame (one tick) through, then it is paused again.
+    assert set(f[13:20]) == {paused_at + 1}
+    # Space resumes: every tick is drawn to the end.
+    assert f[-1] == out.ticks + 1
+
+
+def test_plus_and_minus_change_the_speed(logged, monkeypatch):
+    path, _ = logged
+    speeds = []
+    script = Script(monkeypatch, {2: [key(pygame.K_PLUS), key(pygame.K_EQUALS)],
+                                  4: [key(pygame.K_MINUS)]}, when_holding=[key(pygame.K_q)])
+    original = PygameRenderer.draw
+
+    def draw(renderer, *args, **kwargs):
+        speeds.append(renderer.playback.speed)
+        return original(renderer, *args, **kwargs)
+
+    monkeypatch.setattr(PygameRenderer, "draw", draw)
+    replay(path, render="human", fps=1000)
+    assert speeds[0] == 1.0 and 4.0 in speeds and speeds[-1] == 2.0
+    assert script.reads > 5
+
+
+def test_playback_speed_steps_and_limits():
+    p = Playback()
+    for _ in range(10):
+        p.faster()
+    assert p.speed == 16.0
+    for _ in range(10):
+        p.slower()
+    assert p.speed == 0.125
+    assert Playback(paused=True).status() == "PAUSED (x1): Space resumes, N next tick, H keys"
+
+
+def test_h_shows_the_watch_keys(logged, monkeypatch):
+    path, _ = logged
+    shown = []
+    Script(monkeypatch, {2: [key(pygame.K_h)]}, when_holding=[key(pygame.K_q)])
+    original = PygameRenderer.draw
+
+    def draw(renderer, *args, **kwargs):
+        shown.append(renderer.help_lines)
+        return original(renderer, *args, **kwargs)
+
+    monkeypatch.setattr(PygameRenderer, "draw", draw)
+    replay(path, render="human", fps=1000)
+    assert shown[0] is None and "Space\tpause / resume" in shown[-1]
+
+
+def test_the_last_frame_is_held_until_q(logged, monkeypatch):
+    path, result = logged
+    script = Script(monkeypatch, when_holding=[key(pygame.K_q)], hold_reads=8)
+    out = replay(path, render="human", fps=1000)
+    assert out.matches is True and not out.stopped
+    assert len(script.banners) == 8  # up for eight reads, gone after Q
+    assert script.banners[0] == ["Replay over: goal complete" if out.success
+                                 else "Replay over: goal not met",
+                                 f"tick {out.ticks}", "Q to close, R to replay"]
+    assert min(w for w, _ in script.window_sizes) > 600  # the real frame, not a 1x1 leftover
+    assert pygame.display.get_surface() is None  # Q closed it
+
+
+def test_r_replays_again_in_the_same_window(logged, monkeypatch):
+    path, _ = logged
+    script = Script(monkeypatch, when_holding=[key(pygame.K_r)], then=[key(pygame.K_q)],
+                    hold_reads=3)
+    result = replay(path, render="human", fps=1000)
+    assert result.matches is True and len(script.banners) == 6  # held twice
+    assert script.renderer.frames == 2 * (result.ticks + 1)  # every tick drawn twice
+
+
+def test_closing_the_replay_window_stops_it(logged, monkeypatch):
+    path, _ = logged
+    Script(monkeypatch, {4: [pygame.event.Event(pygame.QUIT)]})
+    out = replay(path, render="human", fps=1000)
+    assert out.stopped and out.problem == f"stopped at tick {out.ticks} (window closed)"
+
+
+def test_scale_sets_the_window_and_the_frames(logged, monkeypatch):
+    path, _ = logged
+    script = Script(monkeypatch, when_holding=[key(pygame.K_q)], hold_reads=2)
+    replay(path, render="human", fps=1000, render_options={"scale": 0.5})
+    full = PygameRenderer("rgb_array").render(*_state_of(path))
+    half = PygameRenderer("rgb_array", scale=0.5).render(*_state_of(path))
+    assert script.window_sizes[0] == (full.shape[1] // 2, full.shape[0] // 2)
+    assert half.shape == (full.shape[0] // 2, full.shape[1] // 2, 3)
+
+
+def _state_of(path):
+    from orgteams.envs.core.state import HouseholdState
+    from orgteams.organizations.rounds.episode_log import read_log
+
+    header = next(r for r in read_log(path) if r.get("record") == "episode")
+    return HouseholdState.from_dict(header["initial_state"]), None, header["names"]
+
+
+def test_a_resized_window_shows_the_whole_frame_scaled(logged, monkeypatch):
+    path, _ = logged
+    renderer = PygameRenderer("human", fps=1000)
+    state, _, names = _state_of(path)
+    renderer.render(state, None, names)
+    pygame.display.set_mode((400, 300), pygame.RESIZABLE)  # as the window manager would
+    renderer.render(state, None, names)
+    surface = pygame.display.get_surface()
+    assert surface.get_size() == (400, 300)
+    pixels = pygame.surfarray.array3d(surface)
+    assert pixels[:, 60:240].std() > 10  # the house, scaled down, fills the middle
+    renderer.close()
+
+
+def test_a_replay_shows_the_organization_and_roles(logged, monkeypatch):
+    path, _ = logged
+    seen = []
+    original = PygameRenderer.draw
+
+    def draw(renderer, state, overlay=None, names=None):
+        seen.append((overlay.organization, dict(overlay.roles)))
+        return original(renderer, state, overlay, names)
+
+    monkeypatch.setattr(PygameRenderer, "draw", draw)
+    replay(path, render=None, video=path.parent / "roles.mp4")
+    assert seen[-1] == ("leader", {"agent_0": "leader", "agent_1": "member",
+                                   "agent_2": "member"})

@@ -1,0 +1,90 @@
+"""copy=True hands out arrays of the caller's own, recycled only once the caller let go
+(:mod:`orgteams.envs.vector.outputs`)."""
+
+from __future__ import annotations
+
+import gc
+import weakref
+
+import numpy as np
+import pytest
+
+from orgteams.envs import household_v0
+from orgteams.envs.core.actions import NUM_ACTIONS
+from orgteams.envs.vector.outputs import OutputPool
+
+KWARGS = dict(layout="studio", num_agents=2, seed=5, task="put_dishwasher_easy",
+              max_ticks=7)  # short episodes: households reset along the way
+
+
+def address(a: np.ndarray) -> int:
+    return a.__array_interface__["data"][0]
+
+
+def twins(**kwargs):
+    """A copy=True env and its copy=False twin (the reference values), both reset."""
+    mine = household_v0.vector_env(3, **KWARGS, **kwargs)
+    ref = household_v0.vector_env(3, copy=False, **KWARGS, **kwargs)
+    obs, _ = mine.reset()
+    want, _ = ref.reset()
+    np.testing.assert_array_equal(obs, want)
+    return mine, ref
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.uint8])
+def test_what_the_caller_holds_never_changes(dtype):
+    mine, ref = twins(obs_dtype=dtype)
+    rng = np.random.default_rng(0)
+    kept = []  # (what the caller holds, its values when handed out)
+    finished = 0
+    for t in range(30):
+        acts = rng.integers(0, NUM_ACTIONS, size=(3, 2))
+        obs, _, term, trunc, _ = mine.step(acts)
+        want = ref.step(acts)[0]
+        np.testing.assert_array_equal(obs, want)
+        finished += int((term | trunc).any())
+        if t % 4 == 0:
+            kept.append((obs, want.copy()))  # the array itself
+        elif t % 4 == 1:
+            kept.append((obs[1], want[1].copy()))  # only a view of it
+        elif t % 4 == 2:
+            kept.append((np.asarray(memoryview(obs)), want.copy()))  # a buffer export
+        else:
+            obs[...] = 0  # the caller may write into its own copy (then drops it)
+        del obs
+    assert finished  # resets happened while arrays were held
+    for held, values in kept:
+        np.testing.assert_array_equal(held, values)
+
+
+def test_dropped_arrays_are_reused():
+    mine, ref = twins()
+    rng = np.random.default_rng(1)
+    seen = set()
+    obs = None
+    for _ in range(20):
+        acts = rng.integers(0, NUM_ACTIONS, size=(3, 2))
+        obs = mine.step(acts)[0]  # the last one is held while the next is asked for
+        np.testing.assert_array_equal(obs, ref.step(acts)[0])
+        obs.flags.writeable = False  # frozen by the caller, then dropped
+        seen.add(address(obs))
+    assert len(seen) == 2
+
+
+def test_pool_skips_held_weakly_held_and_other_shapes():
+    pool = OutputPool(keep=2)
+    a = pool.copy(np.ones(4))
+    b = pool.copy(np.full(4, 2.0))
+    assert not np.shares_memory(a, b)
+    c = pool.copy(np.full(4, 3.0))  # both kept arrays held: a new one, not kept
+    assert len(pool.arrays) == 2
+    assert a.tolist() == [1.0] * 4 and b.tolist() == [2.0] * 4
+    kept_b = address(b)
+    watcher = weakref.ref(a)  # the first kept array, only weakly held from here on
+    del a, b, c
+    gc.collect()
+    d = pool.copy(np.full(4, 5.0))
+    assert address(d) == kept_b  # the dropped one; the weakly held one is not written
+    assert watcher().tolist() == [1.0] * 4
+    e = pool.copy(np.zeros(3))  # another shape: a new array
+    assert e.shape == (3,) and d.tolist() == [5.0] * 4

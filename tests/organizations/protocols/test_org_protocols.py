@@ -1,0 +1,224 @@
+"""Turn-taking schedules, visibility, routing, claims, elections and leader hand-over."""
+
+import re
+
+import pytest
+
+from orgteams.envs.messages import TeamMessage
+from orgteams.organizations import (
+    ElectionRecord,
+    Organization,
+    Stage,
+    election_due,
+    leader_for_round,
+    load_organization,
+    record_election,
+    resolve_claims,
+    route,
+    schedule,
+    tally,
+    visible_outputs,
+)
+
+
+def turn(stage, agent, text, delivered=None):
+    """One speaker's turn in ``stage`` (its kind is the stage's kind)."""
+    return TeamMessage(agent, (), text, stage=stage, delivered=delivered)
+
+
+T3 = ("agent_0", "agent_1", "agent_2")
+T5 = tuple(f"agent_{i}" for i in range(5))
+
+
+def resolved(name, team=T5):
+    return load_organization(name).resolve(list(team))
+
+
+def test_sequential_one_speaker_per_stage_sees_earlier_outputs():
+    stages = schedule(resolved("sequential", T3), list(T3), 0)
+    assert stages == [Stage((a,), "all_prior", "message", acts=True) for a in T3]
+    outs = [turn(0, "agent_0", "I take the kitchen")]
+    assert visible_outputs(stages, 1, "agent_1", outs) == outs
+    outs.append(turn(1, "agent_1", "I abstain"))
+    assert visible_outputs(stages, 2, "agent_2", outs) == outs
+    assert visible_outputs(stages, 1, "agent_1", outs) == outs[:1]
+
+
+def test_sequential_messages_keeps_the_concurrent_act_phase():
+    org = load_organization("sequential").updated(protocol="sequential_messages")
+    stages = schedule(org.resolve(list(T3)), list(T3), 0)
+    assert stages == [Stage((a,), "all_prior", "message") for a in T3]
+
+
+def test_shared_sees_nothing_of_this_round():
+    stages = schedule(resolved("shared", T3), list(T3), 4)
+    assert stages == [Stage(T3, "none_this_round", "message")]
+    outs = [turn(0, "agent_0", "x")]
+    assert visible_outputs(stages, 0, "agent_1", outs) == []
+
+
+def test_broadcast_decision_sees_all_intentions_only():
+    stages = schedule(resolved("broadcast", T3), list(T3), 0)
+    assert stages == [
+        Stage(T3, "none_this_round", "intention"),
+        Stage(T3, "intentions", "message"),
+    ]
+    intents = [turn(0, a, f"{a} plans") for a in T3]
+    decisions = [turn(1, "agent_0", "done")]
+    assert visible_outputs(stages, 1, "agent_2", intents + decisions) == intents
+    assert visible_outputs(stages, 0, "agent_2", intents) == []
+
+
+def test_coordinator_plans_first_then_others_see_the_plan():
+    stages = schedule(resolved("coordinator"), list(T5), 0)
+    assert stages == [
+        Stage(("agent_0",), "none_this_round", "plan"),
+        Stage(T5[1:], "plan", "message"),
+    ]
+    plan = turn(0, "agent_0", "agent_1 kitchen, agent_2 fridge")
+    assert visible_outputs(stages, 1, "agent_3", [plan]) == [plan]
+
+
+def test_batched_sequential_groups_of_k():
+    stages = schedule(resolved("batched_sequential", [f"agent_{i}" for i in range(9)]), [], 0)
+    assert stages == []
+    team = [f"agent_{i}" for i in range(9)]
+    library = schedule(resolved("batched_sequential", team), team, 0)
+    assert [s.speakers for s in library] == [tuple(team[i:i + 2]) for i in range(0, 9, 2)]
+    four = load_organization("batched_sequential").updated(batch_size=4)
+    stages = schedule(four.resolve(team), team, 0)
+    assert [s.speakers for s in stages] == [tuple(team[:4]), tuple(team[4:8]), (team[8],)]
+    assert {s.sees for s in stages} == {"all_prior"}
+    outs = [turn(0, a, a) for a in team[:4]] + [turn(1, "agent_4", "")]
+    assert visible_outputs(stages, 1, "agent_5", outs) == outs[:4]
+    assert visible_outputs(stages, 2, "agent_8", outs) == outs
+
+
+def test_claim_shared_claims_then_decides_seeing_claims():
+    stages = schedule(resolved("claim_shared", T3), list(T3), 0)
+    assert stages == [Stage(T3, "none_this_round", "claim"), Stage(T3, "claims", "message")]
+
+
+def test_leader_first_and_pyramid_order():
+    stages = schedule(resolved("leader"), ["agent_3", "agent_0", "agent_1"], 0)
+    assert [s.speakers for s in stages] == [("agent_0",), ("agent_1",), ("agent_3",)]
+    team9 = [f"agent_{i}" for i in range(9)]
+    order = [s.speakers[0] for s in schedule(resolved("pyramid", team9), team9[::-1], 0)]
+    assert order == team9
+    led = resolved("leader").with_leaders(["agent_3"])
+    assert schedule(led, list(T5), 0)[0].speakers == ("agent_3",)
+
+
+def test_free_visibility_follows_delivery():
+    stages = schedule(resolved("chain", T3), list(T3), 0)
+    outs = [turn(0, "agent_0", "hi Bob", delivered=("agent_1",))]
+    assert visible_outputs(stages, 1, "agent_1", outs) == outs
+    assert visible_outputs(stages, 2, "agent_2", outs) == []
+    assert visible_outputs(stages, 2, "agent_0", outs) == outs
+
+
+def test_schedule_and_visibility_errors():
+    with pytest.raises(ValueError, match=re.escape("schedule(): agents not in the team: agent_7")):
+        schedule(resolved("shared", T3), ["agent_7"], 0)
+    with pytest.raises(ValueError, match=re.escape("stage_index 3 out of range for 1 stages")):
+        visible_outputs([Stage(T3, "none_this_round", "message")], 3, "agent_0", [])
+
+
+def test_route_along_channels():
+    chain = resolved("chain")
+    assert route("agent_2", "everyone", chain) == (["agent_1", "agent_3"], ["agent_0", "agent_4"])
+    receivers = ["agent_3", "agent_0", "agent_0", "agent_2", "agent_9"]
+    assert route("agent_2", receivers, chain) == (["agent_3"], ["agent_0", "agent_2", "agent_9"])
+    assert route("agent_0", "everyone", resolved("decentralized")) == (list(T5[1:]), [])
+    with pytest.raises(ValueError, match=re.escape("unknown agent 'agent_8'.")):
+        route("agent_8", "everyone", chain)
+
+
+def test_resolve_claims_earliest_agent_wins():
+    claims = {"agent_10": "Scout", "agent_2": " scout ", "agent_1": "cook", "agent_3": "Cook"}
+    assert resolve_claims(claims) == {
+        "agent_10": None,
+        "agent_2": " scout ",
+        "agent_1": "cook",
+        "agent_3": None,
+    }
+    assert resolve_claims({"agent_0": "abstain", "agent_1": None, "agent_2": ""}) == {
+        "agent_0": None,
+        "agent_1": None,
+        "agent_2": None,
+    }
+    order = ["agent_3", "agent_1"]
+    assert resolve_claims({"agent_1": "cook", "agent_3": "cook"}, order) == {
+        "agent_1": None,
+        "agent_3": "cook",
+    }
+
+
+def test_elections_due_every_k_rounds():
+    r = resolved("elected_leader")
+    assert [election_due(r, i) for i in range(7)] == [True, False, False, False, False, True, False]
+    assert schedule(r, list(T5), 0)[0] == Stage(T5, "none_this_round", "vote")
+    assert schedule(r, list(T5), 0, with_election=False)[0].kind == "message"
+    assert schedule(r, list(T5), 1)[0].kind == "message"
+    assert not election_due(resolved("leader"), 0)
+
+
+def test_tally_tie_breaks():
+    votes = {"agent_0": "agent_2", "agent_1": "agent_1", "agent_2": "agent_1", "agent_3": "agent_2"}
+    assert tally(votes) == "agent_1"
+    assert tally(votes, incumbent="agent_2") == "agent_2"
+    assert tally(votes, order=["agent_2", "agent_1"]) == "agent_2"
+    assert tally({"agent_0": "agent_10", "agent_1": "agent_9"}) == "agent_9"
+    assert tally({"agent_0": "Zed"}, order=list(T3)) == "agent_0"
+    assert tally({}, incumbent="agent_4") == "agent_4"
+    with pytest.raises(ValueError, match=re.escape("tally() needs at least one valid vote")):
+        tally({})
+
+
+def test_record_election():
+    rec = record_election(5, {"agent_0": "agent_1", "agent_1": "ghost"}, order=list(T3))
+    assert rec == ElectionRecord(
+        5, {"agent_0": "agent_1", "agent_1": "ghost"}, {"agent_1": 1}, "agent_1"
+    )
+
+
+def test_leader_for_round_rules():
+    rr = Organization.from_dict(
+        {
+            "name": "rr",
+            "protocol": "leader_first",
+            "leadership_rule": "round_robin",
+            "leadership_every": 2,
+            "topology": {"kind": "tiers", "tiers": [{"role": "l"}, {"role": "m", "count": "rest"}]},
+        }
+    ).resolve(list(T3))
+    got = [leader_for_round(rr, i, current="agent_x") for i in range(7)]
+    assert got == ["agent_0", "agent_x", "agent_1", "agent_x", "agent_2", "agent_x", "agent_0"]
+    dyn = resolved("dynamic", T3)
+    progress = {"agent_0": 1, "agent_1": 3, "agent_2": 3}
+    assert leader_for_round(dyn, 3, current="agent_2", progress=progress) == "agent_2"
+    assert leader_for_round(dyn, 3, current="agent_0", progress=progress) == "agent_1"
+    assert leader_for_round(dyn, 4, current="agent_0", progress=progress) == "agent_0"
+    assert leader_for_round(dyn, 0) == "agent_0"
+    assert leader_for_round(resolved("leader"), 3) == "agent_0"
+
+
+def test_protocol_facts_are_the_one_registry():
+    from orgteams.organizations.protocols.facts import PROTOCOL_FACTS, PROTOCOLS, SELF_ORGANIZING
+    from orgteams.organizations.rounds.monitor import CapabilityMonitor, MonitorConfig
+
+    assert PROTOCOLS == tuple(PROTOCOL_FACTS)
+    monitor = CapabilityMonitor(MonitorConfig(window=1))
+    monitor.update(0, 3, 3, 3)  # nobody abstains, everyone duplicates
+    for name, facts in PROTOCOL_FACTS.items():
+        tiers = {"kind": "tiers", "tiers": [{"role": "leader", "count": 1},
+                                            {"role": "member", "count": "rest"}]}
+        org = Organization(name=f"t_{name}", protocol=name, batch_size=2,
+                           **({"topology": tiers} if facts.needs_leader else {}))
+        stages = schedule(org.resolve(list(T3)), list(T3), 0)
+        assert {a for s in stages for a in s.speakers} == set(T3), name
+        assert (monitor.should_switch(name) is not None) == facts.self_organizing, name
+        assert (name in SELF_ORGANIZING) == facts.self_organizing
+    with pytest.raises(ValueError, match=re.escape(
+            "protocol 'coordinator' with leadership_rule 'fixed' needs a leader")):
+        Organization(name="x", protocol="coordinator")

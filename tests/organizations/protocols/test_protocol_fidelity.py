@@ -1,0 +1,214 @@
+"""Sequential and Shared as the self-organizing paper defines them (issue #11).
+
+Sequential: each agent speaks and chooses its action in turn, with the earlier agents'
+messages, claims and chosen actions of this round known. Shared: everyone decides at
+once from the shared history only (earlier rounds and episodes).
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from orgteams.agents import LLMAgent, ScriptedBackend
+from orgteams.agents.member import (
+    ActDecision,
+    CommunicateContext,
+    CommunicateDecision,
+    DecisionRecord,
+    MemberBase,
+    TeamMessage,
+)
+from orgteams.agents.member_rules import MemberRules
+from orgteams.agents.planner.planner_member import PlannerMember
+from orgteams.agents.shared_context import RoundOutcome, SharedHistory, action_output
+from orgteams.envs.highlevel.highlevel_env import HighLevelEnv
+from orgteams.envs.member_view import MemberView
+from orgteams.organizations import load_organization
+from orgteams.organizations.rounds.runner import TeamRunner
+
+TEAM2 = {"agent_0": "Alice", "agent_1": "Bob"}
+
+
+class Tracer(MemberBase):
+    """Writes every call into a shared trace; acts by explore-the-first-room."""
+
+    model = "tracer"
+
+    def __init__(self, agent_id, trace):
+        self.agent_id, self.trace = agent_id, trace
+        self.comm, self.acts, self.heard = [], [], []
+
+    def receive(self, messages):
+        self.heard.append((len(self.trace), [m.sender for m in messages]))
+
+    async def communicate(self, ctx, env):
+        self.trace.append(("communicate", self.agent_id, ctx.round))
+        self.comm.append(ctx)
+        rec = DecisionRecord("communicate", self.agent_id, ctx.round, model=self.model)
+        msg = TeamMessage(self.agent_id, "everyone", f"{self.agent_id} here")
+        return CommunicateDecision([msg], None, False, None, "", rec)
+
+    async def act(self, env, round, ctx=None):
+        self.trace.append(("act", self.agent_id, round))
+        self.acts.append(ctx)
+        ids = [a.id for a in env.available_actions(self.agent_id)]
+        rooms = sorted(i for i in ids if i.startswith("explore:"))
+        action = rooms[int(self.agent_id[-1]) % len(rooms)] if rooms else "wait"
+        return ActDecision(action, "", DecisionRecord("act", self.agent_id, round))
+
+
+def play(org: str, rounds: int, n: int = 3, runner_episodes: int = 1):
+    env = HighLevelEnv(layout="studio", task="prepare_afternoon_tea", num_agents=n)
+    trace: list = []
+    members = {f"agent_{i}": Tracer(f"agent_{i}", trace) for i in range(n)}
+    runner = TeamRunner(env, load_organization(org), members, max_rounds=rounds)
+    results = [runner.run(seed=0) for _ in range(runner_episodes)]
+    return results, members, trace
+
+
+# ---------------------------------------------------------------- sequential
+def test_sequential_agent_acts_right_after_its_turn_in_team_order():
+    _, _, trace = play("sequential", rounds=1)
+    assert trace == [(k, f"agent_{i}", 0) for i in range(3) for k in ("communicate", "act")]
+
+
+def test_sequential_messages_keeps_speaking_in_order_then_acting_at_once():
+    org = load_organization("sequential").updated(protocol="sequential_messages")
+    env = HighLevelEnv(layout="studio", task="prepare_afternoon_tea", num_agents=3)
+    trace: list = []
+    members = {f"agent_{i}": Tracer(f"agent_{i}", trace) for i in range(3)}
+    TeamRunner(env, org, members, max_rounds=1).run(seed=0)
+    assert [k for k, _, _ in trace] == ["communicate"] * 3 + ["act"] * 3
+
+
+def test_sequential_later_agents_see_earlier_choices_and_the_env_plays_them():
+    results, members, _ = play("sequential", rounds=1)
+    acted = {r["agent"]: r["action"] for r in results[0].records if r.get("phase") == "act"}
+    seen = [(m.sender, m.content["action"]) for m in members["agent_2"].acts[0]
+            .visible_this_round if m.kind == "action"]
+    # agent_2 decided knowing exactly what agents 0 and 1 chose, and those were played
+    assert seen == [("agent_0", acted["agent_0"]), ("agent_1", acted["agent_1"])]
+    assert [m.kind for m in members["agent_0"].acts[0].visible_this_round] == []
+    assert results[0].summary["message_tokens_sent"] > 0
+    kinds = {r.get("message_kind") for r in results[0].records if r.get("message")}
+    assert "action" not in kinds  # a chosen action is shown, never sent as a message
+
+
+def test_sequential_agent_hears_earlier_messages_before_it_acts():
+    _, members, trace = play("sequential", rounds=1)
+    act_at = trace.index(("act", "agent_1", 0))
+    heard_before = [who for at, who in members["agent_1"].heard if at <= act_at]
+    assert heard_before == [["agent_0"]]
+
+
+def test_sequential_planner_avoids_the_object_an_earlier_agent_chose():
+    env = HighLevelEnv(layout="studio", task="prepare_afternoon_tea", num_agents=2)
+    env.reset(seed=1)
+    alone = PlannerMember("agent_1")
+    ctx = CommunicateContext(0, "agent_1", "Bob", TEAM2, can_message=["agent_0"])
+    asyncio.run(alone.communicate(ctx, MemberView(env)))
+    assert alone.planner._intent == "grab:cupcake_1"
+    after = PlannerMember("agent_1")
+    earlier = action_output("agent_0", "grab:cupcake_1", "[gograb] <cupcake_1>", 0, 0)
+    ctx = CommunicateContext(0, "agent_1", "Bob", TEAM2, can_message=["agent_0"],
+                             visible_this_round=[earlier])
+    asyncio.run(after.communicate(ctx, MemberView(env)))
+    assert after.planner.claims["cupcake_1"][0] == "agent_0"
+    assert after.planner._intent != "grab:cupcake_1"
+
+
+def _first_enum(messages, schema):
+    props = schema["properties"]
+    reply = {"thoughts": ""}
+    if "action" in props:
+        reply["action"] = props["action"]["enum"][0]
+    if "receivers" in props:
+        reply["receivers"] = ["everyone"]
+    if "message" in props:
+        reply["message"] = "ok"
+    if "messages" in props:
+        reply["messages"] = []
+    if "abstain" in props:
+        reply["abstain"] = False
+    if "role" in props:
+        reply["role"] = "helper"
+    return reply
+
+
+def test_sequential_llm_prompt_quotes_earlier_agents_chosen_actions():
+    env = HighLevelEnv(layout="studio", task="prepare_afternoon_tea", num_agents=2)
+    backend = ScriptedBackend(_first_enum)
+    members = {"agent_0": PlannerMember("agent_0"),
+               "agent_1": LLMAgent("agent_1", backend, seed=0, prompts="compact")}
+    result = TeamRunner(env, load_organization("sequential"), members,
+                        max_rounds=1).run(seed=1)
+    chose = next(r["action"] for r in result.records
+                 if r.get("phase") == "act" and r["agent"] == "agent_0")
+    label = next(a.label for a in env.available_actions("agent_0") if a.id == chose) \
+        if chose != "continue" else None
+    # its communicate and act prompts (corrections of a rejected reply left out), both
+    # asked after Alice's turn
+    prompts = [call[-1]["content"] for call in backend.calls if len(call) == 2]
+    assert len(prompts) == 2
+    for text in prompts:
+        assert f'Alice chose "{label}"' in text
+
+
+# ---------------------------------------------------------------- shared
+def test_shared_decides_from_history_and_hears_this_round_only_after_acting():
+    _, members, trace = play("shared", rounds=2)
+    first_round_end = trace.index(("communicate", "agent_0", 1))
+    m = members["agent_1"]
+    assert m.comm[0].history == SharedHistory()  # round 0: nothing yet
+    assert m.acts[0].visible_this_round == []
+    heard = [(at, who) for at, who in m.heard]
+    # round 0's messages arrive after every agent acted in round 0
+    assert heard and heard[0][0] >= trace.index(("act", "agent_2", 0)) + 1
+    assert heard[0][0] <= first_round_end
+    (r0,) = m.comm[1].history.rounds
+    assert r0.round == 0 and set(r0.actions) == {"agent_0", "agent_1", "agent_2"}
+    assert all(a.startswith("explore:") for a in r0.actions.values())
+
+
+def test_shared_history_carries_earlier_episodes_patterns():
+    _, members, _ = play("shared", rounds=2, runner_episodes=2)
+    history = members["agent_0"].comm[-1].history
+    (pattern,) = history.episodes
+    assert pattern.ticks > 0 and pattern.action_kinds["agent_1"] == {"explore": 1}
+
+
+def test_other_protocols_get_no_history():
+    _, members, _ = play("sequential", rounds=2)
+    assert all(c.history is None for m in members.values() for c in m.comm)
+
+
+def test_shared_history_lines_quote_model_text():
+    history = SharedHistory((RoundOutcome(3, {"agent_0": "grab:cupcake_1"},
+                                          {"agent_0": 'scout"\nOrganization:'},
+                                          ("agent_1",), 2),))
+    (line,) = history.lines(TEAM2, "agent_1")
+    assert line == ('Round 3: Alice "[gograb] <cupcake_1>" as "scout\\" Organization:"; you '
+                    "abstained. Goal units done after it: 2.")
+
+
+def test_shared_planner_treats_the_latest_rounds_grabs_as_claims():
+    env = HighLevelEnv(layout="studio", task="prepare_afternoon_tea", num_agents=2)
+    env.reset(seed=1)
+    m = PlannerMember("agent_1")
+    history = SharedHistory((RoundOutcome(0, {"agent_0": "grab:cupcake_1"}, tick=0),))
+    # shared's rules have no claiming (assign_work: self): what it saw still counts
+    ctx = CommunicateContext(1, "agent_1", "Bob", TEAM2, can_message=["agent_0"],
+                             history=history, rules=MemberRules(assign_work="self"))
+    asyncio.run(m.communicate(ctx, MemberView(env)))
+    assert m.planner.claims["cupcake_1"][0] == "agent_0"
+    assert m.planner._intent != "grab:cupcake_1"
+
+
+def test_shared_llm_prompt_shows_the_history():
+    env = HighLevelEnv(layout="studio", task="prepare_afternoon_tea", num_agents=2)
+    backend = ScriptedBackend(_first_enum)
+    members = {"agent_0": PlannerMember("agent_0"),
+               "agent_1": LLMAgent("agent_1", backend, seed=0, prompts="compact")}
+    TeamRunner(env, load_organization("shared"), members, max_rounds=2).run(seed=1)
+    last = backend.calls[-1][-1]["content"]
+    assert "Team history:" in last and "Round 0: Alice " in last

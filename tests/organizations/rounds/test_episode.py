@@ -1,0 +1,146 @@
+"""The one round loop: EpisodeState, its hooks, and run_team's turn taking on it."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from orgteams.agents.planner.planner_member import PlannerMember
+from orgteams.envs.highlevel.highlevel_env import HighLevelEnv
+from orgteams.envs.messages import TeamMessage
+from orgteams.organizations import load_organization
+from orgteams.organizations.rounds.episode import EpisodeState, play_rounds
+from orgteams.organizations.rounds.planner_team import run_team
+
+
+def _state(n=3, org="leader"):
+    env = HighLevelEnv(layout="studio", task="prepare_afternoon_tea", num_agents=n)
+    env.reset(seed=0)
+    organization = load_organization(org)
+    members = {a: PlannerMember(a) for a in env.possible_agents}
+    return EpisodeState(env, organization, organization.resolve(list(env.possible_agents)),
+                        members)
+
+
+def test_hooks_see_every_record_message_round_and_tick():
+    state = _state()
+    records, messages, rounds, ticks, actions = [], [], [], [], []
+    state.hooks.record.append(records.append)
+    state.hooks.message.append(messages.append)
+    state.hooks.round_end.append(lambda s: rounds.append(s.round))
+    state.hooks.tick.append(lambda *args: ticks.append(args[2].tick))
+    state.hooks.actions.append(lambda s, joint: actions.append(dict(joint)))
+
+    def outer(*_):
+        pass
+
+    state.env.on_tick = outer
+    asyncio.run(play_rounds(state, 3))
+    assert rounds == [0, 1, 2] and state.round == 3
+    assert ticks == list(range(1, state.env.ticks + 1))
+    assert state.env.on_tick is outer  # put back
+    assert len(actions) == 3 and all(set(a) == set(state.team) for a in actions)
+    said = [r for r in records if r.get("message")]
+    assert [(m.sender, m.text) for m in messages] == [(r["agent"], r["message"]) for r in said]
+    assert all(isinstance(m, TeamMessage) and m.delivered is not None for m in messages)
+    assert all(r["round"] in (0, 1, 2) for r in records)
+
+
+def test_max_rounds_zero_plays_nothing():
+    state = _state()
+    asyncio.run(play_rounds(state, 0))
+    assert state.round == 0 and state.env.ticks == 0
+
+
+class Echo:
+    """A run_team agent that says its round number and remembers what it heard."""
+
+    def __init__(self, agent_id):
+        self.agent_id, self.heard, self.turn = agent_id, [], 0
+
+    def communicate(self, env, inbox):
+        self.heard.append([m.text for m in inbox])
+        self.turn += 1
+        return [TeamMessage(self.agent_id, "everyone", f"{self.agent_id}@{self.turn}")]
+
+    def act(self, env):
+        return "wait"
+
+
+def test_run_team_hears_each_message_once_in_the_order_said():
+    env = HighLevelEnv(layout="studio", task="prepare_afternoon_tea", num_agents=3)
+    a, b, c = (Echo(f"agent_{i}") for i in range(3))
+    result = run_team(env, [a, b, c], seed=0, max_rounds=3)
+    assert result["rounds"] == 3 and result["messages"] == 9
+    assert result["message_words"] == 9
+    # Later speakers hear this round's earlier ones at once; earlier ones hear the later
+    # speakers of the previous round at their next turn; nothing twice.
+    assert a.heard == [[], ["agent_1@1", "agent_2@1"], ["agent_1@2", "agent_2@2"]]
+    assert b.heard == [["agent_0@1"], ["agent_2@1", "agent_0@2"], ["agent_2@2", "agent_0@3"]]
+    assert c.heard == [["agent_0@1", "agent_1@1"], ["agent_0@2", "agent_1@2"],
+                       ["agent_0@3", "agent_1@3"]]
+
+
+def test_members_get_a_read_only_view_not_the_env():
+    from orgteams.envs.member_view import MemberView
+
+    state = _state(n=2, org="none")
+    seen = []
+
+    class Peeker(PlannerMember):
+        async def act(self, env, round, ctx=None):
+            seen.append(env)
+            with pytest.raises(AttributeError):
+                env.step({})  # no levers
+            with pytest.raises(AttributeError, match="read-only"):
+                env.ticks = 0
+            assert env.available_actions(self.agent_id) == state.env.available_actions(
+                self.agent_id)
+            assert env.base.describe(self.agent_id) == state.env.base.describe(self.agent_id)
+            return await super().act(env, round, ctx)
+
+    state.members["agent_1"] = Peeker("agent_1")
+    asyncio.run(play_rounds(state, 1))
+    assert seen and all(isinstance(v, MemberView) for v in seen)
+
+
+@pytest.mark.parametrize("asked_after, ticks, rounds, acted", [
+    ("communicate", 0, 0, False),  # after the first stage's decisions: none is used
+    ("act", 0, 0, False),  # after the act decisions: the env does not step
+    ("tick", 1, 1, True),  # the env's per-tick check ends the step after one tick
+])
+def test_should_stop_ends_the_episode_where_it_is_asked(asked_after, ticks, rounds, acted):
+    from orgteams.organizations.rounds.status import EpisodeStopped
+
+    state = _state()
+    records, phase, ticked = [], [], []
+    state.hooks.record.append(records.append)
+    state.hooks.phase.append(lambda s, name: phase.append(name))
+    state.hooks.tick.append(lambda *args: ticked.append(1))
+
+    def stop():
+        if asked_after == "tick":
+            return "window closed" if ticked else None
+        if asked_after == "communicate":
+            return "window closed" if phase else None
+        return "window closed" if "act" in phase else None
+
+    state.should_stop = stop
+    with pytest.raises(EpisodeStopped, match="window closed") as caught:
+        asyncio.run(play_rounds(state, 3))
+    assert caught.value.status == "interrupted" and state.stop_reason == "window closed"
+    assert (state.env.ticks, state.round) == (ticks, rounds)
+    assert state.env.should_stop is None  # put back
+    if asked_after == "communicate":
+        assert not records  # the stage's decisions were not routed or logged
+    assert bool([r for r in records if r.get("phase") == "act"]) == acted
+
+
+def test_a_pyramid_starts_with_one_leader_not_every_upper_tier():
+    state = _state(n=9, org="pyramid")
+    asyncio.run(play_rounds(state, 1))
+    leaders = [a for a, m in state.members.items() if m.planner.role == "leader"]
+    assert leaders == ["agent_0"]
+    assert [state.role(a) for a in ("agent_0", "agent_1", "agent_2", "agent_3")] == [
+        "leader", "vice_leader", "vice_leader", "member"]

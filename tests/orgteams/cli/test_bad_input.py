@@ -1,0 +1,183 @@
+"""Bad input is one line naming what is wrong, exit 2; our own bugs keep their traceback
+(issue 10, "Bad input")."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from orgteams.cli.main import main
+from orgteams.envs import household_v0
+from orgteams.envs.core.layout import Layout, load_layout
+from orgteams.envs.core.limits import MAX_AGENTS, MAX_SEED
+from orgteams.envs.errors import UserError
+
+
+def fails(capsys, argv: list[str]) -> str:
+    """Run the CLI, expect exit 2 and exactly one line on stderr; return that line."""
+    with pytest.raises(SystemExit) as exc:  # argparse options
+        main(argv)
+    assert exc.value.code == 2
+    return one_line(capsys)
+
+
+def one_line(capsys) -> str:
+    out, err = capsys.readouterr()
+    assert out == "" and err.endswith("\n") and err.count("\n") == 1, err
+    return err.rstrip("\n")
+
+
+@pytest.mark.parametrize(("argv", "line"), [
+    (["run", "--seed", "-1"], f"orgteams run: error: argument --seed: must be from 0 to "
+                              f"{MAX_SEED}, got -1"),
+    (["run", "--max-rounds", "0"], "orgteams run: error: argument --max-rounds: must be from 1 "
+                                   "to 10000, got 0"),
+    (["run", "--max-ticks", "-5"], "orgteams run: error: argument --max-ticks: must be from 1 "
+                                   "to 1000000, got -5"),
+    (["run", "--agents", "3000"], f"orgteams run: error: argument --agents: must be from 1 to "
+                                  f"{MAX_AGENTS}, got 3000"),
+    (["run", "--agents", "three"], f"orgteams run: error: argument --agents: expected an "
+                                   f"integer from 1 to {MAX_AGENTS}, got 'three'"),
+    (["reflect", "--step-weight", "nan"], "orgteams reflect: error: argument --step-weight: "
+                                          "must be a finite number >= 0, got 'nan'"),
+    (["reflect", "--seeds", "1,-2"], f"orgteams reflect: error: argument --seeds: must be "
+                                     f"from 0 to {MAX_SEED}, got -2"),
+    (["sweep", "--out", "x", "--workers", "0"], "orgteams sweep: error: argument --workers: "
+                                                "must be from 1 to 256, got 0"),
+])
+def test_bad_options_are_one_line(capsys, argv, line):
+    assert fails(capsys, argv) == line
+
+
+def run_fails(capsys, tmp_path, monkeypatch, *argv: str) -> str:
+    monkeypatch.chdir(tmp_path)
+    assert main(["run", "--backend", "planner", "--layout", "studio", "--quiet",
+                 *argv]) == 2
+    line = one_line(capsys)
+    assert not (tmp_path / "runs").exists()  # refused before anything was written
+    return line
+
+
+def test_local_with_a_model_name_is_one_line(capsys, tmp_path, monkeypatch):
+    assert run_fails(capsys, tmp_path, monkeypatch, "--backend", "local:foo") == (
+        "orgteams run: error: member spec 'local:foo': local takes no model name (the embedded "
+        "model is SmolLM2; another model is openai:<model> on any OpenAI-compatible server)")
+
+
+LAYOUT = {"name": "bad", "rooms": {"k": "kitchen"}, "grid": ["#####", "#kkk#", "#####"],
+          "require_rooms": False}
+
+
+@pytest.mark.parametrize(("change", "problem"), [
+    ({"grid": 7}, "field 'grid': must be the grid as a block of text or a list of rows, got int"),
+    ({"rooms": ["k", "l"]}, "field 'rooms': Input should be a valid dictionary"),
+    ({"rooms": {"k": None}}, "field 'rooms.k': Input should be a valid string"),
+    ({"furniture": {"F": 3}}, "field 'furniture.F': Input should be a valid string"),
+    ({"colour": "red"}, "field 'colour': unknown field"),
+    ({"grid": ["#" * 600] * 600}, "whole layout: grid is 600 rows x 600 columns; the limit is "
+                                  "512 x 512"),
+])
+def test_layout_files_with_wrong_types(capsys, tmp_path, monkeypatch, change, problem):
+    path = tmp_path / "bad.yaml"
+    path.write_text(json.dumps({**LAYOUT, **change}))
+    with pytest.raises(UserError, match=re.escape(f"{path}: {problem}")):
+        load_layout(path)
+    line = run_fails(capsys, tmp_path, monkeypatch, "--layout", str(path))
+    assert line == f"orgteams run: error: {path}: {problem}"
+
+
+def test_a_huge_grid_is_refused_at_once():
+    row = "#" * 10_000
+    with pytest.raises(UserError, match=re.escape(
+            "<big>: whole layout: grid is 10000 rows x 10000 columns; the limit is 512 x 512")):
+        Layout.from_grid([row] * 10_000, {"k": "kitchen"}, source="<big>")
+
+
+TASK = {"name": "bad", "description": "x", "candidates": ["ON(cupcake, coffee_table)"]}
+
+
+@pytest.mark.parametrize(("change", "problem"), [
+    ({"units": "three"}, "field 'units': Input should be a valid tuple"),
+    ({"units": [1, "three"]}, "field 'units.1': Input should be a valid integer, unable to "
+                              "parse string as an integer"),
+    ({"default_step_limit": -5}, "field 'default_step_limit': Input should be greater than or "
+                                 "equal to 1"),
+    ({"step_limits": {"studio": 0}}, "field 'step_limits.studio': Input should be greater than "
+                                     "or equal to 1"),
+    ({"far": "maybe"}, "field 'far': Input should be a valid boolean, unable to interpret input"),
+    ({"candidates": [None]}, "field 'candidates.0': a predicate must look like ON(class, "
+                             "target) or [on, class, target], got None"),
+])
+def test_task_files_with_wrong_types(capsys, tmp_path, monkeypatch, change, problem):
+    path = tmp_path / "bad.yaml"
+    path.write_text(json.dumps({**TASK, **change}))
+    line = run_fails(capsys, tmp_path, monkeypatch, "--task", str(path))
+    assert line == f"orgteams run: error: {path}: {problem}"
+
+
+def test_a_sweep_spec_past_the_seed_cap_is_one_line(capsys, tmp_path):
+    spec = tmp_path / "spec.yaml"
+    spec.write_text("seeds: 1000000000\n")
+    assert main(["sweep", "--spec", str(spec), "--out", str(tmp_path / "out")]) == 2
+    assert one_line(capsys) == (f"orgteams sweep: error: {spec}: sweep spec field 'seeds': "
+                                "1000000000 seeds; the limit is 100000")
+    assert not (tmp_path / "out").exists()
+    spec.write_text("agents: [3, 3000]\n")
+    assert main(["sweep", "--spec", str(spec), "--out", str(tmp_path / "out")]) == 2
+    assert one_line(capsys) == ("orgteams sweep: error: sweep spec field 'agents': a team size "
+                                f"must be from 1 to {MAX_AGENTS}, got 3000")
+
+
+def test_a_results_row_without_its_task_is_one_line(capsys, tmp_path):
+    pytest.importorskip("scipy")
+    results = tmp_path / "results.jsonl"
+    cell = {"layout": "studio", "organization": "none", "agents": 3, "backend": "planner",
+            "seed": 0}
+    results.write_text(json.dumps({"cell": cell, "status": "ok", "summary": {}}) + "\n")
+    assert main(["report", str(results), "--out", str(tmp_path / "rep")]) == 2
+    assert one_line(capsys) == (
+        f"orgteams report: error: {results}: result row 1: field 'cell.task' is missing (rows "
+        "written by orgteams sweep name task, layout, organization, agents, backend, seed)")
+
+
+def test_debug_shows_the_traceback_of_a_user_error(capsys):
+    assert main(["--debug", "run", "--backend", "planner", "--org", "leadr", "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("Traceback (most recent call last):")
+    assert err.splitlines()[-1].startswith(
+        "orgteams run: error: Unknown organization 'leadr'. Did you mean 'leader'? Known: ")
+    assert main(["run", "--backend", "planner", "--org", "leadr", "--quiet", "--debug"]) == 2
+    assert "Traceback" in capsys.readouterr().err  # --debug after the command name too
+
+
+def test_our_own_bugs_are_not_bad_input(monkeypatch):
+    """A plain ValueError is a bug: it escapes main() with its traceback, not exit 2."""
+    def broken(**kwargs):
+        raise ValueError("a bug of ours")
+
+    monkeypatch.setattr("orgteams.run.run_episode", broken)
+    with pytest.raises(ValueError, match="a bug of ours"):
+        main(["run", "--backend", "planner", "--quiet"])
+
+
+def test_step_refuses_bools_as_actions():
+    env = household_v0.parallel_env(layout="studio", num_agents=1)
+    env.reset(seed=0)
+    with pytest.raises(ValueError, match=re.escape("agent_0: action True is outside the action "
+                                                   "space Discrete(")):
+        env.step({"agent_0": True})
+
+
+@pytest.mark.parametrize(("kwargs", "msg"), [
+    ({"agents": 3000}, f"agents must be from 1 to {MAX_AGENTS}, got 3000"),
+    ({"seed": -1}, f"seed must be from 0 to {MAX_SEED}, got -1"),
+    ({"max_rounds": 0}, "max_rounds must be from 1 to 10000, got 0"),
+    ({"max_ticks": True}, "max_ticks must be an integer from 1 to 1000000, got True"),
+])
+def test_run_episode_checks_its_limits_too(kwargs, msg):
+    from orgteams import run_episode
+
+    with pytest.raises(UserError, match=re.escape(msg)):
+        run_episode(layout="studio", backend="planner", log_path=None, **kwargs)

@@ -1,0 +1,168 @@
+"""The orgteams command line: --json output, clear errors, the main subcommands."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from orgteams.cli.main import main
+from orgteams.envs.errors import MissingExtraError
+from orgteams.organizations.rounds.episode_log import read_log
+
+
+def run_json(capsys, *argv: str) -> dict:
+    assert main([*argv, "--json"]) == 0
+    out = capsys.readouterr().out.strip().splitlines()
+    assert len(out) == 1, out  # exactly one JSON object on stdout
+    return json.loads(out[0])
+
+
+def test_run_prints_the_episode_summary_and_writes_the_log(capsys, tmp_path):
+    log = tmp_path / "ep.jsonl"
+    s = run_json(capsys, "run", "--backend", "planner", "--layout", "studio", "--org", "leader",
+                 "--seed", "2", "--log", str(log), "--quiet")
+    assert s["success"] is True and s["organization"] == "leader"
+    assert s["ticks"] > 0 and s["rounds"] > 0
+    records = list(read_log(log))
+    assert records[-1]["record"] == "summary" and records[-1]["ticks"] == s["ticks"]
+    assert {r["phase"] for r in records if "phase" in r} == {"communicate", "act"}
+
+
+def test_run_with_shock_and_monitor_flags(capsys, tmp_path):
+    s = run_json(capsys, "run", "--backend", "planner", "--layout", "studio", "--org",
+                 "sequential", "--shock", "remove:agent_2@1", "--monitor", "--max-rounds", "4",
+                 "--log", str(tmp_path / "e.jsonl"), "--quiet")
+    assert s["shocks"][0]["kind"] == "remove" and s["shocks"][0]["agent"] == "agent_2"
+    assert s["rounds"] == 4
+
+
+def test_run_prints_every_shock_kind_as_a_team_event(capsys, tmp_path):
+    code = main(["run", "--backend", "planner", "--layout", "apartment", "--org", "leader",
+                 "--seed", "1", "--shock", "remove:agent_2@1", "--shock",
+                 "substitute:agent_1=planner@2", "--shock", "regulate:protocol=free@3",
+                 "--shock", "priority:put_fridge@4", "--max-rounds", "6",
+                 "--log", str(tmp_path / "e.jsonl"), "--json"])
+    out = capsys.readouterr()
+    assert code == 0 and "Traceback" not in out.err
+    s = json.loads(out.out)
+    assert [x["kind"] for x in s["shocks"]] == ["remove", "substitute", "regulate", "priority"]
+    assert all(x["applied"] for x in s["shocks"])
+    assert "event shock: {'round': 4" in out.err and "'to_task': 'put_fridge'" in out.err
+
+
+def test_bad_regulation_and_priority_shocks_are_one_line(capsys):
+    assert main(["run", "--backend", "planner", "--shock", "regulate:protocol=bogus@2",
+                 "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("orgteams run: error: regulate shock protocol='bogus': ")
+    assert "Traceback" not in err
+    assert main(["run", "--backend", "planner", "--layout", "apartment", "--seed", "1",
+                 "--shock", "priority:setup_table@2", "--quiet"]) == 2
+    assert ("orgteams run: error: priority shift to task 'setup_table': it uses none of "
+            "the goal's object classes") in capsys.readouterr().err
+
+
+def test_unknown_organization_is_one_clear_line(capsys):
+    assert main(["run", "--backend", "planner", "--org", "leadr", "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert "orgteams run: error: Unknown organization 'leadr'. Did you mean 'leader'?" in err
+    assert "Traceback" not in err
+
+
+def test_unknown_layout_and_bad_shock(capsys):
+    assert main(["run", "--backend", "planner", "--layout", "apartmnt", "--quiet"]) == 2
+    assert "Did you mean 'apartment'?" in capsys.readouterr().err
+    assert main(["run", "--backend", "planner", "--shock", "boom", "--quiet"]) == 2
+    assert "malformed shock 'boom'" in capsys.readouterr().err
+
+
+def test_list(capsys):
+    out = run_json(capsys, "list")
+    assert "apartment" in out["layouts"] and "sequential" in out["organizations"]
+    assert "prepare_afternoon_tea" in out["tasks"]
+
+
+def test_record_writes_a_video(capsys, tmp_path):
+    pytest.importorskip("imageio")
+    path = tmp_path / "ep.gif"
+    out = run_json(capsys, "record", "--layout", "studio", "--out", str(path),
+                   "--max-ticks", "5", "--fps", "10")
+    # A planner team (the default): five ticks, the ones with new speech held 1 s (10
+    # frames), then the last frame again, 2 s (20 frames).
+    assert out["ticks"] == 5 and out["organization"] == "leader"
+    held = (out["frames"] - 5 - 20) / 9
+    assert held == int(held) and 1 <= held <= 5
+    import imageio.v2 as iio
+
+    assert len(iio.mimread(path)) == out["frames"]  # the GIF stores every frame
+
+
+def test_demos(capsys, tmp_path):
+    out = run_json(capsys, "demos", "--layout", "studio", "--task", "put_dishwasher_easy",
+                   "--seeds", "1", "--out", str(tmp_path / "demos"))
+    assert (tmp_path / "demos" / "index.jsonl").exists()
+    assert out
+
+
+def test_record_a_png_frame(capsys, tmp_path):
+    pytest.importorskip("pygame")
+    path = tmp_path / "frame.png"
+    out = run_json(capsys, "record", "--layout", "studio", "--out", str(path),
+                   "--max-ticks", "3")
+    assert out == {"path": str(path), "frames": 1, "ticks": 3, "success": False,
+                   "organization": "leader"}
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_missing_local_extra_is_one_clear_line(capsys, monkeypatch):
+    import orgteams.agents.backends.local as local
+
+    def missing():  # what _require_xllamacpp raises where xllamacpp is absent
+        raise MissingExtraError(f"{local._install_hint()} (xllamacpp is not installed)")
+
+    monkeypatch.setattr(local, "_require_xllamacpp", missing)
+    assert main(["run", "--backend", "local", "--quiet", "--max-rounds", "1"]) == 2
+    err = capsys.readouterr().err
+    assert f"{local.install_command()} (xllamacpp is not installed)" in err
+    assert "Traceback" not in err
+
+
+def test_run_without_json_names_the_full_log_path_and_how_to_replay_it(capsys, tmp_path):
+    log = tmp_path / "a" / "rather" / "long" / "folder" / "name" / "episode.jsonl"
+    assert main(["run", "--backend", "planner", "--layout", "studio", "--org", "leader",
+                 "--agents", "2", "--log", str(log), "--quiet"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[-2:] == [f"log: {log}", f"replay it: orgteams replay {log}"]
+    assert main(["replay", str(log), "--no-window"]) == 0
+
+
+def test_ctrl_c_during_a_run_names_the_partial_log(capsys, tmp_path, monkeypatch):
+    """Issue 25: ``interrupted (Ctrl-C)`` said nothing of the rounds already logged."""
+    def interrupt_after_round_1(names=None):
+        def show(round_, records):
+            if round_ == 1:
+                raise KeyboardInterrupt
+
+        return show
+
+    monkeypatch.setattr("orgteams.cli.commands._round_printer", interrupt_after_round_1)
+    log = tmp_path / "ep.jsonl"
+    assert main(["run", "--backend", "planner", "--layout", "studio", "--log", str(log)]) == 130
+    out, err = capsys.readouterr()
+    assert err == f"orgteams run: interrupted (Ctrl-C); partial log: {log}\n" and out == ""
+    rounds = {r["round"] for r in read_log(log) if r.get("phase")}
+    assert rounds == {0, 1}  # what was played is kept, and replays
+    assert main(["replay", str(log), "--no-window"]) == 0
+    assert "the log ends at tick" in capsys.readouterr().err
+
+
+def test_help_lists_every_command(capsys):
+    from orgteams.cli.main import build_parser
+
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    commands = list(build_parser()._subparsers._group_actions[0].choices)
+    assert "experiment" in commands
+    assert f"The orgteams command line: {', '.join(commands)}." in text

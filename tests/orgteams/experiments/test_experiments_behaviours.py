@@ -1,0 +1,215 @@
+"""``orgteams experiment`` recipes and the cooperative-behaviour classifiers (issue 17,
+items 6 and 7)."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+import yaml
+
+from orgteams.agents.backends import ScriptedBackend
+from orgteams.cli.main import main
+from orgteams.envs.errors import UserError
+from orgteams.experiments.behaviours import (
+    LABELS,
+    LLMClassifier,
+    agreement,
+    classify_rule,
+    label_shares,
+    load_labelled,
+)
+from orgteams.experiments.recipes import list_experiments, load_recipe, run_experiment
+from orgteams.organizations.rounds.shocks import Shock
+
+RECIPES = ["paper1-behaviours", "paper1-organizations", "paper1-reflect", "paper1-team-size",
+           "paper2-protocols", "paper2-scaling", "paper2-shocks"]
+
+
+def test_list_names_every_recipe(capsys):
+    assert [name for name, _ in list_experiments()] == RECIPES
+    assert main(["experiment", "--list"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert [line.split(":")[0] for line in out] == RECIPES
+
+
+def test_an_unknown_experiment_is_one_line():
+    with pytest.raises(UserError, match=re.escape("Unknown experiment 'paper3'. Did you "
+                                                  "mean 'paper2-shocks'?")):
+        load_recipe("paper3")
+
+
+def test_a_sweep_recipe_writes_spec_table_report_and_plots(tmp_path):
+    table = run_experiment("paper1-behaviours", backend="planner", seeds=1, out=tmp_path,
+                           progress=False)
+    spec = yaml.safe_load((tmp_path / "spec.yaml").read_text())
+    assert spec["seeds"] == [0] and spec["backends"] == ["planner"]
+    assert spec["organizations"] == ["none", "leader", "coordinator", "shared", "broadcast"]
+    saved = json.loads((tmp_path / "table.json").read_text())
+    assert saved["rows"] == json.loads(json.dumps(table["rows"]))
+    assert [r["organization"] for r in table["rows"]] == spec["organizations"]
+    for row in table["rows"]:
+        assert row["n"] == 1 and row["errors"] == 0
+        assert sum(row[f"share_{label}"] for label in LABELS) == pytest.approx(1.0)
+    md = (tmp_path / "table.md").read_text()
+    assert md.count("\n| prepare_afternoon_tea | apartment | 3 | planner |") == 5
+    assert (tmp_path / "report.md").is_file() and list(tmp_path.glob("*.png"))
+
+
+# The scaling recipe at full size (256 agents, a 764 MB log) is a benchmark, not a test.
+SMALL_SIZES = {"paper2-scaling": [8, 16]}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", [r for r in RECIPES if r != "paper1-behaviours"])
+def test_every_recipe_runs_end_to_end_with_planners(tmp_path, name):
+    table = run_experiment(name, backend="planner", seeds=1 if name != "paper1-reflect" else 2,
+                           out=tmp_path, progress=False, agents=SMALL_SIZES.get(name))
+    assert table["rows"] and (tmp_path / "spec.yaml").is_file()
+    if name in SMALL_SIZES:
+        assert sorted({r["agents"] for r in table["rows"]}) == SMALL_SIZES[name]
+    assert (tmp_path / "table.md").read_text().startswith(f"# {name}")
+    cols = set(table["columns"])
+    assert all(set(r) <= cols | {"report"} for r in table["rows"])
+    if name == "paper2-shocks":
+        assert {r["condition"] for r in table["rows"]} == {
+            "no_shock", "remove_leader", "remove_member", "substitute_member",
+            "regulation_no_channels", "priority_to_fridge"}
+        assert all(r["n"] == 1 for r in table["rows"])
+    elif name == "paper1-reflect":
+        assert [r["variant"] for r in table["rows"]] == ["with_critic", "without_critic"]
+        assert (tmp_path / "with_critic" / "costs.png").is_file()
+    else:
+        assert all(r["errors"] == 0 and r["n"] == 1 for r in table["rows"])
+
+
+def test_agents_replace_a_sweep_recipes_team_sizes(tmp_path):
+    table = run_experiment("paper1-team-size", backend="planner", seeds=1, out=tmp_path,
+                           progress=False, agents=[3])
+    spec = yaml.safe_load((tmp_path / "spec.yaml").read_text())
+    assert spec["agents"] == [3] and spec["layouts"] == ["house"]
+    assert [(r["agents"], r["organization"], r["n"]) for r in table["rows"]] == [
+        (3, "none", 1), (3, "leader", 1)]
+    rows = [json.loads(line) for line in (tmp_path / "results.jsonl").read_text().splitlines()]
+    assert sorted(r["summary"]["num_agents"] for r in rows) == [3, 3]  # what the episodes played
+
+
+def test_agents_for_a_recipe_that_is_not_a_sweep_is_one_line(tmp_path):
+    with pytest.raises(UserError, match=re.escape(
+            "experiment 'paper2-shocks': agents= replaces the team sizes of sweep recipes; "
+            "this one is kind 'shocks'")):
+        run_experiment("paper2-shocks", agents=[3], out=tmp_path, progress=False)
+    assert not list(tmp_path.iterdir())  # refused before anything ran or was written
+
+
+def test_shocks_recipe_uses_all_four_kinds_and_counts_unrecovered(tmp_path):
+    from orgteams.experiments.recipes import _run_shocks, load_recipe
+
+    shipped = load_recipe("paper2-shocks")["conditions"]
+    kinds = {(Shock.from_spec(s, "x").kind) for c in shipped.values() for s in c}
+    assert kinds == {"remove", "substitute", "regulate", "priority"}
+    recipe = {"task": "prepare_afternoon_tea", "layout": "studio", "agents": 3,
+              "organizations": ["sequential"], "conditions": {
+                  "none": [], "late": ["remove:agent_1@500"],
+                  "rules": [{"kind": "regulate", "round": 1, "field": "protocol",
+                             "value": "shared"}],
+                  "goal": ["priority:put_fridge@1"]}}
+    table = _run_shocks("t", recipe, "planner", 1, tmp_path, progress=False)
+    rows = {r["condition"]: r for r in table["rows"]}
+    assert rows["none"]["shocks_applied"] == 0 and rows["none"]["recovery_rounds"] is None
+    # a shock after the episode ended never hit: not applied, so neither recovered nor not
+    assert (rows["late"]["shocks_applied"], rows["late"]["not_recovered"]) == (0, 0)
+    assert rows["rules"]["shocks_applied"] == 1 and rows["goal"]["shocks_applied"] == 1
+    assert rows["goal"]["recovered"] + rows["goal"]["not_recovered"] == 1
+
+
+def test_shocks_recipe_with_a_bad_shock_is_one_line(tmp_path):
+    from orgteams.experiments.recipes import _run_shocks
+
+    recipe = {"task": "prepare_afternoon_tea", "layout": "studio", "agents": 3,
+              "organizations": ["leader"], "conditions": {"x": ["regulate:name=y@2"]}}
+    with pytest.raises(UserError, match=re.escape(
+            "experiment 't' recipe: sweep spec field 'shocks.x': regulate shock: field "
+            "'name' cannot change "
+            "mid-episode")):
+        _run_shocks("t", recipe, "planner", 1, tmp_path, progress=False)
+
+
+def test_rule_classifier_labels():
+    assert classify_rule("agent_1: grab wine_1 -> coffee_table") == "leadership_assistance"
+    assert classify_rule("seen apple_3 in cabinet_2") == "information_sharing"
+    assert classify_rule("What should I do next?") == "request_for_guidance"
+    assert classify_rule("I'll help you carry the plates") == "leadership_assistance"
+    assert classify_rule("Bob: explore living_room") == "leadership_assistance"  # by name
+    assert classify_rule("grab coffee_pot_1") == "leadership_assistance"  # an imperative
+    assert classify_rule("hello") == "other"
+    assert classify_rule("hi: there") == "other"  # a lowercase word is no addressee
+    shares = label_shares(["seen a in b", "done a -> b", "agent_0: explore kitchen", "hm"])
+    assert shares == {"n": 4, "shares": {"information_sharing": 0.5,
+                                         "leadership_assistance": 0.25,
+                                         "request_for_guidance": 0.0, "other": 0.25}}
+
+
+def test_the_labelled_sample_and_agreement():
+    items = load_labelled()
+    assert len(items) >= 60 and {i["label"] for i in items} <= set(LABELS)
+    # all three cooperative behaviours occur (request_for_guidance only once: models
+    # rarely ask, planners never do), each message once, each with the run that sent it
+    labels = {i["label"] for i in items}
+    assert {"information_sharing", "leadership_assistance", "request_for_guidance"} <= labels
+    assert len({i["message"] for i in items}) == len(items)
+    assert {i["backend"] for i in items} == {"planner", "local"}
+    for i in items:
+        assert i["run"].startswith(f"orgteams run --backend {i['backend']} --org "
+                                   f"{i['organization']} ") and f"--seed {i['seed']}" in i["run"]
+        assert isinstance(i["round"], int) and i["agent"].startswith("agent_")
+    assert agreement(["a", "b", "a", "b"], ["a", "b", "b", None]) == {
+        "n": 4, "accuracy": 0.5, "cohens_kappa": pytest.approx((0.5 - 0.375) / 0.625),
+        "fallbacks": 1}
+
+
+def test_llm_classifier_is_constrained_and_records_fallbacks():
+    replies = iter([{"label": "information_sharing"}, {"label": "bossing"},
+                    {"label": "orders"}])
+    classifier = LLMClassifier(ScriptedBackend(lambda messages, schema: next(replies)))
+    assert classifier.classify("seen a in b") == "information_sharing"
+    assert classifier.classify("agent_1: go") is None  # two invalid labels: a fallback
+    assert classifier.fallbacks and classifier.fallbacks[0][0] == "agent_1: go"
+
+
+def test_reflect_ablation_arms_differ_in_what_the_coordinator_received(tmp_path, monkeypatch,
+                                                                       capsys):
+    """paper1-reflect's two arms: with the Critic the Coordinator gets critiques (problem
+    codes), without it none; the table shows it, and the edits differ (untargeted)."""
+    import orgteams.experiments.recipes as experiments
+
+    recipe = dict(load_recipe("paper1-reflect"), layout="studio", iterations=2,
+                  episodes_per_iteration=1)
+    path = tmp_path / "small.yaml"
+    path.write_text(yaml.safe_dump(recipe))
+    monkeypatch.setattr(experiments, "_recipes", lambda: {"small": path})
+    table = run_experiment("small", seeds=2, out=tmp_path / "out", progress=True)
+    with_critic, without = table["rows"]
+    assert with_critic["variant"] == "with_critic" and without["variant"] == "without_critic"
+    assert {"coordinator_input", "path", "loop_costs"} <= set(table["columns"])
+    for row in table["rows"]:  # the cost of each iteration played, in order
+        history = [json.loads(line) for line in (tmp_path / "out" / row["variant"] /
+                                                 "history.jsonl").read_text().splitlines()]
+        assert row["loop_costs"] == ", ".join(f"{h['cost']:.2f}" for h in history)
+        assert row["path"].split(" > ")[0] == "leader" and len(history) == 2
+    assert with_critic["coordinator_input"].startswith("critique in 1/1 decision(s): ")
+    assert without["coordinator_input"] == ("no critique in 1 decision(s): costs and "
+                                            "metrics only")
+    proposals = {}
+    for arm in ("with_critic", "without_critic"):
+        decision = json.loads((tmp_path / "out" / arm / "iteration_0" / "proposal.json")
+                              .read_text())
+        proposals[arm] = [c["rationale"] for c in decision["candidates"]]
+    assert set(proposals["without_critic"]) == {"addresses explore"}
+    assert proposals["with_critic"] != proposals["without_critic"]
+    md = (tmp_path / "out" / "table.md").read_text()
+    assert "| with_critic | critique in 1/1 decision(s): " in md
+    assert "| without_critic | no critique in 1 decision(s): costs and metrics only |" in md
+    err = capsys.readouterr().err  # progress bars on stderr: the loop and the evaluation
+    assert "small with_critic" in err and "evaluating with_critic" in err
