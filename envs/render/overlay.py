@@ -2,7 +2,8 @@
 
 The env knows nothing of LLMs; a team runner fills an :class:`Overlay` (latest
 message per agent, markers such as "abstained" or "idle", a round counter) and the
-renderers draw it: speech bubbles, a message log panel, agent markers.
+renderers draw it: speech bubbles, a message log panel, agent markers, and for big
+teams who messaged whom in the latest round that had messages (:attr:`Overlay.this_round`).
 """
 
 from __future__ import annotations
@@ -11,6 +12,8 @@ from collections import deque
 from dataclasses import dataclass, field
 
 from orgteams.envs.messages import TeamMessage
+
+MAX_ROUND_MESSAGES = 4096  # kept of one round (256 agents each messaging 16)
 
 
 @dataclass
@@ -25,6 +28,8 @@ class Overlay:
     roles: dict[str, str] = field(default_factory=dict)  # agent id -> role (leader, ...)
     you: str | None = None  # the agent a person plays (ringed and tagged YOU)
     said: int = 0  # messages said since the last clear (a video holds frames with new ones)
+    # Every message of the latest round that had any (who messaged whom; the speakers).
+    this_round: list[TeamMessage] = field(default_factory=list)
 
     def say(self, message: TeamMessage) -> None:
         """Draw ``message`` as its sender's latest bubble and add it to the log."""
@@ -32,6 +37,10 @@ class Overlay:
         self.latest[message.sender] = message
         self.log.append(message)
         self.said += 1
+        if self.this_round and self.this_round[-1].round != message.round:
+            self.this_round = []
+        if len(self.this_round) < MAX_ROUND_MESSAGES:
+            self.this_round.append(message)
 
     def clear(self) -> None:
         self.latest.clear()
@@ -40,3 +49,4 @@ class Overlay:
         self.caption = ""
         self.roles.clear()
         self.said = 0
+        self.this_round = []

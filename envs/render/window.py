@@ -16,10 +16,25 @@ Q / Esc    close the window (stops the run or replay)
 
 When the episode is over, :meth:`PygameRenderer.hold` keeps the last frame up with a
 banner until the person presses Q (close) or R (replay).
+
+Pace: a frame of a new tick waits for its turn (``1 / (fps x speed)`` after the last
+tick's frame, measured from when that one was due, so drawing and thinking in between
+count against the wait instead of adding to it). Frames in between (a speaking stage:
+same tick, a new bubble) do not wait; the renderer draws them at most
+:data:`IDLE_FPS` times a second.
+
+A window destroyed from outside (``xdotool windowclose``, a crashed window manager)
+makes every later X request on it fail; Xlib's default handler would then print
+"X Error ... BadDrawable" and exit the process. :class:`_X11Guard` replaces that
+handler for errors on our window: the window is marked :attr:`Window.lost` and the
+renderer treats it as closed (the run stops with its summary written).
 """
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -72,6 +87,72 @@ class Playback:
         return f"playing {speed}: Space pauses, +/- speed, H keys"
 
 
+class _XErrorEvent(ctypes.Structure):
+    _fields_ = [("type", ctypes.c_int), ("display", ctypes.c_void_p),
+                ("resourceid", ctypes.c_ulong), ("serial", ctypes.c_ulong),
+                ("error_code", ctypes.c_ubyte), ("request_code", ctypes.c_ubyte),
+                ("minor_code", ctypes.c_ubyte)]
+
+
+_X_HANDLER = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.POINTER(_XErrorEvent))
+BAD_WINDOW, BAD_DRAWABLE = 3, 9  # X protocol error codes: what a destroyed window yields
+
+
+class _X11Guard:
+    """An X error handler that survives our own window being destroyed from outside.
+
+    Errors about :attr:`window` (an X window id; ``BadWindow`` or ``BadDrawable``) are
+    counted in :attr:`errors` and otherwise ignored; every other error goes to the
+    handler that was installed before (SDL's, which calls Xlib's default). One per
+    process: Xlib has one error handler.
+    """
+
+    _installed: _X11Guard | None = None
+
+    def __init__(self, x11: Any) -> None:
+        self.window = 0
+        self.errors = 0
+        self._callback = _X_HANDLER(self._handle)  # kept alive: Xlib holds the pointer
+        x11.XSetErrorHandler.restype = ctypes.c_void_p
+        x11.XSetErrorHandler.argtypes = [ctypes.c_void_p]
+        previous = x11.XSetErrorHandler(ctypes.cast(self._callback, ctypes.c_void_p))
+        self._previous = _X_HANDLER(previous) if previous else None
+
+    @classmethod
+    def watch(cls, pg: Any) -> _X11Guard | None:
+        """The process's guard, now watching pygame's current window; None when the video
+        driver is not X11 or libX11 cannot be loaded (nothing changes then)."""
+        try:
+            if pg.display.get_driver() != "x11":
+                return None
+            window = int(pg.display.get_wm_info().get("window") or 0)
+            if cls._installed is None:
+                name = ctypes.util.find_library("X11")
+                if name is None:
+                    return None
+                cls._installed = cls(ctypes.CDLL(name))
+        except (OSError, AttributeError, TypeError, ValueError, pg.error):
+            return None
+        guard = cls._installed
+        if guard.window != window:
+            guard.window, guard.errors = window, 0
+        return guard
+
+    def _handle(self, display: Any, event: Any) -> int:
+        e = event.contents
+        if self.window and e.resourceid == self.window and e.error_code in (
+                BAD_WINDOW, BAD_DRAWABLE):
+            self.errors += 1
+            return 0
+        if self._previous is not None:
+            return self._previous(display, event)
+        return 0
+
+    @property
+    def lost(self) -> bool:
+        return self.errors > 0
+
+
 class Window:
     """The display window of a renderer: scaled, resizable, paced.
 
@@ -89,10 +170,23 @@ class Window:
         self.playback = Playback()
         self.surface = None
         self._frame_size: tuple[int, int] | None = None
-        self._clock = pg.time.Clock()
+        self._fit = None  # where the frame lies in the window: (x, y, factor)
+        self._due: float | None = None  # when the next tick's frame may be shown
+        self._guard: _X11Guard | None = None
+        self.shown_at = 0.0  # time.monotonic() of the last frame shown
 
-    def show(self, canvas, pace: bool = True) -> None:
-        """Put ``canvas`` in the window (scaled to fit, centred); wait to keep the pace."""
+    @property
+    def lost(self) -> bool:
+        """The window was destroyed from outside (X errors on it): treat it as closed."""
+        return self._guard is not None and self._guard.lost
+
+    def show(self, canvas, pace: str = "tick") -> None:
+        """Put ``canvas`` in the window (scaled to fit, centred).
+
+        ``pace``: ``"tick"`` waits for this tick's turn (see the module docstring),
+        ``"idle"`` waits ``1 / IDLE_FPS`` (loops that redraw while paused or holding),
+        ``"none"`` does not wait (a speaking stage between ticks).
+        """
         pg = self.pg
         size = canvas.get_size()
         if self.surface is None or size != self._frame_size:
@@ -100,19 +194,46 @@ class Window:
             first = (max(1, round(size[0] * self.scale)), max(1, round(size[1] * self.scale)))
             self.surface = pg.display.set_mode(first, pg.RESIZABLE)
             pg.display.set_caption(self.title)
+            self._guard = _X11Guard.watch(pg)
+        if self.lost:
+            return
         win = pg.display.get_surface() or self.surface
         self.surface = win
         if win.get_size() == size:
             win.blit(canvas, (0, 0))
+            self._fit = (0, 0, 1.0)
         else:
             w, h = win.get_size()
             k = min(w / size[0], h / size[1])
             fit = (max(1, int(size[0] * k)), max(1, int(size[1] * k)))
             win.fill((0, 0, 0))
-            win.blit(pg.transform.smoothscale(canvas, fit),
-                     ((w - fit[0]) // 2, (h - fit[1]) // 2))
+            at = ((w - fit[0]) // 2, (h - fit[1]) // 2)
+            win.blit(pg.transform.smoothscale(canvas, fit), at)
+            self._fit = (*at, k)
+        if pace == "tick":
+            self._wait_for_tick()
         pg.display.flip()
-        self._clock.tick(self.fps * self.playback.speed if pace else IDLE_FPS)
+        self.shown_at = time.monotonic()
+        if pace == "idle":
+            time.sleep(1 / IDLE_FPS)
+
+    def _wait_for_tick(self) -> None:
+        period = 1 / (self.fps * self.playback.speed)
+        now = time.monotonic()
+        if self._due is None or now > self._due + period:  # late (slow work): no catching up
+            self._due = now
+        elif now < self._due:
+            time.sleep(self._due - now)
+        self._due += period
+
+    def to_frame(self, pos: tuple[int, int]) -> tuple[int, int] | None:
+        """A window position (a mouse event's) in frame pixels; None outside the frame."""
+        if self._fit is None or self._frame_size is None:
+            return None
+        x0, y0, k = self._fit
+        x, y = (pos[0] - x0) / k, (pos[1] - y0) / k
+        w, h = self._frame_size
+        return (int(x), int(y)) if 0 <= x < w and 0 <= y < h else None
 
     def set_title(self, title: str) -> None:
         if title != self.title:

@@ -5,6 +5,7 @@ reads its events for the k-th time (SDL dummy driver)."""
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 
 import pytest
 
@@ -143,7 +144,7 @@ def test_a_resized_window_shows_the_whole_frame_scaled(logged, monkeypatch):
     state, _, names = _state_of(path)
     renderer.render(state, None, names)
     pygame.display.set_mode((400, 300), pygame.RESIZABLE)  # as the window manager would
-    renderer.render(state, None, names)
+    renderer.render(replace(state, tick=state.tick + 1), None, names)  # the next tick's frame
     surface = pygame.display.get_surface()
     assert surface.get_size() == (400, 300)
     pixels = pygame.surfarray.array3d(surface)
