@@ -48,7 +48,7 @@ from orgteams.envs.render.overlay import Overlay
 from orgteams.envs.render.panel import Focus, PanelLayout, draw_help, draw_panel, is_lead
 from orgteams.envs.render.sight import Known, Sight, known_world
 from orgteams.envs.render.style import BACKGROUND, MIN_HEIGHT, PANEL_WIDTH, Text, cell_size_for
-from orgteams.envs.render.window import IDLE_FPS, WATCH_HELP, Playback, Window
+from orgteams.envs.render.window import IDLE_FPS, WATCH_HELP, Playback, Window, guard_x11
 from orgteams.envs.render.world import (
     draw_agents,
     draw_dynamic,
@@ -142,6 +142,7 @@ class PygameRenderer:
         self.frames = 0
         self.pg.font.init()
         if render_mode == "human":
+            guard_x11()  # before SDL opens the display: a window destroyed outside is closed
             self.pg.display.init()
         self.text = Text(self.pg, font_path)
         self._window: Window | None = None

@@ -34,6 +34,8 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import os
+import sys
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -101,17 +103,24 @@ BAD_WINDOW, BAD_DRAWABLE = 3, 9  # X protocol error codes: what a destroyed wind
 class _X11Guard:
     """An X error handler that survives our own window being destroyed from outside.
 
-    Errors about :attr:`window` (an X window id; ``BadWindow`` or ``BadDrawable``) are
-    counted in :attr:`errors` and otherwise ignored; every other error goes to the
-    handler that was installed before (SDL's, which calls Xlib's default). One per
-    process: Xlib has one error handler.
+    Errors about :attr:`window` (an X window id: ``BadWindow``, ``BadDrawable``, an
+    extension's such as ``GLXBadDrawable``) are counted in :attr:`errors` and otherwise
+    ignored, and so is every error after the first (SDL tearing the window down); any
+    other error goes to the handler that was there before (Xlib's default: exit).
+
+    One per process (Xlib has one error handler), installed before SDL opens the
+    display (:func:`guard_x11`): SDL then keeps it as the handler its own calls on to,
+    and puts it back when it closes the display (the dead window's last errors come
+    then). A new window is announced (:meth:`expect`) and told its id once made
+    (:meth:`bind`): one destroyed while it is being made counts too.
     """
 
     _installed: _X11Guard | None = None
 
     def __init__(self, x11: Any) -> None:
-        self.window = 0
+        self.window: int | None = 0  # None: a window is being made, its id not known
         self.errors = 0
+        self._early: set[int] = set()  # windows that failed before bind()
         self._callback = _X_HANDLER(self._handle)  # kept alive: Xlib holds the pointer
         x11.XSetErrorHandler.restype = ctypes.c_void_p
         x11.XSetErrorHandler.argtypes = [ctypes.c_void_p]
@@ -119,29 +128,47 @@ class _X11Guard:
         self._previous = _X_HANDLER(previous) if previous else None
 
     @classmethod
-    def watch(cls, pg: Any) -> _X11Guard | None:
-        """The process's guard, now watching pygame's current window; None when the video
-        driver is not X11 or libX11 cannot be loaded (nothing changes then)."""
-        try:
-            if pg.display.get_driver() != "x11":
+    def install(cls) -> _X11Guard | None:
+        """The process's guard (installed now if it is not yet); None where X11 cannot be
+        in use (no DISPLAY, another SDL video driver) or libX11 does not load."""
+        if cls._installed is None:
+            if not sys.platform.startswith("linux") or not os.environ.get("DISPLAY"):
                 return None
-            window = int(pg.display.get_wm_info().get("window") or 0)
-            if cls._installed is None:
-                name = ctypes.util.find_library("X11")
-                if name is None:
-                    return None
+            if os.environ.get("SDL_VIDEODRIVER", "x11") != "x11":
+                return None
+            name = ctypes.util.find_library("X11")
+            if name is None:
+                return None
+            try:
                 cls._installed = cls(ctypes.CDLL(name))
-        except (OSError, AttributeError, TypeError, ValueError, pg.error):
-            return None
-        guard = cls._installed
-        if guard.window != window:
-            guard.window, guard.errors = window, 0
-        return guard
+            except (OSError, AttributeError):
+                return None
+        return cls._installed
+
+    def expect(self) -> None:
+        """A new window is about to be made."""
+        self.window, self.errors, self._early = None, 0, set()
+
+    def bind(self, pg: Any) -> None:
+        """Watch pygame's current window (just made)."""
+        try:
+            self.window = int(pg.display.get_wm_info().get("window") or 0)
+        except (AttributeError, TypeError, ValueError, pg.error):
+            self.window = 0
+        if self.window in self._early:
+            self.errors += 1
+        self._early = set()
 
     def _handle(self, display: Any, event: Any) -> int:
         e = event.contents
-        if self.window and e.resourceid == self.window and e.error_code in (
-                BAD_WINDOW, BAD_DRAWABLE):
+        if self.errors:  # our window is gone: what follows is about it (SDL tearing down)
+            self.errors += 1
+            return 0
+        if self.window is None and e.error_code in (BAD_WINDOW, BAD_DRAWABLE):
+            self._early.add(e.resourceid)  # while the window is made: maybe ours
+            return 0
+        if self.window and e.resourceid == self.window:
+            # BadWindow, BadDrawable, or an extension's (GLXBadDrawable on a buffer swap).
             self.errors += 1
             return 0
         if self._previous is not None:
@@ -151,6 +178,12 @@ class _X11Guard:
     @property
     def lost(self) -> bool:
         return self.errors > 0
+
+
+def guard_x11() -> None:
+    """Install the X error guard (see :class:`_X11Guard`); call it before
+    ``pygame.display.init()``, so that SDL keeps it. Does nothing off X11."""
+    _X11Guard.install()
 
 
 class Window:
@@ -192,9 +225,16 @@ class Window:
         if self.surface is None or size != self._frame_size:
             self._frame_size = size
             first = (max(1, round(size[0] * self.scale)), max(1, round(size[1] * self.scale)))
+            guard = _X11Guard.install()
+            pg.display.init()
+            self._guard = guard if guard is not None and pg.display.get_driver() == "x11" \
+                else None
+            if self._guard is not None:
+                self._guard.expect()
             self.surface = pg.display.set_mode(first, pg.RESIZABLE)
+            if self._guard is not None:
+                self._guard.bind(pg)
             pg.display.set_caption(self.title)
-            self._guard = _X11Guard.watch(pg)
         if self.lost:
             return
         win = pg.display.get_surface() or self.surface
