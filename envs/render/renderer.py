@@ -261,7 +261,7 @@ class PygameRenderer:
                                tagged, keep, object_cells(pg, world, cell, drawn))
         if self.show_fov:
             agents = [a for a in (self.fov_agents or range(n)) if 0 <= a < n]
-            draw_fov(pg, map_surf, state, cell, agents, self._fov_cache)
+            draw_fov(pg, map_surf, state, cell, agents, self._fov_cache, fog=known is None)
         bubbles = BubbleLayout()
         if overlay is not None and overlay.latest and self.show_bubbles:
             speaking = [a for a in talking if a in set(drawn)]

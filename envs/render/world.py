@@ -293,8 +293,10 @@ def _chip(pg, text: Text, surf, label: str, corner, size: int, color, anchor="to
     surf.blit(img, img.get_rect(center=box.center))
 
 
-def draw_fov(pg: Any, surf, state: HouseholdState, cell: int, agents, cache: dict) -> None:
-    """Dim what none of ``agents`` sees and tint each agent's visible rooms in its colour."""
+def draw_fov(pg: Any, surf, state: HouseholdState, cell: int, agents, cache: dict,
+             fog: bool = True) -> None:
+    """Dim what none of ``agents`` sees (unless not ``fog``: the map is veiled already)
+    and tint each agent's visible rooms in its colour."""
     scene = state.scene
     lay = scene.layout
     views = [scene.view_of_cell[state.agent_pos[a]] for a in agents]
@@ -302,13 +304,14 @@ def draw_fov(pg: Any, surf, state: HouseholdState, cell: int, agents, cache: dic
     for v in views:
         seen.update(scene.view_rooms(v))
     key = ("fog", frozenset(seen))
-    if key not in cache:
-        fog = pg.Surface(surf.get_size(), pg.SRCALPHA)
+    if fog and key not in cache:
+        dim = pg.Surface(surf.get_size(), pg.SRCALPHA)
         mask = np.isin(lay.room_map, sorted(seen)) | (lay.tiles == WALL) | (lay.tiles == OUTSIDE)
         for r, c in np.argwhere(~mask):
-            fog.fill((15, 18, 25, 115), (c * cell, r * cell, cell, cell))
-        cache[key] = _cropped(fog)
-    surf.blit(*cache[key])
+            dim.fill((15, 18, 25, 115), (c * cell, r * cell, cell, cell))
+        cache[key] = _cropped(dim)
+    if fog:
+        surf.blit(*cache[key])
     for a, v in zip(agents, views):
         key = ("tint", v, a)
         if key not in cache:

@@ -151,18 +151,34 @@ def cmd_play(args: argparse.Namespace) -> int:
     out = play_with(args.others, layout=args.layout, task=args.task, num_agents=args.agents,
                     human_agent=args.agent, seed=args.seed, fps=args.fps, cache=args.cache,
                     talk=not args.silent, scale=args.scale, log_path=args.log,
-                    organization=args.org)
+                    organization=args.org, reveal=args.reveal)
     if args.json:
         _print_json(out)
     else:
-        done = "goal complete" if out["success"] else "goal not met"
         said = (f", teammates said {out['teammate_messages']} message(s), you said "
                 f"{out['player_messages']}" if "teammate_messages" in out else "")
         logs = f"; log {', '.join(out['logs'])}" if out.get("logs") else ""
-        org = (f" under {out['organization']} (you: {args.agent}, "
+        you = out.get("player", args.agent)
+        if out.get("player_name", you) != you:
+            you = f"{out['player_name']}, {you}"
+        org = (f" under {out['organization']} (you: {you}, "
                f"{out['player_role'] or 'no role'})" if out.get("organization") else "")
-        print(f"played {out['ticks']} tick(s) of seed {out['seed']}{org}: {done}{said}{logs}")
+        episodes = out.get("episodes") or [out]
+        if len(episodes) == 1:
+            played = f"played {out['ticks']} tick(s) of seed {out['seed']}{org}: {_outcome(out)}"
+        else:  # every episode played (R), not only the last
+            played = f"played {len(episodes)} episodes{org}: " + "; ".join(
+                _episode_line(e) for e in episodes)
+        print(f"{played}{said}{logs}")
     return 0
+
+
+def _episode_line(episode: dict) -> str:
+    """``seed 1: goal complete in 84 tick(s)`` or ``seed 2: interrupted at tick 12 (quit)``."""
+    outcome = _outcome(episode)
+    if episode.get("episode_status", "complete") == "complete":
+        outcome += f" in {episode['ticks']} tick(s)"
+    return f"seed {episode['seed']}: {outcome}"
 
 
 def cmd_record(args: argparse.Namespace) -> int:
