@@ -229,6 +229,11 @@ def draw_veils(pg: Any, surf, state: HouseholdState, cell: int, known: Known,
                 continue
             veil.fill(REMEMBERED_VEIL if room in seen else UNSEEN_VEIL,
                       (c * cell, r * cell, cell, cell))
+        for d in known.unknown_doors:  # as the rooms they join: remembered, else unseen
+            door = lay.doors[d]
+            r, c = door.cell
+            veil.fill(REMEMBERED_VEIL if set(door.rooms) & seen else UNSEEN_VEIL,
+                      (c * cell, r * cell, cell, cell))
         if len(cache) > 64:
             cache.clear()
         cache[key] = _cropped(veil)
