@@ -248,7 +248,7 @@ class PygameRenderer:
         draw_dynamic(pg, self.text, map_surf, world, cell, known)
         if known is not None:
             draw_veils(pg, map_surf, world, cell, known, self._fov_cache)
-        rooms = draw_room_names(pg, self.text, map_surf, world, cell, self._room_spots)
+        rooms = draw_room_names(pg, self.text, map_surf, world, cell, self._room_spots, drawn)
         focus = self._focus(world, overlay, drawn)
         focus.known = known
         index = {f"agent_{i}": i for i in range(n)}
@@ -258,7 +258,7 @@ class PygameRenderer:
         keep = {a for a in (you, focus.selected) if a is not None}
         tagged = self._tagged(world, overlay, drawn, keep, talking, focus.speakers)
         tags = place_name_tags(pg, self.text, world, cell, names, overlay, map_surf.get_rect(),
-                               tagged, keep, object_cells(pg, world, cell, drawn))
+                               tagged, keep, object_cells(pg, world, cell, drawn), drawn)
         if self.show_fov:
             agents = [a for a in (self.fov_agents or range(n)) if 0 <= a < n]
             draw_fov(pg, map_surf, state, cell, agents, self._fov_cache, fog=known is None)

@@ -82,14 +82,16 @@ def room_label_spots(text: Text, layout: Layout, cell: int) -> list[list[tuple]]
 
 
 def draw_room_names(pg: Any, text: Text, surf, state: HouseholdState, cell: int,
-                    spots: list[list[tuple]]) -> list:
+                    spots: list[list[tuple]], agents: list[int] | None = None) -> list:
     """Each room's name where no agent (or its name tag) covers it: on its best row, in
     the widest stretch of that row no agent stands on (a one-row storage room full of
     agents still shows its name between them). Returns where the names went (speech
-    bubbles keep clear of them)."""
+    bubbles keep clear of them). ``agents``: the agents drawn (default all; a hidden
+    agent must not move a name, which would tell where it is)."""
     size = max(12, min(20, cell // 2))
     w = state.scene.width
-    taken = {divmod(p, w) for p in state.agent_pos}
+    drawn = range(len(state.agent_pos)) if agents is None else agents
+    taken = {divmod(state.agent_pos[a], w) for a in drawn}
     # A name tag sits on the row above, about three cells wide.
     taken |= {(r - 1, c + d) for r, c in taken for d in (-1, 0, 1)}
     tints = load_catalog().room_colors
@@ -375,17 +377,19 @@ def object_cells(pg: Any, state: HouseholdState, cell: int, around: list[int] | 
 def place_name_tags(pg: Any, text: Text, state: HouseholdState, cell: int,
                     names: list[str], overlay: Overlay | None, bounds,
                     agents: list[int] | None = None, keep: set[int] = frozenset(),
-                    avoid: list = ()) -> dict[int, Any]:
+                    avoid: list = (), drawn: list[int] | None = None) -> dict[int, Any]:
     """Where each agent's name tag goes: agent index -> box.
 
     ``agents`` get a tag, in that order (default: all); each goes above its cell,
     else below, else beside it, where it covers no tag placed before, no agent and
     nothing in ``avoid`` (goal furniture, objects next to agents). An agent that finds
     no free spot goes without a tag, unless it is in ``keep`` (you, the agent picked):
-    then its tag goes above all the same."""
+    then its tag goes above all the same. ``drawn``: the agents on the map (default
+    all; a hidden one must not push a tag aside, which would tell where it is)."""
     size = label_size_for(cell)
     agents = list(range(len(state.agent_pos))) if agents is None else agents
-    discs = [agent_rect(pg, state, a, cell).inflate(-2, -2) for a in range(len(state.agent_pos))]
+    drawn = range(len(state.agent_pos)) if drawn is None else drawn
+    discs = {a: agent_rect(pg, state, a, cell).inflate(-2, -2) for a in drawn}
     placed: dict[int, Any] = {}
     blocked = list(avoid)
     for a in agents:
@@ -399,7 +403,7 @@ def place_name_tags(pg: Any, text: Text, state: HouseholdState, cell: int,
             spot = box.copy()
             setattr(spot, anchor, at)
             spots.append(spot.clamp(bounds))
-        others = blocked + discs[:a] + discs[a + 1:]
+        others = blocked + [d for b, d in discs.items() if b != a]
         choice = next((b for b in spots if b.collidelist(others) < 0), None)
         if choice is None and a in keep:
             choice = spots[0]

@@ -248,3 +248,27 @@ def test_the_panel_says_what_the_agent_sees(capsys):
     s.close()
     env.close()
     assert json.dumps(s.summary()["episodes"])  # plain data
+
+
+def test_an_agent_out_of_view_leaves_no_trace_in_the_frame():
+    """Wherever a teammate is out of view, the player's frame is the same pixel for pixel
+    (no disc, no tag, no room name or tag pushed aside, nothing in the panel)."""
+    s = PlaySession(layout="house", num_agents=2, others=wait_policy, seed=0, fps=240)
+    world = s.raw.world
+    scene = world.scene
+    here = set(scene.view_rooms(scene.view_of_cell[world.agent_pos[0]]))
+    away = [int(c) for c in scene.floor_cells if scene.room_of_cell[c] >= 0
+            and scene.room_of_cell[c] not in here]
+    frames = []
+    for cell in (away[0], away[len(away) // 2], away[-1]):
+        s.raw.world = type(world)(scene, world.tick, [world.agent_pos[0], cell], world.hands,
+                                  world.contents, world.container_open, world.door_open)
+        frames.append(frame(s).copy())
+    assert all(np.array_equal(frames[0], f) for f in frames[1:])
+    s.reveal = True
+    revealed = [frame(s).copy()]  # the teammate at away[-1]
+    s.raw.world = type(world)(scene, world.tick, [world.agent_pos[0], away[0]], world.hands,
+                              world.contents, world.container_open, world.door_open)
+    revealed.append(frame(s).copy())
+    assert not np.array_equal(*revealed)  # revealed, the teammate is drawn where it is
+    s.close()
