@@ -71,6 +71,7 @@ HELP_LINES = [  # "key<TAB>what it does": the help box draws two columns
     "Space or .\twait one tick",
     "T\twrite to teammates (@Name: to one)",
     "F\tfield of view on / off",
+    "mouse\tpoint at an agent (click keeps it)",
     "H\tthis help",
     "R\tnew episode (when one is over)",
     "Esc\tcancel a pending key, queued keys",

@@ -8,6 +8,14 @@ and a side panel with the goal progress, tick counter, team and message log. The
 team runner's :class:`~orgteams.envs.render.overlay.Overlay` adds speech bubbles, markers
 ("abstained", "idle") and a caption.
 
+Big teams stay legible: name tags for everyone up to :data:`TAG_EVERYONE` agents,
+beyond only for you, the agent under the mouse (or clicked, :attr:`selected`), the
+speakers and the leaders; bubbles and tags never cover what matters
+(:mod:`~orgteams.envs.render.bubbles`); the panel adapts
+(:mod:`~orgteams.envs.render.panel`). :attr:`PygameRenderer.sight` draws only what one
+agent knows (:mod:`~orgteams.envs.render.sight`, ``orgteams play``), and
+:attr:`PygameRenderer.last` says where a frame put things.
+
 pygame is imported lazily: the core install does not have it, and an env with
 ``render_mode=None`` never loads it. Only ``pygame.display`` (human mode) and
 ``pygame.font`` are initialised; there is no sound card.

@@ -11,6 +11,8 @@ N          one frame forward while paused (one tick, or one speaking stage)
 + / -      faster / slower (x2 steps, 1/8 to 16 times ``fps``)
 H          the keys (this list) on / off
 F          field of view on / off
+mouse      point at an agent: it is named on the map and listed in the panel
+           (click: it stays singled out; click elsewhere to let go)
 Q / Esc    close the window (stops the run or replay)
 =========  =====================================================================
 
@@ -46,6 +48,7 @@ WATCH_HELP = [  # "key<TAB>what it does": drawn by render_panel.draw_help
     "N\tnext tick while paused",
     "+ / -\tfaster / slower",
     "F\tfield of view on / off",
+    "mouse\tpoint at an agent: named, listed (click keeps it)",
     "H\tthis help",
     "Q / Esc\tclose the window (stops the run)",
 ]
