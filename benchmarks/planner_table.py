@@ -24,8 +24,8 @@ import statistics
 import time
 
 from orgteams.agents.planner.planner import PlannerAgent
+from orgteams.assets import asset_dir
 from orgteams.envs import list_tasks
-from orgteams.envs._util import asset_dir
 from orgteams.envs.highlevel.highlevel_env import HighLevelEnv
 from orgteams.organizations.rounds.planner_team import everyone_hears_everyone, run_team
 from orgteams.organizations.spec.library import load_organization

@@ -30,8 +30,7 @@ from orgteams.agents.backends.local import LocalBackend, LocalServer, LocalServe
 from orgteams.agents.backends.openai_backend import OpenAIBackend
 from orgteams.agents.backends.pricing import cost, price_of
 from orgteams.agents.backends.scripted import ScriptedBackend, ScriptExhaustedError
-from orgteams.envs._util import unknown_name
-from orgteams.envs.errors import UserError
+from orgteams.errors import UserError, unknown_name
 
 __all__ = [
     "BACKENDS",

@@ -66,7 +66,7 @@ from urllib.request import url2pathname
 
 from orgteams.agents.backends.base import ChatMessage
 from orgteams.agents.backends.openai_backend import OpenAIBackend
-from orgteams.envs.errors import MissingExtraError
+from orgteams.errors import MissingExtraError
 
 __all__ = ["GRAMMAR_INSTRUCTION", "LOCAL_MODEL", "MAX_DEFAULT_SLOTS", "LocalBackend",
            "LocalServer", "LocalServerError", "closed_schema", "compact_json_grammar",

@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 from orgteams.agents.llm.quoting import one_line, quote_block
 from orgteams.agents.member import ActContext, DialogueLog
 from orgteams.agents.shared_context import chosen_lines
-from orgteams.envs.errors import UserError
+from orgteams.errors import UserError
 
 MAX_PROMPT_CHARS = 1_000_000
 """Largest value (characters or items) a prompt template may build."""
@@ -138,7 +138,7 @@ class PromptTemplates:
                  ) -> None:
         import jinja2
 
-        from orgteams.envs._util import asset_dir
+        from orgteams.assets import asset_dir
         from orgteams.organizations.spec.templates import LimitedSandbox
 
         shipped = asset_dir("prompts")

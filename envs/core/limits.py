@@ -12,7 +12,7 @@ import math
 import numbers
 from typing import Any
 
-from orgteams.envs.errors import UserError
+from orgteams.errors import UserError
 
 MAX_GRID_SIDE = 512
 """Most rows or columns of a layout grid."""

@@ -70,7 +70,6 @@ import numpy as np
 from gymnasium import spaces
 from pettingzoo import ParallelEnv
 
-from orgteams.envs._util import did_you_mean
 from orgteams.envs.core.navigation import Walker, navigator
 from orgteams.envs.core.state import HouseholdState
 from orgteams.envs.highlevel.crowding import Crowding
@@ -79,6 +78,7 @@ from orgteams.envs.highlevel.slots import OptionSlots, slot_features
 from orgteams.envs.highlevel.space import PRIMITIVE, AvailableActions
 from orgteams.envs.household import TEXT_SPACE_LENGTH, HouseholdEnv
 from orgteams.envs.observe.memory import AgentMemory
+from orgteams.errors import did_you_mean
 
 KINDS = ("explore", "goto", "check", "grab", "put", "wait", "continue", "primitive")
 LABELS = {"explore": "goexplore", "goto": "goto", "check": "gocheck", "grab": "gograb",

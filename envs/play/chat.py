@@ -16,9 +16,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from orgteams.envs._util import did_you_mean
 from orgteams.envs.messages import EVERYONE, MESSAGE_MAX_CHARS, TeamMessage
 from orgteams.envs.render.boxes import TextEntry
+from orgteams.errors import did_you_mean
 
 __all__ = ["CHAT_HELP", "PlayerChat", "parse_chat"]
 

@@ -43,12 +43,12 @@ from typing import Any, Protocol
 from orgteams.envs.core.actions import HAND_CAPACITY, Verb, decode, encode
 from orgteams.envs.core.layout import DIRECTION_NAMES, DIRECTIONS
 from orgteams.envs.core.state import is_walkable
-from orgteams.envs.errors import UserError
 from orgteams.envs.highlevel.highlevel_env import PRIMITIVE, HighLevelEnv
 from orgteams.envs.messages import EVERYONE, TeamMessage
 from orgteams.envs.play.chat import PlayerChat
 from orgteams.envs.render.renderer import PygameRenderer
 from orgteams.envs.render.video import Policy, resolve_policy
+from orgteams.errors import UserError
 
 HELP_LINES = [  # "key<TAB>what it does": the help box draws two columns
     "Keys",

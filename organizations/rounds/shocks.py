@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 import yaml
 
 from orgteams.envs.core.user_files import check_yaml
-from orgteams.envs.errors import UserError
+from orgteams.errors import UserError
 from orgteams.organizations.rounds.episode import check_member
 
 if TYPE_CHECKING:

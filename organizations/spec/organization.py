@@ -46,10 +46,9 @@ from pydantic import (
     model_validator,
 )
 
-from orgteams.envs._util import did_you_mean, validation_line
 from orgteams.envs.core.user_files import load_yaml, read_text
-from orgteams.envs.errors import UserError
 from orgteams.envs.team import Team
+from orgteams.errors import UserError, did_you_mean, validation_line
 from orgteams.organizations.protocols.facts import PROTOCOL_FACTS, PROTOCOLS
 from orgteams.organizations.spec.rules import Rules
 from orgteams.organizations.spec.templates import MAX_INSTRUCTION_CHARS, compile_template
@@ -335,6 +334,6 @@ _BlockDumper.add_representer(str, _str_representer)
 
 
 def _fragments() -> dict[str, str]:
-    from orgteams.envs._util import asset_dir
+    from orgteams.assets import asset_dir
 
     return yaml.safe_load(asset_dir("organizations", "_fragments.yaml").read_text("utf-8"))

@@ -9,9 +9,8 @@ from typing import Any
 import networkx as nx
 
 from orgteams.agents.member_rules import MemberRules
-from orgteams.envs._util import did_you_mean
-from orgteams.envs.errors import UserError
 from orgteams.envs.team import AGENT_ID, Team
+from orgteams.errors import UserError, did_you_mean
 from orgteams.organizations.spec.organization import (
     SELF_CHOSEN,
     Organization,

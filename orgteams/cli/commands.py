@@ -17,7 +17,7 @@ def _check_out(path: str | None) -> None:
     anything runs (it was a FileExistsError or NotADirectoryError traceback)."""
     from pathlib import Path
 
-    from orgteams.envs.errors import UserError
+    from orgteams.errors import UserError
 
     if path is None:
         return

@@ -20,8 +20,8 @@ from typing import Any
 from orgteams.criticize_reflect.coordinator import Coordinator
 from orgteams.criticize_reflect.critic import Critic
 from orgteams.criticize_reflect.loop import ReflectResult, reflect
-from orgteams.envs.errors import UserError
 from orgteams.envs.team import Team
+from orgteams.errors import UserError
 from orgteams.organizations.rounds.status import (
     DEFAULT_MAX_INVALID_REPLIES,
     DEFAULT_MAX_TRANSPORT_FAILURES,
@@ -56,7 +56,7 @@ def check_reflector(role: str, spec: str) -> None:
             (with a "Did you mean"), or a malformed spec (``local:foo``).
     """
     from orgteams.agents.backends import BACKENDS
-    from orgteams.envs._util import unknown_name
+    from orgteams.errors import unknown_name
     from orgteams.run import parse_member_spec
 
     if spec == "heuristic":
@@ -125,9 +125,9 @@ def _check_schedule(tasks: list[str], layouts: list[str], agents: int,
                     backend: str | list[str]) -> None:
     """Every name of the schedule is loaded now, so bad input fails before any file is
     written (not at the first episode, after ``config.json``)."""
-    from orgteams.envs._util import unknown_name
     from orgteams.envs.core.layout import load_layout
     from orgteams.envs.core.tasks import load_task
+    from orgteams.errors import unknown_name
     from orgteams.run import MEMBER_KINDS
 
     for t in tasks:

@@ -49,7 +49,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from orgteams.envs.errors import MissingExtraError, UserError
+from orgteams.errors import MissingExtraError, UserError
 from orgteams.experiments.sweep_spec import SweepSpec, parse_seeds, spec_from_lists
 from orgteams.experiments.workers import worker_init
 

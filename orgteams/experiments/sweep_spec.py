@@ -24,7 +24,7 @@ from orgteams.envs.core.limits import (
     check_int,
 )
 from orgteams.envs.core.user_files import load_yaml, read_text
-from orgteams.envs.errors import UserError
+from orgteams.errors import UserError
 
 
 @dataclass(frozen=True)

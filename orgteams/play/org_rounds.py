@@ -55,7 +55,7 @@ __all__ = ["OrgRounds", "play_organization"]
 def play_organization(org: str | Organization | None) -> Organization | None:
     """The organization of ``orgteams play --org``, loaded as ``orgteams run --org``
     loads it (:func:`~orgteams.organizations.spec.library.load_organization`: a shipped name
-    or a YAML path; a bad one is a :class:`~orgteams.envs.errors.UserError` naming file
+    or a YAML path; a bad one is a :class:`~orgteams.errors.UserError` naming file
     and field); None plays without one."""
     if org is None or isinstance(org, Organization):
         return org

@@ -31,12 +31,11 @@ from typing import Any
 
 from orgteams.agents.planner.planner import PlannerAgent
 from orgteams.agents.planner.planner_member import PlannerMember
-from orgteams.envs._util import unknown_name
-from orgteams.envs.errors import UserError
 from orgteams.envs.highlevel.highlevel_env import HighLevelEnv
 from orgteams.envs.messages import TeamMessage
 from orgteams.envs.play.keyboard import play
 from orgteams.envs.team import Team
+from orgteams.errors import UserError, unknown_name
 from orgteams.organizations.rounds.episode import EpisodeState
 from orgteams.organizations.rounds.phases import communicate_phase, decide_actions, deliver_held
 from orgteams.organizations.rounds.planner_team import EVERYONE_HEARS_EVERYONE, TurnTaker

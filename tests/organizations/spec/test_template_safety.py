@@ -11,7 +11,7 @@ import pytest
 from orgteams.agents.backends import ScriptedBackend
 from orgteams.cli.main import main
 from orgteams.criticize_reflect import Coordinator, reflect
-from orgteams.envs.errors import UserError
+from orgteams.errors import UserError
 from orgteams.organizations.spec.library import load_organization
 from orgteams.organizations.spec.organization import Organization
 from orgteams.organizations.spec.templates import compile_instruction, render_instruction

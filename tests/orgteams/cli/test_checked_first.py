@@ -11,7 +11,7 @@ from test_bad_input import one_line, run_fails  # noqa: E402  (tests/cli is on t
 
 from orgteams.cli.main import main
 from orgteams.envs.core.limits import MAX_YAML_DEPTH
-from orgteams.envs.errors import UserError
+from orgteams.errors import UserError
 
 
 def test_a_substitute_shock_with_an_unknown_backend_fails_before_round_0(
