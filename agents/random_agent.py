@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from orgteams.agents.messages import TeamMessage
 from orgteams.envs.highlevel.highlevel_env import HighLevelEnv
-from orgteams.envs.messages import TeamMessage
 
 
 class RandomAgent:

@@ -6,7 +6,7 @@
 ('agent_0',)
 """
 
-from orgteams.envs.team import Team, display_names
+from orgteams.agents.team import Team, display_names
 from orgteams.organizations.metrics.episode_metrics import (
     EpisodeMetrics,
     aggregate,

@@ -13,9 +13,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from orgteams.agents.team import Team
 from orgteams.envs.core.limits import MAX_AGENTS, MAX_ROUNDS, MAX_SEED, MAX_TICKS, check_int
 from orgteams.envs.highlevel.highlevel_env import HighLevelEnv
-from orgteams.envs.team import Team
 from orgteams.errors import UserError, unknown_name
 from orgteams.organizations.rounds.monitor import MonitorConfig
 from orgteams.organizations.rounds.runner import EpisodeResult, TeamRunner

@@ -42,7 +42,7 @@ from orgteams.agents.member import (
     DialogueMember,
     TeamMessage,
 )
-from orgteams.envs.messages import EVERYONE
+from orgteams.agents.messages import EVERYONE
 
 if TYPE_CHECKING:
     from orgteams.envs.highlevel.highlevel_env import HighLevelEnv

@@ -45,7 +45,7 @@ from orgteams.agents.member import (
     TeamMessage,
     safe_action,
 )
-from orgteams.envs.messages import EVERYONE
+from orgteams.agents.messages import EVERYONE
 
 if TYPE_CHECKING:
     from orgteams.envs.highlevel.highlevel_env import HighLevelAction, HighLevelEnv

@@ -12,7 +12,7 @@ and each time it must decide it picks, in order:
    (the room it stands in first);
 5. ``wait``.
 
-It says what it does in small structured :class:`~orgteams.envs.messages.TeamMessage`
+It says what it does in small structured :class:`~orgteams.agents.messages.TeamMessage`
 s: ``claim`` for each object it goes to grab and each room it goes to explore,
 ``found`` for goal objects it sees, ``done`` when it placed one, ``release`` when
 it gives up. Two claims on one object: the earlier tick wins, then the lower
@@ -32,9 +32,9 @@ from __future__ import annotations
 from collections import Counter
 
 from orgteams.agents.member_rules import MemberRules
+from orgteams.agents.messages import EVERYONE, TeamMessage
 from orgteams.agents.planner.lead import ROOM, lead
 from orgteams.envs.highlevel.highlevel_env import HighLevelEnv
-from orgteams.envs.messages import EVERYONE, TeamMessage
 
 ROLES = ("member", "leader")
 

@@ -33,9 +33,9 @@ from orgteams.agents.member import (
     TeamMessage,
 )
 from orgteams.agents.member_rules import MemberRules, choose_vote, within_budget
+from orgteams.agents.messages import EVERYONE, render
 from orgteams.agents.planner.planner import PlannerAgent
 from orgteams.agents.shared_context import as_claims
-from orgteams.envs.messages import EVERYONE, render
 
 PRIORITY = ("assign", "correct", "claim", "release", "done", "found", "status")
 """Message kinds, most important first: what a budget keeps."""

@@ -29,6 +29,9 @@ MAX_SWEEP_CELLS = 1_000_000
 MAX_SEED = 2**32 - 1
 """Largest seed (numpy's legacy seeding range; seeds are never negative)."""
 
+MESSAGE_MAX_CHARS = 300
+"""Longest message a member may send (characters): models, people, the keyboard player."""
+
 MAX_FILE_BYTES = 4 * 1024 * 1024
 """Largest organization, layout, task or sweep-spec file (bytes); a 512 x 512 grid is
 about 270 KB, a spec listing 100,000 seeds about 700 KB."""

@@ -25,6 +25,7 @@ from typing import Any
 
 from orgteams.agents.llm.tokens import Tokenizer, default_tokenizer
 from orgteams.agents.member import ActDecision, TeamMember
+from orgteams.agents.messages import TeamMessage
 from orgteams.agents.shared_context import (
     HISTORY_EPISODES,
     HISTORY_ROUNDS,
@@ -32,10 +33,9 @@ from orgteams.agents.shared_context import (
     RoundOutcome,
     SharedHistory,
 )
+from orgteams.agents.team import Team
+from orgteams.agents.view import MemberView
 from orgteams.envs.highlevel.highlevel_env import HighLevelEnv
-from orgteams.envs.member_view import MemberView
-from orgteams.envs.messages import TeamMessage
-from orgteams.envs.team import Team
 from orgteams.organizations.protocols.facts import PROTOCOL_FACTS
 from orgteams.organizations.protocols.schedule import leader_for_round
 from orgteams.organizations.rounds.phases import act_phase, communicate_phase

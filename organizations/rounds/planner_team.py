@@ -26,8 +26,8 @@ from orgteams.agents.member import (
     MemberBase,
     TeamMessage,
 )
+from orgteams.agents.team import Team
 from orgteams.envs.highlevel.highlevel_env import HighLevelEnv
-from orgteams.envs.team import Team
 from orgteams.organizations.rounds.episode import EpisodeState, play_rounds
 from orgteams.organizations.spec.organization import Organization
 

@@ -30,8 +30,8 @@ from typing import Any
 
 from orgteams.agents.llm.tokens import Tokenizer, approximate_note, default_tokenizer
 from orgteams.agents.shared_context import EpisodePattern
+from orgteams.agents.team import Team
 from orgteams.envs.highlevel.highlevel_env import HighLevelEnv
-from orgteams.envs.team import Team
 from orgteams.organizations.metrics.episode_metrics import episode_metrics, roles_by_round
 from orgteams.organizations.rounds import episode_log as team_log
 from orgteams.organizations.rounds.episode import (
@@ -77,7 +77,7 @@ class TeamRunner:
         organization: The organization (its protocol sets the communicate phase).
         members: Agent id -> team member (LLM, planner, human, random...), each a
             :class:`~orgteams.agents.member.TeamMember`.
-        names: Display names by agent id, or a :class:`~orgteams.envs.team.Team`
+        names: Display names by agent id, or a :class:`~orgteams.agents.team.Team`
             (default Alice, Bob, ...).
         max_rounds: Stop after this many decision rounds (the tick limit also applies).
         log_path: JSONL episode log to write (None: keep records in memory only).

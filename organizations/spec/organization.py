@@ -46,8 +46,8 @@ from pydantic import (
     model_validator,
 )
 
+from orgteams.agents.team import Team
 from orgteams.envs.core.user_files import load_yaml, read_text
-from orgteams.envs.team import Team
 from orgteams.errors import UserError, did_you_mean, validation_line
 from orgteams.organizations.protocols.facts import PROTOCOL_FACTS, PROTOCOLS
 from orgteams.organizations.spec.rules import Rules
@@ -239,7 +239,7 @@ class Organization(BaseModel):
         """Fix leaders, roles, channels and instructions for an actual team.
 
         Args:
-            team: The :class:`~orgteams.envs.team.Team` (ids and display names), or agent
+            team: The :class:`~orgteams.agents.team.Team` (ids and display names), or agent
                 ids in speaking order (default names: ``agent_2`` is Charlie).
             leaders: Agents that replace the first tier (an elected or rotated leader).
             removed: Members shocks removed, in order; the rules' ``succession`` gives

@@ -9,7 +9,7 @@ from typing import Any
 import networkx as nx
 
 from orgteams.agents.member_rules import MemberRules
-from orgteams.envs.team import AGENT_ID, Team
+from orgteams.agents.team import AGENT_ID, Team
 from orgteams.errors import UserError, did_you_mean
 from orgteams.organizations.spec.organization import (
     SELF_CHOSEN,

@@ -38,7 +38,7 @@ def _round_printer(names: dict[str, str] | None = None):
     Alice, Bob...), as in the window and the prompts; ids stay in the log.
     """
 
-    from orgteams.envs.team import Team
+    from orgteams.agents.team import Team
 
     @functools.cache
     def name(agent: str) -> str:

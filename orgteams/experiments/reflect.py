@@ -17,10 +17,10 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from orgteams.agents.team import Team
 from orgteams.criticize_reflect.coordinator import Coordinator
 from orgteams.criticize_reflect.critic import Critic
 from orgteams.criticize_reflect.loop import ReflectResult, reflect
-from orgteams.envs.team import Team
 from orgteams.errors import UserError
 from orgteams.organizations.rounds.status import (
     DEFAULT_MAX_INVALID_REPLIES,

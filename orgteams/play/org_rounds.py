@@ -40,9 +40,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from orgteams.agents.messages import TeamMessage
+from orgteams.agents.team import Team
 from orgteams.envs.highlevel.highlevel_env import HighLevelEnv
-from orgteams.envs.messages import TeamMessage
-from orgteams.envs.team import Team
 from orgteams.organizations.rounds.episode import EpisodeState, update_leadership
 from orgteams.organizations.rounds.phases import communicate_phase, decide_actions, deliver_held
 from orgteams.organizations.spec.library import load_organization

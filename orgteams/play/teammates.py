@@ -29,12 +29,13 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from orgteams.agents.messages import EVERYONE, TeamMessage
 from orgteams.agents.planner.planner import PlannerAgent
 from orgteams.agents.planner.planner_member import PlannerMember
+from orgteams.agents.team import Team
 from orgteams.envs.highlevel.highlevel_env import HighLevelEnv
-from orgteams.envs.messages import TeamMessage
+from orgteams.envs.play.chat import ChatLine
 from orgteams.envs.play.keyboard import play
-from orgteams.envs.team import Team
 from orgteams.errors import UserError, unknown_name
 from orgteams.organizations.rounds.episode import EpisodeState
 from orgteams.organizations.rounds.phases import communicate_phase, decide_actions, deliver_held
@@ -70,11 +71,12 @@ class _Listening:
         """Messages the player sent so far."""
         return self.voice.sent if self.voice is not None else 0
 
-    def hear(self, message: TeamMessage) -> None:
-        """A line the player wrote (sender: their agent): spoken at the next round."""
+    def hear(self, line: ChatLine) -> None:
+        """A line the player wrote (sender: their agent): spoken at the next round, as a
+        team message to the agents it names (none: everyone)."""
         if self.voice is None:
-            self.voice = PlayerVoice(message.sender)
-        self.voice.say(message)
+            self.voice = PlayerVoice(line.sender)
+        self.voice.say(TeamMessage(line.sender, line.receivers or EVERYONE, line.text))
 
     def _start(self, env: HighLevelEnv, seed: int, current_round: Callable[[], int]) -> None:
         if self.voice is not None:

@@ -6,9 +6,9 @@ import asyncio
 
 import pytest
 
+from orgteams.agents.messages import TeamMessage
 from orgteams.agents.planner.planner_member import PlannerMember
 from orgteams.envs.highlevel.highlevel_env import HighLevelEnv
-from orgteams.envs.messages import TeamMessage
 from orgteams.organizations import load_organization
 from orgteams.organizations.rounds.episode import EpisodeState, play_rounds
 from orgteams.organizations.rounds.planner_team import run_team
@@ -83,7 +83,7 @@ def test_run_team_hears_each_message_once_in_the_order_said():
 
 
 def test_members_get_a_read_only_view_not_the_env():
-    from orgteams.envs.member_view import MemberView
+    from orgteams.agents.view import MemberView
 
     state = _state(n=2, org="none")
     seen = []
