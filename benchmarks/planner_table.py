@@ -58,7 +58,7 @@ def run_cell(layout: str, task: str, num_agents: int, seeds: int, leader: bool =
             "mean_rounds": statistics.fmean(r["rounds"] for r in results),
             "mean_messages": statistics.fmean(r["messages"] for r in results),
             "orders": orders, "orders_followed": followed,
-            "limit": env.base.world.scene.step_limit if max_ticks is None else max_ticks,
+            "limit": env.world.scene.step_limit if max_ticks is None else max_ticks,
             "seconds": time.perf_counter() - start}
 
 

@@ -193,8 +193,7 @@ def build_member(agent_id: str, spec: str, *, leader: bool = False, seed: int | 
         if env is not None and env.render_mode == "human":
             from orgteams.agents.human.window_input import WindowInput
 
-            overlay = env.base.overlay
-            overlay.you = overlay.you or agent_id  # ringed and tagged YOU in the window
+            env.overlay.set_team(you=env.overlay.you or agent_id)  # ringed, tagged YOU
             window = WindowInput(env)
             return HumanAgent(agent_id, window.ask, window.show)
         return HumanAgent(agent_id)
@@ -348,7 +347,7 @@ def _run_episode(task, layout, organization, agents, backend, seed, max_rounds, 
                **(render_options or {})}
     env = HighLevelEnv(layout=layout, task=task, num_agents=agents, render_mode=render_mode,
                        max_ticks=max_ticks, render_options=options, render_fps=fps)
-    env.base.overlay.organization = org.name
+    env.overlay.set_team(organization=org.name)
     llm = {"temperature": temperature, "prompts": prompts}
     members = build_team(backend, agents, org, seed=seed, cache=cache, env=env, pool=pool,
                          **llm)
@@ -358,21 +357,21 @@ def _run_episode(task, layout, organization, agents, backend, seed, max_rounds, 
     if video:
         from orgteams.envs.render.video import EpisodeVideo
 
-        recorder = EpisodeVideo(video, env.base, fps=env.base.render_fps, scale=scale)
+        recorder = EpisodeVideo(video, env, fps=env.render_fps, scale=scale)
     tick_hook = None
     if recorder is not None or on_tick is not None:
         def tick_hook(*_: Any) -> None:
             if recorder is not None:
                 recorder.tick()
             if on_tick is not None:
-                world = env.base.world
+                world = env.world
                 on_tick(world.tick, max_ticks or world.scene.step_limit)
 
     def stop() -> str | None:
         if render == "human":
             from orgteams.envs.render.renderer import window_closed
 
-            if window_closed(env.base):
+            if window_closed(env):
                 return "window closed"
         return should_stop() if should_stop is not None else None
 
@@ -424,8 +423,7 @@ def _hold_window(env: HighLevelEnv, result: EpisodeResult) -> None:
     if renderer is None or renderer.closed:
         return
     can_replay = result.log_path is not None
-    base = env.base
-    choice = renderer.hold(base.world, base.overlay, base.display_names,
+    choice = renderer.hold(env.world, env.overlay, env.display_names,
                            end_banner(result.summary, can_replay), can_replay)
     if choice == "replay":
         from orgteams.replay import replay

@@ -167,8 +167,8 @@ class HumanAgent(DialogueMember):
         if ctx.instruction:
             lines.append(f"Organization: {ctx.instruction}")
         lines += [
-            f"Goal: {env.base.describe_goal()}",
-            f"You see: {env.base.describe(self.agent_id)}",
+            f"Goal: {env.describe_goal()}",
+            f"You see: {env.describe(self.agent_id)}",
             f"You know: {env.memory(self.agent_id).render_text()}",
         ]
         dialogue = self.log.dialogue_lines(ctx.team, self.agent_id)

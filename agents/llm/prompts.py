@@ -255,7 +255,7 @@ def default_templates(variant: str | None = None) -> PromptTemplates:
 
 
 def _progress_text(env: HighLevelEnv) -> str:
-    progress = env.base.progress()
+    progress = env.progress()
     done, total = progress["units_done"], progress["units_total"]
     remaining = "; ".join(progress["remaining"]) or "nothing"
     return f"{done} of {total} goal items done. Still to do: {remaining}."
@@ -301,7 +301,8 @@ def situation(
     """The template variables shared by the communicate and act prompts.
 
     Args:
-        env: The high-level env (belief from ``env.memory``, view from ``env.base``).
+        env: What the member reads of the episode (belief from ``env.memory``, its view
+            from ``env.describe``).
         ctx: Who the agent is this round.
         log: Its dialogue and action memory.
         options: The lettered available actions (:func:`action_options`).
@@ -317,10 +318,10 @@ def situation(
         "instruction": quote_block(ctx.instruction.strip()),
         "teammates": [n for a, n in ctx.team.items() if a != agent],
         "team_size": len(ctx.team),
-        "goal": env.base.describe_goal(),
+        "goal": env.describe_goal(),
         "progress": _progress_text(env),
         "belief": _belief(env, agent, variant.belief_lines),
-        "observation": env.base.describe(agent).strip(),
+        "observation": env.describe(agent).strip(),
         "actions": [(letter, label(a)) for letter, a in options],
         "dialogue": log.dialogue_lines(ctx.team, agent),
         "dialogue_window": log.dialogue.maxlen,

@@ -36,8 +36,8 @@ ROOM = "room:"  # prefix of a room's key in ``assigned``
 
 def _held(env: HighLevelEnv, agent: str) -> tuple[str, ...]:
     """What ``agent`` carries, as anyone watching it sees."""
-    world = env.base.world
-    return tuple(world.scene.objects[o] for o in world.hands[env.base.agent_index[agent]])
+    world = env.world
+    return tuple(world.scene.objects[o] for o in world.hands[env.agent_index[agent]])
 
 
 def room_explored(planner: PlannerAgent, env: HighLevelEnv, room: str) -> bool:
@@ -49,7 +49,7 @@ def free_stale(planner: PlannerAgent, env: HighLevelEnv) -> dict[str, str]:
     """Drop orders that no longer hold (see the module docstring), so that nothing stays
     "taken" by an order nobody is carrying out. Returns agent -> room of the explore
     orders that ended because their agent must decide again."""
-    tick = env.base.world.tick
+    tick = env.world.tick
     ended = {}
     for key, agent in list(planner.assigned.items()):
         given = planner.assigned_at.get(key, tick)
@@ -127,7 +127,7 @@ def _room_order(planner: PlannerAgent, env: HighLevelEnv, agent: str,
 def lead(planner: PlannerAgent, env: HighLevelEnv, reach: list[str] | None = None) -> None:
     """Order each reachable teammate that must decide now (module docstring)."""
     ended = free_stale(planner, env)
-    tick = env.base.world.tick
+    tick = env.world.tick
     mem = env.memory(planner.agent_id)
     team = [a for a in env.agents if a != planner.agent_id and env.needs_decision(a)
             and (reach is None or a in reach)]

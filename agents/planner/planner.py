@@ -222,7 +222,7 @@ class PlannerAgent:
 
     def _claim(self, env: HighLevelEnv, choice: str) -> None:
         kind, _, target = choice.partition(":")
-        tick = env.base.world.tick
+        tick = env.world.tick
         held = env.memory(self.agent_id).held
         for obj, (who, _) in list(self.claims.items()):
             if who == self.agent_id and obj not in held and choice != f"grab:{obj}":
@@ -257,7 +257,7 @@ class PlannerAgent:
 
     # ---- goal bookkeeping ----
     def _goal(self, env: HighLevelEnv):
-        world = env.base.world
+        world = env.world
         return world.scene.goal, world.progress
 
     def _wanted_classes(self, env: HighLevelEnv) -> set[str]:
@@ -317,14 +317,14 @@ class PlannerAgent:
         return sorted(out)
 
     def _dist(self, env: HighLevelEnv, agent: str, furniture: str) -> int:
-        world = env.base.world
+        world = env.world
         f = next(i for i, x in enumerate(world.scene.layout.furniture) if x.name == furniture)
-        here = world.agent_pos[env.base.agent_index[agent]]
+        here = world.agent_pos[env.agent_index[agent]]
         return env.nav.distance(here, env.nav.furniture_goal(f))
 
     def _room_dist(self, env: HighLevelEnv, agent: str, room: str) -> int:
-        world = env.base.world
-        here = world.agent_pos[env.base.agent_index[agent]]
+        world = env.world
+        here = world.agent_pos[env.agent_index[agent]]
         return env.nav.distance(here, env.nav.room_goal(world.scene.layout.rooms.index(room)))
 
     # ---- choices ----

@@ -375,8 +375,9 @@ def window_renderer(env: Any) -> PygameRenderer | None:
 
 
 def window_closed(env: Any) -> bool:
-    """True when the env's human window was closed by the user (stop stepping)."""
-    renderer = getattr(env.unwrapped, "_renderer", None)
+    """True when the env's (a household or high-level env) human window was closed by the
+    user (stop stepping)."""
+    renderer = getattr(getattr(env, "base", env).unwrapped, "_renderer", None)
     return renderer is not None and renderer.closed
 
 

@@ -153,7 +153,7 @@ def start_replay_log(log: EpisodeLog, env: Any, *, seed: int | None, organizatio
     (subscribe it to :attr:`~orgteams.organizations.rounds.episode.RoundHooks.tick`)."""
     log.write({"record": "episode", "seed": seed, "organization": organization,
                "agents": list(team), "names": list(names),
-               "initial_state": env.base.world.to_dict()}, keep=False)
+               "initial_state": env.world.to_dict()}, keep=False)
 
     def on_tick(before: Any, joint: dict[str, int], after: Any, infos: Any) -> None:
         log.write({"record": "tick", "round": current_round(), "tick": after.tick,

@@ -15,6 +15,7 @@ leader column: the named ``leader``'s, under which agent_0 assigns work).
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from typing import Any
 
 from orgteams.agents.member import (
@@ -87,7 +88,8 @@ class TurnTaker(MemberBase):
 def run_team(env: HighLevelEnv, agents: list, seed: int | None = None,
              max_rounds: int = 100_000, decisions: list | None = None,
              organization: Organization | None = None,
-             messages: list | None = None) -> dict:
+             messages: list | None = None,
+             on_tick: Callable[..., None] | None = None) -> dict:
     """One episode: each round every agent speaks in order (everyone hears everyone,
     later speakers hear earlier ones at once), then every agent acts.
 
@@ -95,6 +97,8 @@ def run_team(env: HighLevelEnv, agents: list, seed: int | None = None,
     every action other than ``continue``; when ``messages`` is a list, every
     :class:`TeamMessage` said. ``organization``: played instead of the plain one
     (e.g. :func:`everyone_hears_everyone`); its rules reach agents with ``rules``.
+    ``on_tick(before, joint_actions, after, infos)`` is called after every tick
+    (a :attr:`~orgteams.organizations.rounds.episode.RoundHooks.tick` hook).
 
     Returns:
         ``ticks``, ``rounds``, ``success``, ``messages`` and ``message_words``.
@@ -113,9 +117,11 @@ def run_team(env: HighLevelEnv, agents: list, seed: int | None = None,
             messages.append(m)
 
     state.hooks.message.append(said)
+    if on_tick is not None:
+        state.hooks.tick.append(on_tick)
     if decisions is not None:
         state.hooks.actions.append(lambda s, actions: decisions.extend(
             (env.ticks, env.rounds, a, act) for a, act in actions.items() if act != "continue"))
     asyncio.run(play_rounds(state, max_rounds))
-    return {"ticks": env.ticks, "rounds": env.rounds, "success": bool(env.base.world.success),
+    return {"ticks": env.ticks, "rounds": env.rounds, "success": bool(env.world.success),
             **counts}

@@ -81,16 +81,25 @@ class _Listening:
     def _start(self, env: HighLevelEnv, seed: int, current_round: Callable[[], int]) -> None:
         if self.voice is not None:
             self.voice.reset()
+        if self.log is not None or self.rounds is not None:
+            env.on_tick = self._tick  # the play env's one tick hook: the session owns it
         if self.log is not None:
             self.log.start(env, seed, current_round)
         if self.rounds is not None:  # the player's agent is a member from the start
-            player = env.base.overlay.you
+            player = env.overlay.you
             if player is None:
                 raise ValueError("teammates under an organization need the player's agent: "
-                                 "set env.base.overlay.you (PlaySession does)")
+                                 "set env.overlay.you (PlaySession does)")
             if self.voice is None:
                 self.voice = PlayerVoice(player)
             self._shown(self.rounds.show(env, player))
+
+    def _tick(self, before: Any, joint: dict[str, int], after: Any, infos: Any) -> None:
+        """After every tick: the log's tick line, then the organization's bookkeeping."""
+        if self.log is not None:
+            self.log.tick(before, joint, after, infos)
+        if self.rounds is not None:
+            self.rounds.tick(before, joint, after, infos)
 
     def _shown(self, role: str | None) -> None:
         """The player's role as the window shows it now (:attr:`player_role`; the log's
@@ -109,7 +118,7 @@ class _Listening:
         organization; under one, only their own lines and messages routed to them."""
         player = self.voice.agent_id if self.voice is not None else None
         if self.rounds is None or message.sender == player or player in message.delivered:
-            env.base.overlay.say(message)
+            env.overlay.say(message)
         self._count(message)
 
     def _count(self, message: TeamMessage) -> None:
@@ -283,7 +292,7 @@ class MemberTeammates(_Listening):
     def _unorganized(self, env: HighLevelEnv, agents: list[str]) -> EpisodeState:
         """This round's state without an organization (nothing carries over)."""
         ids = list(env.possible_agents)
-        team = Team.of(ids, list(env.base.display_names or ids))
+        team = Team.of(ids, list(env.display_names or ids))
         state = EpisodeState(env, UNORGANIZED, UNORGANIZED.resolve(team),
                              {a: self.members[a] for a in agents}, round=self.round,
                              tokenizer=self.pool.tokenizer)
