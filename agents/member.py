@@ -28,7 +28,7 @@ if TYPE_CHECKING:  # the env layer is imported lazily; agents only read from it
     from orgteams.agents.llm.tokens import Tokenizer
     from orgteams.agents.shared_context import SharedHistory
     from orgteams.agents.view import MemberView
-    from orgteams.envs.highlevel.highlevel_env import HighLevelAction, HighLevelEnv
+    from orgteams.envs.highlevel.highlevel_env import HighLevelAction
 
 __all__ = [
     "ActContext",
@@ -248,7 +248,7 @@ class MemberBase:
     def reset(self) -> None:
         """Nothing to forget."""
 
-    def observe(self, env: HighLevelEnv) -> None:
+    def observe(self, env: MemberView) -> None:
         """Nothing to copy: the situation is read from the env when deciding."""
 
     def receive(self, messages: list[TeamMessage]) -> None:

@@ -40,7 +40,8 @@ MAX_PROMPT_CHARS = 1_000_000
 """Largest value (characters or items) a prompt template may build."""
 
 if TYPE_CHECKING:
-    from orgteams.envs.highlevel.highlevel_env import HighLevelAction, HighLevelEnv
+    from orgteams.agents.view import MemberView
+    from orgteams.envs.highlevel.highlevel_env import HighLevelAction
 
 __all__ = [
     "PROMPT_VARIANTS",
@@ -254,7 +255,7 @@ def default_templates(variant: str | None = None) -> PromptTemplates:
     return PromptTemplates(variant=variant)
 
 
-def _progress_text(env: HighLevelEnv) -> str:
+def _progress_text(env: MemberView) -> str:
     progress = env.progress()
     done, total = progress["units_done"], progress["units_total"]
     remaining = "; ".join(progress["remaining"]) or "nothing"
@@ -284,7 +285,7 @@ def terse_label(action_id: str) -> str:
     return f"{kind} {target}" if target else kind
 
 
-def _belief(env: HighLevelEnv, agent: str, max_lines: int | None) -> str:
+def _belief(env: MemberView, agent: str, max_lines: int | None) -> str:
     lines = env.memory(agent).render_text().strip().splitlines()
     if max_lines is not None and len(lines) > max_lines:
         lines = [*lines[:max_lines], f"(and {len(lines) - max_lines} more lines)"]
@@ -292,7 +293,7 @@ def _belief(env: HighLevelEnv, agent: str, max_lines: int | None) -> str:
 
 
 def situation(
-    env: HighLevelEnv,
+    env: MemberView,
     ctx: ActContext,
     log: DialogueLog,
     options: list[tuple[str, HighLevelAction]],

@@ -28,6 +28,7 @@ from orgteams.agents.member import (
     TeamMessage,
 )
 from orgteams.agents.team import Team
+from orgteams.agents.view import MemberView
 from orgteams.envs.highlevel.highlevel_env import HighLevelEnv
 from orgteams.organizations.rounds.episode import EpisodeState, play_rounds
 from orgteams.organizations.spec.organization import Organization
@@ -68,7 +69,7 @@ class TurnTaker(MemberBase):
         """Keep what it was not already shown this round, for its next turn."""
         self._pending += [m for m in messages if id(m) not in self._shown]
 
-    async def communicate(self, ctx: CommunicateContext, env: HighLevelEnv) -> CommunicateDecision:
+    async def communicate(self, ctx: CommunicateContext, env: MemberView) -> CommunicateDecision:
         shown = [m for m in ctx.visible_this_round if not m.silent]
         self._shown = {id(m) for m in shown}
         inbox, self._pending = self._pending + shown, []
@@ -78,7 +79,7 @@ class TurnTaker(MemberBase):
         record = DecisionRecord("communicate", self.agent_id, ctx.round, model=self.model)
         return CommunicateDecision(list(said), None, False, None, "", record)
 
-    async def act(self, env: HighLevelEnv, round: int, ctx: ActContext | None = None
+    async def act(self, env: MemberView, round: int, ctx: ActContext | None = None
                   ) -> ActDecision:
         action = self.agent.act(env)
         return ActDecision(action, "", DecisionRecord("act", self.agent_id, round,
