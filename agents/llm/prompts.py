@@ -137,10 +137,10 @@ class PromptTemplates:
 
     def __init__(self, directory: str | Path | None = None, *, variant: str | None = None
                  ) -> None:
-        import jinja2
+        import jinja2  # here, not at import: importing orgteams.agents stays light
 
         from orgteams.assets import asset_dir
-        from orgteams.organizations.spec.templates import LimitedSandbox
+        from orgteams.templates import LimitedSandbox
 
         shipped = asset_dir("prompts")
         folders = [Path(directory)] if directory is not None else []
@@ -202,7 +202,7 @@ class PromptTemplates:
         import jinja2
         from jinja2.sandbox import SecurityError
 
-        from orgteams.organizations.spec.templates import step_budget
+        from orgteams.templates import step_budget
 
         template = self._template(name)
         try:

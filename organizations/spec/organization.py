@@ -4,7 +4,7 @@ An :class:`Organization` is data. Its ``topology`` says who leads whom with *tie
 that resolve for any team size; ``protocol`` names the turn-taking of the communicate
 phase (see :mod:`orgteams.organizations.protocols.schedule`); ``instruction`` is a person's Jinja2
 template (``StrictUndefined``, rendered in a limited sandbox:
-:mod:`orgteams.organizations.spec.templates`) or, with ``instruction_format: plain`` (what a
+:mod:`orgteams.templates`) or, with ``instruction_format: plain`` (what a
 Coordinator model writes), plain text with ``{me}``-style names, never a template.
 :meth:`Organization.resolve` fixes everything for an actual team
 (:class:`ResolvedOrganization`).
@@ -51,8 +51,8 @@ from orgteams.envs.core.user_files import load_yaml, read_text
 from orgteams.errors import UserError, did_you_mean, validation_line
 from orgteams.organizations.protocols.facts import PROTOCOL_FACTS, PROTOCOLS
 from orgteams.organizations.spec.rules import Rules
-from orgteams.organizations.spec.templates import MAX_INSTRUCTION_CHARS, compile_template
 from orgteams.organizations.spec.topology import Topology
+from orgteams.templates import MAX_INSTRUCTION_CHARS, compile_template
 
 if TYPE_CHECKING:
     from orgteams.organizations.spec.resolved import ResolvedOrganization
@@ -132,7 +132,7 @@ class Organization(BaseModel):
         mission: The team's mission statement (human-only by default).
         governance: What the Criticize-Reflect Coordinator may change.
         instruction_format: ``jinja`` (a person's template, rendered in a limited sandbox,
-            see :mod:`orgteams.organizations.spec.templates`) or ``plain`` (text where only
+            see :mod:`orgteams.templates`) or ``plain`` (text where only
             ``{me}``-style variable names are replaced; never a template). Instructions a
             Coordinator model writes are ``plain``, also when their saved file is reused.
         instruction: The organization prompt (see ``instruction_format``); empty = none.

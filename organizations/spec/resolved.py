@@ -19,8 +19,8 @@ from orgteams.organizations.spec.organization import (
 )
 from orgteams.organizations.spec.rules import rules_text
 from orgteams.organizations.spec.succession import vacate
-from orgteams.organizations.spec.templates import render_instruction, substitute_fields
 from orgteams.organizations.spec.topology import share_count
+from orgteams.templates import render_instruction, substitute_fields
 
 
 @dataclass(frozen=True)
