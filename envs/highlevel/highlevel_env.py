@@ -74,7 +74,7 @@ import numpy as np
 from gymnasium import spaces
 from pettingzoo import ParallelEnv
 
-from orgteams.envs.core.navigation import Walker, navigator
+from orgteams.envs.core.navigation import Navigator, Walker
 from orgteams.envs.core.state import HouseholdState
 from orgteams.envs.highlevel.crowding import Crowding
 from orgteams.envs.highlevel.plans import PLAN_TICK_LIMIT, PLANS, STUCK_LIMIT, PlanFailed, Runner
@@ -147,6 +147,7 @@ class HighLevelEnv(Crowding, ParallelEnv):
             self._act_spaces = {a: slot_space for a in self.possible_agents}
         else:  # per agent: samples and accepts the ids that agent may choose now
             self._act_spaces = {a: AvailableActions(self, a) for a in self.possible_agents}
+        self.nav: Navigator | None = None  # the layout's shortest paths, from reset() on
         self._memories: dict[str, AgentMemory] = {}
         self._runners: dict[str, Runner] = {}
         self._defer: dict[str, tuple[str, int]] = {}
@@ -183,7 +184,8 @@ class HighLevelEnv(Crowding, ParallelEnv):
 
     def _start_episode(self):
         world = self.base.world
-        self.nav = navigator(world.scene.layout)
+        if self.nav is None or self.nav.layout is not world.scene.layout:
+            self.nav = Navigator(world.scene.layout)  # this env's, kept across its episodes
         self.agents = list(self.base.agents)
         self._memories = {a: AgentMemory(world.scene, i, self.possible_agents)
                           for i, a in enumerate(self.possible_agents)}
