@@ -205,7 +205,7 @@ class Walker:
 
         Agents on ``yielding`` cells (waiting) and, unless this agent has been stuck
         a long time, on ``pushable`` cells (lower priority) are walked into: the env
-        pushes them aside (:meth:`HighLevelEnv` does, in ``_make_way``).
+        pushes them aside (:class:`~orgteams.envs.highlevel.crowding.Crowd` does).
         """
         nav, agent = self.nav, self.agent
         here = state.agent_pos[agent]

@@ -74,9 +74,9 @@ import numpy as np
 from gymnasium import spaces
 from pettingzoo import ParallelEnv
 
-from orgteams.envs.core.navigation import Navigator, Walker
+from orgteams.envs.core.navigation import Navigator
 from orgteams.envs.core.state import HouseholdState
-from orgteams.envs.highlevel.crowding import Crowding
+from orgteams.envs.highlevel.crowding import Crowd
 from orgteams.envs.highlevel.plans import PLAN_TICK_LIMIT, PLANS, STUCK_LIMIT, PlanFailed, Runner
 from orgteams.envs.highlevel.slots import OptionSlots, slot_features
 from orgteams.envs.highlevel.space import PRIMITIVE, AvailableActions
@@ -109,7 +109,7 @@ class HighLevelAction:
         return cls(ident, kind, target, label)
 
 
-class HighLevelEnv(Crowding, ParallelEnv):
+class HighLevelEnv(ParallelEnv):
     """Decision rounds of high-level actions over a :class:`HouseholdEnv`."""
 
     metadata = {"name": "household_highlevel_v0", "render_modes": ["human", "rgb_array", "ansi"],
@@ -150,8 +150,7 @@ class HighLevelEnv(Crowding, ParallelEnv):
         self.nav: Navigator | None = None  # the layout's shortest paths, from reset() on
         self._memories: dict[str, AgentMemory] = {}
         self._runners: dict[str, Runner] = {}
-        self._defer: dict[str, tuple[str, int]] = {}
-        self._evac: dict[str, Walker] = {}
+        self.crowd = Crowd(self)  # who gives way to whom (crowding.py)
         self.ticks = 0
         self.rounds = 0
         # Called after every tick as on_tick(before, joint_actions, after, events):
@@ -192,8 +191,7 @@ class HighLevelEnv(Crowding, ParallelEnv):
         for mem in self._memories.values():
             mem.update(world)
         self._runners = {a: Runner() for a in self.possible_agents}
-        self._defer: dict[str, tuple[str, int]] = {}  # agent -> (gives way to, until tick)
-        self._evac: dict[str, Walker] = {}  # removed members walking off narrow cells
+        self.crowd.reset()
         self._slot_ids = self.slots.ids(world.scene.objects)
         self.ticks = 0
         self.rounds = 0
@@ -235,8 +233,7 @@ class HighLevelEnv(Crowding, ParallelEnv):
             before = self.base.world
             joint = {a: (r.pending if r.status == "running" and not r.idle else 0)
                      for a, r in ((a, self._runners[a]) for a in self.agents)}
-            self._evacuate(joint)
-            self._make_way(joint)
+            self.crowd.before_tick(joint)
             _, rew, terms, truncs, infos = self.base.step(joint)
             elapsed += 1
             total_reward += next(iter(rew.values()), 0.0)
@@ -338,7 +335,7 @@ class HighLevelEnv(Crowding, ParallelEnv):
         """
         r = self._runners[agent]
         r.idle, r.obstacle = idle, obstacle
-        self._evac.pop(agent, None)
+        self.crowd.release(agent)
         r.plan, r.action, r.pending, r.status, r.failure_reason = None, None, 0, "idle", ""
 
     def available_actions(self, agent: str) -> list[HighLevelAction]:
