@@ -19,8 +19,12 @@ __all__ = ["BackendPool", "run_episode", "build_team", "__version__"]
 
 def __getattr__(name: str) -> Any:
     # Lazy, so `import orgteams.envs` stays light for RL code.
-    if name in ("BackendPool", "run_episode", "build_team"):
-        from orgteams import run as team
+    if name == "BackendPool":
+        from orgteams.agents.backends.pool import BackendPool
 
-        return getattr(team, name)
+        return BackendPool
+    if name in ("run_episode", "build_team"):
+        from orgteams import run
+
+        return getattr(run, name)
     raise AttributeError(f"module 'orgteams' has no attribute {name!r}")

@@ -28,6 +28,7 @@ from orgteams.agents.backends.base import (
 from orgteams.agents.backends.cache import CachedBackend
 from orgteams.agents.backends.local import LocalBackend, LocalServer, LocalServerError
 from orgteams.agents.backends.openai_backend import OpenAIBackend
+from orgteams.agents.backends.pool import BackendPool
 from orgteams.agents.backends.pricing import cost, price_of
 from orgteams.agents.backends.scripted import ScriptedBackend, ScriptExhaustedError
 from orgteams.errors import UserError, unknown_name
@@ -35,6 +36,7 @@ from orgteams.errors import UserError, unknown_name
 __all__ = [
     "BACKENDS",
     "BackendConfigError",
+    "BackendPool",
     "BackendError",
     "CachedBackend",
     "ChatBackend",

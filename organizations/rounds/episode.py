@@ -118,7 +118,7 @@ class EpisodeState:
         patterns: The team's earlier episodes (given by the runner).
         round_tick: The tick this round's actions start at.
         tokenizer: Counts every message token of the episode (records, budgets, the
-            summary): the owner's, e.g. its :class:`~orgteams.run.BackendPool`'s;
+            summary): the owner's, e.g. its :class:`~orgteams.agents.backends.pool.BackendPool`'s;
             default the module's (:func:`~orgteams.agents.llm.tokens.default_tokenizer`).
         succession_vote: A removed top leader whose seat the team elects at the start of
             this round (``succession: elect``): ``agent`` and ``before`` (the

@@ -97,7 +97,7 @@ class TeamRunner:
             there, with ``episode_status`` ``"interrupted"`` and that ``stop_reason``.
         tokenizer: Counts the episode's message tokens (records, budgets, metrics; its
             name is the summary's ``tokenizer``): the owner's, e.g. the
-            :class:`~orgteams.run.BackendPool`'s; None: the module's default.
+            :class:`~orgteams.agents.backends.pool.BackendPool`'s; None: the module's default.
     """
 
     def __init__(self, env: HighLevelEnv, organization: Organization, members: dict[str, Any],

@@ -115,12 +115,12 @@ class SweepSpec:
 
     def validate(self) -> None:
         """Check every name before any episode runs; errors name the spec field."""
+        from orgteams.agents.backends.pool import parse_member_spec
         from orgteams.agents.team import Team
         from orgteams.envs.core.layout import load_layout
         from orgteams.envs.core.tasks import load_task
         from orgteams.organizations.rounds.shocks import Shock, check_shocks
         from orgteams.organizations.spec.library import load_organization
-        from orgteams.run import parse_member_spec
 
         for name in ("tasks", "layouts", "organizations", "agents", "backends", "seeds"):
             if not getattr(self, name):

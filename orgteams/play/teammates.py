@@ -226,7 +226,7 @@ class MemberTeammates(_Listening):
             raise unknown_name("LLM teammate kind", kind, LLM_KINDS)
         self.spec, self.seed, self.cache, self.talk = spec, seed, cache, talk
         self.members: dict[str, Any] = {}
-        from orgteams.run import BackendPool
+        from orgteams.agents.backends.pool import BackendPool
 
         self.pool = BackendPool()  # owns the members' backends; closed by close()
         self.round = 0

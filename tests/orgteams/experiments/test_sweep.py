@@ -449,7 +449,7 @@ def test_bad_shock_values_fail_validation_before_any_episode(tmp_path, shocks, m
 
 
 def test_a_serial_sweep_closes_the_backend_pool_its_cells_shared(tmp_path, monkeypatch):
-    from orgteams.run import BackendPool
+    from orgteams.agents.backends.pool import BackendPool
 
     closed = []
     monkeypatch.setattr(BackendPool, "close", lambda self: closed.append(len(self)))
