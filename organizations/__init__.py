@@ -1,6 +1,5 @@
 """Organizations: what one is (``spec/``), how the communicate phase takes turns
-(``protocols/``), the decision-round loop (``rounds/``) and what an episode measured
-(``metrics/``).
+(``protocols/``), the decision-round loop (``rounds/``), what an episode measured (``metrics/``).
 
 >>> from orgteams.organizations import load_organization
 >>> team = ["agent_0", "agent_1", "agent_2"]
@@ -16,11 +15,11 @@ from orgteams.organizations.metrics import (
     centralization,
     comm_tokens_per_step,
     communication_graph,
-    episode_metrics,
     hierarchy_depth,
     role_stability_index,
     spectral_gap,
 )
+from orgteams.organizations.metrics.episode_metrics import episode_metrics
 from orgteams.organizations.protocols import (
     PROTOCOL_FACTS,
     PROTOCOLS,
@@ -32,10 +31,10 @@ from orgteams.organizations.protocols import (
     record_election,
     resolve_claims,
     route,
-    schedule,
     tally,
     visible_outputs,
 )
+from orgteams.organizations.protocols.schedule import schedule
 from orgteams.organizations.rounds import (
     EpisodeResult,
     EpisodeState,

@@ -1,4 +1,5 @@
-"""orgteams: teams of agents that organize.
+"""orgteams: teams of agents that organize. The public face lives here (``run.py``, the CLI,
+play glue, experiments, replay) beside the leaves ``errors``, ``templates`` and ``lazy``.
 
 Quick start::
 

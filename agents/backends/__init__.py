@@ -1,4 +1,5 @@
-"""Chat-model backends: one interface, several implementations (DESIGN.md, "LLM backends").
+"""Chat-model backends: one interface, several implementations (DESIGN.md, "LLM backends"),
+and the pool that owns them for an episode or a sweep worker (:class:`BackendPool`).
 
 Pick one with :func:`make_backend`::
 

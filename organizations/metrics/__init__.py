@@ -1,5 +1,5 @@
-"""What an episode measured: headline formulas over the log's records, and the
-structure of the realised communication graph.
+"""What an episode measured: headline formulas over the log's records
+(``episode_metrics.episode_metrics``), and the realised communication graph's structure.
 """
 
 from orgteams.organizations.metrics.episode_metrics import (
@@ -7,7 +7,6 @@ from orgteams.organizations.metrics.episode_metrics import (
     aggregate,
     comm_tokens_per_step,
     communication_graph,
-    episode_metrics,
     role_stability_index,
 )
 from orgteams.organizations.metrics.graph import (
@@ -18,5 +17,5 @@ from orgteams.organizations.metrics.graph import (
 )
 
 __all__ = ["EpisodeMetrics", "aggregate", "algebraic_connectivity", "centralization",
-           "comm_tokens_per_step", "communication_graph", "episode_metrics",
-           "hierarchy_depth", "role_stability_index", "spectral_gap"]
+           "comm_tokens_per_step", "communication_graph", "hierarchy_depth",
+           "role_stability_index", "spectral_gap"]

@@ -1,5 +1,5 @@
 """How the communicate phase takes turns: the protocols' facts in one table, and one
-round's stages, visibility, routing, claims and votes as pure data.
+round's stages (``schedule.schedule``), visibility, routing, claims and votes as pure data.
 """
 
 from orgteams.organizations.protocols.facts import PROTOCOL_FACTS, PROTOCOLS, ProtocolFacts
@@ -11,11 +11,10 @@ from orgteams.organizations.protocols.schedule import (
     record_election,
     resolve_claims,
     route,
-    schedule,
     tally,
     visible_outputs,
 )
 
 __all__ = ["PROTOCOLS", "PROTOCOL_FACTS", "ElectionRecord", "ProtocolFacts", "Stage",
            "election_due", "leader_for_round", "record_election", "resolve_claims", "route",
-           "schedule", "tally", "visible_outputs"]
+           "tally", "visible_outputs"]
