@@ -8,6 +8,7 @@ model replies and scripts. A double a second test file needs lives here, once.
 * Model replies: :func:`fill_reply` (a reply to any decision schema).
 * ``orgteams.run.build_member`` replaced: :func:`scripted_teammates`, :func:`slow_teammates`.
 * :func:`load_script`: a benchmark, example or CI script (not in a package) as a module.
+* :func:`free_direction`: where the keyboard player can step.
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ from pathlib import Path
 from types import ModuleType, SimpleNamespace
 from typing import Any
 
+import pytest
+
 from orgteams.agents import CommunicateContext, LLMAgent, ScriptedBackend
 from orgteams.agents.member import (
     ActDecision,
@@ -28,6 +31,8 @@ from orgteams.agents.member import (
     MemberBase,
     TeamMessage,
 )
+from orgteams.envs.core.layout import DIRECTIONS
+from orgteams.envs.core.state import is_walkable
 
 TEAM = {"agent_0": "Alice", "agent_1": "Bob", "agent_2": "Charlie"}
 
@@ -262,3 +267,15 @@ def slow_teammates(monkeypatch, seconds: float) -> None:
     import orgteams.run as team
 
     monkeypatch.setattr(team, "build_member", lambda a, spec, **kw: SlowMember(a, seconds))
+
+
+def free_direction(session) -> tuple[int, int]:
+    """A direction the keyboard player of ``session`` can step in, and the cell it leads
+    to (the test is skipped when the player is boxed in)."""
+    state = session.raw.world
+    pos = state.agent_pos[session.index]
+    for d, (dr, dc) in enumerate(DIRECTIONS):
+        cell = pos + dr * state.scene.width + dc
+        if is_walkable(state, cell) and cell not in state.agent_pos:
+            return d, cell
+    pytest.skip("the human agent is boxed in at this seed")

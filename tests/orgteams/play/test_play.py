@@ -11,11 +11,10 @@ import pytest  # noqa: E402
 
 pygame = pytest.importorskip("pygame")
 
-from doubles import scripted_teammates, slow_teammates  # noqa: E402
+from doubles import free_direction, scripted_teammates, slow_teammates  # noqa: E402
 
 from orgteams.envs.core.actions import Verb, encode  # noqa: E402
 from orgteams.envs.core.layout import DIRECTIONS  # noqa: E402
-from orgteams.envs.core.state import is_walkable  # noqa: E402
 from orgteams.envs.play.keyboard import HELP_LINES, PlaySession, play  # noqa: E402
 
 ARROWS = (pygame.K_UP, pygame.K_RIGHT, pygame.K_DOWN, pygame.K_LEFT)
@@ -27,16 +26,6 @@ def wait_policy(agent, env):
 
 def key(k, mod=0):
     return pygame.event.Event(pygame.KEYDOWN, key=k, mod=mod)
-
-
-def free_direction(session):
-    state = session.raw.world
-    pos = state.agent_pos[session.index]
-    for d, (dr, dc) in enumerate(DIRECTIONS):
-        cell = pos + dr * state.scene.width + dc
-        if is_walkable(state, cell) and cell not in state.agent_pos:
-            return d, cell
-    pytest.skip("the human agent is boxed in at this seed")
 
 
 @pytest.fixture

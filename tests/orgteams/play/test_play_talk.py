@@ -12,12 +12,10 @@ import pytest
 
 pygame = pytest.importorskip("pygame")
 
-from doubles import scripted_teammates, slow_teammates  # noqa: E402
+from doubles import free_direction, scripted_teammates, slow_teammates  # noqa: E402
 
 from orgteams.agents.llm.quoting import quote_text  # noqa: E402
 from orgteams.agents.llm.tokens import count_tokens  # noqa: E402
-from orgteams.envs.core.layout import DIRECTIONS  # noqa: E402
-from orgteams.envs.core.state import is_walkable  # noqa: E402
 from orgteams.envs.messages import EVERYONE, MESSAGE_MAX_CHARS  # noqa: E402
 from orgteams.envs.play.chat import parse_chat  # noqa: E402
 from orgteams.envs.play.keyboard import KEY_QUEUE_MAX, PlaySession  # noqa: E402
@@ -268,16 +266,6 @@ def during_the_wait(session, events):
         waiting()
 
     session.teammates.waiting = frame
-
-
-def free_direction(session):
-    state = session.raw.world
-    pos = state.agent_pos[session.index]
-    for d, (dr, dc) in enumerate(DIRECTIONS):
-        cell = pos + dr * state.scene.width + dc
-        if is_walkable(state, cell) and cell not in state.agent_pos:
-            return d, cell
-    pytest.skip("the human agent is boxed in at this seed")
 
 
 def test_keys_pressed_while_teammates_think_are_played_after_in_order(slow_session):
