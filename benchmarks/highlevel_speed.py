@@ -14,8 +14,9 @@ cached per layout, so only the first episode on a layout computes most of them;
 
 from __future__ import annotations
 
-import argparse
 import time
+
+from harness import markdown_row, markdown_rule, parser
 
 from orgteams.agents.planner.planner import PlannerAgent
 from orgteams.envs.core.navigation import Navigator, Walker
@@ -72,25 +73,25 @@ def measure(layout: str, task: str, seconds: float, timer: PlanningTimer) -> dic
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seconds", type=float, default=3.0)
-    parser.add_argument("--task", default="prepare_afternoon_tea")
-    args = parser.parse_args()
+    options = parser(__doc__)
+    options.add_argument("--seconds", type=float, default=3.0)
+    options.add_argument("--task", default="prepare_afternoon_tea")
+    args = options.parse_args()
     timer = PlanningTimer()
     timer.wrap(Walker, "next_action")
     timer.wrap(Navigator, "distance_map")
-    print("| layout | cells | episodes | rounds/s | ms/round | ticks/s | planning share "
-          "| maps computed |")
-    print("|---|---|---|---|---|---|---|---|")
+    print(markdown_row("layout", "cells", "episodes", "rounds/s", "ms/round", "ticks/s",
+                       "planning share", "maps computed"))
+    print(markdown_rule("l" * 8))
     for layout in LAYOUTS:
         try:
             r = measure(layout, args.task, args.seconds, timer)
         except ValueError as exc:  # e.g. a generator that is not there yet
-            print(f"| {layout} | skipped: {exc} |")
+            print(markdown_row(layout, f"skipped: {exc}"))
             continue
-        print(f"| {r['layout']} | {r['cells']} | {r['episodes']} | {r['rounds_per_s']:.0f} "
-              f"| {r['ms_per_round']:.2f} | {r['ticks_per_s']:.0f} "
-              f"| {r['planning_share']:.0%} | {r['maps_computed']} |")
+        print(markdown_row(r["layout"], r["cells"], r["episodes"], f"{r['rounds_per_s']:.0f}",
+                           f"{r['ms_per_round']:.2f}", f"{r['ticks_per_s']:.0f}",
+                           f"{r['planning_share']:.0%}", r["maps_computed"]))
 
 
 if __name__ == "__main__":

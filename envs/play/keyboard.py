@@ -41,7 +41,7 @@ from collections import deque
 from typing import Any, Protocol
 
 from orgteams.envs.core.actions import HAND_CAPACITY, Verb, decode, encode
-from orgteams.envs.core.layout import DIRECTION_NAMES, DIRECTIONS
+from orgteams.envs.core.layout import DIRECTIONS
 from orgteams.envs.core.state import is_walkable
 from orgteams.envs.highlevel.highlevel_env import PRIMITIVE, HighLevelEnv
 from orgteams.envs.play.chat import ChatLine, PlayerChat
@@ -361,15 +361,7 @@ class PlaySession:
 
 def describe_action(action: int) -> str:
     """What a key did, as the player says it: slots and hands counted from 1, as the keys."""
-    a = decode(action)
-    if a.verb == Verb.WAIT:
-        return "wait"
-    d = DIRECTION_NAMES[a.direction]
-    if a.verb == Verb.PUT:
-        return f"put hand {a.index + 1} {d}"
-    if a.verb == Verb.PICK:
-        return f"pick up slot {a.index + 1} {d}"
-    return f"{a.verb.name.lower()} {d}"
+    return decode(action).words("put hand {n} {d}", "pick up slot {n} {d}", "{verb} {d}", first=1)
 
 
 def play(layout: str = "studio", task: str = "prepare_afternoon_tea", num_agents: int = 3,

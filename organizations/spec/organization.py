@@ -58,6 +58,9 @@ if TYPE_CHECKING:
     from orgteams.organizations.spec.resolved import ResolvedOrganization
 
 LEADERSHIP_RULES: tuple[str, ...] = ("fixed", "election", "round_robin", "most_progress")
+_NAMED_FIELDS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "protocol": ("protocol", PROTOCOLS), "leadership_rule": ("leadership rule", LEADERSHIP_RULES)}
+"""The fields that name one of a known set: (what the error calls it, the known names)."""
 SELF_CHOSEN = "self-chosen"
 INSTRUCTION_VARIABLES: tuple[str, ...] = (
     "me", "agent", "role", "names", "n", "leader", "leaders", "top_leaders", "boss", "reports",
@@ -162,23 +165,13 @@ class Organization(BaseModel):
     instruction: str = ""
     _source: str = PrivateAttr(default="")
 
-    @field_validator("protocol")
+    @field_validator("protocol", "leadership_rule")
     @classmethod
-    def _known_protocol(cls, value: str) -> str:
-        if value not in PROTOCOLS:
+    def _known_name(cls, value: str, info: ValidationInfo) -> str:
+        what, known = _NAMED_FIELDS[info.field_name]
+        if value not in known:
             raise ValueError(
-                f"unknown protocol {value!r}.{did_you_mean(value, PROTOCOLS)} "
-                f"Known: {', '.join(PROTOCOLS)}"
-            )
-        return value
-
-    @field_validator("leadership_rule")
-    @classmethod
-    def _known_rule(cls, value: str) -> str:
-        if value not in LEADERSHIP_RULES:
-            raise ValueError(
-                f"unknown leadership rule {value!r}.{did_you_mean(value, LEADERSHIP_RULES)} "
-                f"Known: {', '.join(LEADERSHIP_RULES)}"
+                f"unknown {what} {value!r}.{did_you_mean(value, known)} Known: {', '.join(known)}"
             )
         return value
 

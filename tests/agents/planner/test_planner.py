@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import importlib.util
 import statistics
 from pathlib import Path
 
 import pytest
+from doubles import load_script
 
 from orgteams.agents.member_rules import MemberRules
 from orgteams.agents.messages import TeamMessage
@@ -60,11 +60,7 @@ def test_a_leader_team_solves_tasks():
 
 def _planner_table():
     """benchmarks/planner_table.py as a module (benchmarks/ is not a package)."""
-    path = Path(__file__).resolve().parents[3] / "benchmarks" / "planner_table.py"
-    spec = importlib.util.spec_from_file_location("planner_table", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script(Path(__file__).resolve().parents[3] / "benchmarks" / "planner_table.py")
 
 
 def test_planner_table_leader_column_is_led_and_its_orders_are_followed():
