@@ -1,7 +1,8 @@
 """Test doubles shared by the test modules: stand-ins for the env, contexts, members,
 model replies and scripts. A double a second test file needs lives here, once.
 
-* :class:`FakeEnv`: a tiny stand-in for ``HighLevelEnv`` with fixed text; :func:`comm_ctx`.
+* :class:`FakeEnv`: a tiny stand-in for the ``MemberView`` members read, with fixed
+  text; :func:`comm_ctx`.
 * Members for the round loop: :class:`Talker` (says fixed lines to everyone),
   :class:`Tracer` (a Talker that writes every call into a shared trace),
   :class:`Recorder` (remembers what it saw, acts by a rule), :class:`SlowMember`.
@@ -58,7 +59,12 @@ class FakeMemory:
         return "Rooms seen: kitchen.\ncupcake_1: on kitchen_table."
 
 
-class FakeBase:
+class FakeEnv:
+    """Satisfies the part of the MemberView contract that agents read."""
+
+    def __init__(self, actions: list[FakeAction] | None = None) -> None:
+        self.actions = list(ACTIONS if actions is None else actions)
+
     def describe(self, agent: str) -> str:
         return f"You are {agent}, in the kitchen. You hold: nothing."
 
@@ -68,14 +74,6 @@ class FakeBase:
     def progress(self) -> dict:
         return {"satisfied": [], "remaining": ["ON(cupcake, coffee_table): 2"],
                 "units_done": 1, "units_total": 2}
-
-
-class FakeEnv:
-    """Satisfies the part of the HighLevelEnv contract that agents read."""
-
-    def __init__(self, actions: list[FakeAction] | None = None) -> None:
-        self.base = FakeBase()
-        self.actions = list(ACTIONS if actions is None else actions)
 
     def memory(self, agent: str) -> FakeMemory:
         return FakeMemory()

@@ -16,7 +16,7 @@ from typing import Any
 
 from orgteams.cli.progress import Progress
 from orgteams.criticize_reflect.cost import CostModel
-from orgteams.envs.errors import UserError
+from orgteams.errors import UserError
 from orgteams.organizations.spec.organization import Organization
 
 __all__ = ["HELDOUT_OFFSET", "evaluate_reflect", "format_evaluation", "heldout_seeds",

@@ -19,7 +19,7 @@ from orgteams.criticize_reflect.heuristic import (
     HeuristicCritic,
     problems_of,
 )
-from orgteams.envs.errors import UserError
+from orgteams.errors import UserError
 from orgteams.experiments.reflect import make_episode_fn, run_reflect
 from orgteams.experiments.reflect_eval import evaluate_reflect, heldout_seeds, paired_comparison
 from orgteams.organizations.spec.library import load_organization

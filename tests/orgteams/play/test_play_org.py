@@ -14,7 +14,7 @@ pygame = pytest.importorskip("pygame")
 
 from doubles import scripted_teammates  # noqa: E402
 
-from orgteams.envs.messages import EVERYONE  # noqa: E402
+from orgteams.agents.messages import EVERYONE  # noqa: E402
 from orgteams.envs.play.keyboard import PlaySession  # noqa: E402
 from orgteams.organizations.rounds.episode_log import read_log, state_digest  # noqa: E402
 from orgteams.organizations.spec.library import load_organization  # noqa: E402
