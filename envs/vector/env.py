@@ -417,7 +417,7 @@ class VectorHouseholdEnv:
                                         self.num_agents, self.obs_dtype)
             obs = self._flat.write(batch, changed, tail)
             if self.copy:  # an array of the caller's own, recycled once dropped
-                return self._outputs.copy(obs)
+                return self._outputs.copy(obs, self._flat.version, self._flat.changes_since)
             view = obs.view()
             view.flags.writeable = False  # the next step updates only what changed
             return view
