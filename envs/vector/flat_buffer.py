@@ -111,8 +111,8 @@ class FlatBuffer:
 
     def changes_since(self, version: int
                       ) -> tuple[np.ndarray, np.ndarray, np.ndarray, int] | None:
-        """What the writes after ``version`` wrote: (flat indices, rows whose planes,
-        rows whose hands / goal tail, each possibly repeated; the planes' width); None
+        """What the writes after ``version`` wrote: (flat indices, possibly repeated; rows
+        whose planes, rows whose hands / goal tail were rewritten; the planes' width); None
         when one of them rewrote everything or ``version`` is older than the log."""
         later = [rec for rec in self.log if rec[0] > version]
         if len(later) != self.version - version or any(rec[1] is None for rec in later):
@@ -120,7 +120,11 @@ class FlatBuffer:
         none = np.empty(0, np.intp)
         if not later:
             return none, none, none, self.grid
-        return (*(np.concatenate([rec[k] for rec in later]) for k in (1, 2, 3)), self.grid)
+        entries = np.concatenate([rec[1] for rec in later])
+        # Rows repeat when an agent walks on consecutive ticks: each is copied once.
+        grid_rows, tail_rows = (np.unique(np.concatenate([rec[k] for rec in later]))
+                                for k in (2, 3))
+        return entries, grid_rows, tail_rows, self.grid
 
     def _write_tail(self, s: BatchState, idx: np.ndarray) -> np.ndarray:
         """Hands and goal rows of the households ``idx``, rewritten; returns their rows."""
