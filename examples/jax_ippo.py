@@ -16,8 +16,8 @@ Training draws from the env's episodes seeded 0 .. 9,999; after training the pol
 (sampling from its masked distribution) plays ``--eval-episodes`` episodes seeded from
 1,000,000 (held out: none of them was trained on).
 
-Run: ``pip install -e ".[jax]" optax matplotlib``, then
-``python examples/jax_ippo.py [--updates 500] [--out runs/jax_ippo]``; it prints a
+Run: ``pip install -e ".[jax,report]"`` (optax comes with jax, matplotlib with report), then
+``python examples/jax_ippo.py [--updates 1000] [--out runs/jax_ippo]``; it prints a
 line per ``--log-every`` updates, writes ``results.json`` and ``curve.png`` into
 ``--out``.
 """
@@ -55,7 +55,7 @@ def easy_env(seed: int = 0, episodes: int = 10_000):
 class Config:
     envs: int = 64  # households; x agents = actors
     ticks: int = 32  # rollout ticks per update
-    updates: int = 500
+    updates: int = 1000
     hidden: int = 16
     epochs: int = 1
     minibatches: int = 4
