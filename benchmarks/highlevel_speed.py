@@ -18,7 +18,7 @@ import argparse
 import time
 
 from orgteams.agents.planner.planner import PlannerAgent
-from orgteams.envs.core.navigation import Navigator, Walker, navigator
+from orgteams.envs.core.navigation import Navigator, Walker
 from orgteams.envs.highlevel.highlevel_env import HighLevelEnv
 from orgteams.organizations.rounds.planner_team import run_team
 
@@ -52,7 +52,8 @@ class PlanningTimer:
 
 def measure(layout: str, task: str, seconds: float, timer: PlanningTimer) -> dict:
     env = HighLevelEnv(layout=layout, task=task, num_agents=3)
-    nav = navigator(env.base.layout)
+    env.reset(seed=0)
+    nav = env.nav  # the env's own, kept across its episodes
     bfs_before = nav.bfs_calls
     rounds = ticks = episodes = 0
     timer.seconds = 0.0
@@ -67,7 +68,7 @@ def measure(layout: str, task: str, seconds: float, timer: PlanningTimer) -> dic
             "ticks_per_s": ticks / wall, "planning_share": timer.seconds / wall,
             "ms_per_round": 1000 * wall / rounds,
             "maps_computed": nav.bfs_calls - bfs_before,
-            "cells": env.base.layout.width * env.base.layout.height}
+            "cells": nav.layout.width * nav.layout.height}
 
 
 def main() -> None:

@@ -39,7 +39,7 @@ def decision_prompt(seed: int = 0) -> list[dict[str, str]]:
 
     env = HighLevelEnv(layout="studio", task="prepare_afternoon_tea", num_agents=3)
     env.reset(seed=seed)
-    env.base.display_names = ["Alice", "Bob", "Charlie"]  # as the runner sets them
+    env.display_names = ["Alice", "Bob", "Charlie"]  # as the runner sets them
     backend = ScriptedBackend()
     team = {"agent_0": "Alice", "agent_1": "Bob", "agent_2": "Charlie"}
     agent = LLMAgent("agent_0", backend, seed=seed)
@@ -96,7 +96,7 @@ def agent_decisions(backend: Any, variant: str, seeds: list[int]) -> dict[str, l
         for seed in seeds:
             env = HighLevelEnv(layout="studio", task="prepare_afternoon_tea", num_agents=3)
             env.reset(seed=seed)
-            env.base.display_names = ["Alice", "Bob", "Charlie"]  # as the runner sets them
+            env.display_names = ["Alice", "Bob", "Charlie"]  # as the runner sets them
             agent = LLMAgent("agent_0", backend, seed=seed, prompts=variant, max_tokens=160)
             records.append((await agent.communicate(_ctx(seed), env)).record)
             records.append((await agent.act(env, 0)).record)

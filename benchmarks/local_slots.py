@@ -33,7 +33,8 @@ import time
 
 def play(slots: int, org: str, rounds: int, seed: int) -> dict[str, float]:
     """One episode of three ``local`` agents on a fresh ``slots``-slot server."""
-    from orgteams.run import BackendPool, run_episode
+    from orgteams.agents.backends.pool import BackendPool
+    from orgteams.run import run_episode
 
     with BackendPool(local_slots=slots) as pool:
         pool.get("local")  # start the server now: its start-up is not the round's time

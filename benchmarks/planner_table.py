@@ -24,8 +24,8 @@ import statistics
 import time
 
 from orgteams.agents.planner.planner import PlannerAgent
+from orgteams.assets import asset_dir
 from orgteams.envs import list_tasks
-from orgteams.envs._util import asset_dir
 from orgteams.envs.highlevel.highlevel_env import HighLevelEnv
 from orgteams.organizations.rounds.planner_team import everyone_hears_everyone, run_team
 from orgteams.organizations.spec.library import load_organization
@@ -58,7 +58,7 @@ def run_cell(layout: str, task: str, num_agents: int, seeds: int, leader: bool =
             "mean_rounds": statistics.fmean(r["rounds"] for r in results),
             "mean_messages": statistics.fmean(r["messages"] for r in results),
             "orders": orders, "orders_followed": followed,
-            "limit": env.base.world.scene.step_limit if max_ticks is None else max_ticks,
+            "limit": env.world.scene.step_limit if max_ticks is None else max_ticks,
             "seconds": time.perf_counter() - start}
 
 

@@ -63,7 +63,7 @@ def run_setup(setup: str, backend, seeds: list[int], legacy_dir: Path) -> list[t
         for seed in seeds:
             env = HighLevelEnv(layout="studio", task="prepare_afternoon_tea", num_agents=3)
             env.reset(seed=seed)
-            env.base.display_names = list(TEAM.values())  # as the runner sets them
+            env.display_names = list(TEAM.values())  # as the runner sets them
             for agent_id, name in TEAM.items():
                 agent = _agent(setup, agent_id, seed, backend, legacy_dir)
                 ctx = ActContext(0, agent_id, name, dict(TEAM),

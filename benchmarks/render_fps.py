@@ -23,8 +23,8 @@ os.environ.setdefault("SDL_AUDIODRIVER", "dummy")
 
 import numpy as np  # noqa: E402
 
+from orgteams.agents.messages import TeamMessage  # noqa: E402
 from orgteams.envs import household_v0  # noqa: E402
-from orgteams.envs.messages import TeamMessage  # noqa: E402
 from orgteams.envs.render.renderer import attach_renderer  # noqa: E402
 
 LAYOUTS = ("studio", "apartment", "house", "generated:32:0")

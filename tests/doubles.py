@@ -1,6 +1,6 @@
 """Test doubles shared by the test modules: stand-ins for the env, contexts and members.
 
-:class:`FakeEnv` is a tiny stand-in for ``HighLevelEnv`` with fixed text.
+:class:`FakeEnv` is a tiny stand-in for the ``MemberView`` members read, with fixed text.
 """
 
 from __future__ import annotations
@@ -34,7 +34,12 @@ class FakeMemory:
         return "Rooms seen: kitchen.\ncupcake_1: on kitchen_table."
 
 
-class FakeBase:
+class FakeEnv:
+    """Satisfies the part of the MemberView contract that agents read."""
+
+    def __init__(self, actions: list[FakeAction] | None = None) -> None:
+        self.actions = list(ACTIONS if actions is None else actions)
+
     def describe(self, agent: str) -> str:
         return f"You are {agent}, in the kitchen. You hold: nothing."
 
@@ -44,14 +49,6 @@ class FakeBase:
     def progress(self) -> dict:
         return {"satisfied": [], "remaining": ["ON(cupcake, coffee_table): 2"],
                 "units_done": 1, "units_total": 2}
-
-
-class FakeEnv:
-    """Satisfies the part of the HighLevelEnv contract that agents read."""
-
-    def __init__(self, actions: list[FakeAction] | None = None) -> None:
-        self.base = FakeBase()
-        self.actions = list(ACTIONS if actions is None else actions)
 
     def memory(self, agent: str) -> FakeMemory:
         return FakeMemory()

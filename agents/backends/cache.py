@@ -26,7 +26,7 @@ from orgteams.agents.backends.redact import (
     scrub_value,
 )
 from orgteams.envs.core.user_files import make_parents
-from orgteams.envs.errors import UserError
+from orgteams.errors import UserError
 
 __all__ = ["CachedBackend", "cache_key"]
 

@@ -35,7 +35,6 @@ from orgteams.envs.core.layout import Layout
 from orgteams.envs.core.start import make_episode
 from orgteams.envs.core.state import HouseholdState, Scene
 from orgteams.envs.core.tasks import TaskSpec
-from orgteams.envs.errors import UserError
 from orgteams.envs.household import HouseholdEnv
 from orgteams.envs.vector.batch import BatchState, max_objects
 from orgteams.envs.vector.dynamics import check_actions, step_batch
@@ -45,6 +44,7 @@ from orgteams.envs.vector.observe import batch_observations
 from orgteams.envs.vector.outputs import OutputPool
 from orgteams.envs.vector.rewards import BatchReward
 from orgteams.envs.vector.tables import LayoutTables, layout_tables
+from orgteams.errors import UserError
 
 VECTOR_OBS_MODES = ("flat", "image")
 BACKENDS = ("numpy", "jax")

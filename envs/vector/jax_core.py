@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from orgteams.envs.errors import MissingExtraError
+from orgteams.errors import MissingExtraError
 
 try:
     import jax

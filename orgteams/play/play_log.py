@@ -38,6 +38,7 @@ class PlayLog:
         self.paths: list[Path] = []
         self._log: EpisodeLog | None = None
         self._env: Any = None
+        self._write_tick: Callable[..., None] | None = None  # the open file's tick lines
         self._world: Any = None  # the latest state of the episode being written
         self.player_role: str | None = None
 
@@ -49,19 +50,20 @@ class PlayLog:
             f"{self.path.stem}.{n}{self.path.suffix}")
         self._log, self._env = EpisodeLog(path), env
         self.paths.append(path)
-        base = env.base
-        team = list(base.possible_agents)
+        team = list(env.possible_agents)
         write_tick = team_log.start_replay_log(self._log, env, seed=seed,
                                                organization=self.organization, team=team,
-                                               names=list(base.display_names or team),
+                                               names=list(env.display_names or team),
                                                current_round=current_round)
-        self._world = base.world  # the end line's: kept, as R resets the env before end()
+        self._write_tick = write_tick
+        self._world = env.world  # the end line's: kept, as R resets the env before end()
 
-        def on_tick(before: Any, joint: dict[str, int], after: Any, infos: Any) -> None:
-            write_tick(before, joint, after, infos)
+    def tick(self, before: Any, joint: dict[str, int], after: Any, infos: Any) -> None:
+        """One tick of the episode being written (the teammates call it after every tick);
+        nothing when no file is open."""
+        if self._log is not None:
+            self._write_tick(before, joint, after, infos)
             self._world = after
-
-        env.on_tick = on_tick  # the play env has no other tick hook
 
     def write(self, record: dict) -> None:
         """One decision record (subscribe it to ``RoundHooks.record``)."""
@@ -76,7 +78,7 @@ class PlayLog:
         world = self._world
         spoken = [r for r in log.records
                   if r.get("phase") == "communicate" and r.get("message")]
-        player = env.base.overlay.you
+        player = env.overlay.you
         mine = [r for r in spoken if r["agent"] == player]
         team_log.end_replay_log(log, world)
         log.write({"record": "summary", "ticks": world.tick, "success": bool(world.success),
@@ -88,5 +90,4 @@ class PlayLog:
                    "player_message_tokens": sum(r["message_tokens"] for r in mine),
                    "message_tokens": sum(r["message_tokens"] for r in spoken)})
         log.close()
-        env.on_tick = None
         self._log = self._env = None

@@ -19,7 +19,7 @@ from orgteams.criticize_reflect.heuristic import (
     HeuristicCritic,
     problems_of,
 )
-from orgteams.envs.errors import UserError
+from orgteams.errors import UserError
 from orgteams.experiments.reflect import make_episode_fn, run_reflect
 from orgteams.experiments.reflect_eval import evaluate_reflect, heldout_seeds, paired_comparison
 from orgteams.organizations.spec.library import load_organization
@@ -155,7 +155,8 @@ def test_paired_comparison_numbers():
     assert r["t_test_p"] == pytest.approx(0.0305, abs=5e-4)
 
 
-def test_cli_heuristic_loop_then_evaluate(capsys, tmp_path):
+def test_cli_heuristic_loop_then_evaluate(capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
     out = tmp_path / "r"
     base = ["reflect", "--layout", "studio", "--backend", "planner", "--critic", "heuristic",
             "--coordinator", "heuristic", "--out", str(out)]
@@ -170,6 +171,10 @@ def test_cli_heuristic_loop_then_evaluate(capsys, tmp_path):
     assert main([*base, "--evaluate", "2"]) == 0
     text = capsys.readouterr().out
     assert "| prepare_afternoon_tea | studio | 2 |" in text
+    # the held-out episodes' logs are kept under the run's folder, none in ./runs
+    logs = sorted(p.name for p in (out / "evaluation").glob("*.jsonl"))
+    assert len(logs) == 4 and {n.split("_")[-2] for n in logs} == {"start", "best"}
+    assert not (tmp_path / "runs").exists()
 
 
 def test_without_a_critique_the_heuristic_coordinator_does_not_diagnose():

@@ -9,12 +9,12 @@ from pathlib import Path
 import pytest
 
 from orgteams.agents.member_rules import MemberRules
+from orgteams.agents.messages import TeamMessage
 from orgteams.agents.planner.planner import PlannerAgent
 from orgteams.agents.random_agent import RandomAgent
+from orgteams.agents.team import Team
 from orgteams.envs import list_tasks
 from orgteams.envs.highlevel.highlevel_env import HighLevelEnv
-from orgteams.envs.messages import TeamMessage
-from orgteams.envs.team import Team
 from orgteams.organizations.rounds.planner_team import everyone_hears_everyone, run_team
 from orgteams.organizations.spec.library import load_organization
 

@@ -7,7 +7,7 @@ import re
 import numpy as np
 import pytest
 
-from orgteams.envs._util import asset_dir
+from orgteams.assets import asset_dir
 from orgteams.envs.core.catalog import load_catalog, room_type
 from orgteams.envs.core.layout import (
     DOOR,

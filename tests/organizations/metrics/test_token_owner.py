@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections import Counter
 
+from orgteams.agents.backends.pool import BackendPool
 from orgteams.agents.llm.tokens import REGEX_NAME, Tokenizer, approximate_note
 from orgteams.agents.member import (
     ActDecision,
@@ -19,7 +20,7 @@ from orgteams.envs.highlevel.highlevel_env import HighLevelEnv
 from orgteams.organizations import load_organization
 from orgteams.organizations.metrics.episode_metrics import episode_metrics
 from orgteams.organizations.rounds.runner import TeamRunner
-from orgteams.run import BackendPool, run_episode
+from orgteams.run import run_episode
 
 PER_MESSAGE = 1000
 

@@ -21,8 +21,8 @@ from orgteams.agents.member import (
 from orgteams.agents.member_rules import MemberRules
 from orgteams.agents.planner.planner_member import PlannerMember
 from orgteams.agents.shared_context import RoundOutcome, SharedHistory, action_output
+from orgteams.agents.view import MemberView
 from orgteams.envs.highlevel.highlevel_env import HighLevelEnv
-from orgteams.envs.member_view import MemberView
 from orgteams.organizations import load_organization
 from orgteams.organizations.rounds.runner import TeamRunner
 

@@ -13,9 +13,9 @@ import pytest
 from orgteams.agents import LLMAgent, ScriptedBackend
 from orgteams.agents.member_rules import ROLE_VOCABULARY, MemberRules, choose_vote
 from orgteams.agents.planner.planner_member import PlannerMember, RandomMember
-from orgteams.envs._util import asset_dir
-from orgteams.envs.errors import UserError
+from orgteams.assets import asset_dir
 from orgteams.envs.highlevel.highlevel_env import HighLevelEnv
+from orgteams.errors import UserError
 from orgteams.organizations import Organization, load_organization
 from orgteams.organizations.protocols.schedule import record_election
 from orgteams.organizations.rounds.runner import TeamRunner

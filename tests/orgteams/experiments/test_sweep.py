@@ -221,7 +221,7 @@ def test_episode_stopped_early_is_an_error_row_retried_next_run(tmp_path):
 
 @pytest.mark.parametrize("name", ["max_transport_failures", "max_invalid_replies"])
 def test_spec_failure_limit_fields(tmp_path, name):
-    from orgteams.envs.errors import UserError
+    from orgteams.errors import UserError
 
     spec = SweepSpec.from_dict({name: 5})
     assert getattr(spec, name) == 5
@@ -293,7 +293,7 @@ def test_sweep_rows_of_a_model_that_never_answers_json_are_errors_report_skips_t
 def test_second_sweep_into_a_locked_folder_is_refused(tmp_path):
     from filelock import FileLock
 
-    from orgteams.envs.errors import UserError
+    from orgteams.errors import UserError
 
     calls: list[str] = []
     with FileLock(tmp_path / ".sweep.lock"):  # another sweep is running there
@@ -449,7 +449,7 @@ def test_bad_shock_values_fail_validation_before_any_episode(tmp_path, shocks, m
 
 
 def test_a_serial_sweep_closes_the_backend_pool_its_cells_shared(tmp_path, monkeypatch):
-    from orgteams.run import BackendPool
+    from orgteams.agents.backends.pool import BackendPool
 
     closed = []
     monkeypatch.setattr(BackendPool, "close", lambda self: closed.append(len(self)))

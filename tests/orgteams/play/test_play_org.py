@@ -13,7 +13,7 @@ import pytest
 pygame = pytest.importorskip("pygame")
 
 from orgteams.agents import LLMAgent, ScriptedBackend  # noqa: E402
-from orgteams.envs.messages import EVERYONE  # noqa: E402
+from orgteams.agents.messages import EVERYONE  # noqa: E402
 from orgteams.envs.play.keyboard import PlaySession  # noqa: E402
 from orgteams.organizations.rounds.episode_log import read_log, state_digest  # noqa: E402
 from orgteams.organizations.spec.library import load_organization  # noqa: E402

@@ -18,10 +18,10 @@ from orgteams.agents import LLMAgent, ScriptedBackend  # noqa: E402
 from orgteams.agents.llm.quoting import quote_text  # noqa: E402
 from orgteams.agents.llm.tokens import count_tokens  # noqa: E402
 from orgteams.agents.member import MemberBase  # noqa: E402
+from orgteams.agents.messages import EVERYONE, MESSAGE_MAX_CHARS  # noqa: E402
 from orgteams.envs.core.layout import DIRECTIONS  # noqa: E402
 from orgteams.envs.core.state import is_walkable  # noqa: E402
-from orgteams.envs.messages import EVERYONE, MESSAGE_MAX_CHARS  # noqa: E402
-from orgteams.envs.play.chat import parse_chat  # noqa: E402
+from orgteams.envs.play.chat import ChatLine, parse_chat  # noqa: E402
 from orgteams.envs.play.keyboard import KEY_QUEUE_MAX, PlaySession  # noqa: E402
 from orgteams.organizations.rounds.episode_log import read_log  # noqa: E402
 
@@ -173,16 +173,20 @@ def test_parse_chat_caps_and_addresses_several():
 
 
 def test_teammates_refuse_an_overlong_or_foreign_message_from_python():
-    from orgteams.envs.messages import TeamMessage
     from orgteams.play.teammates import PlannerTeammates
 
     teammates = PlannerTeammates()
     with pytest.raises(ValueError, match=re.escape(
             f"A message has at most {MESSAGE_MAX_CHARS} characters; got 301.")):
-        teammates.hear(TeamMessage("agent_0", EVERYONE, "z" * 301))
+        teammates.hear(ChatLine("agent_0", (), "z" * 301))
     with pytest.raises(ValueError, match="PlayerVoice of agent_0 got a message from agent_1"):
-        teammates.hear(TeamMessage("agent_1", EVERYONE, "hi"))
+        teammates.hear(ChatLine("agent_1", (), "hi"))
     assert teammates.player_messages == 0 and not teammates.voice.outbox
+    teammates.hear(ChatLine("agent_0", (), "to all"))
+    teammates.hear(ChatLine("agent_0", ("agent_2",), "to Carol"))
+    said = teammates.voice.outbox  # the glue's team messages: () is everyone
+    assert [(m.sender, m.receivers, m.text) for m in said] == [
+        ("agent_0", EVERYONE, "to all"), ("agent_0", ("agent_2",), "to Carol")]
 
 
 def test_the_message_reaches_llm_prompts_quoted_and_the_log(llm_session, scripted, tmp_path):
