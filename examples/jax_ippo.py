@@ -37,7 +37,7 @@ import numpy as np
 import optax
 
 from orgteams.envs import household_v0
-from orgteams.envs.core.tasks import load_task
+from orgteams.envs.core import load_task
 
 HELD_OUT = 1_000_000  # evaluation episodes are seeded from here; training ones from 0
 

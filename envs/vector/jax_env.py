@@ -54,7 +54,7 @@ from typing import Any, NamedTuple
 import numpy as np
 from gymnasium.utils import seeding
 
-from orgteams.envs.errors import MissingExtraError
+from orgteams.errors import MissingExtraError
 
 try:
     import jax

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from orgteams.envs import household_v0
-from orgteams.envs.errors import MissingExtraError
+from orgteams.errors import MissingExtraError
 from orgteams.envs.vector.check import compare_jax_env_with_scalar
 
 jax = pytest.importorskip("jax", reason="needs the jax extra")
