@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from orgteams.envs import household_v0
-from orgteams.errors import MissingExtraError
 from orgteams.envs.vector.check import compare_jax_env_with_scalar
+from orgteams.errors import MissingExtraError
 
 jax = pytest.importorskip("jax", reason="needs the jax extra")
 jnp = jax.numpy
