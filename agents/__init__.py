@@ -1,4 +1,5 @@
-"""Team members and their chat-model backends.
+"""Team members and their chat-model backends: the member protocol, team, messages and
+view (here), LLM members (``llm/``), planners (``planner/``), people (``human/``), backends.
 
 Importing this package is light: it does not import ``openai``, ``xllamacpp``,
 ``jinja2`` or ``pygame`` (each is imported when first used).
@@ -10,6 +11,7 @@ Importing this package is light: it does not import ``openai``, ``xllamacpp``,
 from orgteams.agents.backends import (
     BackendConfigError,
     BackendError,
+    BackendPool,
     ChatBackend,
     Completion,
     ScriptedBackend,
@@ -31,13 +33,17 @@ from orgteams.agents.member import (
     TeamMember,
     TeamMessage,
 )
+from orgteams.agents.planner.planner import PlannerAgent
 from orgteams.agents.records import StepRecord
+from orgteams.agents.team import Team
+from orgteams.agents.view import MemberView
 
 __all__ = [
     "ActContext",
     "ActDecision",
     "BackendConfigError",
     "BackendError",
+    "BackendPool",
     "ChatBackend",
     "CommunicateContext",
     "CommunicateDecision",
@@ -46,12 +52,15 @@ __all__ = [
     "DialogueLog",
     "HumanAgent",
     "LLMAgent",
+    "MemberView",
+    "PlannerAgent",
     "PromptError",
     "PromptTemplates",
     "ReplyError",
     "ReplySpec",
     "ScriptedBackend",
     "StepRecord",
+    "Team",
     "TeamMember",
     "TeamMessage",
     "Usage",

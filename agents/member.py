@@ -21,14 +21,14 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 from orgteams.agents.llm.quoting import quote_text
 from orgteams.agents.member_rules import MemberRules
+from orgteams.agents.messages import EVERYONE, TeamMessage
 from orgteams.agents.records import DecisionRecord
-from orgteams.envs.messages import EVERYONE, TeamMessage
 
 if TYPE_CHECKING:  # the env layer is imported lazily; agents only read from it
     from orgteams.agents.llm.tokens import Tokenizer
     from orgteams.agents.shared_context import SharedHistory
-    from orgteams.envs.highlevel.highlevel_env import HighLevelAction, HighLevelEnv
-    from orgteams.envs.member_view import MemberView
+    from orgteams.agents.view import MemberView
+    from orgteams.envs.highlevel.highlevel_env import HighLevelAction
 
 __all__ = [
     "ActContext",
@@ -187,7 +187,7 @@ class TeamMember(Protocol):
         settings: Its model settings for the summary (``llm_settings``), or None.
 
     :class:`MemberBase` gives the defaults of all but ``communicate`` and ``act``. The
-    ``env`` a member is given is a :class:`~orgteams.envs.member_view.MemberView`:
+    ``env`` a member is given is a :class:`~orgteams.agents.view.MemberView`:
     read-only queries (its description, memory, available actions, progress), not the env.
     """
 
@@ -248,7 +248,7 @@ class MemberBase:
     def reset(self) -> None:
         """Nothing to forget."""
 
-    def observe(self, env: HighLevelEnv) -> None:
+    def observe(self, env: MemberView) -> None:
         """Nothing to copy: the situation is read from the env when deciding."""
 
     def receive(self, messages: list[TeamMessage]) -> None:

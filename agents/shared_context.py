@@ -2,7 +2,7 @@
 
 * **Chosen actions this round** (``sequential``): an earlier agent's completed output
   includes the high-level action it chose; it reaches later agents as a
-  :class:`~orgteams.envs.messages.TeamMessage` of kind ``action`` in
+  :class:`~orgteams.agents.messages.TeamMessage` of kind ``action`` in
   ``visible_this_round`` (content ``{"agent", "action"}``, text the action's label).
   It is public and is not a message: it is never delivered to inboxes and costs no
   message tokens.
@@ -23,7 +23,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from orgteams.agents.llm.quoting import one_line, quote_text
-from orgteams.envs.messages import TeamMessage
+from orgteams.agents.messages import TeamMessage
 
 __all__ = ["HISTORY_EPISODES", "HISTORY_ROUNDS", "EpisodePattern", "RoundOutcome",
            "SharedHistory", "action_output", "as_claims", "chosen_lines"]

@@ -11,11 +11,12 @@ every prediction. A progress bar on stderr counts the LLM's messages.
 
 from __future__ import annotations
 
-import argparse
 import json
 import time
 from collections import Counter
 from pathlib import Path
+
+from harness import parser
 
 from orgteams.cli.progress import Progress
 from orgteams.experiments.behaviours import LLMClassifier, agreement, classify_rule, load_labelled
@@ -34,11 +35,11 @@ def _report(items: list[dict], predicted: list[str | None]) -> dict:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--llm", default=None, help="backend spec of the LLM classifier")
-    parser.add_argument("--limit", type=int, default=None, help="first N messages only")
-    parser.add_argument("--out", default=None, help="save every prediction to this JSON file")
-    args = parser.parse_args()
+    options = parser(__doc__)
+    options.add_argument("--llm", default=None, help="backend spec of the LLM classifier")
+    options.add_argument("--limit", type=int, default=None, help="first N messages only")
+    options.add_argument("--out", default=None, help="save every prediction to this JSON file")
+    args = options.parse_args()
     items = load_labelled()[: args.limit]
     print(f"sample: {len(items)} messages, labels {dict(Counter(i['label'] for i in items))}")
     rule = [classify_rule(i["message"]) for i in items]

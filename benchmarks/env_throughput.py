@@ -15,55 +15,17 @@ Run: ``python benchmarks/env_throughput.py [--seconds 2]``.
 
 from __future__ import annotations
 
-import argparse
-import time
 import timeit
 from collections.abc import Callable
-from statistics import median
 
 import numpy as np
+from harness import paired_ratio, parser, random_steps, take_turns
 
 from orgteams.envs import household_v0
 from orgteams.envs.core.actions import NUM_ACTIONS
 
 BIG_LAYOUT = "generated:32:0"
 TASK = "prepare_afternoon_tea"
-
-
-def _slice(step: Callable[[int], int], seconds: float, i: int) -> tuple[float, int]:
-    """Call ``step(i), step(i + 1), ...`` for about ``seconds`` of this process's CPU time
-    (``time.process_time``); returns (agent-steps/s, the next i)."""
-    done = 0
-    start = time.process_time()
-    while True:
-        for _ in range(50):
-            done += step(i)
-            i += 1
-        elapsed = time.process_time() - start
-        if elapsed >= seconds:
-            return done / elapsed, i
-
-
-def measure(steps: dict[str, Callable[[int], int]], seconds: float, rounds: int = 10,
-            slicer: Callable | None = None) -> tuple[dict[str, float], list[dict[str, float]]]:
-    """Agent-steps/s of each env, about ``seconds`` of CPU time each: (best, per round).
-
-    The time is cut into ``rounds`` slices and the envs take turns, one slice each per
-    round, so a slow spell of the shared machine falls on all of them alike. The best
-    slice counts (as ``timeit`` reports the minimum: a slice that another job slowed
-    down says nothing about the env); the per-round rates give paired ratios.
-    """
-    best = dict.fromkeys(steps, 0.0)
-    counters = dict.fromkeys(steps, 0)
-    per_round = []
-    for _ in range(rounds):
-        this_round = {}
-        for name, step in steps.items():
-            this_round[name], counters[name] = (slicer or _slice)(
-                step, seconds / rounds, counters[name])
-            best[name] = max(best[name], this_round[name])
-        per_round.append(this_round)
-    return best, per_round
 
 
 def household_step_fn(num_agents: int, layout: str, moves_only: bool = False
@@ -75,18 +37,7 @@ def household_step_fn(num_agents: int, layout: str, moves_only: bool = False
     walk every tick show the cost without that help.
     """
     env = household_v0.parallel_env(layout=layout, task=TASK, num_agents=num_agents)
-    env.reset(seed=0)
-    agents = list(env.possible_agents)
-    low, high = (1, 5) if moves_only else (0, NUM_ACTIONS)
-    table = np.random.default_rng(0).integers(low, high, size=(4096, num_agents)).tolist()
-
-    def step(i: int) -> int:
-        if not env.agents:
-            env.reset()
-        env.step(dict(zip(agents, table[i % 4096])))
-        return num_agents
-
-    return step
+    return random_steps(env, *((1, 5) if moves_only else (0, NUM_ACTIONS)))
 
 
 def mpe_step_fn() -> tuple[Callable[[int], int], str]:
@@ -97,17 +48,7 @@ def mpe_step_fn() -> tuple[Callable[[int], int], str]:
         from pettingzoo.mpe import simple_spread_v3  # older PettingZoo ships MPE itself
         source = "pettingzoo.mpe"
     env = simple_spread_v3.parallel_env(N=3, max_cycles=25)
-    env.reset(seed=0)
-    agents = list(env.possible_agents)
-    table = np.random.default_rng(0).integers(0, 5, size=(4096, len(agents))).tolist()
-
-    def step(i: int) -> int:
-        if not env.agents:
-            env.reset()
-        env.step(dict(zip(agents, table[i % 4096])))
-        return len(agents)
-
-    return step, f"simple_spread_v3 N=3 ({source})"
+    return random_steps(env, 0, 5), f"simple_spread_v3 N=3 ({source})"
 
 
 def minigrid_step_fn() -> tuple[Callable[[int], int], str]:
@@ -164,9 +105,9 @@ def describe_us(num_agents: int, layout: str) -> float:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seconds", type=float, default=2.0, help="time per measurement")
-    args = parser.parse_args(argv)
+    options = parser(__doc__)
+    options.add_argument("--seconds", type=float, default=2.0, help="time per measurement")
+    args = options.parse_args(argv)
     sec = args.seconds
 
     ours = {3: "apartment", 8: "apartment", 64: BIG_LAYOUT, 256: BIG_LAYOUT}
@@ -184,7 +125,7 @@ def main(argv: list[str] | None = None) -> None:
             continue
         peers[label] = f"{label} {name}"
         steps[peers[label]] = step
-    rates, rounds = measure(steps, sec)
+    rates, rounds = take_turns(steps, sec)
 
     print(f"household_v0 throughput (task {TASK}, random actions, array obs, {sec:g} s each, "
           "all envs taking turns)")
@@ -201,15 +142,14 @@ def main(argv: list[str] | None = None) -> None:
         if row not in rates:
             print(f"{label + ':':<15} {row}")
             continue
-        paired = sorted(r[ours3_key] / r[row] for r in rounds)
         print(f"{row:<48} {'':>6} {rates[row]:>14,.0f}   ours@3 / this = "
-              f"{ours3 / rates[row]:.1f}x (round by round: median {median(paired):.1f}x, "
-              f"{paired[0]:.1f}-{paired[-1]:.1f}x)")
+              f"{ours3 / rates[row]:.1f}x (round by round: median "
+              f"{paired_ratio(rounds, ours3_key, row)})")
 
     print(f"\nper-tick cost per agent on {BIG_LAYOUT}")
     print(f"{'agents':>6} {'us/tick':>10} {'us/tick/agent':>14}")
     for n in (3, 8, 16, 32, 64, 128, 256):
-        best, _ = measure({"one": household_step_fn(n, BIG_LAYOUT)}, sec / 2, rounds=5)
+        best, _ = take_turns({"one": household_step_fn(n, BIG_LAYOUT)}, sec / 2, rounds=5)
         per_tick = 1e6 * n / best["one"]
         print(f"{n:>6} {per_tick:>10.1f} {per_tick / n:>14.2f}")
 

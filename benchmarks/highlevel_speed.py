@@ -14,11 +14,12 @@ cached per layout, so only the first episode on a layout computes most of them;
 
 from __future__ import annotations
 
-import argparse
 import time
 
+from harness import markdown_row, markdown_rule, parser
+
 from orgteams.agents.planner.planner import PlannerAgent
-from orgteams.envs.core.navigation import Navigator, Walker, navigator
+from orgteams.envs.core.navigation import Navigator, Walker
 from orgteams.envs.highlevel.highlevel_env import HighLevelEnv
 from orgteams.organizations.rounds.planner_team import run_team
 
@@ -52,7 +53,8 @@ class PlanningTimer:
 
 def measure(layout: str, task: str, seconds: float, timer: PlanningTimer) -> dict:
     env = HighLevelEnv(layout=layout, task=task, num_agents=3)
-    nav = navigator(env.base.layout)
+    env.reset(seed=0)
+    nav = env.nav  # the env's own, kept across its episodes
     bfs_before = nav.bfs_calls
     rounds = ticks = episodes = 0
     timer.seconds = 0.0
@@ -67,29 +69,29 @@ def measure(layout: str, task: str, seconds: float, timer: PlanningTimer) -> dic
             "ticks_per_s": ticks / wall, "planning_share": timer.seconds / wall,
             "ms_per_round": 1000 * wall / rounds,
             "maps_computed": nav.bfs_calls - bfs_before,
-            "cells": env.base.layout.width * env.base.layout.height}
+            "cells": nav.layout.width * nav.layout.height}
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seconds", type=float, default=3.0)
-    parser.add_argument("--task", default="prepare_afternoon_tea")
-    args = parser.parse_args()
+    options = parser(__doc__)
+    options.add_argument("--seconds", type=float, default=3.0)
+    options.add_argument("--task", default="prepare_afternoon_tea")
+    args = options.parse_args()
     timer = PlanningTimer()
     timer.wrap(Walker, "next_action")
     timer.wrap(Navigator, "distance_map")
-    print("| layout | cells | episodes | rounds/s | ms/round | ticks/s | planning share "
-          "| maps computed |")
-    print("|---|---|---|---|---|---|---|---|")
+    print(markdown_row("layout", "cells", "episodes", "rounds/s", "ms/round", "ticks/s",
+                       "planning share", "maps computed"))
+    print(markdown_rule("l" * 8))
     for layout in LAYOUTS:
         try:
             r = measure(layout, args.task, args.seconds, timer)
         except ValueError as exc:  # e.g. a generator that is not there yet
-            print(f"| {layout} | skipped: {exc} |")
+            print(markdown_row(layout, f"skipped: {exc}"))
             continue
-        print(f"| {r['layout']} | {r['cells']} | {r['episodes']} | {r['rounds_per_s']:.0f} "
-              f"| {r['ms_per_round']:.2f} | {r['ticks_per_s']:.0f} "
-              f"| {r['planning_share']:.0%} | {r['maps_computed']} |")
+        print(markdown_row(r["layout"], r["cells"], r["episodes"], f"{r['rounds_per_s']:.0f}",
+                           f"{r['ms_per_round']:.2f}", f"{r['ticks_per_s']:.0f}",
+                           f"{r['planning_share']:.0%}", r["maps_computed"]))
 
 
 if __name__ == "__main__":

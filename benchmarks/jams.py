@@ -11,8 +11,9 @@ through); "failed seeds" lists the seeds that ran into the step limit.
 
 from __future__ import annotations
 
-import argparse
 import statistics as st
+
+from harness import markdown_row, markdown_rule, parser
 
 from orgteams.organizations import load_organization
 from orgteams.run import run_episode
@@ -32,14 +33,14 @@ def _episode(org: str, seed: int, shock: str | None) -> tuple[dict, int]:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = parser(__doc__)
     ap.add_argument("--seeds", type=int, default=40)
     ap.add_argument("--orgs", default="leader,pyramid,none")
     args = ap.parse_args()
     print(f"prepare_afternoon_tea on house, 9 planners, seeds 0-{args.seeds - 1}")
-    print("| organization | shock | success | ticks mean (sd) | blocked give-ups | "
-          "failed seeds |")
-    print("|---|---|---:|---:|---:|---|")
+    print(markdown_row("organization", "shock", "success", "ticks mean (sd)",
+                       "blocked give-ups", "failed seeds"))
+    print(markdown_rule("llrrrl"))
     for shock in (None, "remove:agent_0@5"):
         for org in args.orgs.split(","):
             if shock and org == "none":
@@ -47,10 +48,10 @@ def main() -> None:
             runs = [(s, *_episode(org, s, shock)) for s in range(args.seeds)]
             ticks = [r[1]["ticks"] for r in runs]
             failed = [str(s) for s, summary, _ in runs if not summary["success"]]
-            print(f"| {org} | {shock or '-'} | "
-                  f"{sum(r[1]['success'] for r in runs)}/{len(runs)} | "
-                  f"{st.mean(ticks):.1f} ({st.stdev(ticks):.1f}) | "
-                  f"{sum(r[2] for r in runs)} | {', '.join(failed) or '-'} |", flush=True)
+            wins = sum(r[1]["success"] for r in runs)
+            print(markdown_row(org, shock or "-", f"{wins}/{len(runs)}",
+                               f"{st.mean(ticks):.1f} ({st.stdev(ticks):.1f})",
+                               sum(r[2] for r in runs), ", ".join(failed) or "-"), flush=True)
 
 
 if __name__ == "__main__":

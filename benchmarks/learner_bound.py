@@ -16,9 +16,8 @@ float32 (``4 * D * (1 + 2 * n_epochs)``).
 
 from __future__ import annotations
 
-import time
-
 import numpy as np
+from harness import cpu_slice
 
 
 def forward_macs(policy, observation_space) -> int:
@@ -71,14 +70,12 @@ def machine_rates(seconds: float = 0.5) -> tuple[float, float]:
 def _best(call, work: float, seconds: float) -> float:
     """Best ``work`` per CPU second of ``call`` over slices of about ``seconds / 5``."""
     call()
-    best = 0.0
-    for _ in range(5):
-        n, start = 0, time.process_time()
-        while (spent := time.process_time() - start) < seconds / 5 or n == 0:
-            call()
-            n += 1
-        best = max(best, n * work / spent)
-    return best
+
+    def step(i: int) -> float:
+        call()
+        return work
+
+    return max(cpu_slice(step, seconds / 5, 0, batch=1)[0] for _ in range(5))
 
 
 __all__ = ["forward_macs", "learner_cost", "machine_rates"]

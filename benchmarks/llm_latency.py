@@ -21,13 +21,13 @@ Needs the ``local`` extra and the model file (README command 1).
 
 from __future__ import annotations
 
-import argparse
 import asyncio
-import os
 import statistics
 import sys
 import time
 from typing import Any
+
+from harness import cores_and_load, load_average, parser, run_local
 
 GEN_PROMPT = [{"role": "user", "content": "Tell a long story about a robot that tidies a house."}]
 
@@ -39,7 +39,7 @@ def decision_prompt(seed: int = 0) -> list[dict[str, str]]:
 
     env = HighLevelEnv(layout="studio", task="prepare_afternoon_tea", num_agents=3)
     env.reset(seed=seed)
-    env.base.display_names = ["Alice", "Bob", "Charlie"]  # as the runner sets them
+    env.display_names = ["Alice", "Bob", "Charlie"]  # as the runner sets them
     backend = ScriptedBackend()
     team = {"agent_0": "Alice", "agent_1": "Bob", "agent_2": "Charlie"}
     agent = LLMAgent("agent_0", backend, seed=seed)
@@ -96,7 +96,7 @@ def agent_decisions(backend: Any, variant: str, seeds: list[int]) -> dict[str, l
         for seed in seeds:
             env = HighLevelEnv(layout="studio", task="prepare_afternoon_tea", num_agents=3)
             env.reset(seed=seed)
-            env.base.display_names = ["Alice", "Bob", "Charlie"]  # as the runner sets them
+            env.display_names = ["Alice", "Bob", "Charlie"]  # as the runner sets them
             agent = LLMAgent("agent_0", backend, seed=seed, prompts=variant, max_tokens=160)
             records.append((await agent.communicate(_ctx(seed), env)).record)
             records.append((await agent.act(env, 0)).record)
@@ -110,15 +110,15 @@ def agent_decisions(backend: Any, variant: str, seeds: list[int]) -> dict[str, l
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--decisions", type=int, default=4, help="states (seeds) per variant")
-    parser.add_argument("--calls", type=int, default=3, help="timed calls per raw rate")
-    args = parser.parse_args(argv)
-    try:
+    options = parser(__doc__)
+    options.add_argument("--decisions", type=int, default=4, help="states (seeds) per variant")
+    options.add_argument("--calls", type=int, default=3, help="timed calls per raw rate")
+    args = options.parse_args(argv)
+
+    def measure() -> None:
         from orgteams.agents.backends import LocalBackend, LocalServer
 
-        print(f"cores: {os.cpu_count()}, load average at start: "
-              f"{', '.join(f'{x:.2f}' for x in os.getloadavg())}")
+        print(cores_and_load())
         with LocalServer() as server:
             print(repr(server))
             backend = LocalBackend(server)
@@ -140,11 +140,9 @@ def main(argv: list[str] | None = None) -> int:
                     raw = p / prompt_rate + c / gen_rate
                     print(f"{variant:>8} {phase:>11} | {p:>10.0f} {c:>9.1f} {wall:>10.2f} "
                           f"{raw:>6.2f} {wall / raw:>5.2f}{json_label}", flush=True)
-        print(f"load average at end: {', '.join(f'{x:.2f}' for x in os.getloadavg())}")
-    except (ImportError, FileNotFoundError) as exc:
-        print(f"cannot run: {exc}", file=sys.stderr)
-        return 2
-    return 0
+        print(f"load average at end: {load_average()}")
+
+    return run_local(measure)
 
 
 if __name__ == "__main__":

@@ -24,16 +24,17 @@ Needs the ``local`` extra and the model file (README command 1).
 
 from __future__ import annotations
 
-import argparse
-import os
 import statistics
 import sys
 import time
 
+from harness import cores_and_load, load_average, parser, run_local
+
 
 def play(slots: int, org: str, rounds: int, seed: int) -> dict[str, float]:
     """One episode of three ``local`` agents on a fresh ``slots``-slot server."""
-    from orgteams.run import BackendPool, run_episode
+    from orgteams.agents.backends.pool import BackendPool
+    from orgteams.run import run_episode
 
     with BackendPool(local_slots=slots) as pool:
         pool.get("local")  # start the server now: its start-up is not the round's time
@@ -62,37 +63,37 @@ def play(slots: int, org: str, rounds: int, seed: int) -> dict[str, float]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rounds", type=int, default=1)
-    parser.add_argument("--org", default="shared")
-    parser.add_argument("--slots", default="1,3", help="comma list of slot counts")
-    parser.add_argument("--repeats", type=int, default=1,
-                        help="passes over the slot counts, every other one reversed")
-    parser.add_argument("--seed", type=int, default=0)
-    args = parser.parse_args(argv)
+    options = parser(__doc__)
+    options.add_argument("--rounds", type=int, default=1)
+    options.add_argument("--org", default="shared")
+    options.add_argument("--slots", default="1,3", help="comma list of slot counts")
+    options.add_argument("--repeats", type=int, default=1,
+                         help="passes over the slot counts, every other one reversed")
+    options.add_argument("--seed", type=int, default=0)
+    args = options.parse_args(argv)
     counts = [int(s) for s in args.slots.split(",")]
     order = [c for i in range(args.repeats) for c in (counts if i % 2 == 0 else counts[::-1])]
     print(f"3 local agents, organization {args.org}, {args.rounds} round(s), seed "
-          f"{args.seed}; cores: {os.cpu_count()}, load average at start: "
-          f"{', '.join(f'{x:.2f}' for x in os.getloadavg())}")
+          f"{args.seed}; {cores_and_load()}")
     print(f"{'slots':>5} | {'wall s':>7} {'calls':>7} {'prompt tok':>10} {'compl tok':>9} "
           f"{'gen tok/s':>9} {'cache hit':>9} {'busy slots':>10} {'fallbacks':>9}")
     walls: dict[int, list[float]] = {c: [] for c in counts}
-    try:
+
+    def measure() -> None:
         for slots in order:
             row = play(slots, args.org, args.rounds, args.seed)
             walls[slots].append(row["wall"])
             print(f"{slots:>5} | {row['wall']:>7.1f} {row['calls']:>7} {row['prompt']:>10} "
                   f"{row['completion']:>9} {row['completion'] / row['wall']:>9.1f} "
                   f"{row['hit']:>9.1%} {row['busy']:>10.2f} {row['fallbacks']:>9}", flush=True)
-    except (ImportError, FileNotFoundError) as exc:
-        print(f"cannot run: {exc}", file=sys.stderr)
+
+    if run_local(measure):
         return 2
     base = statistics.mean(walls[counts[0]])
     for c in counts[1:]:
         print(f"wall with {counts[0]} slot(s) / wall with {c}: "
               f"{base / statistics.mean(walls[c]):.2f}x")
-    print(f"load average at end: {', '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    print(f"load average at end: {load_average()}")
     return 0
 
 

@@ -18,12 +18,12 @@ Needs the ``local`` extra and the model file (README command 1).
 
 from __future__ import annotations
 
-import argparse
 import os
 import subprocess
 import sys
 import time
 
+from harness import cores_and_load, parser, run_local
 from llm_latency import decision_prompt, raw_rates
 
 
@@ -46,17 +46,17 @@ def measure(threads: int, policy: str, calls: int, loaded: bool) -> tuple[float,
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--calls", type=int, default=3, help="timed calls per measurement")
-    parser.add_argument("--settings", default="1:passive,1:active,2:passive,2:active",
-                        help="comma list of threads:policy")
-    args = parser.parse_args(argv)
+    options = parser(__doc__)
+    options.add_argument("--calls", type=int, default=3, help="timed calls per measurement")
+    options.add_argument("--settings", default="1:passive,1:active,2:passive,2:active",
+                         help="comma list of threads:policy")
+    args = options.parse_args(argv)
     settings = [(int(t), p) for t, p in (s.split(":") for s in args.settings.split(","))]
-    print(f"cores: {os.cpu_count()}, load average at start: "
-          f"{', '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    print(cores_and_load())
     print(f"{'threads':>7} {'omp wait':>8} | {'idle prompt':>11} {'idle gen':>8} | "
           f"{'loaded prompt':>13} {'loaded gen':>10}   (tok/s)")
-    try:
+
+    def measure_all() -> None:
         for threads, policy in settings:
             started = time.perf_counter()
             idle = measure(threads, policy, args.calls, loaded=False)
@@ -65,10 +65,8 @@ def main(argv: list[str] | None = None) -> int:
                   f"{loaded[0]:>13.1f} {loaded[1]:>10.1f}   "
                   f"({time.perf_counter() - started:.0f}s, load "
                   f"{os.getloadavg()[0]:.2f})", flush=True)
-    except (ImportError, FileNotFoundError) as exc:
-        print(f"cannot run: {exc}", file=sys.stderr)
-        return 2
-    return 0
+
+    return run_local(measure_all)
 
 
 if __name__ == "__main__":

@@ -15,8 +15,9 @@ organizations whose (ticks, sent per tick) means are equal (there should be none
 
 from __future__ import annotations
 
-import argparse
 import statistics as st
+
+from harness import parser
 
 from orgteams.run import run_episode
 
@@ -41,7 +42,7 @@ def run(org: str, seeds: int, task: str, layout: str, agents: int) -> list[dict]
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = parser(__doc__)
     ap.add_argument("--seeds", type=int, default=20)
     ap.add_argument("--task", default="prepare_afternoon_tea")
     ap.add_argument("--layout", default="apartment")

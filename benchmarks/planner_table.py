@@ -16,16 +16,17 @@ layout, 3x the worst ticks over the seeds (rounded up to a multiple of 10): how 
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import re
 import statistics
 import time
 
+from harness import markdown_row, markdown_rule, parser
+
 from orgteams.agents.planner.planner import PlannerAgent
+from orgteams.assets import asset_dir
 from orgteams.envs import list_tasks
-from orgteams.envs._util import asset_dir
 from orgteams.envs.highlevel.highlevel_env import HighLevelEnv
 from orgteams.organizations.rounds.planner_team import everyone_hears_everyone, run_team
 from orgteams.organizations.spec.library import load_organization
@@ -58,7 +59,7 @@ def run_cell(layout: str, task: str, num_agents: int, seeds: int, leader: bool =
             "mean_rounds": statistics.fmean(r["rounds"] for r in results),
             "mean_messages": statistics.fmean(r["messages"] for r in results),
             "orders": orders, "orders_followed": followed,
-            "limit": env.base.world.scene.step_limit if max_ticks is None else max_ticks,
+            "limit": env.world.scene.step_limit if max_ticks is None else max_ticks,
             "seconds": time.perf_counter() - start}
 
 
@@ -87,14 +88,14 @@ def markdown(rows: list[dict]) -> str:
     cols = sorted({(r["agents"], r["leader"]) for r in rows})
     head = ["task", "layout", "limit"] + [f"{n} planner{'s' if n > 1 else ''}"
                                           f"{' (leader)' if lead else ''}" for n, lead in cols]
-    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    lines = [markdown_row(*head), markdown_rule("l" * len(head))]
     cells = {(r["task"], r["layout"], r["agents"], r["leader"]): r for r in rows}
     for task, layout in dict.fromkeys((r["task"], r["layout"]) for r in rows):
         out = [task, layout, str(cells[(task, layout, *cols[0])]["limit"])]
         for n, lead in cols:
             r = cells[(task, layout, n, lead)]
             out.append(f"{r['mean_ticks']:.1f} ({r['success_rate']:.0%})")
-        lines.append("| " + " | ".join(out) + " |")
+        lines.append(markdown_row(*out))
     return "\n".join(lines)
 
 
@@ -122,16 +123,16 @@ def write_limits(limits: dict[str, dict[str, int]], seeds: int) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seeds", type=int, default=20)
-    parser.add_argument("--sizes", type=int, nargs="+", default=[1, 3])
-    parser.add_argument("--layouts", nargs="+", default=list(LAYOUTS))
-    parser.add_argument("--leader", action="store_true")
-    parser.add_argument("--markdown", action="store_true")
-    parser.add_argument("--json", action="store_true")
-    parser.add_argument("--derive-limits", action="store_true")
-    parser.add_argument("--write", action="store_true")
-    args = parser.parse_args()
+    options = parser(__doc__)
+    options.add_argument("--seeds", type=int, default=20)
+    options.add_argument("--sizes", type=int, nargs="+", default=[1, 3])
+    options.add_argument("--layouts", nargs="+", default=list(LAYOUTS))
+    options.add_argument("--leader", action="store_true")
+    options.add_argument("--markdown", action="store_true")
+    options.add_argument("--json", action="store_true")
+    options.add_argument("--derive-limits", action="store_true")
+    options.add_argument("--write", action="store_true")
+    args = options.parse_args()
     if args.derive_limits:
         limits = derive_limits(args.seeds)
         print(json.dumps(limits, indent=1))

@@ -21,15 +21,15 @@ Needs the ``local`` extra and the model file (README command 1).
 
 from __future__ import annotations
 
-import argparse
 import asyncio
-import os
 import statistics
 import sys
 import tempfile
 import time
 from collections import Counter
 from pathlib import Path
+
+from harness import cores_and_load, parser, run_local
 
 LEGACY_ACT = (
     '{% include "_situation.j2" %}\n\nChoose your next action from the list above.\n\n'
@@ -63,7 +63,7 @@ def run_setup(setup: str, backend, seeds: list[int], legacy_dir: Path) -> list[t
         for seed in seeds:
             env = HighLevelEnv(layout="studio", task="prepare_afternoon_tea", num_agents=3)
             env.reset(seed=seed)
-            env.base.display_names = list(TEAM.values())  # as the runner sets them
+            env.display_names = list(TEAM.values())  # as the runner sets them
             for agent_id, name in TEAM.items():
                 agent = _agent(setup, agent_id, seed, backend, legacy_dir)
                 ctx = ActContext(0, agent_id, name, dict(TEAM),
@@ -97,15 +97,15 @@ def report(setup: str, rows: list[tuple], seconds: float) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seeds", type=int, default=10, help="states = seeds x 3 agents")
-    parser.add_argument("--setups", default="before,after")
-    args = parser.parse_args(argv)
-    try:
+    options = parser(__doc__)
+    options.add_argument("--seeds", type=int, default=10, help="states = seeds x 3 agents")
+    options.add_argument("--setups", default="before,after")
+    args = options.parse_args(argv)
+
+    def measure() -> None:
         from orgteams.agents.backends import LocalBackend, LocalServer
 
-        print(f"cores: {os.cpu_count()}, load average at start: "
-              f"{', '.join(f'{x:.2f}' for x in os.getloadavg())}")
+        print(cores_and_load())
         with LocalServer() as server, tempfile.TemporaryDirectory() as tmp:
             legacy = Path(tmp)
             (legacy / "act.j2").write_text(LEGACY_ACT)
@@ -114,10 +114,8 @@ def main(argv: list[str] | None = None) -> int:
                 started = time.perf_counter()
                 rows = run_setup(setup, backend, list(range(args.seeds)), legacy)
                 report(setup, rows, time.perf_counter() - started)
-    except (ImportError, FileNotFoundError) as exc:
-        print(f"cannot run: {exc}", file=sys.stderr)
-        return 2
-    return 0
+
+    return run_local(measure)
 
 
 if __name__ == "__main__":

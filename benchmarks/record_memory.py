@@ -35,6 +35,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from harness import parser
+
 os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
 os.environ.setdefault("SDL_AUDIODRIVER", "dummy")
 
@@ -107,13 +109,13 @@ def run_cli(ticks: int, layout: str, agents: int, out: Path) -> dict:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--ticks", type=int, default=570)
-    parser.add_argument("--layout", default="house")
-    parser.add_argument("--agents", type=int, default=8)
-    parser.add_argument("--child", default=None, help=argparse.SUPPRESS)
-    parser.add_argument("--out", default=None, help=argparse.SUPPRESS)
-    args = parser.parse_args()
+    options = parser(__doc__)
+    options.add_argument("--ticks", type=int, default=570)
+    options.add_argument("--layout", default="house")
+    options.add_argument("--agents", type=int, default=8)
+    options.add_argument("--child", default=None, help=argparse.SUPPRESS)
+    options.add_argument("--out", default=None, help=argparse.SUPPRESS)
+    args = options.parse_args()
     if args.child:
         print(json.dumps(child(args.child, args.ticks, args.layout, args.agents,
                                Path(args.out))))

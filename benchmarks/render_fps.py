@@ -13,7 +13,6 @@ Target: the studio at 60+ frames per second on a 2-core machine.
 
 from __future__ import annotations
 
-import argparse
 import os
 import platform
 import time
@@ -22,9 +21,10 @@ os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
 os.environ.setdefault("SDL_AUDIODRIVER", "dummy")
 
 import numpy as np  # noqa: E402
+from harness import parser  # noqa: E402
 
+from orgteams.agents.messages import TeamMessage  # noqa: E402
 from orgteams.envs import household_v0  # noqa: E402
-from orgteams.envs.messages import TeamMessage  # noqa: E402
 from orgteams.envs.render.renderer import attach_renderer  # noqa: E402
 
 LAYOUTS = ("studio", "apartment", "house", "generated:32:0")
@@ -53,10 +53,10 @@ def measure(layout: str, frames: int, fov: bool) -> dict:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--frames", type=int, default=300)
-    parser.add_argument("--fov", action="store_true", help="draw the fields of view too")
-    args = parser.parse_args()
+    options = parser(__doc__)
+    options.add_argument("--frames", type=int, default=300)
+    options.add_argument("--fov", action="store_true", help="draw the fields of view too")
+    args = options.parse_args()
     print(f"rgb_array rendering, {args.frames} frames, fov={'on' if args.fov else 'off'}, "
           f"{os.cpu_count()} CPUs, Python {platform.python_version()}")
     for layout in LAYOUTS:

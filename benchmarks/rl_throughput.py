@@ -31,7 +31,6 @@ Run: ``python benchmarks/rl_throughput.py [--seconds 2] [--train-steps 8192]``
 
 from __future__ import annotations
 
-import argparse
 import sys
 import time
 from pathlib import Path
@@ -46,25 +45,14 @@ from orgteams.envs.core.masks import MaskCache, mask_rows
 
 sys.path.insert(0, str(Path(__file__).parent))
 sys.path.insert(0, str(Path(__file__).parents[1] / "examples"))
-from env_throughput import measure  # noqa: E402
+from harness import parser, random_steps, take_turns  # noqa: E402
 
 EASY = {"layout": "studio", "task": "put_dishwasher_easy", "num_agents": 2, "units": 1,
         "full_observability": True, "view_radius": 5, "reward_shaping": "subgoals"}
 
 
 def step_fn(**kwargs):
-    env = household_v0.parallel_env(**{**EASY, **kwargs})
-    env.reset(seed=0)
-    agents = list(env.possible_agents)
-    table = np.random.default_rng(0).integers(0, NUM_ACTIONS, (4096, len(agents))).tolist()
-
-    def step(i: int) -> int:
-        if not env.agents:
-            env.reset()
-        env.step(dict(zip(agents, table[i % 4096])))
-        return len(agents)
-
-    return step
+    return random_steps(household_v0.parallel_env(**{**EASY, **kwargs}), 0, NUM_ACTIONS)
 
 
 def mask_cost(masked: bool, ticks: int = 3000, **kwargs) -> tuple[float, float, float]:
@@ -274,17 +262,17 @@ def print_variants(steps: int, raw_core: float) -> None:
 
 
 def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--seconds", type=float, default=2.0)
-    p.add_argument("--train-steps", type=int, default=8192)
-    args = p.parse_args()
+    options = parser(__doc__)
+    options.add_argument("--seconds", type=float, default=2.0)
+    options.add_argument("--train-steps", type=int, default=8192)
+    args = options.parse_args()
     rows = {"studio x2, array, masks off": step_fn(action_masks=False),
             "studio x2, array, masks on": step_fn(),
             "studio x2, flat, masks on": step_fn(obs_mode="flat"),
             "apartment x3, array, masks off": step_fn(layout="apartment", num_agents=3,
                                                       action_masks=False),
             "apartment x3, array, masks on": step_fn(layout="apartment", num_agents=3)}
-    best, _ = measure(rows, args.seconds)
+    best, _ = take_turns(rows, args.seconds)
     print("raw env, random actions (agent-steps per CPU second, best slice)")
     for name, rate in best.items():
         print(f"  {name:<36} {rate:>10,.0f}")
@@ -307,7 +295,7 @@ def main() -> None:
         print(f"training loops skipped ({exc}); pip install 'orgteams[rl]'")
         return
     raw = best["studio x2, flat, masks on"]
-    core = measure({f"batched core, {h} households x2": core_step_fn(h) for h in (8, 64)}
+    core = take_turns({f"batched core, {h} households x2": core_step_fn(h) for h in (8, 64)}
                    | {"batched core, 64 x2, SB3 adapter": core_step_fn(64, sb3=True)},
                    args.seconds)[0]
     print("batched core on the example's setting, random actions (agent-steps per CPU s)")

@@ -11,9 +11,10 @@ and its act phase, of the slowest call in each. Prints that ratio per protocol.
 
 from __future__ import annotations
 
-import argparse
 import time
 from collections import defaultdict
+
+from harness import parser
 
 from orgteams.agents.backends import ScriptedBackend
 from orgteams.agents.llm.llm_agent import LLMAgent
@@ -48,7 +49,7 @@ def measure(org: str, agents: int, rounds: int, latency: float) -> tuple[float, 
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = parser(__doc__)
     ap.add_argument("--agents", type=int, default=6)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--latency", type=float, default=0.2)

@@ -17,8 +17,9 @@ ticks and plans) and the rest, the round loop's own cost per agent, with its rat
 
 from __future__ import annotations
 
-import argparse
 import time
+
+from harness import parser
 
 from orgteams.envs.highlevel.highlevel_env import HighLevelEnv
 from orgteams.organizations.rounds.runner import TeamRunner
@@ -62,7 +63,7 @@ def measure(n: int, rounds: int, layout: str, organization: str, task: str) -> d
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = parser(__doc__)
     ap.add_argument("--sizes", type=int, nargs="+", default=[8, 16, 32, 64, 128, 256])
     ap.add_argument("--rounds", type=int, default=20)
     ap.add_argument("--layout", default="generated:32:0")

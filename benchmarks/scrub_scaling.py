@@ -13,9 +13,10 @@ timed the same way at smaller sizes, side by side.
 
 from __future__ import annotations
 
-import argparse
 import re
 import time
+
+from harness import parser
 
 from orgteams.agents.backends.redact import scrub_text
 
@@ -49,9 +50,9 @@ def row(label: str, fn, shape: str, lengths: list[int]) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--max-chars", type=int, default=2_000_000)
-    args = parser.parse_args()
+    options = parser(__doc__)
+    options.add_argument("--max-chars", type=int, default=2_000_000)
+    args = options.parse_args()
     print("time per million characters at doubling sizes (xN: time / previous size's)")
     for name, shape in SHAPES.items():
         row(f"scrub_text, {name}", scrub_text, shape, sizes(args.max_chars, 4))

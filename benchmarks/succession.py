@@ -11,8 +11,9 @@ none.
 
 from __future__ import annotations
 
-import argparse
 import statistics as st
+
+from harness import markdown_row, markdown_rule, parser
 
 from orgteams.organizations import load_organization
 from orgteams.run import run_episode
@@ -22,7 +23,7 @@ CASES = (("leader", ("next", "none")), ("pyramid", ("next", "none")),
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = parser(__doc__)
     ap.add_argument("--seeds", type=int, default=10)
     ap.add_argument("--layout", default="house")
     ap.add_argument("--task", default="prepare_afternoon_tea")
@@ -30,8 +31,9 @@ def main() -> None:
     args = ap.parse_args()
     print(f"{args.task} on {args.layout}, remove:agent_0@{args.round}, planners, "
           f"seeds 0-{args.seeds - 1}")
-    print("| organization | agents | succession | success | ticks mean (sd) | successions |")
-    print("|---|---:|---|---:|---:|---:|")
+    print(markdown_row("organization", "agents", "succession", "success", "ticks mean (sd)",
+                       "successions"))
+    print(markdown_rule("lrlrrr"))
     for name, rules in CASES:
         for n in (5, 9):
             for succession in rules:
@@ -43,10 +45,10 @@ def main() -> None:
                                    shocks=[f"remove:agent_0@{args.round}"],
                                    log_path=None).summary for s in range(args.seeds)]
                 ticks = [e["ticks"] for e in eps]
-                print(f"| {name} | {n} | {succession} | "
-                      f"{sum(e['success'] for e in eps)}/{len(eps)} | "
-                      f"{st.mean(ticks):.1f} ({st.stdev(ticks):.1f}) | "
-                      f"{sum(len(e['successions']) for e in eps)} |")
+                print(markdown_row(name, n, succession,
+                                   f"{sum(e['success'] for e in eps)}/{len(eps)}",
+                                   f"{st.mean(ticks):.1f} ({st.stdev(ticks):.1f})",
+                                   sum(len(e["successions"]) for e in eps)))
 
 
 if __name__ == "__main__":

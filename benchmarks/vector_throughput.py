@@ -32,12 +32,9 @@ Run: ``python benchmarks/vector_throughput.py [--seconds 2] [--sizes 1,64,1024,4
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
-import time
 from collections.abc import Callable
-from statistics import median
 
 import numpy as np
 
@@ -45,31 +42,18 @@ from orgteams.envs import household_v0
 from orgteams.envs.core.actions import NUM_ACTIONS
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from env_throughput import measure as _measure  # noqa: E402
+from harness import paired_ratio, parser, random_steps, take_turns  # noqa: E402
 
 LAYOUT, TASK, AGENTS = "apartment", "prepare_afternoon_tea", 3
 TABLES = 16  # pre-drawn joint actions per row, cycled
 
 
-def _slice(step: Callable[[int], int], seconds: float, i: int) -> tuple[float, int]:
-    """Call ``step(i), step(i + 1), ...`` for about ``seconds`` of CPU time (at least
-    once); returns (agent-steps/s, the next i). Unlike env_throughput's slices it checks
-    the clock after every call: one call of 4096 households takes a large part of a
-    slice."""
-    done = 0
-    start = time.process_time()
-    while True:
-        done += step(i)
-        i += 1
-        elapsed = time.process_time() - start
-        if elapsed >= seconds:
-            return done / elapsed, i
-
-
-def measure(steps: dict[str, Callable[[int], int]], seconds: float, rounds: int = 8
+def measure(steps: dict[str, Callable[[int], int]], seconds: float
             ) -> tuple[dict[str, float], list[dict[str, float]]]:
-    """Best slice per row, and every round's rates (env_throughput's method, our slices)."""
-    return _measure(steps, seconds, rounds, slicer=_slice)
+    """Best slice per row, and every round's rates (env_throughput's method), in 8 rounds
+    whose slices read the clock after every call: one call of 4096 households takes a
+    large part of a slice."""
+    return take_turns(steps, seconds, rounds=8, batch=1)
 
 
 def vector_step_fn(num_envs: int, moves_only: bool = False, **kwargs) -> Callable[[int], int]:
@@ -92,19 +76,8 @@ def vector_step_fn(num_envs: int, moves_only: bool = False, **kwargs) -> Callabl
 
 
 def scalar_step_fn() -> Callable[[int], int]:
-    env = household_v0.parallel_env(layout=LAYOUT, task=TASK, num_agents=AGENTS,
-                                    obs_mode="flat")
-    env.reset(seed=0)
-    agents = list(env.possible_agents)
-    table = np.random.default_rng(0).integers(0, NUM_ACTIONS, size=(4096, AGENTS)).tolist()
-
-    def step(i: int) -> int:
-        if not env.agents:
-            env.reset()
-        env.step(dict(zip(agents, table[i % 4096])))
-        return AGENTS
-
-    return step
+    return random_steps(household_v0.parallel_env(layout=LAYOUT, task=TASK, num_agents=AGENTS,
+                                                  obs_mode="flat"), 0, NUM_ACTIONS)
 
 
 def supersuit_step_fn(copies: int = 8) -> Callable[[int], int]:
@@ -125,14 +98,14 @@ def supersuit_step_fn(copies: int = 8) -> Callable[[int], int]:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seconds", type=float, default=2.0, help="CPU time per row")
-    parser.add_argument("--sizes", default="1,64,1024,4096",
-                        help="households of the batched core, comma-separated")
-    parser.add_argument("--jax", action="store_true",
-                        help="also backend='jax' (CPU here) at 1024 households, compiled "
-                             "before the clock starts")
-    args = parser.parse_args(argv)
+    options = parser(__doc__)
+    options.add_argument("--seconds", type=float, default=2.0, help="CPU time per row")
+    options.add_argument("--sizes", default="1,64,1024,4096",
+                         help="households of the batched core, comma-separated")
+    options.add_argument("--jax", action="store_true",
+                         help="also backend='jax' (CPU here) at 1024 households, compiled "
+                              "before the clock starts")
+    args = options.parse_args(argv)
     sizes = [int(x) for x in args.sizes.split(",")]
     rows: dict[str, Callable[[int], int]] = {"scalar env (parallel_env)": scalar_step_fn()}
     try:
@@ -166,9 +139,8 @@ def main(argv: list[str] | None = None) -> None:
           f"and action masks every tick, random actions, {args.seconds:g} CPU s per row)")
     print(f"{'row':<62} {'agent-steps/s':>14}   vs scalar env (best; paired median, range)")
     for name, rate in best.items():
-        paired = sorted(r[name] / r[scalar] for r in rounds)
         print(f"{name:<62} {rate:>14,.0f}   {rate / best[scalar]:7.1f}x "
-              f"({median(paired):.1f}x, {paired[0]:.1f}-{paired[-1]:.1f}x)")
+              f"({paired_ratio(rounds, name, scalar)})")
 
 
 if __name__ == "__main__":

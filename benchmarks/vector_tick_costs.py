@@ -30,7 +30,6 @@ Run: ``python benchmarks/vector_tick_costs.py [--seconds 2] [--sizes 1024,4096]
 
 from __future__ import annotations
 
-import argparse
 import os
 import resource
 import sys
@@ -43,6 +42,7 @@ from orgteams.envs import household_v0
 from orgteams.envs.core.actions import NUM_ACTIONS
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from harness import parser  # noqa: E402
 from vector_throughput import AGENTS, LAYOUT, TABLES, TASK, measure  # noqa: E402
 
 VMSTAT = ("thp_fault_alloc", "thp_fault_fallback", "compact_stall")
@@ -141,13 +141,13 @@ def storm(num_envs: int = 1024, rounds: int = 6) -> tuple[float, float]:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seconds", type=float, default=2.0, help="CPU time per row")
-    parser.add_argument("--sizes", default="1024,4096", help="households, comma-separated")
-    parser.add_argument("--refault", action="store_true",
-                        help="also: kernel time to touch a fresh 430 MB array right after "
-                             "freeing the last one vs 3 s later (about 40 s of waiting)")
-    args = parser.parse_args(argv)
+    options = parser(__doc__)
+    options.add_argument("--seconds", type=float, default=2.0, help="CPU time per row")
+    options.add_argument("--sizes", default="1024,4096", help="households, comma-separated")
+    options.add_argument("--refault", action="store_true",
+                         help="also: kernel time to touch a fresh 430 MB array right after "
+                              "freeing the last one vs 3 s later (about 40 s of waiting)")
+    args = options.parse_args(argv)
     if args.refault:
         for pause in (0.0, 3.0):
             ms = refault(pause)

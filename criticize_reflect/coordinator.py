@@ -43,7 +43,7 @@ from orgteams.criticize_reflect.candidates import (
 )
 from orgteams.criticize_reflect.critic import Critique
 from orgteams.criticize_reflect.rule_edits import RulesEdit
-from orgteams.envs.errors import UserError
+from orgteams.errors import UserError
 from orgteams.organizations.protocols.facts import PROTOCOLS
 from orgteams.organizations.spec.organization import (
     LEADERSHIP_RULES,

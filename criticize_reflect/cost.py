@@ -19,7 +19,7 @@ from dataclasses import asdict, dataclass
 from statistics import fmean
 from typing import Any
 
-from orgteams.envs.errors import UserError
+from orgteams.errors import UserError
 
 __all__ = ["CostModel", "episode_cost"]
 

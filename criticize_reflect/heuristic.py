@@ -29,7 +29,7 @@ from orgteams.criticize_reflect.coordinator import (
 )
 from orgteams.criticize_reflect.critic import Critique
 from orgteams.criticize_reflect.rule_edits import slug_of
-from orgteams.envs.errors import UserError
+from orgteams.errors import UserError
 from orgteams.organizations.spec.organization import Organization
 
 __all__ = ["EDITS", "PROBLEMS", "HeuristicCoordinator", "HeuristicCritic", "problems_of"]

@@ -50,13 +50,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from orgteams.agents.team import agent_ids
 from orgteams.criticize_reflect.coordinator import Coordinator, CoordinatorDecision, Trial
 from orgteams.criticize_reflect.cost import CostModel, episode_cost
 from orgteams.criticize_reflect.critic import Critique
 from orgteams.criticize_reflect.summary import summarize_episode
 from orgteams.criticize_reflect.trials import mean_metrics, play
-from orgteams.envs.errors import UserError
-from orgteams.envs.team import agent_ids
+from orgteams.errors import UserError
 from orgteams.organizations.rounds.status import why_stopped
 from orgteams.organizations.spec.organization import Organization
 

@@ -57,9 +57,9 @@ def team_shot(n: int, layout: str, org: str, ticks: int, out: Path) -> Path:
 def play_shot(out: Path) -> Path:
     import pygame
 
+    from orgteams.agents.team import display_names
     from orgteams.envs.play.keyboard import PlaySession
     from orgteams.envs.render.renderer import to_array
-    from orgteams.envs.team import display_names
     from orgteams.play.teammates import PlannerTeammates
 
     s = PlaySession(layout="house", num_agents=3, teammates=PlannerTeammates(), seed=1,

@@ -1,4 +1,5 @@
-"""The household world: layouts, tasks, dynamics, observations and PettingZoo envs."""
+"""The household world as PettingZoo envs (``household_v0``); its parts live in ``core/``,
+``observe/``, ``highlevel/``, ``render/``, ``play/`` and the batched ``vector/``."""
 
 from orgteams.envs import household_v0
 from orgteams.envs.core.layout import Layout, list_layouts, load_layout

@@ -25,7 +25,6 @@ from orgteams.envs.core.rewards import TeamReward, shaping_level
 from orgteams.envs.core.start import make_episode
 from orgteams.envs.core.state import HouseholdState
 from orgteams.envs.core.tasks import MAX_GOAL_PREDICATES, TaskSpec, load_task
-from orgteams.envs.errors import UserError
 from orgteams.envs.observe.array_obs import ArrayObserver, observation_space
 from orgteams.envs.observe.global_state import StateEncoder, state_space
 from orgteams.envs.observe.rl_obs import (
@@ -40,11 +39,17 @@ from orgteams.envs.observe.rl_obs import (
 from orgteams.envs.observe.text import describe, describe_goal
 from orgteams.envs.render.ansi import render_ansi
 from orgteams.envs.render.overlay import Overlay
-from orgteams.envs.team import agent_ids
+from orgteams.errors import UserError
 
 OBS_MODES = ("array", "text", "flat", "image")
 RENDER_MODES = ("human", "rgb_array", "ansi")
 TEXT_SPACE_LENGTH = 8192
+
+
+def agent_ids(n: int) -> list[str]:
+    """``agent_0 ... agent_{n-1}``: the ids of an env with ``n`` agents (agent ``i`` is
+    index ``i`` of the world's per-agent lists)."""
+    return [f"agent_{i}" for i in range(n)]
 
 
 class HouseholdEnv(ParallelEnv):

@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 
 from orgteams.envs import household_v0
-from orgteams.envs.core.tasks import TaskSpec, load_task
+from orgteams.envs.core import TaskSpec, load_task
 from orgteams.envs.vector.flat_buffer import to_uint8
 from orgteams.envs.vector.sb3 import AgentEntries, AgentVecEnv, ScalarAgentVecEnv
 

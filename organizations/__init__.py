@@ -1,4 +1,5 @@
-"""Organizations: specs, the named library, turn-taking protocols and metrics.
+"""Organizations: what one is (``spec/``), how the communicate phase takes turns
+(``protocols/``), the decision-round loop (``rounds/``), what an episode measured (``metrics/``).
 
 >>> from orgteams.organizations import load_organization
 >>> team = ["agent_0", "agent_1", "agent_2"]
@@ -6,42 +7,51 @@
 ('agent_0',)
 """
 
-from orgteams.envs.team import Team, display_names
-from orgteams.organizations.metrics.episode_metrics import (
+from orgteams.agents.team import Team, display_names
+from orgteams.organizations.metrics import (
     EpisodeMetrics,
     aggregate,
-    comm_tokens_per_step,
-    communication_graph,
-    episode_metrics,
-    role_stability_index,
-)
-from orgteams.organizations.metrics.graph import (
     algebraic_connectivity,
     centralization,
+    comm_tokens_per_step,
+    communication_graph,
     hierarchy_depth,
+    role_stability_index,
     spectral_gap,
 )
-from orgteams.organizations.protocols.facts import PROTOCOL_FACTS, PROTOCOLS, ProtocolFacts
-from orgteams.organizations.protocols.schedule import (
+from orgteams.organizations.metrics.episode_metrics import episode_metrics
+from orgteams.organizations.protocols import (
+    PROTOCOL_FACTS,
+    PROTOCOLS,
     ElectionRecord,
+    ProtocolFacts,
     Stage,
     election_due,
     leader_for_round,
     record_election,
     resolve_claims,
     route,
-    schedule,
     tally,
     visible_outputs,
 )
-from orgteams.organizations.rounds.episode import EpisodeState, RoundHooks, play_rounds
-from orgteams.organizations.spec.library import (
+from orgteams.organizations.protocols.schedule import schedule
+from orgteams.organizations.rounds import (
+    EpisodeResult,
+    EpisodeState,
+    RoundHooks,
+    Shock,
+    TeamRunner,
+    play_rounds,
+    run_team,
+)
+from orgteams.organizations.spec import (
+    SELF_CHOSEN,
+    Organization,
+    ResolvedOrganization,
     list_organizations,
     load_organization,
     organization_path,
 )
-from orgteams.organizations.spec.organization import SELF_CHOSEN, Organization
-from orgteams.organizations.spec.resolved import ResolvedOrganization
 
 __all__ = [
     "algebraic_connectivity",
@@ -50,13 +60,16 @@ __all__ = [
     "SELF_CHOSEN",
     "ElectionRecord",
     "EpisodeMetrics",
+    "EpisodeResult",
     "EpisodeState",
     "Organization",
     "ProtocolFacts",
     "ResolvedOrganization",
     "RoundHooks",
+    "Shock",
     "Stage",
     "Team",
+    "TeamRunner",
     "aggregate",
     "centralization",
     "comm_tokens_per_step",
@@ -74,6 +87,7 @@ __all__ = [
     "resolve_claims",
     "role_stability_index",
     "route",
+    "run_team",
     "schedule",
     "spectral_gap",
     "tally",

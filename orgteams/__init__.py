@@ -1,4 +1,5 @@
-"""orgteams: teams of agents that organize.
+"""orgteams: teams of agents that organize. The public face lives here (``run.py``, the CLI,
+play glue, experiments, replay) beside the leaves ``errors``, ``templates`` and ``lazy``.
 
 Quick start::
 
@@ -11,16 +12,14 @@ The environment alone: ``from orgteams.envs import household_v0``.
 
 from __future__ import annotations
 
-from typing import Any
+from orgteams.lazy import lazy_exports
 
 __version__ = "0.1.0"
 __all__ = ["BackendPool", "run_episode", "build_team", "__version__"]
 
-
-def __getattr__(name: str) -> Any:
-    # Lazy, so `import orgteams.envs` stays light for RL code.
-    if name in ("BackendPool", "run_episode", "build_team"):
-        from orgteams import run as team
-
-        return getattr(team, name)
-    raise AttributeError(f"module 'orgteams' has no attribute {name!r}")
+# Lazy, so `import orgteams.envs` stays light for RL code.
+__getattr__, __dir__ = lazy_exports(__name__, {
+    "BackendPool": "orgteams.agents.backends.pool",
+    "build_team": "orgteams.run",
+    "run_episode": "orgteams.run",
+})

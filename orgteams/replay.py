@@ -17,12 +17,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from orgteams.agents.messages import TeamMessage
 from orgteams.envs.core.actions import HAND_CAPACITY, NUM_ACTIONS
 from orgteams.envs.core.dynamics import transition
 from orgteams.envs.core.state import HouseholdState, is_walkable
-from orgteams.envs.errors import UserError
-from orgteams.envs.messages import TeamMessage
 from orgteams.envs.render.overlay import Overlay
+from orgteams.errors import UserError
 from orgteams.organizations.rounds.episode_log import read_log_lines, state_digest
 
 SUMMARY_FACTS = ("ticks", "success", "units_done", "units_total")

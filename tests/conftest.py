@@ -182,4 +182,18 @@ def _tmp_path_at_most_50_mb(request: pytest.FixtureRequest) -> Iterator[None]:
                     f"(at most {MAX_TMP_BYTES / 2**20:.0f} MB): play smaller sizes",
                     pytrace=False)
 
+
+@pytest.fixture(autouse=True)
+def _nothing_written_into_the_working_folder(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Episodes a test plays log under its tmp_path, never into the folder pytest runs in
+    (an ``orgteams run`` without ``--log`` writes ``./runs``: a test must not)."""
+    runs = Path.cwd() / "runs"
+    before = set(os.listdir(runs)) if runs.is_dir() else set()
+    yield
+    after = set(os.listdir(runs)) if runs.is_dir() else set()
+    if after - before:
+        pytest.fail(f"{request.node.nodeid} wrote {sorted(after - before)} into {runs}: "
+                    "give the episodes it plays a log path under tmp_path", pytrace=False)
+
+
 sys.path.insert(0, str(Path(__file__).parent))

@@ -3,7 +3,6 @@ cannot drift) and checks the episode command 1 played."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
 import subprocess
@@ -11,15 +10,13 @@ import sys
 from pathlib import Path
 
 import pytest
+from doubles import load_script
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def _load(name: str):
-    spec = importlib.util.spec_from_file_location(name, ROOT / ".ci" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script(ROOT / ".ci" / f"{name}.py")
 
 
 def test_ci_runs_readme_commands_extracted_from_the_readme():

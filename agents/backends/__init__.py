@@ -1,4 +1,5 @@
-"""Chat-model backends: one interface, several implementations (DESIGN.md, "LLM backends").
+"""Chat-model backends: one interface, several implementations (DESIGN.md, "LLM backends"),
+and the pool that owns them for an episode or a sweep worker (:class:`BackendPool`).
 
 Pick one with :func:`make_backend`::
 
@@ -28,14 +29,15 @@ from orgteams.agents.backends.base import (
 from orgteams.agents.backends.cache import CachedBackend
 from orgteams.agents.backends.local import LocalBackend, LocalServer, LocalServerError
 from orgteams.agents.backends.openai_backend import OpenAIBackend
+from orgteams.agents.backends.pool import BackendPool
 from orgteams.agents.backends.pricing import cost, price_of
 from orgteams.agents.backends.scripted import ScriptedBackend, ScriptExhaustedError
-from orgteams.envs._util import unknown_name
-from orgteams.envs.errors import UserError
+from orgteams.errors import UserError, unknown_name
 
 __all__ = [
     "BACKENDS",
     "BackendConfigError",
+    "BackendPool",
     "BackendError",
     "CachedBackend",
     "ChatBackend",

@@ -22,7 +22,7 @@ from abc import ABC, abstractmethod
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from orgteams.envs.errors import UserError
+from orgteams.errors import UserError
 
 ChatMessage = dict[str, str]
 """One chat message: ``{"role": "system" | "user" | "assistant", "content": str}``."""

@@ -26,7 +26,7 @@ from orgteams.agents.backends.redact import (
     scrub_value,
 )
 from orgteams.envs.core.user_files import make_parents
-from orgteams.envs.errors import UserError
+from orgteams.errors import UserError
 
 __all__ = ["CachedBackend", "cache_key"]
 
@@ -140,7 +140,11 @@ class CachedBackend(ChatBackend):
     def __repr__(self) -> str:
         return f"CachedBackend({self.inner!r}, path={str(self.path)!r})"
 
-    def _lookup(self, key: str) -> Completion | None:
+    def _lookup(self, messages: list[ChatMessage], schema: dict[str, Any] | None,
+                temperature: float, max_tokens: int, seed: int | None
+                ) -> tuple[str, Completion | None]:
+        """The request's cache key, and its cached completion or None (a miss)."""
+        key = cache_key(self.inner.model, messages, schema, temperature, seed, max_tokens)
         with self._lock:
             try:
                 row = self._conn.execute(
@@ -150,15 +154,16 @@ class CachedBackend(ChatBackend):
                 raise _unusable(self.path, exc) from None
             if row is None:
                 self.misses += 1
-                return None
+                return key, None
             self.hits += 1
         completion = _completion(row[0], self.path, key)
         completion.cached = True
         completion.latency = 0.0
         completion.attempts = []  # a hit sends no request
-        return completion
+        return key, completion
 
-    def _store(self, key: str, completion: Completion) -> None:
+    def _store(self, key: str, completion: Completion) -> Completion:
+        """Keep ``completion`` under ``key``; returns it."""
         # A reply may echo a key (a server's error page, a model repeating its prompt):
         # the file keeps none (a rerun from the cache then sees the masked text). Its
         # text is capped as the OpenAI-compatible backends cap theirs, whatever the
@@ -171,6 +176,7 @@ class CachedBackend(ChatBackend):
                 "INSERT OR REPLACE INTO completions (key, completion) VALUES (?, ?)", (key, data)
             )
             self._conn.commit()
+        return completion
 
     def complete(
         self,
@@ -182,15 +188,9 @@ class CachedBackend(ChatBackend):
         seed: int | None = None,
     ) -> Completion:
         """Answer from the cache, or ask ``inner`` and store its reply."""
-        key = cache_key(self.inner.model, messages, schema, temperature, seed, max_tokens)
-        hit = self._lookup(key)
-        if hit is not None:
-            return hit
-        completion = self.inner.complete(
-            messages, schema=schema, temperature=temperature, max_tokens=max_tokens, seed=seed
-        )
-        self._store(key, completion)
-        return completion
+        key, hit = self._lookup(messages, schema, temperature, max_tokens, seed)
+        return hit if hit is not None else self._store(key, self.inner.complete(
+            messages, schema=schema, temperature=temperature, max_tokens=max_tokens, seed=seed))
 
     async def acomplete(
         self,
@@ -202,15 +202,9 @@ class CachedBackend(ChatBackend):
         seed: int | None = None,
     ) -> Completion:
         """Async :meth:`complete`; misses use ``inner.acomplete``."""
-        key = cache_key(self.inner.model, messages, schema, temperature, seed, max_tokens)
-        hit = self._lookup(key)
-        if hit is not None:
-            return hit
-        completion = await self.inner.acomplete(
-            messages, schema=schema, temperature=temperature, max_tokens=max_tokens, seed=seed
-        )
-        self._store(key, completion)
-        return completion
+        key, hit = self._lookup(messages, schema, temperature, max_tokens, seed)
+        return hit if hit is not None else self._store(key, await self.inner.acomplete(
+            messages, schema=schema, temperature=temperature, max_tokens=max_tokens, seed=seed))
 
     async def aclose(self) -> None:
         await self.inner.aclose()

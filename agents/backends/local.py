@@ -14,8 +14,8 @@ offline works against vLLM or OpenAI; it keeps the model's native threads, memor
 signal handlers out of our process (``xllamacpp.Server`` installs its own ``SIGINT`` /
 ``SIGTERM`` handlers, which would swallow Ctrl-C in the runner; a crash is a
 ``BackendError``, not a dead sweep worker); and one server is shared by every agent
-of whoever owns it (a :class:`~orgteams.run.BackendPool`: an episode, a sweep worker,
-a reflect run). The cost is about a second of start-up once per owner and ~1 ms of
+of whoever owns it (a :class:`~orgteams.agents.backends.pool.BackendPool`: an episode, a
+sweep worker, a reflect run). The cost is about a second of start-up once per owner and ~1 ms of
 HTTP per call, small beside generation time.
 
 Parallel slots: the server decodes up to ``n_parallel`` requests at once (continuous
@@ -66,7 +66,7 @@ from urllib.request import url2pathname
 
 from orgteams.agents.backends.base import ChatMessage
 from orgteams.agents.backends.openai_backend import OpenAIBackend
-from orgteams.envs.errors import MissingExtraError
+from orgteams.errors import MissingExtraError
 
 __all__ = ["GRAMMAR_INSTRUCTION", "LOCAL_MODEL", "MAX_DEFAULT_SLOTS", "LocalBackend",
            "LocalServer", "LocalServerError", "closed_schema", "compact_json_grammar",

@@ -71,7 +71,7 @@ from orgteams.agents.backends.base import (
 from orgteams.agents.backends.openai_wire import MODES, request_kwargs, to_completion
 from orgteams.agents.backends.redact import Secrets, scrub_url, url_credentials
 from orgteams.agents.backends.retry import DeadlineExceeded, Unsupported
-from orgteams.envs.errors import MissingExtraError
+from orgteams.errors import MissingExtraError
 
 __all__ = ["MODES", "OpenAIBackend"]
 

@@ -12,7 +12,7 @@ from functools import cache
 import yaml
 
 from orgteams.agents.backends.base import Usage
-from orgteams.envs._util import asset_dir
+from orgteams.assets import asset_dir
 
 __all__ = ["Price", "cost", "price_of", "prices_as_of"]
 

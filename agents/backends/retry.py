@@ -17,7 +17,7 @@ from typing import Any
 
 from orgteams.agents.backends.base import Attempt, BackendConfigError, BackendError
 from orgteams.agents.backends.redact import cut_scrubbed
-from orgteams.envs.errors import MissingExtraError
+from orgteams.errors import MissingExtraError
 
 __all__ = ["MAX_DETAIL_CHARS", "MAX_RETRY_AFTER", "DeadlineExceeded", "UnexpectedBody",
            "Unsupported", "classify", "nap", "policy"]

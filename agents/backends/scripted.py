@@ -52,7 +52,7 @@ class ScriptedBackend(ChatBackend):
         latency: Seconds to sleep per call (``asyncio.sleep`` in ``acomplete``).
         cycle: Start over at the first reply when the list runs out.
         tokenizer: Counts usage; default: :func:`~orgteams.agents.llm.tokens.default_tokenizer`
-            (a :class:`~orgteams.run.BackendPool` passes the one it owns).
+            (a :class:`~orgteams.agents.backends.pool.BackendPool` passes the one it owns).
     """
 
     name = "scripted"

@@ -42,10 +42,10 @@ from orgteams.agents.member import (
     DialogueMember,
     TeamMessage,
 )
-from orgteams.envs.messages import EVERYONE
+from orgteams.agents.messages import EVERYONE
 
 if TYPE_CHECKING:
-    from orgteams.envs.highlevel.highlevel_env import HighLevelEnv
+    from orgteams.agents.view import MemberView
 
 __all__ = ["ACT_PROMPT", "HumanAgent"]
 
@@ -92,7 +92,7 @@ class HumanAgent(DialogueMember):
         self._context: ActContext | None = None
 
     # ---- TeamMember (reset, observe and receive come from DialogueMember) ----
-    async def communicate(self, ctx: CommunicateContext, env: HighLevelEnv) -> CommunicateDecision:
+    async def communicate(self, ctx: CommunicateContext, env: MemberView) -> CommunicateDecision:
         """Ask the person what to say (or vote, claim, abstain)."""
         started = time.perf_counter()
         if self.name:  # a copy: the runner's context is shared
@@ -121,7 +121,7 @@ class HumanAgent(DialogueMember):
         return decision
 
     async def act(
-        self, env: HighLevelEnv, round: int, ctx: ActContext | None = None
+        self, env: MemberView, round: int, ctx: ActContext | None = None
     ) -> ActDecision:
         """Ask the person for an action letter."""
         started = time.perf_counter()
@@ -161,14 +161,14 @@ class HumanAgent(DialogueMember):
         return ActDecision(action_id, "", record)
 
     # ------------------------------------------------------------ helpers
-    def _situation(self, env: HighLevelEnv, ctx: ActContext) -> list[str]:
+    def _situation(self, env: MemberView, ctx: ActContext) -> list[str]:
         role = f" ({ctx.role})" if ctx.role else ""
         lines = [f"=== Round {ctx.round}: you are {ctx.name}{role} ==="]
         if ctx.instruction:
             lines.append(f"Organization: {ctx.instruction}")
         lines += [
-            f"Goal: {env.base.describe_goal()}",
-            f"You see: {env.base.describe(self.agent_id)}",
+            f"Goal: {env.describe_goal()}",
+            f"You see: {env.describe(self.agent_id)}",
             f"You know: {env.memory(self.agent_id).render_text()}",
         ]
         dialogue = self.log.dialogue_lines(ctx.team, self.agent_id)

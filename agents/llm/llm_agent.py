@@ -45,10 +45,11 @@ from orgteams.agents.member import (
     TeamMessage,
     safe_action,
 )
-from orgteams.envs.messages import EVERYONE
+from orgteams.agents.messages import EVERYONE
 
 if TYPE_CHECKING:
-    from orgteams.envs.highlevel.highlevel_env import HighLevelAction, HighLevelEnv
+    from orgteams.agents.view import MemberView
+    from orgteams.envs.highlevel.highlevel_env import HighLevelAction
 
 __all__ = ["LLMAgent", "safe_action"]
 
@@ -137,7 +138,7 @@ class LLMAgent(DialogueMember):
     def __repr__(self) -> str:
         return f"LLMAgent({self.agent_id!r}, model={self.backend.model!r})"
 
-    def _options(self, env: HighLevelEnv, round: int, record: DecisionRecord
+    def _options(self, env: MemberView, round: int, record: DecisionRecord
                  ) -> list[tuple[str, HighLevelAction]]:
         """The lettered options of this round, recorded in the order shown."""
         key = f"{self.seed}|{self.agent_id}|{round}" if self.shuffle_options else None
@@ -145,7 +146,7 @@ class LLMAgent(DialogueMember):
         record.options = [a.id for _, a in options]
         return options
 
-    def _assignable(self, ctx: CommunicateContext, env: HighLevelEnv
+    def _assignable(self, ctx: CommunicateContext, env: MemberView
                     ) -> dict[str, dict[str, str]]:
         """A leader's assignable work: teammate -> {option label: action id}.
 
@@ -170,7 +171,7 @@ class LLMAgent(DialogueMember):
         return terse_label(action.id) if self.variant.terse_labels else action.label
 
     # ---- TeamMember (reset, observe and receive come from DialogueMember) ----
-    async def communicate(self, ctx: CommunicateContext, env: HighLevelEnv) -> CommunicateDecision:
+    async def communicate(self, ctx: CommunicateContext, env: MemberView) -> CommunicateDecision:
         """Decide what to say in one stage (see :class:`CommunicateContext`)."""
         started = time.perf_counter()
         ctx = self._named(ctx)
@@ -241,7 +242,7 @@ class LLMAgent(DialogueMember):
         )
 
     async def act(
-        self, env: HighLevelEnv, round: int, ctx: ActContext | None = None
+        self, env: MemberView, round: int, ctx: ActContext | None = None
     ) -> ActDecision:
         """Pick one available high-level action by id.
 

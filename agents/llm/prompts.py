@@ -34,13 +34,14 @@ from typing import TYPE_CHECKING, Any
 from orgteams.agents.llm.quoting import one_line, quote_block
 from orgteams.agents.member import ActContext, DialogueLog
 from orgteams.agents.shared_context import chosen_lines
-from orgteams.envs.errors import UserError
+from orgteams.errors import UserError
 
 MAX_PROMPT_CHARS = 1_000_000
 """Largest value (characters or items) a prompt template may build."""
 
 if TYPE_CHECKING:
-    from orgteams.envs.highlevel.highlevel_env import HighLevelAction, HighLevelEnv
+    from orgteams.agents.view import MemberView
+    from orgteams.envs.highlevel.highlevel_env import HighLevelAction
 
 __all__ = [
     "PROMPT_VARIANTS",
@@ -136,10 +137,10 @@ class PromptTemplates:
 
     def __init__(self, directory: str | Path | None = None, *, variant: str | None = None
                  ) -> None:
-        import jinja2
+        import jinja2  # here, not at import: importing orgteams.agents stays light
 
-        from orgteams.envs._util import asset_dir
-        from orgteams.organizations.spec.templates import LimitedSandbox
+        from orgteams.assets import asset_dir
+        from orgteams.templates import LimitedSandbox
 
         shipped = asset_dir("prompts")
         folders = [Path(directory)] if directory is not None else []
@@ -201,7 +202,7 @@ class PromptTemplates:
         import jinja2
         from jinja2.sandbox import SecurityError
 
-        from orgteams.organizations.spec.templates import step_budget
+        from orgteams.templates import step_budget
 
         template = self._template(name)
         try:
@@ -254,8 +255,8 @@ def default_templates(variant: str | None = None) -> PromptTemplates:
     return PromptTemplates(variant=variant)
 
 
-def _progress_text(env: HighLevelEnv) -> str:
-    progress = env.base.progress()
+def _progress_text(env: MemberView) -> str:
+    progress = env.progress()
     done, total = progress["units_done"], progress["units_total"]
     remaining = "; ".join(progress["remaining"]) or "nothing"
     return f"{done} of {total} goal items done. Still to do: {remaining}."
@@ -284,7 +285,7 @@ def terse_label(action_id: str) -> str:
     return f"{kind} {target}" if target else kind
 
 
-def _belief(env: HighLevelEnv, agent: str, max_lines: int | None) -> str:
+def _belief(env: MemberView, agent: str, max_lines: int | None) -> str:
     lines = env.memory(agent).render_text().strip().splitlines()
     if max_lines is not None and len(lines) > max_lines:
         lines = [*lines[:max_lines], f"(and {len(lines) - max_lines} more lines)"]
@@ -292,7 +293,7 @@ def _belief(env: HighLevelEnv, agent: str, max_lines: int | None) -> str:
 
 
 def situation(
-    env: HighLevelEnv,
+    env: MemberView,
     ctx: ActContext,
     log: DialogueLog,
     options: list[tuple[str, HighLevelAction]],
@@ -301,7 +302,8 @@ def situation(
     """The template variables shared by the communicate and act prompts.
 
     Args:
-        env: The high-level env (belief from ``env.memory``, view from ``env.base``).
+        env: What the member reads of the episode (belief from ``env.memory``, its view
+            from ``env.describe``).
         ctx: Who the agent is this round.
         log: Its dialogue and action memory.
         options: The lettered available actions (:func:`action_options`).
@@ -317,10 +319,10 @@ def situation(
         "instruction": quote_block(ctx.instruction.strip()),
         "teammates": [n for a, n in ctx.team.items() if a != agent],
         "team_size": len(ctx.team),
-        "goal": env.base.describe_goal(),
+        "goal": env.describe_goal(),
         "progress": _progress_text(env),
         "belief": _belief(env, agent, variant.belief_lines),
-        "observation": env.base.describe(agent).strip(),
+        "observation": env.describe(agent).strip(),
         "actions": [(letter, label(a)) for letter, a in options],
         "dialogue": log.dialogue_lines(ctx.team, agent),
         "dialogue_window": log.dialogue.maxlen,

@@ -25,7 +25,7 @@ from orgteams.agents.llm.schemas import (
     ReplySpec,
     explain,
 )
-from orgteams.envs.messages import EVERYONE
+from orgteams.agents.messages import EVERYONE
 
 __all__ = [
     "ActReply",

@@ -25,7 +25,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from orgteams.envs.messages import EVERYONE, MESSAGE_MAX_CHARS
+from orgteams.agents.messages import EVERYONE, MESSAGE_MAX_CHARS
 
 __all__ = [
     "MAX_MESSAGES",

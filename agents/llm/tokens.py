@@ -7,7 +7,7 @@ so readers know which method produced the numbers.
 A :class:`Tokenizer` owns its bounded cache of counts, dropped by
 :meth:`Tokenizer.close`; the vocabulary is read-only data loaded once per process and
 shared (freed at exit). Whoever makes a tokenizer owns it: a
-:class:`~orgteams.run.BackendPool` owns the tokenizer of the scripted backends it
+:class:`~orgteams.agents.backends.pool.BackendPool` owns the tokenizer of the scripted backends it
 makes and of the episodes played with it (the round loop's message counts, budgets
 and metrics, through ``EpisodeState.tokenizer``); :func:`count_tokens` and
 :func:`tokenizer_name` use this module's default tokenizer, for code with no owner at

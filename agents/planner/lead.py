@@ -27,29 +27,29 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from orgteams.agents.planner.planner import PlannerAgent
-    from orgteams.envs.highlevel.highlevel_env import HighLevelEnv
+    from orgteams.agents.view import MemberView
 
 __all__ = ["free_stale", "lead", "needed_for", "room_explored"]
 
 ROOM = "room:"  # prefix of a room's key in ``assigned``
 
 
-def _held(env: HighLevelEnv, agent: str) -> tuple[str, ...]:
+def _held(env: MemberView, agent: str) -> tuple[str, ...]:
     """What ``agent`` carries, as anyone watching it sees."""
-    world = env.base.world
-    return tuple(world.scene.objects[o] for o in world.hands[env.base.agent_index[agent]])
+    world = env.world
+    return tuple(world.scene.objects[o] for o in world.hands[env.agent_index[agent]])
 
 
-def room_explored(planner: PlannerAgent, env: HighLevelEnv, room: str) -> bool:
+def room_explored(planner: PlannerAgent, env: MemberView, room: str) -> bool:
     """``planner`` explored ``room`` itself or heard that a teammate did."""
     return room in planner.explored or env.memory(planner.agent_id).room_explored(room)
 
 
-def free_stale(planner: PlannerAgent, env: HighLevelEnv) -> dict[str, str]:
+def free_stale(planner: PlannerAgent, env: MemberView) -> dict[str, str]:
     """Drop orders that no longer hold (see the module docstring), so that nothing stays
     "taken" by an order nobody is carrying out. Returns agent -> room of the explore
     orders that ended because their agent must decide again."""
-    tick = env.base.world.tick
+    tick = env.world.tick
     ended = {}
     for key, agent in list(planner.assigned.items()):
         given = planner.assigned_at.get(key, tick)
@@ -70,7 +70,7 @@ def free_stale(planner: PlannerAgent, env: HighLevelEnv) -> dict[str, str]:
     return ended
 
 
-def needed_for(planner: PlannerAgent, env: HighLevelEnv, agent: str) -> dict[str, int]:
+def needed_for(planner: PlannerAgent, env: MemberView, agent: str) -> dict[str, int]:
     """Units of each goal class still needed if ``agent`` is given a new order: the
     goal minus what the leader holds, what anyone claims (``agent`` only what it holds:
     its other claims end with its order) and what others were ordered to grab."""
@@ -91,7 +91,7 @@ def needed_for(planner: PlannerAgent, env: HighLevelEnv, agent: str) -> dict[str
     return need
 
 
-def _grab_order(planner: PlannerAgent, env: HighLevelEnv, agent: str) -> str | None:
+def _grab_order(planner: PlannerAgent, env: MemberView, agent: str) -> str | None:
     """The nearest object the goal needs that nobody carries, claimed or was ordered."""
     mem = env.memory(planner.agent_id)
     need = needed_for(planner, env, agent)
@@ -108,7 +108,7 @@ def _grab_order(planner: PlannerAgent, env: HighLevelEnv, agent: str) -> str | N
     return min(cands, key=lambda o: (planner._dist(env, agent, mem.objects[o].location), o))
 
 
-def _room_order(planner: PlannerAgent, env: HighLevelEnv, agent: str,
+def _room_order(planner: PlannerAgent, env: MemberView, agent: str,
                 ended: str | None) -> str | None:
     """The nearest room nobody explored, claimed or was sent to, other than ``ended``:
     the room whose exploration ``agent`` just ended (explored, or it failed: its report
@@ -124,10 +124,10 @@ def _room_order(planner: PlannerAgent, env: HighLevelEnv, agent: str,
     return min(rooms, key=lambda r: (planner._room_dist(env, agent, r), r))
 
 
-def lead(planner: PlannerAgent, env: HighLevelEnv, reach: list[str] | None = None) -> None:
+def lead(planner: PlannerAgent, env: MemberView, reach: list[str] | None = None) -> None:
     """Order each reachable teammate that must decide now (module docstring)."""
     ended = free_stale(planner, env)
-    tick = env.base.world.tick
+    tick = env.world.tick
     mem = env.memory(planner.agent_id)
     team = [a for a in env.agents if a != planner.agent_id and env.needs_decision(a)
             and (reach is None or a in reach)]

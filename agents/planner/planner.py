@@ -1,4 +1,4 @@
-"""PlannerAgent: a competent scripted teammate over :class:`HighLevelEnv`.
+"""PlannerAgent: a competent scripted teammate in high-level actions, reading a MemberView.
 
 It keeps a belief of where objects are (its env memory plus what teammates said),
 and each time it must decide it picks, in order:
@@ -12,7 +12,7 @@ and each time it must decide it picks, in order:
    (the room it stands in first);
 5. ``wait``.
 
-It says what it does in small structured :class:`~orgteams.envs.messages.TeamMessage`
+It says what it does in small structured :class:`~orgteams.agents.messages.TeamMessage`
 s: ``claim`` for each object it goes to grab and each room it goes to explore,
 ``found`` for goal objects it sees, ``done`` when it placed one, ``release`` when
 it gives up. Two claims on one object: the earlier tick wins, then the lower
@@ -32,9 +32,9 @@ from __future__ import annotations
 from collections import Counter
 
 from orgteams.agents.member_rules import MemberRules
+from orgteams.agents.messages import EVERYONE, TeamMessage
 from orgteams.agents.planner.lead import ROOM, lead
-from orgteams.envs.highlevel.highlevel_env import HighLevelEnv
-from orgteams.envs.messages import EVERYONE, TeamMessage
+from orgteams.agents.view import MemberView
 
 ROLES = ("member", "leader")
 
@@ -116,7 +116,7 @@ class PlannerAgent:
                     del self.assigned[key]  # the member told why it will not do it
             self._heard.append(m)
 
-    def _apply_heard(self, env: HighLevelEnv) -> None:
+    def _apply_heard(self, env: MemberView) -> None:
         mem = env.memory(self.agent_id)
         for m in self._heard:
             c = m.content
@@ -133,7 +133,7 @@ class PlannerAgent:
     def _say(self, kind: str, receivers=EVERYONE, **content) -> None:
         self._outbox.append(TeamMessage.structured(self.agent_id, receivers, kind, content))
 
-    def communicate(self, env: HighLevelEnv, inbox: list[TeamMessage],
+    def communicate(self, env: MemberView, inbox: list[TeamMessage],
                     reach: list[str] | None = None) -> list[TeamMessage]:
         """Read ``inbox``; return this agent's messages for this round.
 
@@ -155,21 +155,21 @@ class PlannerAgent:
         out, self._outbox = self._outbox, []
         return out
 
-    def status(self, env: HighLevelEnv) -> str:
+    def status(self, env: MemberView) -> str:
         """What it does: its decision this round, else its running plan, else ``wait``."""
         if self._intent:
             return self._intent
         current = env.current(self.agent_id)
         return f"{current.kind}:{current.target}" if current is not None else "wait"
 
-    def _useful(self, env: HighLevelEnv) -> bool:
+    def _useful(self, env: MemberView) -> bool:
         """Whether it has something useful to do: it holds something, has an order, or
         some goal unit still needs someone (not done, held or claimed by others)."""
         if env.memory(self.agent_id).held or self.assignment is not None:
             return True
         return any(n > 0 for n in self._remaining(env).values())
 
-    def _announce(self, env: HighLevelEnv) -> None:
+    def _announce(self, env: MemberView) -> None:
         mem = env.memory(self.agent_id)
         wanted = self._wanted_classes(env)
         for obj, b in mem.objects.items():
@@ -188,7 +188,7 @@ class PlannerAgent:
                     self._say("done", room=room)
 
     # ---- acting ----
-    def act(self, env: HighLevelEnv) -> str:
+    def act(self, env: MemberView) -> str:
         """The high-level action id for this round (``continue`` while a plan runs)."""
         self._apply_heard(env)
         me = self.agent_id
@@ -210,7 +210,7 @@ class PlannerAgent:
         self._last_action = action
         return action
 
-    def _decide(self, env: HighLevelEnv, claim: bool) -> str:
+    def _decide(self, env: MemberView, claim: bool) -> str:
         """Choose an action; with ``claim`` queue the claim messages it implies."""
         self._note_results(env)
         valid = {a.id for a in env.available_actions(self.agent_id)}
@@ -220,9 +220,9 @@ class PlannerAgent:
             self._claim(env, choice)
         return choice
 
-    def _claim(self, env: HighLevelEnv, choice: str) -> None:
+    def _claim(self, env: MemberView, choice: str) -> None:
         kind, _, target = choice.partition(":")
-        tick = env.base.world.tick
+        tick = env.world.tick
         held = env.memory(self.agent_id).held
         for obj, (who, _) in list(self.claims.items()):
             if who == self.agent_id and obj not in held and choice != f"grab:{obj}":
@@ -235,7 +235,7 @@ class PlannerAgent:
             self.room_claims[self.agent_id] = target
             self._say("claim", room=target)
 
-    def _note_results(self, env: HighLevelEnv) -> None:
+    def _note_results(self, env: MemberView) -> None:
         """Turn this agent's finished plans into done / release messages."""
         mem = env.memory(self.agent_id)
         me = self.agent_id
@@ -256,20 +256,20 @@ class PlannerAgent:
                 self._say("release", object=obj)
 
     # ---- goal bookkeeping ----
-    def _goal(self, env: HighLevelEnv):
-        world = env.base.world
+    def _goal(self, env: MemberView):
+        world = env.world
         return world.scene.goal, world.progress
 
-    def _wanted_classes(self, env: HighLevelEnv) -> set[str]:
+    def _wanted_classes(self, env: MemberView) -> set[str]:
         goal, progress = self._goal(env)
         return {p.cls for p, have in zip(goal, progress) if have < p.count}
 
-    def _target_of(self, env: HighLevelEnv, obj: str) -> str:
+    def _target_of(self, env: MemberView, obj: str) -> str:
         cls = obj.rpartition("_")[0]
         goal, _ = self._goal(env)
         return next((p.target for p in goal if p.cls == cls), "")
 
-    def _on_target(self, env: HighLevelEnv, obj: str) -> bool:
+    def _on_target(self, env: MemberView, obj: str) -> bool:
         mem = env.memory(self.agent_id)
         b = mem.objects.get(obj)
         if b is None or b.kind != "furniture":
@@ -279,7 +279,7 @@ class PlannerAgent:
         ftype = f.type if f else b.location.rstrip("_0123456789")
         return bool(target) and ftype == target
 
-    def _remaining(self, env: HighLevelEnv) -> dict[str, int]:
+    def _remaining(self, env: MemberView) -> dict[str, int]:
         """Units each class still needs after what is held, claimed by others and (a
         leader) ordered to others and not yet claimed."""
         goal, progress = self._goal(env)
@@ -301,7 +301,7 @@ class PlannerAgent:
                 need[cls] -= 1
         return need
 
-    def _candidates(self, env: HighLevelEnv) -> list[str]:
+    def _candidates(self, env: MemberView) -> list[str]:
         """Known objects the goal still needs that nobody else claimed."""
         me = self.agent_id
         mem = env.memory(self.agent_id)
@@ -316,19 +316,19 @@ class PlannerAgent:
                 out.append(obj)
         return sorted(out)
 
-    def _dist(self, env: HighLevelEnv, agent: str, furniture: str) -> int:
-        world = env.base.world
+    def _dist(self, env: MemberView, agent: str, furniture: str) -> int:
+        world = env.world
         f = next(i for i, x in enumerate(world.scene.layout.furniture) if x.name == furniture)
-        here = world.agent_pos[env.base.agent_index[agent]]
+        here = world.agent_pos[env.agent_index[agent]]
         return env.nav.distance(here, env.nav.furniture_goal(f))
 
-    def _room_dist(self, env: HighLevelEnv, agent: str, room: str) -> int:
-        world = env.base.world
-        here = world.agent_pos[env.base.agent_index[agent]]
+    def _room_dist(self, env: MemberView, agent: str, room: str) -> int:
+        world = env.world
+        here = world.agent_pos[env.agent_index[agent]]
         return env.nav.distance(here, env.nav.room_goal(world.scene.layout.rooms.index(room)))
 
     # ---- choices ----
-    def _from_assignment(self, env: HighLevelEnv, valid: set[str]) -> str | None:
+    def _from_assignment(self, env: MemberView, valid: set[str]) -> str | None:
         """The leader's order, unless it cannot be done or is corrected (:meth:`_correct`)."""
         a, self.assignment = self.assignment, None
         if a is None:
@@ -355,7 +355,7 @@ class PlannerAgent:
             return None
         return None if reason == "not possible now" else order["action"]
 
-    def _grab_or_put(self, env: HighLevelEnv, valid: set[str]) -> str | None:
+    def _grab_or_put(self, env: MemberView, valid: set[str]) -> str | None:
         mem = env.memory(self.agent_id)
         me = self.agent_id
         if len(mem.held) < 2:
@@ -379,7 +379,7 @@ class PlannerAgent:
             return None
         return f"put:{min(spots, key=lambda f: (self._dist(env, me, f), f))}"
 
-    def _explore(self, env: HighLevelEnv, valid: set[str]) -> str | None:
+    def _explore(self, env: MemberView, valid: set[str]) -> str | None:
         me = self.agent_id
         mem = env.memory(me)
         others = {r for a, r in self.room_claims.items() if a != me}

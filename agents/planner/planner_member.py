@@ -33,9 +33,10 @@ from orgteams.agents.member import (
     TeamMessage,
 )
 from orgteams.agents.member_rules import MemberRules, choose_vote, within_budget
+from orgteams.agents.messages import EVERYONE, render
 from orgteams.agents.planner.planner import PlannerAgent
 from orgteams.agents.shared_context import as_claims
-from orgteams.envs.messages import EVERYONE, render
+from orgteams.agents.view import MemberView
 
 PRIORITY = ("assign", "correct", "claim", "release", "done", "found", "status")
 """Message kinds, most important first: what a budget keeps."""
@@ -145,7 +146,7 @@ class PlannerMember(MemberBase):
     def receive(self, messages: list[TeamMessage]) -> None:
         self.planner.receive(self._fresh(_structured(messages)))
 
-    async def communicate(self, ctx: CommunicateContext, env) -> CommunicateDecision:
+    async def communicate(self, ctx: CommunicateContext, env: MemberView) -> CommunicateDecision:
         start = time.perf_counter()
         record = DecisionRecord("communicate", self.agent_id, ctx.round, model=self.model)
         rules = self.planner.rules = ctx.rules
@@ -181,7 +182,7 @@ class PlannerMember(MemberBase):
         record.wall = time.perf_counter() - start
         return CommunicateDecision(said, role, abstain, None, "", record)
 
-    def _by_rules(self, messages: list[TeamMessage], rules: MemberRules, env,
+    def _by_rules(self, messages: list[TeamMessage], rules: MemberRules, env: MemberView,
                   ctx: CommunicateContext) -> list[TeamMessage]:
         """The planner's messages as the rules allow: claims only when claiming, reports
         by ``report_when`` to ``report_to``, a status every round when the rules ask,
@@ -206,7 +207,7 @@ class PlannerMember(MemberBase):
                     round=ctx.round))
         return sorted(out, key=priority)
 
-    def _role(self, env, abstain: bool) -> str:
+    def _role(self, env: MemberView, abstain: bool) -> str:
         """Its self-chosen role, from what it will do (:data:`ROLE_VOCABULARY`)."""
         if abstain:
             return "standby"
@@ -215,7 +216,7 @@ class PlannerMember(MemberBase):
         doing = self.planner.status(env)
         return _ROLE_OF.get(doing.partition(":")[0], "standby")
 
-    async def act(self, env, round: int, ctx: ActContext | None = None) -> ActDecision:
+    async def act(self, env: MemberView, round: int, ctx: ActContext | None = None) -> ActDecision:
         start = time.perf_counter()
         action = self.planner.act(env)
         record = DecisionRecord("act", self.agent_id, round, parsed={"action": action},
@@ -236,7 +237,7 @@ class RandomMember(MemberBase):
         self.agent_id = agent_id
         self.agent = RandomAgent(agent_id, seed)
 
-    async def communicate(self, ctx: CommunicateContext, env) -> CommunicateDecision:
+    async def communicate(self, ctx: CommunicateContext, env: MemberView) -> CommunicateDecision:
         record = DecisionRecord("communicate", self.agent_id, ctx.round, model=self.model)
         vote = None
         if ctx.stage_kind == "vote" and ctx.candidates:  # ballots follow the election rule
@@ -244,7 +245,7 @@ class RandomMember(MemberBase):
             record.parsed = {"vote": vote, "rule": ctx.rules.vote}
         return CommunicateDecision([], None, False, vote, "", record)
 
-    async def act(self, env, round: int, ctx: ActContext | None = None) -> ActDecision:
+    async def act(self, env: MemberView, round: int, ctx: ActContext | None = None) -> ActDecision:
         action = self.agent.act(env)
         record = DecisionRecord("act", self.agent_id, round, parsed={"action": action},
                                 model=self.model)

@@ -42,14 +42,17 @@ class Action(NamedTuple):
     index: int = 0  # hand slot for PUT, furniture slot for PICK
 
     def __str__(self) -> str:
+        return self.words("put(hand {n} -> {d})", "pick({d}, slot {n})", "{verb}({d})")
+
+    def words(self, put: str, pick: str, other: str, first: int = 0) -> str:
+        """This action as text: ``"wait"``, or its verb's template (``put``, ``pick``, else
+        ``other``) filled with ``{verb}``, ``{d}`` (the direction's name) and ``{n}`` (the
+        hand or furniture slot, counted from ``first``)."""
         if self.verb == Verb.WAIT:
             return "wait"
-        d = DIRECTION_NAMES[self.direction]
-        if self.verb == Verb.PUT:
-            return f"put(hand {self.index} -> {d})"
-        if self.verb == Verb.PICK:
-            return f"pick({d}, slot {self.index})"
-        return f"{self.verb.name.lower()}({d})"
+        template = {Verb.PUT: put, Verb.PICK: pick}.get(self.verb, other)
+        return template.format(verb=self.verb.name.lower(), d=DIRECTION_NAMES[self.direction],
+                               n=self.index + first)
 
 
 _BASES = {Verb.MOVE: 1, Verb.OPEN: 5, Verb.CLOSE: 9, Verb.PUT: 13, Verb.PICK: 21}

@@ -11,7 +11,7 @@ from functools import cache
 
 import yaml
 
-from orgteams.envs._util import asset_dir
+from orgteams.assets import asset_dir
 
 
 @dataclass(frozen=True)

@@ -27,7 +27,7 @@ import numpy as np
 from orgteams.envs.core.catalog import load_catalog
 from orgteams.envs.core.layout import DIRECTIONS, Layout
 from orgteams.envs.core.limits import MAX_SEED
-from orgteams.envs.errors import UserError
+from orgteams.errors import UserError
 
 ROOM_KEYS = (string.ascii_lowercase
              + "".join(chr(c) for c in range(0x3B1, 0x3CA))  # Greek alpha..omega

@@ -27,11 +27,11 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
-from orgteams.envs._util import asset_dir, asset_names, unknown_name, validation_line
+from orgteams.assets import asset_dir, asset_names
 from orgteams.envs.core.catalog import load_catalog, room_type
 from orgteams.envs.core.limits import MAX_GRID_SIDE
 from orgteams.envs.core.user_files import load_yaml, read_text
-from orgteams.envs.errors import UserError
+from orgteams.errors import UserError, unknown_name, validation_line
 
 WALL, FLOOR, DOOR, FURNITURE, OUTSIDE = 0, 1, 2, 3, 4
 FIXED_CHARS = {"#": WALL, "+": DOOR, "=": DOOR, " ": OUTSIDE}

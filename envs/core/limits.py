@@ -12,7 +12,7 @@ import math
 import numbers
 from typing import Any
 
-from orgteams.envs.errors import UserError
+from orgteams.errors import UserError
 
 MAX_GRID_SIDE = 512
 """Most rows or columns of a layout grid."""
@@ -28,6 +28,9 @@ MAX_SWEEP_CELLS = 1_000_000
 """Most episodes (cells) in one sweep spec."""
 MAX_SEED = 2**32 - 1
 """Largest seed (numpy's legacy seeding range; seeds are never negative)."""
+
+MESSAGE_MAX_CHARS = 300
+"""Longest message a member may send (characters): models, people, the keyboard player."""
 
 MAX_FILE_BYTES = 4 * 1024 * 1024
 """Largest organization, layout, task or sweep-spec file (bytes); a 512 x 512 grid is

@@ -1,7 +1,12 @@
-"""Shortest-path navigation on a layout: BFS distance maps cached per layout.
+"""Shortest-path navigation on a layout: BFS distance maps cached per navigator.
 
-A :class:`Navigator` belongs to one :class:`~orgteams.envs.core.layout.Layout` (it is
-shared by every episode and every env on that layout, see :func:`navigator`).
+A :class:`Navigator` is made for one :class:`~orgteams.envs.core.layout.Layout` and
+owned by whoever made it: each
+:class:`~orgteams.envs.highlevel.highlevel_env.HighLevelEnv` builds its own
+(``env.nav``) and keeps it across its episodes on that layout; nothing is shared
+process-wide. Its cache is bounded (:data:`MAX_CACHED_MAPS`) and, like the env, not
+made for several threads at once (an env is stepped by one thread).
+
 It answers "which primitive action brings this agent one step closer to any of
 these goal cells", with doors counted as walkable (a closed door on the path is
 opened with the primitive ``open`` action) and other agents treated as moving
@@ -11,8 +16,8 @@ after :data:`STUCK_SHUFFLE` blocked ticks it steps aside to break head-on
 deadlocks in corridors and doorways.
 
 Distance maps are plain Python lists indexed by flat cell (``row * width + col``),
-computed once per (layout, goal cells) and kept in an LRU dict, so planning cost
-per tick is a few list lookups.
+computed once per goal-cell set and kept in the navigator's LRU dict, so planning
+cost per tick is a few list lookups.
 """
 
 from __future__ import annotations
@@ -32,7 +37,7 @@ WAIT = 0
 
 
 class Navigator:
-    """Distance maps and next steps for one layout. Build with :func:`navigator`."""
+    """Distance maps and next steps for one layout (its owner keeps it; see the module)."""
 
     def __init__(self, layout: Layout):
         self.layout = layout
@@ -200,7 +205,7 @@ class Walker:
 
         Agents on ``yielding`` cells (waiting) and, unless this agent has been stuck
         a long time, on ``pushable`` cells (lower priority) are walked into: the env
-        pushes them aside (:meth:`HighLevelEnv` does, in ``_make_way``).
+        pushes them aside (:class:`~orgteams.envs.highlevel.crowding.Crowd` does).
         """
         nav, agent = self.nav, self.agent
         here = state.agent_pos[agent]
@@ -262,19 +267,4 @@ class Walker:
         return WAIT
 
 
-_NAVIGATORS: OrderedDict[tuple, Navigator] = OrderedDict()
-MAX_LAYOUTS = 32
-
-
-def navigator(layout: Layout) -> Navigator:
-    """The shared :class:`Navigator` of a layout (one per layout, not per episode)."""
-    key = (layout.name, layout.grid)
-    nav = _NAVIGATORS.get(key)
-    if nav is None:
-        nav = _NAVIGATORS[key] = Navigator(layout)
-        if len(_NAVIGATORS) > MAX_LAYOUTS:
-            _NAVIGATORS.popitem(last=False)
-    return nav
-
-
-__all__ = ["INF", "Navigator", "Walker", "navigator"]
+__all__ = ["INF", "MAX_CACHED_MAPS", "Navigator", "Walker"]

@@ -19,7 +19,7 @@ from orgteams.envs.core.catalog import load_catalog
 from orgteams.envs.core.layout import Layout
 from orgteams.envs.core.state import HouseholdState, Scene
 from orgteams.envs.core.tasks import TaskSpec
-from orgteams.envs.errors import UserError
+from orgteams.errors import UserError
 
 
 class _Places:

@@ -15,11 +15,11 @@ from typing import Annotated
 import numpy as np
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 
-from orgteams.envs._util import asset_dir, asset_names, unknown_name, validation_line
+from orgteams.assets import asset_dir, asset_names
 from orgteams.envs.core.catalog import load_catalog
 from orgteams.envs.core.limits import MAX_TICKS
 from orgteams.envs.core.user_files import load_yaml, read_text
-from orgteams.envs.errors import UserError
+from orgteams.errors import UserError, unknown_name, validation_line
 
 RELATIONS = ("on", "inside")
 # At most this many predicates in one goal (array observations have one row each).

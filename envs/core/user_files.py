@@ -5,7 +5,7 @@ hostile or simply wrong: a directory, a binary file, a 2 GB file, YAML nested 50
 deep (PyYAML's composer recurses once per level: a ``RecursionError`` and 3,000 lines
 of traceback) or a "billion laughs" of aliases (loaded as shared references, but
 validation walks every copy). :func:`read_text` and :func:`load_yaml` refuse each
-in one :class:`~orgteams.envs.errors.UserError` naming the file (and line), before
+in one :class:`~orgteams.errors.UserError` naming the file (and line), before
 parsing: the caps are :data:`~orgteams.envs.core.limits.MAX_FILE_BYTES`,
 :data:`~orgteams.envs.core.limits.MAX_YAML_DEPTH` and
 :data:`~orgteams.envs.core.limits.MAX_YAML_NODES`.
@@ -19,7 +19,7 @@ from typing import Any
 import yaml
 
 from orgteams.envs.core.limits import MAX_FILE_BYTES, MAX_YAML_DEPTH, MAX_YAML_NODES
-from orgteams.envs.errors import UserError
+from orgteams.errors import UserError
 
 __all__ = ["check_yaml", "load_yaml", "make_parents", "read_text", "utf8_problem"]
 

@@ -12,32 +12,62 @@ for good (nobody can pull it out of a dead end: it only moves when pushed, and o
 away from the pusher), sealing whatever lies behind it. So it "evacuates": it walks
 to the nearest cell inside a room (:attr:`Navigator.roomy_cells`) with right of way
 over everyone, backing any queue out of its way, and is idle again there.
-This is a mixin of :class:`~orgteams.envs.highlevel.highlevel_env.HighLevelEnv`: it reads the
-env's runners, navigator and base world.
+:class:`Crowd` holds this state (who defers to whom until when, who evacuates) for one
+:class:`~orgteams.envs.highlevel.highlevel_env.HighLevelEnv` (``env.crowd``) and applies
+the rules to each tick's joint action, reading the env's runners, navigator and world.
 """
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from orgteams.envs.core.actions import Verb, encode
 from orgteams.envs.core.state import is_walkable
+
+if TYPE_CHECKING:
+    from orgteams.envs.core.navigation import Walker
+    from orgteams.envs.highlevel.highlevel_env import HighLevelEnv
 
 DEFER_TICKS = 12  # how long an agent gives way to one it could not push aside
 PUSH_DEPTH = 8  # agents one push may move in a row (a queue in a corridor backs up)
 
 
-class Crowding:
-    """Right-of-way rules used by ``HighLevelEnv.step`` and by the plans."""
+class Crowd:
+    """Right of way among one env's agents, used by ``HighLevelEnv.step`` and the plans.
+
+    Args:
+        env: The env whose agents it moves aside (its runners, navigator and world).
+    """
+
+    def __init__(self, env: HighLevelEnv) -> None:
+        self.env = env
+        self.defer: dict[str, tuple[str, int]] = {}  # agent -> (gives way to, until tick)
+        self.evacuating: dict[str, Walker] = {}  # removed members walking off narrow cells
+
+    def reset(self) -> None:
+        """A new episode: nobody defers or evacuates."""
+        self.defer.clear()
+        self.evacuating.clear()
+
+    def release(self, agent: str) -> None:
+        """``agent`` was made idle or active again: it stops any evacuation."""
+        self.evacuating.pop(agent, None)
+
+    def before_tick(self, joint: dict[str, int]) -> None:
+        """Adjust this tick's ``joint`` actions: evacuations first, then pushes aside."""
+        self._evacuate(joint)
+        self._make_way(joint)
 
     def _waiting(self, agent: str) -> bool:
-        r = self._runners[agent]
+        r = self.env._runners[agent]
         if r.idle:
-            return not r.obstacle and agent not in self._evac
+            return not r.obstacle and agent not in self.evacuating
         return r.status != "running" or r.action.kind == "wait"
 
     def _movable(self, agent: str) -> bool:
         """Whether teammates may push ``agent`` aside: not an idle obstacle, not playing
         primitives."""
-        r = self._runners[agent]
+        r = self.env._runners[agent]
         if r.idle:
             return not r.obstacle
         return not (r.status == "running" and r.action.kind == "primitive")
@@ -47,24 +77,23 @@ class Crowding:
 
         A walking ``agent`` may walk into these: they will be pushed aside (plans use it).
         """
-        pos = self.base.world.agent_pos
-        index = self.base.agent_index
-        others = [a for a in self.agents if a != agent and self._movable(a)]
+        pos = self.env.base.world.agent_pos
+        index = self.env.base.agent_index
+        others = [a for a in self.env.agents if a != agent and self._movable(a)]
         waiting = frozenset(pos[index[a]] for a in others if self._waiting(a))
         lower = frozenset(pos[index[a]] for a in others if self._outranks(agent, a))
         return waiting, lower
 
     def _outranks(self, a: str, b: str) -> bool:
         """Whether ``a`` may push ``b`` aside: lower index wins, unless one defers."""
-        if a in self._evac or b in self._evac:  # evacuating removed members go first
-            return b not in self._evac or (
-                a in self._evac and self.base.agent_index[a] < self.base.agent_index[b])
-        tick = self.base.world.tick
-        if self._defer.get(a, ("", -1))[0] == b and self._defer[a][1] > tick:
+        index = self.env.base.agent_index
+        if a in self.evacuating or b in self.evacuating:  # evacuating removed members go first
+            return b not in self.evacuating or (a in self.evacuating and index[a] < index[b])
+        tick = self.env.base.world.tick
+        if self.defer.get(a, ("", -1))[0] == b and self.defer[a][1] > tick:
             return False
-        if self._defer.get(b, ("", -1))[0] == a and self._defer[b][1] > tick:
+        if self.defer.get(b, ("", -1))[0] == a and self.defer[b][1] > tick:
             return True
-        index = self.base.agent_index
         return index[a] < index[b]
 
     def _evacuate(self, joint: dict[str, int]) -> None:
@@ -73,18 +102,18 @@ class Crowding:
         Sets their action in ``joint``; one that stands inside a room (or has no room to
         go to) stays idle and pushable.
         """
-        world = self.base.world
-        index = self.base.agent_index
-        roomy = self.nav.roomy_cells
-        for agent in self.agents:
-            r = self._runners[agent]
+        world = self.env.base.world
+        index = self.env.base.agent_index
+        roomy = self.env.nav.roomy_cells
+        for agent in self.env.agents:
+            r = self.env._runners[agent]
             if not (r.idle and not r.obstacle) or not roomy \
                     or world.agent_pos[index[agent]] in roomy:
-                self._evac.pop(agent, None)
+                self.evacuating.pop(agent, None)
                 continue
-            walker = self._evac.get(agent)
+            walker = self.evacuating.get(agent)
             if walker is None:
-                walker = self._evac[agent] = self.nav.walker(index[agent], roomy)
+                walker = self.evacuating[agent] = self.env.nav.walker(index[agent], roomy)
             act = walker.next_action(world, *self.yielding_cells(agent))
             joint[agent] = max(act, 0)
 
@@ -94,10 +123,10 @@ class Crowding:
         A waiting agent, or one of higher index that is only waiting or walking,
         steps to a free cell beside it (or pushes the next one along, two deep).
         """
-        world = self.base.world
-        index = self.base.agent_index
+        world = self.env.base.world
+        index = self.env.base.agent_index
         pos = world.agent_pos
-        at = {pos[index[a]]: a for a in self.agents}
+        at = {pos[index[a]]: a for a in self.env.agents}
         taken = set(pos)
         for mover in sorted(joint, key=index.get):
             act = joint[mover]
@@ -117,15 +146,15 @@ class Crowding:
             if self._push(b, here, mover, joint, taken, at, depth=PUSH_DEPTH - 1):
                 continue
             # b is boxed in: the mover gives way to b for a while (b may push it back).
-            self._defer[mover] = (b, world.tick + DEFER_TICKS)
+            self.defer[mover] = (b, world.tick + DEFER_TICKS)
             if self._waiting(b):
                 # b is in a dead end: the mover steps aside and b comes out behind it.
-                side = [(d, n) for d, n in self.nav.neighbours[here]
+                side = [(d, n) for d, n in self.env.nav.neighbours[here]
                         if n != into and n not in taken and is_walkable(world, n)]
                 if side:
                     d, n = side[0]
                     joint[mover] = encode(Verb.MOVE, d)
-                    joint[b] = encode(Verb.MOVE, self.nav.direction_to(into, here))
+                    joint[b] = encode(Verb.MOVE, self.env.nav.direction_to(into, here))
                     taken.add(n)
 
     def _pushable(self, b: str, mover: str, joint: dict[str, int]) -> bool:
@@ -137,18 +166,18 @@ class Crowding:
 
     def _push(self, b: str, away: int, mover: str, joint: dict[str, int], taken: set[int],
               at: dict[int, str], depth: int) -> bool:
-        world = self.base.world
-        cell = world.agent_pos[self.base.agent_index[b]]
+        world = self.env.base.world
+        cell = world.agent_pos[self.env.base.agent_index[b]]
         ahead = 2 * cell - away
-        options = [(d, n) for d, n in self.nav.neighbours[cell]
+        options = [(d, n) for d, n in self.env.nav.neighbours[cell]
                    if n != away and is_walkable(world, n)]
         if self._waiting(b):  # it may stand there a while: in a room, not a doorway
-            roomy = self.nav.roomy_cells  # or corridor, if it can
-            options.sort(key=lambda dn: (not self.nav.is_floor[dn[1]], dn[1] not in roomy,
+            roomy = self.env.nav.roomy_cells  # or corridor, if it can
+            options.sort(key=lambda dn: (not self.env.nav.is_floor[dn[1]], dn[1] not in roomy,
                                          dn[1] == ahead))
         else:  # walking: into a side pocket (a doorway too) rather than ahead of the
             # mover, which in a corridor would push it back all the way down
-            options.sort(key=lambda dn: (dn[1] == ahead, not self.nav.is_floor[dn[1]]))
+            options.sort(key=lambda dn: (dn[1] == ahead, not self.env.nav.is_floor[dn[1]]))
         for d, n in options:
             if n not in taken:
                 joint[b] = encode(Verb.MOVE, d)

@@ -15,8 +15,8 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from orgteams.envs.core.tasks import Predicate, load_task
-from orgteams.envs.errors import UserError
 from orgteams.envs.observe.array_obs import ArrayObserver
+from orgteams.errors import UserError
 
 if TYPE_CHECKING:
     from orgteams.envs.highlevel.highlevel_env import HighLevelEnv

@@ -54,8 +54,12 @@ the round's length in ticks, for SMDP discounting (``gamma ** ticks_elapsed``).
 
 Extras beyond the PettingZoo API: :meth:`HighLevelEnv.load_state` starts from a
 given world state; ``on_tick(before, joint_actions, after, infos)`` is called after
-every tick when set (demonstrations, profilers); ``nav`` is the layout's
-:class:`~orgteams.envs.core.navigation.Navigator`.
+every tick when set (demonstrations, profilers), and :meth:`HighLevelEnv.step` takes
+one more ``on_tick`` and a ``should_stop`` for that step alone (the round loop's);
+``nav`` is the layout's :class:`~orgteams.envs.core.navigation.Navigator`. What the
+team layers read of the household underneath is offered here too (``world``,
+``agent_index``, ``describe``, ``describe_goal``, ``progress``, ``overlay``,
+``display_names``, ``render_fps``), so code above ``envs`` never reaches into ``base``.
 """
 
 from __future__ import annotations
@@ -70,15 +74,16 @@ import numpy as np
 from gymnasium import spaces
 from pettingzoo import ParallelEnv
 
-from orgteams.envs._util import did_you_mean
-from orgteams.envs.core.navigation import Walker, navigator
+from orgteams.envs.core.navigation import Navigator
 from orgteams.envs.core.state import HouseholdState
-from orgteams.envs.highlevel.crowding import Crowding
+from orgteams.envs.highlevel.crowding import Crowd
 from orgteams.envs.highlevel.plans import PLAN_TICK_LIMIT, PLANS, STUCK_LIMIT, PlanFailed, Runner
 from orgteams.envs.highlevel.slots import OptionSlots, slot_features
 from orgteams.envs.highlevel.space import PRIMITIVE, AvailableActions
 from orgteams.envs.household import TEXT_SPACE_LENGTH, HouseholdEnv
 from orgteams.envs.observe.memory import AgentMemory
+from orgteams.envs.render.overlay import Overlay
+from orgteams.errors import did_you_mean
 
 KINDS = ("explore", "goto", "check", "grab", "put", "wait", "continue", "primitive")
 LABELS = {"explore": "goexplore", "goto": "goto", "check": "gocheck", "grab": "gograb",
@@ -104,7 +109,7 @@ class HighLevelAction:
         return cls(ident, kind, target, label)
 
 
-class HighLevelEnv(Crowding, ParallelEnv):
+class HighLevelEnv(ParallelEnv):
     """Decision rounds of high-level actions over a :class:`HouseholdEnv`."""
 
     metadata = {"name": "household_highlevel_v0", "render_modes": ["human", "rgb_array", "ansi"],
@@ -142,10 +147,10 @@ class HighLevelEnv(Crowding, ParallelEnv):
             self._act_spaces = {a: slot_space for a in self.possible_agents}
         else:  # per agent: samples and accepts the ids that agent may choose now
             self._act_spaces = {a: AvailableActions(self, a) for a in self.possible_agents}
+        self.nav: Navigator | None = None  # the layout's shortest paths, from reset() on
         self._memories: dict[str, AgentMemory] = {}
         self._runners: dict[str, Runner] = {}
-        self._defer: dict[str, tuple[str, int]] = {}
-        self._evac: dict[str, Walker] = {}
+        self.crowd = Crowd(self)  # who gives way to whom (crowding.py)
         self.ticks = 0
         self.rounds = 0
         # Called after every tick as on_tick(before, joint_actions, after, events):
@@ -178,22 +183,36 @@ class HighLevelEnv(Crowding, ParallelEnv):
 
     def _start_episode(self):
         world = self.base.world
-        self.nav = navigator(world.scene.layout)
+        if self.nav is None or self.nav.layout is not world.scene.layout:
+            self.nav = Navigator(world.scene.layout)  # this env's, kept across its episodes
         self.agents = list(self.base.agents)
         self._memories = {a: AgentMemory(world.scene, i, self.possible_agents)
                           for i, a in enumerate(self.possible_agents)}
         for mem in self._memories.values():
             mem.update(world)
         self._runners = {a: Runner() for a in self.possible_agents}
-        self._defer: dict[str, tuple[str, int]] = {}  # agent -> (gives way to, until tick)
-        self._evac: dict[str, Walker] = {}  # removed members walking off narrow cells
+        self.crowd.reset()
         self._slot_ids = self.slots.ids(world.scene.objects)
         self.ticks = 0
         self.rounds = 0
         events = {a: [] for a in self.agents}
         return self._observations(), {a: self._info(a, 0, events[a]) for a in self.agents}
 
-    def step(self, actions: dict[str, str]):
+    def step(self, actions: dict[str, str], *,
+             on_tick: Callable[[HouseholdState, dict[str, int], HouseholdState, dict], None]
+             | None = None, should_stop: Callable[[], bool] | None = None):
+        """One decision round (see the module docstring).
+
+        Args:
+            actions: Agent id -> action id (or :class:`HighLevelAction`, or an option slot
+                under ``action_mode="discrete"``).
+            on_tick: Called after every tick of this step, after the env's own
+                ``on_tick``, as ``on_tick(before, joint_actions, after, infos)``.
+            should_stop: Asked after every tick of this step instead of the env's own
+                ``should_stop``; True ends the step early.
+        """
+        if should_stop is None:
+            should_stop = self.should_stop
         if self.base.world is None:
             raise RuntimeError("call reset() before step()")
         if not self.agents:
@@ -214,8 +233,7 @@ class HighLevelEnv(Crowding, ParallelEnv):
             before = self.base.world
             joint = {a: (r.pending if r.status == "running" and not r.idle else 0)
                      for a, r in ((a, self._runners[a]) for a in self.agents)}
-            self._evacuate(joint)
-            self._make_way(joint)
+            self.crowd.before_tick(joint)
             _, rew, terms, truncs, infos = self.base.step(joint)
             elapsed += 1
             total_reward += next(iter(rew.values()), 0.0)
@@ -224,6 +242,8 @@ class HighLevelEnv(Crowding, ParallelEnv):
                 events[a].extend(dict(e, tick=world.tick) for e in info["events"])
             if self.on_tick is not None:
                 self.on_tick(before, joint, world, infos)
+            if on_tick is not None:
+                on_tick(before, joint, world, infos)
             for mem in self._memories.values():
                 mem.update(world)
             for a in live:
@@ -232,7 +252,7 @@ class HighLevelEnv(Crowding, ParallelEnv):
                     r.advance()
             if not self.base.agents or not live:
                 break
-            if self.should_stop is not None and self.should_stop():
+            if should_stop is not None and should_stop():
                 break
             if any(self._runners[a].status != "running" for a in live):
                 break
@@ -249,6 +269,48 @@ class HighLevelEnv(Crowding, ParallelEnv):
 
     def close(self):
         self.base.close()
+
+    # ---- the household underneath, as the layers above read it ----
+    @property
+    def world(self) -> HouseholdState | None:
+        """The current world state (replaced every tick; None before ``reset``)."""
+        return self.base.world
+
+    @property
+    def agent_index(self) -> dict[str, int]:
+        """Agent id -> index in the world's per-agent lists (do not mutate)."""
+        return self.base.agent_index
+
+    @property
+    def overlay(self) -> Overlay:
+        """What the renderers draw over the world (messages, markers, captions, roles)."""
+        return self.base.overlay
+
+    @property
+    def display_names(self) -> list[str] | None:
+        """Agent labels in the window and in text views (None: the agent ids)."""
+        return self.base.display_names
+
+    @display_names.setter
+    def display_names(self, names: list[str] | None) -> None:
+        self.base.display_names = None if names is None else list(names)
+
+    @property
+    def render_fps(self) -> int:
+        """Ticks per second of the window and of recorded videos."""
+        return self.base.render_fps
+
+    def describe(self, agent: str) -> str:
+        """What ``agent`` sees now, as text."""
+        return self.base.describe(agent)
+
+    def describe_goal(self) -> str:
+        """The goal, as text."""
+        return self.base.describe_goal()
+
+    def progress(self) -> dict[str, Any]:
+        """Goal predicates satisfied and remaining, and units done of the total."""
+        return self.base.progress()
 
     # ---- queries ----
     def memory(self, agent: str) -> AgentMemory:
@@ -273,7 +335,7 @@ class HighLevelEnv(Crowding, ParallelEnv):
         """
         r = self._runners[agent]
         r.idle, r.obstacle = idle, obstacle
-        self._evac.pop(agent, None)
+        self.crowd.release(agent)
         r.plan, r.action, r.pending, r.status, r.failure_reason = None, None, 0, "idle", ""
 
     def available_actions(self, agent: str) -> list[HighLevelAction]:

@@ -3,30 +3,47 @@
 :class:`PlayerChat` keeps a one-line :class:`~orgteams.envs.render.boxes.TextEntry`
 that the play window draws over the map. Typing comes from TEXTINPUT events (SDL
 text input is on only while the box is open, so the T that opened it is not typed);
-Enter turns the line into a :class:`~orgteams.envs.messages.TeamMessage` from the
-player's agent: to everyone, or ``@Name text`` to one teammate (several: ``@Bob
-@Carol text``) by display name or agent id, case-insensitive. Escape cancels. A
-line is capped at :data:`~orgteams.envs.messages.MESSAGE_MAX_CHARS` characters, as
-every member's message is: typing past it is refused with a note. What was typed is
-data: it is never interpreted beyond the leading ``@names``.
+Enter turns the line into a :class:`ChatLine` from the player's agent: to everyone,
+or ``@Name text`` to one teammate (several: ``@Bob @Carol text``) by display name or
+agent id, case-insensitive (the team glue, :mod:`orgteams.play`, makes it a team
+message). Escape cancels. A line is capped at
+:data:`~orgteams.envs.core.limits.MESSAGE_MAX_CHARS` characters, as every member's
+message is: typing past it is refused with a note. What was typed is data: it is
+never interpreted beyond the leading ``@names``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
-from orgteams.envs._util import did_you_mean
-from orgteams.envs.messages import EVERYONE, MESSAGE_MAX_CHARS, TeamMessage
+from orgteams.envs.core.limits import MESSAGE_MAX_CHARS
 from orgteams.envs.render.boxes import TextEntry
+from orgteams.errors import did_you_mean
 
-__all__ = ["CHAT_HELP", "PlayerChat", "parse_chat"]
+__all__ = ["CHAT_HELP", "ChatLine", "PlayerChat", "parse_chat"]
 
 CHAT_HELP = ["Enter: send to everyone", "@Name text: to one teammate", "Esc: cancel"]
 
 
-def parse_chat(line: str, sender: str, names: Mapping[str, str]) -> TeamMessage | None:
-    """The message a typed line says (None for an empty line).
+@dataclass(frozen=True)
+class ChatLine:
+    """A line the player sent.
+
+    Attributes:
+        sender: The player's agent id.
+        receivers: The agent ids it names, in order; ``()``: everyone.
+        text: What was said (without the ``@names``).
+    """
+
+    sender: str
+    receivers: tuple[str, ...]
+    text: str
+
+
+def parse_chat(line: str, sender: str, names: Mapping[str, str]) -> ChatLine | None:
+    """The line a player typed, read (None for an empty line).
 
     Args:
         line: What the player typed.
@@ -57,7 +74,7 @@ def parse_chat(line: str, sender: str, names: Mapping[str, str]) -> TeamMessage 
     if len(text) > MESSAGE_MAX_CHARS:
         raise ValueError(f"A message has at most {MESSAGE_MAX_CHARS} characters; "
                          f"got {len(text)}.")
-    return TeamMessage(sender, tuple(dict.fromkeys(receivers)) or EVERYONE, text)
+    return ChatLine(sender, tuple(dict.fromkeys(receivers)), text)
 
 
 class PlayerChat:
@@ -85,9 +102,9 @@ class PlayerChat:
         self.entry = None
         pg.key.stop_text_input()
 
-    def handle_event(self, pg: Any, event: Any) -> tuple[str, TeamMessage | None] | None:
-        """Take one event while open: None while typing, else ``(outcome, message)``
-        with outcome ``"sent"`` (and the message), ``"empty"`` or ``"cancelled"``."""
+    def handle_event(self, pg: Any, event: Any) -> tuple[str, ChatLine | None] | None:
+        """Take one event while open: None while typing, else ``(outcome, line)``
+        with outcome ``"sent"`` (and the line), ``"empty"`` or ``"cancelled"``."""
         entry = self.entry
         if entry is None:
             raise RuntimeError("PlayerChat.handle_event called while the box is closed")

@@ -28,7 +28,7 @@ Teammates that think in high-level actions (planners, LLM agents) play through
 (a :class:`Teammates`, e.g.
 :class:`orgteams.play.teammates.PlannerTeammates`); each key becomes ``primitive:<id>``, one tick,
 while their plans run over the same tick. Teammates that listen (they have ``hear``) get the
-T box's lines as :class:`~orgteams.envs.messages.TeamMessage` s from the player's agent; the
+T box's lines as :class:`~orgteams.envs.play.chat.ChatLine` s from the player's agent; the
 footer shows the player's role when the overlay has one (``orgteams play --org``).
 
 What you see is what your agent knows (:mod:`orgteams.envs.render.sight`): the room it
@@ -48,17 +48,16 @@ from collections import deque
 from typing import Any, Protocol
 
 from orgteams.envs.core.actions import HAND_CAPACITY, Verb, decode, encode
-from orgteams.envs.core.layout import DIRECTION_NAMES, DIRECTIONS
+from orgteams.envs.core.layout import DIRECTIONS
 from orgteams.envs.core.state import is_walkable
-from orgteams.envs.errors import UserError
 from orgteams.envs.highlevel.highlevel_env import PRIMITIVE, HighLevelEnv
-from orgteams.envs.messages import EVERYONE, TeamMessage
 from orgteams.envs.observe.memory import AgentMemory
-from orgteams.envs.play.chat import PlayerChat
+from orgteams.envs.play.chat import ChatLine, PlayerChat
 from orgteams.envs.render.boxes import end_banner
 from orgteams.envs.render.renderer import PygameRenderer
 from orgteams.envs.render.sight import Sight
 from orgteams.envs.render.video import Policy, resolve_policy
+from orgteams.errors import UserError
 
 HELP_LINES = [  # "key<TAB>what it does": the help box draws two columns
     "Keys",
@@ -89,7 +88,7 @@ class Teammates(Protocol):
     a high-level action id per teammate (``continue`` keeps a running plan; a
     teammate left out waits when it needs a decision). ``reset`` is called after each
     ``env.reset`` (``seed``): a new episode. Teammates that listen to the player also
-    have ``hear(message: TeamMessage)``, called with each line the player sends; they
+    have ``hear(line: ChatLine)``, called with each line the player sends; they
     deliver it at their next communicate stage.
     """
 
@@ -259,19 +258,19 @@ class PlaySession:
         outcome = self.chat.handle_event(self.renderer.pg, event)
         if outcome is None:
             return
-        what, message = outcome
+        what, line = outcome
         if what == "sent":
-            self.teammates.hear(message)
-            text = message.text if len(message.text) <= 40 else message.text[:37] + "..."
-            self.message = f"to {self._audience(message)}: {text}"
+            self.teammates.hear(line)
+            text = line.text if len(line.text) <= 40 else line.text[:37] + "..."
+            self.message = f"to {self._audience(line)}: {text}"
         else:
             self.message = "nothing sent" if what == "empty" else "message cancelled"
 
-    def _audience(self, message: TeamMessage) -> str:
-        if message.receivers == EVERYONE:
-            return EVERYONE
+    def _audience(self, line: ChatLine) -> str:
+        if not line.receivers:
+            return "everyone"
         names = self._names()
-        return ", ".join(names[a] for a in message.receivers)
+        return ", ".join(names[a] for a in line.receivers)
 
     def use_action(self, d: int) -> int | None:
         """The obvious action towards direction ``d`` (Shift + arrow), or None."""
@@ -434,15 +433,7 @@ class PlaySession:
 
 def describe_action(action: int) -> str:
     """What a key did, as the player says it: slots and hands counted from 1, as the keys."""
-    a = decode(action)
-    if a.verb == Verb.WAIT:
-        return "wait"
-    d = DIRECTION_NAMES[a.direction]
-    if a.verb == Verb.PUT:
-        return f"put hand {a.index + 1} {d}"
-    if a.verb == Verb.PICK:
-        return f"pick up slot {a.index + 1} {d}"
-    return f"{a.verb.name.lower()} {d}"
+    return decode(action).words("put hand {n} {d}", "pick up slot {n} {d}", "{verb} {d}", first=1)
 
 
 def play(layout: str = "studio", task: str = "prepare_afternoon_tea", num_agents: int = 3,

@@ -14,8 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from orgteams.envs.core.state import HouseholdState
-from orgteams.envs.messages import TeamMessage
-from orgteams.envs.render.overlay import Overlay
+from orgteams.envs.render.overlay import Overlay, Speech
 from orgteams.envs.render.style import BUBBLE, Text, agent_color, shade
 
 BUBBLE_FONT = 13
@@ -35,7 +34,7 @@ class Bubble:
     color: tuple[int, int, int]
     alpha: int
     stamp: str
-    message: TeamMessage
+    message: Speech
 
     def tail_rect(self, pg: Any):
         """The tail's bounding box, with its 2-pixel outline."""
@@ -50,7 +49,7 @@ class BubbleLayout:
     that got none (no free spot, or the speaker is out of view)."""
 
     bubbles: list[Bubble] = field(default_factory=list)
-    dropped: list[TeamMessage] = field(default_factory=list)
+    dropped: list[Speech] = field(default_factory=list)
 
 
 def layout_bubbles(pg: Any, text: Text, surf, state: HouseholdState, cell: int,

@@ -17,8 +17,7 @@ from typing import Any
 
 from orgteams.envs.core.catalog import load_catalog
 from orgteams.envs.core.state import HouseholdState
-from orgteams.envs.messages import TeamMessage
-from orgteams.envs.render.overlay import Overlay
+from orgteams.envs.render.overlay import Overlay, Speech
 from orgteams.envs.render.sight import Known
 from orgteams.envs.render.style import (
     DONE_GREEN,
@@ -79,7 +78,7 @@ class Focus:
     selected: int | None = None
     known: Known | None = None
     speakers: list[int] = field(default_factory=list)  # newest first
-    pinned: list[TeamMessage] = field(default_factory=list)  # kept in the log (no bubble)
+    pinned: list[Speech] = field(default_factory=list)  # kept in the log (no bubble)
 
 
 @dataclass
@@ -88,7 +87,7 @@ class PanelLayout:
 
     sections: dict[str, Any] = field(default_factory=dict)  # name -> pygame Rect
     listed: list[int] = field(default_factory=list)  # agents with a row in the team list
-    messages: list[TeamMessage] = field(default_factory=list)  # shown in the log
+    messages: list[Speech] = field(default_factory=list)  # shown in the log
     footer: list[str] = field(default_factory=list)  # footer rows as drawn (wrapped)
 
 
@@ -304,7 +303,7 @@ def _large_team(cur: _Cursor, state: HouseholdState, names: list[str], overlay,
     return listed
 
 
-def talk_matrix(pg: Any, surf, box, talk: list[TeamMessage], order: list[int],
+def talk_matrix(pg: Any, surf, box, talk: list[Speech], order: list[int],
                 selected: int | None = None) -> list[list[int]]:
     """Who messaged whom: a square, rows the senders and columns the receivers, in
     ``order`` (the team by role), darker for more messages; agents share a cell when there
@@ -347,7 +346,7 @@ def _index(agent: str) -> int | None:
 
 
 def _messages(cur: _Cursor, overlay: Overlay, names: list[str], bottom: int,
-              pinned: list[TeamMessage] = ()) -> list[TeamMessage]:
+              pinned: list[Speech] = ()) -> list[Speech]:
     """The newest messages that fit above ``bottom``, newest at the bottom; ``pinned``
     ones (a bubble had no room for them) are dropped last."""
     index = {f"agent_{i}": i for i in range(len(names))}

@@ -43,7 +43,6 @@ from typing import Any
 import numpy as np
 
 from orgteams.envs.core.state import HouseholdState
-from orgteams.envs.errors import MissingExtraError
 from orgteams.envs.render.boxes import MARGIN, TextEntry, draw_banner, draw_entry
 from orgteams.envs.render.bubbles import (
     MAX_BUBBLES,
@@ -68,6 +67,7 @@ from orgteams.envs.render.world import (
     place_name_tags,
     room_label_spots,
 )
+from orgteams.errors import MissingExtraError
 
 INSTALL_HINT = "pip install 'orgteams[render]'"
 MODES = ("human", "rgb_array")
@@ -514,8 +514,9 @@ def window_renderer(env: Any) -> PygameRenderer | None:
 
 
 def window_closed(env: Any) -> bool:
-    """True when the env's human window was closed by the user (stop stepping)."""
-    renderer = getattr(env.unwrapped, "_renderer", None)
+    """True when the env's (a household or high-level env) human window was closed by the
+    user (stop stepping)."""
+    renderer = getattr(getattr(env, "base", env).unwrapped, "_renderer", None)
     return renderer is not None and renderer.closed
 
 

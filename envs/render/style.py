@@ -74,7 +74,7 @@ def cell_size_for(width: int, height: int) -> int:
 def default_fonts() -> tuple[str | None, str | None]:
     """The shipped DejaVu Sans (regular, bold) paths, or ``None`` where a file is missing."""
     try:
-        from orgteams.envs._util import asset_dir
+        from orgteams.assets import asset_dir
 
         folder = asset_dir("fonts")
     except (ImportError, ModuleNotFoundError, TypeError):

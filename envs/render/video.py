@@ -21,8 +21,8 @@ from typing import Any
 
 import numpy as np
 
-from orgteams.envs.errors import MissingExtraError, UserError
 from orgteams.envs.render.renderer import INSTALL_HINT, PygameRenderer
+from orgteams.errors import MissingExtraError, UserError
 
 Policy = Callable[[str, Any], int]
 VIDEO_SUFFIXES = (".mp4", ".gif")

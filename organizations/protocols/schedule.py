@@ -45,7 +45,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from orgteams.agents.member import StageKind
-from orgteams.envs.messages import EVERYONE, Receivers, TeamMessage
+from orgteams.agents.messages import EVERYONE, Receivers, TeamMessage
 from orgteams.organizations.spec.resolved import ResolvedOrganization
 
 Sees = Literal["all_prior", "none_this_round", "intentions", "plan", "claims"]

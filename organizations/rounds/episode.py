@@ -25,6 +25,7 @@ from typing import Any
 
 from orgteams.agents.llm.tokens import Tokenizer, default_tokenizer
 from orgteams.agents.member import ActDecision, TeamMember
+from orgteams.agents.messages import TeamMessage
 from orgteams.agents.shared_context import (
     HISTORY_EPISODES,
     HISTORY_ROUNDS,
@@ -32,10 +33,9 @@ from orgteams.agents.shared_context import (
     RoundOutcome,
     SharedHistory,
 )
+from orgteams.agents.team import Team
+from orgteams.agents.view import MemberView
 from orgteams.envs.highlevel.highlevel_env import HighLevelEnv
-from orgteams.envs.member_view import MemberView
-from orgteams.envs.messages import TeamMessage
-from orgteams.envs.team import Team
 from orgteams.organizations.protocols.facts import PROTOCOL_FACTS
 from orgteams.organizations.protocols.schedule import leader_for_round
 from orgteams.organizations.rounds.phases import act_phase, communicate_phase
@@ -118,7 +118,7 @@ class EpisodeState:
         patterns: The team's earlier episodes (given by the runner).
         round_tick: The tick this round's actions start at.
         tokenizer: Counts every message token of the episode (records, budgets, the
-            summary): the owner's, e.g. its :class:`~orgteams.run.BackendPool`'s;
+            summary): the owner's, e.g. its :class:`~orgteams.agents.backends.pool.BackendPool`'s;
             default the module's (:func:`~orgteams.agents.llm.tokens.default_tokenizer`).
         succession_vote: A removed top leader whose seat the team elects at the start of
             this round (``succession: elect``): ``agent`` and ``before`` (the
@@ -190,19 +190,24 @@ class EpisodeState:
                if act not in ("continue", "wait") and a not in abstained}
         roles = {a: r for a in new if (r := self.role(a))}
         self.outcomes.append(RoundOutcome(self.round, new, roles, tuple(sorted(abstained)),
-                                          sum(self.env.base.world.progress), self.round_tick))
+                                          sum(self.env.world.progress), self.round_tick))
 
     def pattern(self) -> EpisodePattern:
         """This episode as an :class:`EpisodePattern` (the runner keeps them)."""
-        return EpisodePattern.of(bool(self.env.base.world.success), self.env.ticks,
+        return EpisodePattern.of(bool(self.env.world.success), self.env.ticks,
                                  self.outcomes)
 
     def stop_requested(self) -> bool:
-        """Whether ``should_stop`` gave a reason (asked until it does; the env's per-tick
-        ``should_stop``)."""
+        """Whether ``should_stop`` gave a reason (asked until it does; also after every
+        tick of the act phase's env step)."""
         if self.stop_reason is None and self.should_stop is not None:
             self.stop_reason = self.should_stop()
         return self.stop_reason is not None
+
+    def ticked(self, before: Any, joint: dict[str, int], after: Any, infos: Any) -> None:
+        """Call the ``tick`` hooks (the act phase's env step calls it after every tick)."""
+        for hook in self.hooks.tick:
+            hook(before, joint, after, infos)
 
     def check_stop(self) -> None:
         """End the episode here, before anything more is used, when asked to stop.
@@ -340,7 +345,7 @@ async def play_round(state: EpisodeState) -> None:
     update_leadership(state)
     abstained = await communicate_phase(state)
     await act_phase(state, abstained)
-    state.progress.append(sum(state.env.base.world.progress))
+    state.progress.append(sum(state.env.world.progress))
     for hook in state.hooks.round_end:
         hook(state)
 
@@ -348,30 +353,15 @@ async def play_round(state: EpisodeState) -> None:
 async def play_rounds(state: EpisodeState, max_rounds: int | None = None) -> None:
     """Play rounds until the env ends the episode or ``max_rounds`` rounds were played.
 
-    The env's ``on_tick`` calls the ``tick`` hooks (after any hook set before) while the
-    rounds run, and is put back afterwards; so is its ``should_stop`` (the state's).
+    Each act phase steps the env with the ``tick`` hooks (called after the env's own
+    ``on_tick``) and ``state.should_stop`` for that step alone: the env's own hooks are
+    never replaced.
 
     Raises:
         EpisodeStopped: ``state.should_stop`` gave a reason (``"interrupted"``).
     """
     env = state.env
-    outer, outer_stop = env.on_tick, env.should_stop
-    if state.should_stop is not None:
-        env.should_stop = state.stop_requested
-    if state.hooks.tick:
-        ticks = state.hooks.tick
-
-        def on_tick(before: Any, joint: Any, after: Any, infos: Any) -> None:
-            if outer is not None:
-                outer(before, joint, after, infos)
-            for hook in ticks:
-                hook(before, joint, after, infos)
-
-        env.on_tick = on_tick
-    try:
-        while env.agents and (max_rounds is None or state.round < max_rounds):
-            state.check_stop()
-            await play_round(state)
-            state.round += 1
-    finally:
-        env.on_tick, env.should_stop = outer, outer_stop
+    while env.agents and (max_rounds is None or state.round < max_rounds):
+        state.check_stop()
+        await play_round(state)
+        state.round += 1

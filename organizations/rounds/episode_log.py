@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from orgteams.envs.core.user_files import make_parents, utf8_problem
-from orgteams.envs.errors import UserError
+from orgteams.errors import UserError
 
 
 def _default(obj: Any) -> Any:
@@ -107,7 +107,7 @@ def read_log_lines(path: str | Path) -> Iterator[tuple[int, dict]]:
 
     A torn final line (a crash mid-write: cut JSON, or a cut UTF-8 character, and no
     newline) is skipped; any other line that is not UTF-8 text holding one JSON object is a
-    :class:`~orgteams.envs.errors.UserError` naming the file and line, as is a
+    :class:`~orgteams.errors.UserError` naming the file and line, as is a
     directory.
     """
     path = Path(path)
@@ -153,7 +153,7 @@ def start_replay_log(log: EpisodeLog, env: Any, *, seed: int | None, organizatio
     (subscribe it to :attr:`~orgteams.organizations.rounds.episode.RoundHooks.tick`)."""
     log.write({"record": "episode", "seed": seed, "organization": organization,
                "agents": list(team), "names": list(names),
-               "initial_state": env.base.world.to_dict()}, keep=False)
+               "initial_state": env.world.to_dict()}, keep=False)
 
     def on_tick(before: Any, joint: dict[str, int], after: Any, infos: Any) -> None:
         log.write({"record": "tick", "round": current_round(), "tick": after.tick,

@@ -371,7 +371,9 @@ async def act_phase(state: EpisodeState, abstained: set[str]) -> None:
     _count_duplicates(state, actions)
     for hook in state.hooks.actions:
         hook(state, actions)
-    _, _, _, _, infos = env.step(actions)
+    _, _, _, _, infos = env.step(
+        actions, on_tick=state.ticked if state.hooks.tick else None,
+        should_stop=state.stop_requested if state.should_stop is not None else None)
     for agent, d in chosen.items():
         info = infos.get(agent, {})
         events = info.get("events", [])

@@ -15,6 +15,7 @@ leader column: the named ``leader``'s, under which agent_0 assigns work).
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from typing import Any
 
 from orgteams.agents.member import (
@@ -26,8 +27,9 @@ from orgteams.agents.member import (
     MemberBase,
     TeamMessage,
 )
+from orgteams.agents.team import Team
+from orgteams.agents.view import MemberView
 from orgteams.envs.highlevel.highlevel_env import HighLevelEnv
-from orgteams.envs.team import Team
 from orgteams.organizations.rounds.episode import EpisodeState, play_rounds
 from orgteams.organizations.spec.organization import Organization
 
@@ -67,7 +69,7 @@ class TurnTaker(MemberBase):
         """Keep what it was not already shown this round, for its next turn."""
         self._pending += [m for m in messages if id(m) not in self._shown]
 
-    async def communicate(self, ctx: CommunicateContext, env: HighLevelEnv) -> CommunicateDecision:
+    async def communicate(self, ctx: CommunicateContext, env: MemberView) -> CommunicateDecision:
         shown = [m for m in ctx.visible_this_round if not m.silent]
         self._shown = {id(m) for m in shown}
         inbox, self._pending = self._pending + shown, []
@@ -77,7 +79,7 @@ class TurnTaker(MemberBase):
         record = DecisionRecord("communicate", self.agent_id, ctx.round, model=self.model)
         return CommunicateDecision(list(said), None, False, None, "", record)
 
-    async def act(self, env: HighLevelEnv, round: int, ctx: ActContext | None = None
+    async def act(self, env: MemberView, round: int, ctx: ActContext | None = None
                   ) -> ActDecision:
         action = self.agent.act(env)
         return ActDecision(action, "", DecisionRecord("act", self.agent_id, round,
@@ -87,7 +89,8 @@ class TurnTaker(MemberBase):
 def run_team(env: HighLevelEnv, agents: list, seed: int | None = None,
              max_rounds: int = 100_000, decisions: list | None = None,
              organization: Organization | None = None,
-             messages: list | None = None) -> dict:
+             messages: list | None = None,
+             on_tick: Callable[..., None] | None = None) -> dict:
     """One episode: each round every agent speaks in order (everyone hears everyone,
     later speakers hear earlier ones at once), then every agent acts.
 
@@ -95,6 +98,8 @@ def run_team(env: HighLevelEnv, agents: list, seed: int | None = None,
     every action other than ``continue``; when ``messages`` is a list, every
     :class:`TeamMessage` said. ``organization``: played instead of the plain one
     (e.g. :func:`everyone_hears_everyone`); its rules reach agents with ``rules``.
+    ``on_tick(before, joint_actions, after, infos)`` is called after every tick
+    (a :attr:`~orgteams.organizations.rounds.episode.RoundHooks.tick` hook).
 
     Returns:
         ``ticks``, ``rounds``, ``success``, ``messages`` and ``message_words``.
@@ -113,9 +118,11 @@ def run_team(env: HighLevelEnv, agents: list, seed: int | None = None,
             messages.append(m)
 
     state.hooks.message.append(said)
+    if on_tick is not None:
+        state.hooks.tick.append(on_tick)
     if decisions is not None:
         state.hooks.actions.append(lambda s, actions: decisions.extend(
             (env.ticks, env.rounds, a, act) for a, act in actions.items() if act != "continue"))
     asyncio.run(play_rounds(state, max_rounds))
-    return {"ticks": env.ticks, "rounds": env.rounds, "success": bool(env.base.world.success),
+    return {"ticks": env.ticks, "rounds": env.rounds, "success": bool(env.world.success),
             **counts}

@@ -30,8 +30,8 @@ from typing import Any
 
 from orgteams.agents.llm.tokens import Tokenizer, approximate_note, default_tokenizer
 from orgteams.agents.shared_context import EpisodePattern
+from orgteams.agents.team import Team
 from orgteams.envs.highlevel.highlevel_env import HighLevelEnv
-from orgteams.envs.team import Team
 from orgteams.organizations.metrics.episode_metrics import episode_metrics, roles_by_round
 from orgteams.organizations.rounds import episode_log as team_log
 from orgteams.organizations.rounds.episode import (
@@ -77,7 +77,7 @@ class TeamRunner:
         organization: The organization (its protocol sets the communicate phase).
         members: Agent id -> team member (LLM, planner, human, random...), each a
             :class:`~orgteams.agents.member.TeamMember`.
-        names: Display names by agent id, or a :class:`~orgteams.envs.team.Team`
+        names: Display names by agent id, or a :class:`~orgteams.agents.team.Team`
             (default Alice, Bob, ...).
         max_rounds: Stop after this many decision rounds (the tick limit also applies).
         log_path: JSONL episode log to write (None: keep records in memory only).
@@ -97,7 +97,7 @@ class TeamRunner:
             there, with ``episode_status`` ``"interrupted"`` and that ``stop_reason``.
         tokenizer: Counts the episode's message tokens (records, budgets, metrics; its
             name is the summary's ``tokenizer``): the owner's, e.g. the
-            :class:`~orgteams.run.BackendPool`'s; None: the module's default.
+            :class:`~orgteams.agents.backends.pool.BackendPool`'s; None: the module's default.
     """
 
     def __init__(self, env: HighLevelEnv, organization: Organization, members: dict[str, Any],
@@ -143,7 +143,7 @@ class TeamRunner:
         env, start = self.env, time.perf_counter()
         env.reset(seed=seed)
         check_priority_shifts(self.shocks, env)  # needs this episode's goal
-        env.base.display_names = list(self.roster.names)
+        env.display_names = list(self.roster.names)
         for m in self.members.values():
             m.reset()
         state = self.state = EpisodeState(
@@ -152,7 +152,7 @@ class TeamRunner:
             tokenizer=self.tokenizer)
         log = self._log = EpisodeLog(self.log_path)
         self._shock_data: dict[int, dict[str, Any]] = {}
-        self._start_scene = env.base.world.scene  # a priority shift replaces the scene
+        self._start_scene = env.world.scene  # a priority shift replaces the scene
         self._subscribe(state, log, seed)
         small = self.organization.size_warning(len(self.team))
         if small:
@@ -163,7 +163,7 @@ class TeamRunner:
         try:
             try:
                 await play_rounds(state, self.max_rounds)
-                reason = end_reason(bool(env.base.world.success), not env.agents)
+                reason = end_reason(bool(env.world.success), not env.agents)
             except EpisodeStopped as stop:
                 status, reason, detail = stop.status, stop.reason, stop.detail
                 state.event("stopped", status=status, reason=reason, detail=detail)
@@ -172,7 +172,7 @@ class TeamRunner:
             summary = self._summary(state, log.records, seed, time.perf_counter() - start)
             summary.update(episode_status=status, stop_reason=reason, stop_detail=detail)
             if self.log_path is not None:
-                team_log.end_replay_log(log, env.base.world)
+                team_log.end_replay_log(log, env.world)
                 log.write({"record": "summary", **summary})
         finally:
             log.close()
@@ -212,19 +212,19 @@ class TeamRunner:
     def _apply_shocks(self, state: EpisodeState) -> None:
         for i, shock in enumerate(self.shocks):
             if shock.round == state.round:
-                before = self.env.base.world
+                before = self.env.world
                 data = apply_shock(state, shock, self.member_factory)
                 self._shock_data[i] = data
-                if self.log_path is not None and self.env.base.world is not before:
+                if self.log_path is not None and self.env.world is not before:
                     # the world changed outside the dynamics: the replay loads it here
-                    team_log.log_world_edit(self._log, before, self.env.base.world)
+                    team_log.log_world_edit(self._log, before, self.env.world)
                 who = {"agent": shock.agent} if shock.agent is not None else {}
                 state.event("shock", kind=shock.kind, **who, **data)
                 take_over(state, shock)  # the rules' succession, after the shock event
 
     def _shock_summary(self, state: EpisodeState) -> list[dict[str, Any]]:
         """Each shock with what it changed and its recovery (docs/shocks.md)."""
-        success = bool(self.env.base.world.success)
+        success = bool(self.env.world.success)
         out = []
         for i, s in enumerate(self.shocks):
             data = self._shock_data.get(i)
@@ -236,7 +236,7 @@ class TeamRunner:
 
     def _summary(self, state: EpisodeState, records: list[dict], seed, wall: float
                  ) -> dict[str, Any]:
-        env, world = self.env, self.env.base.world
+        env, world = self.env, self.env.world
         decisions = [r for r in records if r.get("phase") in ("communicate", "act")]
         metrics = episode_metrics(decisions, success=world.success, ticks=env.ticks,
                                   agents=self.team, tokenizer=state.tokenizer,
@@ -280,7 +280,7 @@ class TeamRunner:
 def _subscribe_overlay(hooks: RoundHooks, env: HighLevelEnv) -> None:
     """The window overlay: captions per phase, speech bubbles, abstention markers and
     role badges (roles change with hand-overs, elections and claims)."""
-    overlay = env.base.overlay
+    overlay = env.overlay
 
     def show_roles(state: EpisodeState) -> None:
         overlay.roles = {a: r for a in state.team if (r := state.role(a))}
@@ -293,8 +293,8 @@ def _subscribe_overlay(hooks: RoundHooks, env: HighLevelEnv) -> None:
         show_roles(state)
         for a in state.abstained:
             overlay.markers[a] = "abstained"
-        if env.base.render_mode == "human":
-            env.base.render()
+        if env.render_mode == "human":
+            env.render()
 
     hooks.phase.append(phase)
     hooks.message.append(overlay.say)

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 import yaml
 
 from orgteams.envs.core.user_files import check_yaml
-from orgteams.envs.errors import UserError
+from orgteams.errors import UserError
 from orgteams.organizations.rounds.episode import check_member
 
 if TYPE_CHECKING:
@@ -240,7 +240,7 @@ def check_priority_shifts(shocks: list[Shock], env) -> None:
     """
     from orgteams.envs.highlevel.goal_shift import shifted_goal
 
-    scene = env.base.world.scene
+    scene = env.world.scene
     goal, types = scene.goal, {f.type for f in scene.layout.furniture}
     for shock in sorted(shocks, key=lambda s: s.round):
         if shock.kind == "priority":
@@ -259,7 +259,7 @@ def apply_shock(state: EpisodeState, shock: Shock, factory=None) -> dict[str, An
     data: dict[str, Any] = {}
     if shock.kind == "remove":
         data["set_down"] = [list(p) for p in remove_agent(env, shock.agent)]
-        env.base.overlay.markers[shock.agent] = "idle"
+        env.overlay.markers[shock.agent] = "idle"
     elif shock.kind == "substitute":
         member = shock.build(factory)
         state.substitute(shock.agent, member)
@@ -273,11 +273,11 @@ def apply_shock(state: EpisodeState, shock: Shock, factory=None) -> dict[str, An
         data.update(field=shock.field, before=old.model_dump(mode="json")[top],
                     after=new.model_dump(mode="json")[top])
     else:
-        old_task = env.base.world.scene.task
+        old_task = env.world.scene.task
         before, after = shift_goal(env, shock.value)
-        data.update(from_task=old_task, to_task=env.base.world.scene.task,
+        data.update(from_task=old_task, to_task=env.world.scene.task,
                     goal_before=[str(p) for p in before], goal_after=[str(p) for p in after])
-    data["units_after"] = sum(env.base.world.progress)
+    data["units_after"] = sum(env.world.progress)
     return data
 
 

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from orgteams.envs.errors import UserError
+from orgteams.errors import UserError
 
 __all__ = ["DEFAULT_MAX_INVALID_REPLIES", "DEFAULT_MAX_TRANSPORT_FAILURES", "EPISODE_STATUSES",
            "STOP_REASONS", "CallFailures", "EpisodeStopped", "end_reason", "why_stopped"]

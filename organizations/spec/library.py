@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from orgteams.envs._util import asset_dir, asset_names, unknown_name
+from orgteams.assets import asset_dir, asset_names
+from orgteams.errors import unknown_name
 from orgteams.organizations.spec.organization import Organization
 
 

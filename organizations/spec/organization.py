@@ -4,7 +4,7 @@ An :class:`Organization` is data. Its ``topology`` says who leads whom with *tie
 that resolve for any team size; ``protocol`` names the turn-taking of the communicate
 phase (see :mod:`orgteams.organizations.protocols.schedule`); ``instruction`` is a person's Jinja2
 template (``StrictUndefined``, rendered in a limited sandbox:
-:mod:`orgteams.organizations.spec.templates`) or, with ``instruction_format: plain`` (what a
+:mod:`orgteams.templates`) or, with ``instruction_format: plain`` (what a
 Coordinator model writes), plain text with ``{me}``-style names, never a template.
 :meth:`Organization.resolve` fixes everything for an actual team
 (:class:`ResolvedOrganization`).
@@ -46,19 +46,21 @@ from pydantic import (
     model_validator,
 )
 
-from orgteams.envs._util import did_you_mean, validation_line
+from orgteams.agents.team import Team
 from orgteams.envs.core.user_files import load_yaml, read_text
-from orgteams.envs.errors import UserError
-from orgteams.envs.team import Team
+from orgteams.errors import UserError, did_you_mean, validation_line
 from orgteams.organizations.protocols.facts import PROTOCOL_FACTS, PROTOCOLS
 from orgteams.organizations.spec.rules import Rules
-from orgteams.organizations.spec.templates import MAX_INSTRUCTION_CHARS, compile_template
 from orgteams.organizations.spec.topology import Topology
+from orgteams.templates import MAX_INSTRUCTION_CHARS, compile_template
 
 if TYPE_CHECKING:
     from orgteams.organizations.spec.resolved import ResolvedOrganization
 
 LEADERSHIP_RULES: tuple[str, ...] = ("fixed", "election", "round_robin", "most_progress")
+_NAMED_FIELDS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "protocol": ("protocol", PROTOCOLS), "leadership_rule": ("leadership rule", LEADERSHIP_RULES)}
+"""The fields that name one of a known set: (what the error calls it, the known names)."""
 SELF_CHOSEN = "self-chosen"
 INSTRUCTION_VARIABLES: tuple[str, ...] = (
     "me", "agent", "role", "names", "n", "leader", "leaders", "top_leaders", "boss", "reports",
@@ -133,7 +135,7 @@ class Organization(BaseModel):
         mission: The team's mission statement (human-only by default).
         governance: What the Criticize-Reflect Coordinator may change.
         instruction_format: ``jinja`` (a person's template, rendered in a limited sandbox,
-            see :mod:`orgteams.organizations.spec.templates`) or ``plain`` (text where only
+            see :mod:`orgteams.templates`) or ``plain`` (text where only
             ``{me}``-style variable names are replaced; never a template). Instructions a
             Coordinator model writes are ``plain``, also when their saved file is reused.
         instruction: The organization prompt (see ``instruction_format``); empty = none.
@@ -163,23 +165,13 @@ class Organization(BaseModel):
     instruction: str = ""
     _source: str = PrivateAttr(default="")
 
-    @field_validator("protocol")
+    @field_validator("protocol", "leadership_rule")
     @classmethod
-    def _known_protocol(cls, value: str) -> str:
-        if value not in PROTOCOLS:
+    def _known_name(cls, value: str, info: ValidationInfo) -> str:
+        what, known = _NAMED_FIELDS[info.field_name]
+        if value not in known:
             raise ValueError(
-                f"unknown protocol {value!r}.{did_you_mean(value, PROTOCOLS)} "
-                f"Known: {', '.join(PROTOCOLS)}"
-            )
-        return value
-
-    @field_validator("leadership_rule")
-    @classmethod
-    def _known_rule(cls, value: str) -> str:
-        if value not in LEADERSHIP_RULES:
-            raise ValueError(
-                f"unknown leadership rule {value!r}.{did_you_mean(value, LEADERSHIP_RULES)} "
-                f"Known: {', '.join(LEADERSHIP_RULES)}"
+                f"unknown {what} {value!r}.{did_you_mean(value, known)} Known: {', '.join(known)}"
             )
         return value
 
@@ -240,7 +232,7 @@ class Organization(BaseModel):
         """Fix leaders, roles, channels and instructions for an actual team.
 
         Args:
-            team: The :class:`~orgteams.envs.team.Team` (ids and display names), or agent
+            team: The :class:`~orgteams.agents.team.Team` (ids and display names), or agent
                 ids in speaking order (default names: ``agent_2`` is Charlie).
             leaders: Agents that replace the first tier (an elected or rotated leader).
             removed: Members shocks removed, in order; the rules' ``succession`` gives
@@ -335,6 +327,6 @@ _BlockDumper.add_representer(str, _str_representer)
 
 
 def _fragments() -> dict[str, str]:
-    from orgteams.envs._util import asset_dir
+    from orgteams.assets import asset_dir
 
     return yaml.safe_load(asset_dir("organizations", "_fragments.yaml").read_text("utf-8"))

@@ -9,9 +9,8 @@ from typing import Any
 import networkx as nx
 
 from orgteams.agents.member_rules import MemberRules
-from orgteams.envs._util import did_you_mean
-from orgteams.envs.errors import UserError
-from orgteams.envs.team import AGENT_ID, Team
+from orgteams.agents.team import AGENT_ID, Team
+from orgteams.errors import UserError, did_you_mean
 from orgteams.organizations.spec.organization import (
     SELF_CHOSEN,
     Organization,
@@ -20,8 +19,8 @@ from orgteams.organizations.spec.organization import (
 )
 from orgteams.organizations.spec.rules import rules_text
 from orgteams.organizations.spec.succession import vacate
-from orgteams.organizations.spec.templates import render_instruction, substitute_fields
 from orgteams.organizations.spec.topology import share_count
+from orgteams.templates import render_instruction, substitute_fields
 
 
 @dataclass(frozen=True)

@@ -54,7 +54,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from orgteams.envs._util import did_you_mean
+from orgteams.errors import did_you_mean
 
 __all__ = ["ASSIGN_WORK", "REPORT_TO", "REPORT_WHEN", "SUCCESSION", "VOTE_RULES", "Budget",
            "ElectionRule", "Rules", "rules_text"]

@@ -1,3 +1,3 @@
 """The orgteams command line: the parser, what each subcommand does, option helpers
-and the one progress bar.
+and the one progress bar (the ``orgteams`` entry point is ``orgteams.cli.main:main``).
 """

@@ -17,7 +17,7 @@ def _check_out(path: str | None) -> None:
     anything runs (it was a FileExistsError or NotADirectoryError traceback)."""
     from pathlib import Path
 
-    from orgteams.envs.errors import UserError
+    from orgteams.errors import UserError
 
     if path is None:
         return
@@ -38,7 +38,7 @@ def _round_printer(names: dict[str, str] | None = None):
     Alice, Bob...), as in the window and the prompts; ids stay in the log.
     """
 
-    from orgteams.envs.team import Team
+    from orgteams.agents.team import Team
 
     @functools.cache
     def name(agent: str) -> str:

@@ -26,7 +26,7 @@ from orgteams.cli.commands import (
 )
 from orgteams.cli.options import positive, subcommand, view_options
 from orgteams.envs.core.limits import MAX_AGENTS, MAX_ROUNDS, MAX_SEED, MAX_TICKS
-from orgteams.envs.errors import UserError
+from orgteams.errors import UserError
 
 
 class _Parser(argparse.ArgumentParser):
@@ -327,7 +327,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     """Run the command line; bad input is one line on stderr and exit code 2.
 
-    Only user errors get that treatment: :class:`~orgteams.envs.errors.UserError` (a bad
+    Only user errors get that treatment: :class:`~orgteams.errors.UserError` (a bad
     name, file or option; a missing extra for a feature asked for), a missing file, an
     embedded model server that would not start. Anything else is our bug and keeps its
     traceback; ``--debug`` shows the traceback of user errors too.

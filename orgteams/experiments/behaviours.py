@@ -22,8 +22,8 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict
 
-from orgteams.envs._util import asset_dir
-from orgteams.envs.errors import UserError
+from orgteams.assets import asset_dir
+from orgteams.errors import UserError
 
 __all__ = ["LABELS", "LLMClassifier", "agreement", "classify_rule", "episodes_label_shares",
            "label_shares", "load_labelled", "messages_of_log", "shares_markdown"]

@@ -88,15 +88,11 @@ def _episode(env: HighLevelEnv, seed: int, leader: bool, view_radius: int, out: 
                     events.append(e)
         ticks["events"].append(events)
 
-    env.on_tick = on_tick
     decisions: list = []
     team = [PlannerAgent(a, "leader" if leader and i == 0 else "member")
             for i, a in enumerate(agents)]
-    try:
-        result = run_team(env, team, seed=seed, decisions=decisions)
-    finally:
-        env.on_tick = None
-    scene = env.base.world.scene
+    result = run_team(env, team, seed=seed, decisions=decisions, on_tick=on_tick)
+    scene = env.world.scene
     name = f"{scene.layout.name}_{scene.task}_n{len(agents)}_s{seed}.npz"
     index = {a: i for i, a in enumerate(agents)}
     np.savez_compressed(

@@ -22,8 +22,8 @@ from typing import Any
 
 import yaml
 
-from orgteams.envs._util import asset_dir, unknown_name
-from orgteams.envs.errors import UserError
+from orgteams.assets import asset_dir
+from orgteams.errors import UserError, unknown_name
 
 __all__ = ["coordinator_input", "list_experiments", "load_recipe", "run_experiment"]
 

@@ -17,11 +17,11 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from orgteams.agents.team import Team
 from orgteams.criticize_reflect.coordinator import Coordinator
 from orgteams.criticize_reflect.critic import Critic
 from orgteams.criticize_reflect.loop import ReflectResult, reflect
-from orgteams.envs.errors import UserError
-from orgteams.envs.team import Team
+from orgteams.errors import UserError
 from orgteams.organizations.rounds.status import (
     DEFAULT_MAX_INVALID_REPLIES,
     DEFAULT_MAX_TRANSPORT_FAILURES,
@@ -42,7 +42,7 @@ def make_llm(spec: str, cache: str | Path | None = None):
     """A chat backend for the Critic or Coordinator from a spec (``local``, ``openai:m``,
     ``scripted``); ``cache``: a SQLite response cache path."""
     from orgteams.agents.backends import make_backend
-    from orgteams.run import backend_options
+    from orgteams.agents.backends.pool import backend_options
 
     return make_backend(backend_options(spec, cache))
 
@@ -56,8 +56,8 @@ def check_reflector(role: str, spec: str) -> None:
             (with a "Did you mean"), or a malformed spec (``local:foo``).
     """
     from orgteams.agents.backends import BACKENDS
-    from orgteams.envs._util import unknown_name
-    from orgteams.run import parse_member_spec
+    from orgteams.agents.backends.pool import parse_member_spec
+    from orgteams.errors import unknown_name
 
     if spec == "heuristic":
         return
@@ -83,7 +83,7 @@ def make_episode_fn(task: str | Sequence[str] = "prepare_afternoon_tea",
     seeds every iteration, the fair comparison), and likewise for ``task`` and ``layout``
     when they are lists. With E = 1 (the paper's loop) it returns one result, else a list.
     Logs go to ``log_dir/iteration_<k>[_<j>].jsonl`` (None: kept in memory). ``pool``:
-    a :class:`~orgteams.run.BackendPool` shared by the episodes (None: each episode
+    a :class:`~orgteams.agents.backends.pool.BackendPool` shared by the episodes (None: each episode
     makes and closes its own). ``on_progress(iteration, tick, tick_limit)`` is called
     after every tick.
     """
@@ -125,10 +125,10 @@ def _check_schedule(tasks: list[str], layouts: list[str], agents: int,
                     backend: str | list[str]) -> None:
     """Every name of the schedule is loaded now, so bad input fails before any file is
     written (not at the first episode, after ``config.json``)."""
-    from orgteams.envs._util import unknown_name
+    from orgteams.agents.backends.pool import MEMBER_KINDS
     from orgteams.envs.core.layout import load_layout
     from orgteams.envs.core.tasks import load_task
-    from orgteams.run import MEMBER_KINDS
+    from orgteams.errors import unknown_name
 
     for t in tasks:
         load_task(t)
@@ -187,8 +187,9 @@ def run_reflect(organization: str | Path | Organization = "leader", *,
     resolved = org.resolve(Team.of_size(agents))
     for agent in resolved.team:  # a bad instruction template fails now, before any file
         resolved.instruction_for(agent)
+    from orgteams.agents.backends.pool import BackendPool, parse_member_spec
     from orgteams.criticize_reflect.heuristic import HeuristicCoordinator, HeuristicCritic
-    from orgteams.run import BackendPool, member_specs, parse_member_spec
+    from orgteams.run import member_specs
 
     if episodes_per_iteration is None:
         episodes_per_iteration = HEURISTIC_EPISODES if coordinator == "heuristic" else 1

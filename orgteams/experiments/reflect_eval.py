@@ -16,7 +16,7 @@ from typing import Any
 
 from orgteams.cli.progress import Progress
 from orgteams.criticize_reflect.cost import CostModel
-from orgteams.envs.errors import UserError
+from orgteams.errors import UserError
 from orgteams.organizations.spec.organization import Organization
 
 __all__ = ["HELDOUT_OFFSET", "evaluate_reflect", "format_evaluation", "heldout_seeds",
@@ -54,15 +54,17 @@ def paired_comparison(start: Sequence[float], best: Sequence[float]) -> dict[str
 
 
 def _costs(org: Organization, run: dict[str, Any], seeds: list[int], model: CostModel,
-           task: str, layout: str, bar: Progress) -> list[float]:
+           task: str, layout: str, bar: Progress, log_dir: Path, arm: str) -> list[float]:
     from orgteams.run import run_episode
 
     costs = []
     for seed in seeds:
         bar.update(bar.done, f"{task} / {layout}: {org.name}, seed {seed}")
+        # the evidence stays with the run it evaluates, never in the caller's ./runs
+        log = log_dir / f"{task}_{layout}_{arm}_s{seed}.jsonl"
         result = run_episode(task=task, layout=layout, organization=org, agents=run["agents"],
                              backend=run["backend"], seed=seed, max_rounds=run.get("max_rounds"),
-                             max_ticks=run.get("max_ticks"))
+                             max_ticks=run.get("max_ticks"), log_path=log)
         if result.summary.get("episode_status", "complete") != "complete":
             from orgteams.organizations.rounds.status import why_stopped
 
@@ -108,14 +110,14 @@ def evaluate_reflect(out_dir: str | Path, seeds: int = 20,
         for task, layout in cells:
             before = bar.done
             try:
-                a = _costs(start, run, held, model, task, layout, bar)
+                a = _costs(start, run, held, model, task, layout, bar, out / "evaluation", "start")
             except UserError as exc:  # e.g. the layout lacks the task's furniture
                 if not (tasks or layouts):
                     raise
                 rows.append({"task": task, "layout": layout, "n": 0, "skipped": str(exc)})
                 bar.update(before + 2 * len(held), "skipped")
                 continue
-            b = _costs(best, run, held, model, task, layout, bar)
+            b = _costs(best, run, held, model, task, layout, bar, out / "evaluation", "best")
             rows.append({"task": task, "layout": layout, **paired_comparison(a, b),
                          "start_costs": a, "best_costs": b})
     finally:

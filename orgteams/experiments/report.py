@@ -38,7 +38,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from orgteams.envs.errors import MissingExtraError, UserError
+from orgteams.errors import MissingExtraError, UserError
 from orgteams.experiments.stats import (
     REPORT_HINT,
     cohens_d,

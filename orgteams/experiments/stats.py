@@ -11,7 +11,7 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from orgteams.envs.errors import MissingExtraError
+from orgteams.errors import MissingExtraError
 
 REPORT_HINT = 'reports need scipy and matplotlib: pip install "orgteams[report]"'
 

@@ -49,7 +49,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from orgteams.envs.errors import MissingExtraError, UserError
+from orgteams.errors import MissingExtraError, UserError
 from orgteams.experiments.sweep_spec import SweepSpec, parse_seeds, spec_from_lists
 from orgteams.experiments.workers import worker_init
 
@@ -144,7 +144,7 @@ def _worker_pool():
     The pool lives as long as the worker (closed at its exit, or by
     :func:`close_worker_pool` when the sweep ran in this process)."""
     if not _WORKER_POOL:
-        from orgteams.run import BackendPool
+        from orgteams.agents.backends.pool import BackendPool
 
         _WORKER_POOL.append(BackendPool())
         atexit.register(close_worker_pool)

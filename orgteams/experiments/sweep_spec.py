@@ -24,7 +24,7 @@ from orgteams.envs.core.limits import (
     check_int,
 )
 from orgteams.envs.core.user_files import load_yaml, read_text
-from orgteams.envs.errors import UserError
+from orgteams.errors import UserError
 
 
 @dataclass(frozen=True)
@@ -115,12 +115,12 @@ class SweepSpec:
 
     def validate(self) -> None:
         """Check every name before any episode runs; errors name the spec field."""
+        from orgteams.agents.backends.pool import parse_member_spec
+        from orgteams.agents.team import Team
         from orgteams.envs.core.layout import load_layout
         from orgteams.envs.core.tasks import load_task
-        from orgteams.envs.team import Team
         from orgteams.organizations.rounds.shocks import Shock, check_shocks
         from orgteams.organizations.spec.library import load_organization
-        from orgteams.run import parse_member_spec
 
         for name in ("tasks", "layouts", "organizations", "agents", "backends", "seeds"):
             if not getattr(self, name):

@@ -1,3 +1,16 @@
 """Glue for `orgteams play`: keyboard play beside LLM and planner teammates, inside
 an organization, the player's voice and the play log.
+
+>>> from orgteams.play import play_with
 """
+
+from orgteams.lazy import lazy_exports
+
+__all__ = ["MemberTeammates", "PlannerTeammates", "PlayLog", "play_with"]
+
+__getattr__, __dir__ = lazy_exports(__name__, {
+    "MemberTeammates": "orgteams.play.teammates",
+    "PlannerTeammates": "orgteams.play.teammates",
+    "PlayLog": "orgteams.play.play_log",
+    "play_with": "orgteams.play.teammates",
+})

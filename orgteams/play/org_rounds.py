@@ -40,9 +40,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from orgteams.agents.messages import TeamMessage
+from orgteams.agents.team import Team
 from orgteams.envs.highlevel.highlevel_env import HighLevelEnv
-from orgteams.envs.messages import TeamMessage
-from orgteams.envs.team import Team
 from orgteams.organizations.rounds.episode import EpisodeState, update_leadership
 from orgteams.organizations.rounds.phases import communicate_phase, decide_actions, deliver_held
 from orgteams.organizations.spec.library import load_organization
@@ -55,7 +55,7 @@ __all__ = ["OrgRounds", "play_organization"]
 def play_organization(org: str | Organization | None) -> Organization | None:
     """The organization of ``orgteams play --org``, loaded as ``orgteams run --org``
     loads it (:func:`~orgteams.organizations.spec.library.load_organization`: a shipped name
-    or a YAML path; a bad one is a :class:`~orgteams.envs.errors.UserError` naming file
+    or a YAML path; a bad one is a :class:`~orgteams.errors.UserError` naming file
     and field); None plays without one."""
     if org is None or isinstance(org, Organization):
         return org
@@ -73,8 +73,6 @@ class OrgRounds:
         self.organization = organization
         self.state: EpisodeState | None = None
         self.undelivered = 0  # the player's lines that reached nobody (latest round)
-        self._on_tick: Any = None  # the tick hook start() set, and the one it wraps
-        self._outer: Any = None
         self._played: tuple[dict[str, str], set[str]] | None = None  # to remember
 
     def show(self, env: HighLevelEnv, player: str) -> str | None:
@@ -96,23 +94,21 @@ class OrgRounds:
                              {**members, voice.agent_id: voice}, round=round_index,
                              acts_outside=frozenset({voice.agent_id}), **extra)
         self.state, self._played = state, None
-        outer = env.on_tick  # the play log's, when there is one; never our last episode's
-        if outer is self._on_tick:
-            outer = self._outer
-
-        def on_tick(before: Any, joint: Any, after: Any, infos: Any) -> None:
-            if outer is not None:
-                outer(before, joint, after, infos)
-            for agent, info in infos.items():  # most_progress leadership counts these
-                state.placed[agent] += sum(e.get("type") == "placed"
-                                           for e in info.get("events", []))
-            if self._played is not None:  # the round's outcome, after its step (shared)
-                state.remember_round(*self._played)
-                state.progress.append(sum(after.progress))
-                self._played = None
-
-        env.on_tick, self._on_tick, self._outer = on_tick, on_tick, outer
         return state
+
+    def tick(self, before: Any, joint: dict[str, int], after: Any, infos: Any) -> None:
+        """After every tick of the play env (the teammates call it): objects placed, which
+        ``most_progress`` leadership counts, and the last round's outcome once stepped."""
+        state = self.state
+        if state is None:
+            return
+        for agent, info in infos.items():
+            state.placed[agent] += sum(e.get("type") == "placed"
+                                       for e in info.get("events", []))
+        if self._played is not None:  # the round's outcome, after its step (shared)
+            state.remember_round(*self._played)
+            state.progress.append(sum(after.progress))
+            self._played = None
 
     async def play(self, state: EpisodeState, voice: PlayerVoice, speakers: list[str],
                    deciders: list[str]) -> tuple[dict[str, str], dict[str, Any]]:
@@ -152,7 +148,7 @@ class OrgRounds:
 
     def _draw(self, env: HighLevelEnv, player: str, roles: dict[str, str],
               reach: tuple[str, ...]) -> str | None:
-        overlay = env.base.overlay
+        overlay = env.overlay
         overlay.organization, overlay.roles = self.organization.name, roles
         names = _roster(env)
         who = ", ".join(names.name(a) for a in reach) or "nobody"
@@ -164,4 +160,4 @@ class OrgRounds:
 
 def _roster(env: HighLevelEnv) -> Team:
     ids = list(env.possible_agents)
-    return Team.of(ids, list(env.base.display_names or ids))
+    return Team.of(ids, list(env.display_names or ids))

@@ -44,6 +44,7 @@ class PlayLog:
         self.paths: list[Path] = []
         self._log: EpisodeLog | None = None
         self._env: Any = None
+        self._write_tick: Callable[..., None] | None = None  # the open file's tick lines
         self._world: Any = None  # the latest state of the episode being written
         self._over = False  # the episode being written has ended (goal or tick limit)
         self.player_role: str | None = None
@@ -56,21 +57,23 @@ class PlayLog:
             f"{self.path.stem}.{n}{self.path.suffix}")
         self._log, self._env = EpisodeLog(path), env
         self.paths.append(path)
-        base = env.base
-        team = list(base.possible_agents)
+        team = list(env.possible_agents)
         write_tick = team_log.start_replay_log(self._log, env, seed=seed,
                                                organization=self.organization, team=team,
-                                               names=list(base.display_names or team),
+                                               names=list(env.display_names or team),
                                                current_round=current_round)
-        self._world = base.world  # the end line's: kept, as R resets the env before end()
+        self._write_tick = write_tick
+        self._world = env.world  # the end line's: kept, as R resets the env before end()
         self._over = False
 
-        def on_tick(before: Any, joint: dict[str, int], after: Any, infos: Any) -> None:
-            write_tick(before, joint, after, infos)
+    def tick(self, before: Any, joint: dict[str, int], after: Any, infos: Any) -> None:
+        """One tick of the episode being written (the teammates call it after every tick);
+        nothing when no file is open."""
+        if self._log is not None:
+            self._write_tick(before, joint, after, infos)
             self._world = after
-            self._over = not base.agents
-
-        env.on_tick = on_tick  # the play env has no other tick hook
+            # The env marks the tick that ends the episode (goal met, tick limit).
+            self._over = any("episode" in info for info in infos.values())
 
     def write(self, record: dict) -> None:
         """One decision record (subscribe it to ``RoundHooks.record``)."""
@@ -93,7 +96,7 @@ class PlayLog:
             status, reason = "interrupted", stop_reason
         spoken = [r for r in log.records
                   if r.get("phase") == "communicate" and r.get("message")]
-        player = env.base.overlay.you
+        player = env.overlay.you
         mine = [r for r in spoken if r["agent"] == player]
         team_log.end_replay_log(log, world)
         log.write({"record": "summary", "episode_status": status, "stop_reason": reason,
@@ -107,5 +110,4 @@ class PlayLog:
                    "player_message_tokens": sum(r["message_tokens"] for r in mine),
                    "message_tokens": sum(r["message_tokens"] for r in spoken)})
         log.close()
-        env.on_tick = None
         self._log = self._env = None

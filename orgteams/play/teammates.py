@@ -29,14 +29,14 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from orgteams.agents.messages import EVERYONE, TeamMessage
 from orgteams.agents.planner.planner import PlannerAgent
 from orgteams.agents.planner.planner_member import PlannerMember
-from orgteams.envs._util import unknown_name
-from orgteams.envs.errors import UserError
+from orgteams.agents.team import Team, display_names
 from orgteams.envs.highlevel.highlevel_env import HighLevelEnv
-from orgteams.envs.messages import TeamMessage
+from orgteams.envs.play.chat import ChatLine
 from orgteams.envs.play.keyboard import play
-from orgteams.envs.team import Team, display_names
+from orgteams.errors import UserError, unknown_name
 from orgteams.organizations.rounds.episode import EpisodeState
 from orgteams.organizations.rounds.phases import communicate_phase, decide_actions, deliver_held
 from orgteams.organizations.rounds.planner_team import EVERYONE_HEARS_EVERYONE, TurnTaker
@@ -71,25 +71,35 @@ class _Listening:
         """Messages the player sent so far."""
         return self.voice.sent if self.voice is not None else 0
 
-    def hear(self, message: TeamMessage) -> None:
-        """A line the player wrote (sender: their agent): spoken at the next round."""
+    def hear(self, line: ChatLine) -> None:
+        """A line the player wrote (sender: their agent): spoken at the next round, as a
+        team message to the agents it names (none: everyone)."""
         if self.voice is None:
-            self.voice = PlayerVoice(message.sender)
-        self.voice.say(message)
+            self.voice = PlayerVoice(line.sender)
+        self.voice.say(TeamMessage(line.sender, line.receivers or EVERYONE, line.text))
 
     def _start(self, env: HighLevelEnv, seed: int, current_round: Callable[[], int]) -> None:
         if self.voice is not None:
             self.voice.reset()
+        if self.log is not None or self.rounds is not None:
+            env.on_tick = self._tick  # the play env's one tick hook: the session owns it
         if self.log is not None:
             self.log.start(env, seed, current_round)
         if self.rounds is not None:  # the player's agent is a member from the start
-            player = env.base.overlay.you
+            player = env.overlay.you
             if player is None:
                 raise ValueError("teammates under an organization need the player's agent: "
-                                 "set env.base.overlay.you (PlaySession does)")
+                                 "set env.overlay.you (PlaySession does)")
             if self.voice is None:
                 self.voice = PlayerVoice(player)
             self._shown(self.rounds.show(env, player))
+
+    def _tick(self, before: Any, joint: dict[str, int], after: Any, infos: Any) -> None:
+        """After every tick: the log's tick line, then the organization's bookkeeping."""
+        if self.log is not None:
+            self.log.tick(before, joint, after, infos)
+        if self.rounds is not None:
+            self.rounds.tick(before, joint, after, infos)
 
     def _shown(self, role: str | None) -> None:
         """The player's role as the window shows it now (:attr:`player_role`; the log's
@@ -108,7 +118,7 @@ class _Listening:
         organization; under one, only their own lines and messages routed to them."""
         player = self.voice.agent_id if self.voice is not None else None
         if self.rounds is None or message.sender == player or player in message.delivered:
-            env.base.overlay.say(message)
+            env.overlay.say(message)
         self._count(message)
 
     def _count(self, message: TeamMessage) -> None:
@@ -216,7 +226,7 @@ class MemberTeammates(_Listening):
             raise unknown_name("LLM teammate kind", kind, LLM_KINDS)
         self.spec, self.seed, self.cache, self.talk = spec, seed, cache, talk
         self.members: dict[str, Any] = {}
-        from orgteams.run import BackendPool
+        from orgteams.agents.backends.pool import BackendPool
 
         self.pool = BackendPool()  # owns the members' backends; closed by close()
         self.round = 0
@@ -282,7 +292,7 @@ class MemberTeammates(_Listening):
     def _unorganized(self, env: HighLevelEnv, agents: list[str]) -> EpisodeState:
         """This round's state without an organization (nothing carries over)."""
         ids = list(env.possible_agents)
-        team = Team.of(ids, list(env.base.display_names or ids))
+        team = Team.of(ids, list(env.display_names or ids))
         state = EpisodeState(env, UNORGANIZED, UNORGANIZED.resolve(team),
                              {a: self.members[a] for a in agents}, round=self.round,
                              tokenizer=self.pool.tokenizer)

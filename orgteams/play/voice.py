@@ -28,11 +28,11 @@ from orgteams.agents.member import (
     MemberBase,
     TeamMessage,
 )
-from orgteams.envs.messages import MESSAGE_MAX_CHARS
+from orgteams.agents.messages import MESSAGE_MAX_CHARS
 from orgteams.organizations.rounds.phases import communicate_phase, deliver_held
 
 if TYPE_CHECKING:
-    from orgteams.envs.member_view import MemberView
+    from orgteams.agents.view import MemberView
     from orgteams.organizations.rounds.episode import EpisodeState
 
 __all__ = ["PlayerVoice", "player_speaks"]

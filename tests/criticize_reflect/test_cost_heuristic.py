@@ -19,7 +19,7 @@ from orgteams.criticize_reflect.heuristic import (
     HeuristicCritic,
     problems_of,
 )
-from orgteams.envs.errors import UserError
+from orgteams.errors import UserError
 from orgteams.experiments.reflect import make_episode_fn, run_reflect
 from orgteams.experiments.reflect_eval import evaluate_reflect, heldout_seeds, paired_comparison
 from orgteams.organizations.spec.library import load_organization
@@ -66,8 +66,10 @@ def test_an_iteration_costs_the_mean_of_its_episodes_and_records_the_formula(tmp
     assert saved["cost_model"] == row["cost_model"]
 
 
-def test_episode_fn_plays_e_seeds_per_iteration(monkeypatch):
-    played = []
+def seeds_played(monkeypatch) -> list[int]:
+    """From now on, the seed of every episode ``orgteams.run.run_episode`` plays (it still
+    plays them), in order."""
+    played: list[int] = []
     real = orgteams.run.run_episode
 
     def spy(**kw):
@@ -75,6 +77,11 @@ def test_episode_fn_plays_e_seeds_per_iteration(monkeypatch):
         return real(**kw)
 
     monkeypatch.setattr(orgteams.run, "run_episode", spy)
+    return played
+
+
+def test_episode_fn_plays_e_seeds_per_iteration(monkeypatch):
+    played = seeds_played(monkeypatch)
     fn = make_episode_fn(layout="studio", backend="planner", seeds=[3, 4, 5, 6],
                          episodes_per_iteration=2)
     first = fn(load_organization("leader"), 0)
@@ -131,14 +138,7 @@ def test_heldout_seeds_never_overlap_the_loop_and_the_evaluation_uses_them(tmp_p
     out = tmp_path / "run"
     run_reflect("leader", layout="studio", backend="planner", seeds=[0, 1], critic="heuristic",
                 coordinator="heuristic", iterations=2, out_dir=out, episodes_per_iteration=2)
-    played = []
-    real = orgteams.run.run_episode
-
-    def spy(**kw):
-        played.append(kw["seed"])
-        return real(**kw)
-
-    monkeypatch.setattr(orgteams.run, "run_episode", spy)
+    played = seeds_played(monkeypatch)
     report = evaluate_reflect(out, seeds=3)
     assert played and set(played).isdisjoint({0, 1}) and len(played) == 6
     assert report["train_seeds"] == [0, 1] and sorted(set(played)) == report["heldout_seeds"]
@@ -155,7 +155,8 @@ def test_paired_comparison_numbers():
     assert r["t_test_p"] == pytest.approx(0.0305, abs=5e-4)
 
 
-def test_cli_heuristic_loop_then_evaluate(capsys, tmp_path):
+def test_cli_heuristic_loop_then_evaluate(capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
     out = tmp_path / "r"
     base = ["reflect", "--layout", "studio", "--backend", "planner", "--critic", "heuristic",
             "--coordinator", "heuristic", "--out", str(out)]
@@ -170,6 +171,10 @@ def test_cli_heuristic_loop_then_evaluate(capsys, tmp_path):
     assert main([*base, "--evaluate", "2"]) == 0
     text = capsys.readouterr().out
     assert "| prepare_afternoon_tea | studio | 2 |" in text
+    # the held-out episodes' logs are kept under the run's folder, none in ./runs
+    logs = sorted(p.name for p in (out / "evaluation").glob("*.jsonl"))
+    assert len(logs) == 4 and {n.split("_")[-2] for n in logs} == {"start", "best"}
+    assert not (tmp_path / "runs").exists()
 
 
 def test_without_a_critique_the_heuristic_coordinator_does_not_diagnose():

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
 import sys
@@ -10,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from doubles import load_script
 
 torch = pytest.importorskip("torch", reason="needs the rl extra")
 # train_ppo.py, which lean_ppo reuses, needs it
@@ -20,11 +20,8 @@ EXAMPLE = Path(__file__).parents[2] / "examples" / "lean_ppo.py"
 
 @pytest.fixture(scope="module")
 def lean():
-    spec = importlib.util.spec_from_file_location("lean_ppo", EXAMPLE)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["lean_ppo"] = module  # dataclasses look their module up while defining
-    spec.loader.exec_module(module)
-    yield module
+    # registered: dataclasses look their module up while defining
+    yield load_script(EXAMPLE, register=True)
     del sys.modules["lean_ppo"]
 
 

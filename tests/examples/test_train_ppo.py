@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import re
@@ -12,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from doubles import load_script
 
 pytest.importorskip("sb3_contrib", reason="needs the rl extra")
 
@@ -20,10 +20,7 @@ EXAMPLE = Path(__file__).parents[2] / "examples" / "train_ppo.py"
 
 @pytest.fixture(scope="module")
 def train_ppo():
-    spec = importlib.util.spec_from_file_location("train_ppo", EXAMPLE)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script(EXAMPLE)
 
 
 def test_scalar_path_and_batched_core_play_the_same_episodes(train_ppo):

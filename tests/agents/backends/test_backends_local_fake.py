@@ -154,7 +154,7 @@ def test_a_local_backend_without_a_server_owns_one_and_stops_it(fake_llama, monk
 
 
 def test_the_pool_owns_one_server_for_its_local_backends_and_closes_it(fake_llama, monkeypatch):
-    from orgteams.run import BackendPool
+    from orgteams.agents.backends.pool import BackendPool
 
     monkeypatch.setattr("orgteams.agents.backends.local.smollm2_path", lambda: fake_llama)
     pool = BackendPool()
@@ -291,8 +291,9 @@ def test_a_local_request_sends_the_schema_as_the_grammar_only():
 
 
 def test_the_pool_gives_its_server_one_slot_per_local_member(fake_llama, monkeypatch):
+    from orgteams.agents.backends.pool import BackendPool
     from orgteams.organizations.spec.library import load_organization
-    from orgteams.run import BackendPool, build_team
+    from orgteams.run import build_team
 
     monkeypatch.setattr("orgteams.agents.backends.local.smollm2_path", lambda: fake_llama)
     monkeypatch.delenv("ORGTEAMS_LOCAL_SLOTS", raising=False)

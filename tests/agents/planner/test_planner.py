@@ -2,19 +2,19 @@
 
 from __future__ import annotations
 
-import importlib.util
 import statistics
 from pathlib import Path
 
 import pytest
+from doubles import load_script
 
 from orgteams.agents.member_rules import MemberRules
+from orgteams.agents.messages import TeamMessage
 from orgteams.agents.planner.planner import PlannerAgent
 from orgteams.agents.random_agent import RandomAgent
+from orgteams.agents.team import Team
 from orgteams.envs import list_tasks
 from orgteams.envs.highlevel.highlevel_env import HighLevelEnv
-from orgteams.envs.messages import TeamMessage
-from orgteams.envs.team import Team
 from orgteams.organizations.rounds.planner_team import everyone_hears_everyone, run_team
 from orgteams.organizations.spec.library import load_organization
 
@@ -60,11 +60,7 @@ def test_a_leader_team_solves_tasks():
 
 def _planner_table():
     """benchmarks/planner_table.py as a module (benchmarks/ is not a package)."""
-    path = Path(__file__).resolve().parents[3] / "benchmarks" / "planner_table.py"
-    spec = importlib.util.spec_from_file_location("planner_table", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script(Path(__file__).resolve().parents[3] / "benchmarks" / "planner_table.py")
 
 
 def test_planner_table_leader_column_is_led_and_its_orders_are_followed():

@@ -10,9 +10,9 @@ from __future__ import annotations
 from dataclasses import replace
 
 from orgteams.agents.member_rules import MemberRules
+from orgteams.agents.messages import TeamMessage
 from orgteams.agents.planner.planner import PlannerAgent
 from orgteams.envs.highlevel.highlevel_env import HighLevelEnv
-from orgteams.envs.messages import TeamMessage
 
 LEADER_RULES = MemberRules(assign_work="leader", leaders=("agent_0",))
 MEMBER_RULES = MemberRules(assign_work="leader", leaders=("agent_0",), report_to=("agent_0",))

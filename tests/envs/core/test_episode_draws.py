@@ -15,7 +15,7 @@ from orgteams.envs.core.layout import list_layouts
 from orgteams.envs.core.start import make_episode
 from orgteams.envs.core.state import HouseholdState, Scene
 from orgteams.envs.core.tasks import load_task, task_from_dict
-from orgteams.envs.errors import UserError
+from orgteams.errors import UserError
 
 
 def plain_make_episode(layout, task, num_agents, rng):

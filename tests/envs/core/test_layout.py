@@ -7,7 +7,7 @@ import re
 import numpy as np
 import pytest
 
-from orgteams.envs._util import asset_dir
+from orgteams.assets import asset_dir
 from orgteams.envs.core.catalog import load_catalog, room_type
 from orgteams.envs.core.layout import (
     DOOR,
@@ -231,27 +231,17 @@ def test_missing_layout_file(tmp_path):
         load_layout(path)
 
 
-def test_malformed_yaml_file(tmp_path):
-    path = tmp_path / "broken.yaml"
-    path.write_text("name: broken\ngrid: [unclosed\n")
-    with raises(f"{path}: not valid YAML: "):
-        load_layout(path)
-
-
-def test_yaml_file_missing_keys_and_not_a_mapping(tmp_path):
-    path = tmp_path / "norooms.yaml"
-    path.write_text("name: norooms\ngrid: |\n  ###\n")
-    with raises(f"{path}: missing required key(s) rooms"):
-        load_layout(path)
-    path.write_text("- just\n- a list\n")
-    with raises(f"{path}: expected a mapping with keys name, grid, rooms, furniture"):
-        load_layout(path)
-
-
-def test_yaml_file_errors_name_the_file(tmp_path):
-    path = tmp_path / "tiny.yaml"
-    path.write_text("rooms: {k: kitchen}\ngrid: |\n  #####\n  #k?k#\n  #####\n")
-    with raises(f"{path}: row 1, col 2: unknown character '?'"):
+@pytest.mark.parametrize(("text", "problem"), [
+    ("name: broken\ngrid: [unclosed\n", "not valid YAML: "),
+    ("name: norooms\ngrid: |\n  ###\n", "missing required key(s) rooms"),
+    ("- just\n- a list\n", "expected a mapping with keys name, grid, rooms, furniture"),
+    ("rooms: {k: kitchen}\ngrid: |\n  #####\n  #k?k#\n  #####\n",
+     "row 1, col 2: unknown character '?'"),
+], ids=["malformed", "missing_key", "not_a_mapping", "unknown_character"])
+def test_a_bad_yaml_file_is_one_line_naming_the_file(tmp_path, text, problem):
+    path = tmp_path / "bad.yaml"
+    path.write_text(text)
+    with raises(f"{path}: {problem}"):
         load_layout(path)
 
 

@@ -1,25 +1,43 @@
-"""Navigation: distance maps cached per layout, doors, detours, impossible goals."""
+"""Navigation: distance maps cached per navigator, doors, detours, impossible goals."""
 
 from __future__ import annotations
 
+import itertools
+
 from orgteams.envs.core.actions import Verb, encode
 from orgteams.envs.core.layout import load_layout
-from orgteams.envs.core.navigation import INF, navigator
+from orgteams.envs.core.navigation import INF, MAX_CACHED_MAPS, Navigator
+from orgteams.envs.highlevel.highlevel_env import HighLevelEnv
 
 
-def test_one_navigator_per_layout_and_maps_are_cached():
-    nav = navigator(load_layout("house"))
-    assert navigator(load_layout("house")) is nav  # a fresh load shares the cache
+def test_maps_are_cached_per_navigator_and_bounded():
+    nav = Navigator(load_layout("house"))
     goal = nav.furniture_goal(0)
     calls = nav.bfs_calls
     first = nav.distance_map(goal)
     again = nav.distance_map(set(goal))
-    assert again is first
-    assert nav.bfs_calls <= calls + 1
+    assert again is first and nav.bfs_calls == calls + 1
+    pairs = itertools.combinations(range(nav.layout.width * nav.layout.height), 2)
+    for pair in itertools.islice(pairs, MAX_CACHED_MAPS + 5):  # more than the cache keeps
+        nav.distance_map(pair)
+    assert len(nav._maps) == MAX_CACHED_MAPS
+    other = Navigator(load_layout("house"))  # nothing shared: its own, empty cache
+    assert other.bfs_calls == 0 and not other._maps
+
+
+def test_an_env_owns_its_navigator_across_its_episodes_only():
+    env, twin = HighLevelEnv(layout="house"), HighLevelEnv(layout="house")
+    assert env.nav is None  # built at reset, for the episode's layout
+    env.reset(seed=0)
+    nav = env.nav
+    env.reset(seed=1)
+    twin.reset(seed=0)
+    assert env.nav is nav and nav.layout is env.base.layout
+    assert twin.nav is not nav  # never shared between envs (or threads)
 
 
 def test_distances_are_shortest_walks(two_rooms):
-    nav = navigator(two_rooms)
+    nav = Navigator(two_rooms)
     w = two_rooms.width
     sofa = next(i for i, f in enumerate(two_rooms.furniture) if f.name == "sofa")
     dist = nav.distance_map(nav.furniture_goal(sofa))
@@ -30,7 +48,7 @@ def test_distances_are_shortest_walks(two_rooms):
 
 def test_closed_door_on_the_way_is_opened(two_rooms, make_state):
     state = make_state(two_rooms, [(2, 3)], doors_open=[False])
-    nav = navigator(two_rooms)
+    nav = Navigator(two_rooms)
     living = two_rooms.rooms.index("living_room")
     assert nav.step_toward(state, 0, nav.room_goal(living)) == encode(Verb.OPEN, 1)
     state.door_open[0] = True
@@ -39,7 +57,7 @@ def test_closed_door_on_the_way_is_opened(two_rooms, make_state):
 
 def test_goal_that_can_never_be_reached(two_rooms, make_state):
     state = make_state(two_rooms, [(2, 2)])
-    nav = navigator(two_rooms)
+    nav = Navigator(two_rooms)
     assert nav.step_toward(state, 0, frozenset({0})) == -1  # a wall cell
     assert nav.walker(0, frozenset({0})).next_action(state) == -1
 
@@ -47,7 +65,7 @@ def test_goal_that_can_never_be_reached(two_rooms, make_state):
 def test_walker_goes_around_a_teammate(inline_layout, make_state):
     room = inline_layout(["#######", "#kkkkk#", "#kkkkk#", "#kkkkk#", "#######"])
     w = room.width
-    nav = navigator(room)
+    nav = Navigator(room)
     # agent 1 (higher index) must pass agent 0, who stands still in its way.
     state = make_state(room, [(2, 2), (2, 1)])
     walker = nav.walker(1, frozenset({2 * w + 4}))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from orgteams.envs.core.actions import Verb, encode
-from orgteams.envs.core.navigation import navigator
+from orgteams.envs.core.navigation import Navigator
 from orgteams.envs.core.tasks import Predicate
 from orgteams.envs.highlevel.highlevel_env import HighLevelEnv
 
@@ -34,7 +34,7 @@ def test_blocked_walker_yields_into_an_open_doorway_not_back_down_the_corridor(
     w = layout.width
     # agent 1 walks east; agent 0 (right of way) stands in its way, head-on.
     state = make_state(layout, [(1, 5), (1, 4)], doors_open=[door_open])
-    walker = navigator(layout).walker(1, frozenset({1 * w + 7}))
+    walker = Navigator(layout).walker(1, frozenset({1 * w + 7}))
     # Open: south into the doorway, off agent 0's line; closed: back west (the only cell).
     assert walker.next_action(state) == encode(Verb.MOVE, step)
 
@@ -69,7 +69,7 @@ def test_fixed_obstacle_in_the_dead_end_does_not_evacuate(inline_layout, make_st
 def test_roomy_cells_are_inside_rooms_and_off_furniture(inline_layout):
     layout = inline_layout(DEAD_END, furniture={"F": "fridge"})
     w = layout.width
-    roomy = navigator(layout).roomy_cells
+    roomy = Navigator(layout).roomy_cells
     assert 2 * w + 2 in roomy  # the middle of the room
     assert 3 * w + 4 not in roomy and 3 * w + 5 not in roomy  # the dead-end corridor
     assert 1 * w + 1 not in roomy  # a corner (two floor neighbours)

@@ -12,14 +12,14 @@ import pytest
 
 pygame = pytest.importorskip("pygame")
 
+from orgteams.agents.messages import TeamMessage  # noqa: E402
+from orgteams.agents.team import display_names  # noqa: E402
 from orgteams.envs import household_v0  # noqa: E402
 from orgteams.envs.highlevel.highlevel_env import HighLevelEnv  # noqa: E402
-from orgteams.envs.messages import TeamMessage  # noqa: E402
 from orgteams.envs.render.overlay import Overlay  # noqa: E402
 from orgteams.envs.render.panel import MIN_LOG, talk_matrix  # noqa: E402
 from orgteams.envs.render.renderer import PygameRenderer, to_array  # noqa: E402
 from orgteams.envs.render.world import object_cells  # noqa: E402
-from orgteams.envs.team import display_names  # noqa: E402
 from orgteams.organizations.rounds.runner import TeamRunner  # noqa: E402
 from orgteams.organizations.spec.library import load_organization  # noqa: E402
 from orgteams.run import build_team  # noqa: E402

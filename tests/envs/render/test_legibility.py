@@ -9,8 +9,8 @@ import pytest
 
 pygame = pytest.importorskip("pygame")
 
+from orgteams.agents.messages import TeamMessage  # noqa: E402
 from orgteams.envs import household_v0  # noqa: E402
-from orgteams.envs.messages import TeamMessage  # noqa: E402
 from orgteams.envs.render.bubbles import MAX_BUBBLES, _receivers  # noqa: E402
 from orgteams.envs.render.overlay import Overlay  # noqa: E402
 from orgteams.envs.render.renderer import PygameRenderer  # noqa: E402

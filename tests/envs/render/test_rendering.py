@@ -15,9 +15,9 @@ import pytest  # noqa: E402
 pygame = pytest.importorskip("pygame")
 iio = pytest.importorskip("imageio.v2")
 
+from orgteams.agents.messages import TeamMessage  # noqa: E402
 from orgteams.envs import household_v0  # noqa: E402
 from orgteams.envs.core.state import HouseholdState  # noqa: E402
-from orgteams.envs.messages import TeamMessage  # noqa: E402
 from orgteams.envs.render.ansi import LEGEND  # noqa: E402
 from orgteams.envs.render.renderer import (  # noqa: E402
     INSTALL_HINT,

@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 
 from orgteams.envs import household_v0
-from orgteams.envs.errors import MissingExtraError, UserError
 from orgteams.envs.vector import env as vector_env_module
 from orgteams.envs.vector.env import HOUSEHOLD_STATE_BYTES, OBSERVATION_COPIES, estimated_bytes
+from orgteams.errors import MissingExtraError, UserError
 
 
 def test_households_past_the_memory_available_are_one_line(monkeypatch):

@@ -6,20 +6,16 @@ from __future__ import annotations
 
 from collections import Counter
 
+from doubles import Talker
+
+from orgteams.agents.backends.pool import BackendPool
 from orgteams.agents.llm.tokens import REGEX_NAME, Tokenizer, approximate_note
-from orgteams.agents.member import (
-    ActDecision,
-    CommunicateDecision,
-    DecisionRecord,
-    MemberBase,
-    TeamMessage,
-)
 from orgteams.agents.planner.planner_member import PlannerMember
 from orgteams.envs.highlevel.highlevel_env import HighLevelEnv
 from orgteams.organizations import load_organization
 from orgteams.organizations.metrics.episode_metrics import episode_metrics
 from orgteams.organizations.rounds.runner import TeamRunner
-from orgteams.run import BackendPool, run_episode
+from orgteams.run import run_episode
 
 PER_MESSAGE = 1000
 
@@ -41,25 +37,9 @@ class Marked(Tokenizer):
         return PER_MESSAGE if text else 0
 
 
-class TwoTalker(MemberBase):
+def two_talker(agent_id):
     """Broadcasts two short messages every stage and keeps no budget itself."""
-
-    model = "two-talker"
-
-    def __init__(self, agent_id):
-        self.agent_id = agent_id
-
-    def reset(self):
-        pass
-
-    async def communicate(self, ctx, env):
-        rec = DecisionRecord("communicate", self.agent_id, ctx.round, model=self.model)
-        said = [TeamMessage(self.agent_id, "everyone", f"{self.agent_id} says {w}")
-                for w in ("hi", "bye")]
-        return CommunicateDecision(said, None, False, None, "", rec)
-
-    async def act(self, env, round, ctx=None):
-        return ActDecision("wait", "", DecisionRecord("act", self.agent_id, round))
+    return Talker(agent_id, ("{me} says hi", "{me} says bye"), model="two-talker")
 
 
 BUDGET = load_organization("decentralized").updated(rules={
@@ -80,10 +60,10 @@ def per_round(result):
 
 
 def test_the_round_loop_budget_and_summary_count_with_the_episodes_tokenizer():
-    default = run({a: TwoTalker(a) for a in ("agent_0", "agent_1")})
+    default = run({a: two_talker(a) for a in ("agent_0", "agent_1")})
     assert set(per_round(default).values()) == {2}  # both fit 1500 tokens by default
     marked = Marked()
-    result = run({a: TwoTalker(a) for a in ("agent_0", "agent_1")}, tokenizer=marked)
+    result = run({a: two_talker(a) for a in ("agent_0", "agent_1")}, tokenizer=marked)
     assert set(per_round(result).values()) == {1}  # 1000 + 1000 > 1500: one kept
     assert [r["message_tokens"] for r in sent(result)] == [PER_MESSAGE] * 6
     assert {r["message"] for r in sent(result)} <= set(marked.texts)

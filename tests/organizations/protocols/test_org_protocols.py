@@ -4,7 +4,7 @@ import re
 
 import pytest
 
-from orgteams.envs.messages import TeamMessage
+from orgteams.agents.messages import TeamMessage
 from orgteams.organizations import (
     ElectionRecord,
     Organization,

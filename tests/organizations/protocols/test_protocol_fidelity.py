@@ -9,52 +9,19 @@ from __future__ import annotations
 
 import asyncio
 
+from doubles import Tracer, fill_reply
+
 from orgteams.agents import LLMAgent, ScriptedBackend
-from orgteams.agents.member import (
-    ActDecision,
-    CommunicateContext,
-    CommunicateDecision,
-    DecisionRecord,
-    MemberBase,
-    TeamMessage,
-)
+from orgteams.agents.member import CommunicateContext
 from orgteams.agents.member_rules import MemberRules
 from orgteams.agents.planner.planner_member import PlannerMember
 from orgteams.agents.shared_context import RoundOutcome, SharedHistory, action_output
+from orgteams.agents.view import MemberView
 from orgteams.envs.highlevel.highlevel_env import HighLevelEnv
-from orgteams.envs.member_view import MemberView
 from orgteams.organizations import load_organization
 from orgteams.organizations.rounds.runner import TeamRunner
 
 TEAM2 = {"agent_0": "Alice", "agent_1": "Bob"}
-
-
-class Tracer(MemberBase):
-    """Writes every call into a shared trace; acts by explore-the-first-room."""
-
-    model = "tracer"
-
-    def __init__(self, agent_id, trace):
-        self.agent_id, self.trace = agent_id, trace
-        self.comm, self.acts, self.heard = [], [], []
-
-    def receive(self, messages):
-        self.heard.append((len(self.trace), [m.sender for m in messages]))
-
-    async def communicate(self, ctx, env):
-        self.trace.append(("communicate", self.agent_id, ctx.round))
-        self.comm.append(ctx)
-        rec = DecisionRecord("communicate", self.agent_id, ctx.round, model=self.model)
-        msg = TeamMessage(self.agent_id, "everyone", f"{self.agent_id} here")
-        return CommunicateDecision([msg], None, False, None, "", rec)
-
-    async def act(self, env, round, ctx=None):
-        self.trace.append(("act", self.agent_id, round))
-        self.acts.append(ctx)
-        ids = [a.id for a in env.available_actions(self.agent_id)]
-        rooms = sorted(i for i in ids if i.startswith("explore:"))
-        action = rooms[int(self.agent_id[-1]) % len(rooms)] if rooms else "wait"
-        return ActDecision(action, "", DecisionRecord("act", self.agent_id, round))
 
 
 def play(org: str, rounds: int, n: int = 3, runner_episodes: int = 1):
@@ -118,21 +85,8 @@ def test_sequential_planner_avoids_the_object_an_earlier_agent_chose():
 
 
 def _first_enum(messages, schema):
-    props = schema["properties"]
-    reply = {"thoughts": ""}
-    if "action" in props:
-        reply["action"] = props["action"]["enum"][0]
-    if "receivers" in props:
-        reply["receivers"] = ["everyone"]
-    if "message" in props:
-        reply["message"] = "ok"
-    if "messages" in props:
-        reply["messages"] = []
-    if "abstain" in props:
-        reply["abstain"] = False
-    if "role" in props:
-        reply["role"] = "helper"
-    return reply
+    return fill_reply(schema, action=0, receivers=["everyone"], message="ok", messages=[],
+                      abstain=False, role="helper")
 
 
 def test_sequential_llm_prompt_quotes_earlier_agents_chosen_actions():

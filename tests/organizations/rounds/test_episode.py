@@ -6,9 +6,9 @@ import asyncio
 
 import pytest
 
+from orgteams.agents.messages import TeamMessage
 from orgteams.agents.planner.planner_member import PlannerMember
 from orgteams.envs.highlevel.highlevel_env import HighLevelEnv
-from orgteams.envs.messages import TeamMessage
 from orgteams.organizations import load_organization
 from orgteams.organizations.rounds.episode import EpisodeState, play_rounds
 from orgteams.organizations.rounds.planner_team import run_team
@@ -32,14 +32,18 @@ def test_hooks_see_every_record_message_round_and_tick():
     state.hooks.tick.append(lambda *args: ticks.append(args[2].tick))
     state.hooks.actions.append(lambda s, joint: actions.append(dict(joint)))
 
-    def outer(*_):
-        pass
+    order = []
 
+    def outer(*args):
+        order.append(("env", args[2].tick))
+
+    state.hooks.tick.append(lambda *args: order.append(("hook", args[2].tick)))
     state.env.on_tick = outer
     asyncio.run(play_rounds(state, 3))
     assert rounds == [0, 1, 2] and state.round == 3
     assert ticks == list(range(1, state.env.ticks + 1))
-    assert state.env.on_tick is outer  # put back
+    assert state.env.on_tick is outer  # the env's own hook is never replaced, and runs first
+    assert order == [(who, t) for t in range(1, state.env.ticks + 1) for who in ("env", "hook")]
     assert len(actions) == 3 and all(set(a) == set(state.team) for a in actions)
     said = [r for r in records if r.get("message")]
     assert [(m.sender, m.text) for m in messages] == [(r["agent"], r["message"]) for r in said]
@@ -83,7 +87,7 @@ def test_run_team_hears_each_message_once_in_the_order_said():
 
 
 def test_members_get_a_read_only_view_not_the_env():
-    from orgteams.envs.member_view import MemberView
+    from orgteams.agents.view import MemberView
 
     state = _state(n=2, org="none")
     seen = []
@@ -97,7 +101,12 @@ def test_members_get_a_read_only_view_not_the_env():
                 env.ticks = 0
             assert env.available_actions(self.agent_id) == state.env.available_actions(
                 self.agent_id)
-            assert env.base.describe(self.agent_id) == state.env.base.describe(self.agent_id)
+            assert env.describe(self.agent_id) == state.env.base.describe(self.agent_id)
+            assert env.world is state.env.base.world
+            with pytest.raises(AttributeError):
+                env.base  # noqa: B018 - the household underneath is not a member's
+            with pytest.raises(AttributeError):
+                env.overlay  # noqa: B018 - nor the window's overlay
             return await super().act(env, round, ctx)
 
     state.members["agent_1"] = Peeker("agent_1")
@@ -131,7 +140,7 @@ def test_should_stop_ends_the_episode_where_it_is_asked(asked_after, ticks, roun
         asyncio.run(play_rounds(state, 3))
     assert caught.value.status == "interrupted" and state.stop_reason == "window closed"
     assert (state.env.ticks, state.round) == (ticks, rounds)
-    assert state.env.should_stop is None  # put back
+    assert state.env.should_stop is None  # the env's own check is never replaced
     if asked_after == "communicate":
         assert not records  # the stage's decisions were not routed or logged
     assert bool([r for r in records if r.get("phase") == "act"]) == acted

@@ -14,8 +14,8 @@ from fault_server import FaultServer  # noqa: E402  (needs the path above)
 from orgteams.agents.backends import BackendError, OpenAIBackend, ScriptedBackend
 from orgteams.agents.backends.scripted import minimal_instance
 from orgteams.agents.llm.llm_agent import LLMAgent
-from orgteams.envs.errors import UserError
 from orgteams.envs.highlevel.highlevel_env import HighLevelEnv
+from orgteams.errors import UserError
 from orgteams.organizations import load_organization
 from orgteams.organizations.rounds.episode_log import read_log
 from orgteams.organizations.rounds.runner import TeamRunner

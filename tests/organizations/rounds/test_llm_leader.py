@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 
 import pytest
+from doubles import fill_reply
 
 from orgteams.agents import LLMAgent, ScriptedBackend
 from orgteams.agents.llm.replies import parse_communicate
@@ -20,16 +21,10 @@ TEAM = {"agent_0": "Alice", "agent_1": "Bob", "agent_2": "Charlie"}
 
 def last_options(messages, schema):
     """Fill every enum with its last value (not the first: shows the choice is used)."""
-    props = schema["properties"]
-    reply = {"thoughts": ""}
-    if "action" in props:
-        reply["action"] = props["action"]["enum"][-1]
-    if "messages" in props:
-        reply["messages"] = [{"receivers": ["everyone"], "message": "Follow my assignments."}]
-    if "assignments" in props:
-        reply["assignments"] = {n: p["enum"][-1]
-                                for n, p in props["assignments"]["properties"].items()}
-    return reply
+    assign = schema["properties"].get("assignments", {"properties": {}})
+    return fill_reply(schema, action=-1,
+                      messages=[{"receivers": ["everyone"], "message": "Follow my assignments."}],
+                      assignments={n: p["enum"][-1] for n, p in assign["properties"].items()})
 
 
 def test_llm_leader_assigns_and_planners_follow():

@@ -4,14 +4,8 @@ sends (or counts tokens for) a message that no teammate can receive."""
 from __future__ import annotations
 
 import pytest
+from doubles import Talker
 
-from orgteams.agents.member import (
-    ActDecision,
-    CommunicateDecision,
-    DecisionRecord,
-    MemberBase,
-    TeamMessage,
-)
 from orgteams.envs.highlevel.highlevel_env import HighLevelEnv
 from orgteams.organizations import load_organization
 from orgteams.organizations.rounds.runner import TeamRunner
@@ -56,27 +50,6 @@ def test_an_org_file_with_channels_none_runs_silent(tmp_path):
     result = planners(str(path))
     assert result.summary["organization"] == "quiet"
     assert messages(result) == [] and result.summary["comm_tokens_per_step"] == 0.0
-
-
-class Talker(MemberBase):
-    """A member that ignores ``can_message`` and broadcasts every stage (any member kind
-    could: a person, a model answering ``everyone``)."""
-
-    model = "talker"
-
-    def __init__(self, agent_id):
-        self.agent_id = agent_id
-
-    def reset(self):
-        pass
-
-    async def communicate(self, ctx, env):
-        rec = DecisionRecord("communicate", self.agent_id, ctx.round, model=self.model)
-        return CommunicateDecision([TeamMessage(self.agent_id, "everyone", "hello all")],
-                                   None, False, None, "", rec)
-
-    async def act(self, env, round, ctx=None):
-        return ActDecision("wait", "", DecisionRecord("act", self.agent_id, round))
 
 
 def talkers(org, n=3, rounds=2, **kw):

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import pytest
 
+from orgteams.agents.team import Team
 from orgteams.envs.highlevel.highlevel_env import HighLevelEnv
-from orgteams.envs.team import Team
 from orgteams.organizations import list_organizations, load_organization
 from orgteams.organizations.rounds.runner import TeamRunner
 from orgteams.run import build_team

@@ -9,13 +9,14 @@ from collections import Counter
 from itertools import combinations
 
 import pytest
+from doubles import fill_reply
 
 from orgteams.agents import LLMAgent, ScriptedBackend
 from orgteams.agents.member_rules import ROLE_VOCABULARY, MemberRules, choose_vote
 from orgteams.agents.planner.planner_member import PlannerMember, RandomMember
-from orgteams.envs._util import asset_dir
-from orgteams.envs.errors import UserError
+from orgteams.assets import asset_dir
 from orgteams.envs.highlevel.highlevel_env import HighLevelEnv
+from orgteams.errors import UserError
 from orgteams.organizations import Organization, load_organization
 from orgteams.organizations.protocols.schedule import record_election
 from orgteams.organizations.rounds.runner import TeamRunner
@@ -233,21 +234,12 @@ def test_the_leader_reads_the_rules_from_its_side():
 
 def test_the_runner_keeps_llm_members_within_the_budget():
     def talkative(messages, schema):
-        props = schema["properties"]
-        reply = {"thoughts": ""}
-        if "action" in props:
-            reply["action"] = props["action"]["enum"][0]
-        if "message" in props:
-            reply["message"] = "I will look in the kitchen and then the fridge."
-        if "messages" in props:
-            assert props["messages"]["maxItems"] == 1  # the budget caps the schema too
-            reply["messages"] = [{"receivers": ["everyone"],
-                                  "message": "I will look in the kitchen and then the fridge."}]
-        if "abstain" in props:
-            reply["abstain"] = False
-        if "role" in props:
-            reply["role"] = "scout"
-        return reply
+        if "messages" in schema["properties"]:  # the budget caps the schema too
+            assert schema["properties"]["messages"]["maxItems"] == 1
+        said = "I will look in the kitchen and then the fridge."
+        return fill_reply(schema, action=0, message=said,
+                          messages=[{"receivers": ["everyone"], "message": said}],
+                          abstain=False, role="scout")
 
     env = HighLevelEnv(layout="studio", task="prepare_afternoon_tea", num_agents=2)
     org = load_organization("broadcast").updated(

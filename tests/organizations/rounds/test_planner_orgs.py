@@ -73,7 +73,8 @@ def test_backends_are_owned_by_the_episode_or_the_pool_given(monkeypatch):
     import re
 
     from orgteams.agents.backends import ScriptedBackend
-    from orgteams.run import BackendPool, build_member
+    from orgteams.agents.backends.pool import BackendPool
+    from orgteams.run import build_member
 
     closed: list = []
     monkeypatch.setattr(ScriptedBackend, "close", lambda self: closed.append(self))

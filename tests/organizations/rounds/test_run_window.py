@@ -177,9 +177,9 @@ def test_a_pyramid_keeps_its_tiers_and_shows_its_roles(monkeypatch):
     seen = []
     original = HighLevelEnv.step
 
-    def step(env, actions):
-        seen.append(dict(env.base.overlay.roles))
-        return original(env, actions)
+    def step(env, actions, **hooks):
+        seen.append(dict(env.overlay.roles))
+        return original(env, actions, **hooks)
 
     monkeypatch.setattr(HighLevelEnv, "step", step)
     result = run_episode(layout="house", organization="pyramid", agents=9, backend="planner",

@@ -6,64 +6,14 @@ import json
 import re
 
 import pytest
+from doubles import Recorder
 
-from orgteams.agents.member import (
-    ActDecision,
-    CommunicateDecision,
-    DecisionRecord,
-    MemberBase,
-    TeamMessage,
-)
 from orgteams.envs.highlevel.highlevel_env import HighLevelEnv
 from orgteams.organizations import load_organization
 from orgteams.organizations.rounds.episode_log import read_log
 from orgteams.organizations.rounds.monitor import MonitorConfig
 from orgteams.organizations.rounds.runner import TeamRunner
 from orgteams.organizations.rounds.shocks import Shock
-
-
-class Recorder(MemberBase):
-    """A member that says who it is, remembers what it saw, and acts by a rule."""
-
-    model = "recorder"
-
-    def __init__(self, agent_id, *, to="everyone", abstain=False, role=None, action=None,
-                 vote=None, fail_round=None):
-        self.agent_id, self.to, self.abstain, self.role = agent_id, to, abstain, role
-        self.action, self.vote, self.fail_round = action, vote, fail_round
-        self.seen: list[tuple[int, str, list[str]]] = []  # (round, stage kind, senders seen)
-        self.heard: list[str] = []
-        self.contexts = []
-        self.act_contexts = []
-
-    def reset(self):
-        self.seen.clear()
-        self.heard.clear()
-
-    def observe(self, env):
-        pass
-
-    def receive(self, messages):
-        self.heard += [f"{m.sender}:{m.text}" for m in messages]
-
-    async def communicate(self, ctx, env):
-        if self.fail_round is not None and ctx.round == self.fail_round:
-            raise RuntimeError("member crashed")
-        self.contexts.append(ctx)
-        self.seen.append((ctx.round, ctx.stage_kind, [v.sender for v in
-                                                      ctx.visible_this_round if v.text]))
-        rec = DecisionRecord("communicate", self.agent_id, ctx.round, model=self.model)
-        vote = self.vote if ctx.stage_kind == "vote" else None
-        msgs = [] if self.abstain else [TeamMessage(self.agent_id, self.to,
-                                                                f"hi from {self.agent_id}")]
-        return CommunicateDecision(msgs, self.role, self.abstain, vote, "", rec)
-
-    async def act(self, env, round, ctx=None):
-        self.act_contexts.append(ctx)
-        rec = DecisionRecord("act", self.agent_id, round, model=self.model)
-        valid = [a.id for a in env.available_actions(self.agent_id)]
-        action = self.action(valid) if self.action else "wait"
-        return ActDecision(action, "", rec)
 
 
 def make(org, n=3, rounds=2, **kw):

@@ -7,12 +7,12 @@ the team runner under the ``leader`` organization. Every decision must parse
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import shlex
 from pathlib import Path
 
 import pytest
+from doubles import load_script
 
 from orgteams.agents.backends.local import local_unavailable
 from orgteams.run import run_episode
@@ -25,10 +25,7 @@ needs_model = [pytest.mark.local_llm,
 
 def readme_run_args() -> list[str]:
     """The ``orgteams run ...`` arguments of README command 1, as the README has them."""
-    spec = importlib.util.spec_from_file_location("rc", ROOT / ".ci" / "readme_command.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    command = module.readme_command(1)
+    command = load_script(ROOT / ".ci" / "readme_command.py").readme_command(1)
     return shlex.split(command.rpartition("orgteams run ")[2])
 
 

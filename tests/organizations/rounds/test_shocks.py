@@ -7,9 +7,9 @@ import re
 import pytest
 
 from orgteams.agents.planner.planner_member import PlannerMember
-from orgteams.envs.errors import UserError
 from orgteams.envs.highlevel.highlevel_env import HighLevelEnv
 from orgteams.envs.highlevel.removal import remove_agent
+from orgteams.errors import UserError
 from orgteams.organizations import load_organization
 from orgteams.organizations.rounds.runner import TeamRunner
 from orgteams.organizations.rounds.shocks import Shock, recovery_rounds

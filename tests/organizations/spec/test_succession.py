@@ -8,9 +8,9 @@ import re
 import pytest
 from pydantic import ValidationError
 
+from orgteams.agents.team import Team
 from orgteams.criticize_reflect.rule_edits import RulesEdit, merged_rules
-from orgteams.envs.errors import UserError
-from orgteams.envs.team import Team
+from orgteams.errors import UserError
 from orgteams.organizations import Organization, load_organization
 from orgteams.organizations.rounds.shocks import recovery_summary, regulated
 from orgteams.run import run_episode

@@ -15,7 +15,7 @@ from test_bad_input import one_line, run_fails  # noqa: E402  (tests/cli is on t
 from orgteams.cli.main import main
 from orgteams.envs.core.limits import MAX_FILE_BYTES, MAX_YAML_DEPTH, MAX_YAML_NODES
 from orgteams.envs.core.user_files import load_yaml
-from orgteams.envs.errors import UserError
+from orgteams.errors import UserError
 from orgteams.organizations.rounds.episode_log import read_log
 
 BINARY = b"name: x\n\x00\x01\x80\xfe binary\n"

@@ -12,7 +12,7 @@ from orgteams.cli.main import main
 from orgteams.envs import household_v0
 from orgteams.envs.core.layout import Layout, load_layout
 from orgteams.envs.core.limits import MAX_AGENTS, MAX_SEED
-from orgteams.envs.errors import UserError
+from orgteams.errors import UserError
 
 
 def fails(capsys, argv: list[str]) -> str:

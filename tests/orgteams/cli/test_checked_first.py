@@ -11,7 +11,7 @@ from test_bad_input import one_line, run_fails  # noqa: E402  (tests/cli is on t
 
 from orgteams.cli.main import main
 from orgteams.envs.core.limits import MAX_YAML_DEPTH
-from orgteams.envs.errors import UserError
+from orgteams.errors import UserError
 
 
 def test_a_substitute_shock_with_an_unknown_backend_fails_before_round_0(
@@ -39,7 +39,8 @@ def test_a_substitute_backend_that_cannot_be_made_fails_before_round_0(
 
 def test_the_substitute_made_first_is_the_one_that_plays(tmp_path):
     """The backend made by the early check is the pool's: the shock's member uses it."""
-    from orgteams.run import BackendPool, run_episode
+    from orgteams.agents.backends.pool import BackendPool
+    from orgteams.run import run_episode
 
     with BackendPool() as pool:
         result = run_episode(layout="studio", backend="planner", agents=3, seed=0,

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from orgteams.cli.main import main
-from orgteams.envs.errors import MissingExtraError
+from orgteams.errors import MissingExtraError
 from orgteams.organizations.rounds.episode_log import read_log
 
 

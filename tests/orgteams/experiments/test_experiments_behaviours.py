@@ -11,7 +11,7 @@ import yaml
 
 from orgteams.agents.backends import ScriptedBackend
 from orgteams.cli.main import main
-from orgteams.envs.errors import UserError
+from orgteams.errors import UserError
 from orgteams.experiments.behaviours import (
     LABELS,
     LLMClassifier,

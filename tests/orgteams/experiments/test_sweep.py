@@ -3,7 +3,13 @@
 from __future__ import annotations
 
 import json
+import os
 import re
+import signal
+import subprocess
+import sys
+import time
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -221,7 +227,7 @@ def test_episode_stopped_early_is_an_error_row_retried_next_run(tmp_path):
 
 @pytest.mark.parametrize("name", ["max_transport_failures", "max_invalid_replies"])
 def test_spec_failure_limit_fields(tmp_path, name):
-    from orgteams.envs.errors import UserError
+    from orgteams.errors import UserError
 
     spec = SweepSpec.from_dict({name: 5})
     assert getattr(spec, name) == 5
@@ -252,7 +258,6 @@ def test_sweep_rows_of_a_model_that_never_answers_json_are_errors_report_skips_t
         tmp_path, monkeypatch, capsys):
     pytest.importorskip("scipy")
     pytest.importorskip("matplotlib")
-    import sys
 
     sys.path.insert(0, str(Path(__file__).parents[2] / "agents"))
     from fault_server import FaultServer
@@ -293,7 +298,7 @@ def test_sweep_rows_of_a_model_that_never_answers_json_are_errors_report_skips_t
 def test_second_sweep_into_a_locked_folder_is_refused(tmp_path):
     from filelock import FileLock
 
-    from orgteams.envs.errors import UserError
+    from orgteams.errors import UserError
 
     calls: list[str] = []
     with FileLock(tmp_path / ".sweep.lock"):  # another sweep is running there
@@ -316,82 +321,64 @@ def _alive(pid: int) -> bool:
     return state not in ("Z", "X")  # a zombie has exited
 
 
-@pytest.mark.skipif(not Path("/proc").is_dir(), reason="reads process states from /proc")
-def test_workers_exit_when_the_sweep_process_is_killed(tmp_path):
-    import os
-    import signal
-    import subprocess
-    import sys
-    import time
+def _poll(done, seconds: float) -> None:
+    """Check ``done()`` every 0.2 s until it holds or ``seconds`` have passed (a "must
+    finish" guard with generous slack; the test asserts what it found)."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline and not done():
+        time.sleep(0.2)
 
-    victim = Path(__file__).with_name("sweep_victim.py")
-    parent = subprocess.Popen([sys.executable, str(victim), str(tmp_path)])
+
+@contextmanager
+def _victim_sweep(tmp_path, **popen):
+    """``sweep_victim.py`` sweeping into ``tmp_path`` with 2 workers: yields the sweep
+    process and its workers' pids once both workers started. Leaves no sweep or worker
+    behind, also when the test fails."""
+    parent = subprocess.Popen([sys.executable, str(Path(__file__).with_name("sweep_victim.py")),
+                               str(tmp_path)], **popen)
     pids_dir = tmp_path / "pids"
     workers: list[int] = []
     try:
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and len(list(pids_dir.glob("*"))) < 2:
-            time.sleep(0.2)
-        workers = [int(p.name) for p in pids_dir.glob("*")]
-        assert len(workers) == 2 and all(_alive(w) for w in workers)
-        os.kill(parent.pid, signal.SIGKILL)
-        parent.wait()
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline and any(_alive(w) for w in workers):
-            time.sleep(0.2)
-        assert not any(_alive(w) for w in workers)
-    finally:  # a failed run leaves no sweep or worker behind either
-        parent.kill()
-        parent.wait()
-        for w in workers:
-            if _alive(w):
-                os.kill(w, signal.SIGKILL)
-
-
-def _sigint_as_at_a_terminal() -> None:
-    # In the child before exec: a background job of a non-interactive shell starts with
-    # SIGINT ignored (and Python then installs no KeyboardInterrupt handler).
-    import signal
-
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
-
-
-@pytest.mark.skipif(not Path("/proc").is_dir(), reason="reads process states from /proc")
-def test_ctrl_c_stops_a_sweep_and_its_workers_at_once(tmp_path):
-    """Ctrl-C does not wait for the cells running (each sleeps 120 s here) or queued."""
-    import os
-    import signal
-    import subprocess
-    import sys
-    import time
-
-    victim = Path(__file__).with_name("sweep_victim.py")
-    parent = subprocess.Popen([sys.executable, str(victim), str(tmp_path)],
-                              stderr=subprocess.PIPE, text=True,
-                              preexec_fn=_sigint_as_at_a_terminal)
-    pids_dir = tmp_path / "pids"
-    workers: list[int] = []
-    try:
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and len(list(pids_dir.glob("*"))) < 2:
-            time.sleep(0.2)
-        workers = [int(p.name) for p in pids_dir.glob("*")]
-        assert len(workers) == 2
-        parent.send_signal(signal.SIGINT)
-        # A "must stop" guard with generous slack: before the fix it took the cells' 120 s.
-        _, err = parent.communicate(timeout=60)
-        assert err.rstrip().endswith("KeyboardInterrupt"), err
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline and any(_alive(w) for w in workers):
-            time.sleep(0.2)
-        assert not any(_alive(w) for w in workers)
-        assert not (tmp_path / "results.jsonl").read_text().strip()  # nothing half-played
+        _poll(lambda: len(list(pids_dir.glob("*"))) >= 2, 60)
+        workers += [int(p.name) for p in pids_dir.glob("*")]
+        yield parent, workers
     finally:
         parent.kill()
         parent.communicate()
         for w in workers:
             if _alive(w):
                 os.kill(w, signal.SIGKILL)
+
+
+@pytest.mark.skipif(not Path("/proc").is_dir(), reason="reads process states from /proc")
+def test_workers_exit_when_the_sweep_process_is_killed(tmp_path):
+    with _victim_sweep(tmp_path) as (parent, workers):
+        assert len(workers) == 2 and all(_alive(w) for w in workers)
+        os.kill(parent.pid, signal.SIGKILL)
+        parent.wait()
+        _poll(lambda: not any(_alive(w) for w in workers), 20)
+        assert not any(_alive(w) for w in workers)
+
+
+def _sigint_as_at_a_terminal() -> None:
+    # In the child before exec: a background job of a non-interactive shell starts with
+    # SIGINT ignored (and Python then installs no KeyboardInterrupt handler).
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+@pytest.mark.skipif(not Path("/proc").is_dir(), reason="reads process states from /proc")
+def test_ctrl_c_stops_a_sweep_and_its_workers_at_once(tmp_path):
+    """Ctrl-C does not wait for the cells running (each sleeps 120 s here) or queued."""
+    with _victim_sweep(tmp_path, stderr=subprocess.PIPE, text=True,
+                       preexec_fn=_sigint_as_at_a_terminal) as (parent, workers):
+        assert len(workers) == 2
+        parent.send_signal(signal.SIGINT)
+        # A "must stop" guard with generous slack: before the fix it took the cells' 120 s.
+        _, err = parent.communicate(timeout=60)
+        assert err.rstrip().endswith("KeyboardInterrupt"), err
+        _poll(lambda: not any(_alive(w) for w in workers), 20)
+        assert not any(_alive(w) for w in workers)
+        assert not (tmp_path / "results.jsonl").read_text().strip()  # nothing half-played
 
 
 SHOCKS = {"no_shock": [], "remove": ["remove:agent_1@2"],
@@ -449,7 +436,7 @@ def test_bad_shock_values_fail_validation_before_any_episode(tmp_path, shocks, m
 
 
 def test_a_serial_sweep_closes_the_backend_pool_its_cells_shared(tmp_path, monkeypatch):
-    from orgteams.run import BackendPool
+    from orgteams.agents.backends.pool import BackendPool
 
     closed = []
     monkeypatch.setattr(BackendPool, "close", lambda self: closed.append(len(self)))

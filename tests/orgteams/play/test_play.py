@@ -11,9 +11,10 @@ import pytest  # noqa: E402
 
 pygame = pytest.importorskip("pygame")
 
+from doubles import free_direction, scripted_teammates, slow_teammates  # noqa: E402
+
 from orgteams.envs.core.actions import Verb, encode  # noqa: E402
 from orgteams.envs.core.layout import DIRECTIONS  # noqa: E402
-from orgteams.envs.core.state import is_walkable  # noqa: E402
 from orgteams.envs.play.keyboard import HELP_LINES, PlaySession, play  # noqa: E402
 
 ARROWS = (pygame.K_UP, pygame.K_RIGHT, pygame.K_DOWN, pygame.K_LEFT)
@@ -25,16 +26,6 @@ def wait_policy(agent, env):
 
 def key(k, mod=0):
     return pygame.event.Event(pygame.KEYDOWN, key=k, mod=mod)
-
-
-def free_direction(session):
-    state = session.raw.world
-    pos = state.agent_pos[session.index]
-    for d, (dr, dc) in enumerate(DIRECTIONS):
-        cell = pos + dr * state.scene.width + dc
-        if is_walkable(state, cell) and cell not in state.agent_pos:
-            return d, cell
-    pytest.skip("the human agent is boxed in at this seed")
 
 
 @pytest.fixture
@@ -232,24 +223,9 @@ def test_llm_teammates_decide_when_their_plans_end():
 
 
 def test_slow_teammates_keep_the_window_alive_and_closing_it_quits(monkeypatch):
-    import asyncio
-    from types import SimpleNamespace
-
-    import orgteams.run as team
     from orgteams.play.teammates import MemberTeammates
 
-    class SlowMember:  # an LLM that takes a while to answer
-        def __init__(self, agent_id):
-            self.agent_id = agent_id
-
-        def reset(self):
-            pass
-
-        async def act(self, env, round_, ctx):
-            await asyncio.sleep(0.3)
-            return SimpleNamespace(action_id="wait")
-
-    monkeypatch.setattr(team, "build_member", lambda a, spec, **kw: SlowMember(a))
+    slow_teammates(monkeypatch, 0.3)  # an LLM that takes a while to answer
     teammates = MemberTeammates("local", talk=False)
     s = PlaySession(layout="studio", num_agents=2, teammates=teammates, seed=0, fps=240)
     footers = []  # the status lines of every frame drawn
@@ -274,23 +250,9 @@ def test_llm_teammates_reject_other_kinds():
 
 
 def test_llm_teammates_talk_before_they_act_and_the_player_sees_it(monkeypatch):
-    import orgteams.run as team
-    from orgteams.agents import LLMAgent, ScriptedBackend
     from orgteams.play.teammates import MemberTeammates
 
-    def reply(messages, schema):
-        if "messages" in schema.get("properties", {}):
-            return {"messages": [{"receivers": ["everyone"], "message": "I take the kitchen."}],
-                    "thoughts": ""}
-        return {"action": "A", "thoughts": ""}
-
-    backends = {}
-
-    def member(agent, spec, **kw):
-        backends[agent] = ScriptedBackend(reply)
-        return LLMAgent(agent, backends[agent])
-
-    monkeypatch.setattr(team, "build_member", member)
+    scripted_teammates(monkeypatch, say="I take the kitchen.")
     for talk in (True, False):
         teammates = MemberTeammates("scripted", talk=talk)
         s = PlaySession(layout="studio", num_agents=3, teammates=teammates, seed=0, fps=240)

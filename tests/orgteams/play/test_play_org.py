@@ -12,8 +12,9 @@ import pytest
 
 pygame = pytest.importorskip("pygame")
 
-from orgteams.agents import LLMAgent, ScriptedBackend  # noqa: E402
-from orgteams.envs.messages import EVERYONE  # noqa: E402
+from doubles import scripted_teammates  # noqa: E402
+
+from orgteams.agents.messages import EVERYONE  # noqa: E402
 from orgteams.envs.play.keyboard import PlaySession  # noqa: E402
 from orgteams.organizations.rounds.episode_log import read_log, state_digest  # noqa: E402
 from orgteams.organizations.spec.library import load_organization  # noqa: E402
@@ -43,24 +44,7 @@ def wait(session, ticks=1):
 def scripted(monkeypatch):
     """LLM teammates on the scripted backend: each says one line to everyone, then
     picks the first action; ``backends[agent].calls`` are their prompts."""
-    import orgteams.run as team
-
-    def reply_for(agent):
-        def reply(messages, schema):
-            if "messages" in schema.get("properties", {}):
-                return {"messages": [{"receivers": ["everyone"],
-                                      "message": f"news from {agent}"}], "thoughts": ""}
-            return {"action": "A", "thoughts": ""}
-        return reply
-
-    backends = {}
-
-    def member(agent, spec, **kw):
-        backends[agent] = ScriptedBackend(reply_for(agent))
-        return LLMAgent(agent, backends[agent])
-
-    monkeypatch.setattr(team, "build_member", member)
-    return backends
+    return scripted_teammates(monkeypatch, say="news from {agent}")
 
 
 def session(teammates, human="agent_0", names=None, seed=0):

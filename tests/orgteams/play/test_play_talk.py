@@ -5,23 +5,19 @@ TEXTINPUT) posted to the queue that the play loop reads."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 import re
-from types import SimpleNamespace
 
 import pytest
 
 pygame = pytest.importorskip("pygame")
 
-from orgteams.agents import LLMAgent, ScriptedBackend  # noqa: E402
+from doubles import free_direction, scripted_teammates, slow_teammates  # noqa: E402
+
 from orgteams.agents.llm.quoting import quote_text  # noqa: E402
 from orgteams.agents.llm.tokens import count_tokens  # noqa: E402
-from orgteams.agents.member import MemberBase  # noqa: E402
-from orgteams.envs.core.layout import DIRECTIONS  # noqa: E402
-from orgteams.envs.core.state import is_walkable  # noqa: E402
-from orgteams.envs.messages import EVERYONE, MESSAGE_MAX_CHARS  # noqa: E402
-from orgteams.envs.play.chat import parse_chat  # noqa: E402
+from orgteams.agents.messages import EVERYONE, MESSAGE_MAX_CHARS  # noqa: E402
+from orgteams.envs.play.chat import ChatLine, parse_chat  # noqa: E402
 from orgteams.envs.play.keyboard import KEY_QUEUE_MAX, PlaySession  # noqa: E402
 from orgteams.organizations.rounds.episode_log import read_log  # noqa: E402
 
@@ -51,21 +47,7 @@ def write(session, line, send=pygame.K_RETURN):
 @pytest.fixture
 def scripted(monkeypatch):
     """LLM teammates on the scripted backend; ``backends[agent].calls`` are their prompts."""
-    import orgteams.run as team
-
-    def reply(messages, schema):
-        if "messages" in schema.get("properties", {}):
-            return {"messages": [], "thoughts": ""}
-        return {"action": "A", "thoughts": ""}
-
-    backends = {}
-
-    def member(agent, spec, **kw):
-        backends[agent] = ScriptedBackend(reply)
-        return LLMAgent(agent, backends[agent])
-
-    monkeypatch.setattr(team, "build_member", member)
-    return backends
+    return scripted_teammates(monkeypatch)
 
 
 @pytest.fixture
@@ -173,16 +155,20 @@ def test_parse_chat_caps_and_addresses_several():
 
 
 def test_teammates_refuse_an_overlong_or_foreign_message_from_python():
-    from orgteams.envs.messages import TeamMessage
     from orgteams.play.teammates import PlannerTeammates
 
     teammates = PlannerTeammates()
     with pytest.raises(ValueError, match=re.escape(
             f"A message has at most {MESSAGE_MAX_CHARS} characters; got 301.")):
-        teammates.hear(TeamMessage("agent_0", EVERYONE, "z" * 301))
+        teammates.hear(ChatLine("agent_0", (), "z" * 301))
     with pytest.raises(ValueError, match="PlayerVoice of agent_0 got a message from agent_1"):
-        teammates.hear(TeamMessage("agent_1", EVERYONE, "hi"))
+        teammates.hear(ChatLine("agent_1", (), "hi"))
     assert teammates.player_messages == 0 and not teammates.voice.outbox
+    teammates.hear(ChatLine("agent_0", (), "to all"))
+    teammates.hear(ChatLine("agent_0", ("agent_2",), "to Carol"))
+    said = teammates.voice.outbox  # the glue's team messages: () is everyone
+    assert [(m.sender, m.receivers, m.text) for m in said] == [
+        ("agent_0", EVERYONE, "to all"), ("agent_0", ("agent_2",), "to Carol")]
 
 
 def test_the_message_reaches_llm_prompts_quoted_and_the_log(llm_session, scripted, tmp_path):
@@ -258,18 +244,9 @@ def test_t_beside_random_others_says_they_do_not_listen():
 # ---- keys while teammates think ----
 @pytest.fixture
 def slow_session(monkeypatch):
-    import orgteams.run as team
     from orgteams.play.teammates import MemberTeammates
 
-    class SlowMember(MemberBase):  # an LLM that takes a while to answer
-        def __init__(self, agent_id):
-            self.agent_id = agent_id
-
-        async def act(self, env, round_, ctx):
-            await asyncio.sleep(0.2)
-            return SimpleNamespace(action_id="wait")
-
-    monkeypatch.setattr(team, "build_member", lambda a, spec, **kw: SlowMember(a))
+    slow_teammates(monkeypatch, 0.2)  # an LLM that takes a while to answer
     teammates = MemberTeammates("local", talk=False)
     s = PlaySession(layout="studio", num_agents=2, teammates=teammates, seed=0, fps=240)
     footers = []
@@ -293,16 +270,6 @@ def during_the_wait(session, events):
         waiting()
 
     session.teammates.waiting = frame
-
-
-def free_direction(session):
-    state = session.raw.world
-    pos = state.agent_pos[session.index]
-    for d, (dr, dc) in enumerate(DIRECTIONS):
-        cell = pos + dr * state.scene.width + dc
-        if is_walkable(state, cell) and cell not in state.agent_pos:
-            return d, cell
-    pytest.skip("the human agent is boxed in at this seed")
 
 
 def test_keys_pressed_while_teammates_think_are_played_after_in_order(slow_session):

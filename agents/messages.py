@@ -4,9 +4,9 @@ A :class:`TeamMessage` is created by the member that speaks (an LLM's reply, a
 person's line, a planner's structured claim), stamped by the round loop with its
 round, stage and the receivers the organization's channels let it reach
 (``delivered``), shown to later speakers of the round, delivered to receivers'
-memories, drawn by the window overlay (:class:`~orgteams.envs.render.overlay.Overlay`) and
-written to the episode log. It lives in ``envs`` because the overlay draws it and
-``envs`` imports nothing above it.
+memories, drawn by the window overlay (:class:`~orgteams.envs.render.overlay.Overlay`,
+which knows it only as a :class:`~orgteams.envs.render.overlay.Speech`) and written to
+the episode log.
 
 Structured kinds (spoken by planner agents; ``text`` is their rendering, which is
 what token counts measure):
@@ -37,12 +37,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from orgteams.envs.core.limits import MESSAGE_MAX_CHARS
+
 __all__ = ["EVERYONE", "MESSAGE_KINDS", "MESSAGE_MAX_CHARS", "Everyone", "Receivers", "TeamMessage",
            "render"]
 
 EVERYONE = "everyone"  # the one spelling of "every other team member"
-MESSAGE_MAX_CHARS = 300
-"""Longest message a member may send (characters): models, people, the keyboard player."""
 Everyone = Literal["everyone"]
 Receivers = tuple[str, ...] | Everyone
 MESSAGE_KINDS = ("claim", "release", "found", "assign", "done", "status", "correct", "text",

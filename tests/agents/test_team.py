@@ -4,7 +4,7 @@ import re
 
 import pytest
 
-from orgteams.envs.team import Team, agent_ids, display_names
+from orgteams.agents.team import Team, agent_ids, display_names
 
 
 def test_default_names_follow_agent_index():

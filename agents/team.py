@@ -5,8 +5,8 @@ labels for people and prompts (Alice, Bob, ...; :func:`display_names`). A
 :class:`Team` holds both, in speaking order, plus each agent's role once an
 organization assigned one: ``Organization.resolve(team)`` returns the team with its
 roles as ``ResolvedOrganization.roster`` (roles given to ``resolve`` are ignored: the
-organization decides them). It is what the round loop shows members (``team.by_id``)
-and what the window draws.
+organization decides them). It is what the round loop shows members (``team.by_id``);
+the window draws its names (the env's ``display_names``).
 """
 
 from __future__ import annotations
@@ -16,6 +16,8 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 
+from orgteams.envs.household import agent_ids
+
 __all__ = ["AGENT_ID", "Team", "agent_ids", "display_names"]
 
 AGENT_ID = re.compile(r"agent_(\d+)")
@@ -23,11 +25,6 @@ _NAMES = (
     "Alice", "Bob", "Charlie", "David", "Eve", "Frank",
     "Grace", "Heidi", "Ivan", "Judy", "Kevin", "Laura",
 )  # fmt: skip
-
-
-def agent_ids(n: int) -> list[str]:
-    """``agent_0 ... agent_{n-1}``: the ids of an env with ``n`` agents."""
-    return [f"agent_{i}" for i in range(n)]
 
 
 def display_names(n: int) -> list[str]:

@@ -23,54 +23,39 @@ if TYPE_CHECKING:
 __all__ = ["MemberView"]
 
 
-class _ReadOnly:
-    """Refuses attribute writes: a view never changes what it shows."""
+class MemberView:
+    """A read-only view of a :class:`HighLevelEnv` for team members (one per episode)."""
 
-    __slots__ = ()
+    __slots__ = ("_env",)
+
+    def __init__(self, env: HighLevelEnv) -> None:
+        object.__setattr__(self, "_env", env)
 
     def __setattr__(self, name: str, value: Any) -> None:
+        # A view never changes what it shows.
         raise AttributeError(f"{type(self).__name__} is read-only (cannot set {name!r})")
-
-
-class HouseView(_ReadOnly):
-    """The household seen by members: descriptions, the goal, progress, the world state."""
-
-    __slots__ = ("_base",)
-
-    def __init__(self, base: Any) -> None:
-        object.__setattr__(self, "_base", base)
 
     @property
     def world(self) -> HouseholdState:
         """The current world state (read it; the env replaces it every tick)."""
-        return self._base.world
+        return self._env.world
 
     @property
     def agent_index(self) -> Mapping[str, int]:
         """Agent id -> index in the world's per-agent lists."""
-        return MappingProxyType(self._base.agent_index)
+        return MappingProxyType(self._env.agent_index)
 
     def describe(self, agent: str) -> str:
         """What ``agent`` sees now, as text."""
-        return self._base.describe(agent)
+        return self._env.describe(agent)
 
     def describe_goal(self) -> str:
         """The goal, as text."""
-        return self._base.describe_goal()
+        return self._env.describe_goal()
 
-    def progress(self) -> Any:
-        """Goal progress (see :meth:`HouseholdEnv.progress`)."""
-        return self._base.progress()
-
-
-class MemberView(_ReadOnly):
-    """A read-only view of a :class:`HighLevelEnv` for team members (one per episode)."""
-
-    __slots__ = ("_env", "base")
-
-    def __init__(self, env: HighLevelEnv) -> None:
-        object.__setattr__(self, "_env", env)
-        object.__setattr__(self, "base", HouseView(env.base))
+    def progress(self) -> dict[str, Any]:
+        """Goal predicates satisfied and remaining, and units done of the total."""
+        return self._env.progress()
 
     @property
     def agents(self) -> tuple[str, ...]:

@@ -11,10 +11,10 @@ import pytest
 from orgteams.agents.backends import ScriptedBackend
 from orgteams.cli.main import main
 from orgteams.criticize_reflect import Coordinator, reflect
-from orgteams.envs.errors import UserError
+from orgteams.errors import UserError
 from orgteams.organizations.spec.library import load_organization
 from orgteams.organizations.spec.organization import Organization
-from orgteams.organizations.spec.templates import compile_instruction, render_instruction
+from orgteams.templates import compile_instruction, render_instruction
 
 TEAM3 = ["agent_0", "agent_1", "agent_2"]
 

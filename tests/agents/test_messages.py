@@ -5,7 +5,7 @@ import re
 
 import pytest
 
-from orgteams.envs.messages import EVERYONE, TeamMessage
+from orgteams.agents.messages import EVERYONE, TeamMessage
 from orgteams.envs.render.overlay import Overlay
 
 

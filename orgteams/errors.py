@@ -1,24 +1,33 @@
-"""Small helpers shared by every layer: asset lookup and "did you mean" errors."""
+"""The one exception type for bad user input, and the "did you mean" lines it carries.
+
+``UserError`` means "what the user gave us is wrong": an unknown name, a malformed
+layout, task, organization or sweep file, an out-of-range option. The CLI prints it as
+one line and exits 2. Anything else that escapes is our bug and keeps its traceback.
+It subclasses ``ValueError`` so callers that catch ``ValueError`` keep working.
+
+A leaf module: it imports nothing of ours, so every layer (``envs`` included) may
+import it.
+"""
 
 from __future__ import annotations
 
 import difflib
 from collections.abc import Iterable
-from importlib import resources
-from pathlib import Path
 from typing import Any
 
-from orgteams.envs.errors import UserError
+__all__ = ["MissingExtraError", "UserError", "did_you_mean", "unknown_name", "validation_line"]
 
 
-def asset_dir(*parts: str) -> Path:
-    """Return the path of a folder (or file) inside the shipped ``assets/`` data."""
-    return Path(str(resources.files("orgteams.assets").joinpath(*parts)))
+class UserError(ValueError):
+    """Bad input from the user (a file, an option, a name); the message says where."""
 
 
-def asset_names(folder: str, suffix: str = ".yaml") -> list[str]:
-    """Names (file stems) of the asset files in ``assets/<folder>``, sorted."""
-    return sorted(p.stem for p in asset_dir(folder).glob(f"*{suffix}"))
+class MissingExtraError(UserError, ImportError):
+    """A feature the user asked for needs an optional extra that is not installed.
+
+    The message carries the install hint (``pip install 'orgteams[render]'``). It is
+    also an ``ImportError``, so code that tries an import and falls back keeps working.
+    """
 
 
 def did_you_mean(name: str, choices: Iterable[str]) -> str:

@@ -16,6 +16,9 @@ Two kinds of text become prompt text, and they are treated differently:
 * **Text written by a model** (a Coordinator's proposed instruction, messages, critiques)
   is never a template: :func:`substitute_fields` replaces ``{me}``-style names of a fixed
   set of variables and leaves every other character as it is.
+
+A leaf module (it imports nothing of ours): organizations render instructions and the
+LLM agent renders prompt folders here, neither importing the other.
 """
 
 from __future__ import annotations
@@ -269,7 +272,7 @@ def compile_instruction(text: str) -> jinja2.Template:
 def compile_template(text: str) -> Any:
     """Compile a person's instruction in the limited sandbox; bad syntax or limits -> ValueError.
 
-    See :func:`orgteams.organizations.spec.templates.compile_instruction` for what is allowed.
+    See :func:`orgteams.templates.compile_instruction` for what is allowed.
     """
     try:
         return compile_instruction(text)
