@@ -287,11 +287,11 @@ def end_banner(summary: dict[str, Any], can_replay: bool) -> list[str]:
         how = f"stopped ({summary.get('stop_reason')})"
     else:
         how = "goal complete" if summary["success"] else "goal not met"
-    keys = "Q to close, R to replay" if can_replay else "Q to close"
-    return [f"Episode over: {how}",
-            f"tick {summary['ticks']} of {summary['step_limit']}, {summary['rounds']} rounds, "
-            f"{summary['units_done']}/{summary['units_total']} goal units",
-            keys]
+    from orgteams.envs.render.boxes import end_banner as banner
+
+    return banner(how, summary["ticks"], summary["step_limit"], summary["units_done"],
+                  summary["units_total"], summary["rounds"],
+                  "Q to close, R to replay" if can_replay else "Q to close")
 
 
 def _hold_window(env: HighLevelEnv, result: EpisodeResult) -> None:

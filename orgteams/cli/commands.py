@@ -81,14 +81,18 @@ def _print_summary(summary: dict) -> None:
     try:
         from rich.console import Console
         from rich.table import Table
+        from rich.text import Text
 
-        table = Table(title=f"{summary['task']} on {summary['layout']}, "
-                            f"{summary['organization']} ({summary['num_agents']} agents)")
+        # Text, not str: rich would read "[local]" in "pip install 'orgteams[local]'" (or
+        # any bracket in a name or a path) as markup and drop it.
+        table = Table(title=Text(f"{summary['task']} on {summary['layout']}, "
+                                 f"{summary['organization']} ({summary['num_agents']} agents)"))
         table.add_column("metric")
         table.add_column("value", justify="right")
         for k in SUMMARY_ROWS:
             v = summary.get(k)
-            table.add_row(k, f"{v:.3f}" if isinstance(v, float) else str(v))
+            table.add_row(k, Text(f"{v:.3f}" if isinstance(v, float) else str(v),
+                                  justify="right"))
         Console().print(table)
     except ImportError:  # rich is in the report extra
         for k in SUMMARY_ROWS:
@@ -147,18 +151,34 @@ def cmd_play(args: argparse.Namespace) -> int:
     out = play_with(args.others, layout=args.layout, task=args.task, num_agents=args.agents,
                     human_agent=args.agent, seed=args.seed, fps=args.fps, cache=args.cache,
                     talk=not args.silent, scale=args.scale, log_path=args.log,
-                    organization=args.org)
+                    organization=args.org, reveal=args.reveal)
     if args.json:
         _print_json(out)
     else:
-        done = "goal complete" if out["success"] else "goal not met"
         said = (f", teammates said {out['teammate_messages']} message(s), you said "
                 f"{out['player_messages']}" if "teammate_messages" in out else "")
         logs = f"; log {', '.join(out['logs'])}" if out.get("logs") else ""
-        org = (f" under {out['organization']} (you: {args.agent}, "
+        you = out.get("player", args.agent)
+        if out.get("player_name", you) != you:
+            you = f"{out['player_name']}, {you}"
+        org = (f" under {out['organization']} (you: {you}, "
                f"{out['player_role'] or 'no role'})" if out.get("organization") else "")
-        print(f"played {out['ticks']} tick(s) of seed {out['seed']}{org}: {done}{said}{logs}")
+        episodes = out.get("episodes") or [out]
+        if len(episodes) == 1:
+            played = f"played {out['ticks']} tick(s) of seed {out['seed']}{org}: {_outcome(out)}"
+        else:  # every episode played (R), not only the last
+            played = f"played {len(episodes)} episodes{org}: " + "; ".join(
+                _episode_line(e) for e in episodes)
+        print(f"{played}{said}{logs}")
     return 0
+
+
+def _episode_line(episode: dict) -> str:
+    """``seed 1: goal complete in 84 tick(s)`` or ``seed 2: interrupted at tick 12 (quit)``."""
+    outcome = _outcome(episode)
+    if episode.get("episode_status", "complete") == "complete":
+        outcome += f" in {episode['ticks']} tick(s)"
+    return f"seed {episode['seed']}: {outcome}"
 
 
 def cmd_record(args: argparse.Namespace) -> int:
@@ -174,16 +194,25 @@ def cmd_record(args: argparse.Namespace) -> int:
         max_ticks=args.max_ticks, video=args.out, log_path=None, cache=args.cache,
         fps=args.fps, scale=args.scale,
         on_tick=lambda tick, limit: bar.update(tick, f"tick {tick}", total=limit))
-    bar.close()
     summary = result.summary
+    bar.finish(f"tick {summary['ticks']}, {_outcome(summary)}")  # full even when it ended early
+    bar.close()
     out = {"path": args.out, "frames": summary["video"]["frames"], "ticks": summary["ticks"],
            "success": summary["success"], "organization": summary["organization"]}
     if args.json:
         _print_json(out)
     else:
-        done = "goal complete" if out["success"] else "goal not met"
-        print(f"wrote {out['frames']} frame(s) to {args.out}: {out['ticks']} ticks, {done}")
+        print(f"wrote {out['frames']} frame(s) to {args.out}: {out['ticks']} ticks, "
+              f"{_outcome(summary)}")
     return 0
+
+
+def _outcome(summary: dict) -> str:
+    """How an episode ended, in words: goal complete, goal not met, or stopped (why)."""
+    status = summary.get("episode_status", "complete")
+    if status != "complete":
+        return f"{status} at tick {summary['ticks']} ({summary.get('stop_reason')})"
+    return "goal complete" if summary["success"] else "goal not met"
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
@@ -199,8 +228,8 @@ def cmd_replay(args: argparse.Namespace) -> int:
     else:
         verdict = {True: "matches the log", False: "does NOT match the log",
                    None: "not checked"}[result.matches]
-        print(f"replayed {result.ticks} ticks: {'success' if result.success else 'goal not met'}"
-              f", {verdict}" + (f"; {result.frames} frames to {args.video}" if args.video else ""))
+        video = f"; {result.frames} frames to {args.video}" if args.video else ""
+        print(f"replayed {result.ticks} ticks: {result.outcome}, {verdict}{video}")
         if result.problem:
             print(f"  {result.problem}", file=sys.stderr)
     return 1 if result.matches is False else 0

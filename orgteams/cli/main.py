@@ -161,7 +161,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = subcommand(sub, "play", "control one agent with the keyboard in a window")
     _common(p)
     p.set_defaults(layout="studio")
-    p.add_argument("--agent", default="agent_0", help="the agent you play")
+    p.add_argument("--agent", default="agent_0",
+                   help="the agent you play: its id or its name (Alice, Bob, ...)")
     p.add_argument("--fps", type=_int_in(1, 240), default=30, help="window frames per second")
     p.add_argument("--scale", type=positive(float), default=1.0,
                    help="size factor of the window (it can also be resized)")
@@ -180,6 +181,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="write each episode's JSONL log here (teammates' and your messages, "
                         "every tick; orgteams replay reads it); the next episodes (R) go "
                         "beside it as <name>.2.jsonl, ...")
+    p.add_argument("--reveal", action="store_true",
+                   help="show the whole house; by default the window shows only what your "
+                        "agent knows: its room, remembered rooms faded, unseen rooms dark "
+                        "(recorded in the log's summary)")
     p.set_defaults(func=cmd_play)
 
     p = subcommand(sub, "replay", "replay an episode from its JSONL log (window, video, or a "
