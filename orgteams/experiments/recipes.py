@@ -204,7 +204,7 @@ def _run_shocks(name: str, recipe: dict[str, Any], backend: str | None, seeds: i
     mappings, as in a sweep spec's ``shocks``), once per seed: success, ticks and recovery
     (docs/shocks.md; a shock that did not recover is counted, never averaged)."""
     from orgteams.experiments.sweep import _Progress
-    from orgteams.experiments.sweep_spec import SweepSpec
+    from orgteams.experiments.sweep_spec import SweepSpec, cell_config
     from orgteams.organizations.rounds.shocks import recovery_summary
     from orgteams.run import run_episode
 
@@ -231,13 +231,11 @@ def _run_shocks(name: str, recipe: dict[str, Any], backend: str | None, seeds: i
     columns = ["organization", "condition", "n", "success_rate", "ticks", "shocks_applied",
                "recovered", "not_recovered", "recovery_rounds"]
     cells = list(spec.cells())
+    options = spec.episode_options()
     bar = _Progress(len(cells), progress)
     found: dict[tuple[str, str], list[dict]] = {}
     for cell in cells:
-        result = run_episode(task=cell["task"], layout=cell["layout"],
-                             organization=cell["organization"], agents=cell["agents"],
-                             backend=cell["backend"], seed=cell["seed"],
-                             shocks=cell["shock_list"], log_path=None)
+        result = run_episode(config=cell_config(cell, None, options))
         found.setdefault((cell["organization"], cell["shocks"]), []).append(result.summary)
         bar.update({"key": f"{cell['organization']}|{cell['shocks']}|{cell['seed']}",
                     "status": "ok"})
