@@ -309,7 +309,9 @@ class _Config(BaseModel):
         try:
             super().__init__(**values)
         except ValidationError as exc:
-            raise _one_line(exc, python_name) from None
+            line = _one_line(exc, python_name)
+            line.validation = exc  # so build() can name the field its caller's way
+            raise line from None
 
     @classmethod
     def build(cls: type[T], values: Mapping[str, Any],
@@ -326,9 +328,12 @@ class _Config(BaseModel):
                 of its own for a bad name or spec (a shock, a prompt variant).
         """
         try:
-            return cls.model_validate(dict(values))
-        except ValidationError as exc:
-            raise _one_line(exc, name) from None
+            return cls(**values)
+        except UserError as exc:
+            validation = getattr(exc, "validation", None)
+            if validation is None:
+                raise
+            raise _one_line(validation, name) from None
 
     @classmethod
     def check(cls, field: str, value: Any, name: Callable[[str], str] = python_name) -> Any:
