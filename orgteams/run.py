@@ -214,6 +214,8 @@ def run_episode(config: EpisodeConfig | None = None, *, pool: BackendPool | None
     if own_pool:
         from orgteams.agents.backends.spend import Spend
 
+        if config.max_cost is not None:
+            check_budget(config)
         pool = BackendPool(spend=Spend(config.max_cost, price=config.price_per_mtok)
                            if priced else None)
     elif priced and pool.spend is None:
@@ -224,6 +226,21 @@ def run_episode(config: EpisodeConfig | None = None, *, pool: BackendPool | None
     finally:
         if own_pool:
             pool.close()
+
+
+def check_budget(config: EpisodeConfig, flag: str = "max_cost") -> None:
+    """An episode's ``max_cost`` can be kept: every model its members (substitutes too)
+    call has a price.
+
+    Raises:
+        UserError: ``max_cost: no price for model 'x' (openai:x); ...``.
+    """
+    from orgteams.agents.backends.spend import check_priced, run_models
+
+    specs = member_specs(config.backend, config.agents)
+    specs += [s.member for s in config.shocks
+              if s.kind == "substitute" and isinstance(s.member, str)]
+    check_priced(run_models(specs), config.price_per_mtok, config.max_cost, flag)
 
 
 def _run_episode(config: EpisodeConfig, pool: BackendPool, on_round, should_stop, on_tick

@@ -24,16 +24,18 @@ import json
 import math
 import os
 import threading
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 from orgteams.agents.backends.base import ChatBackend, ChatMessage, Completion
-from orgteams.agents.backends.pricing import Price, price_of
+from orgteams.agents.backends.pricing import PRICES_ENV, Price, price_of
 from orgteams.errors import UserError
 
-__all__ = ["LEDGER", "MAX_COST", "BudgetReached", "MeteredBackend", "Spend", "usd"]
+__all__ = ["LEDGER", "LLM_KINDS", "MAX_COST", "BudgetReached", "MeteredBackend", "Spend",
+           "check_priced", "price_for", "run_models", "usd"]
 
 MAX_COST = "max cost"
 """The ``stop_reason`` of an episode its run's budget stopped (``interrupted``)."""
@@ -42,6 +44,63 @@ LEDGER = "spend.json"
 PRICED_BY_RUN = ("openai",)
 """Member kinds the run's own ``price_per_mtok`` prices (the embedded and scripted
 models cost nothing to call)."""
+LLM_KINDS = ("local", "scripted", "openai")
+"""Member kinds that call a model."""
+
+
+def price_for(kind: str, model: str, price: Price | None = None) -> Price | None:
+    """The price of ``model`` called as member kind ``kind``: the run's own ``price``
+    for ``openai`` models, else the price table's (None: unknown)."""
+    if price is not None and kind in PRICED_BY_RUN:
+        return price
+    return price_of(model)
+
+
+def run_models(specs: Iterable[str]) -> list[tuple[str, str]]:
+    """The ``(kind, model)`` of every model member spec in ``specs`` (comma lists too;
+    planners, random and human members call no model), each once."""
+    from orgteams.agents.backends.pool import parse_member_spec
+
+    found: dict[tuple[str, str], None] = {}
+    for spec in specs:
+        for part in str(spec).split(","):
+            kind, model = parse_member_spec(part)
+            if kind in LLM_KINDS:
+                found[(kind, _model_name(kind, model))] = None
+    return list(found)
+
+
+def _model_name(kind: str, model: str | None) -> str:
+    """The model a member kind calls: ``openai`` without a name calls ``$ORGTEAMS_MODEL``."""
+    if model:
+        return model
+    if kind == "local":
+        from orgteams.agents.backends.local import LOCAL_MODEL
+
+        return LOCAL_MODEL
+    if kind == "openai":
+        return os.environ.get("ORGTEAMS_MODEL") or "?"
+    return kind
+
+
+def check_priced(models: Sequence[tuple[str, str]], price: Price | None,
+                 max_cost: float | None, flag: str = "--max-cost") -> bool:
+    """Whether a run of ``models`` calls one that costs money (or has no known price):
+    its spend is worth metering and its estimate worth printing.
+
+    Raises:
+        UserError: ``max_cost`` is set and a model has no known price (its spend could
+            not be measured): ``--max-cost: no price for model 'x' (openai:x); ...``.
+    """
+    priced = False
+    for kind, model in models:
+        p = price_for(kind, model, price)
+        if p is None and max_cost is not None:
+            raise UserError(f"{flag}: no price for model {model!r} ({kind}:{model}); give "
+                            f"--price-per-mtok IN,OUT or add it to a price table named by "
+                            f"${PRICES_ENV}")
+        priced = priced or p is None or p.prompt > 0 or p.completion > 0
+    return priced
 
 
 def usd(amount: float) -> str:
@@ -178,28 +237,27 @@ class Spend:
     def price_for(self, kind: str, model: str) -> Price | None:
         """The price of ``model`` called as member kind ``kind``: the run's own price for
         ``openai`` models, else the price table's (None: unknown)."""
-        if self.price is not None and kind in PRICED_BY_RUN:
-            return self.price
-        return price_of(model)
+        return price_for(kind, model, self.price)
 
     # ------------------------------------------------------------ spending
 
-    def charge(self, kind: str, completion: Completion) -> float | None:
-        """Add one reply's cost (its reported usage at :meth:`price_for`); return it
-        (None: no price known; its tokens are still counted)."""
+    def charge(self, kind: str, model: str, completion: Completion) -> float | None:
+        """Add one reply's cost (its reported usage at :meth:`price_for` of the model that
+        answered, else ``model``: the one asked); return it (None: no price known; its
+        tokens are still counted)."""
         if completion.cached:
             with self._lock:
                 self.cached_calls += 1
             return 0.0
-        price = self.price_for(kind, completion.model)
+        model = completion.model or model
+        price = self.price_for(kind, model)
         usage = completion.usage
         cost = None if price is None else price.cost(usage)
         with self._lock:
             if self.ledger is None:
-                self._totals.add(completion.model, usage.prompt_tokens,
-                                 usage.completion_tokens, cost)
+                self._totals.add(model, usage.prompt_tokens, usage.completion_tokens, cost)
             else:
-                self._totals = self._add_to_ledger(completion.model, usage.prompt_tokens,
+                self._totals = self._add_to_ledger(model, usage.prompt_tokens,
                                                    usage.completion_tokens, cost)
         return cost
 
@@ -285,7 +343,7 @@ class MeteredBackend(ChatBackend):
         """The inner backend's reply, charged."""
         reply = self.inner.complete(messages, schema=schema, temperature=temperature,
                                     max_tokens=max_tokens, seed=seed)
-        self.spend.charge(self.kind, reply)
+        self.spend.charge(self.kind, self.inner.model, reply)
         return reply
 
     async def acomplete(self, messages: list[ChatMessage], *,
@@ -294,7 +352,7 @@ class MeteredBackend(ChatBackend):
         """The inner backend's reply, charged."""
         reply = await self.inner.acomplete(messages, schema=schema, temperature=temperature,
                                            max_tokens=max_tokens, seed=seed)
-        self.spend.charge(self.kind, reply)
+        self.spend.charge(self.kind, self.inner.model, reply)
         return reply
 
     def close(self) -> None:

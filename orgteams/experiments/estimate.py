@@ -20,25 +20,25 @@ How it is made (:data:`HOW`, printed with it):
 
 Prices: the run's ``price_per_mtok`` for ``openai:`` models, else the price table
 (:mod:`~orgteams.agents.backends.pricing`); a model with no known price makes the
-estimate's cost unknown (and ``max_cost`` refuses to run, :func:`check_priced`).
+estimate's cost unknown (and ``max_cost`` refuses to run:
+:func:`~orgteams.agents.backends.spend.check_priced`).
 """
 
 from __future__ import annotations
 
-import os
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from orgteams.agents.backends.pricing import PRICES_ENV, Price
+from orgteams.agents.backends.spend import LLM_KINDS, price_for, run_models
 from orgteams.config import EpisodeConfig, ReflectConfig
-from orgteams.errors import UserError
 
 __all__ = ["HOW", "PLANNER_SEEDS", "PROBE_ROUNDS", "Cells", "Estimate", "ModelCalls",
-           "check_priced", "estimate_episodes", "estimate_reflect", "estimate_sweep",
-           "reflect_episodes", "run_models", "spec_models"]
+           "estimate_episodes", "estimate_reflect", "estimate_sweep", "reflect_episodes",
+           "spec_models"]
 
 PLANNER_SEEDS = 3
 """Seeds of a cell whose planner episodes are played for its length."""
@@ -49,7 +49,6 @@ HOW = ("how: episode lengths of the same cells played by planner teams (model te
        "prompts for {rounds} rounds ({tokenizer} tokens); every reply at max_tokens (an "
        "upper bound); retries not counted")
 """The line that says how the estimate is made (``{rounds}``, ``{tokenizer}``)."""
-LLM_KINDS = ("local", "scripted", "openai")
 
 
 @dataclass
@@ -107,6 +106,7 @@ class Estimate:
     def merge(self, other: Estimate) -> None:
         """Add another estimate of the same run (another variant, the evaluation)."""
         self.episodes += other.episodes
+        self.done += other.done
         self.tokenizer = self.tokenizer or other.tokenizer
         for row in other.models.values():
             self.add(row.kind, row.model, row.price, row.calls, row.prompt_tokens,
@@ -177,20 +177,6 @@ def _count(n: int, what: str) -> str:
 # ---------------------------------------------------------------- the run's models
 
 
-def run_models(specs: Iterable[str]) -> list[tuple[str, str]]:
-    """The ``(kind, model)`` of every model member spec in ``specs`` (comma lists too;
-    planners, random and human members call no model), each once."""
-    from orgteams.agents.backends.pool import parse_member_spec
-
-    found: dict[tuple[str, str], None] = {}
-    for spec in specs:
-        for part in str(spec).split(","):
-            kind, model = parse_member_spec(part)
-            if kind in LLM_KINDS:
-                found[(kind, _model_name(kind, model))] = None
-    return list(found)
-
-
 def spec_models(spec: Any) -> list[tuple[str, str]]:
     """The models a :class:`~orgteams.experiments.sweep_spec.SweepSpec` calls: its
     backends' and its substitute shocks' members."""
@@ -200,44 +186,6 @@ def spec_models(spec: Any) -> list[tuple[str, str]]:
                for shock in [Shock.parse(t)]
                if shock.kind == "substitute" and isinstance(shock.member, str)]
     return run_models([*spec.backends, *members])
-
-
-def _model_name(kind: str, model: str | None) -> str:
-    """The model a member kind calls: ``openai`` without a name calls ``$ORGTEAMS_MODEL``."""
-    if model:
-        return model
-    if kind == "local":
-        from orgteams.agents.backends.local import LOCAL_MODEL
-
-        return LOCAL_MODEL
-    if kind == "openai":
-        return os.environ.get("ORGTEAMS_MODEL") or "?"
-    return kind
-
-
-def _price(kind: str, model: str, price: Price | None) -> Price | None:
-    from orgteams.agents.backends.spend import Spend
-
-    return Spend(price=price).price_for(kind, model)
-
-
-def check_priced(models: Sequence[tuple[str, str]], price: Price | None,
-                 max_cost: float | None, flag: str = "--max-cost") -> bool:
-    """Whether the run calls a model that costs money (the estimate is worth printing).
-
-    Raises:
-        UserError: ``max_cost`` is set and a model has no known price (its spend could
-            not be measured): ``--max-cost: no price for model 'x' (openai:x); ...``.
-    """
-    priced = False
-    for kind, model in models:
-        p = _price(kind, model, price)
-        if p is None and max_cost is not None:
-            raise UserError(f"{flag}: no price for model {model!r} ({kind}:{model}); give "
-                            f"--price-per-mtok IN,OUT or add it to a price table named by "
-                            f"${PRICES_ENV}")
-        priced = priced or p is None or p.prompt > 0 or p.completion > 0
-    return priced
 
 
 # ---------------------------------------------------------------- episodes
@@ -418,7 +366,7 @@ def estimate_episodes(configs: Sequence[EpisodeConfig], price: Price | None = No
                 kind, model = models[0]
                 per_turn, prompt = probe.rate(agent, phase)
                 calls = turns * per_turn * weight
-                estimate.add(kind, model, _price(kind, model, price), calls, calls * prompt,
+                estimate.add(kind, model, price_for(kind, model, price), calls, calls * prompt,
                              calls * probe.max_tokens.get(agent, _DEFAULT_MAX_TOKENS))
     return estimate
 
@@ -464,11 +412,11 @@ def estimate_sweep(spec: Any, out: str | Path | None = None) -> Estimate:
 # ---------------------------------------------------------------- reflect
 
 
-def reflect_episodes(config: ReflectConfig) -> list[EpisodeConfig]:
-    """The episodes a reflect run plays under its starting organization: each
-    iteration's (the schedule of :func:`~orgteams.experiments.reflect.make_episode_fn`),
-    and with screening every candidate's for every iteration after the first (the
-    played one's are reused)."""
+def reflect_episodes(config: ReflectConfig, start: int = 0) -> list[EpisodeConfig]:
+    """The episodes a reflect run plays under its starting organization from iteration
+    ``start`` on (the earlier ones are finished): each iteration's (the schedule of
+    :func:`~orgteams.experiments.reflect.make_episode_fn`), and with screening every
+    candidate's for every iteration after the first (the played one's are reused)."""
     from orgteams.experiments.reflect import HEURISTIC_EPISODES
 
     heuristic = config.coordinator == "heuristic"
@@ -479,7 +427,7 @@ def reflect_episodes(config: ReflectConfig) -> list[EpisodeConfig]:
     seeds = list(config.seeds)
     base = config.episode().replace(organization=config.organization)
     out = []
-    for k in range(config.iterations):
+    for k in range(start, config.iterations):
         plays = config.candidates if screen and k > 0 else 1
         for j in range(per):
             i = k * per + j
@@ -489,31 +437,36 @@ def reflect_episodes(config: ReflectConfig) -> list[EpisodeConfig]:
     return out
 
 
-def estimate_reflect(config: ReflectConfig, heldout_seeds: int = 0, cells: Cells | None = None
-                     ) -> Estimate:
+def estimate_reflect(config: ReflectConfig, heldout_seeds: int = 0, cells: Cells | None = None,
+                     start: int = 0) -> Estimate:
     """The model calls of a reflect run: its episodes (:func:`reflect_episodes`), its
     Critic's and Coordinator's calls, and ``heldout_seeds`` held-out episodes of the start
     and the best organization (a recipe's evaluation) on its task and layout.
 
     Args:
         cells: What was measured already (a recipe's other variants).
+        start: Iterations finished already (a resumed run): not estimated.
     """
     from orgteams.experiments.reflect_eval import heldout_seeds as held
 
-    episodes = reflect_episodes(config)
+    start = min(start, config.iterations)
+    episodes = reflect_episodes(config, start)
     price = config.price_per_mtok
     cells = cells or Cells()
     estimate = estimate_episodes(episodes, price, cells)
+    estimate.done = len(reflect_episodes(config)) - len(episodes)
+    if not episodes:
+        return estimate
     if heldout_seeds:
         first = episodes[0]
         arms = [first.replace(seed=s) for s in held(config.seeds, heldout_seeds)] * 2
         estimate.merge(estimate_episodes(arms, price, cells))
-    _reflectors(config, episodes[0], estimate, price, cells)
+    _reflectors(config, episodes[0], estimate, price, cells, start)
     return estimate
 
 
 def _reflectors(config: ReflectConfig, episode: EpisodeConfig, estimate: Estimate,
-                price: Price | None, cells: Cells) -> None:
+                price: Price | None, cells: Cells, start: int) -> None:
     """Add the Critic's call per iteration and the Coordinator's per decision, each at
     its prompt for the probe's episode (the Coordinator's history grows up to what it
     shows) and its ``max_tokens``."""
@@ -544,20 +497,21 @@ def _reflectors(config: ReflectConfig, episode: EpisodeConfig, estimate: Estimat
         if critic is not None:
             kind, model = run_models([critic])[0]
             agent = Critic(ScriptedBackend())
-            calls = config.iterations
+            calls = config.iterations - start
             prompt = tokens(agent.prompt(org, bounded, cost.cost(summary)))
-            estimate.add(kind, model, _price(kind, model, price), calls, calls * prompt,
+            estimate.add(kind, model, price_for(kind, model, price), calls, calls * prompt,
                          calls * agent.max_tokens)
-        if coordinator is not None and config.iterations > 1:
+        if coordinator is not None and start + 1 < config.iterations:
             kind, model = run_models([coordinator])[0]
             agent = Coordinator(ScriptedBackend(), k=config.candidates)
             trial = Trial(0, org, cost.cost(summary), {k: v for k, v in summary.items()
                                                        if isinstance(v, int | float)})
-            shown = [min(n, agent.max_history + 1) for n in range(1, config.iterations)]
+            shown = [min(n, agent.max_history + 1)
+                     for n in range(start + 1, config.iterations)]
             sizes = {n: tokens(agent.prompt([replace(trial, iteration=i) for i in range(n)],
                                             org, config.approved)) for n in set(shown)}
             calls = len(shown)
-            estimate.add(kind, model, _price(kind, model, price), calls,
+            estimate.add(kind, model, price_for(kind, model, price), calls,
                          sum(sizes[n] for n in shown), calls * agent.max_tokens)
     finally:
         tokenizer.close()

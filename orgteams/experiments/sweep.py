@@ -297,8 +297,8 @@ def sweep_spend(spec: SweepSpec, out: Path) -> Any:
     Raises:
         UserError: ``max_cost`` with a model that has no known price.
     """
-    from orgteams.agents.backends.spend import LEDGER, Spend
-    from orgteams.experiments.estimate import check_priced, spec_models
+    from orgteams.agents.backends.spend import LEDGER, Spend, check_priced
+    from orgteams.experiments.estimate import spec_models
 
     priced = check_priced(spec_models(spec), spec.price_per_mtok, spec.max_cost)
     if not (priced or spec.max_cost is not None):
