@@ -111,16 +111,12 @@ def _shipped() -> tuple[str, dict[str, Price]]:
 
 
 @cache
-def _users(path: str) -> dict[str, Price]:
+def _users(path: str, stamp: int | None) -> dict[str, Price]:
+    """The user's table at ``path``, read again when it changed (``stamp``: its mtime)."""
     from orgteams.envs.core.user_files import load_yaml, read_text
 
     source = f"{path} (${PRICES_ENV})"
-    try:
-        text = read_text(path, "a price table")
-    except FileNotFoundError:
-        raise UserError(f"{source}: no such file") from None
-    except UserError as exc:
-        raise UserError(f"{exc} (${PRICES_ENV})") from None
+    text = read_text(path, f"a price table (${PRICES_ENV})")
     return _models(load_yaml(text, source), source)
 
 
@@ -128,7 +124,11 @@ def _table() -> tuple[str, dict[str, Price]]:
     as_of, models = _shipped()
     path = os.environ.get(PRICES_ENV)
     if path:
-        models = {**models, **_users(path)}
+        try:
+            stamp: int | None = os.stat(path).st_mtime_ns
+        except OSError:
+            stamp = None  # read_text says why, in one line
+        models = {**models, **_users(path, stamp)}
     return as_of, models
 
 

@@ -161,7 +161,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         from orgteams.agents.backends.spend import MAX_COST, usd
 
         if summary.get("stop_reason") == MAX_COST:
-            partial = f"; partial log {result.log_path}" if result.log_path else ""
+            partial = f"; log {result.log_path}" if result.log_path else ""
             print(f"orgteams run: budget reached: spent {usd(spend.spent)} of --max-cost "
                   f"{usd(spend.max_cost)}; the episode stopped at round {summary['rounds']}"
                   f"{partial}", file=sys.stderr)
