@@ -205,9 +205,12 @@ def _bare(config: EpisodeConfig) -> EpisodeConfig:
 
 
 def _scripted(spec: str) -> str:
+    """A model member's stand-in: the scripted double (a person's: a planner, so the
+    probe asks no one)."""
     from orgteams.agents.backends.pool import parse_member_spec
 
-    return "scripted" if parse_member_spec(spec)[0] in LLM_KINDS else spec
+    kind = parse_member_spec(spec)[0]
+    return "scripted" if kind in LLM_KINDS else "planner" if kind == "human" else spec
 
 
 def _probe_config(config: EpisodeConfig, specs: list[str]) -> EpisodeConfig:
