@@ -255,3 +255,32 @@ def test_a_budget_with_a_model_without_price_is_bad_input(server, tmp_path, caps
         "(openai:my-model); give --price-per-mtok IN,OUT or add it to a price table named by "
         "$ORGTEAMS_PRICES")
     assert server.requests == [] and not (tmp_path / "out" / "spend.json").exists()
+
+
+def test_a_sweep_spec_carries_the_budget_and_the_price(server, tmp_path, capsys):
+    spec = tmp_path / "spec.yaml"
+    spec.write_text("organizations: [none]\nlayouts: [studio]\nagents: [2]\n"
+                    "backends: ['openai:fake-model']\nseeds: 2\nmax_rounds: 2\n"
+                    "max_cost: 0.1\nprice_per_mtok: [1000, 2000]\n")
+    out = tmp_path / "sweep"
+    assert main(["sweep", "--spec", str(spec), "--out", str(out), "--quiet"]) == 3
+    line, _ = _line(capsys)
+    done = sum(r["status"] == "ok" for r in read_results(out / "results.jsonl")[0])
+    assert line == _stop("sweep", len(server.requests), "$0.1000", out,
+                         f"{done} of 2 episodes")
+    # a flag overrides the spec's budget
+    assert main(["sweep", "--spec", str(spec), "--out", str(out), "--quiet",
+                 "--max-cost", "10"]) == 0
+
+
+@pytest.mark.parametrize(("field", "value", "problem"), [
+    ("max_cost", "-1", "must be a positive number of USD, got -1"),
+    ("price_per_mtok", "[1]", "must be IN,OUT: USD per 1 million prompt and completion "
+                              "tokens, got [1]"),
+])
+def test_a_bad_budget_in_a_spec_names_file_and_field(tmp_path, capsys, field, value, problem):
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(f"{field}: {value}\n")
+    assert main(["sweep", "--spec", str(spec), "--out", str(tmp_path / "o")]) == 2
+    assert capsys.readouterr().err.strip() == (
+        f"orgteams sweep: error: {spec}: sweep spec field '{field}' {problem}")
