@@ -196,16 +196,17 @@ def run_episode(config: EpisodeConfig | None = None, *, pool: BackendPool | None
         pool: The LLM members' backends; None: the episode makes its own and closes it
             (a local model server stops with it). Give one to share across episodes.
             A pool with a :class:`~orgteams.agents.backends.spend.Spend` meters the calls,
-            and the episode stops when that spend reaches its budget (then
-            ``max_cost`` and ``price_per_mtok`` are the pool's business: giving them
-            too is a ``ValueError``).
+            and the episode stops when that spend reaches its budget: the pool's
+            ``Spend`` then governs, not ``max_cost`` and ``price_per_mtok`` (which, with
+            a pool without one, are a ``ValueError``).
         on_round: Called as ``on_round(round, records)`` after every round (live output).
         should_stop: Asked at round and tick boundaries; a reason stops the episode.
         on_tick: Called as ``on_tick(tick, tick_limit)`` after every tick (progress bars).
         overrides: Fields of ``config`` to change.
 
     Raises:
-        UserError: A bad value, name or spec, in one line.
+        UserError: A bad value, name or spec, in one line; ``max_cost`` with a model
+            that has no price.
         TypeError: A keyword that is no field.
     """
     config = EpisodeConfig.merged(config, overrides, "run_episode")

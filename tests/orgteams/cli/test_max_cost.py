@@ -12,6 +12,7 @@ server's request count times that.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -284,3 +285,24 @@ def test_a_bad_budget_in_a_spec_names_file_and_field(tmp_path, capsys, field, va
     assert main(["sweep", "--spec", str(spec), "--out", str(tmp_path / "o")]) == 2
     assert capsys.readouterr().err.strip() == (
         f"orgteams sweep: error: {spec}: sweep spec field '{field}' {problem}")
+
+
+def test_run_episode_keeps_a_budget_only_it_can_meter(server):
+    from orgteams.agents.backends.pool import BackendPool
+    from orgteams.errors import UserError
+    from orgteams.run import run_episode
+
+    with pytest.raises(UserError, match=re.escape(
+            "max_cost: no price for model 'my-model' (openai:my-model); give --price-per-mtok "
+            "IN,OUT or add it to a price table named by $ORGTEAMS_PRICES")):
+        run_episode(backend="openai:my-model", layout="studio", max_cost=1.0, log_path=None)
+    with BackendPool() as pool, pytest.raises(ValueError, match=re.escape(
+            "max_cost and price_per_mtok meter the episode's own pool; give the pool a Spend "
+            "instead (BackendPool(spend=Spend(max_cost)))")):
+        run_episode(backend="openai:fake-model", max_cost=1.0, pool=pool, log_path=None)
+    result = run_episode(backend="openai:fake-model", layout="studio", agents=2,
+                         max_rounds=3, max_cost=0.05, price_per_mtok="1000,2000",
+                         log_path=None)
+    assert (result.summary["episode_status"], result.summary["stop_reason"]) == (
+        "interrupted", "max cost")
+    assert 0.05 <= len(server.requests) * CALL < 0.05 + AGENTS * CALL
