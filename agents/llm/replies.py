@@ -12,7 +12,7 @@ written for the model to read and act on.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -26,6 +26,10 @@ from orgteams.agents.llm.schemas import (
     explain,
 )
 from orgteams.agents.messages import EVERYONE
+
+if TYPE_CHECKING:
+    from orgteams.agents.llm.prompts import Options
+    from orgteams.envs.highlevel.space import ActionId
 
 __all__ = [
     "ActReply",
@@ -83,15 +87,15 @@ def _clip(text: str, notes: list[str]) -> str:
     return text
 
 
-def parse_act(
-    parsed: Any, spec: ReplySpec, options: list[tuple[str, str, str]]
-) -> tuple[str, str, list[str]]:
+def parse_act(parsed: Any, spec: ReplySpec, options: Options
+              ) -> tuple[ActionId, str, list[str]]:
     """Validate an act reply.
 
     Args:
         parsed: The JSON object from the reply (or None when it was not JSON).
         spec: From :func:`~orgteams.agents.llm.schemas.act_spec`.
-        options: ``(letter, action_id, label)`` per available action.
+        options: The lettered menu the prompt showed (an action is read back by its
+            letter, id or label).
 
     Returns:
         ``(action_id, thoughts, notes)``.
@@ -106,14 +110,13 @@ def parse_act(
         raise ReplyError(explain(exc)) from None
     notes: list[str] = []
     wanted = reply.action.strip()
-    key = wanted.rstrip(".").strip().casefold()
-    for letter, action_id, label in options:
-        if key in (letter.casefold(), action_id.casefold(), label.casefold()):
-            if key != letter.casefold():
-                notes.append(f"action given as {wanted!r}, matched to {letter}")
-            return action_id, _clip(reply.thoughts, notes), notes
-    letters = ", ".join(letter for letter, _, _ in options)
-    raise ReplyError(f"action {wanted!r} is not one of {letters}")
+    found = options.find(wanted.rstrip(".").strip())
+    if found is None:
+        raise ReplyError(f"action {wanted!r} is not one of {', '.join(options.letters)}")
+    letter, action_id = found
+    if wanted.rstrip(".").strip().casefold() != letter.casefold():
+        notes.append(f"action given as {wanted!r}, matched to {letter}")
+    return action_id, _clip(reply.thoughts, notes), notes
 
 
 Receivers = tuple[str, ...] | str

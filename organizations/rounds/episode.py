@@ -36,6 +36,7 @@ from orgteams.agents.shared_context import (
 from orgteams.agents.team import Team
 from orgteams.agents.view import MemberView
 from orgteams.envs.highlevel.highlevel_env import HighLevelEnv
+from orgteams.envs.highlevel.space import ActionId
 from orgteams.organizations.protocols.facts import PROTOCOL_FACTS
 from orgteams.organizations.protocols.schedule import leader_for_round
 from orgteams.organizations.rounds.phases import act_phase, communicate_phase
@@ -79,7 +80,8 @@ class RoundHooks:
     stage: list[StateHook] = field(default_factory=list)
     called: list[Callable[[EpisodeState, Any], None]] = field(default_factory=list)
     decided: list[Callable[[EpisodeState, list[Any]], None]] = field(default_factory=list)
-    actions: list[Callable[[EpisodeState, dict[str, str]], None]] = field(default_factory=list)
+    actions: list[Callable[[EpisodeState, dict[str, ActionId]], None]] = field(
+        default_factory=list)
     round_start: list[StateHook] = field(default_factory=list)
     round_end: list[StateHook] = field(default_factory=list)
     tick: list[Callable[..., None]] = field(default_factory=list)
@@ -143,7 +145,7 @@ class EpisodeState:
     abstained: set[str] = field(default_factory=set)
     should_stop: Callable[[], str | None] | None = None
     stop_reason: str | None = None
-    early_actions: dict[str, tuple[str, ActDecision]] = field(default_factory=dict)
+    early_actions: dict[str, tuple[ActionId, ActDecision]] = field(default_factory=dict)
     undelivered: dict[str, list[TeamMessage]] | None = None
     outcomes: list[RoundOutcome] = field(default_factory=list)
     patterns: tuple[EpisodePattern, ...] = ()
@@ -184,7 +186,7 @@ class EpisodeState:
         return SharedHistory(tuple(self.outcomes[-HISTORY_ROUNDS:]),
                              self.patterns[-HISTORY_EPISODES:])
 
-    def remember_round(self, actions: dict[str, str], abstained: set[str]) -> None:
+    def remember_round(self, actions: dict[str, ActionId], abstained: set[str]) -> None:
         """Record this round's outcome for the shared history (after the env step)."""
         new = {a: act for a, act in actions.items()
                if act not in ("continue", "wait") and a not in abstained}

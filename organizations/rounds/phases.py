@@ -30,6 +30,7 @@ from orgteams.agents.member import (
 )
 from orgteams.agents.member_rules import within_budget
 from orgteams.agents.shared_context import action_output
+from orgteams.envs.highlevel.space import ActionId
 from orgteams.organizations.protocols.facts import PROTOCOL_FACTS
 from orgteams.organizations.protocols.schedule import (
     Stage,
@@ -311,7 +312,7 @@ def _route(state: EpisodeState, si: int, stage: Stage, agent: str, d: Communicat
 async def decide_actions(state: EpisodeState, abstained: set[str] = frozenset(),
                          deciders: list[str] | None = None,
                          visible: dict[str, list[TeamMessage]] | None = None
-                         ) -> tuple[dict[str, str], dict[str, ActDecision]]:
+                         ) -> tuple[dict[str, ActionId], dict[str, ActDecision]]:
     """Ask the deciders, concurrently, for one action each; an unavailable one becomes
     the safe action (the decision record says so).
 
@@ -338,7 +339,7 @@ async def decide_actions(state: EpisodeState, abstained: set[str] = frozenset(),
                            (state.members[a].act(state.view, state.round, ctxs[a])
                             for a in deciders),
                            {"phase": "act", "kind": "action", "action": None})
-    actions: dict[str, str] = {}
+    actions: dict[str, ActionId] = {}
     chosen: dict[str, ActDecision] = {}
     for agent, d in zip(deciders, decisions):
         offered = env.available_actions(agent)
@@ -366,7 +367,7 @@ async def act_phase(state: EpisodeState, abstained: set[str]) -> None:
     chosen = {a: chosen[a] for a in state.team if a in chosen}  # records in team order
     for agent in abstained:
         if agent not in state.removed and env.needs_decision(agent):
-            actions[agent] = "wait"
+            actions[agent] = ActionId("wait")
     state.round_tick = env.ticks
     _count_duplicates(state, actions)
     for hook in state.hooks.actions:
@@ -391,14 +392,14 @@ async def act_phase(state: EpisodeState, abstained: set[str]) -> None:
     state.remember_round(actions, abstained)
 
 
-def _count_duplicates(state: EpisodeState, actions: dict[str, str]) -> None:
+def _count_duplicates(state: EpisodeState, actions: dict[str, ActionId]) -> None:
     """Count new decisions whose target another agent already pursues (duplicated work)."""
     env, pursuing = state.env, {}
     for a in state.active():
         current = env.current(a)
         act = actions.get(a)
         if act and act not in ("continue", "wait"):
-            pursuing[a] = tuple(act.split(":", 1))
+            pursuing[a] = (act.kind, act.target)
         elif current is not None and act != "wait":
             pursuing[a] = (current.kind, current.target)
     targets = Counter(t for t in pursuing.values() if t[0] in TRACKED)

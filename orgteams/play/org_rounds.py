@@ -43,6 +43,7 @@ from typing import Any
 from orgteams.agents.messages import TeamMessage
 from orgteams.agents.team import Team
 from orgteams.envs.highlevel.highlevel_env import HighLevelEnv
+from orgteams.envs.highlevel.space import ActionId
 from orgteams.organizations.rounds.episode import EpisodeState, update_leadership
 from orgteams.organizations.rounds.phases import communicate_phase, decide_actions, deliver_held
 from orgteams.organizations.spec.library import load_organization
@@ -73,7 +74,7 @@ class OrgRounds:
         self.organization = organization
         self.state: EpisodeState | None = None
         self.undelivered = 0  # the player's lines that reached nobody (latest round)
-        self._played: tuple[dict[str, str], set[str]] | None = None  # to remember
+        self._played: tuple[dict[str, ActionId], set[str]] | None = None  # to remember
 
     def show(self, env: HighLevelEnv, player: str) -> str | None:
         """A new episode (``env`` just reset): the organization, the roles as resolved
@@ -111,7 +112,7 @@ class OrgRounds:
             self._played = None
 
     async def play(self, state: EpisodeState, voice: PlayerVoice, speakers: list[str],
-                   deciders: list[str]) -> tuple[dict[str, str], dict[str, Any]]:
+                   deciders: list[str]) -> tuple[dict[str, ActionId], dict[str, Any]]:
         """One round: leadership, the communicate stages of ``speakers`` (and of the
         player's agent when they wrote something), then ``deciders`` choose (those
         that chose in turn under ``sequential`` keep that). Returns ``(actions,
@@ -134,7 +135,7 @@ class OrgRounds:
             actions[agent], chosen[agent] = action, decision
         for agent in abstained & set(deciders):
             if state.env.needs_decision(agent):
-                actions[agent] = "wait"
+                actions[agent] = ActionId("wait")
         deliver_held(state)
         state.round_tick = state.env.ticks
         self._played = (actions, abstained)

@@ -7,6 +7,7 @@ import re
 import pytest
 
 from orgteams.agents.backends.scripted import minimal_instance
+from orgteams.agents.llm.prompts import Options
 from orgteams.agents.llm.replies import parse_act, parse_communicate
 from orgteams.agents.llm.schemas import (
     MAX_MESSAGES,
@@ -16,13 +17,11 @@ from orgteams.agents.llm.schemas import (
     act_spec,
     communicate_spec,
 )
+from orgteams.envs.highlevel import ActionId, HighLevelAction
 
 TEAM = {"agent_0": "Alice", "agent_1": "Bob", "agent_2": "Charlie"}
-OPTIONS = [
-    ("A", "explore:kitchen", "[goexplore] <kitchen>"),
-    ("B", "check:fridge", "[gocheck] <fridge>"),
-    ("C", "wait", "[wait]"),
-]
+OPTIONS = Options.of([HighLevelAction.make("explore", "kitchen"),
+                      HighLevelAction.make("check", "fridge"), HighLevelAction.make("wait")])
 
 
 def test_act_schema_is_an_enum_of_letters_with_bounded_thoughts():
@@ -90,7 +89,8 @@ def test_minimal_instances_of_every_schema_validate():
 def test_act_accepts_letter_id_or_label(given):
     action, thoughts, notes = parse_act({"action": given, "thoughts": "t"},
                                         act_spec(("A", "B", "C")), OPTIONS)
-    assert action == "check:fridge" and thoughts == "t"
+    assert action == "check:fridge" and type(action) is ActionId and thoughts == "t"
+    assert (action.kind, action.target) == ("check", "fridge")
     assert notes == ([] if given.rstrip(".").lower() == "b" else
                      [f"action given as {given!r}, matched to B"])
 
