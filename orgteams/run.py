@@ -31,6 +31,7 @@ from orgteams.organizations.rounds.status import (
 )
 from orgteams.organizations.spec.library import load_organization
 from orgteams.organizations.spec.organization import Organization
+from orgteams.organizations.spec.resolved import ResolvedOrganization
 
 
 def build_member(agent_id: str, spec: str, *, leader: bool = False, seed: int | None = None,
@@ -102,17 +103,18 @@ def member_specs(specs: str | list[str], num_agents: int) -> list[str]:
 def build_team(specs: str | list[str], num_agents: int, organization: Organization,
                seed: int | None = None, cache: str | Path | None = None,
                env: HighLevelEnv | None = None, pool: BackendPool | None = None,
+               resolved: ResolvedOrganization | None = None,
                **llm_kwargs: Any) -> dict[str, Any]:
     """Members for ``agent_0..agent_{n-1}``: one spec for all, or a comma list / list per agent.
 
     ``env``: where human members answer; ``pool``: owns LLM members' backends;
-    ``llm_kwargs``: for LLM members (see
-    :func:`build_member`)."""
+    ``resolved``: ``organization`` already resolved for the team (else it is resolved
+    here); ``llm_kwargs``: for LLM members (see :func:`build_member`)."""
     specs = member_specs(specs, num_agents)
     if pool is not None:
         pool.expect_local_members(sum(parse_member_spec(s)[0] == "local" for s in specs))
     team = Team.of_size(num_agents)
-    resolved = organization.resolve(team)
+    resolved = resolved if resolved is not None else organization.resolve(team)
     top = set(resolved.tiers[0][1]) if len(resolved.tiers) > 1 else set()
     # Planners follow the organization's rules, given with every decision (ctx.rules).
     return {a: build_member(a, s, leader=a in top, seed=seed, cache=cache, env=env,
@@ -228,8 +230,9 @@ def _run_episode(task, layout, organization, agents, backend, seed, max_rounds, 
                        max_ticks=max_ticks, render_options=options, render_fps=fps)
     env.overlay.set_team(organization=org.name)
     llm = {"temperature": temperature, "prompts": prompts}
+    resolved = org.resolve(Team.of_size(agents))  # once: for the members and the runner
     members = build_team(backend, agents, org, seed=seed, cache=cache, env=env, pool=pool,
-                         **llm)
+                         resolved=resolved, **llm)
     if log_path == "auto":
         log_path = default_log_path(task, org.name, seed)
     recorder = None
@@ -262,7 +265,8 @@ def _run_episode(task, layout, organization, agents, backend, seed, max_rounds, 
                                                                     **llm),
                         on_round=on_round, on_tick=tick_hook,
                         max_transport_failures=max_transport_failures, should_stop=stop,
-                        tokenizer=pool.tokenizer, max_invalid_replies=max_invalid_replies)
+                        tokenizer=pool.tokenizer, max_invalid_replies=max_invalid_replies,
+                        resolved=resolved)
     try:
         result = runner.run(seed)
         if recorder is not None:

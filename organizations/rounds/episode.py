@@ -230,10 +230,16 @@ class EpisodeState:
             member.set_leader(agent in top)
 
     def switch(self, organization: Organization) -> None:
-        """Put ``organization`` in force for the same team (the monitor's fallback); the
-        members shocks removed stay out (their seats taken under its ``succession``)."""
-        self.organization = organization
-        self.resolved = organization.resolve(self.roster, removed=self.resolved.removed)
+        """Put ``organization`` in force for the same team (the monitor's fallback, a
+        regulate shock), resolved once for it; the members shocks removed stay out
+        (their seats taken under its ``succession``).
+
+        Raises:
+            ValueError: It cannot be resolved for this team (the episode keeps the
+                organization in force).
+        """
+        resolved = organization.resolve(self.roster, removed=self.resolved.removed)
+        self.organization, self.resolved = organization, resolved  # both, or neither
         self.set_leaders(list(self.resolved.top_leaders))
 
     def remove(self, agent: str) -> None:

@@ -58,6 +58,7 @@ from orgteams.organizations.rounds.status import (
     end_reason,
 )
 from orgteams.organizations.spec.organization import Organization
+from orgteams.organizations.spec.resolved import ResolvedOrganization
 
 
 @dataclass
@@ -98,6 +99,10 @@ class TeamRunner:
         tokenizer: Counts the episode's message tokens (records, budgets, metrics; its
             name is the summary's ``tokenizer``): the owner's, e.g. the
             :class:`~orgteams.agents.backends.pool.BackendPool`'s; None: the module's default.
+        resolved: ``organization`` as the caller resolved it for this team (``run_episode``
+            resolves it once for the members and the runner); None: resolved here. Every
+            episode of the runner starts from it; the round loop resolves again only
+            when the organization changes (an election, a removal, a switch).
     """
 
     def __init__(self, env: HighLevelEnv, organization: Organization, members: dict[str, Any],
@@ -108,7 +113,8 @@ class TeamRunner:
                  max_transport_failures: int | None = DEFAULT_MAX_TRANSPORT_FAILURES,
                  should_stop: Callable[[], str | None] | None = None,
                  tokenizer: Tokenizer | None = None,
-                 max_invalid_replies: int | None = DEFAULT_MAX_INVALID_REPLIES):
+                 max_invalid_replies: int | None = DEFAULT_MAX_INVALID_REPLIES,
+                 resolved: ResolvedOrganization | None = None):
         team = list(env.possible_agents)
         CallFailures(max_transport_failures, max_invalid_replies)  # validate them now
         self.max_transport_failures = max_transport_failures
@@ -118,7 +124,8 @@ class TeamRunner:
         self.team = team
         self.roster = Team.of(team, names)
         self.names = self.roster.by_id
-        organization.resolve(self.roster)  # bad templates fail here, before any file
+        # once, for every episode: bad templates fail here, before any file
+        self.resolved = _resolved_for(organization, self.roster, resolved)
         self.max_rounds = max_rounds
         self.log_path = Path(log_path) if log_path else None
         self.shocks = sorted(shocks, key=lambda s: s.round)
@@ -147,7 +154,7 @@ class TeamRunner:
         for m in self.members.values():
             m.reset()
         state = self.state = EpisodeState(
-            env, self.organization, self.organization.resolve(self.roster), self.members,
+            env, self.organization, self.resolved, self.members,
             should_stop=self.should_stop, patterns=tuple(self.patterns),
             tokenizer=self.tokenizer)
         log = self._log = EpisodeLog(self.log_path)
@@ -241,9 +248,8 @@ class TeamRunner:
         metrics = episode_metrics(decisions, success=world.success, ticks=env.ticks,
                                   agents=self.team, tokenizer=state.tokenizer,
                                   leaders=list(state.resolved.top_leaders) or None,
-                                  events=state.events, first_leader=next(iter(
-                                      self.organization.resolve(self.roster).top_leaders),
-                                      None))
+                                  events=state.events,
+                                  first_leader=next(iter(self.resolved.top_leaders), None))
         dup = state.duplicates
         return {
             **asdict(metrics),
@@ -275,6 +281,23 @@ class TeamRunner:
             "wall_seconds": wall,
             "log_path": str(self.log_path) if self.log_path else None,
         }
+
+
+def _resolved_for(organization: Organization, roster: Team,
+                  resolved: ResolvedOrganization | None) -> ResolvedOrganization:
+    """``organization`` resolved for ``roster``: ``resolved`` when it is that, else now.
+
+    Raises:
+        ValueError: ``resolved`` is another organization's or another team's.
+    """
+    if resolved is None:
+        return organization.resolve(roster)
+    mine = (resolved.roster.ids, resolved.roster.names)
+    if resolved.organization is not organization or mine != (roster.ids, roster.names):
+        raise ValueError(f"resolved= is {resolved.organization.name!r} for "
+                         f"{list(resolved.roster.ids)}, not {organization.name!r} for "
+                         f"{list(roster.ids)} with names {list(roster.names)}")
+    return resolved
 
 
 def _subscribe_overlay(hooks: RoundHooks, env: HighLevelEnv) -> None:

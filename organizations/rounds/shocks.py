@@ -267,8 +267,7 @@ def apply_shock(state: EpisodeState, shock: Shock, factory=None) -> dict[str, An
     elif shock.kind == "regulate":
         old = state.organization
         new = regulated(old, shock.field, shock.value)
-        new.resolve(state.roster)  # a value that cannot resolve for this team fails here
-        state.switch(new)
+        state.switch(new)  # resolved once (check_shocks tried it before the episode)
         top = shock.field.partition(".")[0]  # rules.<rule>: the whole rules block
         data.update(field=shock.field, before=old.model_dump(mode="json")[top],
                     after=new.model_dump(mode="json")[top])

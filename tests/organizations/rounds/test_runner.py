@@ -220,3 +220,52 @@ def test_custom_names_reach_the_organization_instruction():
     assert ctx.name == "Yan" and ctx.team == names
     assert "You are Yan" in ctx.instruction and "Zed" in ctx.instruction
     assert "Alice" not in ctx.instruction and "Bob" not in ctx.instruction
+
+
+def test_the_organization_is_resolved_once_per_change(monkeypatch):
+    """Once for ``run_episode`` (its members and runner share it), once for all episodes
+    of a runner, and once per change in the episode: a regulate shock is resolved when
+    checked before the episode and when applied, never again."""
+    from orgteams.organizations.spec.resolved import ResolvedOrganization
+    from orgteams.run import run_episode
+
+    builds = []
+    real = ResolvedOrganization.build.__func__
+
+    def counting(cls, organization, *args, **kwargs):
+        builds.append(organization.name)
+        return real(cls, organization, *args, **kwargs)
+
+    monkeypatch.setattr(ResolvedOrganization, "build", classmethod(counting))
+    result = run_episode(layout="studio", organization="leader", backend="planner", seed=0,
+                         log_path=None, max_rounds=3)
+    assert result.summary["rounds"] == 3 and builds == ["leader"]
+    builds.clear()
+    runner, _ = make("leader", rounds=2)
+    runner.run(seed=0)
+    runner.run(seed=1)
+    assert builds == ["leader"]
+    builds.clear()
+    result = run_episode(layout="studio", organization="leader", backend="planner", seed=0,
+                         log_path=None, max_rounds=3, shocks=["regulate:protocol=shared@1"])
+    assert builds == ["leader", "leader", "leader"]  # the start, the shock checked, applied
+    assert result.summary["final_protocol"] == "shared"
+
+
+def test_a_resolution_of_another_organization_or_team_is_refused():
+    from orgteams.agents.team import Team
+
+    env = HighLevelEnv(layout="studio", num_agents=3)
+    members = {f"agent_{i}": Recorder(f"agent_{i}") for i in range(3)}
+    leader = load_organization("leader")
+    with pytest.raises(ValueError, match=re.escape(
+            "resolved= is 'none' for ['agent_0', 'agent_1', 'agent_2'], not 'leader' for "
+            "['agent_0', 'agent_1', 'agent_2'] with names ['Alice', 'Bob', 'Charlie']")):
+        TeamRunner(env, leader, members,
+                   resolved=load_organization("none").resolve(Team.of_size(3)))
+    with pytest.raises(ValueError, match=re.escape("not 'leader' for")):
+        TeamRunner(env, leader, members, names=["Ann", "Ben", "Cid"],
+                   resolved=leader.resolve(Team.of_size(3)))
+    runner = TeamRunner(env, leader, members, resolved=(given := leader.resolve(
+        Team.of_size(3))))
+    assert runner.resolved is given
