@@ -3,12 +3,13 @@
 >>> from orgteams import run_episode
 >>> result = run_episode(task="prepare_afternoon_tea", layout="studio", organization="leader",
 ...                      agents=3, backend="planner", seed=0)
->>> result.summary["success"], result.summary["ticks"]
+>>> result.summary.success, result.summary.ticks
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -22,6 +23,7 @@ from orgteams.agents.team import Team
 from orgteams.envs.core.limits import MAX_AGENTS, MAX_ROUNDS, MAX_SEED, MAX_TICKS, check_int
 from orgteams.envs.highlevel.highlevel_env import HighLevelEnv
 from orgteams.errors import UserError
+from orgteams.organizations.rounds.episode_summary import EpisodeSummary
 from orgteams.organizations.rounds.monitor import MonitorConfig
 from orgteams.organizations.rounds.runner import EpisodeResult, TeamRunner
 from orgteams.organizations.rounds.shocks import Shock
@@ -281,20 +283,21 @@ def _run_episode(task, layout, organization, agents, backend, seed, max_rounds, 
             result_frames = recorder.close()
         env.close()
     if recorder is not None:
-        result.summary["video"] = {"path": str(video), "frames": result_frames}
+        result.summary = replace(result.summary,
+                                 video={"path": str(video), "frames": result_frames})
     return result
 
 
-def end_banner(summary: dict[str, Any], can_replay: bool) -> list[str]:
+def end_banner(summary: EpisodeSummary, can_replay: bool) -> list[str]:
     """The lines shown over the last frame of an episode in the window."""
-    if summary.get("episode_status") in ("interrupted", "error"):
-        how = f"stopped ({summary.get('stop_reason')})"
+    if summary.episode_status in ("interrupted", "error"):
+        how = f"stopped ({summary.stop_reason})"
     else:
-        how = "goal complete" if summary["success"] else "goal not met"
+        how = "goal complete" if summary.success else "goal not met"
     keys = "Q to close, R to replay" if can_replay else "Q to close"
     return [f"Episode over: {how}",
-            f"tick {summary['ticks']} of {summary['step_limit']}, {summary['rounds']} rounds, "
-            f"{summary['units_done']}/{summary['units_total']} goal units",
+            f"tick {summary.ticks} of {summary.step_limit}, {summary.rounds} rounds, "
+            f"{summary.units_done}/{summary.units_total} goal units",
             keys]
 
 

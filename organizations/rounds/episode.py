@@ -26,6 +26,7 @@ from typing import Any
 from orgteams.agents.llm.tokens import Tokenizer, default_tokenizer
 from orgteams.agents.member import ActDecision, TeamMember
 from orgteams.agents.messages import TeamMessage
+from orgteams.agents.records import DecisionLine
 from orgteams.agents.shared_context import (
     HISTORY_EPISODES,
     HISTORY_ROUNDS,
@@ -39,6 +40,7 @@ from orgteams.envs.highlevel.highlevel_env import HighLevelEnv
 from orgteams.envs.highlevel.space import ActionId
 from orgteams.organizations.protocols.facts import PROTOCOL_FACTS
 from orgteams.organizations.protocols.schedule import leader_for_round
+from orgteams.organizations.rounds.episode_log import EventLine
 from orgteams.organizations.rounds.phases import act_phase, communicate_phase
 from orgteams.organizations.rounds.status import EpisodeStopped
 from orgteams.organizations.spec.organization import SELF_CHOSEN, Organization
@@ -56,7 +58,9 @@ class RoundHooks:
     """Who watches (or steers) the loop; each list is called in subscription order.
 
     Attributes:
-        record: Every log record: decision lines and ``"record": "event"`` lines.
+        record: Every log line the loop makes: decision lines
+            (:class:`~orgteams.agents.records.MessageLine`,
+            :class:`~orgteams.agents.records.ActionLine`) and :class:`EventLine` s.
         message: Every routed message (the window overlay draws them).
         phase: ``(state, "communicate" | "act")`` when a phase starts.
         stage: After every communicate stage (the live window redraws).
@@ -74,7 +78,7 @@ class RoundHooks:
         tick: ``(before, joint, after, infos)`` after every env tick (replay log, video).
     """
 
-    record: list[Callable[[dict], None]] = field(default_factory=list)
+    record: list[Callable[[DecisionLine | EventLine], None]] = field(default_factory=list)
     message: list[Callable[[TeamMessage], None]] = field(default_factory=list)
     phase: list[Callable[[EpisodeState, str], None]] = field(default_factory=list)
     stage: list[StateHook] = field(default_factory=list)
@@ -141,7 +145,7 @@ class EpisodeState:
     progress: list[int] = field(default_factory=lambda: [0])
     duplicates: Counter = field(default_factory=Counter)
     last_duplicates: tuple[int, int] = (0, 0)
-    events: list[dict] = field(default_factory=list)
+    events: list[EventLine] = field(default_factory=list)
     abstained: set[str] = field(default_factory=set)
     should_stop: Callable[[], str | None] | None = None
     stop_reason: str | None = None
@@ -290,15 +294,14 @@ class EpisodeState:
         if event:
             self.event("succession", **event)
 
-    def emit(self, record: dict) -> None:
-        """Send one log record to the ``record`` subscribers."""
+    def emit(self, line: DecisionLine | EventLine) -> None:
+        """Send one log line to the ``record`` subscribers."""
         for hook in self.hooks.record:
-            hook(record)
+            hook(line)
 
     def event(self, type_: str, **data: Any) -> None:
-        """Record a team-level event of this round."""
-        event = {"record": "event", "round": self.round, "tick": self.env.ticks,
-                 "type": type_, **data}
+        """Record a team-level event of this round (an :class:`EventLine`)."""
+        event = EventLine(round=self.round, tick=self.env.ticks, type=type_, data=data)
         self.events.append(event)
         self.emit(event)
 

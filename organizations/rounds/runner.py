@@ -24,11 +24,12 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from orgteams.agents.llm.tokens import Tokenizer, approximate_note, default_tokenizer
+from orgteams.agents.records import DecisionLine
 from orgteams.agents.shared_context import EpisodePattern
 from orgteams.agents.team import Team
 from orgteams.envs.highlevel.highlevel_env import HighLevelEnv
@@ -40,7 +41,8 @@ from orgteams.organizations.rounds.episode import (
     check_members,
     play_rounds,
 )
-from orgteams.organizations.rounds.episode_log import EpisodeLog
+from orgteams.organizations.rounds.episode_log import EpisodeLog, EventLine
+from orgteams.organizations.rounds.episode_summary import EpisodeSummary
 from orgteams.organizations.rounds.monitor import CapabilityMonitor, MonitorConfig
 from orgteams.organizations.rounds.shocks import (
     Shock,
@@ -63,10 +65,17 @@ from orgteams.organizations.spec.resolved import ResolvedOrganization
 
 @dataclass
 class EpisodeResult:
-    """What :meth:`TeamRunner.run` returns."""
+    """What :meth:`TeamRunner.run` returns.
 
-    summary: dict[str, Any]
-    records: list[dict] = field(repr=False)
+    Attributes:
+        summary: The episode's :class:`EpisodeSummary` (``summary.to_dict()``: its JSON
+            object, the log's summary line).
+        records: Its decision and event lines, as the log holds them.
+        log_path: The JSONL episode log, or None.
+    """
+
+    summary: EpisodeSummary
+    records: list[DecisionLine | EventLine] = field(repr=False)
     log_path: Path | None = None
 
 
@@ -176,11 +185,12 @@ class TeamRunner:
                 state.event("stopped", status=status, reason=reason, detail=detail)
             if status == "complete":
                 self.patterns.append(state.pattern())  # the shared history's episodes
-            summary = self._summary(state, log.records, seed, time.perf_counter() - start)
-            summary.update(episode_status=status, stop_reason=reason, stop_detail=detail)
+            summary = self._summary(state, log.records, seed, time.perf_counter() - start,
+                                    episode_status=status, stop_reason=reason,
+                                    stop_detail=detail)
             if self.log_path is not None:
                 team_log.end_replay_log(log, env.world)
-                log.write({"record": "summary", **summary})
+                log.write(summary)
         finally:
             log.close()
             await self._close_async_clients(state)
@@ -241,46 +251,47 @@ class TeamRunner:
                             baseline=None if data is None else data["units_after"])})
         return out
 
-    def _summary(self, state: EpisodeState, records: list[dict], seed, wall: float
-                 ) -> dict[str, Any]:
+    def _summary(self, state: EpisodeState, records: list[DecisionLine | EventLine], seed,
+                 wall: float, **ending: Any) -> EpisodeSummary:
         env, world = self.env, self.env.world
-        decisions = [r for r in records if r.get("phase") in ("communicate", "act")]
+        decisions = [r for r in records if isinstance(r, DecisionLine)
+                     and r.phase in ("communicate", "act")]
         metrics = episode_metrics(decisions, success=world.success, ticks=env.ticks,
                                   agents=self.team, tokenizer=state.tokenizer,
                                   leaders=list(state.resolved.top_leaders) or None,
                                   events=state.events,
                                   first_leader=next(iter(self.resolved.top_leaders), None))
         dup = state.duplicates
-        return {
-            **asdict(metrics),
-            "rounds": env.rounds, "seed": seed, "task": self._start_scene.task,
-            "layout": world.scene.layout.name, "organization": self.organization.name,
-            "final_organization": state.organization.name, "protocol": self.organization.protocol,
-            "final_protocol": state.organization.protocol,
-            "num_agents": len(self.team), "step_limit": world.scene.step_limit,
-            "goal": [str(p) for p in self._start_scene.goal],
-            "final_task": world.scene.task,
-            "final_goal": [str(p) for p in world.scene.goal],
-            "units_done": sum(world.progress),
-            "units_total": sum(p.count for p in world.scene.goal),
-            "members": {a: m.model for a, m in state.members.items()},
-            "llm_settings": {a: m.settings for a, m in state.members.items()
-                             if m.settings is not None},
-            "cache_hits": sum(r.get("cached_calls") or 0 for r in decisions),
-            "duplicate_decisions": dup["duplicated"], "new_decisions": dup["decisions"],
-            "duplicate_rate": dup["duplicated"] / dup["decisions"] if dup["decisions"] else 0.0,
-            "events": state.events,
-            "shocks": self._shock_summary(state),
-            "org_switches": [e for e in state.events if e["type"] == "org_switch"],
-            "successions": [e for e in state.events if e["type"] == "succession"],
-            "warnings": [e["message"] for e in state.events if e["type"] == "small_team"],
-            "roles_by_round": roles_by_round(decisions),
+        return EpisodeSummary.of(
+            metrics,
+            rounds=env.rounds, seed=seed, task=self._start_scene.task,
+            layout=world.scene.layout.name, organization=self.organization.name,
+            final_organization=state.organization.name, protocol=self.organization.protocol,
+            final_protocol=state.organization.protocol,
+            num_agents=len(self.team), step_limit=world.scene.step_limit,
+            goal=[str(p) for p in self._start_scene.goal],
+            final_task=world.scene.task,
+            final_goal=[str(p) for p in world.scene.goal],
+            units_done=sum(world.progress),
+            units_total=sum(p.count for p in world.scene.goal),
+            members={a: m.model for a, m in state.members.items()},
+            llm_settings={a: m.settings for a, m in state.members.items()
+                          if m.settings is not None},
+            cache_hits=sum(r.call.cached_calls or 0 for r in decisions),
+            duplicate_decisions=dup["duplicated"], new_decisions=dup["decisions"],
+            duplicate_rate=dup["duplicated"] / dup["decisions"] if dup["decisions"] else 0.0,
+            events=state.events,
+            shocks=self._shock_summary(state),
+            org_switches=[e for e in state.events if e.type == "org_switch"],
+            successions=[e for e in state.events if e.type == "succession"],
+            warnings=[e.get("message") for e in state.events if e.type == "small_team"],
+            roles_by_round=roles_by_round(decisions),
             **team_log.fault_counts(decisions),
-            "tokenizer": state.tokenizer.name,
-            "tokens_approximate": approximate_note(state.tokenizer.name),
-            "wall_seconds": wall,
-            "log_path": str(self.log_path) if self.log_path else None,
-        }
+            tokenizer=state.tokenizer.name,
+            tokens_approximate=approximate_note(state.tokenizer.name),
+            wall_seconds=wall,
+            log_path=str(self.log_path) if self.log_path else None,
+            **ending)
 
 
 def _resolved_for(organization: Organization, roster: Team,

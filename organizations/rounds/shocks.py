@@ -37,6 +37,7 @@ from orgteams.organizations.rounds.episode import check_member
 
 if TYPE_CHECKING:
     from orgteams.organizations.rounds.episode import EpisodeState
+    from orgteams.organizations.rounds.episode_summary import EpisodeSummary
 
 __all__ = ["KINDS", "REGULATED", "Shock", "apply_shock", "check_priority_shifts",
            "check_shocks", "recovery_rounds", "recovery_summary", "regulated", "take_over"]
@@ -319,7 +320,7 @@ def recovery_rounds(units_by_round: list[int], shock_round: int, *, success: boo
     return None
 
 
-def recovery_summary(summaries: list[dict]) -> dict[str, Any] | None:
+def recovery_summary(summaries: list[EpisodeSummary]) -> dict[str, Any] | None:
     """Recovery over episode summaries' ``shocks``: counts and the recovered ones' rounds.
 
     A ``recovery_rounds`` of None (failed episode, shock never hit, rate never back) is
@@ -332,7 +333,7 @@ def recovery_summary(summaries: list[dict]) -> dict[str, Any] | None:
         ``successions``), ``rounds`` the recovered shocks' values, ``mean_rounds`` their
         mean (None when none recovered).
     """
-    shocks = [s for e in summaries for s in e.get("shocks") or []]
+    shocks = [s for e in summaries for s in e.shocks or []]
     if not shocks:
         return None
     applied = [s for s in shocks if s.get("applied", True)]
@@ -341,6 +342,6 @@ def recovery_summary(summaries: list[dict]) -> dict[str, Any] | None:
               and not isinstance(s["recovery_rounds"], bool)]
     return {"shocks": len(shocks), "applied": len(applied), "recovered": len(rounds),
             "not_recovered": len(applied) - len(rounds),
-            "successions": sum(len(e.get("successions") or ()) for e in summaries),
+            "successions": sum(len(e.successions or ()) for e in summaries),
             "rounds": rounds,
             "mean_rounds": sum(rounds) / len(rounds) if rounds else None}

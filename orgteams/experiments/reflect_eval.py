@@ -65,7 +65,7 @@ def _costs(org: Organization, run: dict[str, Any], seeds: list[int], model: Cost
         result = run_episode(task=task, layout=layout, organization=org, agents=run["agents"],
                              backend=run["backend"], seed=seed, max_rounds=run.get("max_rounds"),
                              max_ticks=run.get("max_ticks"), log_path=log)
-        if result.summary.get("episode_status", "complete") != "complete":
+        if not result.summary.complete:
             from orgteams.organizations.rounds.status import why_stopped
 
             raise RuntimeError(f"seed {seed}: the episode stopped early "

@@ -15,8 +15,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from orgteams.agents.records import DecisionLine, MessageLine
 from orgteams.organizations.rounds import episode_log as team_log
-from orgteams.organizations.rounds.episode_log import EpisodeLog
+from orgteams.organizations.rounds.episode_log import EpisodeLog, EventLine, PlaySummary
 
 __all__ = ["PlayLog"]
 
@@ -65,10 +66,10 @@ class PlayLog:
             self._write_tick(before, joint, after, infos)
             self._world = after
 
-    def write(self, record: dict) -> None:
-        """One decision record (subscribe it to ``RoundHooks.record``)."""
+    def write(self, line: DecisionLine | EventLine) -> None:
+        """One decision or event line (subscribe it to ``RoundHooks.record``)."""
         if self._log is not None:
-            self._log.write(record)
+            self._log.write(line)
 
     def end(self) -> None:
         """End the current file (end and summary lines); nothing when none is open."""
@@ -77,17 +78,16 @@ class PlayLog:
             return
         world = self._world
         spoken = [r for r in log.records
-                  if r.get("phase") == "communicate" and r.get("message")]
+                  if isinstance(r, MessageLine) and r.message is not None and r.message.text]
         player = env.overlay.you
-        mine = [r for r in spoken if r["agent"] == player]
+        mine = [r for r in spoken if r.agent == player]
         team_log.end_replay_log(log, world)
-        log.write({"record": "summary", "ticks": world.tick, "success": bool(world.success),
-                   "units_done": sum(world.progress),
-                   "units_total": sum(p.count for p in world.scene.goal),
-                   "player": player, "player_role": self.player_role,
-                   "messages_sent": len(spoken),
-                   "player_messages": len(mine),
-                   "player_message_tokens": sum(r["message_tokens"] for r in mine),
-                   "message_tokens": sum(r["message_tokens"] for r in spoken)})
+        log.write(PlaySummary(ticks=world.tick, success=bool(world.success),
+                              units_done=sum(world.progress),
+                              units_total=sum(p.count for p in world.scene.goal),
+                              player=player, player_role=self.player_role,
+                              messages_sent=len(spoken), player_messages=len(mine),
+                              player_message_tokens=sum(r.message_tokens for r in mine),
+                              message_tokens=sum(r.message_tokens for r in spoken)))
         log.close()
         self._log = self._env = None
