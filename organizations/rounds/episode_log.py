@@ -204,15 +204,21 @@ class PlaySummary:
     with ``player``).
 
     Attributes:
+        episode_status, stop_reason: ``complete`` (``goal met``, ``max ticks``), or
+            ``interrupted`` when the player quit before the episode ended, and why.
+        reveal: The player saw the whole house, not only what their agent knows.
         ticks, success, units_done, units_total: How the episode ended.
         player, player_role: The agent the person played, and its role (None: none).
         messages_sent: Messages said by everyone.
         player_messages, player_message_tokens: The player's messages and their tokens.
         message_tokens: Tokens of every message said.
         absent_keys: Keys the line it was read from lacked (older play logs have no goal
-            units); they stay out of :meth:`to_dict`.
+            units, status or ``reveal``); they stay out of :meth:`to_dict`.
     """
 
+    episode_status: str | None = None
+    stop_reason: str | None = None
+    reveal: bool | None = None
     ticks: int | None = None
     success: bool | None = None
     units_done: int | None = None
@@ -227,8 +233,9 @@ class PlaySummary:
     absent_keys: frozenset[str] = field(default=frozenset(), repr=False, compare=False)
 
     _KEYS: ClassVar[tuple[str, ...]] = (
-        "ticks", "success", "units_done", "units_total", "player", "player_role",
-        "messages_sent", "player_messages", "player_message_tokens", "message_tokens")
+        "episode_status", "stop_reason", "reveal", "ticks", "success", "units_done",
+        "units_total", "player", "player_role", "messages_sent", "player_messages",
+        "player_message_tokens", "message_tokens")
 
     def has(self, key: str) -> bool:
         """Whether the line holds ``key``."""
