@@ -212,8 +212,8 @@ class LLMAgent(DialogueMember):
         reply = await self._decide(
             record, prompt, spec,
             lambda parsed: parse_communicate(
-                parsed, spec, ctx.team, ctx.can_message, ctx.candidates
-            ),
+                parsed, spec, ctx.team, ctx.can_message, ctx.candidates,
+                sender=self.agent_id, round=ctx.round),
         )
         if reply is None:
             reply = ParsedCommunicate()
@@ -221,9 +221,7 @@ class LLMAgent(DialogueMember):
                 record.notes.append("no vote cast")
         else:
             record.notes += reply.notes
-        messages = [] if reply.abstain else [
-            TeamMessage(self.agent_id, receivers, text, round=ctx.round)
-            for receivers, text in reply.messages]
+        messages = [] if reply.abstain else list(reply.messages)
         for agent, label in ({} if reply.abstain else reply.assignments).items():
             # structured assign messages: planner members follow them
             messages.append(TeamMessage(

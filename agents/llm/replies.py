@@ -25,7 +25,7 @@ from orgteams.agents.llm.schemas import (
     ReplySpec,
     explain,
 )
-from orgteams.agents.messages import EVERYONE
+from orgteams.agents.messages import EVERYONE, TeamMessage
 
 if TYPE_CHECKING:
     from orgteams.agents.llm.prompts import Options
@@ -128,13 +128,14 @@ class ParsedCommunicate:
     """A validated communicate reply with receivers mapped to agent ids.
 
     Attributes:
-        messages: ``(receivers, text)`` per message to send, in the reply's order
-            (empty: silence).
+        messages: The messages to send, in the reply's order (empty: silence), each a
+            :class:`~orgteams.agents.messages.TeamMessage` from the speaker to agent ids
+            or ``"everyone"`` (the round loop stamps its stage and ``delivered``).
     """
 
     abstain: bool = False
     role: str | None = None
-    messages: list[tuple[Receivers, str]] = field(default_factory=list)
+    messages: list[TeamMessage] = field(default_factory=list)
     vote: str | None = None
     thoughts: str = ""
     assignments: dict[str, str] = field(default_factory=dict)
@@ -157,6 +158,9 @@ def parse_communicate(
     team: dict[str, str],
     can_message: list[str],
     candidates: list[str] | None = None,
+    *,
+    sender: str = "",
+    round: int = 0,
 ) -> ParsedCommunicate:
     """Validate a communicate reply and map display names to agent ids.
 
@@ -170,6 +174,7 @@ def parse_communicate(
         team: Agent id -> display name.
         can_message: Agent ids this agent may message.
         candidates: Agent ids that may be voted for.
+        sender, round: The speaking agent and the round, which its messages carry.
 
     Raises:
         ReplyError: Not an object, a missing or too long field, more than
@@ -217,9 +222,9 @@ def parse_communicate(
             out.notes.append("reply in the single-message form (no 'messages' list) read "
                              "as one message")
         out.messages = _messages(reply.messages, offered["messages"], names, can_message,
-                                 out.notes)
-    elif "message" in offered and reply.message.strip():
-        out.messages.append((EVERYONE, reply.message.strip()))  # intentions, claims: public
+                                 out.notes, sender, round)
+    elif "message" in offered and reply.message.strip():  # intentions, claims: public
+        out.messages.append(TeamMessage(sender, EVERYONE, reply.message.strip(), round=round))
     if "assignments" in offered:
         out.assignments = _assignments(reply.assignments, offered["assignments"], names)
     out.thoughts = _clip(reply.thoughts, out.notes)
@@ -227,17 +232,18 @@ def parse_communicate(
 
 
 def _messages(items: list[OutgoingText], schema: dict[str, Any], names: dict[str, str],
-              can_message: list[str], notes: list[str]) -> list[tuple[Receivers, str]]:
-    """``(receivers, text)`` per message with text. A message that names no teammate the
-    agent may message is dropped and noted when another one is sent; when none is, the
-    reply is invalid (the model is asked to correct it)."""
-    sent: list[tuple[Receivers, str]] = []
+              can_message: list[str], notes: list[str], sender: str, round: int
+              ) -> list[TeamMessage]:
+    """One message from ``sender`` in ``round`` per item with text. A message
+    that names no teammate the agent may message is dropped and noted when another one
+    is sent; when none is, the reply is invalid (the model is asked to correct it)."""
+    sent: list[TeamMessage] = []
     undeliverable: list[str] = []
     for i, item in enumerate(items):
         text = item.message.strip()
         receivers = _receivers(item.receivers, names, can_message, notes)
         if text and receivers:
-            sent.append((receivers, text))
+            sent.append(TeamMessage(sender, receivers, text, round=round))
         elif text:
             where = f"message {i + 1}: " if len(items) > 1 else ""
             undeliverable.append(f"{where}receivers {item.receivers!r} name no teammate you "
