@@ -12,6 +12,14 @@ in which phase and round, and what the framework noted around the call. Its
 :meth:`~DecisionRecord.log_fields` are the call fields of a decision line in the
 episode log (:mod:`orgteams.organizations.rounds.episode_log`), and
 :meth:`~DecisionRecord.from_log` reads such a line back, old logs included.
+
+:class:`MessageLine` and :class:`ActionLine` are the decision lines themselves: a
+communicate-phase turn (one line per message it sends, holding the stamped
+:class:`~orgteams.agents.messages.TeamMessage`, or one for silence) and an act-phase
+decision (its :class:`~orgteams.envs.highlevel.space.ActionId` and what its plan did),
+each holding its :class:`DecisionRecord`. The round loop makes them, the episode log
+writes their ``to_dict()`` and reads them back with :func:`decision_line`; the other
+kinds of line are in :mod:`orgteams.organizations.rounds.episode_log`.
 """
 
 from __future__ import annotations
