@@ -134,3 +134,22 @@ def test_the_writer_keeps_decision_and_event_lines_in_memory_only(tmp_path):
     assert log.records == [event]
     assert [type(x) for x in read_log(tmp_path / "ep.jsonl")] == [EpisodeLine, EventLine,
                                                                   TickLine, EndLine]
+
+
+def test_run_json_is_the_summary_line_and_the_metrics_aggregate_summaries(tmp_path, capsys):
+    from orgteams.cli.main import main
+    from orgteams.organizations.metrics.episode_metrics import aggregate
+
+    log = tmp_path / "ep.jsonl"
+    assert main(["run", "--layout", "studio", "--backend", "planner", "--max-rounds", "3",
+                 "--seed", "1", "--log", str(log), "--quiet", "--json"]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    summary = list(read_log(log))[-1]
+    assert isinstance(summary, EpisodeSummary)
+    assert list(printed) == list(summary.to_dict()) and printed == json.loads(
+        json.dumps(summary.to_dict()))
+    other = run_episode(layout="studio", backend="planner", max_rounds=3, seed=2,
+                        log_path=None).summary
+    out = aggregate([summary, other])  # a summary is the episode's metrics and more
+    assert out["episodes"] == 2 and out["all_episodes"]["ticks"]["mean"] == (
+        summary.ticks + other.ticks) / 2
