@@ -37,10 +37,10 @@ def measure(n: int, rounds: int, layout: str, organization: str, task: str) -> d
     env_s = [0.0, 0]  # seconds inside env.step after round 0, and how many ends were seen
     step = env.step
 
-    def timed_step(actions):
+    def timed_step(actions, **hooks):  # the round loop passes on_tick and should_stop
         start = time.perf_counter()
         try:
-            return step(actions)
+            return step(actions, **hooks)
         finally:
             if ends:
                 env_s[0] += time.perf_counter() - start
