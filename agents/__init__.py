@@ -34,13 +34,14 @@ from orgteams.agents.member import (
     TeamMessage,
 )
 from orgteams.agents.planner.planner import PlannerAgent
-from orgteams.agents.records import StepRecord
+from orgteams.agents.records import ActionLine, MessageLine, StepRecord
 from orgteams.agents.team import Team
 from orgteams.agents.view import MemberView
 
 __all__ = [
     "ActContext",
     "ActDecision",
+    "ActionLine",
     "BackendConfigError",
     "BackendError",
     "BackendPool",
@@ -53,6 +54,7 @@ __all__ = [
     "HumanAgent",
     "LLMAgent",
     "MemberView",
+    "MessageLine",
     "PlannerAgent",
     "PromptError",
     "PromptTemplates",

@@ -23,6 +23,7 @@ from orgteams.agents.llm.quoting import quote_text
 from orgteams.agents.member_rules import MemberRules
 from orgteams.agents.messages import EVERYONE, TeamMessage
 from orgteams.agents.records import DecisionRecord
+from orgteams.envs.highlevel.space import ActionId
 
 if TYPE_CHECKING:  # the env layer is imported lazily; agents only read from it
     from orgteams.agents.llm.tokens import Tokenizer
@@ -167,11 +168,23 @@ class CommunicateDecision:
 
 @dataclass
 class ActDecision:
-    """An agent's high-level action for this round (an ``HighLevelAction.id``)."""
+    """An agent's high-level action for this round.
 
-    action_id: str
+    Attributes:
+        action_id: The chosen :class:`~orgteams.envs.highlevel.space.ActionId` (a plain
+            ``str`` id a member returns is made one here: the round loop, the log and
+            the env take it as it is).
+        thoughts: Its stated reasoning (logged).
+        record: The decision record.
+    """
+
+    action_id: ActionId
     thoughts: str
     record: DecisionRecord
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.action_id, ActionId):
+            self.action_id = ActionId(self.action_id)
 
 
 @runtime_checkable
@@ -218,7 +231,7 @@ class TeamMember(Protocol):
         """Pick one of ``env.available_actions(agent_id)`` by id."""
 
 
-def safe_action(actions: list[HighLevelAction]) -> tuple[str, str | None]:
+def safe_action(actions: list[HighLevelAction]) -> tuple[ActionId, str | None]:
     """The declared safe action, the one fallback rule: ``continue`` when busy, else ``wait``.
 
     Returns:
@@ -228,8 +241,8 @@ def safe_action(actions: list[HighLevelAction]) -> tuple[str, str | None]:
     ids = [a.id for a in actions]
     for candidate in ("continue", "wait"):
         if candidate in ids:
-            return candidate, None
-    return "wait", f"'wait' is not among the available actions {ids}"
+            return ActionId(candidate), None
+    return ActionId("wait"), f"'wait' is not among the available actions {ids}"
 
 
 class MemberBase:

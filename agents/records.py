@@ -12,16 +12,27 @@ in which phase and round, and what the framework noted around the call. Its
 :meth:`~DecisionRecord.log_fields` are the call fields of a decision line in the
 episode log (:mod:`orgteams.organizations.rounds.episode_log`), and
 :meth:`~DecisionRecord.from_log` reads such a line back, old logs included.
+
+:class:`MessageLine` and :class:`ActionLine` are the decision lines themselves: a
+communicate-phase turn (one line per message it sends, holding the stamped
+:class:`~orgteams.agents.messages.TeamMessage`, or one for silence) and an act-phase
+decision (its :class:`~orgteams.envs.highlevel.space.ActionId` and what its plan did),
+each holding its :class:`DecisionRecord`. The round loop makes them, the episode log
+writes their ``to_dict()`` and reads them back with :func:`decision_line`; the other
+kinds of line are in :mod:`orgteams.organizations.rounds.episode_log`.
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any
 
 from orgteams.agents.backends.base import Attempt, ChatMessage, Completion, Usage
+from orgteams.agents.messages import EVERYONE, TeamMessage
+from orgteams.envs.highlevel.space import ActionId
 
-__all__ = ["DecisionRecord", "StepRecord"]
+__all__ = ["ActionLine", "DecisionLine", "DecisionRecord", "MessageLine", "StepRecord",
+           "decision_line"]
 
 
 @dataclass(kw_only=True)
@@ -131,3 +142,193 @@ class DecisionRecord(StepRecord):
         if missing:
             raise ValueError(f"not a decision line: no {', '.join(missing)}")
         return cls(**data)
+
+
+# Fields of a decision's call that only the first line of a decision carries (a turn
+# that sends several messages writes one line per message; the later ones omit them).
+CALL_ONLY = ("usage", "cached_usage", "prompt", "replies", "attempts")
+
+
+@dataclass(kw_only=True)
+class DecisionLine:
+    """A decision line of the episode log: a member's decision and its model call.
+
+    Attributes:
+        round, agent, phase: Who decided when, as the round loop asked (its call's
+            record says the same for every member of ours).
+        call: The decision record (the call's fields of the line).
+        tick: Env ticks elapsed when the line was written.
+        kind: The stage kind (``message``, ``vote``, ...) or ``action``.
+        thoughts: The member's stated reasoning (never sent).
+        unused: Written after the episode stopped: the decision was never used, and
+            the line holds only who decided, the kind and the call.
+        extra: Keys of a line this version does not know (a newer writer's), kept.
+    """
+
+    round: int
+    agent: str
+    phase: str
+    call: DecisionRecord
+    tick: int | None = None
+    kind: str | None = None
+    thoughts: str = ""
+    unused: bool = False
+    extra: dict[str, Any] = field(default_factory=dict, repr=False)
+
+    def _call_fields(self) -> dict[str, Any]:
+        return self.call.log_fields()
+
+
+@dataclass(kw_only=True)
+class MessageLine(DecisionLine):
+    """A communicate-phase line: one per message a turn sends, or one for a silent turn.
+
+    Attributes:
+        stage: Index of the communicate stage.
+        role: The speaker's role then (chosen, claimed or assigned), or None.
+        abstained: Whether it abstained (None where abstaining was not allowed).
+        vote: The agent id it voted for (vote stages), or None.
+        message: The message this line records, stamped and routed (its text,
+            kind, receivers and ``delivered``), or None for a silent turn.
+        dropped: Receivers it named that no channel reaches.
+        message_tokens: Tokens of the message text (the episode's tokenizer; 0 for
+            silence; None in a line that lacks them, counted by the metrics then).
+        first: The turn's first line: it carries the call's prompt, replies, usage and
+            HTTP attempts (a later message's line has them empty and omits them).
+    """
+
+    stage: int | None = None
+    role: str | None = None
+    abstained: bool | None = None
+    vote: str | None = None
+    message: TeamMessage | None = None
+    dropped: list[str] = field(default_factory=list)
+    message_tokens: int | None = None
+    first: bool = True
+
+    @classmethod
+    def sent(cls, call: DecisionRecord, message: TeamMessage, **fields: Any) -> MessageLine:
+        """A line for one of a turn's messages; its call is ``call`` (the first) or,
+        with ``first=False``, a copy without :data:`CALL_ONLY` fields."""
+        if not fields.get("first", True):
+            call = replace(call, prompt=[], replies=[], usage=Usage(), cached_usage=Usage(),
+                           attempts=[])
+        return cls(call=call, message=message, phase="communicate", **fields)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The line's JSON object, keys in the order the log writes them."""
+        head = {"round": self.round, "tick": self.tick, "agent": self.agent,
+                "phase": self.phase, "stage": self.stage, "kind": self.kind}
+        call = self._call_fields()
+        if self.unused:
+            return {**head, "message": None, "thoughts": self.thoughts, **call, **self.extra}
+        if not self.first:
+            call = {k: v for k, v in call.items() if k not in CALL_ONLY}
+        line = {**head, "role": self.role, "abstained": self.abstained, "vote": self.vote,
+                "thoughts": self.thoughts, **call}
+        m = self.message
+        if m is None:
+            line.update(message=None, receivers=[], delivered=[],
+                        message_tokens=self.message_tokens)
+        else:
+            line.update(message=m.text, message_kind=m.kind, receivers=m.receivers_json(),
+                        delivered=list(m.delivered or ()), dropped=list(self.dropped),
+                        message_tokens=self.message_tokens)
+        return {**line, **self.extra}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> MessageLine:
+        """The line of a JSON object (old logs: missing keys take their defaults).
+
+        Raises:
+            ValueError, TypeError: Fields that do not make a communicate line.
+        """
+        call = DecisionRecord.from_log(data)
+        unused = "receivers" not in data and "role" not in data
+        text = data.get("message")
+        message = None
+        if isinstance(text, str):
+            receivers = data.get("receivers")
+            message = TeamMessage(
+                call.agent, receivers if receivers == EVERYONE else tuple(receivers or ()),
+                text, data.get("message_kind") or "text", round=call.round,
+                stage=data.get("stage") or 0, delivered=tuple(data.get("delivered") or ()),
+                role=data.get("role"), abstained=bool(data.get("abstained")))
+        known = _LINE_KEYS | _CALL_KEYS | {"stage", "role", "abstained", "vote", "message",
+                                            "message_kind", "receivers", "delivered",
+                                            "dropped", "message_tokens"}
+        return cls(round=call.round, agent=call.agent, phase=call.phase, call=call,
+                   tick=data.get("tick"), kind=data.get("kind"),
+                   thoughts=data.get("thoughts") or "", unused=unused,
+                   stage=data.get("stage"), role=data.get("role"),
+                   abstained=data.get("abstained"), vote=data.get("vote"), message=message,
+                   dropped=list(data.get("dropped") or ()),
+                   message_tokens=data.get("message_tokens"),
+                   first=unused or "prompt" in data or "usage" in data,
+                   extra={k: v for k, v in data.items() if k not in known})
+
+
+@dataclass(kw_only=True)
+class ActionLine(DecisionLine):
+    """An act-phase line: the action a member chose and what its plan did this round.
+
+    Attributes:
+        action: The action played (after the fallback rule), or None (unused).
+        status: The plan's status after the env step (``running``, ``done``, ...).
+        failure_reason: Why the plan failed, if it did.
+        events: The names of the env events of the agent this round.
+        ticks_elapsed: Ticks the round lasted.
+    """
+
+    kind: str | None = "action"
+    action: ActionId | None = None
+    status: str | None = None
+    failure_reason: str | None = None
+    events: list[str] = field(default_factory=list)
+    ticks_elapsed: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The line's JSON object, keys in the order the log writes them."""
+        head = {"round": self.round, "tick": self.tick, "agent": self.agent,
+                "phase": self.phase, "kind": self.kind, "action": self.action,
+                "thoughts": self.thoughts}
+        if self.unused:
+            return {**head, **self._call_fields(), **self.extra}
+        return {**head, "status": self.status, "failure_reason": self.failure_reason,
+                "events": list(self.events), "ticks_elapsed": self.ticks_elapsed,
+                **self._call_fields(), **self.extra}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ActionLine:
+        """The line of a JSON object (old logs: missing keys take their defaults).
+
+        Raises:
+            ValueError, TypeError: Fields that do not make an act line.
+        """
+        action = data.get("action")
+        known = _LINE_KEYS | _CALL_KEYS | {"action", "status", "failure_reason", "events",
+                                            "ticks_elapsed"}
+        call = DecisionRecord.from_log(data)
+        return cls(round=call.round, agent=call.agent, phase=call.phase, call=call,
+                   tick=data.get("tick"), kind=data.get("kind"),
+                   thoughts=data.get("thoughts") or "",
+                   unused="status" not in data and action is None,
+                   action=ActionId(action) if isinstance(action, str) else action,
+                   status=data.get("status"), failure_reason=data.get("failure_reason"),
+                   events=list(data.get("events") or ()),
+                   ticks_elapsed=data.get("ticks_elapsed"),
+                   extra={k: v for k, v in data.items() if k not in known})
+
+
+_LINE_KEYS = frozenset({"round", "tick", "agent", "phase", "kind", "thoughts"})
+_CALL_KEYS = frozenset(f.name for f in fields(DecisionRecord))
+
+
+def decision_line(data: dict[str, Any]) -> MessageLine | ActionLine:
+    """The typed line of a decision line's JSON object: an act line (``phase`` ``act``)
+    or a communicate-phase line (any other phase).
+
+    Raises:
+        ValueError, TypeError: It is not a decision line, or its fields do not fit.
+    """
+    return (ActionLine if data.get("phase") == "act" else MessageLine).from_dict(data)

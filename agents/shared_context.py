@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 
 from orgteams.agents.llm.quoting import one_line, quote_text
 from orgteams.agents.messages import TeamMessage
+from orgteams.envs.highlevel.space import ActionId
 
 __all__ = ["HISTORY_EPISODES", "HISTORY_ROUNDS", "EpisodePattern", "RoundOutcome",
            "SharedHistory", "action_output", "as_claims", "chosen_lines"]
@@ -32,7 +33,7 @@ HISTORY_ROUNDS = 5
 HISTORY_EPISODES = 3
 
 
-def action_output(agent: str, action_id: str, label: str, round: int, stage: int
+def action_output(agent: str, action_id: ActionId, label: str, round: int, stage: int
                   ) -> TeamMessage:
     """An agent's chosen action as a public output of this round (kind ``action``)."""
     return TeamMessage(agent, "everyone", label, "action", round=round, stage=stage,
@@ -52,7 +53,7 @@ class RoundOutcome:
     and the tick its actions started at."""
 
     round: int
-    actions: dict[str, str]
+    actions: dict[str, ActionId]
     roles: dict[str, str] = field(default_factory=dict)
     abstained: tuple[str, ...] = ()
     units_done: int = 0
@@ -75,7 +76,7 @@ class EpisodePattern:
         roles: dict[str, Counter] = {}
         for r in rounds:
             for agent, action in r.actions.items():
-                kinds.setdefault(agent, Counter())[action.partition(":")[0]] += 1
+                kinds.setdefault(agent, Counter())[ActionId(action).kind] += 1
             for agent, role in r.roles.items():
                 roles.setdefault(agent, Counter())[role] += 1
         return cls(success, ticks, {a: c.most_common(1)[0][0] for a, c in roles.items()},
@@ -89,7 +90,7 @@ class SharedHistory:
     rounds: tuple[RoundOutcome, ...] = ()
     episodes: tuple[EpisodePattern, ...] = ()
 
-    def latest_actions(self) -> dict[str, str]:
+    def latest_actions(self) -> dict[str, ActionId]:
         """Each agent's most recent new action id in the remembered rounds."""
         out: dict[str, str] = {}
         for r in self.rounds:
@@ -124,16 +125,18 @@ def _label(action_id: str) -> str:
     """The label agents see in their options (``[gograb] <cupcake_1>``), else the id."""
     from orgteams.envs.highlevel.highlevel_env import LABELS, HighLevelAction
 
-    kind, _, target = action_id.partition(":")
-    return HighLevelAction.make(kind, target).label if kind in LABELS else action_id
+    action = ActionId(action_id)
+    return (HighLevelAction.make(action.kind, action.target).label if action.kind in LABELS
+            else action_id)
 
 
-def as_claims(chosen: Mapping[str, str], me: str, tick: int) -> list[TeamMessage]:
+def as_claims(chosen: Mapping[str, ActionId], me: str, tick: int) -> list[TeamMessage]:
     """Other agents' chosen actions as the planner's ``claim`` messages (grab: the object,
     explore: the room; other kinds claim nothing)."""
     out = []
     for agent, action in chosen.items():
-        kind, _, target = action.partition(":")
+        action = ActionId(action)
+        kind, target = action.kind, action.target
         if agent == me or not target:
             continue
         if kind == "grab":

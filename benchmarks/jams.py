@@ -15,11 +15,13 @@ import statistics as st
 
 from harness import markdown_row, markdown_rule, parser
 
+from orgteams.agents.records import ActionLine
 from orgteams.organizations import load_organization
+from orgteams.organizations.rounds.episode_summary import EpisodeSummary
 from orgteams.run import run_episode
 
 
-def _episode(org: str, seed: int, shock: str | None) -> tuple[dict, int]:
+def _episode(org: str, seed: int, shock: str | None) -> tuple[EpisodeSummary, int]:
     organization = load_organization(org)
     if shock:
         organization = organization.updated(
@@ -27,8 +29,8 @@ def _episode(org: str, seed: int, shock: str | None) -> tuple[dict, int]:
     result = run_episode(task="prepare_afternoon_tea", layout="house", agents=9,
                          organization=organization, backend="planner", seed=seed,
                          shocks=[shock] if shock else [], log_path=None)
-    blocked = sum(1 for r in result.records if r.get("phase") == "act"
-                  and "blocked for" in str(r.get("failure_reason")))
+    blocked = sum(1 for r in result.records if isinstance(r, ActionLine)
+                  and "blocked for" in str(r.failure_reason))
     return result.summary, blocked
 
 
@@ -46,9 +48,9 @@ def main() -> None:
             if shock and org == "none":
                 continue  # the shock rows: organizations with a leader to succeed
             runs = [(s, *_episode(org, s, shock)) for s in range(args.seeds)]
-            ticks = [r[1]["ticks"] for r in runs]
-            failed = [str(s) for s, summary, _ in runs if not summary["success"]]
-            wins = sum(r[1]["success"] for r in runs)
+            ticks = [r[1].ticks for r in runs]
+            failed = [str(s) for s, summary, _ in runs if not summary.success]
+            wins = sum(r[1].success for r in runs)
             print(markdown_row(org, shock or "-", f"{wins}/{len(runs)}",
                                f"{st.mean(ticks):.1f} ({st.stdev(ticks):.1f})",
                                sum(r[2] for r in runs), ", ".join(failed) or "-"), flush=True)

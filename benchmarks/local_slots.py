@@ -34,6 +34,7 @@ from harness import cores_and_load, load_average, parser, run_local
 def play(slots: int, org: str, rounds: int, seed: int) -> dict[str, float]:
     """One episode of three ``local`` agents on a fresh ``slots``-slot server."""
     from orgteams.agents.backends.pool import BackendPool
+    from orgteams.agents.records import DecisionLine
     from orgteams.run import run_episode
 
     with BackendPool(local_slots=slots) as pool:
@@ -46,16 +47,15 @@ def play(slots: int, org: str, rounds: int, seed: int) -> dict[str, float]:
                              log_path=None, pool=pool)
         wall = time.perf_counter() - started
         after = server.metrics()
-    calls = [r for r in result.records if r.get("phase") in ("communicate", "act")
-             and r.get("usage")]
+    calls = [r for r in result.records if isinstance(r, DecisionLine) and r.call.usage.total]
     evaluated = after["prompt_tokens_total"] - before["prompt_tokens_total"]
     cached = after["prompt_tokens_cached_total"] - before["prompt_tokens_cached_total"]
-    phases = [r["phase"] for r in calls]
+    phases = [r.phase for r in calls]
     return {
         "wall": wall,
         "calls": f"{phases.count('communicate')}+{phases.count('act')}",
-        "prompt": sum(r["usage"]["prompt_tokens"] for r in calls),
-        "completion": sum(r["usage"]["completion_tokens"] for r in calls),
+        "prompt": sum(r.call.usage.prompt_tokens for r in calls),
+        "completion": sum(r.call.usage.completion_tokens for r in calls),
         "hit": cached / (cached + evaluated) if cached + evaluated else 0.0,
         "busy": after["n_busy_slots_per_decode"],
         "fallbacks": sum(1 for r in calls if r.get("fallback")),

@@ -19,6 +19,7 @@ import statistics as st
 
 from harness import parser
 
+from orgteams.organizations.rounds.episode_summary import EpisodeSummary
 from orgteams.run import run_episode
 
 ORGS = ("none", "decentralized", "leader", "leader_with_correction", "elected_leader",
@@ -36,7 +37,7 @@ def welch_p(a: list[float], b: list[float]) -> float | None:
     return float(ttest_ind(a, b, equal_var=False).pvalue)
 
 
-def run(org: str, seeds: int, task: str, layout: str, agents: int) -> list[dict]:
+def run(org: str, seeds: int, task: str, layout: str, agents: int) -> list[EpisodeSummary]:
     return [run_episode(task=task, layout=layout, organization=org, agents=agents,
                         backend="planner", seed=s, log_path=None).summary for s in range(seeds)]
 
@@ -59,20 +60,20 @@ def main() -> None:
     means: dict[str, tuple[float, float]] = {}
     for org in ORGS:
         rows = run(org, args.seeds, args.task, args.layout, args.agents)
-        dup = [r["duplicate_decisions"] for r in rows]
-        ticks = [r["ticks"] for r in rows]
+        dup = [r.duplicate_decisions for r in rows]
+        ticks = [r.ticks for r in rows]
         if base is None:
             base = (dup, ticks)
         p_dup, p_ticks = welch_p(dup, base[0]), welch_p(ticks, base[1])
         fmt = lambda p: "-" if p is None else f"{p:.3g}"  # noqa: E731
-        sent = st.mean(r["comm_tokens_per_step"] for r in rows)
+        sent = st.mean(r.comm_tokens_per_step for r in rows)
         means[org] = (st.mean(ticks), sent)
-        tenure = [r["leader_tenure"] for r in rows if r.get("leader_tenure") is not None]
-        print(f"{org:<24}{sum(r['success'] for r in rows) / len(rows):>8.0%}"
-              f"{st.mean(ticks):>9.1f}{st.mean(r['rounds'] for r in rows):>8.1f}"
+        tenure = [r.leader_tenure for r in rows if r.leader_tenure is not None]
+        print(f"{org:<24}{sum(r.success for r in rows) / len(rows):>8.0%}"
+              f"{st.mean(ticks):>9.1f}{st.mean(r.rounds for r in rows):>8.1f}"
               f"{sent:>10.2f}"
-              f"{st.mean(r['delivered_tokens_per_step'] for r in rows):>11.2f}{st.mean(dup):>7.2f}"
-              f"{st.mean(r['abstention_rate'] for r in rows):>6.2f}"
+              f"{st.mean(r.delivered_tokens_per_step for r in rows):>11.2f}{st.mean(dup):>7.2f}"
+              f"{st.mean(r.abstention_rate for r in rows):>6.2f}"
               f"{st.mean(tenure) if tenure else float('nan'):>8.1f}"
               f"{fmt(p_dup):>16}{fmt(p_ticks):>10}")
     orgs = list(means)

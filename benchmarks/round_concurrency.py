@@ -18,6 +18,7 @@ from harness import parser
 
 from orgteams.agents.backends import ScriptedBackend
 from orgteams.agents.llm.llm_agent import LLMAgent
+from orgteams.agents.records import DecisionLine
 from orgteams.envs.highlevel.highlevel_env import HighLevelEnv
 from orgteams.organizations import load_organization
 from orgteams.organizations.rounds.runner import TeamRunner
@@ -39,11 +40,11 @@ def measure(org: str, agents: int, rounds: int, latency: float) -> tuple[float, 
     slowest: dict[tuple, float] = defaultdict(float)
     calls = 0
     for rec in result.records:
-        if rec.get("phase") not in ("communicate", "act") or not rec.get("latency"):
+        if not isinstance(rec, DecisionLine) or not rec.call.latency:
             continue
         calls += 1
-        key = (rec["round"], rec["phase"], rec.get("stage", 0))
-        slowest[key] = max(slowest[key], rec["latency"])
+        key = (rec.round, rec.phase, getattr(rec, "stage", 0))
+        slowest[key] = max(slowest[key], rec.call.latency)
     critical = [sum(v for (r, _, _), v in slowest.items() if r == i) for i in range(len(walls))]
     return sum(walls), sum(critical), calls
 

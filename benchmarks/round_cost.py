@@ -21,6 +21,7 @@ import time
 
 from harness import parser
 
+from orgteams.agents.records import DecisionLine, MessageLine
 from orgteams.envs.highlevel.highlevel_env import HighLevelEnv
 from orgteams.organizations.rounds.runner import TeamRunner
 from orgteams.organizations.spec.library import load_organization
@@ -36,10 +37,10 @@ def measure(n: int, rounds: int, layout: str, organization: str, task: str) -> d
     env_s = [0.0, 0]  # seconds inside env.step after round 0, and how many ends were seen
     step = env.step
 
-    def timed_step(actions):
+    def timed_step(actions, **hooks):  # the round loop passes on_tick and should_stop
         start = time.perf_counter()
         try:
-            return step(actions)
+            return step(actions, **hooks)
         finally:
             if ends:
                 env_s[0] += time.perf_counter() - start
@@ -51,15 +52,16 @@ def measure(n: int, rounds: int, layout: str, organization: str, task: str) -> d
     result = runner.run(seed=0)
     played = max(len(ends) - 1, 1)
     wall = ends[-1] - ends[0]
-    members_s = sum(r.get("wall") or 0.0 for r in result.records
-                    if r.get("phase") in ("communicate", "act") and r["round"] >= 1)
+    members_s = sum(r.call.wall or 0.0 for r in result.records
+                    if isinstance(r, DecisionLine) and r.round >= 1)
     framework = (wall - members_s) / played * 1000
     env_ms = env_s[0] / played * 1000
     return {"agents": n, "rounds": played, "ms_round": wall / played * 1000,
             "members_ms": members_s / played * 1000, "framework_ms": framework,
             "framework_per_agent_ms": framework / n, "env_ms": env_ms,
             "loop_per_agent_ms": (framework - env_ms) / n,
-            "messages": sum(1 for r in result.records if r.get("message") and r["round"] >= 1)}
+            "messages": sum(1 for r in result.records if isinstance(r, MessageLine)
+                            and r.message is not None and r.message.text and r.round >= 1)}
 
 
 def main() -> None:

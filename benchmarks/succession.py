@@ -44,11 +44,11 @@ def main() -> None:
                                    agents=n, backend="planner", seed=s,
                                    shocks=[f"remove:agent_0@{args.round}"],
                                    log_path=None).summary for s in range(args.seeds)]
-                ticks = [e["ticks"] for e in eps]
+                ticks = [e.ticks for e in eps]
                 print(markdown_row(name, n, succession,
-                                   f"{sum(e['success'] for e in eps)}/{len(eps)}",
+                                   f"{sum(e.success for e in eps)}/{len(eps)}",
                                    f"{st.mean(ticks):.1f} ({st.stdev(ticks):.1f})",
-                                   sum(len(e["successions"]) for e in eps)))
+                                   sum(len(e.successions) for e in eps)))
 
 
 if __name__ == "__main__":

@@ -14,12 +14,15 @@ Several episodes (``--episodes-per-iteration``) cost their mean.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from statistics import fmean
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from orgteams.errors import UserError
+
+if TYPE_CHECKING:
+    from orgteams.organizations.rounds.episode_summary import EpisodeSummary
 
 __all__ = ["CostModel", "episode_cost"]
 
@@ -62,16 +65,16 @@ class CostModel:
             if not isinstance(value, int | float) or value < 0:
                 raise UserError(f"{name} must be a number >= 0, got {value!r}")
 
-    def cost(self, summary: Mapping[str, Any]) -> float:
+    def cost(self, summary: EpisodeSummary) -> float:
         """One episode's cost from its summary (``ticks``, ``comm_tokens_per_step``,
         ``success`` and ``step_limit``; a summary without ``success`` counts as success)."""
-        return episode_cost(float(summary["ticks"]), float(summary["comm_tokens_per_step"]),
+        return episode_cost(float(summary.ticks), float(summary.comm_tokens_per_step),
                             self.step_weight, self.token_weight,
-                            success=bool(summary.get("success", True)),
-                            step_limit=summary.get("step_limit"),
+                            success=bool(summary.success if summary.has("success") else True),
+                            step_limit=summary.step_limit,
                             failure_penalty=self.failure_penalty)
 
-    def mean_cost(self, summaries: Sequence[Mapping[str, Any]]) -> float:
+    def mean_cost(self, summaries: Sequence[EpisodeSummary]) -> float:
         """The mean cost of several episodes (one iteration's evidence)."""
         if not summaries:
             raise ValueError("mean_cost needs at least one episode")

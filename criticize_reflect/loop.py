@@ -53,6 +53,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from orgteams.agents.records import DecisionLine
 from orgteams.agents.team import agent_ids
 from orgteams.criticize_reflect.coordinator import Coordinator, CoordinatorDecision, Trial
 from orgteams.criticize_reflect.cost import CostModel, episode_cost
@@ -60,6 +61,8 @@ from orgteams.criticize_reflect.critic import Critique
 from orgteams.criticize_reflect.summary import summarize_episode
 from orgteams.criticize_reflect.trials import mean_metrics, play
 from orgteams.errors import UserError
+from orgteams.organizations.rounds.episode_log import EventLine
+from orgteams.organizations.rounds.episode_summary import EpisodeSummary
 from orgteams.organizations.rounds.status import why_stopped
 from orgteams.organizations.spec.organization import Organization
 
@@ -271,24 +274,26 @@ def reflect(initial_org: Organization, episode_fn: EpisodeFn, critic: Any | None
             _refuse_unfinished(out / f"iteration_{k}", current, summary, k, len(rows))
         summaries = [s for s, _ in episodes]
         summary, records = episodes[0]
-        n = summary.get("num_agents")
+        n = summary.num_agents
         team = agent_ids(int(n)) if n else sorted(
-            {str(r["agent"]) for r in records if r.get("agent")}) or None
+            {str(a) for r in records if (a := _agent_of(r))}) or None
         cost = model.mean_cost(summaries)
         metrics = mean_metrics(summaries, HISTORY_METRICS)
-        bounded = summarize_episode(records, {**summary, **{
-            k2: v for k2, v in metrics.items() if isinstance(v, int | float)}},
+        bounded = summarize_episode(records, summary.with_values(**{
+            k2: v for k2, v in metrics.items()
+            if isinstance(v, int | float) and k2 in EpisodeSummary.keys()}),
             budget_chars=budget_chars)
         critique = (critic.criticize(current, bounded, cost, team={a: a for a in team or []})
                     if use_critic and critic is not None else None)
         folder = out / f"iteration_{k}"
-        per_episode = [{"seed": s.get("seed"), "cost": model.cost(s),
-                        "success": s.get("success"), "ticks": s.get("ticks"),
-                        "comm_tokens_per_step": s.get("comm_tokens_per_step")}
+        per_episode = [{"seed": s.value("seed"), "cost": model.cost(s),
+                        "success": s.value("success"), "ticks": s.value("ticks"),
+                        "comm_tokens_per_step": s.value("comm_tokens_per_step")}
                        for s in summaries]
         _write(folder / "organization.yaml", current.to_yaml())
         _write(folder / "summary.json", _dump({"cost": cost, "cost_model": model.to_dict(),
-                                               "episodes": per_episode, "episode": summary,
+                                               "episodes": per_episode,
+                                               "episode": summary.to_dict(),
                                                "critic_input": bounded}))
         _write(folder / "critique.json", _dump(
             critique.model_dump(mode="json") if critique is not None
@@ -350,10 +355,10 @@ def _screen(ctx: _Context, decision: CoordinatorDecision, next_iteration: int) -
     for org in options:
         episodes = play(ctx.episode_fn, org, next_iteration)
         for summary, _ in episodes:
-            if summary.get("episode_status") == "interrupted":
+            if summary.episode_status == "interrupted":
                 _refuse_unfinished(ctx.out / f"iteration_{next_iteration}", org, summary,
                                    next_iteration, ctx.finished)
-        if any(s.get("episode_status", "complete") != "complete" for s, _ in episodes):
+        if any(not s.complete for s, _ in episodes):
             scores.append({"name": org.name, "cost": None, "status": "stopped early"})
             continue
         cost = ctx.model.mean_cost([s for s, _ in episodes])
@@ -370,19 +375,25 @@ def _screen(ctx: _Context, decision: CoordinatorDecision, next_iteration: int) -
         ctx.screened.pop(key)
 
 
-def _refuse_unfinished(folder: Path, organization: Organization, summary: dict[str, Any],
+def _agent_of(line: Any) -> str | None:
+    """The agent a line names: a decision's, or the one an event (a shock) names."""
+    return line.agent if isinstance(line, DecisionLine) else (
+        line.get("agent") if isinstance(line, EventLine) else None)
+
+
+def _refuse_unfinished(folder: Path, organization: Organization, summary: EpisodeSummary,
                        k: int, finished: int) -> None:
     """Record and raise for an episode that stopped early; clear a stale record."""
-    status = summary.get("episode_status", "complete")
-    if status == "complete":
+    if summary.complete:
         (folder / "failed.json").unlink(missing_ok=True)
         return
+    status = summary.episode_status
     reason = why_stopped(summary)
     _write(folder / "organization.yaml", organization.to_yaml())
     _write(folder / "failed.json", _dump({"episode_status": status,
-                                           "stop_reason": summary.get("stop_reason"),
-                                           "stop_detail": summary.get("stop_detail"),
-                                           "episode": summary}))
+                                           "stop_reason": summary.stop_reason,
+                                           "stop_detail": summary.stop_detail,
+                                           "episode": summary.to_dict()}))
     failed = EpisodeFailed(f"iteration {k}: the episode stopped early ({status}: {reason}); "
                            f"it is not scored. Recorded in {folder / 'failed.json'}; the "
                            f"{finished} finished iteration(s) are kept; rerun to retry it")

@@ -22,7 +22,11 @@ from __future__ import annotations
 import json
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from orgteams.organizations.rounds.episode_log import LogLine
+    from orgteams.organizations.rounds.episode_summary import EpisodeSummary
 
 __all__ = ["MIN_BUDGET_CHARS", "METRIC_KEYS", "summarize_episode", "summary_chars"]
 
@@ -59,8 +63,8 @@ def _round_floats(value: Any) -> Any:
 
 
 def summarize_episode(
-    records: Iterable[Mapping[str, Any]],
-    episode_summary: Mapping[str, Any] | None = None,
+    records: Iterable[LogLine],
+    episode_summary: EpisodeSummary | None = None,
     *,
     budget_chars: int = 6000,
     examples_per_agent: int = 3,
@@ -70,8 +74,8 @@ def summarize_episode(
     """Summarize an episode for the Critic within ``budget_chars`` characters of JSON.
 
     Args:
-        records: The episode's step records (``EpisodeResult.records``; see
-            :mod:`orgteams.organizations.metrics.episode_metrics` for the schema).
+        records: The episode's lines (``EpisodeResult.records``: decision and event
+            lines; see :mod:`orgteams.organizations.rounds.episode_log`).
         episode_summary: ``EpisodeResult.summary`` (metrics and events), if any.
         budget_chars: Upper bound on :func:`summary_chars` of the result.
         examples_per_agent: Representative messages kept per agent (before budgeting).
@@ -83,7 +87,11 @@ def summarize_episode(
     """
     if budget_chars < MIN_BUDGET_CHARS:
         raise ValueError(f"budget_chars must be >= {MIN_BUDGET_CHARS}, got {budget_chars}")
-    episode_summary = dict(episode_summary or {})
+    from orgteams.agents.records import ActionLine, DecisionLine, MessageLine
+    from orgteams.organizations.rounds.episode_log import EventLine
+    from orgteams.organizations.rounds.episode_summary import EpisodeSummary
+
+    summary = episode_summary if episode_summary is not None else EpisodeSummary.from_dict({})
     agents: dict[str, dict[str, Any]] = defaultdict(lambda: {
         "messages": 0, "message_tokens": 0, "actions": 0, "failed_actions": 0,
         "fallbacks": 0, "llm_tokens": 0, "abstentions": 0, "roles": Counter()})
@@ -91,44 +99,47 @@ def summarize_episode(
     events: list[dict[str, Any]] = []
     vote_rounds: set[int] = set()
     for r in records:
-        agent = r.get("agent")
-        if agent is None:
-            if r.get("record") == "event" and "events" not in episode_summary:
-                events.append({k: v for k, v in r.items() if k != "record"})
+        if isinstance(r, EventLine) and r.get("agent") is not None:
+            _ = agents[str(r.get("agent"))]  # an event naming an agent (a shock) lists it
             continue
+        if not isinstance(r, DecisionLine) or r.agent is None:
+            if isinstance(r, EventLine) and not summary.has("events"):
+                events.append(_event(r))
+            continue
+        agent = r.agent
         a = agents[str(agent)]
-        usage = r.get("usage") or {}
-        a["llm_tokens"] += int(usage.get("prompt_tokens", 0)) + int(
-            usage.get("completion_tokens", 0))
-        if r.get("role"):
-            a["roles"][str(r["role"])] += 1
-        if r.get("abstained"):
+        usage = r.call.usage
+        a["llm_tokens"] += int(usage.prompt_tokens) + int(usage.completion_tokens)
+        role = getattr(r, "role", None)
+        if role:
+            a["roles"][str(role)] += 1
+        if getattr(r, "abstained", None):
             a["abstentions"] += 1
-        if r.get("fallback"):
+        if r.call.fallback:
             a["fallbacks"] += 1
-            events.append({"round": r.get("round"), "agent": agent, "type": "fallback",
-                           "why": _cut(str(r["fallback"]), 80)})
-        if r.get("phase") == "vote" or r.get("kind") == "vote":
-            vote_rounds.add(int(r.get("round", -1)))
-        message = r.get("message")
+            events.append({"round": r.round, "agent": agent, "type": "fallback",
+                           "why": _cut(str(r.call.fallback), 80)})
+        if r.phase == "vote" or r.kind == "vote":
+            vote_rounds.add(int(r.round if r.round is not None else -1))
+        message = r.message.text if isinstance(r, MessageLine) and r.message else None
         if isinstance(message, str) and message.strip():
             a["messages"] += 1
-            a["message_tokens"] += int(r.get("message_tokens") or 0)
-            messages[str(agent)].append((int(r.get("round", -1)), message))
-        if r.get("phase") == "act":
+            a["message_tokens"] += int(r.message_tokens or 0)
+            messages[str(agent)].append((int(r.round if r.round is not None else -1), message))
+        if isinstance(r, ActionLine):
             a["actions"] += 1
-            if r.get("status") == "failed":
+            if r.status == "failed":
                 a["failed_actions"] += 1
-                events.append({"round": r.get("round"), "agent": agent, "type": "failed_action",
-                               "action": r.get("action"),
-                               "why": _cut(str(r.get("failure_reason") or r.get("status")), 80)})
-    for e in episode_summary.get("events") or []:
-        events.append({k: v for k, v in e.items() if k != "record"} if isinstance(e, dict)
-                      else {"type": str(e)})
-    for s in episode_summary.get("shocks") or []:
+                events.append({"round": r.round, "agent": agent, "type": "failed_action",
+                               "action": r.action,
+                               "why": _cut(str(r.failure_reason or r.status), 80)})
+    for e in summary.events or []:
+        events.append(_event(e) if isinstance(e, EventLine) else {"type": str(e)})
+    for s in summary.shocks or []:
         events.append({"type": "shock", **(s if isinstance(s, dict) else {"shock": str(s)})})
-    for s in episode_summary.get("org_switches") or []:
-        events.append({"type": "org_switch", **(s if isinstance(s, dict) else {"to": str(s)})})
+    for s in summary.org_switches or []:
+        events.append({"type": "org_switch", **(s.to_dict() if isinstance(s, EventLine)
+                                                else {"to": str(s)})})
     if vote_rounds:
         events.append({"type": "elections", "rounds": sorted(vote_rounds)[:20]})
     events.sort(key=lambda e: e.get("round") if isinstance(e.get("round"), int) else -1)
@@ -143,8 +154,8 @@ def summarize_episode(
                      for rnd, text in sorted(picks)]
 
     out: dict[str, Any] = {
-        "metrics": _round_floats({k: episode_summary[k] for k in METRIC_KEYS
-                                  if k in episode_summary}),
+        "metrics": _round_floats({k: summary.value(k) for k in METRIC_KEYS
+                                  if summary.has(k)}),
         "agents": {name: {**{k: v for k, v in a.items() if k != "roles"},
                           "roles": [role for role, _ in a["roles"].most_common(3)]}
                    for name, a in sorted(agents.items())},
@@ -156,6 +167,11 @@ def summarize_episode(
     if len(events) > max_events:
         out["truncated"].append(f"{len(events) - max_events} later events")
     return _fit(out, budget_chars)
+
+
+def _event(e: Any) -> dict[str, Any]:
+    """An event line as the Critic reads it: its JSON object without ``record``."""
+    return {k: v for k, v in e.to_dict().items() if k != "record"}
 
 
 def _fit(out: dict[str, Any], budget: int) -> dict[str, Any]:

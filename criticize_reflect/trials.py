@@ -6,16 +6,25 @@ from collections.abc import Callable, Mapping
 from statistics import fmean
 from typing import Any
 
+from orgteams.organizations.rounds.episode_log import LogLine, parse_line
+from orgteams.organizations.rounds.episode_summary import EpisodeSummary
+
 __all__ = ["mean_metrics", "play"]
 
-Episode = tuple[dict[str, Any], list[dict[str, Any]]]
+Episode = tuple[EpisodeSummary, list[LogLine]]
 """``(summary, records)`` of one episode."""
 
 
 def _parts(result: Any) -> Episode:
+    """An episode result, or a mapping with its ``summary`` and ``records`` as JSON
+    objects (the summary line's and the log lines', e.g. a hand-made episode)."""
     if isinstance(result, Mapping):
-        return dict(result["summary"]), list(result.get("records") or [])
-    return dict(result.summary), list(result.records)
+        summary = result["summary"]
+        if not isinstance(summary, EpisodeSummary):
+            summary = EpisodeSummary.from_dict(dict(summary))
+        return summary, [parse_line(r) if isinstance(r, Mapping) else r
+                         for r in result.get("records") or []]
+    return result.summary, list(result.records)
 
 
 def play(episode_fn: Callable[[Any, int], Any], organization: Any, iteration: int
@@ -29,14 +38,14 @@ def play(episode_fn: Callable[[Any, int], Any], organization: Any, iteration: in
     return [_parts(r) for r in results]
 
 
-def mean_metrics(summaries: list[dict[str, Any]], keys: tuple[str, ...]) -> dict[str, Any]:
+def mean_metrics(summaries: list[EpisodeSummary], keys: tuple[str, ...]) -> dict[str, Any]:
     """``keys`` of one summary as they are; of several, numbers (and success, as the
     success rate) averaged, other values as the list of each episode's value."""
     if len(summaries) == 1:
-        return {k: summaries[0][k] for k in keys if k in summaries[0]}
+        return {k: summaries[0].value(k) for k in keys if summaries[0].has(k)}
     out: dict[str, Any] = {}
     for k in keys:
-        values = [s[k] for s in summaries if k in s]
+        values = [s.value(k) for s in summaries if s.has(k)]
         if not values:
             continue
         numeric = all(isinstance(v, int | float) for v in values)

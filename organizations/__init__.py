@@ -38,6 +38,7 @@ from orgteams.organizations.protocols.schedule import schedule
 from orgteams.organizations.rounds import (
     EpisodeResult,
     EpisodeState,
+    EpisodeSummary,
     RoundHooks,
     Shock,
     TeamRunner,
@@ -62,6 +63,7 @@ __all__ = [
     "EpisodeMetrics",
     "EpisodeResult",
     "EpisodeState",
+    "EpisodeSummary",
     "Organization",
     "ProtocolFacts",
     "ResolvedOrganization",

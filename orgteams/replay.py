@@ -13,17 +13,27 @@ bubbles, as they were live.
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from orgteams.agents.messages import TeamMessage
+from orgteams.agents.records import MessageLine
 from orgteams.envs.core.actions import HAND_CAPACITY, NUM_ACTIONS
 from orgteams.envs.core.dynamics import transition
 from orgteams.envs.core.state import HouseholdState, is_walkable
 from orgteams.envs.render.overlay import Overlay
 from orgteams.errors import UserError
-from orgteams.organizations.rounds.episode_log import read_log_lines, state_digest
+from orgteams.organizations.rounds.episode_log import (
+    EndLine,
+    EpisodeLine,
+    PlaySummary,
+    TickLine,
+    WorldLine,
+    read_log_lines,
+    state_digest,
+)
+from orgteams.organizations.rounds.episode_summary import EpisodeSummary
 
 SUMMARY_FACTS = ("ticks", "success", "units_done", "units_total")
 """The world facts of a log's summary line that a replay recomputes and checks."""
@@ -42,15 +52,17 @@ class ReplayResult:
     outcome: str = ""  # how the episode ended, in words (see episode_outcome)
 
 
-def episode_outcome(ticks: int, success: bool, summary: dict | None, cut_short: bool) -> str:
+def episode_outcome(ticks: int, success: bool, summary: EpisodeSummary | PlaySummary | None,
+                    cut_short: bool) -> str:
     """How a logged episode ended: ``goal complete``, ``goal not met``, or ``interrupted
     at tick T (why)`` for one stopped early (its summary's ``episode_status``) or cut
     short (no end line: the run was killed)."""
     if cut_short:
         return f"interrupted at tick {ticks} (the log ends there)"
-    status = (summary or {}).get("episode_status", "complete")
+    recorded = summary is not None and summary.has("episode_status")
+    status = summary.episode_status if recorded else "complete"
     if status != "complete":
-        why = (summary or {}).get("stop_reason")
+        why = summary.stop_reason if summary.has("stop_reason") else None
         return f"{status} at tick {ticks}" + (f" ({why})" if why else "")
     return "goal complete" if success else "goal not met"
 
@@ -61,20 +73,20 @@ class _Line:
     the state it loads."""
 
     number: int
-    record: dict
+    line: TickLine | WorldLine
     state: HouseholdState | None = None
 
 
 @dataclass
 class _Episode:
-    header: dict
+    header: EpisodeLine
     start: HouseholdState  # the initial world, checked
     ticks: list[_Line]  # tick and world lines, in log order
-    speech: dict[int, list[dict]]  # round -> its communicate records with a message
+    speech: dict[int, list[TeamMessage]]  # round -> the messages said in it
     abstained: dict[int, list[str]]  # round -> agents that abstained
-    end: dict | None
+    end: EndLine | None
     roles: dict[int, dict[str, str]]  # round -> agent -> role (badges)
-    summary: dict | None = None  # the summary line, if the episode ended
+    summary: EpisodeSummary | PlaySummary | None = None  # the summary line, if it ended
     diverged: bool = False  # the replay differed from the log before a world line
 
 
@@ -89,37 +101,35 @@ def _load(path: Path) -> _Episode:
                                     f"of a run that did not finish: orgteams replay {partial}")
         raise FileNotFoundError(f"no episode log at {path}")
     header, start, end, summary, ticks = None, None, None, None, []
-    speech: dict[int, list[dict]] = defaultdict(list)
+    speech: dict[int, list[TeamMessage]] = defaultdict(list)
     abstained: dict[int, list[str]] = defaultdict(list)
     roles: dict[int, dict[str, str]] = defaultdict(dict)
     for number, r in read_log_lines(path):
         where = f"{path}: line {number}"
-        kind = r.get("record")
-        if kind == "episode":
+        if isinstance(r, EpisodeLine):
             header, start = r, _checked_header(r, where)
-        elif kind == "tick":
+        elif isinstance(r, TickLine):
             ticks.append(_Line(number, r))
-        elif kind == "world":
-            _int_field(r, "tick", where)
-            ticks.append(_Line(number, r, _checked_state(r.get("state"),
-                                                         f"{where}: field 'state'")))
-        elif kind == "end":
+        elif isinstance(r, WorldLine):
+            _int_field(r.tick, "tick", where)
+            ticks.append(_Line(number, r, _checked_state(r.state, f"{where}: field 'state'")))
+        elif isinstance(r, EndLine):
             end = r
-        elif kind == "summary":
+        elif isinstance(r, EpisodeSummary | PlaySummary):
             summary = r
-        elif kind is None and r.get("phase") == "communicate":
-            round_ = _int_field(r, "round", where)
-            if r.get("role"):
-                roles[round_][str(r.get("agent"))] = str(r["role"])
-            if r.get("message"):
-                speech[round_].append(r)
-            if r.get("abstained"):
-                abstained[round_].append(str(r.get("agent")))
+        elif isinstance(r, MessageLine):
+            round_ = _int_field(r.round, "round", where)
+            if r.role:
+                roles[round_][str(r.agent)] = str(r.role)
+            if r.message is not None and r.message.text:
+                speech[round_].append(r.message)
+            if r.abstained:
+                abstained[round_].append(str(r.agent))
     if header is None or start is None:
         raise UserError(f"{path}: no episode line, so it cannot be replayed (logs written "
                         "before replay support, or not by the team runner); run the episode "
                         "again with --log to get a replayable log")
-    agents = len(header["agents"])
+    agents = len(header.agents)
     for line in ticks:
         if line.state is None:
             _check_tick(line, agents, f"{path}: line {line.number}")
@@ -129,16 +139,15 @@ def _load(path: Path) -> _Episode:
     return _Episode(header, start, ticks, speech, abstained, end, roles, summary)
 
 
-def _int_field(record: dict, name: str, where: str) -> int:
-    value = record.get(name)
+def _int_field(value: Any, name: str, where: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         raise UserError(f"{where}: field {name!r} must be an integer >= 0, got {value!r}")
     return value
 
 
-def _checked_header(header: dict, where: str) -> HouseholdState:
+def _checked_header(header: EpisodeLine, where: str) -> HouseholdState:
     """The initial world of an episode line, once its fields hold together."""
-    agents, names = header.get("agents"), header.get("names")
+    agents, names = header.agents, header.names
     if not isinstance(agents, list) or not agents or not all(
             isinstance(a, str) for a in agents):
         raise UserError(f"{where}: field 'agents' must be a list of agent ids, got {agents!r}")
@@ -146,7 +155,7 @@ def _checked_header(header: dict, where: str) -> HouseholdState:
             isinstance(n, str) for n in names):
         raise UserError(f"{where}: field 'names' must be a list of {len(agents)} names, "
                         f"got {names!r}")
-    state = _checked_state(header.get("initial_state"), f"{where}: field 'initial_state'")
+    state = _checked_state(header.initial_state, f"{where}: field 'initial_state'")
     if len(state.agent_pos) != len(agents):
         raise UserError(f"{where}: field 'initial_state' has {len(state.agent_pos)} agents, "
                         f"field 'agents' {len(agents)}")
@@ -219,9 +228,9 @@ def _state_problem(state: HouseholdState, data: dict) -> str | None:
 
 def _check_tick(line: _Line, agents: int, where: str) -> None:
     """A tick line's fields: tick and round integers, one valid action id per agent."""
-    _int_field(line.record, "tick", where)
-    _int_field(line.record, "round", where)
-    actions = line.record.get("actions")
+    _int_field(line.line.tick, "tick", where)
+    _int_field(line.line.round, "round", where)
+    actions = line.line.actions
     if not isinstance(actions, list) or len(actions) != agents:
         raise UserError(f"{where}: field 'actions' must be a list of {agents} action ids, "
                         f"got {actions!r}")
@@ -253,20 +262,20 @@ def replay(log_path: str | Path, *, render: str | None = "human",
         UserError: The log has no episode line or a tick out of sequence.
     """
     episode = _load(Path(log_path))
-    names = episode.header["names"]
+    names = episode.header.names
     owned = renderer is None
     recorder = None
     if owned and (render is not None or video is not None):
         from orgteams.envs.render.renderer import PygameRenderer
 
-        title = f"orgteams replay: {episode.header.get('organization', '')} - {Path(log_path).name}"
+        title = f"orgteams replay: {episode.header.organization or ''} - {Path(log_path).name}"
         renderer = PygameRenderer(render or "rgb_array", fps=fps, title=title,
                                   **(render_options or {}))
     if video is not None:
         from orgteams.envs.render.video import VideoRecorder
 
         recorder = VideoRecorder(video, fps=fps)
-    overlay = Overlay(organization=episode.header.get("organization") or "")
+    overlay = Overlay(organization=episode.header.organization or "")
     frames = 0
     try:
         while True:
@@ -290,7 +299,7 @@ def _play(episode: _Episode, log_path, renderer, recorder, overlay: Overlay
           ) -> tuple[HouseholdState, bool]:
     """Apply the logged ticks from the initial state, drawing each; (last state, stopped)."""
     state = episode.start
-    agents, names = episode.header["agents"], episode.header["names"]
+    agents, names = episode.header.agents, episode.header.names
     overlay.clear()
     shown_round = None
 
@@ -309,22 +318,22 @@ def _play(episode: _Episode, log_path, renderer, recorder, overlay: Overlay
 
     show()
     for line in episode.ticks:
-        t = line.record
+        t = line.line
         if line.state is not None:  # a world line: a shock changed the world between ticks
-            if t["tick"] != state.tick:
-                raise UserError(f"{log_path}: world line at tick {t['tick']} follows tick "
+            if t.tick != state.tick:
+                raise UserError(f"{log_path}: world line at tick {t.tick} follows tick "
                                 f"{state.tick}; the log is out of sequence")
-            if state_digest(state) != t.get("before"):
+            if state_digest(state) != t.before:
                 episode.diverged = True
             state = line.state
             continue
-        if t["tick"] != state.tick + 1:
-            raise UserError(f"{log_path}: tick line {t['tick']} follows tick "
+        if t.tick != state.tick + 1:
+            raise UserError(f"{log_path}: tick line {t.tick} follows tick "
                             f"{state.tick}; the log is out of sequence")
-        if t["round"] != shown_round:
-            shown_round = t["round"]
+        if t.round != shown_round:
+            shown_round = t.round
             _show_round(overlay, shown_round, episode, agents)
-        state, _ = transition(state, t["actions"])
+        state, _ = transition(state, t.actions)
         if not show():
             return state, True
     return state, False
@@ -336,10 +345,11 @@ def _show_round(overlay: Overlay, round_: int, episode: _Episode, agents: list[s
     overlay.roles = dict(episode.roles.get(round_) or overlay.roles)
     for agent in episode.abstained.get(round_, []):
         overlay.markers[agent] = "abstained"
-    for r in episode.speech.get(round_, []):
-        receivers = tuple(r.get("delivered") or [a for a in agents if a != r["agent"]])
-        overlay.say(TeamMessage(r["agent"], receivers, r["message"], round=round_,
-                                delivered=receivers))
+    for message in episode.speech.get(round_, []):
+        if not message.delivered:  # as live: a message that reached nobody shows to all
+            others = tuple(a for a in agents if a != message.sender)
+            message = replace(message, receivers=others, delivered=others)
+        overlay.say(message)
 
 
 def _verdict(state: HouseholdState, episode: _Episode, stopped: bool, frames: int
@@ -355,12 +365,12 @@ def _verdict(state: HouseholdState, episode: _Episode, stopped: bool, frames: in
     elif end is None:
         result.problem = (f"the log ends at tick {state.tick} without an end line (the run "
                           "was cut short); replayed what there is")
-    elif end.get("tick") != state.tick:
+    elif end.tick != state.tick:
         result.matches = False
-        result.problem = (f"the log's episode ended at tick {end.get('tick')}, the replay at "
+        result.problem = (f"the log's episode ended at tick {end.tick}, the replay at "
                           f"tick {state.tick}: tick lines are missing")
     else:
-        result.matches = state_digest(state) == end.get("digest") and not episode.diverged
+        result.matches = state_digest(state) == end.digest and not episode.diverged
         if not result.matches:
             result.problem = ("the final state differs from the logged one: the log was "
                               "edited, or the dynamics changed since it was written")
@@ -373,7 +383,8 @@ def _verdict(state: HouseholdState, episode: _Episode, stopped: bool, frames: in
     return result
 
 
-def _summary_disagreements(state: HouseholdState, summary: dict | None) -> list[str]:
+def _summary_disagreements(state: HouseholdState,
+                           summary: EpisodeSummary | PlaySummary | None) -> list[str]:
     """``"ticks: the summary says 1, the replay 40"`` for each fact of
     :data:`SUMMARY_FACTS` the summary line gets wrong or lacks (none when there is no
     summary line: a run cut short writes none)."""
@@ -383,7 +394,11 @@ def _summary_disagreements(state: HouseholdState, summary: dict | None) -> list[
                 "units_done": sum(state.progress),
                 "units_total": sum(p.count for p in state.scene.goal)}
     # ticks and success are in every summary line; goal units not in older play logs
-    facts = [k for k in replayed if k in summary or k in ("ticks", "success")]
-    return [f"{k}: the summary says {summary.get(k, 'nothing')!r}, the replay {replayed[k]!r}"
-            for k in facts if summary.get(k) != replayed[k] or
-            isinstance(summary.get(k), bool) != isinstance(replayed[k], bool)]
+    facts = [k for k in replayed if summary.has(k) or k in ("ticks", "success")]
+
+    def said(key: str) -> Any:
+        return getattr(summary, key) if summary.has(key) else None
+
+    return [f"{k}: the summary says {said(k) if summary.has(k) else 'nothing'!r}, the "
+            f"replay {replayed[k]!r}" for k in facts if said(k) != replayed[k] or
+            isinstance(said(k), bool) != isinstance(replayed[k], bool)]

@@ -3,18 +3,19 @@
 >>> from orgteams import run_episode
 >>> result = run_episode(task="prepare_afternoon_tea", layout="studio", organization="leader",
 ...                      agents=3, backend="planner", seed=0)
->>> result.summary["success"], result.summary["ticks"]
+>>> result.summary.success, result.summary.ticks
 
 The same as one :class:`~orgteams.config.EpisodeConfig` (what ``orgteams run``, sweep
 cells and recipes build), reusable with changes:
 
 >>> config = EpisodeConfig(layout="studio", backend="planner", log_path=None)
->>> [run_episode(config, seed=s).summary["ticks"] for s in range(3)]
+>>> [run_episode(config, seed=s).summary.ticks for s in range(3)]
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -28,10 +29,12 @@ from orgteams.agents.team import Team
 from orgteams.config import EpisodeConfig
 from orgteams.envs.highlevel.highlevel_env import HighLevelEnv
 from orgteams.errors import UserError
+from orgteams.organizations.rounds.episode_summary import EpisodeSummary
 from orgteams.organizations.rounds.runner import EpisodeResult, TeamRunner
 from orgteams.organizations.rounds.shocks import Shock
 from orgteams.organizations.spec.library import load_organization
 from orgteams.organizations.spec.organization import Organization
+from orgteams.organizations.spec.resolved import ResolvedOrganization
 
 
 def build_member(agent_id: str, spec: str, *, leader: bool = False, seed: int | None = None,
@@ -103,17 +106,18 @@ def member_specs(specs: str | list[str], num_agents: int) -> list[str]:
 def build_team(specs: str | list[str], num_agents: int, organization: Organization,
                seed: int | None = None, cache: str | Path | None = None,
                env: HighLevelEnv | None = None, pool: BackendPool | None = None,
+               resolved: ResolvedOrganization | None = None,
                **llm_kwargs: Any) -> dict[str, Any]:
     """Members for ``agent_0..agent_{n-1}``: one spec for all, or a comma list / list per agent.
 
     ``env``: where human members answer; ``pool``: owns LLM members' backends;
-    ``llm_kwargs``: for LLM members (see
-    :func:`build_member`)."""
+    ``resolved``: ``organization`` already resolved for the team (else it is resolved
+    here); ``llm_kwargs``: for LLM members (see :func:`build_member`)."""
     specs = member_specs(specs, num_agents)
     if pool is not None:
         pool.expect_local_members(sum(parse_member_spec(s)[0] == "local" for s in specs))
     team = Team.of_size(num_agents)
-    resolved = organization.resolve(team)
+    resolved = resolved if resolved is not None else organization.resolve(team)
     top = set(resolved.tiers[0][1]) if len(resolved.tiers) > 1 else set()
     # Planners follow the organization's rules, given with every decision (ctx.rules).
     return {a: build_member(a, s, leader=a in top, seed=seed, cache=cache, env=env,
@@ -251,8 +255,9 @@ def _run_episode(config: EpisodeConfig, pool: BackendPool, on_round, should_stop
     check_substitutes(list(config.shocks), pool, config.cache)
     env = _make_env(config, org)
     llm = {"temperature": config.temperature, "prompts": config.prompts}
+    resolved = org.resolve(Team.of_size(config.agents))  # once: the members and the runner
     members = build_team(config.backend, config.agents, org, seed=config.seed,
-                         cache=config.cache, env=env, pool=pool, **llm)
+                         cache=config.cache, env=env, pool=pool, resolved=resolved, **llm)
     log_path = config.log_path
     if log_path == "auto":
         log_path = default_log_path(config.task, org.name, config.seed)
@@ -270,7 +275,7 @@ def _run_episode(config: EpisodeConfig, pool: BackendPool, on_round, should_stop
         max_transport_failures=config.max_transport_failures or None,
         should_stop=_stopper(env, config.render, should_stop, pool.spend),
         tokenizer=pool.tokenizer,
-        max_invalid_replies=config.max_invalid_replies or None)
+        max_invalid_replies=config.max_invalid_replies or None, resolved=resolved)
     return _play(runner, config, env, recorder, log_path)
 
 
@@ -335,20 +340,21 @@ def _play(runner: TeamRunner, config: EpisodeConfig, env: HighLevelEnv, recorder
             result_frames = recorder.close()
         env.close()
     if recorder is not None:
-        result.summary["video"] = {"path": str(config.video), "frames": result_frames}
+        result.summary = replace(result.summary,
+                                 video={"path": str(config.video), "frames": result_frames})
     return result
 
 
-def end_banner(summary: dict[str, Any], can_replay: bool) -> list[str]:
+def end_banner(summary: EpisodeSummary, can_replay: bool) -> list[str]:
     """The lines shown over the last frame of an episode in the window."""
-    if summary.get("episode_status") in ("interrupted", "error"):
-        how = f"stopped ({summary.get('stop_reason')})"
+    if summary.episode_status in ("interrupted", "error"):
+        how = f"stopped ({summary.stop_reason})"
     else:
-        how = "goal complete" if summary["success"] else "goal not met"
+        how = "goal complete" if summary.success else "goal not met"
     from orgteams.envs.render.boxes import end_banner as banner
 
-    return banner(how, summary["ticks"], summary["step_limit"], summary["units_done"],
-                  summary["units_total"], summary["rounds"],
+    return banner(how, summary.ticks, summary.step_limit, summary.units_done,
+                  summary.units_total, summary.rounds,
                   "Q to close, R to replay" if can_replay else "Q to close")
 
 

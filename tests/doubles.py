@@ -10,6 +10,8 @@ model replies and scripts. A double a second test file needs lives here, once.
 * ``orgteams.run.build_member`` replaced: :func:`scripted_teammates`, :func:`slow_teammates`.
 * :func:`load_script`: a benchmark, example or CI script (not in a package) as a module.
 * :func:`free_direction`: where the keyboard player can step.
+* :func:`log_dicts`, :func:`records_of`, :func:`read_dicts`: episode-log lines as the
+  JSON objects the log holds (tests assert what was written).
 """
 
 from __future__ import annotations
@@ -34,24 +36,42 @@ from orgteams.agents.member import (
 )
 from orgteams.envs.core.layout import DIRECTIONS
 from orgteams.envs.core.state import is_walkable
+from orgteams.envs.highlevel.space import ActionId
+from orgteams.organizations.rounds.episode_log import line_dict, read_log
 
 TEAM = {"agent_0": "Alice", "agent_1": "Bob", "agent_2": "Charlie"}
 
 
 @dataclass(frozen=True)
 class FakeAction:
-    id: str
+    id: ActionId
     kind: str
     target: str
     label: str
 
 
 ACTIONS = [
-    FakeAction("explore:kitchen", "explore", "kitchen", "[goexplore] <kitchen>"),
-    FakeAction("check:fridge", "check", "fridge", "[gocheck] <fridge>"),
-    FakeAction("grab:cupcake_1", "grab", "cupcake_1", "[gograb] <cupcake_1>"),
-    FakeAction("wait", "wait", "", "[wait]"),
+    FakeAction(ActionId("explore:kitchen"), "explore", "kitchen", "[goexplore] <kitchen>"),
+    FakeAction(ActionId("check:fridge"), "check", "fridge", "[gocheck] <fridge>"),
+    FakeAction(ActionId("grab:cupcake_1"), "grab", "cupcake_1", "[gograb] <cupcake_1>"),
+    FakeAction(ActionId("wait"), "wait", "", "[wait]"),
 ]
+
+
+def log_dicts(lines: Any) -> list[dict]:
+    """The JSON objects of episode-log lines (``EpisodeResult.records``, ``read_log``), as
+    the log writes them."""
+    return [line_dict(line) for line in lines]
+
+
+def records_of(result: Any) -> list[dict]:
+    """An episode result's decision and event lines as the JSON objects the log holds."""
+    return log_dicts(result.records)
+
+
+def read_dicts(path: Any) -> list[dict]:
+    """The JSON objects of an episode log's lines, read with ``read_log``."""
+    return log_dicts(read_log(path))
 
 
 class FakeMemory:

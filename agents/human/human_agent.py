@@ -30,7 +30,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from orgteams.agents.llm.llm_agent import safe_action
-from orgteams.agents.llm.prompts import action_options
+from orgteams.agents.llm.prompts import Options
 from orgteams.agents.llm.schemas import MESSAGE_MAX_CHARS, ROLE_MAX_CHARS
 from orgteams.agents.member import (
     ActContext,
@@ -46,6 +46,7 @@ from orgteams.agents.messages import EVERYONE
 
 if TYPE_CHECKING:
     from orgteams.agents.view import MemberView
+    from orgteams.envs.highlevel.space import ActionId
 
 __all__ = ["ACT_PROMPT", "HumanAgent"]
 
@@ -133,21 +134,20 @@ class HumanAgent(DialogueMember):
                              last.instruction if last else "", last.role if last else None)
         record = DecisionRecord("act", self.agent_id, round, model="human")
         actions = env.available_actions(self.agent_id)
-        options = action_options(actions)
+        options = Options.of(actions)
         shown = self._situation(env, ctx)
-        shown += ["Actions:"] + [f"  {letter}. {a.label}" for letter, a in options]
+        shown += ["Actions:"] + [f"  {letter}. {label}" for letter, label in options.lines()]
         self.output_fn("\n".join(shown))
         record.prompt = [{"role": "user", "content": "\n".join(shown)}]
-        table = {k.casefold(): a for letter, a in options for k in (letter, a.id)}
 
-        def parse(answer: str) -> str:
-            action = table.get(answer.strip().rstrip(".").casefold())
-            if action is None:
+        def parse(answer: str) -> ActionId:
+            found = options.find(answer.strip().rstrip("."), labels=False)
+            if found is None:
                 raise ValueError(
                     f"Not a valid choice: {answer.strip()!r}. Type one of "
-                    f"{options[0][0]}-{options[-1][0]}." if options else "No actions offered."
-                )
-            return action.id
+                    f"{options.letters[0]}-{options.letters[-1]}." if options
+                    else "No actions offered.")
+            return found[1]
 
         try:
             action_id = await self._ask(record, ACT_PROMPT, parse)

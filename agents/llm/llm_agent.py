@@ -22,13 +22,12 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from orgteams.agents.backends.base import ChatBackend, ChatMessage
 from orgteams.agents.llm.prompts import (
+    Options,
     PromptTemplates,
     PromptVariant,
-    action_options,
     default_templates,
     prompt_variant,
     situation,
-    terse_label,
 )
 from orgteams.agents.llm.quoting import one_line, quote_text
 from orgteams.agents.llm.replies import ParsedCommunicate, parse_act, parse_communicate
@@ -49,7 +48,7 @@ from orgteams.agents.messages import EVERYONE
 
 if TYPE_CHECKING:
     from orgteams.agents.view import MemberView
-    from orgteams.envs.highlevel.highlevel_env import HighLevelAction
+    from orgteams.envs.highlevel.space import ActionId
 
 __all__ = ["LLMAgent", "safe_action"]
 
@@ -138,16 +137,16 @@ class LLMAgent(DialogueMember):
     def __repr__(self) -> str:
         return f"LLMAgent({self.agent_id!r}, model={self.backend.model!r})"
 
-    def _options(self, env: MemberView, round: int, record: DecisionRecord
-                 ) -> list[tuple[str, HighLevelAction]]:
+    def _options(self, env: MemberView, round: int, record: DecisionRecord) -> Options:
         """The lettered options of this round, recorded in the order shown."""
         key = f"{self.seed}|{self.agent_id}|{round}" if self.shuffle_options else None
-        options = action_options(env.available_actions(self.agent_id), key)
-        record.options = [a.id for _, a in options]
+        options = Options.of(env.available_actions(self.agent_id), key,
+                             terse=self.variant.terse_labels)
+        record.options = options.ids()
         return options
 
     def _assignable(self, ctx: CommunicateContext, env: MemberView
-                    ) -> dict[str, dict[str, str]]:
+                    ) -> dict[str, dict[str, ActionId]]:
         """A leader's assignable work: teammate -> {option label: action id}.
 
         Teammates it may message that must decide now, each with the subgoals
@@ -160,15 +159,12 @@ class LLMAgent(DialogueMember):
         for agent in ctx.can_message:
             if not env.needs_decision(agent):
                 continue
-            actions = [a for a in env.available_actions(agent)
-                       if a.id.partition(":")[0] in _ASSIGNABLE]
-            order = action_options(actions, f"{self.seed}|{self.agent_id}|{ctx.round}|{agent}")
+            actions = [a for a in env.available_actions(agent) if a.id.kind in _ASSIGNABLE]
+            order = Options.of(actions, f"{self.seed}|{self.agent_id}|{ctx.round}|{agent}",
+                               terse=self.variant.terse_labels)
             if order:
-                out[agent] = {self._label(a): a.id for _, a in order}
+                out[agent] = {order.label(a): a.id for a in order.actions}
         return out
-
-    def _label(self, action: HighLevelAction) -> str:
-        return terse_label(action.id) if self.variant.terse_labels else action.label
 
     # ---- TeamMember (reset, observe and receive come from DialogueMember) ----
     async def communicate(self, ctx: CommunicateContext, env: MemberView) -> CommunicateDecision:
@@ -216,8 +212,8 @@ class LLMAgent(DialogueMember):
         reply = await self._decide(
             record, prompt, spec,
             lambda parsed: parse_communicate(
-                parsed, spec, ctx.team, ctx.can_message, ctx.candidates
-            ),
+                parsed, spec, ctx.team, ctx.can_message, ctx.candidates,
+                sender=self.agent_id, round=ctx.round),
         )
         if reply is None:
             reply = ParsedCommunicate()
@@ -225,9 +221,7 @@ class LLMAgent(DialogueMember):
                 record.notes.append("no vote cast")
         else:
             record.notes += reply.notes
-        messages = [] if reply.abstain else [
-            TeamMessage(self.agent_id, receivers, text, round=ctx.round)
-            for receivers, text in reply.messages]
+        messages = [] if reply.abstain else list(reply.messages)
         for agent, label in ({} if reply.abstain else reply.assignments).items():
             # structured assign messages: planner members follow them
             messages.append(TeamMessage(
@@ -261,13 +255,12 @@ class LLMAgent(DialogueMember):
             action_id, note = safe_action(actions)
             record.notes.append("abstained this round" if ctx.abstained else "no actions offered")
             record.notes += [note] if note else []
-            return self._acted(ActDecision(action_id, "", record), actions, started)
-        spec = act_spec(tuple(letter for letter, _ in options))
+            return self._acted(ActDecision(action_id, "", record), options, started)
+        spec = act_spec(tuple(options.letters))
         variables = situation(env, ctx, self.log, options, self.variant)
-        variables.update(fields=spec.fields, letters=[letter for letter, _ in options])
+        variables.update(fields=spec.fields, letters=options.letters)
         prompt = self._prompt("act", variables)
-        triples = [(letter, a.id, self._label(a)) for letter, a in options]
-        reply = await self._decide(record, prompt, spec, lambda p: parse_act(p, spec, triples))
+        reply = await self._decide(record, prompt, spec, lambda p: parse_act(p, spec, options))
         if reply is None:
             action_id, note = safe_action(actions)
             record.notes += [note] if note else []
@@ -276,7 +269,7 @@ class LLMAgent(DialogueMember):
             action_id, thoughts, notes = reply
             record.notes += notes
             decision = ActDecision(action_id, thoughts, record)
-        return self._acted(decision, actions, started)
+        return self._acted(decision, options, started)
 
     # ------------------------------------------------------------ helpers
     def _named(self, ctx: CommunicateContext) -> CommunicateContext:
@@ -297,11 +290,9 @@ class LLMAgent(DialogueMember):
                                    ctx.instruction, ctx.role)
         return ctx
 
-    def _acted(
-        self, decision: ActDecision, actions: list[HighLevelAction], started: float
-    ) -> ActDecision:
-        label = next((self._label(a) for a in actions if a.id == decision.action_id),
-                     decision.action_id)
+    def _acted(self, decision: ActDecision, options: Options, started: float) -> ActDecision:
+        label = next((options.label(a) for a in options.actions
+                      if a.id == decision.action_id), decision.action_id)
         self.log.acted(decision.record.round, label)
         decision.record.wall = time.perf_counter() - started
         return decision

@@ -18,16 +18,21 @@ labels (``explore kitchen``). :func:`variant_for_backend` is the per-backend def
 (``local`` gets ``compact``).
 
 :func:`situation` gathers the variables both phase templates share from the env.
-:func:`action_options` letters the options in a per-agent seeded shuffled order, so
-no option gains from always being ``A`` (small models favour the first one).
+:class:`Options` is the lettered menu of one prompt: :func:`action_options` letters the
+options in a per-agent seeded shuffled order, so no option gains from always being
+``A`` (small models favour the first one), and :meth:`Options.find` reads a reply's
+choice back to its :class:`~orgteams.envs.highlevel.space.ActionId`. Option letters
+exist only here: everything else (members, the round loop, the log, the env) passes
+the action id.
 """
 
 from __future__ import annotations
 
 import json
 import random
+from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -42,9 +47,11 @@ MAX_PROMPT_CHARS = 1_000_000
 if TYPE_CHECKING:
     from orgteams.agents.view import MemberView
     from orgteams.envs.highlevel.highlevel_env import HighLevelAction
+    from orgteams.envs.highlevel.space import ActionId
 
 __all__ = [
     "PROMPT_VARIANTS",
+    "Options",
     "PromptError",
     "PromptTemplates",
     "PromptVariant",
@@ -285,6 +292,60 @@ def terse_label(action_id: str) -> str:
     return f"{kind} {target}" if target else kind
 
 
+@dataclass(frozen=True)
+class Options:
+    """The actions one prompt offers, lettered ``A``, ``B``, ... in the order shown.
+
+    Attributes:
+        actions: The offered actions in the order they are listed.
+        terse: Labels as ``explore kitchen`` (compact prompts) instead of the papers'
+            ``[goexplore] <kitchen>``.
+    """
+
+    actions: tuple[HighLevelAction, ...]
+    terse: bool = False
+
+    @classmethod
+    def of(cls, actions: Sequence[HighLevelAction], order_key: str | None = None, *,
+           terse: bool = False) -> Options:
+        """The menu of ``actions``, in the env's order or shuffled by ``order_key``
+        (see :func:`action_options`)."""
+        return cls(tuple(a for _, a in action_options(list(actions), order_key)), terse)
+
+    def __len__(self) -> int:
+        return len(self.actions)
+
+    @cached_property
+    def letters(self) -> list[str]:
+        """The option letters, in order (what the reply schema's ``action`` allows)."""
+        return letters(len(self.actions))
+
+    def ids(self) -> list[ActionId]:
+        """The offered action ids in the order shown (recorded as ``options``)."""
+        return [a.id for a in self.actions]
+
+    def label(self, action: HighLevelAction) -> str:
+        """How the prompt names ``action``."""
+        return terse_label(action.id) if self.terse else action.label
+
+    def lines(self) -> list[tuple[str, str]]:
+        """``(letter, label)`` per option, as the templates list them."""
+        return [(letter, self.label(a)) for letter, a in zip(self.letters, self.actions)]
+
+    def find(self, answer: str, *, labels: bool = True) -> tuple[str, ActionId] | None:
+        """``(letter, action id)`` of the option ``answer`` names (case-insensitive): its
+        letter, its id, or (``labels``) its label; None when it names none.
+
+        The caller strips the answer as its reader does (a trailing period, spaces).
+        """
+        key = answer.casefold()
+        for letter, action in zip(self.letters, self.actions):
+            if key in (letter.casefold(), action.id.casefold()) or (
+                    labels and key == self.label(action).casefold()):
+                return letter, action.id
+        return None
+
+
 def _belief(env: MemberView, agent: str, max_lines: int | None) -> str:
     lines = env.memory(agent).render_text().strip().splitlines()
     if max_lines is not None and len(lines) > max_lines:
@@ -296,7 +357,7 @@ def situation(
     env: MemberView,
     ctx: ActContext,
     log: DialogueLog,
-    options: list[tuple[str, HighLevelAction]],
+    options: Options,
     variant: PromptVariant = PROMPT_VARIANTS["default"],
 ) -> dict[str, Any]:
     """The template variables shared by the communicate and act prompts.
@@ -306,11 +367,10 @@ def situation(
             from ``env.describe``).
         ctx: Who the agent is this round.
         log: Its dialogue and action memory.
-        options: The lettered available actions (:func:`action_options`).
-        variant: Belief window and option labels.
+        options: The lettered available actions, labelled as the variant labels them.
+        variant: The belief window.
     """
     agent = ctx.agent
-    label = (lambda a: terse_label(a.id)) if variant.terse_labels else (lambda a: a.label)
     return {
         "round": ctx.round,
         "name": ctx.name,
@@ -323,7 +383,7 @@ def situation(
         "progress": _progress_text(env),
         "belief": _belief(env, agent, variant.belief_lines),
         "observation": env.describe(agent).strip(),
-        "actions": [(letter, label(a)) for letter, a in options],
+        "actions": options.lines(),
         "dialogue": log.dialogue_lines(ctx.team, agent),
         "dialogue_window": log.dialogue.maxlen,
         "action_history": log.action_lines(),

@@ -12,7 +12,7 @@ written for the model to read and act on.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -25,7 +25,11 @@ from orgteams.agents.llm.schemas import (
     ReplySpec,
     explain,
 )
-from orgteams.agents.messages import EVERYONE
+from orgteams.agents.messages import EVERYONE, TeamMessage
+
+if TYPE_CHECKING:
+    from orgteams.agents.llm.prompts import Options
+    from orgteams.envs.highlevel.space import ActionId
 
 __all__ = [
     "ActReply",
@@ -83,15 +87,15 @@ def _clip(text: str, notes: list[str]) -> str:
     return text
 
 
-def parse_act(
-    parsed: Any, spec: ReplySpec, options: list[tuple[str, str, str]]
-) -> tuple[str, str, list[str]]:
+def parse_act(parsed: Any, spec: ReplySpec, options: Options
+              ) -> tuple[ActionId, str, list[str]]:
     """Validate an act reply.
 
     Args:
         parsed: The JSON object from the reply (or None when it was not JSON).
         spec: From :func:`~orgteams.agents.llm.schemas.act_spec`.
-        options: ``(letter, action_id, label)`` per available action.
+        options: The lettered menu the prompt showed (an action is read back by its
+            letter, id or label).
 
     Returns:
         ``(action_id, thoughts, notes)``.
@@ -106,14 +110,13 @@ def parse_act(
         raise ReplyError(explain(exc)) from None
     notes: list[str] = []
     wanted = reply.action.strip()
-    key = wanted.rstrip(".").strip().casefold()
-    for letter, action_id, label in options:
-        if key in (letter.casefold(), action_id.casefold(), label.casefold()):
-            if key != letter.casefold():
-                notes.append(f"action given as {wanted!r}, matched to {letter}")
-            return action_id, _clip(reply.thoughts, notes), notes
-    letters = ", ".join(letter for letter, _, _ in options)
-    raise ReplyError(f"action {wanted!r} is not one of {letters}")
+    found = options.find(wanted.rstrip(".").strip())
+    if found is None:
+        raise ReplyError(f"action {wanted!r} is not one of {', '.join(options.letters)}")
+    letter, action_id = found
+    if wanted.rstrip(".").strip().casefold() != letter.casefold():
+        notes.append(f"action given as {wanted!r}, matched to {letter}")
+    return action_id, _clip(reply.thoughts, notes), notes
 
 
 Receivers = tuple[str, ...] | str
@@ -125,13 +128,14 @@ class ParsedCommunicate:
     """A validated communicate reply with receivers mapped to agent ids.
 
     Attributes:
-        messages: ``(receivers, text)`` per message to send, in the reply's order
-            (empty: silence).
+        messages: The messages to send, in the reply's order (empty: silence), each a
+            :class:`~orgteams.agents.messages.TeamMessage` from the speaker to agent ids
+            or ``"everyone"`` (the round loop stamps its stage and ``delivered``).
     """
 
     abstain: bool = False
     role: str | None = None
-    messages: list[tuple[Receivers, str]] = field(default_factory=list)
+    messages: list[TeamMessage] = field(default_factory=list)
     vote: str | None = None
     thoughts: str = ""
     assignments: dict[str, str] = field(default_factory=dict)
@@ -154,6 +158,9 @@ def parse_communicate(
     team: dict[str, str],
     can_message: list[str],
     candidates: list[str] | None = None,
+    *,
+    sender: str = "",
+    round: int = 0,
 ) -> ParsedCommunicate:
     """Validate a communicate reply and map display names to agent ids.
 
@@ -167,6 +174,7 @@ def parse_communicate(
         team: Agent id -> display name.
         can_message: Agent ids this agent may message.
         candidates: Agent ids that may be voted for.
+        sender, round: The speaking agent and the round, which its messages carry.
 
     Raises:
         ReplyError: Not an object, a missing or too long field, more than
@@ -214,9 +222,9 @@ def parse_communicate(
             out.notes.append("reply in the single-message form (no 'messages' list) read "
                              "as one message")
         out.messages = _messages(reply.messages, offered["messages"], names, can_message,
-                                 out.notes)
-    elif "message" in offered and reply.message.strip():
-        out.messages.append((EVERYONE, reply.message.strip()))  # intentions, claims: public
+                                 out.notes, sender, round)
+    elif "message" in offered and reply.message.strip():  # intentions, claims: public
+        out.messages.append(TeamMessage(sender, EVERYONE, reply.message.strip(), round=round))
     if "assignments" in offered:
         out.assignments = _assignments(reply.assignments, offered["assignments"], names)
     out.thoughts = _clip(reply.thoughts, out.notes)
@@ -224,17 +232,18 @@ def parse_communicate(
 
 
 def _messages(items: list[OutgoingText], schema: dict[str, Any], names: dict[str, str],
-              can_message: list[str], notes: list[str]) -> list[tuple[Receivers, str]]:
-    """``(receivers, text)`` per message with text. A message that names no teammate the
-    agent may message is dropped and noted when another one is sent; when none is, the
-    reply is invalid (the model is asked to correct it)."""
-    sent: list[tuple[Receivers, str]] = []
+              can_message: list[str], notes: list[str], sender: str, round: int
+              ) -> list[TeamMessage]:
+    """One message from ``sender`` in ``round`` per item with text. A message
+    that names no teammate the agent may message is dropped and noted when another one
+    is sent; when none is, the reply is invalid (the model is asked to correct it)."""
+    sent: list[TeamMessage] = []
     undeliverable: list[str] = []
     for i, item in enumerate(items):
         text = item.message.strip()
         receivers = _receivers(item.receivers, names, can_message, notes)
         if text and receivers:
-            sent.append((receivers, text))
+            sent.append(TeamMessage(sender, receivers, text, round=round))
         elif text:
             where = f"message {i + 1}: " if len(items) > 1 else ""
             undeliverable.append(f"{where}receivers {item.receivers!r} name no teammate you "

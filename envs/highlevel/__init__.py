@@ -5,5 +5,6 @@ spaces, the plans behind each option, crowding, removal and goal shifts.
 """
 
 from orgteams.envs.highlevel.highlevel_env import HighLevelAction, HighLevelEnv, PlanFailed
+from orgteams.envs.highlevel.space import ActionId
 
-__all__ = ["HighLevelAction", "HighLevelEnv", "PlanFailed"]
+__all__ = ["ActionId", "HighLevelAction", "HighLevelEnv", "PlanFailed"]

@@ -79,7 +79,7 @@ from orgteams.envs.core.state import HouseholdState
 from orgteams.envs.highlevel.crowding import Crowd
 from orgteams.envs.highlevel.plans import PLAN_TICK_LIMIT, PLANS, STUCK_LIMIT, PlanFailed, Runner
 from orgteams.envs.highlevel.slots import OptionSlots, slot_features
-from orgteams.envs.highlevel.space import PRIMITIVE, AvailableActions
+from orgteams.envs.highlevel.space import PRIMITIVE, ActionId, AvailableActions
 from orgteams.envs.household import TEXT_SPACE_LENGTH, HouseholdEnv
 from orgteams.envs.observe.memory import AgentMemory
 from orgteams.envs.render.overlay import Overlay
@@ -96,7 +96,7 @@ ACTION_MODES = ("text", "discrete")
 class HighLevelAction:
     """One high-level action; ``id`` is what agents send to :meth:`HighLevelEnv.step`."""
 
-    id: str
+    id: ActionId
     kind: str
     target: str
     label: str
@@ -104,7 +104,7 @@ class HighLevelAction:
     @classmethod
     @functools.lru_cache(maxsize=4096)  # noqa: B019 - immutable values, bounded cache
     def make(cls, kind: str, target: str = "") -> HighLevelAction:
-        ident = f"{kind}:{target}" if target else kind
+        ident = ActionId.of(kind, target)
         label = f"[{LABELS[kind]}] <{target}>" if target else f"[{LABELS[kind]}]"
         return cls(ident, kind, target, label)
 
@@ -198,14 +198,14 @@ class HighLevelEnv(ParallelEnv):
         events = {a: [] for a in self.agents}
         return self._observations(), {a: self._info(a, 0, events[a]) for a in self.agents}
 
-    def step(self, actions: dict[str, str], *,
+    def step(self, actions: dict[str, ActionId], *,
              on_tick: Callable[[HouseholdState, dict[str, int], HouseholdState, dict], None]
              | None = None, should_stop: Callable[[], bool] | None = None):
         """One decision round (see the module docstring).
 
         Args:
-            actions: Agent id -> action id (or :class:`HighLevelAction`, or an option slot
-                under ``action_mode="discrete"``).
+            actions: Agent id -> :class:`ActionId` (a plain ``str`` id too; or a
+                :class:`HighLevelAction`, or an option slot under ``action_mode="discrete"``).
             on_tick: Called after every tick of this step, after the env's own
                 ``on_tick``, as ``on_tick(before, joint_actions, after, infos)``.
             should_stop: Asked after every tick of this step instead of the env's own
@@ -450,5 +450,5 @@ class HighLevelEnv(ParallelEnv):
         return out
 
 
-__all__ = ["HighLevelAction", "HighLevelEnv", "KINDS", "PLAN_TICK_LIMIT", "PRIMITIVE", "PlanFailed",
-           "STATUSES", "STUCK_LIMIT"]
+__all__ = ["ActionId", "HighLevelAction", "HighLevelEnv", "KINDS", "PLAN_TICK_LIMIT", "PRIMITIVE",
+           "PlanFailed", "STATUSES", "STUCK_LIMIT"]

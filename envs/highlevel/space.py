@@ -1,12 +1,14 @@
-"""The action space of one agent of the high-level env: the ids it may choose now.
+"""High-level action ids and the action space of one agent: the ids it may choose now.
 
-High-level actions are strings (``grab:cupcake_2``, ``explore:kitchen``), and which
-ones exist depends on what the agent has seen. A plain ``gymnasium.spaces.Text``
-samples random strings that are almost never valid, so random baselines and
-PettingZoo's ``parallel_api_test`` could not drive the env. :class:`AvailableActions`
-is still a ``Text`` space (same length and charset, same object every call), but
-while the agent is in an episode ``sample()`` draws one of its available ids and
-``contains()`` accepts exactly those (plus the one-tick ``primitive:<id>`` kind).
+A high-level action is named by one :class:`ActionId` (``grab:cupcake_2``,
+``explore:kitchen``, ``wait``) from a member's decision to the env's plan: a ``str``, so
+it is written to logs, compared and hashed as the string, with its ``kind`` and
+``target`` read from it. Which ids exist depends on what the agent has seen. A plain
+``gymnasium.spaces.Text`` samples random strings that are almost never valid, so random
+baselines and PettingZoo's ``parallel_api_test`` could not drive the env.
+:class:`AvailableActions` is still a ``Text`` space (same length and charset, same
+object every call), but while the agent is in an episode ``sample()`` draws one of its
+available ids and ``contains()`` accepts exactly those (plus the one-tick ``primitive:<id>`` kind).
 """
 
 from __future__ import annotations
@@ -19,6 +21,32 @@ from gymnasium import spaces
 from orgteams.envs.core.actions import NUM_ACTIONS
 
 PRIMITIVE = "primitive:"  # prefix of the one-tick primitive kind (never offered)
+
+
+class ActionId(str):
+    """One high-level action id, ``kind`` or ``kind:target`` (``grab:cupcake_2``, ``wait``).
+
+    The one form an action takes from a member's decision to the env's plan (members,
+    the round loop, the episode log and :meth:`HighLevelEnv.step` all pass it); a plain
+    ``str`` id is the same value (``ActionId("wait") == "wait"``).
+    """
+
+    __slots__ = ()
+
+    @classmethod
+    def of(cls, kind: str, target: str = "") -> ActionId:
+        """The id of ``kind`` on ``target`` (``kind`` alone without a target)."""
+        return cls(f"{kind}:{target}" if target else kind)
+
+    @property
+    def kind(self) -> str:
+        """``grab`` of ``grab:cupcake_2``."""
+        return self.partition(":")[0]
+
+    @property
+    def target(self) -> str:
+        """``cupcake_2`` of ``grab:cupcake_2`` (``""`` for ``wait``, ``continue``)."""
+        return self.partition(":")[2]
 ACTION_CHARSET = string.ascii_letters + string.digits + ":_"
 MAX_ACTION_LENGTH = 128
 

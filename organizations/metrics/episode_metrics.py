@@ -1,38 +1,38 @@
-"""Episode metrics from step records: the one place headline formulas are written.
+"""Episode metrics from decision lines: the one place headline formulas are written.
 
-Step record schema (one ``dict`` per agent output; unknown keys are ignored):
+They read an episode's decision lines (:class:`~orgteams.agents.records.MessageLine`,
+:class:`~orgteams.agents.records.ActionLine`: ``EpisodeResult.records``, or
+:func:`~orgteams.organizations.rounds.episode_log.read_log` of a saved log; other lines
+are ignored):
 
-================  ==================================================================
-key               meaning
-================  ==================================================================
-``round``         0-based decision round (int)
-``tick``          env ticks elapsed when the record was written (int)
-``agent``         agent id, e.g. ``"agent_0"``
-``phase``         ``"communicate"``, ``"act"``, ``"vote"``, ...
-``kind``          ``"message"``, ``"intention"``, ``"plan"``, ``"claim"``, ``"vote"``,
-                  ``"action"``, ...
-``receivers``     who the sender addressed (list of ids) or ``"everyone"``
-``delivered``     who actually received it (list of ids, after routing)
-``message``       text sent to others, or ``None`` / ``""`` for silence
-``message_tokens``  tokens of ``message`` (counted with ``episode_metrics``'s
-                  ``tokenizer`` when missing)
-``usage``         ``{"prompt_tokens": int, "completion_tokens": int}`` of the LLM call
-``cached_usage``  the part of ``usage`` served from a response cache (billed nothing)
-``model``         model name the call used (for ``cost_usd``)
-``fallback``      falsy, or why the safe fallback action was used (bool or str)
-``abstained``     ``True`` / ``False`` for decisions where abstaining was possible,
-                  ``None`` / missing otherwise
-``role``          the role the agent took (self-chosen or assigned)
-``vote``          the agent id it voted for (``kind`` ``"vote"``)
-``events``        list of env event names (free-form)
-================  ==================================================================
+====================  ===============================================================
+field                 meaning
+====================  ===============================================================
+``round``             0-based decision round
+``tick``              env ticks elapsed when the line was written
+``agent``             agent id, e.g. ``"agent_0"``
+``phase``             ``"communicate"`` or ``"act"``
+``kind``              ``"message"``, ``"intention"``, ``"plan"``, ``"claim"``, ``"vote"``,
+                      ``"action"``, ...
+``message``           the message sent (its ``text``, ``delivered``: who actually
+                      received it), or None for silence (communicate lines)
+``message_tokens``    tokens of the message text
+``call.usage``        prompt and completion tokens of the model call
+``call.cached_usage`` the part of ``usage`` served from a response cache (billed nothing)
+``call.model``        the model the call used (for ``cost_usd``)
+``call.fallback``     None, or why the safe fallback was used
+``abstained``         ``True`` / ``False`` where abstaining was possible, else None
+``role``              the role the agent took (self-chosen or assigned)
+``vote``              the agent id it voted for (``kind`` ``"vote"``)
+====================  ===============================================================
 
-Team events (``{"type": "election", "round", "winner", ...}`` and ``{"type":
-"leader_change", "round", "leader"}``) give the leadership terms of ``leader_tenure``.
+Team events (:class:`~orgteams.organizations.rounds.episode_log.EventLine`: ``election``
+with its ``winner``, ``leader_change`` with its ``leader``) give the leadership terms of
+``leader_tenure``.
 
-A record counts as a message when ``message`` is a non-empty string. A decision is
-one agent's turn: the records with the same ``round``, ``phase``, ``stage`` and
-``agent`` (a turn that sends several messages writes one record per message).
+A line counts as a message when its message text is not blank. A decision is one
+agent's turn: the lines with the same ``round``, ``phase``, ``stage`` and ``agent`` (a
+turn that sends several messages writes one line per message).
 """
 
 from __future__ import annotations
@@ -45,6 +45,7 @@ from typing import TYPE_CHECKING, Any
 
 import networkx as nx
 
+from orgteams.agents.records import DecisionLine, MessageLine
 from orgteams.organizations.metrics.graph import (
     algebraic_connectivity,
     hierarchy_depth,
@@ -53,8 +54,8 @@ from orgteams.organizations.metrics.graph import (
 
 if TYPE_CHECKING:  # the tokenizer is imported when metrics are computed
     from orgteams.agents.llm.tokens import Tokenizer
+    from orgteams.organizations.rounds.episode_log import EventLine
 
-Record = Mapping[str, Any]
 PriceFn = Callable[[str, int, int], "float | None"]
 
 
@@ -129,31 +130,43 @@ class EpisodeMetrics:
         return asdict(self)
 
 
-def _is_message(r: Record) -> bool:
-    return isinstance(r.get("message"), str) and bool(r["message"].strip())
+def _decisions(records: Iterable[Any]) -> list[DecisionLine]:
+    return [r for r in records if isinstance(r, DecisionLine)]
 
 
-def _tokens(r: Record, tokenizer: Tokenizer) -> int:
-    if r.get("message_tokens") is not None:
-        return int(r["message_tokens"])
-    return tokenizer.count(r["message"])
+def _text(r: DecisionLine) -> str | None:
+    """The message text of a communicate line (None: silence, or an act line)."""
+    message = getattr(r, "message", None)
+    return None if message is None else message.text
 
 
-def communication_graph(records: Iterable[Record], agents: Iterable[str] = ()) -> nx.DiGraph:
+def _is_message(r: DecisionLine) -> bool:
+    text = _text(r)
+    return isinstance(text, str) and bool(text.strip())
+
+
+def _tokens(r: MessageLine, tokenizer: Tokenizer) -> int:
+    if r.message_tokens is not None:
+        return int(r.message_tokens)
+    return tokenizer.count(r.message.text)
+
+
+def communication_graph(records: Iterable[DecisionLine], agents: Iterable[str] = ()
+                        ) -> nx.DiGraph:
     """Who messaged whom: edge weight = messages delivered from sender to receiver.
 
-    Nodes are ``agents`` plus every sender and receiver in the records.
+    Nodes are ``agents`` plus every sender and receiver in the lines.
     """
     g = nx.DiGraph()
     g.add_nodes_from(agents)
-    for r in records:
-        if r.get("agent") is not None:
-            g.add_node(r["agent"])
+    for r in _decisions(records):
+        if r.agent is not None:
+            g.add_node(r.agent)
         if not _is_message(r):
             continue
-        for to in r.get("delivered") or ():
-            w = g[r["agent"]][to]["weight"] if g.has_edge(r["agent"], to) else 0
-            g.add_edge(r["agent"], to, weight=w + 1)
+        for to in r.message.delivered or ():
+            w = g[r.agent][to]["weight"] if g.has_edge(r.agent, to) else 0
+            g.add_edge(r.agent, to, weight=w + 1)
     return g
 
 
@@ -165,37 +178,39 @@ def _default_price(model: str, prompt: int, completion: int) -> float | None:
 
 
 def episode_metrics(
-    records: Sequence[Record],
+    records: Sequence[Any],
     *,
     success: bool,
     ticks: int | None = None,
     agents: Iterable[str] = (),
     leaders: Sequence[str] | None = None,
     price: PriceFn | None = None,
-    events: Sequence[Record] = (),
+    events: Sequence[EventLine] = (),
     first_leader: str | None = None,
     tokenizer: Tokenizer | None = None,
 ) -> EpisodeMetrics:
-    """Compute :class:`EpisodeMetrics` from an episode's step records.
+    """Compute :class:`EpisodeMetrics` from an episode's decision lines.
 
     Args:
-        records: Step records (schema in the module docstring).
+        records: The episode's lines (its decision lines are read; see the module
+            docstring).
         success: Whether the task was completed.
-        ticks: Env ticks of the episode; default the largest ``tick`` in the records.
+        ticks: Env ticks of the episode; default the largest ``tick`` in the lines.
         agents: The team, so silent agents still count as graph nodes.
         leaders: Roots for :func:`hierarchy_depth` (default: the busiest sender).
         price: ``price(model, prompt_tokens, completion_tokens) -> USD or None``;
             default the shipped price table (:mod:`orgteams.agents.backends.pricing`).
         events: Team events (elections, hand-overs) for ``leader_tenure``.
         first_leader: The top leader at round 0 (default: the first of ``leaders``).
-        tokenizer: Counts messages whose record has no ``message_tokens`` (the
+        tokenizer: Counts messages whose line has no ``message_tokens`` (the
             episode's; default the module's, for a saved log with no owner at hand).
     """
     from orgteams.agents.llm.tokens import count_words, default_tokenizer
 
+    records = _decisions(records)
     tokenizer = tokenizer if tokenizer is not None else default_tokenizer()
     if ticks is None:
-        ticks = max((int(r.get("tick") or 0) for r in records), default=0)
+        ticks = max((int(r.tick or 0) for r in records), default=0)
     if ticks < 0:
         raise ValueError(f"ticks must be >= 0, got {ticks}")
     price = price or _default_price
@@ -204,36 +219,37 @@ def episode_metrics(
     per_model: dict[str, list[int]] = defaultdict(lambda: [0, 0])
     cost_known = True
     for r in records:
-        u = r.get("usage") or {}
-        p, c = int(u.get("prompt_tokens") or 0), int(u.get("completion_tokens") or 0)
+        u = r.call.usage
+        p, c = int(u.prompt_tokens or 0), int(u.completion_tokens or 0)
         if not (p or c):
             continue
-        agent, phase = str(r.get("agent")), str(r.get("phase"))
+        agent, phase = str(r.agent), str(r.phase)
         usage["pa"][agent] += p
         usage["ca"][agent] += c
         usage["pp"][phase] += p
         usage["cp"][phase] += c
-        if r.get("model") is None:
+        if r.call.model is None:
             cost_known = False
         else:  # calls served from a cache are billed nothing
-            cached = r.get("cached_usage") or {}
-            per_model[str(r["model"])][0] += p - int(cached.get("prompt_tokens") or 0)
-            per_model[str(r["model"])][1] += c - int(cached.get("completion_tokens") or 0)
+            cached = r.call.cached_usage
+            per_model[str(r.call.model)][0] += p - int(cached.prompt_tokens or 0)
+            per_model[str(r.call.model)][1] += c - int(cached.completion_tokens or 0)
     costs = [price(m, p, c) for m, (p, c) in per_model.items()]
     cost_usd = None if not cost_known or None in costs else float(sum(costs))
-    decisions = [r for r in records if r.get("abstained") is not None]
-    roles = {" ".join(str(r["role"]).split()).casefold() for r in records if r.get("role")}
+    decisions = [r for r in records if getattr(r, "abstained", None) is not None]
+    roles = {" ".join(str(r.role).split()).casefold() for r in records
+             if getattr(r, "role", None)}
     roles.discard("abstain")
-    delivered = sum(_tokens(r, tokenizer) * len(r.get("delivered") or ()) for r in msgs)
+    delivered = sum(_tokens(r, tokenizer) * len(r.message.delivered or ()) for r in msgs)
     sent = sum(_tokens(r, tokenizer) for r in msgs)
     graph = communication_graph(records, agents)
-    ballots = [r for r in records if r.get("kind") == "vote" and r.get("vote")]
-    rounds = len({r["round"] for r in records if r.get("round") is not None})
+    ballots = [r for r in records if r.kind == "vote" and getattr(r, "vote", None)]
+    rounds = len({r.round for r in records if r.round is not None})
     turns: dict[tuple, bool] = {}
     for r in records:
-        if r.get("phase") is not None and r.get("agent") is not None:
-            key = (r.get("round"), r["phase"], r.get("stage"), r["agent"])
-            turns[key] = turns.get(key, False) or bool(r.get("fallback"))
+        if r.phase is not None and r.agent is not None:
+            key = (r.round, r.phase, getattr(r, "stage", None), r.agent)
+            turns[key] = turns.get(key, False) or bool(r.call.fallback)
     fell_back = sum(turns.values())
     return EpisodeMetrics(
         success=bool(success),
@@ -244,17 +260,17 @@ def episode_metrics(
         message_tokens_delivered=delivered,
         comm_tokens_per_step=comm_tokens_per_step(sent, ticks),
         delivered_tokens_per_step=comm_tokens_per_step(delivered, ticks),
-        message_words_sent=sum(count_words(r["message"]) for r in msgs),
+        message_words_sent=sum(count_words(r.message.text) for r in msgs),
         llm_prompt_tokens=sum(usage["pa"].values()),
         llm_completion_tokens=sum(usage["ca"].values()),
         cost_usd=cost_usd,
         fallback_count=fell_back,
         abstention_rate=(
-            sum(1 for r in decisions if r["abstained"]) / len(decisions) if decisions else 0.0
+            sum(1 for r in decisions if r.abstained) / len(decisions) if decisions else 0.0
         ),
         unique_roles=len(roles),
-        election_count=len({r.get("round") for r in records if r.get("kind") == "vote"}),
-        self_vote_rate=(sum(1 for r in ballots if r["vote"] == r.get("agent")) / len(ballots)
+        election_count=len({r.round for r in records if r.kind == "vote"}),
+        self_vote_rate=(sum(1 for r in ballots if r.vote == r.agent) / len(ballots)
                         if ballots else None),
         leader_tenure=leader_tenure(events, first_leader or (leaders[0] if leaders else None),
                                     rounds),
@@ -263,7 +279,7 @@ def episode_metrics(
         spectral_gap=spectral_gap(graph),
         decisions=len(turns),
         fallback_rate=fell_back / len(turns) if turns else None,
-        messages_by_kind=dict(Counter(str(r.get("kind")) for r in msgs)),
+        messages_by_kind=dict(Counter(str(r.kind) for r in msgs)),
         prompt_tokens_by_agent=dict(usage["pa"]),
         completion_tokens_by_agent=dict(usage["ca"]),
         prompt_tokens_by_phase=dict(usage["pp"]),
@@ -271,7 +287,8 @@ def episode_metrics(
     )
 
 
-def leader_tenure(events: Iterable[Record], first: str | None, rounds: int) -> float | None:
+def leader_tenure(events: Iterable[EventLine], first: str | None, rounds: int
+                  ) -> float | None:
     """Mean rounds per leadership term: ``rounds`` over the number of terms, a term
     starting with ``first`` at round 0 and with each election or hand-over that gives
     the lead to another agent. None without a leader or a round."""
@@ -279,21 +296,21 @@ def leader_tenure(events: Iterable[Record], first: str | None, rounds: int) -> f
         return None
     current, terms = first, 1
     for e in events:
-        new = e.get("winner") if e.get("type") == "election" else (
-            e.get("leader") if e.get("type") == "leader_change" else None)
+        new = e.get("winner") if e.type == "election" else (
+            e.get("leader") if e.type == "leader_change" else None)
         if new is not None and new != current:
             current, terms = new, terms + 1
     return rounds / terms
 
 
-def roles_by_round(records: Iterable[Record]) -> dict[str, dict[str, str]]:
+def roles_by_round(records: Iterable[Any]) -> dict[str, dict[str, str]]:
     """Each agent's role per round, ``{round: {agent: role}}`` (JSON keys: strings), from
-    the communicate-phase records' ``role`` (assigned, or self-chosen and granted); an
-    agent with no role that round is left out. The last record of a round wins."""
+    the communicate-phase lines' ``role`` (assigned, or self-chosen and granted); an
+    agent with no role that round is left out. The last line of a round wins."""
     out: dict[str, dict[str, str]] = {}
-    for r in records:
-        if r.get("phase") == "communicate" and r.get("role") and r.get("round") is not None:
-            out.setdefault(str(r["round"]), {})[str(r["agent"])] = str(r["role"])
+    for r in _decisions(records):
+        if r.phase == "communicate" and getattr(r, "role", None) and r.round is not None:
+            out.setdefault(str(r.round), {})[str(r.agent)] = str(r.role)
     return out
 
 

@@ -26,6 +26,7 @@ from typing import Any
 from orgteams.agents.llm.tokens import Tokenizer, default_tokenizer
 from orgteams.agents.member import ActDecision, TeamMember
 from orgteams.agents.messages import TeamMessage
+from orgteams.agents.records import DecisionLine
 from orgteams.agents.shared_context import (
     HISTORY_EPISODES,
     HISTORY_ROUNDS,
@@ -36,8 +37,10 @@ from orgteams.agents.shared_context import (
 from orgteams.agents.team import Team
 from orgteams.agents.view import MemberView
 from orgteams.envs.highlevel.highlevel_env import HighLevelEnv
+from orgteams.envs.highlevel.space import ActionId
 from orgteams.organizations.protocols.facts import PROTOCOL_FACTS
 from orgteams.organizations.protocols.schedule import leader_for_round
+from orgteams.organizations.rounds.episode_log import EventLine
 from orgteams.organizations.rounds.phases import act_phase, communicate_phase
 from orgteams.organizations.rounds.status import EpisodeStopped
 from orgteams.organizations.spec.organization import SELF_CHOSEN, Organization
@@ -55,7 +58,9 @@ class RoundHooks:
     """Who watches (or steers) the loop; each list is called in subscription order.
 
     Attributes:
-        record: Every log record: decision lines and ``"record": "event"`` lines.
+        record: Every log line the loop makes: decision lines
+            (:class:`~orgteams.agents.records.MessageLine`,
+            :class:`~orgteams.agents.records.ActionLine`) and :class:`EventLine` s.
         message: Every routed message (the window overlay draws them).
         phase: ``(state, "communicate" | "act")`` when a phase starts.
         stage: After every communicate stage (the live window redraws).
@@ -73,13 +78,14 @@ class RoundHooks:
         tick: ``(before, joint, after, infos)`` after every env tick (replay log, video).
     """
 
-    record: list[Callable[[dict], None]] = field(default_factory=list)
+    record: list[Callable[[DecisionLine | EventLine], None]] = field(default_factory=list)
     message: list[Callable[[TeamMessage], None]] = field(default_factory=list)
     phase: list[Callable[[EpisodeState, str], None]] = field(default_factory=list)
     stage: list[StateHook] = field(default_factory=list)
     called: list[Callable[[EpisodeState, Any], None]] = field(default_factory=list)
     decided: list[Callable[[EpisodeState, list[Any]], None]] = field(default_factory=list)
-    actions: list[Callable[[EpisodeState, dict[str, str]], None]] = field(default_factory=list)
+    actions: list[Callable[[EpisodeState, dict[str, ActionId]], None]] = field(
+        default_factory=list)
     round_start: list[StateHook] = field(default_factory=list)
     round_end: list[StateHook] = field(default_factory=list)
     tick: list[Callable[..., None]] = field(default_factory=list)
@@ -139,11 +145,11 @@ class EpisodeState:
     progress: list[int] = field(default_factory=lambda: [0])
     duplicates: Counter = field(default_factory=Counter)
     last_duplicates: tuple[int, int] = (0, 0)
-    events: list[dict] = field(default_factory=list)
+    events: list[EventLine] = field(default_factory=list)
     abstained: set[str] = field(default_factory=set)
     should_stop: Callable[[], str | None] | None = None
     stop_reason: str | None = None
-    early_actions: dict[str, tuple[str, ActDecision]] = field(default_factory=dict)
+    early_actions: dict[str, tuple[ActionId, ActDecision]] = field(default_factory=dict)
     undelivered: dict[str, list[TeamMessage]] | None = None
     outcomes: list[RoundOutcome] = field(default_factory=list)
     patterns: tuple[EpisodePattern, ...] = ()
@@ -184,7 +190,7 @@ class EpisodeState:
         return SharedHistory(tuple(self.outcomes[-HISTORY_ROUNDS:]),
                              self.patterns[-HISTORY_EPISODES:])
 
-    def remember_round(self, actions: dict[str, str], abstained: set[str]) -> None:
+    def remember_round(self, actions: dict[str, ActionId], abstained: set[str]) -> None:
         """Record this round's outcome for the shared history (after the env step)."""
         new = {a: act for a, act in actions.items()
                if act not in ("continue", "wait") and a not in abstained}
@@ -228,10 +234,16 @@ class EpisodeState:
             member.set_leader(agent in top)
 
     def switch(self, organization: Organization) -> None:
-        """Put ``organization`` in force for the same team (the monitor's fallback); the
-        members shocks removed stay out (their seats taken under its ``succession``)."""
-        self.organization = organization
-        self.resolved = organization.resolve(self.roster, removed=self.resolved.removed)
+        """Put ``organization`` in force for the same team (the monitor's fallback, a
+        regulate shock), resolved once for it; the members shocks removed stay out
+        (their seats taken under its ``succession``).
+
+        Raises:
+            ValueError: It cannot be resolved for this team (the episode keeps the
+                organization in force).
+        """
+        resolved = organization.resolve(self.roster, removed=self.resolved.removed)
+        self.organization, self.resolved = organization, resolved  # both, or neither
         self.set_leaders(list(self.resolved.top_leaders))
 
     def remove(self, agent: str) -> None:
@@ -282,15 +294,14 @@ class EpisodeState:
         if event:
             self.event("succession", **event)
 
-    def emit(self, record: dict) -> None:
-        """Send one log record to the ``record`` subscribers."""
+    def emit(self, line: DecisionLine | EventLine) -> None:
+        """Send one log line to the ``record`` subscribers."""
         for hook in self.hooks.record:
-            hook(record)
+            hook(line)
 
     def event(self, type_: str, **data: Any) -> None:
-        """Record a team-level event of this round."""
-        event = {"record": "event", "round": self.round, "tick": self.env.ticks,
-                 "type": type_, **data}
+        """Record a team-level event of this round (an :class:`EventLine`)."""
+        event = EventLine(round=self.round, tick=self.env.ticks, type=type_, data=data)
         self.events.append(event)
         self.emit(event)
 

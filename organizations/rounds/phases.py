@@ -9,15 +9,18 @@ end of the phase. :func:`act_phase` asks, concurrently, every agent that must de
 unavailable one by the one fallback rule
 (:func:`~orgteams.agents.member.safe_action`) and steps the env.
 
-Neither writes a file or draws: they send records, messages and stage ends to the
-state's hooks.
+Neither writes a file or draws: they send log lines (typed:
+:class:`~orgteams.agents.records.MessageLine`, :class:`~orgteams.agents.records.ActionLine`),
+messages and stage ends to the state's hooks.
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import asdict, replace
+from functools import partial
 from typing import TYPE_CHECKING
 
 from orgteams.agents.member import (
@@ -29,7 +32,9 @@ from orgteams.agents.member import (
     safe_action,
 )
 from orgteams.agents.member_rules import within_budget
+from orgteams.agents.records import ActionLine, DecisionLine, MessageLine
 from orgteams.agents.shared_context import action_output
+from orgteams.envs.highlevel.space import ActionId
 from orgteams.organizations.protocols.facts import PROTOCOL_FACTS
 from orgteams.organizations.protocols.schedule import (
     Stage,
@@ -39,7 +44,6 @@ from orgteams.organizations.protocols.schedule import (
     schedule,
     visible_outputs,
 )
-from orgteams.organizations.rounds.episode_log import decision_fields
 from orgteams.organizations.rounds.status import EpisodeStopped
 
 if TYPE_CHECKING:  # the loop (episode.py) calls the phases; they only read its state
@@ -48,21 +52,20 @@ if TYPE_CHECKING:  # the loop (episode.py) calls the phases; they only read its 
 __all__ = ["act_phase", "communicate_phase", "decide_actions", "deliver_held"]
 
 TRACKED = ("grab", "explore", "check")  # kinds whose targets two agents should not share
-# Fields of a decision, not of each message it sends: only its first message line has them.
-_CALL_ONLY = ("usage", "cached_usage", "prompt", "replies", "attempts")
 
 
-async def _all(state: EpisodeState, agents: list[str], calls, line: dict) -> list:
+async def _all(state: EpisodeState, agents: list[str], calls,
+               unused: Callable[..., DecisionLine]) -> list:
     """The members' decisions, asked concurrently (one call is awaited without a task).
 
     Each decision's record goes to the ``called`` hooks in the order the calls finished,
     so a stop on failed calls counts them exactly however many ran at once. When a hook
     stops the episode (:class:`~orgteams.organizations.rounds.status.EpisodeStopped`),
     nothing more is used or started: every decision of these calls is written to the
-    log as it is (``line`` gives the phase, kind and stage; a note says it was not used,
-    and, for one that finished after the stop's call, that it was not counted), then the
-    stop goes on. Calls already running are let finish so that every request they made
-    is on record.
+    log as it is (an unused line made by ``unused``, which gives its kind and stage; a
+    note says it was not used, and, for one that finished after the stop's call, that it
+    was not counted), then the stop goes on. Calls already running are let finish so that
+    every request they made is on record.
     """
     calls = list(calls)
     finished: list[int] = []  # indexes of the calls, in the order they finished
@@ -86,8 +89,8 @@ async def _all(state: EpisodeState, agents: list[str], calls, line: dict) -> lis
                                                f"that stopped the episode ({stop.reason})")
             for agent, d in zip(agents, results):
                 d.record.notes.append(f"not used: the episode stopped ({stop.reason})")
-                state.emit({"round": state.round, "tick": state.env.ticks, "agent": agent,
-                            **line, "thoughts": d.thoughts, **decision_fields(d.record)})
+                state.emit(unused(round=state.round, agent=agent, call=d.record,
+                                  tick=state.env.ticks, thoughts=d.thoughts, unused=True))
             raise
     return results
 
@@ -140,8 +143,8 @@ async def communicate_phase(state: EpisodeState, speakers: list[str] | None = No
         decisions = await _all(state, list(stage.speakers),
                                (state.members[a].communicate(ctxs[a], view)
                                 for a in stage.speakers),
-                               {"phase": "communicate", "stage": si, "kind": stage.kind,
-                                "message": None})
+                               partial(MessageLine, phase="communicate", stage=si,
+                                       kind=stage.kind))
         state.check_stop()  # e.g. a person's window closed while they were asked
         votes, claims = {}, {}
         for agent, d in zip(stage.speakers, decisions):
@@ -277,16 +280,16 @@ def _route(state: EpisodeState, si: int, stage: Stage, agent: str, d: Communicat
            ctx: CommunicateContext, inbox: dict[str, list[TeamMessage]]) -> list[TeamMessage]:
     """Stamp, route and record one speaker's turn (message tokens counted with the
     episode's tokenizer); returns what later stages may see."""
-    recording = bool(state.hooks.record)  # records cost: build them only for a reader
+    recording = bool(state.hooks.record)  # lines cost: build them only for a reader
     allow = state.organization.allow_abstain
-    base = {"round": state.round, "tick": state.env.ticks, "agent": agent,
-            "phase": "communicate", "stage": si, "kind": stage.kind, "role": d.role or ctx.role,
-            "abstained": d.abstain if allow else None, "vote": d.vote,
-            "thoughts": d.thoughts, **decision_fields(d.record)} if recording else {}
+    turn = {"round": state.round, "agent": agent, "tick": state.env.ticks, "stage": si,
+            "kind": stage.kind,
+            "role": d.role or ctx.role, "abstained": d.abstain if allow else None,
+            "vote": d.vote, "thoughts": d.thoughts}
     if not d.messages:
         if recording:
-            state.emit({**base, "message": None, "receivers": [], "delivered": [],
-                        "message_tokens": 0})
+            state.emit(MessageLine(phase="communicate", call=d.record, message_tokens=0,
+                                   **turn))
         return [TeamMessage(agent, (), round=state.round, stage=si, role=d.role,
                             abstained=d.abstain)]
     said = []
@@ -299,10 +302,9 @@ def _route(state: EpisodeState, si: int, stage: Stage, agent: str, d: Communicat
         for b in delivered:
             inbox[b].append(out)
         if recording:
-            rec = base if i == 0 else {k: v for k, v in base.items() if k not in _CALL_ONLY}
-            state.emit({**rec, "message": m.text, "message_kind": m.kind,
-                        "receivers": out.receivers_json(), "delivered": delivered,
-                        "dropped": dropped, "message_tokens": state.tokenizer.count(m.text)})
+            state.emit(MessageLine.sent(d.record, out, **turn, first=i == 0,
+                                        dropped=list(dropped),
+                                        message_tokens=state.tokenizer.count(m.text)))
         for hook in state.hooks.message:
             hook(out)
     return said
@@ -311,7 +313,7 @@ def _route(state: EpisodeState, si: int, stage: Stage, agent: str, d: Communicat
 async def decide_actions(state: EpisodeState, abstained: set[str] = frozenset(),
                          deciders: list[str] | None = None,
                          visible: dict[str, list[TeamMessage]] | None = None
-                         ) -> tuple[dict[str, str], dict[str, ActDecision]]:
+                         ) -> tuple[dict[str, ActionId], dict[str, ActDecision]]:
     """Ask the deciders, concurrently, for one action each; an unavailable one becomes
     the safe action (the decision record says so).
 
@@ -336,9 +338,8 @@ async def decide_actions(state: EpisodeState, abstained: set[str] = frozenset(),
             for a in deciders}
     decisions = await _all(state, deciders,
                            (state.members[a].act(state.view, state.round, ctxs[a])
-                            for a in deciders),
-                           {"phase": "act", "kind": "action", "action": None})
-    actions: dict[str, str] = {}
+                            for a in deciders), partial(ActionLine, phase="act"))
+    actions: dict[str, ActionId] = {}
     chosen: dict[str, ActDecision] = {}
     for agent, d in zip(deciders, decisions):
         offered = env.available_actions(agent)
@@ -366,7 +367,7 @@ async def act_phase(state: EpisodeState, abstained: set[str]) -> None:
     chosen = {a: chosen[a] for a in state.team if a in chosen}  # records in team order
     for agent in abstained:
         if agent not in state.removed and env.needs_decision(agent):
-            actions[agent] = "wait"
+            actions[agent] = ActionId("wait")
     state.round_tick = env.ticks
     _count_duplicates(state, actions)
     for hook in state.hooks.actions:
@@ -379,26 +380,26 @@ async def act_phase(state: EpisodeState, abstained: set[str]) -> None:
         events = info.get("events", [])
         state.placed[agent] += sum(1 for e in events if e.get("type") == "placed")
         if state.hooks.record:
-            state.emit({"round": state.round, "tick": env.ticks, "agent": agent, "phase": "act",
-                        "kind": "action", "action": actions[agent], "thoughts": d.thoughts,
-                        "status": info.get("status"),
-                        "failure_reason": info.get("failure_reason"),
-                        "events": [e.get("type") for e in events],
-                        "ticks_elapsed": info.get("ticks_elapsed"), **decision_fields(d.record)})
+            state.emit(ActionLine(round=state.round, agent=agent, phase="act", call=d.record,
+                                  tick=env.ticks, action=actions[agent],
+                                  thoughts=d.thoughts, status=info.get("status"),
+                                  failure_reason=info.get("failure_reason"),
+                                  events=[e.get("type") for e in events],
+                                  ticks_elapsed=info.get("ticks_elapsed")))
     for hook in state.hooks.decided:
         hook(state, [d.record for a, d in chosen.items() if a not in early])
     deliver_held(state)
     state.remember_round(actions, abstained)
 
 
-def _count_duplicates(state: EpisodeState, actions: dict[str, str]) -> None:
+def _count_duplicates(state: EpisodeState, actions: dict[str, ActionId]) -> None:
     """Count new decisions whose target another agent already pursues (duplicated work)."""
     env, pursuing = state.env, {}
     for a in state.active():
         current = env.current(a)
         act = actions.get(a)
         if act and act not in ("continue", "wait"):
-            pursuing[a] = tuple(act.split(":", 1))
+            pursuing[a] = (act.kind, act.target)
         elif current is not None and act != "wait":
             pursuing[a] = (current.kind, current.target)
     targets = Counter(t for t in pursuing.values() if t[0] in TRACKED)

@@ -24,11 +24,12 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from orgteams.agents.llm.tokens import Tokenizer, approximate_note, default_tokenizer
+from orgteams.agents.records import DecisionLine
 from orgteams.agents.shared_context import EpisodePattern
 from orgteams.agents.team import Team
 from orgteams.envs.highlevel.highlevel_env import HighLevelEnv
@@ -40,7 +41,8 @@ from orgteams.organizations.rounds.episode import (
     check_members,
     play_rounds,
 )
-from orgteams.organizations.rounds.episode_log import EpisodeLog
+from orgteams.organizations.rounds.episode_log import EpisodeLog, EventLine
+from orgteams.organizations.rounds.episode_summary import EpisodeSummary
 from orgteams.organizations.rounds.monitor import CapabilityMonitor, MonitorConfig
 from orgteams.organizations.rounds.shocks import (
     Shock,
@@ -58,14 +60,22 @@ from orgteams.organizations.rounds.status import (
     end_reason,
 )
 from orgteams.organizations.spec.organization import Organization
+from orgteams.organizations.spec.resolved import ResolvedOrganization
 
 
 @dataclass
 class EpisodeResult:
-    """What :meth:`TeamRunner.run` returns."""
+    """What :meth:`TeamRunner.run` returns.
 
-    summary: dict[str, Any]
-    records: list[dict] = field(repr=False)
+    Attributes:
+        summary: The episode's :class:`EpisodeSummary` (``summary.to_dict()``: its JSON
+            object, the log's summary line).
+        records: Its decision and event lines, as the log holds them.
+        log_path: The JSONL episode log, or None.
+    """
+
+    summary: EpisodeSummary
+    records: list[DecisionLine | EventLine] = field(repr=False)
     log_path: Path | None = None
 
 
@@ -98,6 +108,10 @@ class TeamRunner:
         tokenizer: Counts the episode's message tokens (records, budgets, metrics; its
             name is the summary's ``tokenizer``): the owner's, e.g. the
             :class:`~orgteams.agents.backends.pool.BackendPool`'s; None: the module's default.
+        resolved: ``organization`` as the caller resolved it for this team (``run_episode``
+            resolves it once for the members and the runner); None: resolved here. Every
+            episode of the runner starts from it; the round loop resolves again only
+            when the organization changes (an election, a removal, a switch).
     """
 
     def __init__(self, env: HighLevelEnv, organization: Organization, members: dict[str, Any],
@@ -108,7 +122,8 @@ class TeamRunner:
                  max_transport_failures: int | None = DEFAULT_MAX_TRANSPORT_FAILURES,
                  should_stop: Callable[[], str | None] | None = None,
                  tokenizer: Tokenizer | None = None,
-                 max_invalid_replies: int | None = DEFAULT_MAX_INVALID_REPLIES):
+                 max_invalid_replies: int | None = DEFAULT_MAX_INVALID_REPLIES,
+                 resolved: ResolvedOrganization | None = None):
         team = list(env.possible_agents)
         CallFailures(max_transport_failures, max_invalid_replies)  # validate them now
         self.max_transport_failures = max_transport_failures
@@ -118,7 +133,8 @@ class TeamRunner:
         self.team = team
         self.roster = Team.of(team, names)
         self.names = self.roster.by_id
-        organization.resolve(self.roster)  # bad templates fail here, before any file
+        # once, for every episode: bad templates fail here, before any file
+        self.resolved = _resolved_for(organization, self.roster, resolved)
         self.max_rounds = max_rounds
         self.log_path = Path(log_path) if log_path else None
         self.shocks = sorted(shocks, key=lambda s: s.round)
@@ -147,7 +163,7 @@ class TeamRunner:
         for m in self.members.values():
             m.reset()
         state = self.state = EpisodeState(
-            env, self.organization, self.organization.resolve(self.roster), self.members,
+            env, self.organization, self.resolved, self.members,
             should_stop=self.should_stop, patterns=tuple(self.patterns),
             tokenizer=self.tokenizer)
         log = self._log = EpisodeLog(self.log_path)
@@ -169,11 +185,12 @@ class TeamRunner:
                 state.event("stopped", status=status, reason=reason, detail=detail)
             if status == "complete":
                 self.patterns.append(state.pattern())  # the shared history's episodes
-            summary = self._summary(state, log.records, seed, time.perf_counter() - start)
-            summary.update(episode_status=status, stop_reason=reason, stop_detail=detail)
+            summary = self._summary(state, log.records, seed, time.perf_counter() - start,
+                                    episode_status=status, stop_reason=reason,
+                                    stop_detail=detail)
             if self.log_path is not None:
                 team_log.end_replay_log(log, env.world)
-                log.write({"record": "summary", **summary})
+                log.write(summary)
         finally:
             log.close()
             await self._close_async_clients(state)
@@ -234,47 +251,64 @@ class TeamRunner:
                             baseline=None if data is None else data["units_after"])})
         return out
 
-    def _summary(self, state: EpisodeState, records: list[dict], seed, wall: float
-                 ) -> dict[str, Any]:
+    def _summary(self, state: EpisodeState, records: list[DecisionLine | EventLine], seed,
+                 wall: float, **ending: Any) -> EpisodeSummary:
         env, world = self.env, self.env.world
-        decisions = [r for r in records if r.get("phase") in ("communicate", "act")]
+        decisions = [r for r in records if isinstance(r, DecisionLine)
+                     and r.phase in ("communicate", "act")]
         metrics = episode_metrics(decisions, success=world.success, ticks=env.ticks,
                                   agents=self.team, tokenizer=state.tokenizer,
                                   leaders=list(state.resolved.top_leaders) or None,
-                                  events=state.events, first_leader=next(iter(
-                                      self.organization.resolve(self.roster).top_leaders),
-                                      None))
+                                  events=state.events,
+                                  first_leader=next(iter(self.resolved.top_leaders), None))
         dup = state.duplicates
-        return {
-            **asdict(metrics),
-            "rounds": env.rounds, "seed": seed, "task": self._start_scene.task,
-            "layout": world.scene.layout.name, "organization": self.organization.name,
-            "final_organization": state.organization.name, "protocol": self.organization.protocol,
-            "final_protocol": state.organization.protocol,
-            "num_agents": len(self.team), "step_limit": world.scene.step_limit,
-            "goal": [str(p) for p in self._start_scene.goal],
-            "final_task": world.scene.task,
-            "final_goal": [str(p) for p in world.scene.goal],
-            "units_done": sum(world.progress),
-            "units_total": sum(p.count for p in world.scene.goal),
-            "members": {a: m.model for a, m in state.members.items()},
-            "llm_settings": {a: m.settings for a, m in state.members.items()
-                             if m.settings is not None},
-            "cache_hits": sum(r.get("cached_calls") or 0 for r in decisions),
-            "duplicate_decisions": dup["duplicated"], "new_decisions": dup["decisions"],
-            "duplicate_rate": dup["duplicated"] / dup["decisions"] if dup["decisions"] else 0.0,
-            "events": state.events,
-            "shocks": self._shock_summary(state),
-            "org_switches": [e for e in state.events if e["type"] == "org_switch"],
-            "successions": [e for e in state.events if e["type"] == "succession"],
-            "warnings": [e["message"] for e in state.events if e["type"] == "small_team"],
-            "roles_by_round": roles_by_round(decisions),
+        return EpisodeSummary.of(
+            metrics,
+            rounds=env.rounds, seed=seed, task=self._start_scene.task,
+            layout=world.scene.layout.name, organization=self.organization.name,
+            final_organization=state.organization.name, protocol=self.organization.protocol,
+            final_protocol=state.organization.protocol,
+            num_agents=len(self.team), step_limit=world.scene.step_limit,
+            goal=[str(p) for p in self._start_scene.goal],
+            final_task=world.scene.task,
+            final_goal=[str(p) for p in world.scene.goal],
+            units_done=sum(world.progress),
+            units_total=sum(p.count for p in world.scene.goal),
+            members={a: m.model for a, m in state.members.items()},
+            llm_settings={a: m.settings for a, m in state.members.items()
+                          if m.settings is not None},
+            cache_hits=sum(r.call.cached_calls or 0 for r in decisions),
+            duplicate_decisions=dup["duplicated"], new_decisions=dup["decisions"],
+            duplicate_rate=dup["duplicated"] / dup["decisions"] if dup["decisions"] else 0.0,
+            events=state.events,
+            shocks=self._shock_summary(state),
+            org_switches=[e for e in state.events if e.type == "org_switch"],
+            successions=[e for e in state.events if e.type == "succession"],
+            warnings=[e.get("message") for e in state.events if e.type == "small_team"],
+            roles_by_round=roles_by_round(decisions),
             **team_log.fault_counts(decisions),
-            "tokenizer": state.tokenizer.name,
-            "tokens_approximate": approximate_note(state.tokenizer.name),
-            "wall_seconds": wall,
-            "log_path": str(self.log_path) if self.log_path else None,
-        }
+            tokenizer=state.tokenizer.name,
+            tokens_approximate=approximate_note(state.tokenizer.name),
+            wall_seconds=wall,
+            log_path=str(self.log_path) if self.log_path else None,
+            **ending)
+
+
+def _resolved_for(organization: Organization, roster: Team,
+                  resolved: ResolvedOrganization | None) -> ResolvedOrganization:
+    """``organization`` resolved for ``roster``: ``resolved`` when it is that, else now.
+
+    Raises:
+        ValueError: ``resolved`` is another organization's or another team's.
+    """
+    if resolved is None:
+        return organization.resolve(roster)
+    mine = (resolved.roster.ids, resolved.roster.names)
+    if resolved.organization is not organization or mine != (roster.ids, roster.names):
+        raise ValueError(f"resolved= is {resolved.organization.name!r} for "
+                         f"{list(resolved.roster.ids)}, not {organization.name!r} for "
+                         f"{list(roster.ids)} with names {list(roster.names)}")
+    return resolved
 
 
 def _subscribe_overlay(hooks: RoundHooks, env: HighLevelEnv) -> None:

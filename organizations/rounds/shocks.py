@@ -37,6 +37,7 @@ from orgteams.organizations.rounds.episode import check_member
 
 if TYPE_CHECKING:
     from orgteams.organizations.rounds.episode import EpisodeState
+    from orgteams.organizations.rounds.episode_summary import EpisodeSummary
 
 __all__ = ["KINDS", "REGULATED", "Shock", "apply_shock", "check_priority_shifts",
            "check_shocks", "recovery_rounds", "recovery_summary", "regulated", "take_over"]
@@ -267,8 +268,7 @@ def apply_shock(state: EpisodeState, shock: Shock, factory=None) -> dict[str, An
     elif shock.kind == "regulate":
         old = state.organization
         new = regulated(old, shock.field, shock.value)
-        new.resolve(state.roster)  # a value that cannot resolve for this team fails here
-        state.switch(new)
+        state.switch(new)  # resolved once (check_shocks tried it before the episode)
         top = shock.field.partition(".")[0]  # rules.<rule>: the whole rules block
         data.update(field=shock.field, before=old.model_dump(mode="json")[top],
                     after=new.model_dump(mode="json")[top])
@@ -320,7 +320,7 @@ def recovery_rounds(units_by_round: list[int], shock_round: int, *, success: boo
     return None
 
 
-def recovery_summary(summaries: list[dict]) -> dict[str, Any] | None:
+def recovery_summary(summaries: list[EpisodeSummary]) -> dict[str, Any] | None:
     """Recovery over episode summaries' ``shocks``: counts and the recovered ones' rounds.
 
     A ``recovery_rounds`` of None (failed episode, shock never hit, rate never back) is
@@ -333,7 +333,7 @@ def recovery_summary(summaries: list[dict]) -> dict[str, Any] | None:
         ``successions``), ``rounds`` the recovered shocks' values, ``mean_rounds`` their
         mean (None when none recovered).
     """
-    shocks = [s for e in summaries for s in e.get("shocks") or []]
+    shocks = [s for e in summaries for s in e.shocks or []]
     if not shocks:
         return None
     applied = [s for s in shocks if s.get("applied", True)]
@@ -342,6 +342,6 @@ def recovery_summary(summaries: list[dict]) -> dict[str, Any] | None:
               and not isinstance(s["recovery_rounds"], bool)]
     return {"shocks": len(shocks), "applied": len(applied), "recovered": len(rounds),
             "not_recovered": len(applied) - len(rounds),
-            "successions": sum(len(e.get("successions") or ()) for e in summaries),
+            "successions": sum(len(e.successions or ()) for e in summaries),
             "rounds": rounds,
             "mean_rounds": sum(rounds) / len(rounds) if rounds else None}

@@ -32,9 +32,12 @@ counted"), and no call starts after it.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from orgteams.errors import UserError
+
+if TYPE_CHECKING:
+    from orgteams.organizations.rounds.episode_summary import EpisodeSummary
 
 __all__ = ["DEFAULT_MAX_INVALID_REPLIES", "DEFAULT_MAX_TRANSPORT_FAILURES", "EPISODE_STATUSES",
            "STOP_REASONS", "CallFailures", "EpisodeStopped", "end_reason", "why_stopped"]
@@ -71,10 +74,10 @@ def end_reason(success: bool, env_over: bool) -> str:
     return "max ticks" if env_over else "max rounds"
 
 
-def why_stopped(summary: dict[str, Any]) -> str | None:
+def why_stopped(summary: EpisodeSummary) -> str | None:
     """An episode summary's early stop in words: ``stop_detail``, else ``stop_reason``
     (summaries written before ``stop_detail`` kept the sentence there)."""
-    return summary.get("stop_detail") or summary.get("stop_reason")
+    return summary.stop_detail or summary.stop_reason
 
 
 def _limit(value: int | None, name: str) -> int | None:

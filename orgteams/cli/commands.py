@@ -9,7 +9,12 @@ import argparse
 import functools
 import json
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # the commands import what they run when they run
+    from orgteams.agents.records import DecisionLine
+    from orgteams.organizations.rounds.episode_log import EventLine
+    from orgteams.organizations.rounds.episode_summary import EpisodeSummary
 
 BUDGET_REACHED = 3
 """Exit status of a run its ``--max-cost`` stopped (finished work kept; rerun with a
@@ -64,7 +69,9 @@ def _round_printer(names: dict[str, str] | None = None):
     Alice, Bob...), as in the window and the prompts; ids stay in the log.
     """
 
+    from orgteams.agents.records import ActionLine, MessageLine
     from orgteams.agents.team import Team
+    from orgteams.organizations.rounds.episode_log import EventLine
 
     @functools.cache
     def name(agent: str) -> str:
@@ -72,23 +79,22 @@ def _round_printer(names: dict[str, str] | None = None):
             return names.get(agent, agent)
         return Team.of([agent]).names[0]  # the default name scheme (agent_1 is Bob)
 
-    def show(round_: int, records: list[dict]) -> None:
+    def show(round_: int, records: list[DecisionLine | EventLine]) -> None:
         for r in records:
-            who = name(r.get("agent", "team"))
-            if r.get("phase") == "communicate" and r.get("message"):
-                to = ", ".join(map(name, r.get("delivered") or [])) or "nobody"
-                text = r["message"]
-                if r.get("message_kind") == "assign":  # "Bob: explore kitchen", to Bob
+            if isinstance(r, MessageLine) and r.message is not None and r.message.text:
+                to = ", ".join(map(name, r.message.delivered or [])) or "nobody"
+                text = r.message.text
+                if r.message.kind == "assign":  # "Bob: explore kitchen", to Bob
                     text = text.removeprefix(f"{to}: ")
-                print(f"  r{round_:<3} {who} -> {to}: {text[:100]}", file=sys.stderr)
-            elif r.get("phase") == "act":
-                extra = f"  [fallback: {r['fallback']}]" if r.get("fallback") else ""
-                print(f"  r{round_:<3} {who} does {r.get('action')} "
-                      f"({r.get('status')}, tick {r.get('tick')}){extra}", file=sys.stderr)
-            elif r.get("record") == "event":
-                print(f"  r{round_:<3} event {r.get('type')}: "
-                      f"{ {k: v for k, v in r.items() if k not in ('record', 'type')} }",
-                      file=sys.stderr)
+                print(f"  r{round_:<3} {name(r.agent)} -> {to}: {text[:100]}", file=sys.stderr)
+            elif isinstance(r, ActionLine):
+                fallback = r.call.fallback
+                extra = f"  [fallback: {fallback}]" if fallback else ""
+                print(f"  r{round_:<3} {name(r.agent)} does {r.action} "
+                      f"({r.status}, tick {r.tick}){extra}", file=sys.stderr)
+            elif isinstance(r, EventLine):
+                print(f"  r{round_:<3} event {r.type}: "
+                      f"{ {'round': r.round, 'tick': r.tick, **r.data} }", file=sys.stderr)
     return show
 
 
@@ -103,7 +109,7 @@ SUMMARY_ROWS = ("episode_status", "stop_reason", "stop_detail", "success", "tick
                 "tokenizer", "tokens_approximate", "wall_seconds", "log_path")
 
 
-def _print_summary(summary: dict) -> None:
+def _print_summary(summary: EpisodeSummary) -> None:
     try:
         from rich.console import Console
         from rich.table import Table
@@ -111,18 +117,18 @@ def _print_summary(summary: dict) -> None:
 
         # Text, not str: rich would read "[local]" in "pip install 'orgteams[local]'" (or
         # any bracket in a name or a path) as markup and drop it.
-        table = Table(title=Text(f"{summary['task']} on {summary['layout']}, "
-                                 f"{summary['organization']} ({summary['num_agents']} agents)"))
+        table = Table(title=Text(f"{summary.task} on {summary.layout}, "
+                                 f"{summary.organization} ({summary.num_agents} agents)"))
         table.add_column("metric")
         table.add_column("value", justify="right")
         for k in SUMMARY_ROWS:
-            v = summary.get(k)
+            v = getattr(summary, k)
             table.add_row(k, Text(f"{v:.3f}" if isinstance(v, float) else str(v),
                                   justify="right"))
         Console().print(table)
     except ImportError:  # rich is in the report extra
         for k in SUMMARY_ROWS:
-            print(f"{k:>26}: {summary.get(k)}")
+            print(f"{k:>26}: {getattr(summary, k)}")
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -144,31 +150,31 @@ def cmd_run(args: argparse.Namespace) -> int:
                              on_round=None if args.quiet else _round_printer())
     summary = result.summary
     # never met silently (stderr, so --json stays clean)
-    for line in [*summary.get("warnings", []), summary.get("tokens_approximate")]:
+    for line in [*summary.warnings, summary.tokens_approximate]:
         if line:
             print(f"warning: {line}", file=sys.stderr)
     if args.json:
-        _print_json(summary)
+        _print_json(summary.to_dict())
     else:
         _print_summary(summary)
-        for e in summary.get("successions", []):
-            print(f"round {e['round']}: {e['successor']} took {e['agent']}'s seat "
-                  f"({e['role']}, succession {e['rule']})")
+        for e in summary.successions:
+            print(f"round {e.round}: {e.get('successor')} took {e.get('agent')}'s seat "
+                  f"({e.get('role')}, succession {e.get('rule')})")
         if result.log_path is not None:  # the table cuts long paths
             print(f"log: {result.log_path}\nreplay it: orgteams replay {result.log_path}")
-    status = summary.get("episode_status", "complete")
+    status = summary.episode_status or "complete"
     if spend is not None and spend.reached():
         from orgteams.agents.backends.spend import MAX_COST, usd
 
-        if summary.get("stop_reason") == MAX_COST:
+        if summary.stop_reason == MAX_COST:
             partial = f"; log {result.log_path}" if result.log_path else ""
             print(f"orgteams run: budget reached: spent {usd(spend.spent)} of --max-cost "
-                  f"{usd(spend.max_cost)}; the episode stopped at round {summary['rounds']}"
+                  f"{usd(spend.max_cost)}; the episode stopped at round {summary.rounds}"
                   f"{partial}", file=sys.stderr)
             return BUDGET_REACHED
     if status == "interrupted":  # e.g. the window was closed
         partial = f"; partial log {result.log_path}" if result.log_path else ""
-        print(f"stopped at round {summary['rounds']} ({summary['stop_reason']}){partial}",
+        print(f"stopped at round {summary.rounds} ({summary.stop_reason}){partial}",
               file=sys.stderr)
         return 1
     if status != "complete":
@@ -229,20 +235,21 @@ def cmd_record(args: argparse.Namespace) -> int:
     result = run_episode(
         config=config, on_tick=lambda tick, limit: bar.update(tick, f"tick {tick}", total=limit))
     summary = result.summary
-    bar.finish(f"tick {summary['ticks']}, {_outcome(summary)}")  # full even when it ended early
-    bar.close()
-    out = {"path": args.out, "frames": summary["video"]["frames"], "ticks": summary["ticks"],
-           "success": summary["success"], "organization": summary["organization"]}
+    bar.finish(f"tick {summary.ticks}, {_outcome(summary.to_dict())}")  # full even when
+    bar.close()  # it ended early
+    out = {"path": args.out, "frames": summary.video["frames"], "ticks": summary.ticks,
+           "success": summary.success, "organization": summary.organization}
     if args.json:
         _print_json(out)
     else:
         print(f"wrote {out['frames']} frame(s) to {args.out}: {out['ticks']} ticks, "
-              f"{_outcome(summary)}")
+              f"{_outcome(summary.to_dict())}")
     return 0
 
 
 def _outcome(summary: dict) -> str:
-    """How an episode ended, in words: goal complete, goal not met, or stopped (why)."""
+    """How an episode ended, in words: goal complete, goal not met, or stopped (why), from
+    its summary's JSON object (a recorded episode's, or each of ``orgteams play``'s)."""
     status = summary.get("episode_status", "complete")
     if status != "complete":
         return f"{status} at tick {summary['ticks']} ({summary.get('stop_reason')})"

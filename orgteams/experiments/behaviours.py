@@ -17,13 +17,16 @@ import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict
 
 from orgteams.assets import asset_dir
 from orgteams.errors import UserError
+
+if TYPE_CHECKING:
+    from orgteams.organizations.rounds.episode_summary import EpisodeSummary
 
 __all__ = ["LABELS", "LLMClassifier", "agreement", "classify_rule", "episodes_label_shares",
            "label_shares", "load_labelled", "messages_of_log", "shares_markdown"]
@@ -145,18 +148,13 @@ def agreement(truth: Sequence[str], predicted: Sequence[str | None]) -> dict[str
 
 
 def messages_of_log(path: str | Path) -> list[str]:
-    """The messages agents sent in one episode log (JSONL records with ``message``)."""
-    out = []
-    with Path(path).open(encoding="utf-8") as f:
-        for line in f:
-            try:
-                record = json.loads(line)
-            except ValueError:
-                continue
-            message = record.get("message") if isinstance(record, dict) else None
-            if isinstance(message, str) and message.strip():
-                out.append(message)
-    return out
+    """The messages agents sent in one episode log (its communicate lines' message texts,
+    read with :func:`~orgteams.organizations.rounds.episode_log.read_log`)."""
+    from orgteams.agents.records import MessageLine
+    from orgteams.organizations.rounds.episode_log import read_log
+
+    return [line.message.text for line in read_log(path) if isinstance(line, MessageLine)
+            and line.message is not None and line.message.text.strip()]
 
 
 def label_shares(messages: Iterable[str], classify=classify_rule) -> dict[str, Any]:
@@ -166,25 +164,29 @@ def label_shares(messages: Iterable[str], classify=classify_rule) -> dict[str, A
     return {"n": n, "shares": {label: counts[label] / n if n else None for label in LABELS}}
 
 
-def episodes_label_shares(summaries: Iterable[dict[str, Any]], classify=classify_rule,
+def episodes_label_shares(summaries: Iterable[EpisodeSummary], classify=classify_rule,
                           log_dir: str | Path | None = None) -> dict[str, Any]:
     """:func:`label_shares` of every message sent in the episodes whose summaries are
     given (read from each summary's ``log_path``, or a file of that name in ``log_dir``
     when the path is not there, e.g. a sweep folder that moved), with ``episodes`` (how
-    many were read) and ``missing_logs`` (episodes without a readable log: counted,
-    never guessed)."""
+    many were read) and ``missing_logs`` (episodes without a readable log, a corrupted
+    one included: counted, never guessed)."""
     messages: list[str] = []
     read = missing = 0
     for summary in summaries:
-        log = summary.get("log_path")
+        log = summary.log_path
         path = Path(log) if log else None
         if path is not None and not path.is_file() and log_dir is not None:
             path = Path(log_dir) / path.name
-        if path is None or not path.is_file():
+        try:
+            said = messages_of_log(path) if path is not None and path.is_file() else None
+        except UserError:  # a line that is not JSON: not this episode's messages
+            said = None
+        if said is None:
             missing += 1
             continue
         read += 1
-        messages.extend(messages_of_log(path))
+        messages.extend(said)
     return {**label_shares(messages, classify), "episodes": read, "missing_logs": missing}
 
 

@@ -35,6 +35,7 @@ from typing import Any
 from orgteams.agents.backends.pricing import PRICES_ENV, Price
 from orgteams.agents.backends.spend import LLM_KINDS, price_for, run_models
 from orgteams.config import EpisodeConfig, ReflectConfig
+from orgteams.organizations.rounds.episode_log import LogLine, line_dict
 
 __all__ = ["HOW", "PLANNER_SEEDS", "PROBE_ROUNDS", "Cells", "Estimate", "ModelCalls",
            "estimate_episodes", "estimate_reflect", "estimate_sweep", "reflect_episodes",
@@ -230,12 +231,12 @@ def _probe_config(config: EpisodeConfig, specs: list[str]) -> EpisodeConfig:
                                  shocks=shocks, max_rounds=rounds)
 
 
-def _turns(records: list[dict]) -> dict[tuple[str, str, int], int]:
+def _turns(records: list[LogLine]) -> dict[tuple[str, str, int], int]:
     """Decision turns per ``(agent, phase, round)``: communicate turns (one per stage
     spoken in), act turns where the member had to decide (not ``continue``)."""
     seen: set[tuple] = set()
     out: dict[tuple[str, str, int], int] = defaultdict(int)
-    for r in records:
+    for r in map(line_dict, records):  # the lines' JSON objects, as the log holds them
         phase, agent = r.get("phase"), r.get("agent")
         if phase not in ("communicate", "act") or agent is None:
             continue
@@ -282,7 +283,7 @@ def _probe(config: EpisodeConfig, specs: list[str]) -> _Probe:
         turns[(agent, phase)] += n
     calls: dict[tuple[str, str], int] = defaultdict(int)
     prompt: dict[tuple[str, str], int] = defaultdict(int)
-    for r in result.records:
+    for r in map(line_dict, result.records):
         if r.get("phase") in ("communicate", "act") and r.get("replies"):
             key = (r["agent"], r["phase"])
             calls[key] += len(r["replies"])
@@ -507,7 +508,7 @@ def _reflectors(config: ReflectConfig, episode: EpisodeConfig, estimate: Estimat
         if coordinator is not None and start + 1 < config.iterations:
             kind, model = run_models([coordinator])[0]
             agent = Coordinator(ScriptedBackend(), k=config.candidates)
-            trial = Trial(0, org, cost.cost(summary), {k: v for k, v in summary.items()
+            trial = Trial(0, org, cost.cost(summary), {k: v for k, v in summary.to_dict().items()
                                                        if isinstance(v, int | float)})
             shown = [min(n, agent.max_history + 1)
                      for n in range(start + 1, config.iterations)]

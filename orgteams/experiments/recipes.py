@@ -33,6 +33,7 @@ import yaml
 
 from orgteams.assets import asset_dir
 from orgteams.errors import UserError, unknown_name
+from orgteams.organizations.rounds.episode_summary import EpisodeSummary
 
 __all__ = ["coordinator_input", "list_experiments", "load_recipe", "run_experiment"]
 
@@ -147,12 +148,12 @@ def _run_sweep(name: str, recipe: dict[str, Any], backend: str | None, seeds: in
                "success_rate", *metrics, *(["messages", *shares] if behaviours else [])]
     out_rows = []
     for key, group in groups.items():
-        ok = [r["summary"] for r in group if played(r)]
+        ok = [EpisodeSummary.from_dict(r["summary"]) for r in group if played(r)]
         entry: dict[str, Any] = dict(zip(columns[:5], key, strict=True))
         entry.update(n=len(ok), errors=len(group) - len(ok),
-                     success_rate=fmean(bool(s.get("success")) for s in ok) if ok else None)
+                     success_rate=fmean(bool(s.success) for s in ok) if ok else None)
         for m in metrics:
-            values = [float(s[m]) for s in ok if isinstance(s.get(m), int | float)]
+            values = [float(s.value(m)) for s in ok if isinstance(s.value(m), int | float)]
             entry[m] = fmean(values) if values else None
         if behaviours:  # rule-based labels of every message the group's episodes sent
             found = episodes_label_shares(ok, log_dir=out / "logs")
@@ -340,13 +341,13 @@ def _run_shocks(name: str, recipe: dict[str, Any], backend: str | None, seeds: i
     options = spec.episode_options()
     spend = _shocks_spend(spec, cells, options, out, budget)
     bar = _Progress(len(cells), progress)
-    found: dict[tuple[str, str], list[dict]] = {}
+    found: dict[tuple[str, str], list[EpisodeSummary]] = {}
     with BackendPool(spend=spend) as pool:
         for i, cell in enumerate(cells):
             if spend is not None:  # a shocks recipe keeps no rows: a rerun plays them all
                 spend.check(f"{i} of {len(cells)} episodes (not kept)")
             result = run_episode(config=cell_config(cell, None, options), pool=pool)
-            if spend is not None and result.summary.get("stop_reason") == MAX_COST:
+            if spend is not None and result.summary.stop_reason == MAX_COST:
                 spend.check(f"{i} of {len(cells)} episodes (not kept)")
             found.setdefault((cell["organization"], cell["shocks"]), []).append(
                 result.summary)
@@ -357,8 +358,8 @@ def _run_shocks(name: str, recipe: dict[str, Any], backend: str | None, seeds: i
     for (org, condition), summaries in found.items():
         rec = recovery_summary(summaries) or {}
         rows.append({"organization": org, "condition": condition, "n": len(summaries),
-                     "success_rate": fmean(bool(s.get("success")) for s in summaries),
-                     "ticks": fmean(float(s["ticks"]) for s in summaries),
+                     "success_rate": fmean(bool(s.success) for s in summaries),
+                     "ticks": fmean(float(s.ticks) for s in summaries),
                      "shocks_applied": rec.get("applied", 0),
                      "recovered": rec.get("recovered", 0),
                      "not_recovered": rec.get("not_recovered", 0),

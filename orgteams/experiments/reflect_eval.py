@@ -70,7 +70,7 @@ def _costs(episode: EpisodeConfig, seeds: list[int], model: CostModel, bar: Prog
         bar.update(bar.done, f"{where}, seed {seed}")
         # the evidence stays with the run it evaluates, never in the caller's ./runs
         result = run_episode(episode, seed=seed, log_path=f"{logs}_s{seed}.jsonl", pool=pool)
-        if result.summary.get("episode_status", "complete") != "complete":
+        if not result.summary.complete:
             from orgteams.organizations.rounds.status import why_stopped
 
             if pool is not None and pool.spend is not None:

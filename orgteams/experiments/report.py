@@ -49,6 +49,7 @@ from orgteams.experiments.stats import (
     welch,
 )
 from orgteams.experiments.sweep import KEY_FIELDS, cell_key, played, read_results
+from orgteams.organizations.rounds.episode_summary import EpisodeSummary
 
 METRICS = ("ticks", "rounds", "comm_tokens_per_step", "fallback_rate")
 TESTED = ("ticks", "comm_tokens_per_step")
@@ -68,16 +69,16 @@ def _pyplot():
     return plt
 
 
-def group_rsi(episodes: list[dict]) -> float | None:
+def group_rsi(episodes: list[EpisodeSummary]) -> float | None:
     """Role stability index of a group's episodes (seed order); None when fewer than 2
     episodes recorded roles (``roles_by_round``)."""
     from orgteams.organizations.metrics.episode_metrics import episode_roles, role_stability_index
 
-    with_roles = sorted((e for e in episodes if e.get("roles_by_round")),
-                        key=lambda e: (e.get("seed") is None, e.get("seed") or 0))
+    with_roles = sorted((e for e in episodes if e.roles_by_round),
+                        key=lambda e: (e.seed is None, e.seed or 0))
     if len(with_roles) < 2:
         return None
-    roles = [episode_roles(e["roles_by_round"]) for e in with_roles]
+    roles = [episode_roles(e.roles_by_round) for e in with_roles]
     return finite_or_none(role_stability_index(roles))
 
 
@@ -134,7 +135,7 @@ def report(results_path: str | Path, out_dir: str | Path, baseline: str | None =
                                      "organization": c.get("organization"),
                                      "episodes": [], "errors": 0})
         if played(r):
-            g["episodes"].append(r["summary"])
+            g["episodes"].append(EpisodeSummary.from_dict(r["summary"]))
         else:
             g["errors"] += 1
     contexts: dict[tuple, list[dict]] = {}
@@ -153,18 +154,17 @@ def report(results_path: str | Path, out_dir: str | Path, baseline: str | None =
         base_eps = next(g for g in ctx_groups if g["organization"] == base)["episodes"]
         for g in ctx_groups:
             eps = g["episodes"]
-            wins = [e for e in eps if e.get("success")]
+            wins = [e for e in eps if e.success]
             entry = {k: g[k] for k in (*CONTEXT, "organization")}
             entry.update({"n": len(eps), "errors": g["errors"], "successes": len(wins),
                           "success_rate": len(wins) / len(eps) if eps else None,
                           "baseline": base, "metrics": {}, "welch_vs_baseline": None,
                           "rsi": group_rsi(eps), "recovery": _recovery(eps),
                           "stop_reasons": dict(sorted(Counter(
-                              str(e.get("stop_reason") or "not recorded")
-                              for e in eps).items())),
+                              str(e.stop_reason or "not recorded") for e in eps).items())),
                           **{m: describe(_values(eps, m))["mean"] for m in LEADERSHIP},
-                          "tokenizers": sorted({str(e["tokenizer"]) for e in eps
-                                                if e.get("tokenizer")}),
+                          "tokenizers": sorted({str(e.tokenizer) for e in eps
+                                                if e.tokenizer}),
                           # paper 1 section 4.3: rule-based labels of every message sent
                           "behaviours": episodes_label_shares(
                               eps, log_dir=results_path.parent / "logs")})
@@ -188,8 +188,8 @@ def report(results_path: str | Path, out_dir: str | Path, baseline: str | None =
     bar.close()
     out_dir.mkdir(parents=True, exist_ok=True)
     failed = [{"key": r.get("key") or cell_key(r["cell"]), "status": r.get("status"),
-               "episode_status": (r.get("summary") or {}).get("episode_status"),
-               "stop_reason": (r.get("summary") or {}).get("stop_reason"),
+               "episode_status": (s := _summary_of(r)) and s.episode_status,
+               "stop_reason": s and s.stop_reason,
                "error": r.get("error")} for r in rows if not played(r)]
     result: dict[str, Any] = {"results": str(results_path), **counts,
                               "baseline": baseline, "confidence": 0.95,
@@ -205,7 +205,13 @@ def report(results_path: str | Path, out_dir: str | Path, baseline: str | None =
     return result
 
 
-def _recovery(episodes: list[dict]) -> dict[str, Any] | None:
+def _summary_of(row: dict) -> EpisodeSummary | None:
+    """A result row's summary (an error row may have none)."""
+    summary = row.get("summary")
+    return EpisodeSummary.from_dict(summary) if isinstance(summary, dict) else None
+
+
+def _recovery(episodes: list[EpisodeSummary]) -> dict[str, Any] | None:
     """Recovery of the group's shocks (docs/shocks.md): counts, and mean, sd and CI over
     the shocks that recovered only; None (not recovered) is counted, never averaged."""
     from orgteams.organizations.rounds.shocks import recovery_summary
@@ -218,9 +224,9 @@ def _recovery(episodes: list[dict]) -> dict[str, Any] | None:
     return {**rec, "recovery_rounds": describe([float(r) for r in rounds])}
 
 
-def _values(episodes: list[dict], metric: str) -> list[float]:
-    return [float(e[metric]) for e in episodes if isinstance(e.get(metric), int | float)
-            and not isinstance(e.get(metric), bool)]
+def _values(episodes: list[EpisodeSummary], metric: str) -> list[float]:
+    return [float(e.value(metric)) for e in episodes
+            if isinstance(e.value(metric), int | float) and not isinstance(e.value(metric), bool)]
 
 
 def _ctx_title(g: dict) -> str:
@@ -361,9 +367,9 @@ def _plots(contexts: dict[tuple, list[dict]], out_groups: list[dict], out_dir: P
             paths.append(str(path))
         fig, ax = plt.subplots(figsize=(5.5, 4.0))
         for g in ctx_groups:
-            eps = [e for e in g["episodes"] if isinstance(e.get("ticks"), int | float)
-                   and isinstance(e.get("comm_tokens_per_step"), int | float)]
-            ax.scatter([e["comm_tokens_per_step"] for e in eps], [e["ticks"] for e in eps],
+            eps = [e for e in g["episodes"] if isinstance(e.ticks, int | float)
+                   and isinstance(e.comm_tokens_per_step, int | float)]
+            ax.scatter([e.comm_tokens_per_step for e in eps], [e.ticks for e in eps],
                        label=str(g["organization"]), alpha=0.7)
         ax.set_xlabel("comm tokens / step")
         ax.set_ylabel("ticks")

@@ -67,6 +67,7 @@ from orgteams.experiments.sweep_spec import (
     spec_from_lists,
 )
 from orgteams.experiments.workers import worker_init
+from orgteams.organizations.rounds.episode_summary import EpisodeSummary
 
 KEY_FIELDS = ("task", "layout", "organization", "agents", "backend", "seed")
 RAY_HINT = 'Ray is not installed: pip install "orgteams[ray]" (or run without --ray)'
@@ -95,7 +96,7 @@ def played(row: dict) -> bool:
     with ``episode_status`` ``complete`` (rows from before that field count as played)."""
     summary = row.get("summary")
     return (row.get("status") == "ok" and isinstance(summary, dict)
-            and summary.get("episode_status", "complete") == "complete")
+            and EpisodeSummary.from_dict(summary).complete)
 
 
 def read_results(path: str | Path) -> tuple[list[dict], int]:
@@ -178,7 +179,8 @@ def close_worker_pool() -> None:
         atexit.unregister(close_worker_pool)
 
 
-def run_cell(cell: dict[str, Any], log_path: str | None, options: dict[str, Any]) -> dict:
+def run_cell(cell: dict[str, Any], log_path: str | None, options: dict[str, Any]
+             ) -> EpisodeSummary:
     """Run one cell's episode and return its summary (the default ``episode_fn``;
     ``options``: the spec's :meth:`~SweepSpec.episode_options`, and ``spend``: the
     sweep's :class:`~orgteams.agents.backends.spend.Spend`, if it has one)."""
@@ -200,13 +202,14 @@ def _execute(episode_fn: Callable, cell: dict[str, Any], log_path: str | None,
         if log_path:
             Path(log_path).unlink(missing_ok=True)  # a retried cell starts a fresh log
         summary = episode_fn(cell, log_path, options)
-        status = summary.get("episode_status", "complete")
-        if status != "complete":  # stopped early: not data, and retried on rerun
+        if not isinstance(summary, EpisodeSummary):  # a custom episode_fn's mapping
+            summary = EpisodeSummary.from_dict(dict(summary))
+        if not summary.complete:  # stopped early: not data, and retried on rerun
             from orgteams.organizations.rounds.status import why_stopped
 
-            return {"status": "error", "summary": summary,
-                    "error": f"episode {status}: {why_stopped(summary)}"}
-        return {"status": "ok", "summary": summary, "error": None}
+            return {"status": "error", "summary": summary.to_dict(),
+                    "error": f"episode {summary.episode_status}: {why_stopped(summary)}"}
+        return {"status": "ok", "summary": summary.to_dict(), "error": None}
     except BaseException as exc:  # noqa: BLE001 - a failed episode must not stop the sweep
         if isinstance(exc, KeyboardInterrupt | SystemExit):
             raise
@@ -256,7 +259,9 @@ def run_sweep(spec: SweepSpec, out: str | Path, workers: int | None = None, ray:
         workers: Parallel processes (``None``: :func:`default_workers`). 1 runs in this
             process. Ignored with ``ray``.
         ray: Run cells as Ray tasks (``ray.init()`` joins ``RAY_ADDRESS`` when set).
-        episode_fn: ``(cell, log_path, options) -> summary``; defaults to :func:`run_cell`.
+        episode_fn: ``(cell, log_path, options) -> summary``: an
+            :class:`~orgteams.organizations.rounds.episode_summary.EpisodeSummary` (or
+            its JSON object); defaults to :func:`run_cell`.
             It must be a module-level function when ``workers > 1`` (spawn pickles it).
         progress: A progress bar on stderr.
 

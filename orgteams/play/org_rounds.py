@@ -43,10 +43,12 @@ from typing import Any
 from orgteams.agents.messages import TeamMessage
 from orgteams.agents.team import Team
 from orgteams.envs.highlevel.highlevel_env import HighLevelEnv
+from orgteams.envs.highlevel.space import ActionId
 from orgteams.organizations.rounds.episode import EpisodeState, update_leadership
 from orgteams.organizations.rounds.phases import communicate_phase, decide_actions, deliver_held
 from orgteams.organizations.spec.library import load_organization
 from orgteams.organizations.spec.organization import SELF_CHOSEN, Organization
+from orgteams.organizations.spec.resolved import ResolvedOrganization
 from orgteams.play.voice import PlayerVoice
 
 __all__ = ["OrgRounds", "play_organization"]
@@ -73,14 +75,24 @@ class OrgRounds:
         self.organization = organization
         self.state: EpisodeState | None = None
         self.undelivered = 0  # the player's lines that reached nobody (latest round)
-        self._played: tuple[dict[str, str], set[str]] | None = None  # to remember
+        self._played: tuple[dict[str, ActionId], set[str]] | None = None  # to remember
+        self._resolved: ResolvedOrganization | None = None  # for the latest roster
+
+    def _resolve(self, env: HighLevelEnv) -> ResolvedOrganization:
+        """The organization resolved for ``env``'s team, once per roster (a session's
+        episodes share it; the round loop resolves again only when it changes)."""
+        roster, known = _roster(env), self._resolved
+        if known is None or (known.roster.ids, known.roster.names) != (roster.ids,
+                                                                       roster.names):
+            self._resolved = known = self.organization.resolve(roster)
+        return known
 
     def show(self, env: HighLevelEnv, player: str) -> str | None:
         """A new episode (``env`` just reset): the organization, the roles as resolved
         and whom the player may message, in the window's panel; the next round builds
         the episode's state. Returns the player's role (None for none)."""
         self.state = None
-        resolved = self.organization.resolve(_roster(env))
+        resolved = self._resolve(env)
         roles = {a: r for a in resolved.team if (r := resolved.role_of(a)) not in ('', SELF_CHOSEN)}
         return self._draw(env, player, roles, resolved.receivers_of(player))
 
@@ -90,7 +102,7 @@ class OrgRounds:
         player's agent, which speaks through the loop and acts outside it)."""
         org = self.organization
         extra = {} if tokenizer is None else {"tokenizer": tokenizer}
-        state = EpisodeState(env, org, org.resolve(_roster(env)),
+        state = EpisodeState(env, org, self._resolve(env),
                              {**members, voice.agent_id: voice}, round=round_index,
                              acts_outside=frozenset({voice.agent_id}), **extra)
         self.state, self._played = state, None
@@ -111,7 +123,7 @@ class OrgRounds:
             self._played = None
 
     async def play(self, state: EpisodeState, voice: PlayerVoice, speakers: list[str],
-                   deciders: list[str]) -> tuple[dict[str, str], dict[str, Any]]:
+                   deciders: list[str]) -> tuple[dict[str, ActionId], dict[str, Any]]:
         """One round: leadership, the communicate stages of ``speakers`` (and of the
         player's agent when they wrote something), then ``deciders`` choose (those
         that chose in turn under ``sequential`` keep that). Returns ``(actions,
@@ -134,7 +146,7 @@ class OrgRounds:
             actions[agent], chosen[agent] = action, decision
         for agent in abstained & set(deciders):
             if state.env.needs_decision(agent):
-                actions[agent] = "wait"
+                actions[agent] = ActionId("wait")
         deliver_held(state)
         state.round_tick = state.env.ticks
         self._played = (actions, abstained)

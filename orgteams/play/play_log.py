@@ -17,8 +17,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from orgteams.agents.records import DecisionLine, MessageLine
 from orgteams.organizations.rounds import episode_log as team_log
-from orgteams.organizations.rounds.episode_log import EpisodeLog
+from orgteams.organizations.rounds.episode_log import EpisodeLog, EventLine, PlaySummary
 from orgteams.organizations.rounds.status import end_reason
 
 __all__ = ["PlayLog"]
@@ -75,10 +76,10 @@ class PlayLog:
             # The env marks the tick that ends the episode (goal met, tick limit).
             self._over = any("episode" in info for info in infos.values())
 
-    def write(self, record: dict) -> None:
-        """One decision record (subscribe it to ``RoundHooks.record``)."""
+    def write(self, line: DecisionLine | EventLine) -> None:
+        """One decision or event line (subscribe it to ``RoundHooks.record``)."""
         if self._log is not None:
-            self._log.write(record)
+            self._log.write(line)
 
     def end(self, stop_reason: str = "stopped") -> None:
         """End the current file (end and summary lines); nothing when none is open.
@@ -95,19 +96,17 @@ class PlayLog:
         else:
             status, reason = "interrupted", stop_reason
         spoken = [r for r in log.records
-                  if r.get("phase") == "communicate" and r.get("message")]
+                  if isinstance(r, MessageLine) and r.message is not None and r.message.text]
         player = env.overlay.you
-        mine = [r for r in spoken if r["agent"] == player]
+        mine = [r for r in spoken if r.agent == player]
         team_log.end_replay_log(log, world)
-        log.write({"record": "summary", "episode_status": status, "stop_reason": reason,
-                   "reveal": self.reveal,
-                   "ticks": world.tick, "success": bool(world.success),
-                   "units_done": sum(world.progress),
-                   "units_total": sum(p.count for p in world.scene.goal),
-                   "player": player, "player_role": self.player_role,
-                   "messages_sent": len(spoken),
-                   "player_messages": len(mine),
-                   "player_message_tokens": sum(r["message_tokens"] for r in mine),
-                   "message_tokens": sum(r["message_tokens"] for r in spoken)})
+        log.write(PlaySummary(episode_status=status, stop_reason=reason, reveal=self.reveal,
+                              ticks=world.tick, success=bool(world.success),
+                              units_done=sum(world.progress),
+                              units_total=sum(p.count for p in world.scene.goal),
+                              player=player, player_role=self.player_role,
+                              messages_sent=len(spoken), player_messages=len(mine),
+                              player_message_tokens=sum(r.message_tokens for r in mine),
+                              message_tokens=sum(r.message_tokens for r in spoken)))
         log.close()
         self._log = self._env = None

@@ -41,6 +41,7 @@ from orgteams.organizations.rounds.episode import EpisodeState
 from orgteams.organizations.rounds.phases import communicate_phase, decide_actions, deliver_held
 from orgteams.organizations.rounds.planner_team import EVERYONE_HEARS_EVERYONE, TurnTaker
 from orgteams.organizations.spec.organization import Organization, Topology
+from orgteams.organizations.spec.resolved import ResolvedOrganization
 from orgteams.play.org_rounds import OrgRounds, play_organization
 from orgteams.play.play_log import PlayLog
 from orgteams.play.voice import PlayerVoice, player_speaks
@@ -65,6 +66,15 @@ class _Listening:
         self.messages = 0  # what the teammates said (the player's: player_messages)
         self.rounds = OrgRounds(organization) if organization is not None else None
         self.player_role: str | None = None  # under an organization, the latest shown
+        self._resolutions: dict[tuple, ResolvedOrganization] = {}
+
+    def _resolved(self, organization: Organization, team: Team) -> ResolvedOrganization:
+        """``organization`` resolved for ``team``, once per team (rounds and episodes of a
+        session share it; the round loop resolves again only when it changes)."""
+        key = (organization.name, team.ids, team.names)
+        if key not in self._resolutions:
+            self._resolutions[key] = organization.resolve(team)
+        return self._resolutions[key]
 
     @property
     def player_messages(self) -> int:
@@ -163,9 +173,9 @@ class PlannerTeammates(_Listening):
             members = {a: TurnTaker(self.planners[a]) for a in agents}
             if state is not None:  # same planners, same pending messages
                 members.update({a: m for a, m in state.members.items() if a in members})
-            team = list(env.possible_agents)  # the player too: they may be talked to
+            team = Team.of(env.possible_agents)  # the player too: they may be talked to
             state = EpisodeState(env, EVERYONE_HEARS_EVERYONE,
-                                 EVERYONE_HEARS_EVERYONE.resolve(team), members,
+                                 self._resolved(EVERYONE_HEARS_EVERYONE, team), members,
                                  round=state.round if state is not None else 0)
             self._state = state
             self._watch(state, self._said)
@@ -293,7 +303,7 @@ class MemberTeammates(_Listening):
         """This round's state without an organization (nothing carries over)."""
         ids = list(env.possible_agents)
         team = Team.of(ids, list(env.display_names or ids))
-        state = EpisodeState(env, UNORGANIZED, UNORGANIZED.resolve(team),
+        state = EpisodeState(env, UNORGANIZED, self._resolved(UNORGANIZED, team),
                              {a: self.members[a] for a in agents}, round=self.round,
                              tokenizer=self.pool.tokenizer)
         self._watch(state, lambda m: self._spoken.append(m))

@@ -22,6 +22,7 @@ from orgteams.criticize_reflect.heuristic import (
 from orgteams.errors import UserError
 from orgteams.experiments.reflect import make_episode_fn, run_reflect
 from orgteams.experiments.reflect_eval import evaluate_reflect, heldout_seeds, paired_comparison
+from orgteams.organizations.rounds.episode_summary import EpisodeSummary
 from orgteams.organizations.spec.library import load_organization
 
 
@@ -32,9 +33,13 @@ def test_a_failed_episode_costs_at_least_the_step_limit():
     assert episode_cost(37, 2.0, success=False, step_limit=200, failure_penalty=50) == 252.0
     assert episode_cost(250, 1.0, 2.0, 3.0, success=False, step_limit=200) == 503.0
     model = CostModel(step_weight=1.0, token_weight=0.5, failure_penalty=10.0)
-    ok = {"ticks": 81, "comm_tokens_per_step": 4.0, "success": True, "step_limit": 200}
-    failed = {"ticks": 37, "comm_tokens_per_step": 4.0, "success": False, "step_limit": 200}
+    ok = EpisodeSummary.from_dict({"ticks": 81, "comm_tokens_per_step": 4.0, "success": True,
+                                   "step_limit": 200})
+    failed = EpisodeSummary.from_dict({"ticks": 37, "comm_tokens_per_step": 4.0,
+                                       "success": False, "step_limit": 200})
     assert model.cost(ok) == 83.0 and model.cost(failed) == 212.0
+    unknown = EpisodeSummary.from_dict({"ticks": 37, "comm_tokens_per_step": 4.0})
+    assert model.cost(unknown) == 39.0  # a summary without success counts as success
     assert model.mean_cost([ok, failed]) == 147.5
     assert model.to_dict()["failure_penalty"] == 10.0
     assert "max(ticks, step_limit)" in model.to_dict()["formula"]
@@ -89,7 +94,7 @@ def test_episode_fn_plays_e_seeds_per_iteration(monkeypatch):
     first = fn(load_organization("leader"), 0)
     fn(load_organization("leader"), 1)
     assert played == [3, 4, 5, 6]
-    assert [r.summary["seed"] for r in first] == [3, 4]
+    assert [r.summary.seed for r in first] == [3, 4]
     with pytest.raises(UserError, match=re.escape("episodes_per_iteration must be >= 1, got 0")):
         make_episode_fn(backend="planner", episodes_per_iteration=0)
 

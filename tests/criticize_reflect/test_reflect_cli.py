@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+from doubles import read_dicts
+
 from orgteams.cli.main import main
 from orgteams.organizations.spec.organization import Organization
 
@@ -58,7 +60,6 @@ def test_bad_schedule_writes_nothing(capsys, tmp_path):
 
 
 def test_resumed_iteration_replaces_its_log(capsys, tmp_path):
-    from orgteams.organizations.rounds.episode_log import read_log
 
     out = tmp_path / "reflect"
     argv = ["reflect", "--layout", "studio", "--critic", "scripted", "--coordinator",
@@ -68,7 +69,7 @@ def test_resumed_iteration_replaces_its_log(capsys, tmp_path):
     first = log.read_text()
     (out / "history.jsonl").unlink()  # as if killed before the iteration was finished
     assert main(argv) == 0
-    records = list(read_log(log))
+    records = list(read_dicts(log))
     assert sum(r.get("record") == "episode" for r in records) == 1  # one episode, not two
     assert log.read_text().count("\n") == first.count("\n")
     assert not log.with_name("iteration_0.jsonl.partial").exists()

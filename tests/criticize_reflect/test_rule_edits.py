@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 
 import pytest
+from doubles import records_of
 from pydantic import ValidationError
 
 from orgteams.agents import ScriptedBackend
@@ -37,11 +38,11 @@ def test_duplicated_work_gets_claims_and_the_edited_rules_are_played():
     assert org.rules.report_when == none.rules.report_when  # the other rules are kept
     ran = run_episode(task="prepare_afternoon_tea", layout="studio", organization=org,
                       agents=3, backend="planner", seed=0, log_path=None)
-    claims = [r for r in ran.records if r.get("message_kind") == "claim"]
+    claims = [r for r in records_of(ran) if r.get("message_kind") == "claim"]
     assert claims  # the running episode used the edit: `none` itself never claims
-    assert ran.summary["duplicate_decisions"] < run_episode(
+    assert ran.summary.duplicate_decisions < run_episode(
         task="prepare_afternoon_tea", layout="studio", organization=none, agents=3,
-        backend="planner", seed=0, log_path=None).summary["duplicate_decisions"]
+        backend="planner", seed=0, log_path=None).summary.duplicate_decisions
 
 
 def test_chatter_gets_reports_on_completion_and_a_budget():

@@ -5,9 +5,12 @@ from __future__ import annotations
 import pytest
 
 from orgteams.criticize_reflect.summary import MIN_BUDGET_CHARS, summarize_episode, summary_chars
+from orgteams.organizations.rounds.episode_log import line_dict, parse_line
+from orgteams.organizations.rounds.episode_summary import EpisodeSummary
 
 
-def long_episode(rounds: int = 400, agents: int = 5) -> tuple[list[dict], dict]:
+def long_episode(rounds: int = 400, agents: int = 5) -> tuple[list, EpisodeSummary]:
+    """An episode's lines and summary, read from the JSON objects its log would hold."""
     records = []
     for r in range(rounds):
         for i in range(agents):
@@ -25,7 +28,7 @@ def long_episode(rounds: int = 400, agents: int = 5) -> tuple[list[dict], dict]:
                "comm_tokens_per_step": 12.345678, "num_agents": agents,
                "events": [{"record": "event", "round": r, "type": "election", "winner": "agent_1"}
                           for r in range(0, rounds, 5)]}
-    return records, summary
+    return [parse_line(r) for r in records], EpisodeSummary.from_dict(summary)
 
 
 @pytest.mark.parametrize("budget", [MIN_BUDGET_CHARS, 800, 2000, 6000, 20000])
@@ -54,10 +57,10 @@ def test_summary_counts_per_agent_and_cuts_examples():
 
 def test_the_raw_log_would_not_fit():
     records, summary = long_episode()
-    assert summary_chars({"records": records}) > 100 * summary_chars(
+    assert summary_chars({"records": [line_dict(r) for r in records]}) > 100 * summary_chars(
         summarize_episode(records, summary))
 
 
 def test_budget_below_the_minimum_is_an_error():
     with pytest.raises(ValueError, match="budget_chars"):
-        summarize_episode([], {}, budget_chars=10)
+        summarize_episode([], None, budget_chars=10)

@@ -127,11 +127,11 @@ def test_names_and_specs_keep_their_own_lines():
 
 def test_a_config_plays_what_its_keywords_play(tmp_path):
     config = EpisodeConfig(layout="studio", backend="planner", max_rounds=3, log_path=None)
-    by_config = run_episode(config, seed=2).summary
+    by_config = run_episode(config, seed=2).summary.to_dict()
     by_keywords = run_episode(layout="studio", backend="planner", max_rounds=3, seed=2,
                               log_path=tmp_path / "e.jsonl")
     for key in ("ticks", "rounds", "units_done", "seed", "layout", "organization"):
-        assert by_config[key] == by_keywords.summary[key], key
+        assert by_config[key] == by_keywords.summary.value(key), key
     assert by_config["seed"] == 2 and by_config["rounds"] == 3
     episode = next(json.loads(line) for line in (tmp_path / "e.jsonl").open()
                    if json.loads(line).get("record") == "episode")

@@ -6,9 +6,9 @@ import json
 
 import imageio.v2 as iio
 import pytest
+from doubles import read_dicts, records_of
 
 from orgteams.cli.main import main
-from orgteams.organizations.rounds.episode_log import read_log
 from orgteams.replay import replay
 from orgteams.run import run_episode
 
@@ -24,7 +24,7 @@ def episode(tmp_path_factory):
 
 def rewrite(src, dst, edit) -> None:
     """Copy a log, passing every record through ``edit`` (None drops it)."""
-    records = [edit(r) for r in read_log(src)]
+    records = [edit(r) for r in read_dicts(src)]
     dst.write_text("".join(json.dumps(r) + "\n" for r in records if r is not None))
 
 
@@ -32,11 +32,11 @@ def test_replay_reproduces_the_logged_episode(episode):
     path, result = episode
     out = replay(path, render=None)
     assert out.matches is True and out.problem == ""
-    assert out.ticks == result.summary["ticks"] and out.success == result.summary["success"]
+    assert out.ticks == result.summary.ticks and out.success == result.summary.success
     # the replay lines are in the file, not in the records metrics are computed from
-    kinds = {r.get("record") for r in read_log(path)}
+    kinds = {r.get("record") for r in read_dicts(path)}
     assert {"episode", "tick", "end", "summary"} <= kinds
-    assert not {r.get("record") for r in result.records} & {"episode", "tick", "end"}
+    assert not {r.get("record") for r in records_of(result)} & {"episode", "tick", "end"}
 
 
 def test_a_tampered_log_does_not_match(episode, tmp_path):
@@ -95,7 +95,7 @@ def test_replay_to_a_gif_and_in_a_window(episode, tmp_path):
     path, result = episode
     gif = tmp_path / "replay.gif"
     out = replay(path, render=None, video=gif, fps=50)
-    ticks = result.summary["ticks"]
+    ticks = result.summary.ticks
     assert out.frames == ticks + 1 and out.matches is True  # the start, then every tick
     with iio.get_reader(gif) as reader:
         assert reader.get_data(0).shape[2] in (3, 4)
@@ -107,7 +107,7 @@ def test_cli_replay_json(episode, capsys):
     path, result = episode
     assert main(["replay", str(path), "--no-window", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
-    assert out["matches"] is True and out["ticks"] == result.summary["ticks"]
+    assert out["matches"] is True and out["ticks"] == result.summary.ticks
     assert main(["replay", str(path), "--no-window"]) == 0
     assert "matches the log" in capsys.readouterr().out
     run_folder = path.parent / "run"
@@ -123,11 +123,11 @@ def test_replay_matches_after_shocks_that_change_the_world(tmp_path):
     result = run_episode(layout="apartment", organization="leader", agents=3,
                          backend="planner", seed=2, log_path=path,
                          shocks=["remove:agent_1@3", "priority:put_fridge@5"])
-    worlds = [r for r in read_log(path) if r.get("record") == "world"]
+    worlds = [r for r in read_dicts(path) if r.get("record") == "world"]
     assert worlds and worlds[-1]["state"]["scene"]["task"] == "put_fridge"
     out = replay(path, render=None)
     assert out.matches is True and out.problem == ""
-    assert out.success == result.summary["success"]
+    assert out.success == result.summary.success
     # an edit before the world line is still caught: the line carries the digest before
     bad = tmp_path / "bad.jsonl"
     rewrite(path, bad, lambda r: {**r, "actions": [1, 1, 1]} if r.get("record") == "tick"
@@ -202,7 +202,7 @@ def test_a_malformed_initial_state_is_one_line(episode, tmp_path, capsys, edit, 
     bad = tmp_path / "bad.jsonl"
     rewrite(path, bad, lambda r: {**r, "initial_state": edit(r["initial_state"])}
             if r.get("record") == "episode" else r)
-    objects = len(next(read_log(path))["initial_state"]["scene"]["objects"])
+    objects = len(read_dicts(path)[0]["initial_state"]["scene"]["objects"])
     assert replay_line(capsys, bad) == (2, f"orgteams replay: error: {bad}: line "
                                            f"{line_of(bad, 'episode')}: "
                                            + problem.format(objects=objects))
@@ -213,7 +213,7 @@ def test_an_edited_summary_does_not_match(episode, tmp_path, capsys):
     (issue 24: ``ticks: 1, success: true`` replayed as "matches the log")."""
     path, result = episode
     bad = tmp_path / "bad.jsonl"
-    won, ticks = result.summary["success"], result.summary["ticks"]
+    won, ticks = result.summary.success, result.summary.ticks
     rewrite(path, bad, lambda r: {**r, "ticks": 1, "success": not won}
             if r.get("record") == "summary" else r)
     out = replay(bad, render=None)
@@ -226,7 +226,7 @@ def test_an_edited_summary_does_not_match(episode, tmp_path, capsys):
     done = "goal complete" if won else "goal not met"
     assert out == f"replayed {ticks} ticks: {done}, does NOT match the log\n"
     assert err == f"  {replay(bad, render=None).problem}\n"
-    units = result.summary["units_done"]
+    units = result.summary.units_done
     rewrite(path, bad, lambda r: {**r, "units_done": units + 1}
             if r.get("record") == "summary" else r)
     assert replay(bad, render=None).problem == (
@@ -258,4 +258,4 @@ def test_a_summary_without_goal_units_still_matches_but_one_without_ticks_does_n
             if r.get("record") == "summary" else r)
     assert replay(old, render=None).problem == (
         f"the log's summary disagrees with the replay: ticks: the summary says 'nothing', "
-        f"the replay {result.summary['ticks']} (the summary was edited)")
+        f"the replay {result.summary.ticks} (the summary was edited)")

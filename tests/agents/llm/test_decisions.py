@@ -7,6 +7,7 @@ import re
 import pytest
 
 from orgteams.agents.backends.scripted import minimal_instance
+from orgteams.agents.llm.prompts import Options
 from orgteams.agents.llm.replies import parse_act, parse_communicate
 from orgteams.agents.llm.schemas import (
     MAX_MESSAGES,
@@ -16,13 +17,16 @@ from orgteams.agents.llm.schemas import (
     act_spec,
     communicate_spec,
 )
+from orgteams.envs.highlevel import ActionId, HighLevelAction
 
 TEAM = {"agent_0": "Alice", "agent_1": "Bob", "agent_2": "Charlie"}
-OPTIONS = [
-    ("A", "explore:kitchen", "[goexplore] <kitchen>"),
-    ("B", "check:fridge", "[gocheck] <fridge>"),
-    ("C", "wait", "[wait]"),
-]
+
+
+def said(reply):
+    """``(receivers, text)`` of each message a parsed reply sends."""
+    return [(m.receivers, m.text) for m in reply.messages]
+OPTIONS = Options.of([HighLevelAction.make("explore", "kitchen"),
+                      HighLevelAction.make("check", "fridge"), HighLevelAction.make("wait")])
 
 
 def test_act_schema_is_an_enum_of_letters_with_bounded_thoughts():
@@ -90,7 +94,8 @@ def test_minimal_instances_of_every_schema_validate():
 def test_act_accepts_letter_id_or_label(given):
     action, thoughts, notes = parse_act({"action": given, "thoughts": "t"},
                                         act_spec(("A", "B", "C")), OPTIONS)
-    assert action == "check:fridge" and thoughts == "t"
+    assert action == "check:fridge" and type(action) is ActionId and thoughts == "t"
+    assert (action.kind, action.target) == ("check", "fridge")
     assert notes == ([] if given.rstrip(".").lower() == "b" else
                      [f"action given as {given!r}, matched to B"])
 
@@ -118,9 +123,10 @@ def test_receivers_map_names_to_ids_and_drop_unknown():
     spec = communicate_spec("message", ("Bob", "Charlie"))
     reply = parse_communicate(
         {"messages": [{"receivers": ["bob", "Dave", "agent_2", "Bob"], "message": " go "}],
-         "thoughts": ""}, spec, TEAM, ["agent_1", "agent_2"],
+         "thoughts": ""}, spec, TEAM, ["agent_1", "agent_2"], sender="agent_0", round=4,
     )
-    assert reply.messages == [(("agent_1", "agent_2"), "go")]
+    assert said(reply) == [(("agent_1", "agent_2"), "go")]
+    assert [(m.sender, m.round, m.kind) for m in reply.messages] == [("agent_0", 4, "text")]
     assert reply.notes == ["dropped receiver 'Dave': not a teammate you may message"]
 
 
@@ -128,7 +134,7 @@ def test_everyone_and_forbidden_channels():
     spec = communicate_spec("message", ("Bob",))
     reply = parse_communicate({"receivers": ["everyone"], "message": "hi"}, spec, TEAM,
                               ["agent_1"])
-    assert reply.messages == [("everyone", "hi")]
+    assert said(reply) == [("everyone", "hi")]
     with pytest.raises(ReplyError, match=re.escape(
             "receivers ['Charlie'] name no teammate you may message; use names from Bob, "
             "everyone")):
@@ -162,8 +168,8 @@ def test_too_long_message_is_rejected():
                                         {"receivers": ["Bob"], "message": "x" * 150}]},
                           spec, TEAM, ["agent_1"])
     one = communicate_spec("message", ("Bob",), max_messages=1)  # one message: all of it
-    assert parse_communicate({"messages": [{"receivers": ["Bob"], "message": "x" * 300}]},
-                             one, TEAM, ["agent_1"]).messages == [(("agent_1",), "x" * 300)]
+    assert said(parse_communicate({"messages": [{"receivers": ["Bob"], "message": "x" * 300}]},
+                                  one, TEAM, ["agent_1"])) == [(("agent_1",), "x" * 300)]
 
 
 def test_distinct_messages_go_to_different_receivers():
@@ -172,7 +178,7 @@ def test_distinct_messages_go_to_different_receivers():
         {"receivers": ["Bob"], "message": "take the kitchen"},
         {"receivers": ["Charlie", "Dave"], "message": " take the bedroom "},
         {"receivers": ["everyone"], "message": ""}]}, spec, TEAM, ["agent_1", "agent_2"])
-    assert reply.messages == [(("agent_1",), "take the kitchen"),
+    assert said(reply) == [(("agent_1",), "take the kitchen"),
                               (("agent_2",), "take the bedroom")]
     assert reply.notes == ["dropped receiver 'Dave': not a teammate you may message"]
 
@@ -191,7 +197,7 @@ def test_too_many_messages_or_one_to_nobody_ask_for_a_correction():
         parse_communicate({"messages": [{"receivers": ["Bob"], "message": ""}, nobody]},
                           spec, TEAM, ["agent_1"])
     reply = parse_communicate({"messages": [one, nobody]}, spec, TEAM, ["agent_1"])
-    assert reply.messages == [(("agent_1",), "hi")]  # the deliverable one is sent
+    assert said(reply) == [(("agent_1",), "hi")]  # the deliverable one is sent
     assert reply.notes == ["dropped receiver 'Charlie': not a teammate you may message",
                            "dropped message 2: receivers ['Charlie'] name no teammate you "
                            "may message"]
@@ -219,7 +225,7 @@ def test_votes_map_to_candidate_ids():
 def test_intentions_and_claims_are_public():
     spec = communicate_spec("claim", ("Bob",))
     reply = parse_communicate({"role": " scout ", "message": "I scout"}, spec, TEAM, ["agent_1"])
-    assert reply.role == "scout" and reply.messages == [("everyone", "I scout")]
+    assert reply.role == "scout" and said(reply) == [("everyone", "I scout")]
 
 
 def test_cached_specs_cannot_be_changed_by_a_caller():
@@ -238,7 +244,7 @@ def test_a_message_budget_caps_the_messages_offered():
     assert spec.fields.startswith('"messages": a list of one message, each with "receivers"')
     assert "separate message" not in spec.fields
     one = {"receivers": ["Bob"], "message": "hi"}
-    assert parse_communicate({"messages": [one]}, spec, TEAM, ["agent_1"]).messages == [
+    assert said(parse_communicate({"messages": [one]}, spec, TEAM, ["agent_1"])) == [
         (("agent_1",), "hi")]
     with pytest.raises(ReplyError, match=re.escape("field 'messages': at most 1 message(s), "
                                                    "got 2")):
@@ -253,7 +259,7 @@ def test_the_single_message_form_is_read_as_one_message_and_noted():
     object is the first JSON object in the text), give."""
     spec = communicate_spec("message", ("Bob",))
     reply = parse_communicate({"receivers": ["Bob"], "message": "go"}, spec, TEAM, ["agent_1"])
-    assert reply.messages == [(("agent_1",), "go")]
+    assert said(reply) == [(("agent_1",), "go")]
     assert reply.notes == ["reply in the single-message form (no 'messages' list) read as "
                            "one message"]
     with pytest.raises(ReplyError, match=re.escape(

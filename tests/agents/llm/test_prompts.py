@@ -4,10 +4,12 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 from doubles import TEAM, FakeEnv, comm_ctx, run
 
+import orgteams.agents
 from orgteams.agents import (
     ActContext,
     DialogueLog,
@@ -18,11 +20,44 @@ from orgteams.agents import (
     TeamMessage,
     letters,
 )
+from orgteams.agents.llm.prompts import Options
+from orgteams.envs.highlevel import ActionId, HighLevelAction
 
 
 def test_letters_continue_after_z():
     assert letters(3) == ["A", "B", "C"]
     assert letters(28)[25:] == ["Z", "AA", "AB"]
+
+
+MENU = [HighLevelAction.make("explore", "kitchen"), HighLevelAction.make("grab", "cupcake_1"),
+        HighLevelAction.make("wait")]
+
+
+def test_options_letter_the_menu_and_read_a_choice_back_to_its_action_id():
+    options = Options.of(MENU)
+    assert options.letters == ["A", "B", "C"] and options.ids() == [a.id for a in MENU]
+    assert options.lines() == [("A", "[goexplore] <kitchen>"), ("B", "[gograb] <cupcake_1>"),
+                               ("C", "[wait]")]
+    assert Options.of(MENU, terse=True).lines()[1] == ("B", "grab cupcake_1")
+    for answer in ("b", "grab:cupcake_1", "[GOGRAB] <cupcake_1>"):
+        letter, action = options.find(answer)
+        assert (letter, action) == ("B", "grab:cupcake_1") and type(action) is ActionId
+    assert options.find("[gograb] <cupcake_1>", labels=False) is None  # a person types no label
+    assert options.find("D") is None and not Options.of([])
+
+
+def test_option_letters_exist_only_in_prompt_rendering():
+    """Members, the round loop, the log and the env pass action ids; letters are made and
+    read back only by agents/llm/prompts.py (its Options)."""
+    root = Path(orgteams.agents.__file__).resolve().parents[1]
+    found = []
+    for path in sorted(root.glob("*/**/*.py")):
+        if ".venv" in path.parts or "tests" in path.parts or path.name == "prompts.py":
+            continue
+        text = path.read_text(encoding="utf-8")
+        found += [f"{path.relative_to(root)}: {name}" for name in ("letters(", "action_options(")
+                  if re.search(rf"(?<![\w.]){re.escape(name)}", text)]
+    assert found == []
 
 
 def test_shipped_templates():

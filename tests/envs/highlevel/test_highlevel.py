@@ -306,3 +306,25 @@ def test_pickles_mid_plan_and_the_copy_goes_on_identically():
         trace.append(steps)
     assert trace[0] == trace[1] and len(trace[0]) == 8
     env.close()
+
+
+def test_an_action_is_one_action_id_from_decision_to_plan():
+    """``ActionId`` is the string id, with its kind and target read from it once."""
+    import json
+
+    from orgteams.agents.member import ActDecision, DecisionRecord, safe_action
+    from orgteams.envs.highlevel import ActionId
+
+    grab = ActionId("grab:cupcake_2")
+    assert (grab.kind, grab.target) == ("grab", "cupcake_2") and grab == "grab:cupcake_2"
+    assert ActionId.of("wait") == "wait" and ActionId.of("wait").target == ""
+    assert json.dumps({"action": grab}) == '{"action": "grab:cupcake_2"}'
+    assert type(HighLevelAction.make("explore", "kitchen").id) is ActionId
+    decided = ActDecision("explore:kitchen", "", DecisionRecord("act", "agent_0", 0))
+    assert type(decided.action_id) is ActionId  # a member's plain str becomes one
+    assert type(safe_action([HighLevelAction.make("wait")])[0]) is ActionId
+    env = HighLevelEnv(layout="studio", num_agents=1)
+    env.reset(seed=0)
+    offered = env.available_actions("agent_0")[0].id
+    env.step({"agent_0": offered})
+    assert env.current("agent_0") is None or env.current("agent_0").id == offered

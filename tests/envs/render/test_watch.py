@@ -11,6 +11,7 @@ import pytest
 
 pygame = pytest.importorskip("pygame")
 
+from doubles import read_dicts  # noqa: E402
 from window_script import Script, key  # noqa: E402  (tests/envs, beside this file)
 
 from orgteams.envs.render.renderer import PygameRenderer  # noqa: E402
@@ -37,7 +38,7 @@ def test_space_pauses_n_steps_one_tick_and_space_resumes(logged, monkeypatch):
         20: [key(pygame.K_SPACE)],  # resume
     }, when_holding=[key(pygame.K_q)])
     out = replay(path, render="human", fps=1000)
-    assert out.matches is True and out.ticks == result.summary["ticks"]
+    assert out.matches is True and out.ticks == result.summary.ticks
     f = script.frames
     # Reads 4..12 happen while paused: no new frame is drawn.
     assert len(set(f[3:12])) == 1
@@ -132,9 +133,8 @@ def test_scale_sets_the_window_and_the_frames(logged, monkeypatch):
 
 def _state_of(path):
     from orgteams.envs.core.state import HouseholdState
-    from orgteams.organizations.rounds.episode_log import read_log
 
-    header = next(r for r in read_log(path) if r.get("record") == "episode")
+    header = next(r for r in read_dicts(path) if r.get("record") == "episode")
     return HouseholdState.from_dict(header["initial_state"]), None, header["names"]
 
 

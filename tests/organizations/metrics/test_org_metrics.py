@@ -1,10 +1,11 @@
-"""Episode metrics on hand-built step records."""
+"""Episode metrics on hand-built decision lines (the log's JSON objects, read as typed lines)."""
 
 import math
 import re
 
 import pytest
 
+from orgteams.agents.records import decision_line
 from orgteams.organizations import (
     EpisodeMetrics,
     aggregate,
@@ -13,6 +14,7 @@ from orgteams.organizations import (
     episode_metrics,
     role_stability_index,
 )
+from orgteams.organizations.rounds.episode_log import EventLine
 
 PRICES = {"m1": (1.0, 2.0)}  # USD per token, to keep the arithmetic readable
 
@@ -24,7 +26,7 @@ def price(model, prompt, completion):
 
 def rec(**kw):
     base = {"round": 0, "tick": 0, "agent": "agent_0", "phase": "communicate", "kind": "message"}
-    return {**base, **kw}
+    return decision_line({**base, **kw})
 
 
 RECORDS = [
@@ -44,18 +46,18 @@ RECORDS = [
         message_tokens=1,
         usage={"prompt_tokens": 50, "completion_tokens": 2},
         model="m1",
+        abstained=False,
+        role="Cook",
     ),
-    rec(
-        agent="agent_2", message="", usage={"prompt_tokens": 40, "completion_tokens": 1}, model="m1"
-    ),
-    rec(agent="agent_3", kind="intention", message="I scout", message_tokens=2, delivered=[]),
+    rec(agent="agent_2", message="", usage={"prompt_tokens": 40, "completion_tokens": 1},
+        model="m1", abstained=True, role=" cook "),
+    rec(agent="agent_3", kind="intention", message="I scout", message_tokens=2, delivered=[],
+        abstained=False, role="scout"),
     rec(
         agent="agent_1",
         tick=8,
         phase="act",
         kind="action",
-        abstained=False,
-        role="Cook",
         usage={"prompt_tokens": 30, "completion_tokens": 3},
         model="m1",
     ),
@@ -65,13 +67,9 @@ RECORDS = [
         tick=12,
         phase="act",
         kind="action",
-        abstained=True,
-        role=" cook ",
         fallback="unparseable reply",
     ),
-    rec(
-        agent="agent_3", round=1, tick=12, phase="act", kind="action", abstained=False, role="scout"
-    ),
+    rec(agent="agent_3", round=1, tick=12, phase="act", kind="action"),
     rec(agent="agent_0", round=2, phase="vote", kind="vote", message="agent_1", message_tokens=3),
     rec(agent="agent_1", round=2, phase="vote", kind="vote", abstained=None, role="abstain"),
 ]
@@ -230,14 +228,15 @@ def test_default_price_table_reports_unknown_models_as_unknown():
 def test_leader_tenure_counts_terms_and_self_votes_count_own_ballots():
     from orgteams.organizations.metrics.episode_metrics import episode_metrics, leader_tenure
 
-    events = [{"type": "election", "round": 0, "winner": "agent_0"},
-              {"type": "election", "round": 5, "winner": "agent_2"},
-              {"type": "leader_change", "round": 8, "leader": "agent_2"},
-              {"type": "leader_change", "round": 9, "leader": "agent_1"}]
+    events = [EventLine.from_dict(e) for e in (
+        {"type": "election", "round": 0, "winner": "agent_0"},
+        {"type": "election", "round": 5, "winner": "agent_2"},
+        {"type": "leader_change", "round": 8, "leader": "agent_2"},
+        {"type": "leader_change", "round": 9, "leader": "agent_1"})]
     assert leader_tenure(events, "agent_0", 12) == 12 / 3
     assert leader_tenure([], "agent_0", 12) == 12.0
     assert leader_tenure(events, None, 12) is None
-    ballots = [{"round": 0, "agent": a, "phase": "communicate", "kind": "vote", "vote": v}
+    ballots = [rec(agent=a, kind="vote", vote=v)
                for a, v in (("agent_0", "agent_0"), ("agent_1", "agent_0"),
                             ("agent_2", "agent_2"), ("agent_3", None))]
     m = episode_metrics(ballots, success=True, ticks=5, leaders=["agent_0"], events=events)

@@ -6,11 +6,12 @@ from __future__ import annotations
 
 from collections import Counter
 
-from doubles import Talker
+from doubles import Talker, records_of
 
 from orgteams.agents.backends.pool import BackendPool
 from orgteams.agents.llm.tokens import REGEX_NAME, Tokenizer, approximate_note
 from orgteams.agents.planner.planner_member import PlannerMember
+from orgteams.agents.records import decision_line
 from orgteams.envs.highlevel.highlevel_env import HighLevelEnv
 from orgteams.organizations import load_organization
 from orgteams.organizations.metrics.episode_metrics import episode_metrics
@@ -52,7 +53,7 @@ def run(members, tokenizer=None, rounds=3):
 
 
 def sent(result):
-    return [r for r in result.records if r.get("phase") == "communicate" and r.get("message")]
+    return [r for r in records_of(result) if r.get("phase") == "communicate" and r.get("message")]
 
 
 def per_round(result):
@@ -67,9 +68,9 @@ def test_the_round_loop_budget_and_summary_count_with_the_episodes_tokenizer():
     assert set(per_round(result).values()) == {1}  # 1000 + 1000 > 1500: one kept
     assert [r["message_tokens"] for r in sent(result)] == [PER_MESSAGE] * 6
     assert {r["message"] for r in sent(result)} <= set(marked.texts)
-    notes = [n for r in result.records for n in r.get("notes") or ()]
+    notes = [n for r in records_of(result) for n in r.get("notes") or ()]
     assert notes == ["budget: 1 message(s) over the organization's budget not sent"] * 6
-    s = result.summary
+    s = result.summary.to_dict()
     assert s["tokenizer"] == "marked-1000" and s["tokens_approximate"] is None
     assert s["message_tokens_sent"] == 6 * PER_MESSAGE
     assert s["message_tokens_delivered"] == 6 * PER_MESSAGE  # one receiver each
@@ -82,7 +83,7 @@ def test_planners_keep_their_budget_with_the_episodes_tokenizer():
     assert max(per_round(default).values()) >= 2  # statuses and finds fit by default
     result = run({a: PlannerMember(a) for a in team}, tokenizer=Marked())
     assert per_round(result) and set(per_round(result).values()) == {1}
-    own = [n for r in result.records for n in r.get("notes") or ()
+    own = [n for r in records_of(result) for n in r.get("notes") or ()
            if n.startswith("budget: ") and "not sent: " in n]  # the planner's own note
     assert own  # the planner dropped them itself, counting with the episode's tokenizer
     assert {r["message_tokens"] for r in sent(result)} == {PER_MESSAGE}
@@ -94,7 +95,7 @@ def test_run_episode_counts_with_its_pools_tokenizer():
         result = run_episode(task="prepare_afternoon_tea", layout="studio",
                              organization="decentralized", agents=2, backend="planner",
                              seed=0, max_rounds=4, log_path=None, pool=pool)
-    s = result.summary
+    s = result.summary.to_dict()
     assert s["tokenizer"] == "marked-1000" and s["messages_sent"] > 0
     assert s["message_tokens_sent"] == s["messages_sent"] * PER_MESSAGE
     assert {r["message_tokens"] for r in sent(result)} == {PER_MESSAGE}
@@ -105,7 +106,8 @@ def test_metrics_count_records_without_counts_with_the_given_tokenizer():
                 "message": "go left", "delivered": ["agent_1", "agent_2"]},
                {"round": 0, "tick": 4, "agent": "agent_1", "phase": "communicate",
                 "message": "ok", "delivered": ["agent_0"], "message_tokens": 3}]
-    m = episode_metrics(records, success=True, ticks=4, tokenizer=Marked())
+    m = episode_metrics([decision_line(r) for r in records], success=True, ticks=4,
+                        tokenizer=Marked())
     assert (m.message_tokens_sent, m.message_tokens_delivered) == (PER_MESSAGE + 3,
                                                                    2 * PER_MESSAGE + 3)
 

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import asyncio
 
-from doubles import Tracer, fill_reply
+from doubles import Tracer, fill_reply, records_of
 
 from orgteams.agents import LLMAgent, ScriptedBackend
 from orgteams.agents.member import CommunicateContext
 from orgteams.agents.member_rules import MemberRules
 from orgteams.agents.planner.planner_member import PlannerMember
+from orgteams.agents.records import ActionLine, MessageLine
 from orgteams.agents.shared_context import RoundOutcome, SharedHistory, action_output
 from orgteams.agents.view import MemberView
 from orgteams.envs.highlevel.highlevel_env import HighLevelEnv
@@ -50,14 +51,16 @@ def test_sequential_messages_keeps_speaking_in_order_then_acting_at_once():
 
 def test_sequential_later_agents_see_earlier_choices_and_the_env_plays_them():
     results, members, _ = play("sequential", rounds=1)
-    acted = {r["agent"]: r["action"] for r in results[0].records if r.get("phase") == "act"}
+    acted = {r.agent: r.action for r in results[0].records if isinstance(r, ActionLine)}
     seen = [(m.sender, m.content["action"]) for m in members["agent_2"].acts[0]
             .visible_this_round if m.kind == "action"]
     # agent_2 decided knowing exactly what agents 0 and 1 chose, and those were played
     assert seen == [("agent_0", acted["agent_0"]), ("agent_1", acted["agent_1"])]
     assert [m.kind for m in members["agent_0"].acts[0].visible_this_round] == []
-    assert results[0].summary["message_tokens_sent"] > 0
-    kinds = {r.get("message_kind") for r in results[0].records if r.get("message")}
+    assert results[0].summary.message_tokens_sent > 0
+    kinds = {r.message.kind for r in results[0].records
+             if isinstance(r, MessageLine) and r.message is not None}
+    assert kinds
     assert "action" not in kinds  # a chosen action is shown, never sent as a message
 
 
@@ -96,7 +99,7 @@ def test_sequential_llm_prompt_quotes_earlier_agents_chosen_actions():
                "agent_1": LLMAgent("agent_1", backend, seed=0, prompts="compact")}
     result = TeamRunner(env, load_organization("sequential"), members,
                         max_rounds=1).run(seed=1)
-    chose = next(r["action"] for r in result.records
+    chose = next(r["action"] for r in records_of(result)
                  if r.get("phase") == "act" and r["agent"] == "agent_0")
     label = next(a.label for a in env.available_actions("agent_0") if a.id == chose) \
         if chose != "continue" else None

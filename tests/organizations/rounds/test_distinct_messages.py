@@ -3,6 +3,8 @@ organized-teams paper, §3.1), routed along the organization's channels."""
 
 from __future__ import annotations
 
+from doubles import records_of
+
 from orgteams.agents import LLMAgent, ScriptedBackend
 from orgteams.agents.backends.scripted import minimal_instance
 from orgteams.envs.highlevel.highlevel_env import HighLevelEnv
@@ -32,7 +34,7 @@ def test_distinct_messages_reach_only_their_receivers_and_a_forbidden_one_is_rec
     prompt = backends["agent_1"].calls[0][1]["content"]
     assert 'You may message: Alice, Charlie (or "everyone"). To tell different teammates ' \
            'different things, send up to 3 separate messages.' in prompt
-    said = [r for r in result.records if r.get("agent") == "agent_1"
+    said = [r for r in records_of(result) if r.get("agent") == "agent_1"
             and r.get("phase") == "communicate" and r.get("message")]
     assert [(r["message"], r["delivered"]) for r in said] == [
         (TO_ALICE, ["agent_0"]), (TO_CHARLIE, ["agent_2"])]

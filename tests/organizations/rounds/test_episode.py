@@ -11,6 +11,7 @@ from orgteams.agents.planner.planner_member import PlannerMember
 from orgteams.envs.highlevel.highlevel_env import HighLevelEnv
 from orgteams.organizations import load_organization
 from orgteams.organizations.rounds.episode import EpisodeState, play_rounds
+from orgteams.organizations.rounds.episode_log import line_dict
 from orgteams.organizations.rounds.planner_team import run_team
 
 
@@ -26,7 +27,7 @@ def _state(n=3, org="leader"):
 def test_hooks_see_every_record_message_round_and_tick():
     state = _state()
     records, messages, rounds, ticks, actions = [], [], [], [], []
-    state.hooks.record.append(records.append)
+    state.hooks.record.append(lambda line: records.append(line_dict(line)))
     state.hooks.message.append(messages.append)
     state.hooks.round_end.append(lambda s: rounds.append(s.round))
     state.hooks.tick.append(lambda *args: ticks.append(args[2].tick))
@@ -124,7 +125,7 @@ def test_should_stop_ends_the_episode_where_it_is_asked(asked_after, ticks, roun
 
     state = _state()
     records, phase, ticked = [], [], []
-    state.hooks.record.append(records.append)
+    state.hooks.record.append(lambda line: records.append(line_dict(line)))
     state.hooks.phase.append(lambda s, name: phase.append(name))
     state.hooks.tick.append(lambda *args: ticked.append(1))
 

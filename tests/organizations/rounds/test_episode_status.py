@@ -9,6 +9,7 @@ import json
 import re
 
 import pytest
+from doubles import read_dicts
 from fault_server import FaultServer  # noqa: E402  (needs the path above)
 
 from orgteams.agents.backends import BackendError, OpenAIBackend, ScriptedBackend
@@ -17,7 +18,6 @@ from orgteams.agents.llm.llm_agent import LLMAgent
 from orgteams.envs.highlevel.highlevel_env import HighLevelEnv
 from orgteams.errors import UserError
 from orgteams.organizations import load_organization
-from orgteams.organizations.rounds.episode_log import read_log
 from orgteams.organizations.rounds.runner import TeamRunner
 from orgteams.organizations.rounds.status import EpisodeStopped
 
@@ -35,14 +35,14 @@ def runner(backend, tmp_path=None, **kw):
 def test_dead_backend_stops_the_episode_with_status_error(tmp_path):
     dead = ScriptedBackend([BackendError("HTTP 500: boom", kind="http", status=500)], cycle=True)
     result = runner(dead, tmp_path).run(seed=0)
-    s = result.summary
+    s = result.summary.to_dict()
     assert s["episode_status"] == "error"
     assert s["stop_reason"] == "transport failures"
     assert s["stop_detail"] == ("3 model calls in a row failed after retries "
                                 "(last: http: HTTP 500: boom)")
     assert len(dead.calls) == 3  # round 0's communicate stage, then nothing more
     assert s["backend_fallbacks"] == 3
-    records = list(read_log(tmp_path / "ep.jsonl"))
+    records = list(read_dicts(tmp_path / "ep.jsonl"))
     stopped = [r for r in records if r.get("type") == "stopped"]
     assert stopped == [{"record": "event", "round": 0, "tick": 0, "type": "stopped",
                         "status": "error", "reason": "transport failures",
@@ -54,17 +54,17 @@ def test_flaky_backend_that_answers_in_between_plays_on():
     ok = {"receivers": ["everyone"], "message": "", "thoughts": ""}
     flaky = ScriptedBackend([BackendError("timeout", kind="timeout"), ok, ok], cycle=True)
     result = runner(flaky).run(seed=0)
-    assert result.summary["episode_status"] == "complete"
-    assert result.summary["stop_reason"] == "max rounds"
-    assert result.summary["stop_detail"] is None
-    assert result.summary["rounds"] == 3 and result.summary["backend_fallbacks"] > 0
+    assert result.summary.episode_status == "complete"
+    assert result.summary.stop_reason == "max rounds"
+    assert result.summary.stop_detail is None
+    assert result.summary.rounds == 3 and result.summary.backend_fallbacks > 0
 
 
 def test_no_limit_plays_every_round():
     dead = ScriptedBackend([BackendError("HTTP 500: boom", kind="http", status=500)], cycle=True)
     result = runner(dead, max_transport_failures=None).run(seed=0)
-    assert result.summary["episode_status"] == "complete"
-    assert result.summary["rounds"] == 3
+    assert result.summary.episode_status == "complete"
+    assert result.summary.rounds == 3
 
 
 @pytest.mark.parametrize("bad", [0, -2, True, 1.5])
@@ -86,14 +86,14 @@ def test_server_gone_for_the_whole_run_records_every_request(tmp_path):
                                 timeout=1.0, max_retries=1, backoff=0.01)
         result = runner(backend, tmp_path, max_transport_failures=2).run(seed=0)
         sent = len(server.requests)
-    s = result.summary
+    s = result.summary.to_dict()
     assert s["episode_status"] == "error"
     assert s["stop_detail"].startswith("2 model calls in a row failed after retries (last: "
                                        "connection: connection failed to http://127.0.0.1:")
     # every request the server saw is an attempt in the decision records
     assert s["model_requests"] == s["failed_requests"] == sent == 4
     assert s["failed_requests_by_kind"] == {"connection": 4}
-    decisions = [r for r in read_log(tmp_path / "ep.jsonl") if r.get("phase")]
+    decisions = [r for r in read_dicts(tmp_path / "ep.jsonl") if r.get("phase")]
     assert [len(r["attempts"]) for r in decisions] == [2, 2]
     assert {a["error"] for r in decisions for a in r["attempts"]} == {"APIConnectionError"}
 
@@ -123,7 +123,7 @@ NOT_JSON = "Sure! I would pick a."  # what a chat model says when it ignores the
 
 
 def _decision_lines(path):
-    return [r for r in read_log(path) if r.get("phase")]
+    return [r for r in read_dicts(path) if r.get("phase")]
 
 
 def _counted(lines):
@@ -139,7 +139,7 @@ def broadcast_runner(backend, tmp_path, **kw):
 
 def test_a_model_that_never_answers_validly_stops_as_invalid_replies(tmp_path):
     garbage = ScriptedBackend([NOT_JSON], cycle=True)
-    s = broadcast_runner(garbage, tmp_path).run(seed=0).summary
+    s = broadcast_runner(garbage, tmp_path).run(seed=0).summary.to_dict()
     assert (s["episode_status"], s["stop_reason"]) == ("error", "invalid replies")
     assert s["stop_detail"] == ("10 model calls in a row gave no valid reply "
                                 "(last: it is not a JSON object)")
@@ -156,7 +156,7 @@ def test_a_model_that_never_answers_validly_stops_as_invalid_replies(tmp_path):
     assert (s["decisions"], s["fallback_count"], s["fallback_rate"]) == (12, 12, 1.0)
     assert s["invalid_reply_fallbacks"] == 12 and s["backend_fallbacks"] == 0
     assert s["ticks"] == 1  # round 0 stepped once; round 1's stage was not used
-    written = list(read_log(tmp_path / "ep.jsonl"))
+    written = list(read_dicts(tmp_path / "ep.jsonl"))
     assert [r for r in written if r.get("type") == "stopped"] == [
         {"record": "event", "round": 1, "tick": 1, "type": "stopped", "status": "error",
          "reason": "invalid replies", "detail": s["stop_detail"]}]
@@ -168,7 +168,7 @@ def test_one_valid_reply_ends_a_run_of_invalid_ones(tmp_path):
     # 8 calls with nothing valid, then one valid: never 10 in a row
     mixed = ScriptedBackend(lambda messages, schema: (
         json.dumps(minimal_instance(schema)) if len(mixed.calls) % 9 == 0 else NOT_JSON))
-    s = runner(mixed, tmp_path, max_invalid_replies=10).run(seed=0).summary
+    s = runner(mixed, tmp_path, max_invalid_replies=10).run(seed=0).summary.to_dict()
     assert (s["episode_status"], s["stop_reason"], s["stop_detail"]) == (
         "complete", "max rounds", None)
     assert 0.5 < s["fallback_rate"] < 1.0 and s["invalid_reply_fallbacks"] > 10
@@ -178,7 +178,7 @@ def test_transport_failures_neither_add_to_nor_end_a_run_of_invalid_replies(tmp_
     dead = BackendError("HTTP 500: boom", kind="http", status=500)
     # invalid, invalid, failed, invalid: 3 calls in a row without a valid reply
     backend = ScriptedBackend([NOT_JSON, NOT_JSON, dead, NOT_JSON], cycle=True)
-    s = runner(backend, tmp_path, max_invalid_replies=3).run(seed=0).summary
+    s = runner(backend, tmp_path, max_invalid_replies=3).run(seed=0).summary.to_dict()
     assert (s["stop_reason"], s["stop_detail"]) == (
         "invalid replies", "3 model calls in a row gave no valid reply "
                            "(last: it is not a JSON object)")
@@ -213,7 +213,7 @@ def test_the_transport_stop_counts_exactly_in_the_order_calls_finish(tmp_path):
     # stage the stop said "6 model calls"; counted per call, the 4th (Bob's, which
     # finishes first) stops it, and the two still running are recorded, not counted.
     dead = _SlowAlice([BackendError("HTTP 500: boom", kind="http", status=500)], cycle=True)
-    s = broadcast_runner(dead, tmp_path, max_transport_failures=4).run(seed=0).summary
+    s = broadcast_runner(dead, tmp_path, max_transport_failures=4).run(seed=0).summary.to_dict()
     assert s["stop_detail"] == ("4 model calls in a row failed after retries "
                                 "(last: http: HTTP 500: boom)")
     lines = _decision_lines(tmp_path / "ep.jsonl")
@@ -230,7 +230,8 @@ def test_parallel_calls_to_a_failing_server_are_all_on_record(tmp_path):
     with FaultServer("http500") as server:
         backend = OpenAIBackend("fake-model", base_url=server.base_url, api_key="k",
                                 timeout=5.0, max_retries=0, backoff=0.01)
-        s = broadcast_runner(backend, tmp_path, max_transport_failures=2).run(seed=0).summary
+        s = broadcast_runner(backend, tmp_path, max_transport_failures=2).run(seed=0) \
+            .summary.to_dict()
         sent = len(server.requests)
     assert s["stop_detail"].startswith("2 model calls in a row failed after retries")
     lines = _decision_lines(tmp_path / "ep.jsonl")
@@ -245,8 +246,8 @@ def test_the_log_says_why_a_complete_episode_ended(tmp_path, kw, reason):
 
     log = tmp_path / "ep.jsonl"
     s = run_episode(layout="studio", organization="leader", backend="planner", seed=4,
-                    log_path=log, **kw).summary
-    last = list(read_log(log))[-1]
+                    log_path=log, **kw).summary.to_dict()
+    last = list(read_dicts(log))[-1]
     assert last["record"] == "summary" and last["episode_status"] == "complete"
     assert (last["stop_reason"], last["stop_detail"]) == (reason, None)
     assert last["success"] is (reason == "goal met") and s["stop_reason"] == reason
@@ -288,4 +289,4 @@ def test_cli_run_against_a_model_that_never_answers_json_exits_1(tmp_path, monke
     assert captured.err.strip().splitlines()[-1] == (
         "orgteams run: episode stopped (error): 2 model calls in a row gave no valid reply "
         "(last: it is not a JSON object)")
-    assert list(read_log(log))[-1]["stop_reason"] == "invalid replies"
+    assert list(read_dicts(log))[-1]["stop_reason"] == "invalid replies"

@@ -9,6 +9,7 @@ cabinet_3, a dead end nobody could pull it out of, and the team queued behind it
 from __future__ import annotations
 
 import pytest
+from doubles import records_of
 
 from orgteams.envs.highlevel.highlevel_env import HighLevelEnv
 from orgteams.organizations import load_organization
@@ -37,10 +38,10 @@ def test_nine_planners_on_the_house_finish_after_losing_their_leader(org, succes
     result = run_episode(task="prepare_afternoon_tea", layout="house", agents=9,
                          organization=organization, backend="planner", seed=seed,
                          shocks=["remove:agent_0@5"], log_path=None)
-    summary = result.summary
+    summary = result.summary.to_dict()
     assert summary["success"], summary["units_done"]
     assert summary["ticks"] < summary["step_limit"]
-    blocked = _gave_up_blocked(result.records)
+    blocked = _gave_up_blocked(records_of(result))
     assert not [b for b in blocked if "cabinet_3" in b]  # the dead end is never sealed
     if clean:  # (the others still lose a walk or two to hallway crossings)
         assert blocked == []

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from doubles import fill_reply
+from doubles import fill_reply, records_of
 
 from orgteams.agents import LLMAgent, ScriptedBackend
 from orgteams.agents.llm.replies import parse_communicate
@@ -35,10 +35,10 @@ def test_llm_leader_assigns_and_planners_follow():
     result = TeamRunner(env, load_organization("leader"), members, max_rounds=1).run(seed=0)
     leader_call = backend.calls[0]
     assert 'As the leader, assign Bob and Charlie one action each.' in leader_call[1]["content"]
-    sent = [r for r in result.records if r.get("agent") == "agent_0"
+    sent = [r for r in records_of(result) if r.get("agent") == "agent_0"
             and r.get("message_kind") == "assign"]
     assert len(sent) == 2
-    acted = {r["agent"]: r["action"] for r in result.records if r.get("phase") == "act"}
+    acted = {r["agent"]: r["action"] for r in records_of(result) if r.get("phase") == "act"}
     for rec in sent:  # each member did exactly what it was assigned
         member = rec["delivered"][0]
         name, _, label = rec["message"].partition(": ")

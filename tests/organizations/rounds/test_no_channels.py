@@ -4,7 +4,7 @@ sends (or counts tokens for) a message that no teammate can receive."""
 from __future__ import annotations
 
 import pytest
-from doubles import Talker
+from doubles import Talker, records_of
 
 from orgteams.envs.highlevel.highlevel_env import HighLevelEnv
 from orgteams.organizations import load_organization
@@ -19,19 +19,19 @@ def planners(org, seed=0):
 
 
 def messages(result):
-    return [r for r in result.records if r.get("phase") == "communicate" and r.get("message")]
+    return [r for r in records_of(result) if r.get("phase") == "communicate" and r.get("message")]
 
 
 def notes(result, prefix):
-    return [n for r in result.records for n in r.get("notes") or () if n.startswith(prefix)]
+    return [n for r in records_of(result) for n in r.get("notes") or () if n.startswith(prefix)]
 
 
 @pytest.mark.parametrize("base", ["leader", "decentralized"])
 def test_planners_under_channels_none_send_nothing(base):
     spoken = planners(load_organization(base))
-    assert messages(spoken) and spoken.summary["comm_tokens_per_step"] > 0  # they do talk
+    assert messages(spoken) and spoken.summary.comm_tokens_per_step > 0  # they do talk
     silent = planners(load_organization(base).updated(channels="none"))
-    s = silent.summary
+    s = silent.summary.to_dict()
     assert messages(silent) == []
     assert (s["messages_sent"], s["message_tokens_sent"], s["message_tokens_delivered"]) \
         == (0, 0, 0)
@@ -48,8 +48,8 @@ def test_an_org_file_with_channels_none_runs_silent(tmp_path):
     path.write_text(load_organization("leader").updated(name="quiet", channels="none")
                     .to_yaml())
     result = planners(str(path))
-    assert result.summary["organization"] == "quiet"
-    assert messages(result) == [] and result.summary["comm_tokens_per_step"] == 0.0
+    assert result.summary.organization == "quiet"
+    assert messages(result) == [] and result.summary.comm_tokens_per_step == 0.0
 
 
 def talkers(org, n=3, rounds=2, **kw):
@@ -60,14 +60,14 @@ def talkers(org, n=3, rounds=2, **kw):
 
 def test_the_round_loop_sends_no_message_nobody_can_receive():
     heard = talkers(load_organization("decentralized"))
-    assert heard.summary["messages_sent"] == 6 and heard.summary["message_tokens_sent"] > 0
+    assert heard.summary.messages_sent == 6 and heard.summary.message_tokens_sent > 0
     result = talkers(load_organization("decentralized").updated(channels="none"))
     assert messages(result) == []
-    assert result.summary["message_tokens_sent"] == 0
-    assert result.summary["comm_tokens_per_step"] == 0.0
+    assert result.summary.message_tokens_sent == 0
+    assert result.summary.comm_tokens_per_step == 0.0
     assert notes(result, "undeliverable") == [
         "undeliverable: 1 message(s) no teammate can receive not sent: text"] * 6
-    silent = [r for r in result.records if r.get("phase") == "communicate"]
+    silent = [r for r in records_of(result) if r.get("phase") == "communicate"]
     assert len(silent) == 6 and all(r["message"] is None for r in silent)
 
 

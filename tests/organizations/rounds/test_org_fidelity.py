@@ -9,6 +9,7 @@ the planners' leader flags and every message's delivery are checked against
 from __future__ import annotations
 
 import pytest
+from doubles import log_dicts
 
 from orgteams.agents.team import Team
 from orgteams.envs.highlevel.highlevel_env import HighLevelEnv
@@ -26,7 +27,7 @@ def _seen(org_name: str, n: int) -> dict[int, dict]:
     seen: dict[int, dict] = {}
     runner: TeamRunner
 
-    def on_round(round_: int, records: list[dict]) -> None:
+    def on_round(round_: int, records: list) -> None:
         if round_ in (0, 5):
             r = runner.state.resolved
             seen[round_] = {
@@ -35,7 +36,7 @@ def _seen(org_name: str, n: int) -> dict[int, dict]:
                 "channels": {a: r.receivers_of(a) for a in r.team},
                 "planner_leaders": sorted(a for a, m in members.items()
                                           if m.planner.role == "leader"),
-                "records": records,
+                "records": log_dicts(records),
             }
 
     runner = TeamRunner(env, org, members, max_rounds=6, on_round=on_round)

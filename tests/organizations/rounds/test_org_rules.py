@@ -9,7 +9,7 @@ from collections import Counter
 from itertools import combinations
 
 import pytest
-from doubles import fill_reply
+from doubles import fill_reply, records_of
 
 from orgteams.agents import LLMAgent, ScriptedBackend
 from orgteams.agents.member_rules import ROLE_VOCABULARY, MemberRules, choose_vote
@@ -32,7 +32,7 @@ def episode(org, seed=0, agents=4, layout="apartment", **kw):
 
 
 def sent(result, kind=None):
-    return [r for r in result.records if r.get("phase") == "communicate" and r.get("message")
+    return [r for r in records_of(result) if r.get("phase") == "communicate" and r.get("message")
             and (kind is None or r.get("message_kind") == kind)]
 
 
@@ -121,7 +121,7 @@ def test_self_assigned_work_sends_no_claims_and_every_round_sends_status():
     assert not sent(none, "claim") and not sent(none, "status") and sent(none, "found")
     shared = episode("shared")
     status = sent(shared, "status")
-    rounds = {r["round"] for r in shared.records if r.get("phase") == "act"}
+    rounds = {r["round"] for r in records_of(shared) if r.get("phase") == "act"}
     assert not sent(shared, "claim")
     assert {r["round"] for r in status} == rounds  # a status every round
     done_only = episode(load_organization("decentralized").updated(
@@ -138,8 +138,8 @@ def test_the_budget_caps_what_each_member_sends_per_round():
     assert per_round and max(per_round.values()) == 1
     free = Counter((r["agent"], r["round"]) for r in sent(episode("broadcast")))
     assert max(free.values()) > 1
-    assert result.summary["comm_tokens_per_step"] < episode("broadcast").summary[
-        "comm_tokens_per_step"]
+    assert result.summary.comm_tokens_per_step < episode("broadcast").summary \
+        .comm_tokens_per_step
 
 
 def test_members_correct_the_leader_only_when_the_rules_allow_it():
@@ -152,15 +152,15 @@ def test_members_correct_the_leader_only_when_the_rules_allow_it():
 
 def test_planners_abstain_with_nothing_useful_and_claim_roles_from_the_vocabulary():
     result = episode("sequential")
-    comm = [r for r in result.records if r.get("phase") == "communicate"]
+    comm = [r for r in records_of(result) if r.get("phase") == "communicate"]
     abstained = [r for r in comm if r.get("abstained")]
     assert abstained and all(r["role"] == "standby" for r in abstained)
     assert {r["role"] for r in comm} <= set(ROLE_VOCABULARY)
     assert len({r["role"] for r in comm}) >= 3
-    acted = {(r["agent"], r["round"]) for r in result.records if r.get("phase") == "act"}
+    acted = {(r["agent"], r["round"]) for r in records_of(result) if r.get("phase") == "act"}
     assert not {(r["agent"], r["round"]) for r in abstained} & acted  # they were not asked
-    assert result.summary["abstention_rate"] > 0 and result.summary["unique_roles"] >= 3
-    assert episode("decentralized").summary["abstention_rate"] == 0  # no right to abstain
+    assert result.summary.abstention_rate > 0 and result.summary.unique_roles >= 3
+    assert episode("decentralized").summary.abstention_rate == 0  # no right to abstain
 
 
 # ------------------------------------------------------------------------ elections
@@ -190,14 +190,14 @@ def elected(vote, reelect="every"):
 
 def test_elections_are_outcomes_of_the_ballots_in_running_episodes():
     rr = episode(elected("round_robin"), seed=0)
-    winners = [e["winner"] for e in rr.summary["events"] if e["type"] == "election"]
+    winners = [e["winner"] for e in rr.summary.to_dict()["events"] if e["type"] == "election"]
     assert winners[:3] == ["agent_1", "agent_2", "agent_3"]  # not always the lowest index
-    assert rr.summary["leader_tenure"] < rr.summary["rounds"]
-    own = episode(elected("self"), seed=0).summary
+    assert rr.summary.leader_tenure < rr.summary.rounds
+    own = episode(elected("self"), seed=0).summary.to_dict()
     assert own["self_vote_rate"] == 1.0
-    once = episode(elected("progress", "once"), seed=0).summary
+    once = episode(elected("progress", "once"), seed=0).summary.to_dict()
     assert once["election_count"] == 1 and once["leader_tenure"] == once["rounds"]
-    ballots = [r for r in episode("elected_leader", seed=2).records if r.get("kind") == "vote"]
+    ballots = [r for r in records_of(episode("elected_leader", seed=2)) if r.get("kind") == "vote"]
     assert ballots and all(r["parsed"]["rule"] == "progress" for r in ballots)
     assert {r["vote"] for r in ballots} != {"agent_0"}  # they vote by progress
 
@@ -206,7 +206,7 @@ def test_random_members_vote_by_the_rule_too():
     env = HighLevelEnv(layout="studio", task="prepare_afternoon_tea", num_agents=3)
     members = {a: RandomMember(a, seed=1) for a in env.possible_agents}
     result = TeamRunner(env, elected("self"), members, max_rounds=6).run(seed=0)
-    assert result.summary["self_vote_rate"] == 1.0
+    assert result.summary.self_vote_rate == 1.0
 
 
 # --------------------------------------------------------------- every pair differs
@@ -215,8 +215,8 @@ def test_planner_teams_differ_between_every_pair_of_named_organizations():
     means = {}
     for org in NAMED:
         rows = [episode(org, s).summary for s in seeds]
-        means[org] = (statistics.mean(r["ticks"] for r in rows),
-                      round(statistics.mean(r["comm_tokens_per_step"] for r in rows), 9))
+        means[org] = (statistics.mean(r.ticks for r in rows),
+                      round(statistics.mean(r.comm_tokens_per_step for r in rows), 9))
     same = [(a, b) for a, b in combinations(NAMED, 2) if means[a] == means[b]]
     assert not same, same
 
@@ -246,9 +246,9 @@ def test_the_runner_keeps_llm_members_within_the_budget():
         rules={"assign_work": "self", "report_when": "every_round", "budget": {"messages": 1}})
     members = {a: LLMAgent(a, ScriptedBackend(talkative), seed=0) for a in env.possible_agents}
     result = TeamRunner(env, org, members, max_rounds=2).run(seed=0)
-    said = [r for r in result.records if r.get("phase") == "communicate" and r.get("message")]
+    said = [r for r in records_of(result) if r.get("phase") == "communicate" and r.get("message")]
     per_round = Counter((r["agent"], r["round"]) for r in said)
     assert set(per_round.values()) == {1}  # intention stage spoke; the message stage is cut
-    cut = [r for r in result.records if r.get("phase") == "communicate"
+    cut = [r for r in records_of(result) if r.get("phase") == "communicate"
            and any(n.startswith("budget: 1 message(s)") for n in r.get("notes") or ())]
     assert {(r["agent"], r["round"]) for r in cut} == set(per_round)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import statistics
 
 import pytest
+from doubles import records_of
 
 from orgteams.organizations import load_organization
 from orgteams.run import build_team, run_episode
@@ -13,7 +14,7 @@ from orgteams.run import build_team, run_episode
 def _mean(org: str, key: str, seeds: int, layout: str = "studio") -> float:
     return statistics.mean(
         run_episode(task="prepare_afternoon_tea", layout=layout, organization=org, agents=3,
-                    backend="planner", seed=s, log_path=None).summary[key]
+                    backend="planner", seed=s, log_path=None).summary.value(key)
         for s in range(seeds))
 
 
@@ -38,7 +39,7 @@ def test_every_organization_runs_a_planner_team_to_success():
                 "coordinator", "broadcast", "shared", "sequential", "batched_sequential",
                 "claim_shared", "dual_leader", "decentralized", "leader_with_correction"):
         s = run_episode(task="put_dishwasher_easy", layout="studio", organization=org, agents=3,
-                        backend="planner", seed=3, log_path=None).summary
+                        backend="planner", seed=3, log_path=None).summary.to_dict()
         assert s["success"], org
         assert s["ticks"] <= s["step_limit"]
 
@@ -47,9 +48,9 @@ def test_a_team_can_mix_planner_llm_and_random_members():
     result = run_episode(task="put_dishwasher_easy", layout="studio", organization="leader",
                          agents=3, backend="planner,scripted,random", seed=0, max_rounds=3,
                          log_path=None)
-    s = result.summary
+    s = result.summary.to_dict()
     assert s["members"] == {"agent_0": "planner", "agent_1": "scripted", "agent_2": "random"}
-    models = {r["agent"]: r["model"] for r in result.records if r.get("phase") == "act"}
+    models = {r["agent"]: r["model"] for r in records_of(result) if r.get("phase") == "act"}
     assert models.get("agent_1") == "scripted" and models.get("agent_0") == "planner"
     assert s["fallback_count"] == 0  # the scripted double answers every schema validly
 
@@ -58,12 +59,12 @@ def test_a_rerun_with_the_response_cache_is_free_and_exact(tmp_path):
     cache = tmp_path / "cache.sqlite"
     kw = dict(task="put_dishwasher_easy", layout="studio", organization="leader", agents=2,
               backend="scripted", seed=0, max_rounds=2, log_path=None, cache=cache)
-    first = run_episode(**kw).summary
+    first = run_episode(**kw).summary.to_dict()
     rerun = run_episode(**kw)
-    second = rerun.summary
+    second = rerun.summary.to_dict()
     assert first["cache_hits"] == 0 and second["cache_hits"] > 0
     # every call of the rerun came from the cache: its tokens are marked as cached (free)
-    calls = [r for r in rerun.records if r.get("usage", {}).get("prompt_tokens")]
+    calls = [r for r in records_of(rerun) if r.get("usage", {}).get("prompt_tokens")]
     assert calls and all(r["cached_usage"] == r["usage"] for r in calls)
     for key in ("ticks", "rounds", "message_tokens_delivered", "llm_prompt_tokens"):
         assert first[key] == second[key], key

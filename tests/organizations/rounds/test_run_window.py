@@ -17,11 +17,11 @@ import pytest
 
 pygame = pytest.importorskip("pygame")
 
+from doubles import read_dicts, records_of  # noqa: E402
 from window_script import Script, key  # noqa: E402
 
 from orgteams.cli.main import main  # noqa: E402
 from orgteams.experiments.sweep import SweepSpec, run_sweep  # noqa: E402
-from orgteams.organizations.rounds.episode_log import read_log  # noqa: E402
 from orgteams.run import run_episode  # noqa: E402
 
 QUIT = pygame.event.Event(pygame.QUIT)
@@ -31,13 +31,14 @@ KW = {"layout": "studio", "organization": "leader", "agents": 3, "backend": "pla
 
 @pytest.fixture(scope="module")
 def headless():
-    return run_episode(**KW, log_path=None).summary
+    return run_episode(**KW, log_path=None).summary.to_dict()
 
 
 def test_a_run_in_the_window_is_complete_and_holds_its_last_frame(tmp_path, monkeypatch,
                                                                    headless):
     script = Script(monkeypatch, when_holding=[key(pygame.K_q)], hold_reads=4)
-    s = run_episode(**KW, render="human", fps=1000, log_path=tmp_path / "ep.jsonl").summary
+    s = run_episode(**KW, render="human", fps=1000,
+                    log_path=tmp_path / "ep.jsonl").summary.to_dict()
     assert s["episode_status"] == "complete" and s["stop_reason"] == "goal met"
     assert s["ticks"] == headless["ticks"] and s["success"] == headless["success"]
     assert script.banners[0] == ["Episode over: goal complete",
@@ -51,10 +52,10 @@ def test_closing_the_window_stops_the_run(tmp_path, monkeypatch, headless):
     Script(monkeypatch, {6: [QUIT]})
     log = tmp_path / "ep.jsonl"
     result = run_episode(**KW, render="human", fps=1000, log_path=log)
-    s = result.summary
+    s = result.summary.to_dict()
     assert s["episode_status"] == "interrupted" and s["stop_reason"] == "window closed"
     assert s["ticks"] < headless["ticks"] and not s["success"]
-    written = list(read_log(log))
+    written = list(read_dicts(log))
     assert written[-1]["record"] == "summary"
     assert written[-1]["episode_status"] == "interrupted"
     # Nothing was played after the close: the last tick line is the summary's tick.
@@ -82,12 +83,12 @@ def test_closing_the_window_while_a_person_is_asked_interrupts(tmp_path, monkeyp
     log = tmp_path / "ep.jsonl"
     result = run_episode(**{**KW, "backend": "human,planner,planner"}, render="human",
                          fps=1000, log_path=log)
-    s = result.summary
+    s = result.summary.to_dict()
     assert s["episode_status"] == "interrupted" and s["stop_reason"] == "window closed"
     assert not s["success"] and s["ticks"] == 0
     # No turn of the person was filled in for them.
-    assert not [r for r in read_log(log) if r.get("fallback") == "input closed"]
-    assert not [r for r in result.records if r.get("agent") == "agent_0"]
+    assert not [r for r in read_dicts(log) if r.get("fallback") == "input closed"]
+    assert not [r for r in records_of(result) if r.get("agent") == "agent_0"]
 
 
 def _stopped_after_two_rounds(cell, log_path, options):
@@ -100,7 +101,7 @@ def _stopped_after_two_rounds(cell, log_path, options):
                        organization=cell["organization"], agents=cell["agents"],
                        backend=cell["backend"], seed=cell["seed"], log_path=log_path,
                        on_round=lambda r, _: rounds.append(r), should_stop=stop,
-                       **options).summary
+                       **options).summary.to_dict()
 
 
 def test_an_interrupted_episode_is_not_an_ok_sweep_row(tmp_path):
@@ -184,7 +185,7 @@ def test_a_pyramid_keeps_its_tiers_and_shows_its_roles(monkeypatch):
     monkeypatch.setattr(HighLevelEnv, "step", step)
     result = run_episode(layout="house", organization="pyramid", agents=9, backend="planner",
                          seed=0, max_rounds=1, log_path=None)
-    roles = {r["agent"]: r["role"] for r in result.records if r.get("phase") == "communicate"}
+    roles = {r["agent"]: r["role"] for r in records_of(result) if r.get("phase") == "communicate"}
     expected = {"agent_0": "leader", "agent_1": "vice_leader", "agent_2": "vice_leader",
                 **{f"agent_{i}": "member" for i in range(3, 9)}}
     assert roles == expected
@@ -216,7 +217,7 @@ def test_a_window_destroyed_from_outside_is_a_closed_window(tmp_path, monkeypatc
     assert s["episode_status"] == "interrupted" and s["stop_reason"] == "window closed"
     assert captured.err.splitlines()[-1] == (f"stopped at round {s['rounds']} (window closed);"
                                              f" partial log {log}")
-    written = list(read_log(log))
+    written = list(read_dicts(log))
     assert written[-1]["record"] == "summary" and written[-1]["episode_status"] == "interrupted"
     assert not log.with_name(log.name + ".partial").exists()
 
@@ -318,7 +319,7 @@ def test_xdotool_windowclose_stops_a_run_honestly(tmp_path):
     assert "X Error" not in err and "Traceback" not in err
     assert run.returncode == 1
     assert re.search(r"^stopped at round \d+ \(window closed\); partial log ", err, re.M), err
-    written = list(read_log(log))
+    written = list(read_dicts(log))
     assert written[-1]["record"] == "summary"
     assert written[-1]["episode_status"] == "interrupted"
     assert written[-1]["stop_reason"] == "window closed"

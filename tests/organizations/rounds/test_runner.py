@@ -6,11 +6,10 @@ import json
 import re
 
 import pytest
-from doubles import Recorder
+from doubles import Recorder, read_dicts, records_of
 
 from orgteams.envs.highlevel.highlevel_env import HighLevelEnv
 from orgteams.organizations import load_organization
-from orgteams.organizations.rounds.episode_log import read_log
 from orgteams.organizations.rounds.monitor import MonitorConfig
 from orgteams.organizations.rounds.runner import TeamRunner
 from orgteams.organizations.rounds.shocks import Shock
@@ -54,17 +53,17 @@ def test_broadcast_decision_stage_sees_all_intentions():
 def test_chain_routes_only_to_neighbours_and_records_dropped():
     runner, members = make("chain", n=4, rounds=1)
     result = runner.run(seed=0)
-    msg = next(r for r in result.records if r.get("agent") == "agent_0" and r.get("message"))
+    msg = next(r for r in records_of(result) if r.get("agent") == "agent_0" and r.get("message"))
     assert msg["delivered"] == ["agent_1"]
     assert msg["dropped"] == ["agent_2", "agent_3"]
     assert members["agent_3"].heard == ["agent_2:hi from agent_2"]
     # a broadcast to 1 receiver counts once delivered
-    assert result.summary["message_tokens_delivered"] < 3 * result.summary["message_tokens_sent"]
+    assert result.summary.message_tokens_delivered < 3 * result.summary.message_tokens_sent
 
 
 def test_broadcast_to_three_counts_three_times_delivered():
     runner, _ = make("none", n=4, rounds=1)
-    s = runner.run(seed=0).summary
+    s = runner.run(seed=0).summary.to_dict()
     assert s["message_tokens_delivered"] == 3 * s["message_tokens_sent"]
     assert s["comm_tokens_per_step"] == pytest.approx(s["message_tokens_sent"] / s["ticks"])
     assert s["delivered_tokens_per_step"] == pytest.approx(
@@ -74,11 +73,11 @@ def test_broadcast_to_three_counts_three_times_delivered():
 def test_election_is_recorded_and_changes_the_leader():
     runner, members = make("elected_leader", rounds=1, vote="agent_2")
     result = runner.run(seed=0)
-    election = next(e for e in result.summary["events"] if e["type"] == "election")
+    election = next(e for e in result.summary.to_dict()["events"] if e["type"] == "election")
     assert election["winner"] == "agent_2"
     assert election["votes"] == {"agent_0": "agent_2", "agent_1": "agent_2",
                                  "agent_2": "agent_2"}
-    assert result.summary["election_count"] == 1
+    assert result.summary.election_count == 1
     assert runner.state.resolved.leaders[0] == "agent_2"
 
 
@@ -86,9 +85,9 @@ def test_abstaining_agents_wait_and_count_in_the_abstention_rate():
     runner, members = make("sequential", rounds=2, abstain=True,
                            action=lambda valid: valid[0])
     result = runner.run(seed=0)
-    acts = [r for r in result.records if r.get("phase") == "act"]
+    acts = [r for r in records_of(result) if r.get("phase") == "act"]
     assert acts == []  # nobody was asked to act: everyone abstained
-    assert result.summary["abstention_rate"] == 1.0
+    assert result.summary.abstention_rate == 1.0
     fresh = HighLevelEnv(layout="studio", task="prepare_afternoon_tea", num_agents=3)
     fresh.reset(seed=0)
     assert runner.env.base.world.agent_pos == fresh.base.world.agent_pos  # everyone waited
@@ -104,11 +103,12 @@ def test_remove_shock_idles_the_agent_and_substitute_swaps_the_member():
                         shocks=[Shock(1, "remove", "agent_1"),
                                 Shock(2, "substitute", "agent_2", new)])
     result = runner.run(seed=0)
-    speakers = {(r["round"], r["agent"]) for r in result.records if r.get("phase") ==
+    speakers = {(r["round"], r["agent"]) for r in records_of(result) if r.get("phase") ==
                 "communicate"}
     assert (0, "agent_1") in speakers and (1, "agent_1") not in speakers
-    assert result.summary["members"]["agent_2"] == "replacement"
-    kinds = [(e["kind"], e["agent"]) for e in result.summary["events"] if e["type"] == "shock"]
+    assert result.summary.members["agent_2"] == "replacement"
+    kinds = [(e.get("kind"), e.get("agent")) for e in result.summary.events
+             if e.type == "shock"]
     assert kinds == [("remove", "agent_1"), ("substitute", "agent_2")]
     assert env.base.overlay.markers["agent_1"] == "idle"
 
@@ -136,10 +136,10 @@ def test_monitor_switches_self_organizing_team_that_duplicates_work():
     runner = TeamRunner(env, load_organization("shared"), members, max_rounds=8,
                         monitor=MonitorConfig(window=2, max_duplicates=0.3))
     result = runner.run(seed=0)
-    switch = result.summary["org_switches"]
+    switch = result.summary.to_dict()["org_switches"]
     assert len(switch) == 1 and switch[0]["to_org"] == "coordinator"
     assert "duplicate work" in switch[0]["reason"]
-    assert result.summary["final_organization"] == "coordinator"
+    assert result.summary.final_organization == "coordinator"
 
 
 def test_log_survives_an_interrupted_run(tmp_path):
@@ -149,14 +149,14 @@ def test_log_survives_an_interrupted_run(tmp_path):
     runner = TeamRunner(env, load_organization("none"), members, max_rounds=10, log_path=path)
     with pytest.raises(RuntimeError, match="member crashed"):
         runner.run(seed=0)
-    records = list(read_log(path))
+    records = list(read_dicts(path))
     assert records[0]["record"] == "episode"  # the replay header comes first
     assert {r["round"] for r in records if "round" in r} == {0, 1, 2, 3}
     assert max(r["round"] for r in records if r.get("phase") == "act") == 2
     # a torn final line (power cut mid-write) is skipped, earlier lines are kept
     with path.open("a") as fh:
         fh.write('{"round": 4, "agent"')
-    assert len(list(read_log(path))) == len(records)
+    assert len(list(read_dicts(path))) == len(records)
     json.loads(path.read_text().splitlines()[0])
 
 
@@ -220,3 +220,52 @@ def test_custom_names_reach_the_organization_instruction():
     assert ctx.name == "Yan" and ctx.team == names
     assert "You are Yan" in ctx.instruction and "Zed" in ctx.instruction
     assert "Alice" not in ctx.instruction and "Bob" not in ctx.instruction
+
+
+def test_the_organization_is_resolved_once_per_change(monkeypatch):
+    """Once for ``run_episode`` (its members and runner share it), once for all episodes
+    of a runner, and once per change in the episode: a regulate shock is resolved when
+    checked before the episode and when applied, never again."""
+    from orgteams.organizations.spec.resolved import ResolvedOrganization
+    from orgteams.run import run_episode
+
+    builds = []
+    real = ResolvedOrganization.build.__func__
+
+    def counting(cls, organization, *args, **kwargs):
+        builds.append(organization.name)
+        return real(cls, organization, *args, **kwargs)
+
+    monkeypatch.setattr(ResolvedOrganization, "build", classmethod(counting))
+    result = run_episode(layout="studio", organization="leader", backend="planner", seed=0,
+                         log_path=None, max_rounds=3)
+    assert result.summary.rounds == 3 and builds == ["leader"]
+    builds.clear()
+    runner, _ = make("leader", rounds=2)
+    runner.run(seed=0)
+    runner.run(seed=1)
+    assert builds == ["leader"]
+    builds.clear()
+    result = run_episode(layout="studio", organization="leader", backend="planner", seed=0,
+                         log_path=None, max_rounds=3, shocks=["regulate:protocol=shared@1"])
+    assert builds == ["leader", "leader", "leader"]  # the start, the shock checked, applied
+    assert result.summary.final_protocol == "shared"
+
+
+def test_a_resolution_of_another_organization_or_team_is_refused():
+    from orgteams.agents.team import Team
+
+    env = HighLevelEnv(layout="studio", num_agents=3)
+    members = {f"agent_{i}": Recorder(f"agent_{i}") for i in range(3)}
+    leader = load_organization("leader")
+    with pytest.raises(ValueError, match=re.escape(
+            "resolved= is 'none' for ['agent_0', 'agent_1', 'agent_2'], not 'leader' for "
+            "['agent_0', 'agent_1', 'agent_2'] with names ['Alice', 'Bob', 'Charlie']")):
+        TeamRunner(env, leader, members,
+                   resolved=load_organization("none").resolve(Team.of_size(3)))
+    with pytest.raises(ValueError, match=re.escape("not 'leader' for")):
+        TeamRunner(env, leader, members, names=["Ann", "Ben", "Cid"],
+                   resolved=leader.resolve(Team.of_size(3)))
+    runner = TeamRunner(env, leader, members, resolved=(given := leader.resolve(
+        Team.of_size(3))))
+    assert runner.resolved is given

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 
 import pytest
+from doubles import records_of
 
 from orgteams.agents.planner.planner_member import PlannerMember
 from orgteams.envs.highlevel.highlevel_env import HighLevelEnv
@@ -107,7 +108,7 @@ def test_leader_team_on_the_house_recovers_from_losing_a_member(seed):
     # it held was lost with it.
     result = run_episode(organization="leader", layout="house", backend="planner", agents=3,
                          seed=seed, shocks=["remove:agent_1@5"], log_path=None)
-    summary = result.summary
+    summary = result.summary.to_dict()
     assert summary["success"], summary["units_done"]
     assert summary["ticks"] < summary["step_limit"]
     (shock,) = summary["shocks"]
@@ -118,8 +119,8 @@ def test_leader_team_on_the_house_recovers_from_losing_a_member(seed):
 def test_failed_episode_reports_recovery_none():
     result = run_episode(organization="leader", layout="studio", backend="planner", agents=3,
                          seed=0, shocks=["remove:agent_1@1"], max_ticks=20, log_path=None)
-    assert not result.summary["success"]
-    assert result.summary["shocks"][0]["recovery_rounds"] is None
+    assert not result.summary.success
+    assert result.summary.shocks[0]["recovery_rounds"] is None
 
 
 # ---------------------------------------------------------------- regulation change
@@ -139,9 +140,9 @@ def test_regulation_change_puts_the_new_protocol_in_force_mid_episode():
     assert by_round[1] == ["communicate"] * 3 + ["act"] * 3  # shared: all at once
     ctxs = members["agent_1"].comm
     assert ctxs[0].history is None and ctxs[1].history is not None
-    assert result.summary["protocol"] == "sequential"
-    assert result.summary["final_protocol"] == "shared"
-    (event,) = [e for e in result.summary["events"] if e["type"] == "shock"]
+    assert result.summary.protocol == "sequential"
+    assert result.summary.final_protocol == "shared"
+    (event,) = [e for e in result.summary.to_dict()["events"] if e["type"] == "shock"]
     assert (event["field"], event["before"], event["after"]) == ("protocol", "sequential",
                                                                  "shared")
 
@@ -170,7 +171,7 @@ def test_regulation_change_of_one_rule_reaches_every_member_kind():
     rules = [c.rules for c in members["agent_1"].comm]
     assert rules[0].assign_work == "leader" and rules[1].assign_work == "claim"
     assert rules[1].report_when == rules[0].report_when  # the other rules are kept
-    (event,) = [e for e in result.summary["events"] if e["type"] == "shock"]
+    (event,) = [e for e in result.summary.to_dict()["events"] if e["type"] == "shock"]
     assert event["before"]["assign_work"] == "leader"
     assert event["after"]["assign_work"] == "claim"
     with pytest.raises(UserError, match=re.escape("regulate shock rules.assign_work='boss'")):
@@ -205,7 +206,7 @@ def test_bad_regulation_is_one_line_before_the_episode():
 def test_priority_shift_changes_the_goal_the_env_checks_and_the_summary_records_it():
     result = run_episode(organization="leader", layout="apartment", backend="planner",
                          agents=3, seed=1, shocks=["priority:put_fridge@4"], log_path=None)
-    s = result.summary
+    s = result.summary.to_dict()
     assert s["task"] == "prepare_afternoon_tea" and s["final_task"] == "put_fridge"
     assert s["goal"] == ["ON(wine, coffee_table): 2", "ON(cupcake, coffee_table): 1",
                          "ON(pudding, coffee_table): 1"]
@@ -259,7 +260,7 @@ def test_regulation_cutting_channels_changes_what_planners_hear():
                        agents=3, seed=0, log_path=None)
     cut = run_episode(organization="leader", layout="apartment", backend="planner", agents=3,
                       seed=0, shocks=["regulate:channels=none@1"], log_path=None)
-    delivered = [r for r in cut.records if r.get("phase") == "communicate"
+    delivered = [r for r in records_of(cut) if r.get("phase") == "communicate"
                  and r.get("round", 0) >= 1 and r.get("delivered")]
     assert delivered == []
-    assert cut.summary["message_tokens_delivered"] < base.summary["message_tokens_delivered"]
+    assert cut.summary.message_tokens_delivered < base.summary.message_tokens_delivered

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from doubles import read_dicts
+
 from orgteams.cli.main import main
-from orgteams.organizations.rounds.episode_log import EpisodeLog, read_log
+from orgteams.organizations.rounds.episode_log import EpisodeLine, EpisodeLog, EventLine, read_log
 
 
 def test_same_log_twice_holds_one_episode_that_replays(tmp_path, capsys):
@@ -11,9 +13,9 @@ def test_same_log_twice_holds_one_episode_that_replays(tmp_path, capsys):
     argv = ["run", "--layout", "studio", "--backend", "planner", "--max-rounds", "3",
             "--log", str(log), "--quiet", "--json"]
     assert main(argv) == 0
-    first = list(read_log(log))
+    first = list(read_dicts(log))
     assert main([*argv[:-2], "--seed", "1", "--quiet", "--json"]) == 0
-    records = list(read_log(log))
+    records = list(read_dicts(log))
     assert [r.get("record") for r in records].count("episode") == 1
     assert [r.get("record") for r in records].count("summary") == 1
     assert records[0]["seed"] == 1 and first[0]["seed"] == 0
@@ -27,14 +29,21 @@ def test_killed_run_leaves_a_readable_partial_and_the_old_log(tmp_path):
     path = tmp_path / "ep.jsonl"
     path.write_text('{"record": "episode", "seed": 0}\n')  # an older, finished episode
     log = EpisodeLog(path)
-    log.write({"round": 0, "agent": "agent_0", "phase": "act"})
+    line = EventLine(round=0, tick=0, type="small_team", data={"message": "one agent"})
+    log.write(line)
     log.flush()  # end of round 0; then kill -9: close() never runs
     partial = tmp_path / "ep.jsonl.partial"
-    assert list(read_log(partial)) == [{"round": 0, "agent": "agent_0", "phase": "act"}]
-    assert list(read_log(path)) == [{"record": "episode", "seed": 0}]  # untouched
+    written = {"record": "event", "round": 0, "tick": 0, "type": "small_team",
+               "message": "one agent"}
+    assert list(read_dicts(partial)) == [written]
+    assert list(read_log(partial)) == [line]
+    old = next(read_log(path))  # untouched; its missing fields read as None
+    assert isinstance(old, EpisodeLine) and (old.seed, old.agents) == (0, None)
+    assert list(read_dicts(path)) == [{"record": "episode", "seed": 0, "organization": None,
+                                       "agents": None, "names": None, "initial_state": None}]
     log.close()
     assert not partial.exists()
-    assert list(read_log(path)) == [{"round": 0, "agent": "agent_0", "phase": "act"}]
+    assert list(read_dicts(path)) == [written]
 
 
 def test_bad_instruction_template_writes_no_log(tmp_path, capsys):

@@ -7,8 +7,11 @@ import io
 import re
 from contextlib import redirect_stderr
 
+from doubles import records_of
+
 from orgteams.agents import LLMAgent, ScriptedBackend
 from orgteams.agents.planner.planner_member import PlannerMember
+from orgteams.agents.records import decision_line
 from orgteams.envs.highlevel.highlevel_env import HighLevelEnv
 from orgteams.organizations import load_organization
 from orgteams.organizations.rounds.runner import TeamRunner
@@ -29,7 +32,7 @@ def test_custom_names_reach_the_instruction_and_the_prompt():
     for name in ("Alice", "Bob", "Charlie", "agent_1", "agent_2"):
         assert not any(name in p for p in prompts), name
     # planners' assignments and notes name people the same way in what they send
-    texts = [r["message"] for r in result.records if r.get("message")]
+    texts = [r["message"] for r in records_of(result) if r.get("message")]
     assert texts and not any("agent_" in t for t in texts), texts
 
 
@@ -38,10 +41,10 @@ def test_planner_assignments_use_display_names():
     members = {a: PlannerMember(a, leader=a == "agent_0") for a in env.possible_agents}
     result = TeamRunner(env, load_organization("leader"), members, names=NAMES,
                         max_rounds=3).run(seed=0)
-    assigns = [r["message"] for r in result.records
+    assigns = [r["message"] for r in records_of(result)
                if r.get("phase") == "communicate" and (r.get("message") or "").startswith(
                    ("Yan:", "Xia:"))]
-    assert assigns, [r.get("message") for r in result.records]
+    assert assigns, [r.get("message") for r in records_of(result)]
 
 
 def test_terminal_lines_use_display_names():
@@ -50,10 +53,11 @@ def test_terminal_lines_use_display_names():
     show = _round_printer(NAMES)
     err = io.StringIO()
     with redirect_stderr(err):
-        show(0, [{"phase": "communicate", "agent": "agent_0", "message": "Yan: explore kitchen",
-                  "delivered": ["agent_1", "agent_2"]},
-                 {"phase": "act", "agent": "agent_1", "action": "explore:kitchen",
-                  "status": "running", "tick": 3}])
+        show(0, [decision_line({"phase": "communicate", "agent": "agent_0", "round": 0,
+                                "message": "Yan: explore kitchen",
+                                "delivered": ["agent_1", "agent_2"]}),
+                 decision_line({"phase": "act", "agent": "agent_1", "round": 0,
+                                "action": "explore:kitchen", "status": "running", "tick": 3})])
     assert err.getvalue().splitlines() == [
         "  r0   Zed -> Yan, Xia: Yan: explore kitchen",
         "  r0   Yan does explore:kitchen (running, tick 3)",
@@ -68,12 +72,15 @@ def test_an_order_names_its_receiver_once_in_the_terminal():
     show = _round_printer(NAMES)
     err = io.StringIO()
     with redirect_stderr(err):
-        show(2, [{"phase": "communicate", "agent": "agent_0", "message": "Yan: explore kitchen",
-                  "message_kind": "assign", "delivered": ["agent_1"]},
-                 {"phase": "communicate", "agent": "agent_0", "message": "Yan: you lead",
-                  "message_kind": "text", "delivered": ["agent_1"]},  # free text: as said
-                 {"phase": "communicate", "agent": "agent_0", "message": "Xia: grab cupcake_1",
-                  "message_kind": "assign", "delivered": []}])  # cut off: not delivered
+        show(2, [decision_line(line) for line in (
+            {"phase": "communicate", "agent": "agent_0", "round": 2,
+             "message": "Yan: explore kitchen", "message_kind": "assign",
+             "delivered": ["agent_1"]},
+            {"phase": "communicate", "agent": "agent_0", "round": 2, "message": "Yan: you lead",
+             "message_kind": "text", "delivered": ["agent_1"]},  # free text: as said
+            {"phase": "communicate", "agent": "agent_0", "round": 2,
+             "message": "Xia: grab cupcake_1", "message_kind": "assign",
+             "delivered": []})])  # cut off: not delivered
     assert err.getvalue().splitlines() == [
         "  r2   Zed -> Yan: explore kitchen",
         "  r2   Zed -> Yan: Yan: you lead",

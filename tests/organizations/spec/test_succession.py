@@ -6,12 +6,14 @@ from __future__ import annotations
 import re
 
 import pytest
+from doubles import read_dicts, records_of
 from pydantic import ValidationError
 
 from orgteams.agents.team import Team
 from orgteams.criticize_reflect.rule_edits import RulesEdit, merged_rules
 from orgteams.errors import UserError
 from orgteams.organizations import Organization, load_organization
+from orgteams.organizations.rounds.episode_summary import EpisodeSummary
 from orgteams.organizations.rounds.shocks import recovery_summary, regulated
 from orgteams.run import run_episode
 
@@ -29,7 +31,7 @@ def play(org, agents: int, *shocks: str, seed: int = 0):
 
 
 def messages(result, kind=None):
-    return [r for r in result.records if r.get("phase") == "communicate" and r.get("message")
+    return [r for r in records_of(result) if r.get("phase") == "communicate" and r.get("message")
             and (kind is None or r.get("message_kind") == kind)]
 
 
@@ -42,7 +44,7 @@ def assigners(result, since: int) -> tuple[set[str], set[str]]:
 
 def followed(result, leader: str, since: int) -> int:
     """Orders from ``leader`` (round >= ``since``) that their receiver acted on that round."""
-    acts = {(r["round"], r["agent"]): r["action"] for r in result.records
+    acts = {(r["round"], r["agent"]): r["action"] for r in records_of(result)
             if r.get("phase") == "act"}
     n = 0
     for r in messages(result, "assign"):
@@ -59,7 +61,7 @@ def test_the_next_member_leads_from_the_shock_round(org, agents):
     reports_to_1 = now.members_of("agent_1")  # agent_0's seat: agent_1 leads them now
     assert reports_to_1 and "agent_0" not in reports_to_1
     result = play(org, agents, "remove:agent_0@5")
-    s = result.summary
+    s = result.summary.to_dict()
     assert s["success"]
     (event,) = s["successions"]
     assert (event["round"], event["agent"], event["successor"], event["rule"]) == (
@@ -81,7 +83,7 @@ def test_the_next_member_leads_from_the_shock_round(org, agents):
 
 def test_pyramid_mid_leader_is_succeeded_by_its_first_member():
     result = play("pyramid", 9, "remove:agent_1@5")
-    (event,) = result.summary["successions"]
+    (event,) = result.summary.to_dict()["successions"]
     assert (event["agent"], event["role"], event["successor"]) == (
         "agent_1", "vice_leader", "agent_3")
     assert event["roles"] == {"agent_3": ["member", "vice_leader"]}
@@ -90,7 +92,7 @@ def test_pyramid_mid_leader_is_succeeded_by_its_first_member():
     late = [r for r in messages(result) if r["round"] >= 5]
     assert any(r["agent"] == "agent_3" and r["delivered"] == ["agent_0"]
                for r in late if r.get("message_kind") in REPORTS)
-    assert all(r["agent_3"] == "vice_leader" for k, r in result.summary["roles_by_round"].items()
+    assert all(r["agent_3"] == "vice_leader" for k, r in result.summary.roles_by_round.items()
                if int(k) >= 5)
 
 
@@ -106,18 +108,18 @@ def test_pyramid_seats_move_down_the_tiers():
 @pytest.mark.parametrize("agents", [5, 9])
 def test_chain_closes_around_a_removed_link_and_its_head_passes_on(agents):
     result = play("chain", agents, "remove:agent_2@5")
-    (event,) = result.summary["successions"]
+    (event,) = result.summary.to_dict()["successions"]
     assert (event["agent"], event["successor"]) == ("agent_2", "agent_3")
     assert event["channels"] == {"agent_1": ["agent_3"], "agent_3": ["agent_1"]}
     bridged = [r["round"] for r in messages(result) if r["agent"] == "agent_1"
                and "agent_3" in r["delivered"]]
     assert bridged and min(bridged) >= 5  # agent_1 reaches agent_3 only once the chain closed
     kept = play(with_succession("chain", "none"), agents, "remove:agent_2@5")
-    assert kept.summary["successions"] == []
+    assert kept.summary.to_dict()["successions"] == []
     assert not any(r["agent"] == "agent_1" and "agent_3" in r["delivered"]
                    for r in messages(kept))
     head = play("chain", agents, "remove:agent_0@5")
-    (event,) = head.summary["successions"]
+    (event,) = head.summary.to_dict()["successions"]
     assert (event["agent"], event["successor"]) == ("agent_0", "agent_1")
     assert not any("agent_0" in r["delivered"] for r in messages(head) if r["round"] >= 5)
     resolved = load_organization("chain").resolve(Team.of_size(agents), removed=("agent_0",))
@@ -128,7 +130,7 @@ def test_chain_closes_around_a_removed_link_and_its_head_passes_on(agents):
 
 def test_succession_none_keeps_the_removed_leaders_seat():
     result = play(with_succession("leader", "none"), 5, "remove:agent_0@5")
-    s = result.summary
+    s = result.summary.to_dict()
     assert s["successions"] == []
     assert assigners(result, 5) == ({"agent_0"}, set())  # nobody gives orders any more
     assert all(r["agent_1"] == "member" for k, r in s["roles_by_round"].items())
@@ -138,7 +140,7 @@ def test_succession_none_keeps_the_removed_leaders_seat():
     late = [r for r in messages(result) if r["round"] >= 5 and r.get("message_kind") in REPORTS
             and r["agent"] != "agent_0"]
     assert late == []  # reports to the removed leader reach nobody: not sent, noted
-    unsent = [r for r in result.records if r.get("round", 0) >= 5 and any(
+    unsent = [r for r in records_of(result) if r.get("round", 0) >= 5 and any(
         n.startswith("undeliverable: ") for n in r.get("notes") or ())]
     assert unsent and {r["agent"] for r in unsent} <= {"agent_1", "agent_2", "agent_3",
                                                        "agent_4"}
@@ -146,7 +148,7 @@ def test_succession_none_keeps_the_removed_leaders_seat():
 
 def test_elect_holds_a_vote_at_the_shock_round_without_the_removed_member():
     result = play("elected_leader", 5, "remove:agent_0@2")
-    s = result.summary
+    s = result.summary.to_dict()
     elections = [e for e in s["events"] if e["type"] == "election"]
     vote = next(e for e in elections if e["round"] == 2)  # not an election round (every 5)
     assert sorted(vote["votes"]) == ["agent_1", "agent_2", "agent_3", "agent_4"]
@@ -160,19 +162,19 @@ def test_elect_holds_a_vote_at_the_shock_round_without_the_removed_member():
 
 def test_substitute_takes_the_leaders_seat_unless_succession_is_none():
     result = play("leader", 5, "substitute:agent_0=planner@5")
-    (event,) = result.summary["successions"]
+    (event,) = result.summary.to_dict()["successions"]
     assert (event["agent"], event["successor"], event["shock"]) == (
         "agent_0", "agent_0", "substitute")
     assert assigners(result, 5) == ({"agent_0"}, {"agent_0"})  # the substitute gives orders
     kept = play(with_succession("leader", "none"), 5, "substitute:agent_0=planner@5")
-    assert kept.summary["successions"] == [] and assigners(kept, 5)[1] == set()
+    assert kept.summary.to_dict()["successions"] == [] and assigners(kept, 5)[1] == set()
 
 
 def test_rotation_never_hands_the_lead_to_a_removed_member():
     org = load_organization("dynamic").updated(leadership_rule="round_robin",
                                                leadership_every=1)
     result = play(org, 3, "remove:agent_1@0")
-    changes = [e["leader"] for e in result.summary["events"] if e["type"] == "leader_change"]
+    changes = [e.get("leader") for e in result.summary.events if e.type == "leader_change"]
     assert changes and "agent_1" not in changes
 
 
@@ -216,14 +218,14 @@ def test_coordinators_may_edit_succession_within_the_closed_list():
 
 def test_recovery_summary_counts_successions():
     shock = {"round": 5, "kind": "remove", "applied": True, "recovery_rounds": 2}
-    rec = recovery_summary([{"shocks": [shock], "successions": [{"successor": "agent_1"}]},
-                            {"shocks": [shock], "successions": []}])
+    rec = recovery_summary([EpisodeSummary.from_dict(
+        {"shocks": [shock], "successions": [{"type": "succession", "successor": "agent_1"}]}),
+        EpisodeSummary.from_dict({"shocks": [shock], "successions": []})])
     assert rec["successions"] == 1 and rec["recovered"] == 2
 
 
 def test_cli_run_shows_the_successor_in_summary_log_and_output(capsys, tmp_path):
     from orgteams.cli.main import main
-    from orgteams.organizations.rounds.episode_log import read_log
 
     log = tmp_path / "ep.jsonl"
     argv = ["run", "--backend", "planner", "--layout", "house", "--org", "leader",
@@ -232,7 +234,7 @@ def test_cli_run_shows_the_successor_in_summary_log_and_output(capsys, tmp_path)
     assert main(argv) == 0
     assert "round 5: agent_1 took agent_0's seat (leader, succession next)" in (
         capsys.readouterr().out)
-    records = list(read_log(log))
+    records = list(read_dicts(log))
     (event,) = [r for r in records if r.get("type") == "succession"]
     assert (event["round"], event["successor"]) == (5, "agent_1")
     summary = records[-1]
@@ -244,7 +246,7 @@ def test_cli_run_shows_the_successor_in_summary_log_and_output(capsys, tmp_path)
 def test_llm_members_are_told_the_new_structure_from_the_shock_round():
     result = run_episode(organization="pyramid", layout="house", backend="scripted", agents=5,
                          seed=0, shocks=["remove:agent_0@2"], max_rounds=3, log_path=None)
-    prompts = {r["round"]: str(r["prompt"]) for r in result.records
+    prompts = {r["round"]: str(r["prompt"]) for r in records_of(result)
                if r.get("phase") == "communicate" and r["agent"] == "agent_1"
                and r.get("prompt")}
     assert "Alice is the primary leader; vice leaders: Bob;" in prompts[1]

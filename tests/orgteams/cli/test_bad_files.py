@@ -10,13 +10,13 @@ import shutil
 import sqlite3
 
 import pytest
+from doubles import read_dicts
 from test_bad_input import one_line, run_fails  # noqa: E402  (tests/cli is on the path)
 
 from orgteams.cli.main import main
 from orgteams.envs.core.limits import MAX_FILE_BYTES, MAX_YAML_DEPTH, MAX_YAML_NODES
 from orgteams.envs.core.user_files import load_yaml
 from orgteams.errors import UserError
-from orgteams.organizations.rounds.episode_log import read_log
 
 BINARY = b"name: x\n\x00\x01\x80\xfe binary\n"
 # what each run option expects, as its message says
@@ -131,7 +131,7 @@ def test_a_binary_or_directory_log_is_one_line(capsys, tmp_path):
                                 f"{folder / 'episode.jsonl'}")
     with pytest.raises(UserError, match=re.escape(
             f"{folder}: is a directory, expected an episode log (JSONL)")):
-        next(read_log(folder))
+        next(read_dicts(folder))
 
 
 # ---- response caches ------------------------------------------------------------------

@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 
 import pytest
+from doubles import records_of
 from test_bad_input import one_line, run_fails  # noqa: E402  (tests/cli is on the path)
 
 from orgteams.cli.main import main
@@ -47,7 +48,7 @@ def test_the_substitute_made_first_is_the_one_that_plays(tmp_path):
                              max_rounds=3, log_path=None, pool=pool,
                              shocks=["substitute:agent_1=scripted@1"])
         assert len(pool) == 1  # one scripted backend, made before round 0, used at round 1
-    records = [r for r in result.records if r.get("agent") == "agent_1" and r.get("phase")]
+    records = [r for r in records_of(result) if r.get("agent") == "agent_1" and r.get("phase")]
     assert {r["model"] for r in records if r["round"] >= 1} == {"scripted"}
     assert {r["model"] for r in records if r["round"] == 0} == {"planner"}
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 
 import pytest
+from doubles import read_dicts
 
 from orgteams.cli.main import main
 from orgteams.errors import MissingExtraError
-from orgteams.organizations.rounds.episode_log import read_log
 
 
 def run_json(capsys, *argv: str) -> dict:
@@ -24,7 +24,7 @@ def test_run_prints_the_episode_summary_and_writes_the_log(capsys, tmp_path):
                  "--seed", "2", "--log", str(log), "--quiet")
     assert s["success"] is True and s["organization"] == "leader"
     assert s["ticks"] > 0 and s["rounds"] > 0
-    records = list(read_log(log))
+    records = list(read_dicts(log))
     assert records[-1]["record"] == "summary" and records[-1]["ticks"] == s["ticks"]
     assert {r["phase"] for r in records if "phase" in r} == {"communicate", "act"}
 
@@ -151,7 +151,7 @@ def test_ctrl_c_during_a_run_names_the_partial_log(capsys, tmp_path, monkeypatch
     assert main(["run", "--backend", "planner", "--layout", "studio", "--log", str(log)]) == 130
     out, err = capsys.readouterr()
     assert err == f"orgteams run: interrupted (Ctrl-C); partial log: {log}\n" and out == ""
-    rounds = {r["round"] for r in read_log(log) if r.get("phase")}
+    rounds = {r["round"] for r in read_dicts(log) if r.get("phase")}
     assert rounds == {0, 1}  # what was played is kept, and replays
     assert main(["replay", str(log), "--no-window"]) == 0
     assert "the log ends at tick" in capsys.readouterr().err

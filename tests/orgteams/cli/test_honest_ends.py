@@ -10,6 +10,7 @@ import pytest
 
 from orgteams.cli.commands import _print_summary
 from orgteams.cli.main import main
+from orgteams.organizations.rounds.episode_summary import EpisodeSummary
 from orgteams.run import run_episode
 
 KW = {"layout": "studio", "organization": "leader", "agents": 3, "backend": "planner",
@@ -19,9 +20,10 @@ KW = {"layout": "studio", "organization": "leader", "agents": 3, "backend": "pla
 def test_the_summary_table_keeps_brackets_in_values(capsys):
     """rich read ``[local]`` in ``pip install 'orgteams[local]'`` as markup and dropped it."""
     pytest.importorskip("rich")
-    _print_summary({"task": "prepare_afternoon_tea", "layout": "studio",
-                    "organization": "team[1]", "num_agents": 3, "episode_status": "error",
-                    "stop_detail": "pip install 'orgteams[local]'"})
+    _print_summary(EpisodeSummary.from_dict({
+        "task": "prepare_afternoon_tea", "layout": "studio", "organization": "team[1]",
+        "num_agents": 3, "episode_status": "error",
+        "stop_detail": "pip install 'orgteams[local]'"}))
     out = capsys.readouterr().out
     row = next(line for line in out.splitlines() if "stop_detail" in line)
     assert "pip install 'orgteams[local]'" in row
@@ -35,8 +37,8 @@ def interrupted_log(tmp_path_factory):
     rounds = []
     result = run_episode(**KW, log_path=path, on_round=lambda r, _: rounds.append(r),
                          should_stop=lambda: "window closed" if len(rounds) >= 2 else None)
-    assert result.summary["episode_status"] == "interrupted"
-    return path, result.summary
+    assert result.summary.episode_status == "interrupted"
+    return path, result.summary.to_dict()
 
 
 def test_replaying_an_interrupted_run_says_where_it_stopped(interrupted_log, capsys):
@@ -73,5 +75,5 @@ def test_the_record_progress_bar_ends_full_when_the_goal_is_met_early(tmp_path, 
     assert captured.out == f"wrote 1 frame(s) to {out}: {ticks} ticks, goal complete\n"
     bar = [x for x in captured.err.splitlines() if x.startswith(f"recording {out}")]
     assert bar[-1] == f"recording {out} tick {ticks}, goal complete: {ticks}/{ticks}"
-    limit = run_episode(**KW, log_path=None).summary["step_limit"]
+    limit = run_episode(**KW, log_path=None).summary.step_limit
     assert ticks < limit  # it did end early: the bar would have stopped short of full

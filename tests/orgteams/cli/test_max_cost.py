@@ -16,6 +16,7 @@ import re
 from pathlib import Path
 
 import pytest
+from doubles import log_dicts
 from fault_server import FaultServer
 
 from orgteams.agents.backends.spend import usd
@@ -235,7 +236,7 @@ def test_run_stops_its_episode_at_the_budget(server, tmp_path, capsys):
                  "2", "--max-rounds", "5", "--log", str(log), "--quiet", *PRICE,
                  "--max-cost", "0.05"]) == 3
     line, _ = _line(capsys)
-    summary = [r for r in read_log(log) if r.get("record") == "summary"][0]
+    summary = [r for r in log_dicts(read_log(log)) if r.get("record") == "summary"][0]
     assert (summary["episode_status"], summary["stop_reason"]) == ("interrupted", "max cost")
     calls = len(server.requests)
     assert line == (f"orgteams run: budget reached: spent {usd(calls * CALL)} of --max-cost "

@@ -108,8 +108,8 @@ def test_reflect_reports_progress_while_an_episode_plays():
                                  on_progress=lambda i, tick, limit: seen.append((i, tick,
                                                                                   limit)))
     result = episode_fn(load_organization("leader"), 2)
-    ticks = result.summary["ticks"]
-    assert seen[0] == (2, 1, result.summary["step_limit"])
+    ticks = result.summary.ticks
+    assert seen[0] == (2, 1, result.summary.step_limit)
     assert seen[-1][1] == ticks and len(seen) == ticks
 
 

@@ -16,10 +16,10 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from doubles import read_dicts
 from fault_server import INVALID_TEXT, FaultServer  # noqa: E402  (needs the path above)
 
 from orgteams.experiments.sweep import SweepSpec, read_results, run_sweep
-from orgteams.organizations.rounds.episode_log import read_log
 
 pytest.importorskip("openai")
 pytest.importorskip("tenacity")
@@ -37,7 +37,7 @@ MAX_ROUNDS = 2
 
 
 def _decisions(out: Path) -> list[dict]:
-    return [r for log in sorted((out / "logs").glob("*.jsonl")) for r in read_log(log)
+    return [r for log in sorted((out / "logs").glob("*.jsonl")) for r in read_dicts(log)
             if r.get("phase")]
 
 
@@ -46,7 +46,7 @@ def _check_played(out: Path, row: dict) -> None:
     row's summary is that one, and its model gave valid decisions."""
     from orgteams.experiments.sweep import cell_log_name
 
-    records = list(read_log(out / "logs" / cell_log_name(row["cell"])))
+    records = list(read_dicts(out / "logs" / cell_log_name(row["cell"])))
     last = records[-1]
     assert last["record"] == "summary" and last["episode_status"] == "complete", row["key"]
     assert last["stop_reason"] in ("goal met", "max rounds", "max ticks"), row["key"]

@@ -272,7 +272,8 @@ def test_label_shares_per_organization_from_the_episode_logs(tmp_path, capsys):
                     "backend": "planner", "seed": seed}
             log = tmp_path / "logs" / f"{org}_{seed}.jsonl"
             if messages is not None:
-                log.write_text("".join(json.dumps({"agent": "agent_0", "message": m}) + "\n"
+                log.write_text("".join(json.dumps({"round": 0, "agent": "agent_0",
+                                                   "phase": "communicate", "message": m}) + "\n"
                                        for m in messages) + '{"record": "episode"}\n')
             # the leader's first log is named by a path that no longer exists
             where = f"/moved/away/{log.name}" if (org, seed) == ("leader", 0) else str(log)

@@ -41,7 +41,7 @@ def test_parallel_planner_sweep_writes_results_and_logs(tmp_path):
         assert Path(r["summary"]["log_path"]).exists()
     # Same seed, same episode, whichever process ran it.
     again = sweep_mod.run_cell(dict(rows[0]["cell"]), None, {})
-    assert again["ticks"] == rows[0]["summary"]["ticks"]
+    assert again.ticks == rows[0]["summary"]["ticks"]
 
 
 def _counting(calls: list):

@@ -12,11 +12,11 @@ import pytest
 
 pygame = pytest.importorskip("pygame")
 
-from doubles import scripted_teammates  # noqa: E402
+from doubles import read_dicts, scripted_teammates  # noqa: E402
 
 from orgteams.agents.messages import EVERYONE  # noqa: E402
 from orgteams.envs.play.keyboard import PlaySession  # noqa: E402
-from orgteams.organizations.rounds.episode_log import read_log, state_digest  # noqa: E402
+from orgteams.organizations.rounds.episode_log import state_digest  # noqa: E402
 from orgteams.organizations.spec.library import load_organization  # noqa: E402
 from orgteams.play.play_log import PlayLog  # noqa: E402
 from orgteams.play.teammates import MemberTeammates, PlannerTeammates  # noqa: E402
@@ -59,7 +59,7 @@ def prompts(backend):
 
 
 def records(path):
-    return list(read_log(path))
+    return list(read_dicts(path))
 
 
 def test_chain_routes_the_players_line_and_what_they_hear(scripted, tmp_path):

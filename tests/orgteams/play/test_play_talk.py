@@ -12,14 +12,13 @@ import pytest
 
 pygame = pytest.importorskip("pygame")
 
-from doubles import free_direction, scripted_teammates, slow_teammates  # noqa: E402
+from doubles import free_direction, read_dicts, scripted_teammates, slow_teammates  # noqa: E402
 
 from orgteams.agents.llm.quoting import quote_text  # noqa: E402
 from orgteams.agents.llm.tokens import count_tokens  # noqa: E402
 from orgteams.agents.messages import EVERYONE, MESSAGE_MAX_CHARS  # noqa: E402
 from orgteams.envs.play.chat import ChatLine, parse_chat  # noqa: E402
 from orgteams.envs.play.keyboard import KEY_QUEUE_MAX, PlaySession  # noqa: E402
-from orgteams.organizations.rounds.episode_log import read_log  # noqa: E402
 
 ARROWS = (pygame.K_UP, pygame.K_RIGHT, pygame.K_DOWN, pygame.K_LEFT)
 NAMES = ["You", "Bob", "Carol"]
@@ -183,7 +182,7 @@ def test_the_message_reaches_llm_prompts_quoted_and_the_log(llm_session, scripte
         assert quoted in act_prompt  # heard before they chose
     assert s.raw.overlay.latest["agent_0"].text == text  # the player's own bubble
     s.teammates.log.end()
-    records = list(read_log(tmp_path / "play.jsonl"))
+    records = list(read_dicts(tmp_path / "play.jsonl"))
     [line] = [r for r in records if r.get("agent") == "agent_0"]
     assert (line["phase"], line["message"], line["receivers"], line["delivered"]) == (
         "communicate", text, EVERYONE, ["agent_1", "agent_2"])
@@ -354,7 +353,7 @@ def test_r_writes_the_next_episode_beside_the_first(tmp_path):
     s.close()
     log.end()
     assert log.paths == [tmp_path / "p.jsonl", tmp_path / "p.2.jsonl"]
-    first, second = (list(read_log(p)) for p in log.paths)
+    first, second = (list(read_dicts(p)) for p in log.paths)
     [said] = [r for r in first if r.get("agent") == "agent_0"]
     [tick] = [r for r in first if r.get("record") == "tick"]
     assert said["message"] == "first" and said["round"] == tick["round"]

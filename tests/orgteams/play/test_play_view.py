@@ -15,13 +15,14 @@ import pytest  # noqa: E402
 
 pygame = pytest.importorskip("pygame")
 
+from doubles import read_dicts  # noqa: E402
+
 from orgteams.envs import household_v0  # noqa: E402
 from orgteams.envs.highlevel.highlevel_env import HighLevelEnv  # noqa: E402
 from orgteams.envs.play.chat import parse_chat  # noqa: E402
 from orgteams.envs.play.keyboard import PlaySession  # noqa: E402
 from orgteams.envs.render.renderer import to_array  # noqa: E402
 from orgteams.envs.render.sight import UNSEEN_VEIL  # noqa: E402
-from orgteams.organizations.rounds.episode_log import read_log  # noqa: E402
 
 
 def key(k, mod=0):
@@ -126,7 +127,7 @@ def test_reveal_is_recorded_in_the_play_log(tmp_path):
         out = play_with("planner", layout="studio", num_agents=2, seed=0, fps=240,
                         max_frames=2, log_path=str(path), reveal=reveal)
         assert out["reveal"] is reveal
-        assert list(read_log(path))[-1]["reveal"] is reveal
+        assert list(read_dicts(path))[-1]["reveal"] is reveal
 
 
 def test_play_names_agents_as_run_does_and_at_bob_works():
@@ -220,7 +221,7 @@ def test_quitting_mid_episode_writes_interrupted_and_a_finished_one_complete(tmp
         s.tick()
     out = s.run()
     log.end(out["stop_reason"])
-    first, second = (list(read_log(p))[-1] for p in log.paths)
+    first, second = (list(read_dicts(p))[-1] for p in log.paths)
     assert (first["episode_status"], first["stop_reason"]) == ("complete", "max ticks")
     assert (second["episode_status"], second["stop_reason"]) == ("interrupted", "quit")
     assert second["ticks"] == 1
@@ -235,7 +236,7 @@ def test_q_in_the_cli_play_log_is_interrupted(tmp_path):
     pygame.event.post(key(pygame.K_q))
     assert main(["play", "--others", "planner", "--layout", "studio", "--fps", "240",
                  "--log", str(path), "--json"]) == 0
-    summary = list(read_log(path))[-1]
+    summary = list(read_dicts(path))[-1]
     assert summary["record"] == "summary" and summary["episode_status"] == "interrupted"
     assert summary["stop_reason"] == "quit" and summary["reveal"] is False
 
