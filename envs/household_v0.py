@@ -23,11 +23,13 @@ Action Space
     21-52   pick(d, k)  pick the k-th listed object on/in furniture d
     ======  ==========  ==================================================
 
-    An impossible action (picking where nothing is) is a no-op reported as an
-    ``invalid_action`` event in ``infos[agent]["events"]``; an id outside the space
-    raises ``ValueError``. ``infos[agent]["action_mask"]`` (int8, 53) marks the valid
-    ones (``orgteams.envs.core.masks``); ``action_mask_in_obs=True`` also puts it in the
-    observation (``{"observation": ..., "action_mask": ...}``).
+    An impossible action (picking where nothing is) is a no-op counted as an
+    ``invalid_action`` event (``infos[agent]["invalid_action"]``); an id outside the
+    space raises ``ValueError``. The mask of valid actions (int8, 53;
+    ``orgteams.envs.core.masks``) has one place per mode: ``infos[agent]["action_mask"]``
+    by default, only the observation with ``action_mask_in_obs=True``
+    (``{"observation": ..., "action_mask": ...}``, PettingZoo's convention), nowhere with
+    ``action_masks=False``.
 
 Observation Encoding
     ``obs_mode="array"`` (default): a ``Dict`` with an egocentric ``image``
@@ -50,9 +52,19 @@ Rewards
 
 Termination
     All agents terminate when every goal predicate holds; all are truncated at the
-    task's tick limit for the layout (``max_ticks`` overrides it). Every info has
-    ``is_success``; the last one of an episode also ``episode`` (return ``r``, length
-    ``l``, units done, invalid actions, collisions).
+    task's tick limit for the layout (``max_ticks``, or PettingZoo's name
+    ``max_cycles``, overrides it).
+
+Infos
+    Fixed keys and numbers, so tensor libraries (TorchRL, Tianshou) stack them:
+    ``tick``, ``is_success``, one count per event kind of this agent's events this
+    tick (``picked``, ``placed``, ``opened``, ``closed``, ``subgoal_done``,
+    ``subgoal_undone``, ``collision``, ``invalid_action``; a subgoal event counts for
+    every agent) and the ``action_mask`` (above). ``rich_infos=True`` adds ``events``
+    (the list of this tick's event dicts) and, in an episode's last infos, ``episode``
+    (return ``r``, length ``l``, units done, invalid actions, collisions), what the
+    LLM and team layers read; ``env.unwrapped.episode_statistics()`` returns that dict
+    at any time.
 
 Vector env
     ``vector_env(num_envs, ...)``: the batched core, ``num_envs`` households of one

@@ -134,6 +134,8 @@ class HighLevelEnv(ParallelEnv):
         # Observations are built here, once per decision round (_observations), so the
         # base env skips its own on every tick (its step() returns None per agent).
         base.observations = False
+        # The rounds' infos gather every tick's events (and the team layers read them).
+        base.rich_infos = True
         self.possible_agents = list(base.possible_agents)
         self.agents: list[str] = []
         self.render_mode = base.render_mode

@@ -132,6 +132,7 @@ class PlaySession:
         self.human = human_agent
         self.index = self.raw.agent_index[human_agent]
         self.raw.overlay.you = human_agent  # ringed and tagged YOU in the window
+        self.raw.rich_infos = True  # the message line names this tick's failed action
         self.policy = resolve_policy(others, seed) if teammates is None else None
         self.seed, self.pump_events = seed, pump_events
         self.renderer = PygameRenderer("human", fps=fps, show_fov=show_fov, scale=scale,

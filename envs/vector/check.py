@@ -66,7 +66,8 @@ def compare_with_scalar(num_envs: int, steps: int, seed: int = 0, policy: str = 
     env_kwargs.setdefault("obs_mode", "flat")  # the vector env's default, not the scalar's
     vec_only = {k: env_kwargs.pop(k) for k in VECTOR_ONLY if k in env_kwargs}
     vec = VectorHouseholdEnv(num_envs, seed=seed, backend=backend, **env_kwargs, **vec_only)
-    scalar = [HouseholdEnv(**env_kwargs) for _ in range(num_envs)]
+    # rich_infos: the reference's events and episode statistics, compared below
+    scalar = [HouseholdEnv(**env_kwargs, rich_infos=True) for _ in range(num_envs)]
     obs, info = vec.reset()
     ref = [env.reset(seed=seed + i) for i, env in enumerate(scalar)]
     for i, (env, (o, inf)) in enumerate(zip(scalar, ref)):

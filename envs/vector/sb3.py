@@ -175,8 +175,10 @@ class ScalarAgentVecEnv(AgentEntries):
                           for a in self.names]
             if done:
                 last = self._stack(o)
+                episode = env.episode_statistics()  # what SB3 logs (return, length)
                 for k, si in enumerate(step_infos):
                     si["terminal_observation"] = last[k]
+                    si["episode"] = dict(episode)
                 o, info = env.reset()
             obs.append(self._collect(i, o, info))
             infos.extend(step_infos)
