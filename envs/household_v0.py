@@ -69,7 +69,9 @@ Infos
 Vector env
     ``vector_env(num_envs, ...)``: the batched core, ``num_envs`` households of one
     layout stepped as numpy arrays shaped ``(num_envs, num_agents, ...)``, with the
-    same dynamics, observations, masks and rewards (``orgteams.envs.vector``).
+    same dynamics, observations, masks and rewards (``orgteams.envs.vector``);
+    ``agent_vector_env(num_envs, ...)``: that core as a ``gymnasium.vector.VectorEnv``
+    with every agent one sub-env (``orgteams.envs.vector.agents``).
 
 Layouts and Tasks
     Layouts: ``studio``, ``apartment``, ``house`` (``assets/layouts``), any YAML
@@ -89,7 +91,7 @@ from orgteams.envs.household import HouseholdEnv
 raw_env = HouseholdEnv
 
 if TYPE_CHECKING:
-    from orgteams.envs.vector import VectorHouseholdEnv
+    from orgteams.envs.vector import AgentVectorEnv, VectorHouseholdEnv
 
 
 def parallel_env(**kwargs) -> HouseholdEnv:
@@ -110,8 +112,21 @@ def vector_env(num_envs: int, **kwargs) -> VectorHouseholdEnv:
     ``reward_shaping``, ``max_ticks``, ``units``, ``image_scale`` as :class:`HouseholdEnv`.
     ``reset()`` / ``step(actions)`` take and return arrays shaped
     ``(num_envs, num_agents, ...)``; finished households reset in the same step
-    (Gymnasium's ``AutoresetMode.SAME_STEP``). See :mod:`orgteams.envs.vector`.
+    (Gymnasium's ``AutoresetMode.SAME_STEP``), or at the next one with
+    ``autoreset_mode=AutoresetMode.NEXT_STEP``. See :mod:`orgteams.envs.vector`.
     """
     from orgteams.envs.vector import VectorHouseholdEnv
 
     return VectorHouseholdEnv(num_envs, **kwargs)
+
+
+def agent_vector_env(num_envs: int, render_mode: str | None = None,
+                     **kwargs) -> AgentVectorEnv:
+    """``vector_env(num_envs, **kwargs)`` as a ``gymnasium.vector.VectorEnv`` of
+    ``num_envs * num_agents`` sub-envs, one per agent, so Gymnasium's vector wrappers
+    apply (``autoreset_mode`` as :func:`vector_env`'s; ``render_mode`` None,
+    ``"rgb_array"`` or ``"ansi"``). See :mod:`orgteams.envs.vector.agents`.
+    """
+    from orgteams.envs.vector import AgentVectorEnv, VectorHouseholdEnv
+
+    return AgentVectorEnv(VectorHouseholdEnv(num_envs, **kwargs), render_mode=render_mode)

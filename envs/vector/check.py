@@ -82,7 +82,9 @@ def compare_with_scalar(num_envs: int, steps: int, seed: int = 0, policy: str = 
             o, r, te, tr, inf = env.step(dict(zip(names, acts[i].tolist())))
             tick = env.world.tick
             first = names[0]
-            if (r[first], te[first], tr[first]) != (rew[i, 0], term[i, 0], trunc[i, 0]):
+            # rewards as float32, the vector APIs' dtype
+            if (np.float32(r[first]), te[first], tr[first]) != (rew[i, 0], term[i, 0],
+                                                                 trunc[i, 0]):
                 raise _fail(tick, i, f"reward/terminated/truncated ({r[first]}, {te[first]}, "
                                      f"{tr[first]}) vs ({rew[i, 0]}, {term[i, 0]}, "
                                      f"{trunc[i, 0]})")
