@@ -20,7 +20,7 @@ from pettingzoo import ParallelEnv
 from orgteams.envs.core.actions import NUM_ACTIONS
 from orgteams.envs.core.dynamics import EVENT_TYPES, transition
 from orgteams.envs.core.layout import Layout, load_layout
-from orgteams.envs.core.masks import MaskCache
+from orgteams.envs.core.masks import MaskCache, mask_rows
 from orgteams.envs.core.rewards import TeamReward, shaping_level
 from orgteams.envs.core.start import make_episode
 from orgteams.envs.core.state import HouseholdState
@@ -287,6 +287,20 @@ class HouseholdEnv(ParallelEnv):
         state["_renderer"] = None
         return state
 
+    def observe(self, agent: str) -> tuple[Any, np.ndarray]:
+        """``agent``'s observation of the current world in this env's ``obs_mode`` (the
+        ``{"observation", "action_mask"}`` dict with ``action_mask_in_obs``) and its
+        action mask, also with ``observations=False``: for wrappers that step the
+        household their own way (the single-agent env under high-level teammates)."""
+        if self.world is None:
+            raise RuntimeError("call reset() before observe()")
+        i = self.agent_index[agent]
+        mask = mask_rows(self.world, [i])[0]
+        obs = self._encode([agent], [i])[0]
+        if self.action_mask_in_obs:
+            obs = {"observation": obs, "action_mask": mask}
+        return obs, mask
+
     # ---- extras for LLM agents, planners and tools ----
     def describe(self, agent: str) -> str:
         """What ``agent`` sees now, as text (stable object ids such as ``cup_2``)."""
@@ -356,19 +370,22 @@ class HouseholdEnv(ParallelEnv):
         if not self.observations:
             return dict.fromkeys(self.agents)
         agents = self.agents
-        if self.obs_mode == "text":
-            obs = [self.describe(a) for a in agents]
-        else:
-            obs = self._observer.observe_many(self.world, self._indices())
-            if self.obs_mode != "array" and obs:
-                images, hands, goals = batch(obs)
-                if self.obs_mode == "flat":
-                    obs = list(encode_flat(images, hands, goals, self._flat_inverse))
-                else:
-                    obs = list(encode_image(images, goals, self.image_scale))
+        obs = self._encode(agents, self._indices())
         if self.action_mask_in_obs:
             obs = [{"observation": o, "action_mask": m} for o, m in zip(obs, self._masks)]
         return dict(zip(agents, obs))
+
+    def _encode(self, agents: list[str], indices: list[int]) -> list[Any]:
+        """The observations of ``agents`` (at ``indices``) in this env's ``obs_mode``."""
+        if self.obs_mode == "text":
+            return [self.describe(a) for a in agents]
+        obs = self._observer.observe_many(self.world, indices)
+        if self.obs_mode != "array" and obs:
+            images, hands, goals = batch(obs)
+            if self.obs_mode == "flat":
+                return list(encode_flat(images, hands, goals, self._flat_inverse))
+            return list(encode_image(images, goals, self.image_scale))
+        return obs
 
 
 def _fresh_stats() -> dict[str, float]:

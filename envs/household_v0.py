@@ -66,6 +66,11 @@ Infos
     LLM and team layers read; ``env.unwrapped.episode_statistics()`` returns that dict
     at any time.
 
+Single-agent env
+    ``single_agent_env(agent, teammates, ...)``: one agent as a ``gymnasium.Env``, its
+    teammates given (random, frozen RL policies, planners or LLM members under any
+    organization): ad-hoc teamwork (``orgteams.envs.single_agent``).
+
 Vector env
     ``vector_env(num_envs, ...)``: the batched core, ``num_envs`` households of one
     layout stepped as numpy arrays shaped ``(num_envs, num_agents, ...)``, with the
@@ -82,7 +87,7 @@ Layouts and Tasks
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from pettingzoo.utils import parallel_to_aec
 
@@ -91,6 +96,7 @@ from orgteams.envs.household import HouseholdEnv
 raw_env = HouseholdEnv
 
 if TYPE_CHECKING:
+    from orgteams.envs.single_agent import SingleAgentEnv
     from orgteams.envs.vector import AgentVectorEnv, VectorHouseholdEnv
 
 
@@ -102,6 +108,20 @@ def parallel_env(**kwargs) -> HouseholdEnv:
 def env(**kwargs):
     """The AEC API env (PettingZoo's parallel_to_aec over :func:`parallel_env`)."""
     return parallel_to_aec(HouseholdEnv(**kwargs))
+
+
+def single_agent_env(agent: str = "agent_0", teammates: Any = "random",
+                     **kwargs) -> SingleAgentEnv:
+    """One agent as a single-agent ``gymnasium.Env``; its teammates are given: ``"random"``,
+    ``"wait"``, a callable ``policy(observation, action_mask) -> action`` (a frozen RL
+    policy), high-level teammates from ``orgteams.play.teammates.make_teammates``
+    (planners, LLM members, under any organization), or a dict by agent id. Other
+    keyword arguments as :class:`HouseholdEnv` (``obs_mode`` defaults to ``"flat"``).
+    See :mod:`orgteams.envs.single_agent`.
+    """
+    from orgteams.envs.single_agent import SingleAgentEnv
+
+    return SingleAgentEnv(agent, teammates, **kwargs)
 
 
 def vector_env(num_envs: int, **kwargs) -> VectorHouseholdEnv:

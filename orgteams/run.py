@@ -18,6 +18,7 @@ from orgteams.agents.backends.pool import (
     BackendPool,
     parse_member_spec,
 )
+from orgteams.agents.policy_member import Policy
 from orgteams.agents.team import Team
 from orgteams.envs.core.limits import MAX_AGENTS, MAX_ROUNDS, MAX_SEED, MAX_TICKS, check_int
 from orgteams.envs.highlevel.highlevel_env import HighLevelEnv
@@ -33,12 +34,18 @@ from orgteams.organizations.spec.library import load_organization
 from orgteams.organizations.spec.organization import Organization
 
 
-def build_member(agent_id: str, spec: str, *, leader: bool = False, seed: int | None = None,
+def build_member(agent_id: str, spec: str | Policy, *, leader: bool = False,
+                 seed: int | None = None,
                  cache: str | Path | None = None,
                  env: HighLevelEnv | None = None, pool: BackendPool | None = None,
                  **llm_kwargs: Any):
     """A team member from a spec: ``planner``, ``random``, ``human``, ``local``,
-    ``scripted`` or ``openai:<model>`` (any OpenAI-compatible server, see README).
+    ``scripted``, ``openai:<model>`` (any OpenAI-compatible server, see README) or
+    ``policy:<model.zip>`` (a frozen RL policy saved by Stable-Baselines3, its
+    observation settings in ``model.json`` beside it); or a callable
+    ``policy(observation, action_mask) -> action`` (a
+    :class:`~orgteams.agents.policy_member.PolicyMember` with ``single_agent_env``'s
+    default observations: flat, view radius 7).
 
     ``llm_kwargs`` go to :class:`~orgteams.agents.llm.llm_agent.LLMAgent` (``temperature``,
     ``prompts``...); ``prompts=None`` picks the backend's default variant (``local``:
@@ -54,7 +61,15 @@ def build_member(agent_id: str, spec: str, *, leader: bool = False, seed: int | 
         UserError: A bad spec.
         ValueError: An LLM member without a pool.
     """
-    kind, _ = parse_member_spec(spec)
+    if callable(spec):
+        from orgteams.agents.policy_member import PolicyMember
+
+        return PolicyMember(agent_id, spec, name=policy_name(spec))
+    kind, path = parse_member_spec(spec)
+    if kind == "policy":
+        from orgteams.agents.policy_member import PolicyMember, load_policy
+
+        return PolicyMember(agent_id, *load_policy(path), name=spec.strip())
     if kind in LLM_MEMBER_KINDS and pool is None:
         raise ValueError(f"member spec {spec!r} needs a BackendPool (pool=...): the pool owns "
                          "its backend and closes it")
@@ -83,14 +98,23 @@ def build_member(agent_id: str, spec: str, *, leader: bool = False, seed: int | 
     return LLMAgent(agent_id, pool.get(spec, cache), seed=seed, **llm_kwargs)
 
 
-def member_specs(specs: str | list[str], num_agents: int) -> list[str]:
-    """One member spec per agent: one spec for all, or a comma list / list per agent.
+def policy_name(policy: Policy) -> str:
+    """``policy:<name>`` of a callable policy member, for records and the summary."""
+    return f"policy:{getattr(policy, '__qualname__', type(policy).__name__)}"
+
+
+def member_specs(specs: str | Policy | list[str | Policy], num_agents: int
+                 ) -> list[str | Policy]:
+    """One member spec per agent: one spec for all, or a comma list / list per agent
+    (a list may hold callable policies beside spec strings).
 
     Raises:
         UserError: Neither one spec nor one per agent.
     """
     if isinstance(specs, str):
         specs = [s.strip() for s in specs.split(",")]
+    elif callable(specs):
+        specs = [specs]
     if len(specs) == 1:
         specs = specs * num_agents
     if len(specs) != num_agents:
@@ -110,7 +134,8 @@ def build_team(specs: str | list[str], num_agents: int, organization: Organizati
     :func:`build_member`)."""
     specs = member_specs(specs, num_agents)
     if pool is not None:
-        pool.expect_local_members(sum(parse_member_spec(s)[0] == "local" for s in specs))
+        pool.expect_local_members(sum(parse_member_spec(s)[0] == "local" for s in specs
+                                      if isinstance(s, str)))
     team = Team.of_size(num_agents)
     resolved = organization.resolve(team)
     top = set(resolved.tiers[0][1]) if len(resolved.tiers) > 1 else set()
@@ -148,7 +173,8 @@ def default_log_path(task: str, organization: str, seed: int | None, root: str |
 
 def run_episode(task: str = "prepare_afternoon_tea", layout: str = "apartment",
                 organization: str | Organization = "leader", agents: int = 3,
-                backend: str | list[str] = "local", seed: int | None = 0,
+                backend: str | Policy | list[str | Policy] = "local",
+                seed: int | None = 0,
                 max_rounds: int | None = None, max_ticks: int | None = None,
                 render: str | None = None, video: str | Path | None = None,
                 log_path: str | Path | None = "auto", shocks: list[Shock | str] = (),
@@ -165,7 +191,9 @@ def run_episode(task: str = "prepare_afternoon_tea", layout: str = "apartment",
     """Play one episode of a team under an organization and return its summary and log.
 
     Args:
-        backend: One member spec for every agent, a comma list, or a list per agent.
+        backend: One member spec for every agent, a comma list, or a list per agent;
+            a list may hold callable policies ``policy(observation, action_mask) ->
+            action`` beside the specs (see :func:`build_member`).
         render: ``"human"`` for a live window, None for none. Closing the window stops
             the episode (``episode_status`` ``"interrupted"``, ``stop_reason``
             ``"window closed"``); Space pauses, N steps, +/- change the speed.
