@@ -11,7 +11,7 @@ out of time.
 
 Run (``pip install "orgteams[rl]"``)::
 
-    python examples/adhoc_teamwork.py --out runs/adhoc               # 200k learner steps
+    python examples/adhoc_teamwork.py --out runs/adhoc               # 600k learner steps
     python examples/adhoc_teamwork.py --baselines-only
 
 It prints, on held-out seeds, the team's success rate and ticks with the learner
@@ -38,11 +38,15 @@ from orgteams.envs import household_v0
 from orgteams.play import make_teammates
 
 sys.path.insert(0, str(Path(__file__).parent))
-from train_ppo import cell_extractor, machine  # noqa: E402  (the same network)
+from train_ppo import cell_extractor, easy_task, machine  # noqa: E402  (train_ppo's network)
 
+# The learner's observation settings (written beside the model as model.json). The
+# episodes come from train_ppo's easy variant of the task (every dish starts on a
+# surface, none in a closed cabinet): the same goals and observation scale.
 SETTING = {"layout": "studio", "task": "put_dishwasher_easy", "num_agents": 2,
            "full_observability": True, "view_radius": 5, "obs_mode": "flat",
            "reward_shaping": "subgoals", "max_ticks": 100}
+TASK = easy_task()
 ORGANIZATION = "leader"
 LEARNER = "agent_1"  # agent_0 leads under `leader`
 HELD_OUT = 1_000_000
@@ -52,7 +56,7 @@ def make_env(**overrides: Any):
     """The learner's env: a planner leader as its teammate (module docstring)."""
     return household_v0.single_agent_env(
         LEARNER, make_teammates("planner", organization=ORGANIZATION),
-        **{**SETTING, **overrides})
+        **{**SETTING, "task": TASK, **overrides})
 
 
 def evaluate(policy, episodes: int, seed: int = HELD_OUT) -> dict[str, float]:
@@ -77,7 +81,7 @@ def planner_team(episodes: int, seed: int = HELD_OUT) -> dict[str, float]:
     reference the learner's seat would reach if it were a planner."""
     from orgteams import run_episode
 
-    runs = [run_episode(task=SETTING["task"], layout=SETTING["layout"],
+    runs = [run_episode(task=TASK, layout=SETTING["layout"],
                         organization=ORGANIZATION, agents=SETTING["num_agents"],
                         backend="planner", seed=seed + k, max_ticks=SETTING["max_ticks"],
                         log_path=None).summary for k in range(episodes)]
@@ -94,7 +98,7 @@ def baselines(episodes: int, seed: int = 0) -> dict[str, dict[str, float]]:
 
 
 def train(timesteps: int, out: Path, copies: int = 8, seed: int = 0,
-          eval_every: int = 25_000, episodes: int = 30, threads: int = 1) -> dict:
+          eval_every: int = 50_000, episodes: int = 30, threads: int = 1) -> dict:
     """MaskablePPO on ``copies`` learner envs (SB3's ``DummyVecEnv``), evaluated on
     held-out seeds every ``eval_every`` learner steps."""
     import torch
@@ -174,7 +178,8 @@ def plot(result: dict, path: Path) -> None:
         ax.xaxis.set_major_formatter(lambda x, _: f"{x / 1000:.0f}k")
     axes[0].set_ylim(-0.02, 1.02)
     axes[1].legend(fontsize=7)
-    fig.suptitle("Ad-hoc teamwork: MaskablePPO beside a planner leader (studio, 3 dishes)")
+    fig.suptitle("Ad-hoc teamwork: MaskablePPO beside a planner leader (studio, 3 dishes)",
+                 fontsize=10)
     fig.tight_layout()
     fig.savefig(path, dpi=100)
     plt.close(fig)
@@ -182,10 +187,10 @@ def plot(result: dict, path: Path) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--timesteps", type=int, default=200_000)
+    p.add_argument("--timesteps", type=int, default=600_000)
     p.add_argument("--copies", type=int, default=8, help="learner envs side by side")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--eval-every", type=int, default=25_000)
+    p.add_argument("--eval-every", type=int, default=50_000)
     p.add_argument("--episodes", type=int, default=30, help="held-out evaluation episodes")
     p.add_argument("--out", type=Path, default=Path("runs/adhoc"))
     p.add_argument("--threads", type=int, default=1, help="torch threads")
