@@ -78,6 +78,11 @@ Vector env
     ``agent_vector_env(num_envs, ...)``: that core as a ``gymnasium.vector.VectorEnv``
     with every agent one sub-env (``orgteams.envs.vector.agents``).
 
+JAX env
+    ``jax_env(...)`` (the ``jax`` extra): pure ``reset(key)`` / ``step(key, state,
+    actions)`` of one household, jittable, vmappable and usable in ``lax.scan``, in the
+    shape of JaxMARL's ``MultiAgentEnv`` (``orgteams.envs.vector.jax_env``).
+
 Layouts and Tasks
     Layouts: ``studio``, ``apartment``, ``house`` (``assets/layouts``), any YAML
     path, or ``generated:<rooms>:<seed>`` for a procedural house. Tasks:
@@ -98,6 +103,7 @@ raw_env = HouseholdEnv
 if TYPE_CHECKING:
     from orgteams.envs.single_agent import SingleAgentEnv
     from orgteams.envs.vector import AgentVectorEnv, VectorHouseholdEnv
+    from orgteams.envs.vector.jax_env import HouseholdJaxEnv
 
 
 def parallel_env(**kwargs) -> HouseholdEnv:
@@ -150,3 +156,19 @@ def agent_vector_env(num_envs: int, render_mode: str | None = None,
     from orgteams.envs.vector import AgentVectorEnv, VectorHouseholdEnv
 
     return AgentVectorEnv(VectorHouseholdEnv(num_envs, **kwargs), render_mode=render_mode)
+
+
+def jax_env(**kwargs) -> HouseholdJaxEnv:
+    """The household as a pure JAX env (JaxMARL's ``MultiAgentEnv`` interface).
+
+    Keyword arguments: ``layout``, ``task``, ``num_agents``, ``obs_mode`` (``"flat"`` or
+    ``"image"``), ``view_radius``, ``full_observability``, ``reward_shaping``,
+    ``max_ticks``, ``units``, ``image_scale`` as :class:`HouseholdEnv`; ``obs_dtype``
+    (``np.float32`` or ``np.uint8``), ``episodes`` and ``seed`` (episode ``j`` is the
+    scalar env's ``reset(seed=seed + j)``). ``reset(key) -> (obs, state)``,
+    ``step(key, state, actions) -> (obs, state, rewards, dones, infos)``. Needs the
+    ``jax`` extra. See :mod:`orgteams.envs.vector.jax_env`.
+    """
+    from orgteams.envs.vector.jax_env import HouseholdJaxEnv
+
+    return HouseholdJaxEnv(**kwargs)

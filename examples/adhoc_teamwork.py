@@ -77,14 +77,21 @@ def evaluate(policy, episodes: int, seed: int = HELD_OUT) -> dict[str, float]:
 
 
 def planner_team(episodes: int, seed: int = HELD_OUT) -> dict[str, float]:
-    """Two planners under the organization (``orgteams run --backend planner``): the
-    reference the learner's seat would reach if it were a planner."""
-    from orgteams import run_episode
+    """Two planners under the organization, as ``orgteams run --backend planner`` plays
+    them (on the same episodes): the reference the learner's seat would reach if it
+    were a planner."""
+    from orgteams.envs.highlevel import HighLevelEnv
+    from orgteams.organizations import load_organization
+    from orgteams.organizations.rounds.runner import TeamRunner
+    from orgteams.run import build_team
 
-    runs = [run_episode(task=TASK, layout=SETTING["layout"],
-                        organization=ORGANIZATION, agents=SETTING["num_agents"],
-                        backend="planner", seed=seed + k, max_ticks=SETTING["max_ticks"],
-                        log_path=None).summary for k in range(episodes)]
+    org = load_organization(ORGANIZATION)
+    runs = []
+    for k in range(episodes):
+        env = HighLevelEnv(layout=SETTING["layout"], task=TASK,
+                           num_agents=SETTING["num_agents"], max_ticks=SETTING["max_ticks"])
+        team = build_team("planner", SETTING["num_agents"], org)
+        runs.append(TeamRunner(env, org, team).run(seed + k).summary)
     return {"success": float(np.mean([r["success"] for r in runs])),
             "ticks": float(np.mean([r["ticks"] for r in runs]))}
 

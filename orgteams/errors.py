@@ -15,7 +15,8 @@ import difflib
 from collections.abc import Iterable
 from typing import Any
 
-__all__ = ["MissingExtraError", "UserError", "did_you_mean", "unknown_name", "validation_line"]
+__all__ = ["FieldProblem", "MissingExtraError", "UserError", "did_you_mean", "unknown_name",
+           "validation_line"]
 
 
 class UserError(ValueError):
@@ -28,6 +29,32 @@ class MissingExtraError(UserError, ImportError):
     The message carries the install hint (``pip install 'orgteams[render]'``). It is
     also an ``ImportError``, so code that tries an import and falls back keeps working.
     """
+
+
+class FieldProblem(UserError):
+    """What is wrong with one value, told without the value's name: ``must be from 1 to
+    10000, got 0``. Each front end names the field its own way in front of it
+    (``max_rounds must be ...``, ``argument --max-rounds: must be ...``, ``spec.yaml:
+    sweep spec field 'max_rounds' must be ...``), so one check gives one text everywhere.
+
+    Args:
+        problem: The rule broken (``must be from 1 to 10000``).
+        got: The value given.
+        quoted: Show the value as its ``repr`` (``got 'nan'``), not as text (``got 0``).
+    """
+
+    def __init__(self, problem: str, got: Any, quoted: bool = False) -> None:
+        self.problem, self.got, self.quoted = problem, got, quoted
+        super().__init__(self.told(got))
+
+    def told(self, got: Any) -> str:
+        """The problem with ``got`` shown as the value (the command line shows the text
+        that was typed: ``--temperature 3`` gets ``got 3``, not ``got 3.0``)."""
+        return f"{self.problem}, got {got!r}" if self.quoted else f"{self.problem}, got {got}"
+
+    def named(self, name: str) -> UserError:
+        """The problem as one line naming the field: ``max_rounds must be ...``."""
+        return UserError(f"{name} {self}")
 
 
 def did_you_mean(name: str, choices: Iterable[str]) -> str:

@@ -39,6 +39,20 @@ class ReplayResult:
     stopped: bool = False  # the window was closed before the end
     frames: int = 0  # video frames written
     problem: str = ""  # why it does not match (or why the log ends early)
+    outcome: str = ""  # how the episode ended, in words (see episode_outcome)
+
+
+def episode_outcome(ticks: int, success: bool, summary: dict | None, cut_short: bool) -> str:
+    """How a logged episode ended: ``goal complete``, ``goal not met``, or ``interrupted
+    at tick T (why)`` for one stopped early (its summary's ``episode_status``) or cut
+    short (no end line: the run was killed)."""
+    if cut_short:
+        return f"interrupted at tick {ticks} (the log ends there)"
+    status = (summary or {}).get("episode_status", "complete")
+    if status != "complete":
+        why = (summary or {}).get("stop_reason")
+        return f"{status} at tick {ticks}" + (f" ({why})" if why else "")
+    return "goal complete" if success else "goal not met"
 
 
 @dataclass
@@ -261,7 +275,8 @@ def replay(log_path: str | Path, *, render: str | None = "human",
                 frames, recorder = recorder.close(), None
             if stopped or not hold or renderer is None or renderer.render_mode != "human":
                 break
-            done = "goal complete" if state.success else "goal not met"
+            done = episode_outcome(state.tick, state.success, episode.summary,
+                                   episode.end is None)
             banner = [f"Replay over: {done}", f"tick {state.tick}", "Q to close, R to replay"]
             if renderer.hold(state, overlay, names, banner, can_replay=True) != "replay":
                 break
@@ -329,10 +344,13 @@ def _show_round(overlay: Overlay, round_: int, episode: _Episode, agents: list[s
 
 def _verdict(state: HouseholdState, episode: _Episode, stopped: bool, frames: int
              ) -> ReplayResult:
-    result = ReplayResult(ticks=state.tick, success=state.success, matches=None,
-                          stopped=stopped, frames=frames)
     end = episode.end
+    result = ReplayResult(ticks=state.tick, success=state.success, matches=None,
+                          stopped=stopped, frames=frames,
+                          outcome=episode_outcome(state.tick, state.success, episode.summary,
+                                                  end is None))
     if stopped:
+        result.outcome = f"replay stopped at tick {state.tick} (window closed)"
         result.problem = f"stopped at tick {state.tick} (window closed)"
     elif end is None:
         result.problem = (f"the log ends at tick {state.tick} without an end line (the run "

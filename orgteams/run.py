@@ -4,6 +4,12 @@
 >>> result = run_episode(task="prepare_afternoon_tea", layout="studio", organization="leader",
 ...                      agents=3, backend="planner", seed=0)
 >>> result.summary["success"], result.summary["ticks"]
+
+The same as one :class:`~orgteams.config.EpisodeConfig` (what ``orgteams run``, sweep
+cells and recipes build), reusable with changes:
+
+>>> config = EpisodeConfig(layout="studio", backend="planner", log_path=None)
+>>> [run_episode(config, seed=s).summary["ticks"] for s in range(3)]
 """
 
 from __future__ import annotations
@@ -20,16 +26,11 @@ from orgteams.agents.backends.pool import (
 )
 from orgteams.agents.policy_member import Policy
 from orgteams.agents.team import Team
-from orgteams.envs.core.limits import MAX_AGENTS, MAX_ROUNDS, MAX_SEED, MAX_TICKS, check_int
+from orgteams.config import EpisodeConfig
 from orgteams.envs.highlevel.highlevel_env import HighLevelEnv
 from orgteams.errors import UserError
-from orgteams.organizations.rounds.monitor import MonitorConfig
 from orgteams.organizations.rounds.runner import EpisodeResult, TeamRunner
 from orgteams.organizations.rounds.shocks import Shock
-from orgteams.organizations.rounds.status import (
-    DEFAULT_MAX_INVALID_REPLIES,
-    DEFAULT_MAX_TRANSPORT_FAILURES,
-)
 from orgteams.organizations.spec.library import load_organization
 from orgteams.organizations.spec.organization import Organization
 
@@ -171,26 +172,23 @@ def default_log_path(task: str, organization: str, seed: int | None, root: str |
     return Path(root) / f"{stamp}_{task}_{organization}_s{seed}" / "episode.jsonl"
 
 
-def run_episode(task: str = "prepare_afternoon_tea", layout: str = "apartment",
-                organization: str | Organization = "leader", agents: int = 3,
-                backend: str | Policy | list[str | Policy] = "local",
-                seed: int | None = 0,
-                max_rounds: int | None = None, max_ticks: int | None = None,
-                render: str | None = None, video: str | Path | None = None,
-                log_path: str | Path | None = "auto", shocks: list[Shock | str] = (),
-                monitor: MonitorConfig | bool | None = None, cache: str | Path | None = None,
-                on_round=None, render_options: dict | None = None,
-                max_transport_failures: int | None = DEFAULT_MAX_TRANSPORT_FAILURES,
-                temperature: float = 0.0, prompts: str | None = None,
-                pool: BackendPool | None = None,
-                fps: float | None = None, scale: float = 1.0, hold: bool = True,
+def run_episode(config: EpisodeConfig | None = None, *, pool: BackendPool | None = None,
+                on_round: Callable[[int, list[dict]], object] | None = None,
                 should_stop: Callable[[], str | None] | None = None,
                 on_tick: Callable[[int, int], object] | None = None,
-                max_invalid_replies: int | None = DEFAULT_MAX_INVALID_REPLIES
-                ) -> EpisodeResult:
+                **overrides: Any) -> EpisodeResult:
     """Play one episode of a team under an organization and return its summary and log.
 
-    Args:
+    ``run_episode(config)``, ``run_episode(config, seed=3)`` (a copy with that change) or
+    ``run_episode(task=..., backend=...)``: the keywords are :class:`EpisodeConfig`'s
+    fields (``task``, ``layout``, ``organization``, ``agents``, ``backend``, ``seed``,
+    ``max_rounds``, ``max_ticks``, ``render``, ``video``, ``fps``, ``scale``, ``hold``,
+    ``log_path``, ``shocks``, ``monitor``, ``cache``, ``max_transport_failures``,
+    ``max_invalid_replies``, ``temperature``, ``prompts``, ``render_options``), checked
+    once before anything is built; a bad value is one :class:`UserError` line
+    (``max_rounds must be from 1 to 10000, got 0``).
+
+    Some of them:
         backend: One member spec for every agent, a comma list, or a list per agent;
             a list may hold callable policies ``policy(observation, action_mask) ->
             action`` beside the specs (see :func:`build_member`).
@@ -203,77 +201,100 @@ def run_episode(task: str = "prepare_afternoon_tea", layout: str = "apartment",
         shocks: :class:`Shock` objects or CLI strings (``remove:agent_1@5``).
         monitor: Capability-threshold monitor: True for defaults, or a MonitorConfig.
         max_transport_failures: Stop the episode (``episode_status: "error"``) after this
-            many model calls in a row failed after their retries; None never stops.
+            many model calls in a row failed after their retries; None or 0 never stops.
         max_invalid_replies: Stop the episode (``episode_status: "error"``) after this
-            many model calls in a row gave no valid reply; None never stops.
+            many model calls in a row gave no valid reply; None or 0 never stops.
         temperature: Sampling temperature of every LLM member (0.0 greedy; the
             self-organizing paper used 0.7). Recorded in the summary's ``llm_settings``.
         prompts: Prompt variant of LLM members, ``default`` or ``compact``; None: per
             backend (``local`` gets ``compact``).
-        pool: The LLM members' backends; None: the episode makes its own and closes it
-            (a local model server stops with it). Give one to share across episodes.
         fps: Ticks per second of the window and the video (default the env's, 10).
         scale: Size factor of the window (its first size) and of the video frames.
         hold: With a window, keep the last frame up until the person closes it (Q) or
             replays it (R).
+
+    Args:
+        config: The episode; None: the defaults (with ``overrides``).
+        pool: The LLM members' backends; None: the episode makes its own and closes it
+            (a local model server stops with it). Give one to share across episodes.
+        on_round: Called as ``on_round(round, records)`` after every round (live output).
         should_stop: Asked at round and tick boundaries; a reason stops the episode.
         on_tick: Called as ``on_tick(tick, tick_limit)`` after every tick (progress bars).
+        overrides: Fields of ``config`` to change.
+
+    Raises:
+        UserError: A bad value, name or spec, in one line.
+        TypeError: A keyword that is no field.
     """
-    check_int(agents, "agents", 1, MAX_AGENTS)
-    if seed is not None:
-        check_int(seed, "seed", 0, MAX_SEED)
-    if max_rounds is not None:
-        check_int(max_rounds, "max_rounds", 1, MAX_ROUNDS)
-    if max_ticks is not None:
-        check_int(max_ticks, "max_ticks", 1, MAX_TICKS)
+    config = EpisodeConfig.merged(config, overrides, "run_episode")
     own_pool = pool is None
     pool = BackendPool() if pool is None else pool
     try:
-        return _run_episode(task, layout, organization, agents, backend, seed, max_rounds,
-                            max_ticks, render, video, log_path, shocks, monitor, cache,
-                            on_round, render_options, max_transport_failures, temperature,
-                            prompts, pool, fps=fps, scale=scale, hold=hold,
-                            should_stop=should_stop, on_tick=on_tick,
-                            max_invalid_replies=max_invalid_replies)
+        return _run_episode(config, pool, on_round, should_stop, on_tick)
     finally:
         if own_pool:
             pool.close()
 
 
-def _run_episode(task, layout, organization, agents, backend, seed, max_rounds, max_ticks,
-                 render, video, log_path, shocks, monitor, cache, on_round, render_options,
-                 max_transport_failures, temperature, prompts, pool: BackendPool, *,
-                 fps, scale, hold, should_stop, on_tick, max_invalid_replies
+def _run_episode(config: EpisodeConfig, pool: BackendPool, on_round, should_stop, on_tick
                  ) -> EpisodeResult:
-    org = organization if isinstance(organization, Organization) else load_organization(
-        organization)
-    shocks = [Shock.parse(s) if isinstance(s, str) else s for s in shocks]
-    check_substitutes(shocks, pool, cache)
-    render_mode = render or ("rgb_array" if video else None)
-    options = {"title": f"orgteams: {org.name} - {task} on {layout}", "scale": scale,
-               **(render_options or {})}
-    env = HighLevelEnv(layout=layout, task=task, num_agents=agents, render_mode=render_mode,
-                       max_ticks=max_ticks, render_options=options, render_fps=fps)
-    env.overlay.set_team(organization=org.name)
-    llm = {"temperature": temperature, "prompts": prompts}
-    members = build_team(backend, agents, org, seed=seed, cache=cache, env=env, pool=pool,
-                         **llm)
+    org = config.organization
+    org = org if isinstance(org, Organization) else load_organization(org)
+    check_substitutes(list(config.shocks), pool, config.cache)
+    env = _make_env(config, org)
+    llm = {"temperature": config.temperature, "prompts": config.prompts}
+    members = build_team(config.backend, config.agents, org, seed=config.seed,
+                         cache=config.cache, env=env, pool=pool, **llm)
+    log_path = config.log_path
     if log_path == "auto":
-        log_path = default_log_path(task, org.name, seed)
+        log_path = default_log_path(config.task, org.name, config.seed)
     recorder = None
-    if video:
+    if config.video:
         from orgteams.envs.render.video import EpisodeVideo
 
-        recorder = EpisodeVideo(video, env, fps=env.render_fps, scale=scale)
-    tick_hook = None
-    if recorder is not None or on_tick is not None:
-        def tick_hook(*_: Any) -> None:
-            if recorder is not None:
-                recorder.tick()
-            if on_tick is not None:
-                world = env.world
-                on_tick(world.tick, max_ticks or world.scene.step_limit)
+        recorder = EpisodeVideo(config.video, env, fps=env.render_fps, scale=config.scale)
+    runner = TeamRunner(
+        env, org, members, max_rounds=config.max_rounds, log_path=log_path,
+        shocks=list(config.shocks), monitor=config.monitor,
+        member_factory=lambda a, spec: build_member(a, spec, cache=config.cache, env=env,
+                                                    pool=pool, **llm),
+        on_round=on_round, on_tick=_tick_hook(env, recorder, on_tick, config.max_ticks),
+        max_transport_failures=config.max_transport_failures or None,
+        should_stop=_stopper(env, config.render, should_stop), tokenizer=pool.tokenizer,
+        max_invalid_replies=config.max_invalid_replies or None)
+    return _play(runner, config, env, recorder, log_path)
 
+
+def _make_env(config: EpisodeConfig, org: Organization) -> HighLevelEnv:
+    """The episode's env: a window (``render``) or frames for the video, titled."""
+    render_mode = config.render or ("rgb_array" if config.video else None)
+    options = {"title": f"orgteams: {org.name} - {config.task} on {config.layout}",
+               "scale": config.scale, **(config.render_options or {})}
+    env = HighLevelEnv(layout=config.layout, task=config.task, num_agents=config.agents,
+                       render_mode=render_mode, max_ticks=config.max_ticks,
+                       render_options=options, render_fps=config.fps)
+    env.overlay.set_team(organization=org.name)
+    return env
+
+
+def _tick_hook(env: HighLevelEnv, recorder: Any, on_tick: Callable[[int, int], object] | None,
+               max_ticks: int | None) -> Callable[..., None] | None:
+    """After every tick: the video's frame, then the caller's ``on_tick(tick, limit)``."""
+    if recorder is None and on_tick is None:
+        return None
+
+    def tick_hook(*_: Any) -> None:
+        if recorder is not None:
+            recorder.tick()
+        if on_tick is not None:
+            world = env.world
+            on_tick(world.tick, max_ticks or world.scene.step_limit)
+    return tick_hook
+
+
+def _stopper(env: HighLevelEnv, render: str | None,
+             should_stop: Callable[[], str | None] | None) -> Callable[[], str | None]:
+    """Why to stop now: the window was closed, or the caller's ``should_stop`` says so."""
     def stop() -> str | None:
         if render == "human":
             from orgteams.envs.render.renderer import window_closed
@@ -281,21 +302,17 @@ def _run_episode(task, layout, organization, agents, backend, seed, max_rounds, 
             if window_closed(env):
                 return "window closed"
         return should_stop() if should_stop is not None else None
+    return stop
 
-    runner = TeamRunner(env, org, members, max_rounds=max_rounds, log_path=log_path,
-                        shocks=shocks,
-                        monitor=MonitorConfig() if monitor is True else (monitor or None),
-                        member_factory=lambda a, spec: build_member(a, spec, cache=cache,
-                                                                    env=env, pool=pool,
-                                                                    **llm),
-                        on_round=on_round, on_tick=tick_hook,
-                        max_transport_failures=max_transport_failures, should_stop=stop,
-                        tokenizer=pool.tokenizer, max_invalid_replies=max_invalid_replies)
+
+def _play(runner: TeamRunner, config: EpisodeConfig, env: HighLevelEnv, recorder: Any,
+          log_path: str | Path | None) -> EpisodeResult:
+    """Run the rounds; end the video, hold the window, close the env whatever happens."""
     try:
-        result = runner.run(seed)
+        result = runner.run(config.seed)
         if recorder is not None:
             recorder.end()
-        if render == "human" and hold:
+        if config.render == "human" and config.hold:
             _hold_window(env, result)
     except KeyboardInterrupt as exc:
         exc.log_path = log_path  # the CLI's "interrupted" line names what was kept
@@ -305,7 +322,7 @@ def _run_episode(task, layout, organization, agents, backend, seed, max_rounds, 
             result_frames = recorder.close()
         env.close()
     if recorder is not None:
-        result.summary["video"] = {"path": str(video), "frames": result_frames}
+        result.summary["video"] = {"path": str(config.video), "frames": result_frames}
     return result
 
 
@@ -315,11 +332,11 @@ def end_banner(summary: dict[str, Any], can_replay: bool) -> list[str]:
         how = f"stopped ({summary.get('stop_reason')})"
     else:
         how = "goal complete" if summary["success"] else "goal not met"
-    keys = "Q to close, R to replay" if can_replay else "Q to close"
-    return [f"Episode over: {how}",
-            f"tick {summary['ticks']} of {summary['step_limit']}, {summary['rounds']} rounds, "
-            f"{summary['units_done']}/{summary['units_total']} goal units",
-            keys]
+    from orgteams.envs.render.boxes import end_banner as banner
+
+    return banner(how, summary["ticks"], summary["step_limit"], summary["units_done"],
+                  summary["units_total"], summary["rounds"],
+                  "Q to close, R to replay" if can_replay else "Q to close")
 
 
 def _hold_window(env: HighLevelEnv, result: EpisodeResult) -> None:

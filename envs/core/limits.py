@@ -12,7 +12,7 @@ import math
 import numbers
 from typing import Any
 
-from orgteams.errors import UserError
+from orgteams.errors import FieldProblem
 
 MAX_GRID_SIDE = 512
 """Most rows or columns of a layout grid."""
@@ -43,21 +43,30 @@ MAX_YAML_NODES = 1_000_000
 laughs" of nested aliases is small on disk but not to a validator)."""
 
 
-def check_int(value: Any, name: str, low: int, high: int) -> int:
-    """``value`` as an int in ``[low, high]``, else a UserError naming ``name``.
+def int_in_range(value: Any, low: int, high: int) -> int:
+    """``value`` as an int in ``[low, high]``, else a :class:`FieldProblem` (without a name).
 
     Bools are refused: ``True`` is not a team size.
     """
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise UserError(f"{name} must be an integer from {low} to {high}, got {value!r}")
+        raise FieldProblem(f"must be an integer from {low} to {high}", value, quoted=True)
     if not low <= value <= high:
-        raise UserError(f"{name} must be from {low} to {high}, got {value}")
+        raise FieldProblem(f"must be from {low} to {high}", value)
     return int(value)
 
 
-def check_weight(value: Any, name: str) -> float:
-    """``value`` as a finite float >= 0 (a cost weight), else a UserError naming ``name``."""
+def check_int(value: Any, name: str, low: int, high: int) -> int:
+    """``value`` as an int in ``[low, high]``, else a UserError naming ``name``
+    (``seed must be from 0 to 4294967295, got -1``)."""
+    try:
+        return int_in_range(value, low, high)
+    except FieldProblem as problem:
+        raise problem.named(name) from None
+
+
+def finite_weight(value: Any) -> float:
+    """``value`` as a finite float >= 0 (a cost weight), else a :class:`FieldProblem`."""
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(
             value) or value < 0:
-        raise UserError(f"{name} must be a finite number >= 0, got {value!r}")
+        raise FieldProblem("must be a finite number >= 0", value, quoted=True)
     return float(value)

@@ -31,6 +31,13 @@ while their plans run over the same tick. Teammates that listen (they have ``hea
 T box's lines as :class:`~orgteams.envs.play.chat.ChatLine` s from the player's agent; the
 footer shows the player's role when the overlay has one (``orgteams play --org``).
 
+What you see is what your agent knows (:mod:`orgteams.envs.render.sight`): the room it
+is in as it is, rooms seen before as it remembers them (faded), rooms never seen dark,
+other agents only in view; ``reveal=True`` (``orgteams play --reveal``) shows everything.
+When an episode ends, the same banner as ``orgteams run`` says how (goal, ticks) and
+that R starts the next. :meth:`PlaySession.run` returns every episode played
+(``episodes``), the last one ``interrupted`` when you quit before it ended.
+
 Tests drive it headless (``SDL_VIDEODRIVER=dummy``): post key events with ``pygame.event.post``
 (or call :meth:`PlaySession.handle_event`), call :meth:`PlaySession.tick` or ``run()``.
 """
@@ -44,8 +51,11 @@ from orgteams.envs.core.actions import HAND_CAPACITY, Verb, decode, encode
 from orgteams.envs.core.layout import DIRECTIONS
 from orgteams.envs.core.state import is_walkable
 from orgteams.envs.highlevel.highlevel_env import PRIMITIVE, HighLevelEnv
+from orgteams.envs.observe.memory import AgentMemory
 from orgteams.envs.play.chat import ChatLine, PlayerChat
+from orgteams.envs.render.boxes import end_banner
 from orgteams.envs.render.renderer import PygameRenderer
+from orgteams.envs.render.sight import Sight
 from orgteams.envs.render.video import Policy, resolve_policy
 from orgteams.errors import UserError
 
@@ -60,6 +70,7 @@ HELP_LINES = [  # "key<TAB>what it does": the help box draws two columns
     "Space or .\twait one tick",
     "T\twrite to teammates (@Name: to one)",
     "F\tfield of view on / off",
+    "mouse\tpoint at an agent (click keeps it)",
     "H\tthis help",
     "R\tnew episode (when one is over)",
     "Esc\tcancel a pending key, queued keys",
@@ -104,6 +115,8 @@ class PlaySession:
         display_names: labels for the agents (e.g. ``["You", "Bob", "Carol"]``).
         pump_events: read window events in :meth:`tick`; ``False`` leaves it to
             the caller, who passes each event to :meth:`handle_event`.
+        reveal: show the whole house; by default the window shows only what your agent
+            knows (see the module docstring).
     """
 
     def __init__(self, env: Any = None, *, layout: str = "studio",
@@ -111,7 +124,8 @@ class PlaySession:
                  human_agent: str = "agent_0", others: str | Policy = "random",
                  teammates: Teammates | None = None,
                  seed: int = 0, fps: int = 30, show_fov: bool = True, scale: float = 1.0,
-                 display_names: list[str] | None = None, pump_events: bool = True):
+                 display_names: list[str] | None = None, pump_events: bool = True,
+                 reveal: bool = False):
         self._owned = env is None
         if env is None and teammates is not None:
             env = HighLevelEnv(layout=layout, task=task, num_agents=num_agents)
@@ -134,11 +148,18 @@ class PlaySession:
         self.raw.overlay.you = human_agent  # ringed and tagged YOU in the window
         self.raw.rich_infos = True  # the message line names this tick's failed action
         self.policy = resolve_policy(others, seed) if teammates is None else None
-        self.seed, self.pump_events = seed, pump_events
+        self.seed, self.pump_events, self.reveal = seed, pump_events, reveal
+        if display_names is not None:
+            self.raw.display_names = list(display_names)
+        you = self._names()[human_agent]
+        you = f"{you} ({human_agent})" if you != human_agent else you
         self.renderer = PygameRenderer("human", fps=fps, show_fov=show_fov, scale=scale,
                                        fov_agents=[self.index], manage_events=False,
-                                       title=f"orgteams play - you are {human_agent}")
+                                       title=f"orgteams play - you are {you}")
         self.running = True
+        self.stop_reason = ""  # why the session ended: "quit" or "window closed"
+        self.episodes: list[dict[str, Any]] = []  # every episode played, as it ended
+        self._memory: AgentMemory | None = None  # without teammates: our own record
         self.frames = 0
         self.pending: Verb | None = None
         self.slot = 0
@@ -147,8 +168,6 @@ class PlaySession:
         listens = callable(getattr(teammates, "hear", None))
         self.chat = PlayerChat(human_agent, self._names) if listens else None
         self.renderer.pg.key.stop_text_input()  # on only while the message box is open
-        if display_names is not None:
-            self.raw.display_names = list(display_names)
         self._reset(seed)
 
     # ---- input ----
@@ -156,10 +175,13 @@ class PlaySession:
         """Turn one pygame event into a queued action or a setting change."""
         pg = self.renderer.pg
         if event.type == pg.QUIT:
-            self.running = False
+            self.running, self.stop_reason = False, "window closed"
             return
         if self.chat is not None and self.chat.is_open:
             self._chat_event(event)
+            return
+        if event.type in (pg.MOUSEMOTION, pg.MOUSEBUTTONDOWN, pg.WINDOWLEAVE):
+            self.renderer.handle_event(event)  # the agent under the mouse is singled out
             return
         if event.type != pg.KEYDOWN:
             return
@@ -172,14 +194,13 @@ class PlaySession:
             self.message = f"{len(self.queue)} queued key(s) cleared"
             self.queue.clear()
         elif key in (pg.K_q, pg.K_ESCAPE):
-            self.running = False
+            self.running, self.stop_reason = False, "quit"
         elif key == pg.K_h:
             self.renderer.help_lines = None if self.renderer.help_lines else HELP_LINES
         elif key == pg.K_f:
             self.renderer.toggle_fov()
         elif key == pg.K_r and not self.env.agents:
-            self.seed += 1
-            self._reset(self.seed)
+            self._reset(self.seed + 1)
             self.message = f"new episode (seed {self.seed})"
         elif name in VERB_KEYS:
             self.pending = VERB_KEYS[name]
@@ -219,6 +240,13 @@ class PlaySession:
     def _names(self) -> dict[str, str]:
         names = self.raw.display_names or self.raw.possible_agents
         return dict(zip(self.raw.possible_agents, names, strict=True))
+
+    def memory(self) -> AgentMemory:
+        """What your agent knows: the high-level env's memory of it (what it saw and
+        heard), or, beside random others, one kept here from what it saw."""
+        if isinstance(self.env, HighLevelEnv):
+            return self.env.memory(self.human)
+        return self._memory
 
     def _open_chat(self) -> None:
         if self.chat is None:
@@ -283,12 +311,27 @@ class PlaySession:
             self.queue.clear()  # keys of an episode that ended
         self._draw(self._status())
         self.frames += 1
+        if self.renderer.closed and not self.stop_reason:
+            self.stop_reason = "window closed"  # the close button, or destroyed from outside
         return self.running and not self.renderer.closed
 
     def _draw(self, footer: list[str]) -> None:
-        self.renderer.footer = footer
-        self.renderer.entry = self.chat.entry if self.chat is not None else None
-        self.renderer.render(self.raw.world, self.raw.overlay, self.raw.display_names)
+        renderer = self.renderer
+        renderer.footer = footer
+        renderer.entry = self.chat.entry if self.chat is not None else None
+        renderer.sight = None if self.reveal else Sight(self.index, self.memory())
+        renderer.banner = [] if self.env.agents else self._end_banner()
+        renderer.render(self.raw.world, self.raw.overlay, self.raw.display_names)
+
+    def _end_banner(self) -> list[str]:
+        """The banner of an episode that is over: as ``orgteams run``'s."""
+        world = self.raw.world
+        return end_banner("goal complete" if world.success else "time is up", world.tick,
+                          self._limit(), sum(world.progress),
+                          sum(p.count for p in world.scene.goal), keys="R: new episode, Q: quit")
+
+    def _limit(self) -> int:
+        return self.raw.max_ticks or self.raw.world.scene.step_limit
 
     def _waiting_frame(self) -> None:
         """One frame while teammates think: the window stays drawn and takes keys (queued,
@@ -301,10 +344,29 @@ class PlaySession:
         self._draw([*self._status()[:1], f"teammates are thinking...{queued}"])
 
     def _reset(self, seed: int) -> None:
+        if self.raw.world is not None and self.frames:  # the episode before (R)
+            self.episodes.append(self._episode())
+        self.seed = seed
         self.env.reset(seed=seed)
         self.queue.clear()
+        if not isinstance(self.env, HighLevelEnv):
+            world = self.raw.world
+            self._memory = AgentMemory(world.scene, self.index, self.raw.possible_agents)
+            self._memory.update(world)
         if self.teammates is not None:
             self.teammates.reset(self.env, seed)
+
+    def _episode(self) -> dict[str, Any]:
+        """The current episode as it stands: seed, ticks, success and how it ended
+        (``interrupted`` while it is still running: you quit)."""
+        world = self.raw.world
+        if self.env.agents:
+            status, reason = "interrupted", self.stop_reason or "quit"
+        else:
+            status = "complete"
+            reason = "goal met" if world.success else "max ticks"
+        return {"seed": self.seed, "ticks": world.tick, "success": bool(world.success),
+                "episode_status": status, "stop_reason": reason}
 
     def step(self, action: int) -> None:
         """Play ``action`` for the human and the others' choices, for one tick."""
@@ -315,6 +377,8 @@ class PlaySession:
             actions = {a: (action if a == self.human else int(self.policy(a, self.raw)))
                        for a in self.env.agents}
         _, _, _, _, infos = self.env.step(actions)
+        if self._memory is not None and not isinstance(self.env, HighLevelEnv):
+            self._memory.update(self.raw.world)
         self.slot = 0
         events = infos.get(self.human, {}).get("events", [])
         bad = [e for e in events if e.get("type") in ("invalid_action", "collision")]
@@ -325,14 +389,20 @@ class PlaySession:
         """Loop until quit (or ``max_frames``); returns a summary and closes."""
         while (max_frames is None or self.frames < max_frames) and self.tick():
             pass
+        if not self.stop_reason:
+            self.stop_reason = "max frames" if self.running else "quit"
         summary = self.summary()
         self.close()
         return summary
 
     def summary(self) -> dict[str, Any]:
-        world = self.raw.world
-        return {"ticks": world.tick, "success": world.success, "frames": self.frames,
-                "seed": self.seed, "quit": not self.running}
+        """The last episode (``ticks``, ``success``, ``seed``, ``episode_status``,
+        ``stop_reason``), ``episodes``: every episode played, in order, and who the
+        player was (``player``, ``player_name``)."""
+        last = self._episode()
+        return {**last, "frames": self.frames, "quit": not self.running,
+                "episodes": [*self.episodes, last], "reveal": self.reveal,
+                "player": self.human, "player_name": self._names()[self.human]}
 
     def close(self) -> None:
         self.renderer.close()
@@ -351,6 +421,8 @@ class PlaySession:
             world = self.raw.world
             done = "goal complete" if world.success else "time is up"
             lines.append(f"Episode over at tick {world.tick}: {done}. R: new episode")
+        elif not self.reveal:
+            lines.append("You see what your agent knows: faded rooms are remembered")
         elif self.pending is not None:
             lines.append(f"{self.pending.name.lower()} slot {self.slot + 1}: press an arrow")
         elif self.message:
@@ -370,18 +442,19 @@ def play(layout: str = "studio", task: str = "prepare_afternoon_tea", num_agents
          fps: int = 30, show_fov: bool = True, max_frames: int | None = None,
          scale: float = 1.0,
          display_names: list[str] | None = None,
-         teammates: Teammates | None = None) -> dict[str, Any]:
+         teammates: Teammates | None = None, reveal: bool = False) -> dict[str, Any]:
     """Open a window and play ``human_agent`` with the keyboard (see module docstring).
 
     ``others`` drives the other agents tick by tick; ``teammates`` (high-level, e.g.
-    planners) replaces it, see :class:`PlaySession`.
+    planners) replaces it, see :class:`PlaySession`. ``reveal`` shows the whole house
+    instead of what your agent knows.
 
-    Returns ``{"ticks", "success", "frames", "seed", "quit"}`` when the player quits
-    (Q, Escape, the close button) or after ``max_frames`` frames.
+    Returns :meth:`PlaySession.summary` (the last episode, ``episodes``: all of them)
+    when the player quits (Q, Escape, the close button) or after ``max_frames`` frames.
     """
     session = PlaySession(layout=layout, task=task, num_agents=num_agents,
                           human_agent=human_agent, others=others, teammates=teammates,
-                          seed=seed, fps=fps, scale=scale,
+                          seed=seed, fps=fps, scale=scale, reveal=reveal,
                           show_fov=show_fov, display_names=display_names)
     return session.run(max_frames=max_frames)
 

@@ -1,4 +1,5 @@
-"""Boxes drawn over the map: a person's answer box (:class:`TextEntry`) and a banner."""
+"""Boxes drawn over the map: a person's answer box (:class:`TextEntry`) and a banner
+(:func:`end_banner`: the end of an episode)."""
 
 from __future__ import annotations
 
@@ -85,6 +86,15 @@ def draw_entry(pg: Any, text: Text, surf, entry: TextEntry, width: int,
     text.blit(surf, typed, (x, y), size, (255, 255, 255), True)
     if entry.note:
         text.blit(surf, entry.note, (x, y + step), size, (255, 130, 120))
+
+
+def end_banner(outcome: str, tick: int, limit: int, units_done: int, units_total: int,
+               rounds: int | None = None, keys: str = "Q to close") -> list[str]:
+    """The lines over the last frame of an episode, the same in ``run`` and ``play``:
+    how it ended, the tick of the limit (and rounds), the goal units, the keys."""
+    played = f"tick {tick} of {limit}" + (f", {rounds} rounds" if rounds is not None else "")
+    return [f"Episode over: {outcome}", f"{played}, {units_done}/{units_total} goal units",
+            keys]
 
 
 def draw_banner(pg: Any, text: Text, surf, lines: list[str], width: int) -> None:

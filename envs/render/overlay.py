@@ -2,9 +2,10 @@
 
 The env knows nothing of LLMs or teams; a team runner fills an :class:`Overlay` (latest
 message per agent, markers such as "abstained" or "idle", a round counter) and the
-renderers draw it: speech bubbles, a message log panel, agent markers. A message is
-anything with the fields of :class:`Speech` (the team layer's ``TeamMessage`` is one);
-agents are named by the env's ``display_names``.
+renderers draw it: speech bubbles, a message log panel, agent markers, and for big
+teams who messaged whom in the latest round that had messages (:attr:`Overlay.this_round`).
+A message is anything with the fields of :class:`Speech` (the team layer's
+``TeamMessage`` is one); agents are named by the env's ``display_names``.
 """
 
 from __future__ import annotations
@@ -34,6 +35,9 @@ class Speech(Protocol):
         """Agent ids it reached or addressed; ``()`` means everyone."""
 
 
+MAX_ROUND_MESSAGES = 4096  # kept of one round (256 agents each messaging 16)
+
+
 @dataclass
 class Overlay:
     """Speech and markers to draw. ``log`` keeps the latest ``log_size`` messages."""
@@ -46,6 +50,8 @@ class Overlay:
     roles: dict[str, str] = field(default_factory=dict)  # agent id -> role (leader, ...)
     you: str | None = None  # the agent a person plays (ringed and tagged YOU)
     said: int = 0  # messages said since the last clear (a video holds frames with new ones)
+    # Every message of the latest round that had any (who messaged whom; the speakers).
+    this_round: list[Speech] = field(default_factory=list)
 
     def say(self, message: Speech) -> None:
         """Draw ``message`` as its sender's latest bubble and add it to the log."""
@@ -53,6 +59,10 @@ class Overlay:
         self.latest[message.sender] = message
         self.log.append(message)
         self.said += 1
+        if self.this_round and self.this_round[-1].round != message.round:
+            self.this_round = []
+        if len(self.this_round) < MAX_ROUND_MESSAGES:
+            self.this_round.append(message)
 
     def set_team(self, organization: str | None = None, you: str | None = None) -> None:
         """Name the team's organization in the panel and ring the agent a person plays
@@ -69,3 +79,4 @@ class Overlay:
         self.caption = ""
         self.roles.clear()
         self.said = 0
+        self.this_round = []

@@ -1,15 +1,24 @@
 """The side panel: title, tick counter, goals with progress, the team, the message log.
 
+It adapts to the team: up to :data:`LARGE_TEAM` - 1 agents each have a row; a larger
+team is grouped by role with counts, beside a matrix of who messaged whom in the
+latest round with messages, and only a few agents are listed (you, the agent picked
+on the map, leaders, the latest speakers). The message log always keeps room
+(:data:`MIN_LOG`). Footer lines wrap instead of running off the edge.
+
 Also the centred help box that the keyboard play loop shows on demand.
 """
 
 from __future__ import annotations
 
+import math
+from dataclasses import dataclass, field
 from typing import Any
 
 from orgteams.envs.core.catalog import load_catalog
 from orgteams.envs.core.state import HouseholdState
-from orgteams.envs.render.overlay import Overlay
+from orgteams.envs.render.overlay import Overlay, Speech
+from orgteams.envs.render.sight import Known
 from orgteams.envs.render.style import (
     DONE_GREEN,
     MARKER_COLORS,
@@ -19,6 +28,7 @@ from orgteams.envs.render.style import (
     PANEL_TEXT,
     Text,
     agent_color,
+    text_color_on,
 )
 from orgteams.envs.render.world import icon
 
@@ -50,9 +60,47 @@ class _Cursor:
         self.y += SMALL + 6
 
 
+LARGE_TEAM = 10
+"""From this many agents the team is grouped by role with counts, only chosen agents are
+listed, and a matrix shows who messaged whom."""
+MIN_LOG = 112  # pixels the message log keeps whatever the team's size (about two messages)
+MAX_LISTED = 6  # agents listed by name in a large team
+TALK_SIDE = 100  # pixels of the who-messaged-whom matrix
+ROW = 22
+FOOTER_LINES = 2  # a footer line wraps onto at most this many rows
+
+
+@dataclass
+class Focus:
+    """Who the panel singles out: the agent picked on the map and what the person's agent
+    knows (``orgteams play``)."""
+
+    selected: int | None = None
+    known: Known | None = None
+    speakers: list[int] = field(default_factory=list)  # newest first
+    pinned: list[Speech] = field(default_factory=list)  # kept in the log (no bubble)
+
+
+@dataclass
+class PanelLayout:
+    """Where the panel put things (tests and tools read it)."""
+
+    sections: dict[str, Any] = field(default_factory=dict)  # name -> pygame Rect
+    listed: list[int] = field(default_factory=list)  # agents with a row in the team list
+    messages: list[Speech] = field(default_factory=list)  # shown in the log
+    footer: list[str] = field(default_factory=list)  # footer rows as drawn (wrapped)
+
+
 def draw_panel(pg: Any, text: Text, surf, state: HouseholdState, overlay: Overlay | None,
-               names: list[str], footer: list[str]) -> None:
-    """Fill ``surf`` (the panel area) with the episode's state."""
+               names: list[str], footer: list[str], focus: Focus | None = None
+               ) -> PanelLayout:
+    """Fill ``surf`` (the panel area) with the episode's state; returns where things went.
+
+    The message log always keeps :data:`MIN_LOG` pixels; the team list takes what is
+    left (a large team: role counts, who messaged whom, a few agents by name); the
+    furniture legend comes last, when there is room. Footer lines wrap."""
+    focus = focus or Focus()
+    out = PanelLayout()
     surf.fill(PANEL)
     w, h = surf.get_size()
     cur = _Cursor(pg, text, surf, PAD, PAD, w - 2 * PAD, h - PAD)
@@ -60,7 +108,8 @@ def draw_panel(pg: Any, text: Text, surf, state: HouseholdState, overlay: Overla
     for s in text.wrap(scene.task.replace("_", " "), 17, cur.width, 2):
         cur.line(s, 17, bold=True)
     if overlay is not None and overlay.organization:
-        cur.line(f"organization: {overlay.organization}", BODY, (120, 70, 20), bold=True)
+        for s in text.wrap(f"organization: {overlay.organization}", BODY, cur.width, 1):
+            cur.line(s, BODY, (120, 70, 20), bold=True)
     done = state.success
     status = "goal complete" if done else f"tick {state.tick} / {scene.step_limit}"
     rect = text.blit(surf, status, (cur.x, cur.y), BODY, DONE_GREEN if done else PANEL_TEXT,
@@ -70,20 +119,35 @@ def draw_panel(pg: Any, text: Text, surf, state: HouseholdState, overlay: Overla
     if overlay is not None and overlay.caption:
         for s in text.wrap(overlay.caption, BODY, cur.width, 2):
             cur.line(s, BODY, (70, 90, 150), bold=True)
+    if focus.known is not None:
+        _view_line(cur, state, focus.known)
+    top = cur.y
     _goals(cur, state)
-    _team(cur, state, names, overlay)
-    footer_h = len(footer) * (SMALL + 3)
+    out.sections["goal"] = pg.Rect(0, top, w, cur.y - top)
+    rows = [r for s in footer for r in text.wrap(s, SMALL, cur.width, FOOTER_LINES)]
+    footer_h = len(rows) * (SMALL + 3)
     bottom = h - PAD - footer_h
+    top = cur.y
+    if len(state.agent_pos) >= LARGE_TEAM:
+        out.listed = _large_team(cur, state, names, overlay, focus, bottom - MIN_LOG)
+    else:
+        out.listed = _team(cur, state, names, overlay, focus, bottom - MIN_LOG)
+    out.sections["team"] = pg.Rect(0, top, w, cur.y - top)
+    top = cur.y
     legend_h = _legend_height(state)
-    if overlay is not None and overlay.log:
-        _messages(cur, overlay, names, bottom)  # messages first; the legend if room is left
-    elif overlay is not None and bottom - cur.y > legend_h + 60:
-        _messages(cur, overlay, names, bottom)
+    if overlay is not None:
+        out.messages = _messages(cur, overlay, names, bottom, focus.pinned)
+        out.sections["messages"] = pg.Rect(0, top, w, cur.y - top)
     if bottom - cur.y >= legend_h:
         cur.y = bottom - legend_h
+        top = cur.y
         _legend(cur, state)
-    for k, s in enumerate(footer):
-        text.blit(surf, s, (PAD, h - PAD - footer_h + k * (SMALL + 3)), SMALL, PANEL_MUTED)
+        out.sections["legend"] = pg.Rect(0, top, w, cur.y - top)
+    for k, s in enumerate(rows):
+        text.blit(surf, s, (PAD, bottom + k * (SMALL + 3)), SMALL, PANEL_MUTED)
+    out.footer = rows
+    out.sections["footer"] = pg.Rect(0, bottom, w, footer_h)
+    return out
 
 
 def _goals(cur: _Cursor, state: HouseholdState) -> None:
@@ -115,75 +179,221 @@ def _goals(cur: _Cursor, state: HouseholdState) -> None:
         cur.y += 21
 
 
-def _team(cur: _Cursor, state: HouseholdState, names: list[str], overlay) -> None:
-    pg = cur.pg
-    cur.header("team")
-    classes = state.scene.object_class
+def _view_line(cur: _Cursor, state: HouseholdState, known: Known) -> None:
+    """What the person's agent sees now and what it only remembers."""
     rooms = state.scene.layout.rooms
-    for a, pos in enumerate(state.agent_pos):
-        if cur.y > cur.bottom - 60:
-            cur.line(f"... and {len(state.agent_pos) - a} more", SMALL, PANEL_MUTED)
-            break
-        color = agent_color(a)
-        pg.draw.circle(cur.surf, color, (cur.x + 8, cur.y + 9), 8)
-        cur.text.blit(cur.surf, str(a), (cur.x + 8, cur.y + 9), 12, (255, 255, 255), True,
-                      anchor="center")
-        x = cur.x + 22
-        rect = cur.text.blit(cur.surf, names[a], (x, cur.y + 1), BODY, PANEL_TEXT, True)
-        room = state.scene.room_of_cell[pos]
-        where = rooms[room].replace("_", " ") if room >= 0 else "doorway"
-        rect = cur.text.blit(cur.surf, where, (rect.right + 6, cur.y + 2), SMALL, PANEL_MUTED)
-        role = overlay.roles.get(f"agent_{a}") if overlay else None
-        if role:
-            rect = cur.text.blit(cur.surf, role.replace("_", " "), (rect.right + 6, cur.y + 2),
-                                 SMALL, (120, 70, 20), True)
-        if overlay is not None and overlay.you == f"agent_{a}":
-            rect = cur.text.blit(cur.surf, "YOU", (rect.right + 6, cur.y + 2), SMALL,
-                                 (200, 140, 0), True)
-        marker = overlay.markers.get(f"agent_{a}") if overlay else None
-        if marker:
-            cur.text.blit(cur.surf, marker, (rect.right + 6, cur.y + 2), SMALL,
-                          MARKER_COLORS.get(marker, (90, 90, 160)), True)
+    here = " and ".join(rooms[r].replace("_", " ") for r in sorted(known.visible_rooms))
+    unseen = len(rooms) - len(known.visible_rooms) - len(known.seen_rooms)
+    line = (f"you see the {here}; {len(known.seen_rooms)} room(s) remembered (faded), "
+            f"{unseen} never seen (dark)")
+    for s in cur.text.wrap(line, SMALL, cur.width, 2):
+        cur.line(s, SMALL, (70, 90, 150))
+
+
+def _agent_row(cur: _Cursor, state: HouseholdState, names: list[str], overlay, a: int,
+               focus: Focus) -> None:
+    """One agent: disc, name, room, role, YOU, marker, held objects (what may be known)."""
+    pg = cur.pg
+    color = agent_color(a)
+    if a == focus.selected:  # the agent picked on the map
+        pg.draw.rect(cur.surf, (255, 240, 190), (cur.x - 4, cur.y - 2, cur.width + 8, ROW - 1),
+                     border_radius=4)
+    pg.draw.circle(cur.surf, color, (cur.x + 8, cur.y + 9), 8)
+    cur.text.blit(cur.surf, str(a), (cur.x + 8, cur.y + 9), 12 if a < 100 else 9,
+                  text_color_on(color), True, anchor="center")
+    seen = focus.known is None or focus.known.sees_agent(a)
+    x = cur.x + 22
+    rect = cur.text.blit(cur.surf, names[a], (x, cur.y + 1), BODY, PANEL_TEXT, True)
+    room = state.scene.room_of_cell[state.agent_pos[a]]
+    rooms = state.scene.layout.rooms
+    where = ("not in view" if not seen else
+             rooms[room].replace("_", " ") if room >= 0 else "doorway")
+    rect = cur.text.blit(cur.surf, where, (rect.right + 6, cur.y + 2), SMALL, PANEL_MUTED)
+    role = overlay.roles.get(f"agent_{a}") if overlay else None
+    if role:
+        rect = cur.text.blit(cur.surf, role.replace("_", " "), (rect.right + 6, cur.y + 2),
+                             SMALL, (120, 70, 20), True)
+    if overlay is not None and overlay.you == f"agent_{a}":
+        rect = cur.text.blit(cur.surf, "YOU", (rect.right + 6, cur.y + 2), SMALL,
+                             (200, 140, 0), True)
+    marker = overlay.markers.get(f"agent_{a}") if overlay else None
+    if marker:
+        cur.text.blit(cur.surf, marker, (rect.right + 6, cur.y + 2), SMALL,
+                      MARKER_COLORS.get(marker, (90, 90, 160)), True)
+    if seen:
         x = cur.x + cur.width - 17
         for obj in reversed(state.hands[a]):
-            icon(pg, cur.text, cur.surf, classes[obj], pg.Rect(x, cur.y, 17, 17))
+            icon(pg, cur.text, cur.surf, state.scene.object_class[obj], pg.Rect(x, cur.y, 17, 17))
             x -= 20
-        cur.y += 22
+    cur.y += ROW
 
 
-def _messages(cur: _Cursor, overlay: Overlay, names: list[str], bottom: int) -> None:
+def _team(cur: _Cursor, state: HouseholdState, names: list[str], overlay, focus: Focus,
+          limit: int) -> list[int]:
+    """Every agent on a row, as many as fit above ``limit``."""
+    cur.header("team")
+    n = len(state.agent_pos)
+    fit = max(1, (limit - cur.y) // ROW)
+    shown = list(range(n)) if fit >= n else list(range(fit - 1))
+    for a in shown:
+        _agent_row(cur, state, names, overlay, a, focus)
+    if len(shown) < n:
+        cur.line(f"... and {n - len(shown)} more", SMALL, PANEL_MUTED)
+    return shown
+
+
+def role_groups(n: int, roles: dict[str, str]) -> list[tuple[str, list[int]]]:
+    """The team by role, higher tiers first (fewer agents first, members last); agents
+    without a role are grouped as ``""``."""
+    groups: dict[str, list[int]] = {}
+    for a in range(n):
+        groups.setdefault(roles.get(f"agent_{a}") or "", []).append(a)
+    return sorted(groups.items(), key=lambda kv: (kv[0] in ("", "member"), not is_lead(kv[0]),
+                                                  len(kv[1]), kv[0]))
+
+
+def is_lead(role: str | None) -> bool:
+    """Leaders, vice leaders, coordinators: their name tags are always drawn."""
+    return bool(role) and ("lead" in role or role == "coordinator")
+
+
+def _large_team(cur: _Cursor, state: HouseholdState, names: list[str], overlay,
+                focus: Focus, limit: int) -> list[int]:
+    """A large team: role counts, who messaged whom, then a few agents by name (you, the
+    picked one, leaders, the latest speakers)."""
+    n = len(state.agent_pos)
+    roles = overlay.roles if overlay is not None else {}
+    groups = role_groups(n, roles)
+    cur.header("team", f"{n} agents")
+    top = cur.y
+    left = cur.width - TALK_SIDE - 12
+    counts = " \u00b7 ".join(f"{role.replace('_', ' ') or 'no role'} {len(ids)}"
+                             for role, ids in groups)
+    y = cur.y
+    for s in cur.text.wrap(counts, SMALL, left, 3):
+        cur.text.blit(cur.surf, s, (cur.x, y), SMALL, PANEL_TEXT, True)
+        y += SMALL + 4
+    talk = overlay.this_round if overlay is not None else []
+    senders = {m.sender for m in talk}
+    if talk:
+        note = (f"round {talk[-1].round}: {len(talk)} message(s) from {len(senders)} of "
+                f"{n}; rows speak, columns hear")
+    else:
+        note = "no messages yet; rows speak, columns hear"
+    for s in cur.text.wrap(note, SMALL, left, 4):
+        cur.text.blit(cur.surf, s, (cur.x, y), SMALL, PANEL_MUTED)
+        y += SMALL + 3
+    order = [a for _, ids in groups for a in ids]
+    talk_matrix(cur.pg, cur.surf, cur.pg.Rect(cur.x + cur.width - TALK_SIDE, top, TALK_SIDE,
+                                              TALK_SIDE), talk, order, focus.selected)
+    cur.y = max(y, top + TALK_SIDE) + 6
+    you = overlay.you if overlay is not None else None
+    wanted = [int(you[6:])] if you and you[6:].isdigit() and int(you[6:]) < n else []
+    if focus.selected is not None:
+        wanted.append(focus.selected)
+    wanted += [a for role, ids in groups if is_lead(role) for a in ids[:2]]
+    wanted += focus.speakers
+    fit = max(0, min(MAX_LISTED, (limit - cur.y - SMALL - 4) // ROW))
+    listed = list(dict.fromkeys(wanted))[:fit]
+    for a in listed:
+        _agent_row(cur, state, names, overlay, a, focus)
+    rest = n - len(listed)
+    if rest:
+        cur.line(f"{rest} more: point at one on the map", SMALL, PANEL_MUTED)
+    return listed
+
+
+def talk_matrix(pg: Any, surf, box, talk: list[Speech], order: list[int],
+                selected: int | None = None) -> list[list[int]]:
+    """Who messaged whom: a square, rows the senders and columns the receivers, in
+    ``order`` (the team by role), darker for more messages; agents share a cell when there
+    are more agents than pixels allow (at least 2 per cell). Returns the counts."""
+    n = len(order)
+    per = max(1, math.ceil(n / (box.width // 2)))
+    bins = math.ceil(n / per)
+    px = box.width // bins
+    where = {a: k // per for k, a in enumerate(order)}
+    counts = [[0] * bins for _ in range(bins)]
+    for m in talk:
+        s = _index(m.sender)
+        if s is None or s not in where:
+            continue
+        heard = m.audience or tuple(f"agent_{a}" for a in order if a != s)
+        for r in heard:
+            b = _index(r)
+            if b is not None and b in where:
+                counts[where[s]][where[b]] += 1
+    most = max((c for row in counts for c in row), default=0)
+    frame = pg.Rect(box.x, box.y, px * bins, px * bins)
+    pg.draw.rect(surf, (255, 255, 255), frame)
+    for i in range(bins):
+        for j in range(bins):
+            c = counts[i][j]
+            if c:
+                k = 0.35 + 0.65 * c / most
+                color = (int(235 - 205 * k), int(240 - 170 * k), int(250 - 90 * k))
+                surf.fill(color, (box.x + j * px, box.y + i * px, px, px))
+    if selected is not None and selected in where:
+        k = where[selected]
+        pg.draw.rect(surf, (230, 150, 20), (box.x, box.y + k * px, px * bins, px), 1)
+        pg.draw.rect(surf, (230, 150, 20), (box.x + k * px, box.y, px, px * bins), 1)
+    pg.draw.rect(surf, PANEL_MUTED, frame.inflate(2, 2), 1)
+    return counts
+
+
+def _index(agent: str) -> int | None:
+    return int(agent[6:]) if agent.startswith("agent_") and agent[6:].isdigit() else None
+
+
+def _messages(cur: _Cursor, overlay: Overlay, names: list[str], bottom: int,
+              pinned: list[Speech] = ()) -> list[Speech]:
+    """The newest messages that fit above ``bottom``, newest at the bottom; ``pinned``
+    ones (a bubble had no room for them) are dropped last."""
     index = {f"agent_{i}": i for i in range(len(names))}
     if not overlay.log:
         cur.header("messages")
         cur.line("no messages yet", SMALL, PANEL_MUTED)
-        return
-    # Newest at the bottom; drop the oldest that do not fit.
+        return []
     blocks = []
     for msg in overlay.log:
         who = names[index[msg.sender]] if msg.sender in index else msg.sender
         if not msg.audience or len(msg.audience) >= len(names) - 1 > 1:
             to = "all"
+        elif len(msg.audience) > 3:
+            to = f"{len(msg.audience)} agents"
         else:
             to = ", ".join(names[index[r]] if r in index else r for r in msg.audience)
         lines = cur.text.wrap(msg.text, SMALL, cur.width - 10, 3)
-        blocks.append((msg.sender, f"{who} -> {to}", lines))
-    heights = [SMALL + 4 + len(lines) * (SMALL + 2) + 4 for _, _, lines in blocks]
+        blocks.append((msg, f"{who} -> {to}", lines))
     room = bottom - cur.y - (SMALL + 18)  # less the header
-    while blocks and sum(heights) > room:
-        blocks.pop(0)
-        heights.pop(0)
-    cur.header("messages", f"latest {len(blocks)} of {len(overlay.log)}"
-               if len(blocks) < len(overlay.log) else f"{len(blocks)}")
-    for (sender, head, lines), _ in zip(blocks, heights):
-        color = agent_color(index.get(sender, 0))
+    step = SMALL + 2
+
+    def height(lines: list[str]) -> int:
+        return SMALL + 4 + len(lines) * step + 4
+
+    keep = {id(m) for m in pinned}
+    while len(blocks) > 1 and sum(height(b[2]) for b in blocks) > room:
+        k = next((k for k, b in enumerate(blocks) if id(b[0]) not in keep), 0)
+        blocks.pop(k)
+    if blocks and height(blocks[0][2]) > room:  # one long message: as many lines as fit
+        msg, head, lines = blocks[0]
+        keep = max(1, (room - SMALL - 8) // step)
+        blocks[0] = (msg, head, lines[:keep - 1] + [lines[keep - 1].rstrip(".") + "..."]
+                     if keep < len(lines) else lines)
+    total = len(overlay.log)
+    cur.header("messages", f"latest {len(blocks)} of {total}" if len(blocks) < total
+               else f"{len(blocks)}")
+    for msg, head, lines in blocks:
+        color = agent_color(index.get(msg.sender, 0))
         top = cur.y
         cur.text.blit(cur.surf, head, (cur.x + 8, cur.y), SMALL, color, True)
         cur.y += SMALL + 4
         for s in lines:
             cur.text.blit(cur.surf, s, (cur.x + 8, cur.y), SMALL, PANEL_TEXT)
-            cur.y += SMALL + 2
+            cur.y += step
         cur.pg.draw.line(cur.surf, color, (cur.x + 2, top), (cur.x + 2, cur.y - 2), 3)
         cur.y += 4
+    return [b[0] for b in blocks]
 
 
 def _legend_types(state: HouseholdState) -> list[tuple[str, str]]:

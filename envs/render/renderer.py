@@ -8,6 +8,14 @@ and a side panel with the goal progress, tick counter, team and message log. The
 team runner's :class:`~orgteams.envs.render.overlay.Overlay` adds speech bubbles, markers
 ("abstained", "idle") and a caption.
 
+Big teams stay legible: name tags for everyone up to :data:`TAG_EVERYONE` agents,
+beyond only for you, the agent under the mouse (or clicked, :attr:`selected`), the
+speakers and the leaders; bubbles and tags never cover what matters
+(:mod:`~orgteams.envs.render.bubbles`); the panel adapts
+(:mod:`~orgteams.envs.render.panel`). :attr:`PygameRenderer.sight` draws only what one
+agent knows (:mod:`~orgteams.envs.render.sight`, ``orgteams play``), and
+:attr:`PygameRenderer.last` says where a frame put things.
+
 pygame is imported lazily: the core install does not have it, and an env with
 ``render_mode=None`` never loads it. Only ``pygame.display`` (human mode) and
 ``pygame.font`` are initialised; there is no sound card.
@@ -28,23 +36,34 @@ from __future__ import annotations
 
 import os
 import sys
+import time
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from orgteams.envs.core.state import HouseholdState
 from orgteams.envs.render.boxes import MARGIN, TextEntry, draw_banner, draw_entry
-from orgteams.envs.render.bubbles import draw_bubbles, draw_tails, layout_bubbles
+from orgteams.envs.render.bubbles import (
+    MAX_BUBBLES,
+    BubbleLayout,
+    draw_bubbles,
+    draw_tails,
+    layout_bubbles,
+)
 from orgteams.envs.render.overlay import Overlay
-from orgteams.envs.render.panel import draw_help, draw_panel
+from orgteams.envs.render.panel import Focus, PanelLayout, draw_help, draw_panel, is_lead
+from orgteams.envs.render.sight import Known, Sight, known_world
 from orgteams.envs.render.style import BACKGROUND, MIN_HEIGHT, PANEL_WIDTH, Text, cell_size_for
-from orgteams.envs.render.window import WATCH_HELP, Playback, Window
+from orgteams.envs.render.window import IDLE_FPS, WATCH_HELP, Playback, Window, guard_x11
 from orgteams.envs.render.world import (
     draw_agents,
     draw_dynamic,
     draw_fov,
     draw_room_names,
     draw_static,
+    draw_veils,
+    object_cells,
     place_name_tags,
     room_label_spots,
 )
@@ -52,6 +71,23 @@ from orgteams.errors import MissingExtraError
 
 INSTALL_HINT = "pip install 'orgteams[render]'"
 MODES = ("human", "rgb_array")
+TAG_EVERYONE = 16
+"""Up to this many agents each gets a name tag where it has room; beyond, only you, the
+agent under the mouse (or clicked), speakers and leaders do."""
+
+
+@dataclass
+class FrameLayout:
+    """Where a frame put things: the map's offset in the frame and its cell size, the name
+    tags (agent -> box, map pixels), the bubbles, the panel's sections, the view drawn
+    (None: everything)."""
+
+    map_offset: tuple[int, int]
+    cell: int
+    tags: dict[int, Any]
+    bubbles: BubbleLayout
+    panel: PanelLayout
+    known: Known | None = None
 
 
 def import_pygame():
@@ -114,6 +150,7 @@ class PygameRenderer:
         self.frames = 0
         self.pg.font.init()
         if render_mode == "human":
+            guard_x11()  # before SDL opens the display: a window destroyed outside is closed
             self.pg.display.init()
         self.text = Text(self.pg, font_path)
         self._window: Window | None = None
@@ -123,17 +160,39 @@ class PygameRenderer:
         self._static = None
         self._fov_cache: dict = {}
         self._overdrawn = False
+        self._shown_tick: tuple[int, int] | None = None  # (scene, tick) of the last frame
+        self.sight: Sight | None = None  # draw only what one agent knows (orgteams play)
+        self.selected: int | None = None  # the agent clicked (or set): tagged, listed
+        self.show_bubbles = True  # speech bubbles on the map (the panel's log has them all)
+        self._mouse: tuple[int, int] | None = None  # frame pixel under the mouse
+        self._last_state: HouseholdState | None = None
+        self.last: FrameLayout | None = None  # where the last frame put things
 
     # ---- public API ----
     def render(self, state: HouseholdState, overlay: Overlay | None = None,
                names: list[str] | None = None) -> np.ndarray | None:
-        """Draw ``state``; the frame as an array in rgb_array mode, else ``None``."""
+        """Draw ``state``; the frame as an array in rgb_array mode, else ``None``.
+
+        In a watched window (``manage_events``) a frame of a new tick keeps the pace
+        (``fps`` x the playback speed); a frame of the same tick (a speaking stage) does
+        not wait, and is skipped when one was shown less than ``1 / IDLE_FPS`` ago
+        (events are still read; while paused, every stage is shown, N steps through them).
+        """
         if self.closed:
             return None
-        if self.render_mode == "human" and self.manage_events:
+        human = self.render_mode == "human"
+        if human and self.manage_events:
             self.pump()
             if self.closed:
                 return None
+        pace = "tick"
+        if human and self.manage_events:
+            same_tick = self._shown_tick == (id(state.scene), state.tick)
+            if same_tick and not self.playback.paused and self.entry is None:
+                if time.monotonic() - self._open_window().shown_at < 1 / IDLE_FPS:
+                    return None
+                pace = "none"
+            self._shown_tick = (id(state.scene), state.tick)
         canvas = self.draw(state, overlay, names)
         self.frames += 1
         if self.render_mode == "rgb_array":
@@ -142,7 +201,7 @@ class PygameRenderer:
                 size = (round(w * self.scale / 2) * 2, round(h * self.scale / 2) * 2)
                 canvas = self.pg.transform.smoothscale(canvas, size)
             return to_array(self.pg, canvas)
-        self._show(canvas)
+        self._show(canvas, pace)
         if self.manage_events and self.entry is None:
             self._wait_while_paused(state, overlay, names)
         return None
@@ -168,7 +227,7 @@ class PygameRenderer:
                 self.pump()
                 if self.closed or self._choice:
                     break
-                self._show(self.draw(state, overlay, names), pace=False)
+                self._show(self.draw(state, overlay, names), "idle")
         finally:
             self.banner, self._holding = [], False
         return self._choice or "close"
@@ -178,38 +237,57 @@ class PygameRenderer:
         """The frame as a pygame Surface (no window involved).
 
         The surface is reused: it is valid until the next ``draw`` or ``render``.
+        :attr:`last` says where the name tags, bubbles and panel sections went.
         """
         pg = self.pg
         n = len(state.agent_pos)
         names = list(names) if names else [f"agent_{i}" for i in range(n)]
         cell = self._prepare(state)
+        self._last_state = state
         canvas = self._canvas
         if self._overdrawn:  # the help box covered the margins: repaint them
             canvas.fill(BACKGROUND)
             self._overdrawn = False
+        known = known_world(state, self.sight) if self.sight is not None else None
+        world = known.state if known is not None else state  # what the map shows
+        drawn = sorted(known.visible_agents) if known is not None else list(range(n))
         map_surf = self._map
         map_surf.blit(self._static, (0, 0))
-        draw_dynamic(pg, self.text, map_surf, state, cell)
-        rooms = draw_room_names(pg, self.text, map_surf, state, cell, self._room_spots)
-        tags = place_name_tags(pg, self.text, state, cell, names, overlay, map_surf.get_rect())
+        draw_dynamic(pg, self.text, map_surf, world, cell, known)
+        if known is not None:
+            draw_veils(pg, map_surf, world, cell, known, self._fov_cache)
+        rooms = draw_room_names(pg, self.text, map_surf, world, cell, self._room_spots, drawn)
+        focus = self._focus(world, overlay, drawn)
+        focus.known = known
+        index = {f"agent_{i}": i for i in range(n)}
+        talking = [index[m.sender] for m in (overlay.latest.values() if overlay else ())
+                   if m.sender in index][-MAX_BUBBLES:][::-1]
+        you = index.get(overlay.you) if overlay is not None and overlay.you else None
+        keep = {a for a in (you, focus.selected) if a is not None}
+        tagged = self._tagged(world, overlay, drawn, keep, talking, focus.speakers)
+        tags = place_name_tags(pg, self.text, world, cell, names, overlay, map_surf.get_rect(),
+                               tagged, keep, object_cells(pg, world, cell, drawn), drawn)
         if self.show_fov:
             agents = [a for a in (self.fov_agents or range(n)) if 0 <= a < n]
-            draw_fov(pg, map_surf, state, cell, agents, self._fov_cache)
-        bubbles = []
-        if overlay is not None and overlay.latest:
-            index = {f"agent_{i}": i for i in range(n)}
-            bubbles = layout_bubbles(pg, self.text, map_surf, state, cell, overlay, names, index,
-                                     tags + rooms)
-            draw_tails(pg, map_surf, bubbles)
-        draw_agents(pg, self.text, map_surf, state, cell, names, overlay, tags)
-        draw_bubbles(pg, self.text, map_surf, bubbles)
-        panel = self._panel
+            draw_fov(pg, map_surf, state, cell, agents, self._fov_cache, fog=known is None)
+        bubbles = BubbleLayout()
+        if overlay is not None and overlay.latest and self.show_bubbles:
+            speaking = [a for a in talking if a in set(drawn)]
+            bubbles = layout_bubbles(pg, self.text, map_surf, world, cell, overlay, names, index,
+                                     [*tags.values(), *rooms],
+                                     object_cells(pg, world, cell, speaking), tags, set(drawn),
+                                     self._furniture_cells)
+            draw_tails(pg, map_surf, bubbles.bubbles)
+        draw_agents(pg, self.text, map_surf, world, cell, names, overlay, tags, drawn)
+        draw_bubbles(pg, self.text, map_surf, bubbles.bubbles)
         footer = list(self.footer)
         if self.render_mode == "human":
             if self.manage_events and not self.banner:
                 footer.append(self.playback.status())
             footer.append(f"F: field of view ({'on' if self.show_fov else 'off'})")
-        draw_panel(pg, self.text, panel, state, overlay, names, footer)
+        focus.pinned = bubbles.dropped
+        panel = draw_panel(pg, self.text, self._panel, state, overlay, names, footer, focus)
+        self.last = FrameLayout(self._map.get_offset(), cell, tags, bubbles, panel, known)
         if self.banner:
             draw_banner(pg, self.text, canvas, self.banner, canvas.get_width() - PANEL_WIDTH)
             self._overdrawn = True
@@ -221,6 +299,47 @@ class PygameRenderer:
                        - 2 * MARGIN, at_top=self._you_low(state, overlay))
             self._overdrawn = True
         return canvas
+
+    def _focus(self, state: HouseholdState, overlay: Overlay | None, drawn: list[int]) -> Focus:
+        """The agent singled out (under the mouse, else the one clicked) and the speakers of
+        the latest round with messages, newest first."""
+        n = len(state.agent_pos)
+        selected = self._agent_at(state, self._mouse) if self._mouse is not None else None
+        if selected is None and self.selected is not None and 0 <= self.selected < n:
+            selected = self.selected
+        if selected is not None and selected not in set(drawn):
+            selected = None
+        speakers = []
+        if overlay is not None:
+            index = {f"agent_{i}": i for i in range(n)}
+            speakers = list(dict.fromkeys(index[m.sender] for m in reversed(overlay.this_round)
+                                          if m.sender in index))
+        return Focus(selected, None, speakers)
+
+    def _tagged(self, state: HouseholdState, overlay: Overlay | None, drawn: list[int],
+                keep: set[int], talking: list[int], speakers: list[int]) -> list[int]:
+        """Who gets a name tag, most wanted first: you and the picked agent, the agents with
+        a bubble, leaders, this round's speakers; everyone else too up to
+        :data:`TAG_EVERYONE` agents."""
+        roles = overlay.roles if overlay is not None else {}
+        leads = [a for a in drawn if is_lead(roles.get(f"agent_{a}"))]
+        wanted = [*sorted(keep), *talking, *leads, *speakers]
+        if len(state.agent_pos) <= TAG_EVERYONE:
+            wanted += drawn
+        visible = set(drawn)
+        return [a for a in dict.fromkeys(wanted) if a in visible]
+
+    def _agent_at(self, state: HouseholdState, pos: tuple[int, int]) -> int | None:
+        """The agent drawn under frame pixel ``pos``, or None."""
+        if self._layout_key is None:
+            return None
+        ox, oy = self._map.get_offset()
+        c, r = (pos[0] - ox) // self._cell, (pos[1] - oy) // self._cell
+        w = state.scene.width
+        if not (0 <= c < w and 0 <= r < state.scene.layout.height):
+            return None
+        cell = r * w + c
+        return next((a for a, p in enumerate(state.agent_pos) if p == cell), None)
 
     def _you_low(self, state: HouseholdState, overlay: Overlay | None) -> bool:
         """Whether the person's agent is in the lower half of the frame."""
@@ -245,6 +364,17 @@ class PygameRenderer:
             return True
         if self.entry is not None and self.entry.handle_event(pg, event):
             return True
+        if event.type == pg.MOUSEMOTION and self._window is not None:
+            self._mouse = self._window.to_frame(event.pos)
+            return True
+        if event.type == pg.WINDOWLEAVE:
+            self._mouse = None
+            return True
+        if event.type == pg.MOUSEBUTTONDOWN and event.button == 1 and self._window is not None:
+            at = self._window.to_frame(event.pos)
+            self.selected = self._agent_at(self._last_state, at) if (
+                at is not None and self._last_state is not None) else None
+            return True
         if event.type != pg.KEYDOWN:
             return False
         if event.key == pg.K_f:
@@ -266,6 +396,7 @@ class PygameRenderer:
         """Read pending window events so the window stays responsive."""
         for event in self.pg.event.get():
             self.handle_event(event)
+        self._check_lost()
 
     def toggle_fov(self) -> None:
         self.show_fov = not self.show_fov
@@ -291,6 +422,8 @@ class PygameRenderer:
             self._cell = cell
             self._static = draw_static(self.pg, self.text, layout, cell)
             self._room_spots = room_label_spots(self.text, layout, cell)
+            self._furniture_cells = [self.pg.Rect(f.cell[1] * cell, f.cell[0] * cell, cell, cell)
+                                     for f in layout.furniture]
             self._fov_cache = {}
             width = layout.width * cell + 2 * MARGIN + PANEL_WIDTH
             height = max(layout.height * cell + 2 * MARGIN, MIN_HEIGHT)
@@ -312,10 +445,16 @@ class PygameRenderer:
             self._window = Window(self.pg, self.title, self.fps, self.scale)
         return self._window
 
-    def _show(self, canvas, pace: bool = True) -> None:
+    def _show(self, canvas, pace: str = "tick") -> None:
         window = self._open_window()
         window.fps = self.fps
         window.show(canvas, pace)
+        self._check_lost()
+
+    def _check_lost(self) -> None:
+        """A window destroyed from outside is a closed window (see window._X11Guard)."""
+        if self._window is not None and self._window.lost:
+            self.close()
 
     def _wait_while_paused(self, state, overlay, names) -> None:
         """While paused, keep the window drawn and responsive; N lets one frame through."""
@@ -324,7 +463,7 @@ class PygameRenderer:
             self.pump()
             if self.closed:
                 return
-            self._show(self.draw(state, overlay, names), pace=False)
+            self._show(self.draw(state, overlay, names), "idle")
         playback.step = False
 
 

@@ -7,6 +7,7 @@ frame on a row of their room where no agent stands (:func:`draw_room_names`).
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any
 
 import numpy as np
@@ -15,6 +16,7 @@ from orgteams.envs.core.catalog import load_catalog, room_type
 from orgteams.envs.core.layout import FLOOR, FURNITURE, OUTSIDE, WALL, Layout
 from orgteams.envs.core.state import HouseholdState
 from orgteams.envs.render.overlay import Overlay
+from orgteams.envs.render.sight import REMEMBERED_VEIL, UNSEEN_VEIL, Known
 from orgteams.envs.render.style import (
     BACKGROUND,
     DOOR_CLOSED,
@@ -80,14 +82,16 @@ def room_label_spots(text: Text, layout: Layout, cell: int) -> list[list[tuple]]
 
 
 def draw_room_names(pg: Any, text: Text, surf, state: HouseholdState, cell: int,
-                    spots: list[list[tuple]]) -> list:
+                    spots: list[list[tuple]], agents: list[int] | None = None) -> list:
     """Each room's name where no agent (or its name tag) covers it: on its best row, in
     the widest stretch of that row no agent stands on (a one-row storage room full of
     agents still shows its name between them). Returns where the names went (speech
-    bubbles keep clear of them)."""
+    bubbles keep clear of them). ``agents``: the agents drawn (default all; a hidden
+    agent must not move a name, which would tell where it is)."""
     size = max(12, min(20, cell // 2))
     w = state.scene.width
-    taken = {divmod(p, w) for p in state.agent_pos}
+    drawn = range(len(state.agent_pos)) if agents is None else agents
+    taken = {divmod(state.agent_pos[a], w) for a in drawn}
     # A name tag sits on the row above, about three cells wide.
     taken |= {(r - 1, c + d) for r, c in taken for d in (-1, 0, 1)}
     tints = load_catalog().room_colors
@@ -126,6 +130,7 @@ def _widest_free_run(row: int, c0: int, c1: int, taken: set) -> tuple[int, int]:
     return best
 
 
+BADGE_ALL_BELOW = 10  # from this many agents the most common role has no badge
 MIN_ICON = 12  # pixels: below this an object icon is an unreadable square
 
 
@@ -173,15 +178,21 @@ def _icon_grid(rect, n: int, pad: int):
         yield inner.x + c * (size + 1), inner.y + r * (size + 1), size
 
 
-def draw_dynamic(pg: Any, text: Text, surf, state: HouseholdState, cell: int) -> None:
-    """Doors, furniture (open/closed containers) and the objects on or in them."""
+def draw_dynamic(pg: Any, text: Text, surf, state: HouseholdState, cell: int,
+                 known: Known | None = None) -> None:
+    """Doors, furniture (open/closed containers) and the objects on or in them; with
+    ``known`` (one agent's view, :mod:`~orgteams.envs.render.sight`) only what it knows."""
     scene = state.scene
     lay = scene.layout
     for i, door in enumerate(lay.doors):
         r, c = door.cell
         rect = pg.Rect(c * cell, r * cell, cell, cell)
         vertical = lay.tiles[r - 1, c] == WALL  # walls above and below: door in a vertical wall
-        if state.door_open[i]:
+        if known is not None and i in known.unknown_doors:
+            # Out of view: a door is there (the floor plan), open or closed is not known.
+            slab = rect.inflate(-cell // 2, 0) if vertical else rect.inflate(0, -cell // 2)
+            pg.draw.rect(surf, DOOR_EDGE, slab, 1)
+        elif state.door_open[i]:
             # Open: two short leaves against the jambs.
             t = max(2, cell // 10)
             if vertical:
@@ -196,11 +207,43 @@ def draw_dynamic(pg: Any, text: Text, surf, state: HouseholdState, cell: int) ->
             pg.draw.rect(surf, DOOR_EDGE, slab, 2)
     targets = set().union(*scene.goal_targets) if scene.goal else set()
     cat = load_catalog().furniture
+    hidden = known.hidden_furniture if known is not None else frozenset()
+    uncounted = known.uncounted if known is not None else frozenset()
     for i, f in enumerate(lay.furniture):
-        _draw_furniture(pg, text, surf, state, i, cat[f.type], cell, i in targets)
+        if i not in hidden:
+            _draw_furniture(pg, text, surf, state, i, cat[f.type], cell, i in targets,
+                            i not in uncounted)
 
 
-def _draw_furniture(pg, text: Text, surf, state, i, ftype, cell, is_target) -> None:
+def draw_veils(pg: Any, surf, state: HouseholdState, cell: int, known: Known,
+               cache: dict) -> None:
+    """A light veil over the rooms ``known`` only remembers, a dark one over rooms never
+    seen (:mod:`~orgteams.envs.render.sight`)."""
+    lay = state.scene.layout
+    seen = frozenset(known.seen_rooms)
+    key = ("veil", known.visible_rooms, seen)
+    if key not in cache:
+        veil = pg.Surface(surf.get_size(), pg.SRCALPHA)
+        rooms = lay.room_map
+        for r, c in np.argwhere(rooms >= 0):
+            room = int(rooms[r, c])
+            if room in known.visible_rooms:
+                continue
+            veil.fill(REMEMBERED_VEIL if room in seen else UNSEEN_VEIL,
+                      (c * cell, r * cell, cell, cell))
+        for d in known.unknown_doors:  # as the rooms they join: remembered, else unseen
+            door = lay.doors[d]
+            r, c = door.cell
+            veil.fill(REMEMBERED_VEIL if set(door.rooms) & seen else UNSEEN_VEIL,
+                      (c * cell, r * cell, cell, cell))
+        if len(cache) > 64:
+            cache.clear()
+        cache[key] = _cropped(veil)
+    surf.blit(*cache[key])
+
+
+def _draw_furniture(pg, text: Text, surf, state, i, ftype, cell, is_target,
+                    counted: bool = True) -> None:
     r, c = state.scene.layout.furniture[i].cell
     rect = pg.Rect(c * cell, r * cell, cell, cell).inflate(-2, -2)
     body = ftype.color
@@ -218,7 +261,7 @@ def _draw_furniture(pg, text: Text, surf, state, i, ftype, cell, is_target) -> N
             pg.draw.line(surf, shade(body, 0.4), (hx, hy - cell // 8), (hx, hy + cell // 8), 2)
         text.blit(surf, ftype.glyph, (rect.x + 3, rect.y + 1), max(10, cell // 3),
                   text_color_on(body), bold=True)
-        if objs:
+        if objs and counted:
             text.blit(surf, str(len(objs)), (rect.right - 3, rect.bottom - 1),
                       max(10, cell // 3), text_color_on(body), bold=True, anchor="bottomright")
     else:
@@ -257,8 +300,10 @@ def _chip(pg, text: Text, surf, label: str, corner, size: int, color, anchor="to
     surf.blit(img, img.get_rect(center=box.center))
 
 
-def draw_fov(pg: Any, surf, state: HouseholdState, cell: int, agents, cache: dict) -> None:
-    """Dim what none of ``agents`` sees and tint each agent's visible rooms in its colour."""
+def draw_fov(pg: Any, surf, state: HouseholdState, cell: int, agents, cache: dict,
+             fog: bool = True) -> None:
+    """Dim what none of ``agents`` sees (unless not ``fog``: the map is veiled already)
+    and tint each agent's visible rooms in its colour."""
     scene = state.scene
     lay = scene.layout
     views = [scene.view_of_cell[state.agent_pos[a]] for a in agents]
@@ -266,13 +311,14 @@ def draw_fov(pg: Any, surf, state: HouseholdState, cell: int, agents, cache: dic
     for v in views:
         seen.update(scene.view_rooms(v))
     key = ("fog", frozenset(seen))
-    if key not in cache:
-        fog = pg.Surface(surf.get_size(), pg.SRCALPHA)
+    if fog and key not in cache:
+        dim = pg.Surface(surf.get_size(), pg.SRCALPHA)
         mask = np.isin(lay.room_map, sorted(seen)) | (lay.tiles == WALL) | (lay.tiles == OUTSIDE)
         for r, c in np.argwhere(~mask):
-            fog.fill((15, 18, 25, 115), (c * cell, r * cell, cell, cell))
-        cache[key] = _cropped(fog)
-    surf.blit(*cache[key])
+            dim.fill((15, 18, 25, 115), (c * cell, r * cell, cell, cell))
+        cache[key] = _cropped(dim)
+    if fog:
+        surf.blit(*cache[key])
     for a, v in zip(agents, views):
         key = ("tint", v, a)
         if key not in cache:
@@ -299,44 +345,91 @@ def _tag_name(names: list[str], a: int, overlay: Overlay | None) -> str:
     return names[a] + (" (YOU)" if you else "")
 
 
+def agent_rect(pg: Any, state: HouseholdState, a: int, cell: int):
+    """The cell of agent ``a`` in map pixels."""
+    r, c = divmod(state.agent_pos[a], state.scene.width)
+    return pg.Rect(c * cell, r * cell, cell, cell)
+
+
+def object_cells(pg: Any, state: HouseholdState, cell: int, around: list[int] | None = None,
+                 reach: int = 1) -> list:
+    """Furniture cells a label must not hide: every goal furniture, every furniture with
+    objects on or in it, and any furniture within ``reach`` cells of the agents ``around``
+    (None: of every agent)."""
+    scene = state.scene
+    w = scene.width
+    marked = set(set().union(*scene.goal_targets)) if scene.goal else set()
+    marked.update(f for f, objs in enumerate(state.contents) if objs)
+    agents = range(len(state.agent_pos)) if around is None else around
+    at = scene.furniture_at
+    for a in agents:
+        r, c = divmod(state.agent_pos[a], w)
+        for dr in range(-reach, reach + 1):
+            for dc in range(-reach, reach + 1):
+                f = at.get((r + dr) * w + c + dc)
+                if f is not None and 0 <= c + dc < w:
+                    marked.add(f)
+    lay = scene.layout
+    return [pg.Rect(lay.furniture[f].cell[1] * cell, lay.furniture[f].cell[0] * cell, cell, cell)
+            for f in sorted(marked)]
+
+
 def place_name_tags(pg: Any, text: Text, state: HouseholdState, cell: int,
-                    names: list[str], overlay: Overlay | None, bounds) -> list:
-    """Where each agent's name tag goes: above its cell, or below when that would cover
-    a tag already placed or another agent (agents side by side in a hallway)."""
+                    names: list[str], overlay: Overlay | None, bounds,
+                    agents: list[int] | None = None, keep: set[int] = frozenset(),
+                    avoid: list = (), drawn: list[int] | None = None) -> dict[int, Any]:
+    """Where each agent's name tag goes: agent index -> box.
+
+    ``agents`` get a tag, in that order (default: all); each goes above its cell,
+    else below, else beside it, where it covers no tag placed before, no agent and
+    nothing in ``avoid`` (goal furniture, objects next to agents). An agent that finds
+    no free spot goes without a tag, unless it is in ``keep`` (you, the agent picked):
+    then its tag goes above all the same. ``drawn``: the agents on the map (default
+    all; a hidden one must not push a tag aside, which would tell where it is)."""
     size = label_size_for(cell)
-    w = state.scene.width
-    placed: list = []
-    discs = [pg.Rect((p % w) * cell, (p // w) * cell, cell, cell).inflate(-cell // 4, -cell // 4)
-             for p in state.agent_pos]
-    for a, pos in enumerate(state.agent_pos):
-        others = placed + discs[:a] + discs[a + 1:]
-        r, c = divmod(pos, w)
+    agents = list(range(len(state.agent_pos))) if agents is None else agents
+    drawn = range(len(state.agent_pos)) if drawn is None else drawn
+    discs = {a: agent_rect(pg, state, a, cell).inflate(-2, -2) for a in drawn}
+    placed: dict[int, Any] = {}
+    blocked = list(avoid)
+    for a in agents:
+        x, y = agent_rect(pg, state, a, cell).midtop
         tw, th = text.font(size, True).size(_tag_name(names, a, overlay))
         box = pg.Rect(0, 0, tw + 6, th + 2)
-        box.midbottom = (c * cell + cell // 2, r * cell - 1)
-        box = box.clamp(bounds)
-        if box.collidelist(others) >= 0:
-            below = box.copy()
-            below.midtop = (c * cell + cell // 2, (r + 1) * cell + 1)
-            below = below.clamp(bounds)
-            if below.collidelist(others) < 0:
-                box = below
-        placed.append(box)
+        spots = []
+        for anchor, at in (("midbottom", (x, y - 1)), ("midtop", (x, y + cell + 1)),
+                           ("midleft", (x + cell // 2 + 1, y + cell // 2)),
+                           ("midright", (x - cell // 2 - 1, y + cell // 2))):
+            spot = box.copy()
+            setattr(spot, anchor, at)
+            spots.append(spot.clamp(bounds))
+        others = blocked + [d for b, d in discs.items() if b != a]
+        choice = next((b for b in spots if b.collidelist(others) < 0), None)
+        if choice is None and a in keep:
+            choice = spots[0]
+        if choice is not None:
+            placed[a] = choice
+            blocked.append(choice)
     return placed
 
 
 def draw_agents(pg: Any, text: Text, surf, state: HouseholdState, cell: int,
-                names: list[str], overlay: Overlay | None, tags: list) -> None:
-    """Each agent as a numbered disc in its colour, its name (at ``tags``, from
-    :func:`place_name_tags`), held objects, role badge and marker; the agent a person
-    plays is ringed and tagged YOU."""
+                names: list[str], overlay: Overlay | None, tags: dict[int, Any],
+                agents: list[int] | None = None) -> None:
+    """Each agent (of ``agents``, default all) as a numbered disc in its colour, its
+    name (at ``tags``, from :func:`place_name_tags`; agents without one go untagged),
+    held objects, role badge and marker; the agent a person plays is ringed and tagged
+    YOU."""
     classes = state.scene.object_class
     label_size = label_size_for(cell)
     roles = overlay.roles if overlay else {}
     you = overlay.you if overlay else None
-    for a, pos in enumerate(state.agent_pos):
-        r, c = divmod(pos, state.scene.width)
-        rect = pg.Rect(c * cell, r * cell, cell, cell)
+    # In a big team the most common role (members) goes without a badge: only the few
+    # that differ (leaders, vice leaders) stand out.
+    plain_role = Counter(roles.values()).most_common(1)[0][0] if (
+        roles and len(state.agent_pos) >= BADGE_ALL_BELOW) else None
+    for a in range(len(state.agent_pos)) if agents is None else agents:
+        rect = agent_rect(pg, state, a, cell)
         color = agent_color(a)
         radius = int(cell * (0.38 if cell >= 30 else 0.47))  # small cells: bigger discs
         if you == f"agent_{a}":
@@ -344,17 +437,19 @@ def draw_agents(pg: Any, text: Text, surf, state: HouseholdState, cell: int,
             pg.draw.circle(surf, YOU_COLOR, rect.center, radius + 5)
         pg.draw.circle(surf, (255, 255, 255), rect.center, radius + 2)
         pg.draw.circle(surf, color, rect.center, radius)
-        text.blit(surf, str(a), rect.center, max(11, int(cell * 0.5)), text_color_on(color),
-                  bold=True, anchor="center")
+        digits = max(11, int(cell * 0.5)) if a < 100 else max(9, int(cell * 0.36))
+        text.blit(surf, str(a), rect.center, digits, text_color_on(color), bold=True,
+                  anchor="center")
         size = max(MIN_ICON, int(cell * 0.42))
         for k, obj in enumerate(state.hands[a][:2]):
             # Held objects sit at the disc's right, clear of the name tag and marker.
             irect = pg.Rect(rect.right - size + 3, rect.y + 1 + k * (size + 1), size, size)
             pg.draw.rect(surf, (255, 255, 255), irect.inflate(2, 2), border_radius=size // 4)
             icon(pg, text, surf, classes[obj], irect)
-        _name_tag(pg, text, surf, _tag_name(names, a, overlay), tags[a], label_size, color)
+        if a in tags:
+            _name_tag(pg, text, surf, _tag_name(names, a, overlay), tags[a], label_size, color)
         role = roles.get(f"agent_{a}")
-        if role:
+        if role and role != plain_role:
             _role_badge(pg, text, surf, role, rect, label_size)
         marker = overlay.markers.get(f"agent_{a}") if overlay else None
         if marker:

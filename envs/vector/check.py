@@ -10,20 +10,28 @@ action masks, rewards, terminations, truncations, each agent's ``invalid_action`
 ``collision`` events, and at an episode's end the final observation and the
 ``episode`` statistics. The first difference raises ``AssertionError`` naming the
 tick, household and what differs. Used by ``tests/envs/vector/test_vector_differential.py``.
+
+:func:`compare_jax_env_with_scalar` does the same for the pure JAX env
+(``household_v0.jax_env``, ``vmap``-ed over the households and ``jit``-compiled):
+each scalar env is reset with the seed of the episode the JAX env drew
+(``state.episode``), and rewards are compared as float32 (the JAX env's dtype).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from orgteams.envs.core.actions import NUM_ACTIONS
 from orgteams.envs.household import HouseholdEnv
+from orgteams.envs.vector.batch import BatchState
 from orgteams.envs.vector.env import VectorHouseholdEnv
 from orgteams.envs.vector.flat_buffer import to_uint8
 
 POLICIES = ("random", "masked", "mixed")
+JAX_ENV_ONLY = ("obs_dtype",)  # JAX env arguments the scalar env has not
 VECTOR_ONLY = ("obs_dtype", "copy")  # vector env arguments the scalar env has not
 
 
@@ -118,6 +126,118 @@ def compare_with_scalar(num_envs: int, steps: int, seed: int = 0, policy: str = 
     return stats
 
 
+def compare_jax_env_with_scalar(num_envs: int, steps: int, seed: int = 0,
+                                policy: str = "mixed", episodes: int = 64,
+                                **env_kwargs) -> CheckStats:
+    """Step ``household_v0.jax_env`` (``num_envs`` households in one ``vmap``, drawing
+    from ``episodes`` episodes seeded from ``seed``) beside ``num_envs`` scalar envs;
+    raise on the first difference: state, observations (through ``get_obs``), masks
+    (``get_avail_actions``), rewards (``np.float32`` of the scalar's), dones and
+    ``__all__``, each agent's events, ``is_success`` / ``truncated`` / ``tick``, and
+    at an episode's end its statistics (all of ``info["episode"]`` but the return ``r``,
+    a float64 sum the JAX env leaves to ``LogWrapper``). The JAX env's autoreset is
+    followed: when it ends an episode the scalar env is reset with the seed of the one
+    it drew next."""
+    import jax  # the caller has the jax extra (jax_env raises MissingExtraError)
+
+    from orgteams.envs.vector.jax_env import HouseholdJaxEnv
+
+    if policy not in POLICIES:
+        raise ValueError(f"policy must be one of {POLICIES}, got {policy!r}")
+    env_kwargs.setdefault("obs_mode", "flat")
+    jax_only = {k: env_kwargs.pop(k) for k in JAX_ENV_ONLY if k in env_kwargs}
+    env = HouseholdJaxEnv(seed=seed, episodes=episodes, **env_kwargs, **jax_only)
+    # rich_infos: the reference's events and episode statistics, compared below
+    scalar = [HouseholdEnv(**env_kwargs, rich_infos=True) for _ in range(num_envs)]
+    names = env.agents
+    space = env.observation_space(names[0])
+    scale = np.asarray(space.high) if np.dtype(space.dtype) == np.uint8 \
+        and env_kwargs["obs_mode"] == "flat" else None
+    reset, step = jax.jit(jax.vmap(env.reset)), jax.jit(jax.vmap(env.step))
+    avail = jax.jit(jax.vmap(env.get_avail_actions))
+
+    def arrays(per_agent: dict) -> np.ndarray:  # {agent: (N, ...)} -> (N, A, ...)
+        return np.stack([np.asarray(per_agent[a]) for a in names], axis=1)
+
+    def expected(ref_obs: dict) -> np.ndarray:
+        want = np.stack([ref_obs[a] for a in names])
+        return want if scale is None else to_uint8(want, scale)
+
+    def compare(tick: int, i: int, ref: HouseholdEnv, state: Any, obs: np.ndarray,
+                masks: np.ndarray, ref_obs: dict, ref_info: dict) -> None:
+        world = {k: np.asarray(getattr(state, k)) for k in _JAX_WORLD}
+        got = BatchState(**world, step_limit=np.zeros(num_envs, np.int64)).unpack(
+            i, ref.world.scene)
+        want = ref.world
+        if got._key() != want._key() or got.progress != want.progress:
+            raise _fail(tick, i, f"state {got.to_dict()} vs {want.to_dict()}"[:2000])
+        _same(tick, i, "observation", expected(ref_obs), obs[i])
+        _same(tick, i, "action mask", np.stack([ref_info[a]["action_mask"] for a in names]),
+              masks[i])
+
+    key = jax.random.PRNGKey(seed)
+    key, sub = jax.random.split(key)
+    obs, state = reset(jax.random.split(sub, num_envs))
+    obs, masks = arrays(obs), arrays(avail(state))
+    for i, ref in enumerate(scalar):
+        o, inf = ref.reset(seed=seed + int(state.episode[i]))
+        compare(0, i, ref, state, obs, masks, o, inf)
+    rng = np.random.default_rng(seed)
+    stats = CheckStats()
+    first = names[0]
+    for _ in range(steps):
+        acts = _choose(rng, masks, policy)
+        key, sub = jax.random.split(key)
+        obs, state, rew, dones, info = step(jax.random.split(sub, num_envs), state,
+                                            {a: acts[:, j] for j, a in enumerate(names)})
+        obs, masks, rew, done = arrays(obs), arrays(avail(state)), arrays(rew), arrays(dones)
+        info = {k: np.asarray(v) for k, v in info.items()}
+        everyone = np.asarray(dones["__all__"])
+        for i, ref in enumerate(scalar):
+            o, r, te, tr, inf = ref.step(dict(zip(names, acts[i].tolist())))
+            tick = ref.world.tick
+            want = (np.float32(r[first]), te[first] or tr[first])
+            if want != (rew[i, 0], done[i, 0]) or everyone[i] != want[1]:
+                raise _fail(tick, i, f"reward/done ({want[0]}, {want[1]}) vs ({rew[i, 0]}, "
+                                     f"{done[i, 0]}, __all__ {everyone[i]})")
+            if not ((rew[i] == rew[i, 0]).all() and (done[i] == done[i, 0]).all()):
+                raise _fail(tick, i, "the team's reward or done flags across agents")
+            for a, name in enumerate(names):
+                kinds = {e["type"] for e in inf[name]["events"] if e.get("agent") == a}
+                if (("invalid_action" in kinds) != info["invalid_action"][i, a]
+                        or ("collision" in kinds) != info["collision"][i, a]):
+                    raise _fail(tick, i, f"agent {a}'s events {sorted(kinds)}")
+                stats.collisions += "collision" in kinds
+            flags = (inf[first]["is_success"], tr[first], inf[first]["tick"])
+            if flags != (info["is_success"][i, 0], info["truncated"][i, 0], info["tick"][i, 0]):
+                raise _fail(tick, i, f"is_success/truncated/tick {flags} vs "
+                                     f"({info['is_success'][i, 0]}, {info['truncated'][i, 0]}, "
+                                     f"{info['tick'][i, 0]})")
+            stats.picks_or_puts += any(e["type"] in ("picked", "placed")
+                                       for n in names for e in inf[n]["events"])
+            if te[first] or tr[first]:
+                episode = dict(inf[first]["episode"])
+                del episode["r"]
+                got = {"l": info["tick"][i, 0].item(),
+                       "is_success": info["is_success"][i, 0].item(),
+                       **{k: info[k][i, 0].item() for k in ("units_done", "units_total",
+                                                             "invalid_actions", "collisions")}}
+                if episode != got:
+                    raise _fail(tick, i, f"episode statistics {episode} vs {got}")
+                stats.episodes += 1
+                stats.successes += bool(te[first])
+                o, inf = ref.reset(seed=seed + int(state.episode[i]))
+            compare(tick, i, ref, state, obs, masks, o, inf)
+        stats.ticks += num_envs
+    return stats
+
+
+# The fields of the JAX env's state that BatchState has.
+_JAX_WORLD = ("tick", "pos", "hands", "held", "contents", "count", "container_open",
+              "door_open", "progress", "object_class", "goal_class", "goal_target",
+              "goal_count")
+
+
 def _compare_tick(tick: int, i: int, vec: VectorHouseholdEnv, env: HouseholdEnv,
                   obs: np.ndarray, masks: np.ndarray, ref_obs: dict, ref_info: dict) -> None:
     names = env.possible_agents
@@ -141,4 +261,4 @@ def _same(tick: int, i: int, what: str, want: np.ndarray, got: np.ndarray) -> No
                              f"{got.dtype}; first differences at {where})")
 
 
-__all__ = ["compare_with_scalar", "CheckStats", "POLICIES"]
+__all__ = ["compare_with_scalar", "compare_jax_env_with_scalar", "CheckStats", "POLICIES"]

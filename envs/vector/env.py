@@ -136,7 +136,10 @@ class VectorHouseholdEnv:
         :mod:`.flat_buffer`). ``copy=True``: each call returns an array of the
         caller's own, never written again while the caller refers to it (or to a view
         of it); the env copies its buffer into arrays the caller has dropped
-        (:mod:`.outputs`) instead of allocating fresh pages every step.
+        (:mod:`.outputs`) instead of allocating fresh pages every step. Flat
+        observations (numpy) come read-only and a recycled array gets only what
+        changed since it was filled; one the caller made writeable
+        (``obs.flags.writeable = True``) is copied whole when recycled.
         ``obs_dtype=np.uint8`` (``obs_mode="flat"``, numpy): the flat entries as raw
         plane values (counts as counts, not divided by their most), a quarter of the
         bytes; the space is ``Box(0, flat_scale, uint8)`` and each entry is
@@ -505,7 +508,7 @@ class VectorHouseholdEnv:
                                         self.num_agents, self.obs_dtype)
             obs = self._flat.write(batch, changed, tail)
             if self.copy:  # an array of the caller's own, recycled once dropped
-                return self._outputs.copy(obs)
+                return self._outputs.copy(obs, self._flat.version, self._flat.changes_since)
             view = obs.view()
             view.flags.writeable = False  # the next step updates only what changed
             return view

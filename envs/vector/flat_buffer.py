@@ -19,9 +19,15 @@ household whose state (all but the tick) is the same as at the last call
 (``TickEvents.changed``: no action of the tick took effect there) keeps its windows
 untouched. With ``dtype=np.uint8`` the entries are the raw plane values (counts as
 counts, no scaling): ``round(flat * flat_scale(...))`` of the float32 observation.
+
+Each :meth:`write` also logs what it wrote (entries and rows, :meth:`changes_since`),
+so that ``copy=True`` can bring a copy handed out a few ticks ago up to date by
+copying only those (:class:`~orgteams.envs.vector.outputs.OutputPool`).
 """
 
 from __future__ import annotations
+
+from collections import deque
 
 import numpy as np
 
@@ -32,6 +38,7 @@ from orgteams.envs.vector.observe import dynamic_entries, hands_and_goals
 from orgteams.envs.vector.tables import LayoutTables
 
 FLAT_DTYPES = (np.dtype(np.float32), np.dtype(np.uint8))
+LOGGED_WRITES = 4  # writes remembered by changes_since (a copy older than that: all)
 
 
 class FlatBuffer:
@@ -48,6 +55,10 @@ class FlatBuffer:
         self.array = np.zeros((num_envs * num_agents, self.d), self.dtype)
         self.rows = np.full(num_envs * num_agents, -1)  # static row in the buffer, -1: none
         self.dirty = np.empty(0, np.intp)  # flat indices the dynamic part wrote last
+        self.version = 0  # writes so far
+        # (version, entries, grid rows, tail rows) of the last writes; entries: flat
+        # indices; grid rows: rows whose planes were rewritten whole; None: everything.
+        self.log: deque = deque(maxlen=LOGGED_WRITES)
 
     def write(self, s: BatchState, changed: np.ndarray | None = None,
               tail: np.ndarray | None = None) -> np.ndarray:
@@ -60,9 +71,11 @@ class FlatBuffer:
         t, d, agents = self.t, self.d, self.agents
         n = len(s.pos)
         flat = self.array.reshape(-1)
-        if changed is None or self.rows[0] < 0:  # everything, and on the first call
+        everything = changed is None or self.rows[0] < 0
+        if everything:  # and on the first call
             changed = tail = np.ones(n, bool)
         hh = np.flatnonzero(changed)
+        entries, grid_rows = [], np.empty(0, np.intp)
         if len(hh):
             rows = t.stand_index[s.pos].reshape(-1)
             kept = self.dirty
@@ -70,7 +83,9 @@ class FlatBuffer:
                 mine = changed[self.dirty // (agents * d)]
                 at, kept = self.dirty[mine], self.dirty[~mine]
                 flat[at] = self.static[rows[at // d], at % d]
+                entries.append(at)
             moved = np.flatnonzero(rows != self.rows)  # all in changed households
+            grid_rows = moved
             if len(moved):
                 self.array[moved, :self.grid] = self.static[rows[moved]]
             self.rows = rows
@@ -86,19 +101,42 @@ class FlatBuffer:
             raw = times.astype(np.uint8)
             flat[at] = raw if self.dtype == np.uint8 else raw * self.inverse[at % d]
             self.dirty = np.concatenate([kept, one_at, at])
-        self._write_tail(s, np.flatnonzero(changed if tail is None else tail))
+            entries += [one_at, at]
+        tail_rows = self._write_tail(s, np.flatnonzero(changed if tail is None else tail))
+        self.version += 1
+        self.log.append((self.version, None) if everything else (
+            self.version, np.concatenate(entries) if entries else np.empty(0, np.intp),
+            grid_rows, tail_rows))
         return self.array.reshape(n, agents, d)
 
-    def _write_tail(self, s: BatchState, idx: np.ndarray) -> None:
-        """Hands and goal rows of the households ``idx``, rewritten."""
+    def changes_since(self, version: int
+                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray, int] | None:
+        """What the writes after ``version`` wrote: (flat indices, possibly repeated; rows
+        whose planes, rows whose hands / goal tail were rewritten; the planes' width); None
+        when one of them rewrote everything or ``version`` is older than the log."""
+        later = [rec for rec in self.log if rec[0] > version]
+        if len(later) != self.version - version or any(rec[1] is None for rec in later):
+            return None
+        none = np.empty(0, np.intp)
+        if not later:
+            return none, none, none, self.grid
+        entries = np.concatenate([rec[1] for rec in later])
+        # Rows repeat when an agent walks on consecutive ticks: each is copied once.
+        grid_rows, tail_rows = (np.unique(np.concatenate([rec[k] for rec in later]))
+                                for k in (2, 3))
+        return entries, grid_rows, tail_rows, self.grid
+
+    def _write_tail(self, s: BatchState, idx: np.ndarray) -> np.ndarray:
+        """Hands and goal rows of the households ``idx``, rewritten; returns their rows."""
         if not len(idx):
-            return
+            return np.empty(0, np.intp)
         agents = self.agents
         hands, goal = hands_and_goals(s, idx)
         rows = (idx[:, None] * agents + np.arange(agents)).reshape(-1)
         tail = flat_tail(hands.reshape(-1, HAND_CAPACITY), np.repeat(goal, agents, axis=0))
         self.array[rows, self.grid:] = tail if self.dtype == np.uint8 \
             else tail * self.inverse[self.grid:]
+        return rows
 
 
 def to_uint8(flat: np.ndarray, scale: np.ndarray) -> np.ndarray:

@@ -7,6 +7,8 @@ batch size. The rules are those of the numpy core (:mod:`.dynamics`, :mod:`.mask
 shapes, so every "where it applies" is a ``where`` or a scatter with ``mode="drop"``.
 ``tests/envs/vector/test_vector_differential.py`` runs the same comparison with the scalar
 env on this backend. Episodes are drawn, and rewards computed, by the numpy side.
+The pure JAX env (:mod:`.jax_env`) calls the same per-household functions
+(``_step_one``, ``_masks_one``, ``_flat_one``, ``_image_one``) inside its own step.
 """
 
 from __future__ import annotations

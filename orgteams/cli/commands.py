@@ -81,14 +81,18 @@ def _print_summary(summary: dict) -> None:
     try:
         from rich.console import Console
         from rich.table import Table
+        from rich.text import Text
 
-        table = Table(title=f"{summary['task']} on {summary['layout']}, "
-                            f"{summary['organization']} ({summary['num_agents']} agents)")
+        # Text, not str: rich would read "[local]" in "pip install 'orgteams[local]'" (or
+        # any bracket in a name or a path) as markup and drop it.
+        table = Table(title=Text(f"{summary['task']} on {summary['layout']}, "
+                                 f"{summary['organization']} ({summary['num_agents']} agents)"))
         table.add_column("metric")
         table.add_column("value", justify="right")
         for k in SUMMARY_ROWS:
             v = summary.get(k)
-            table.add_row(k, f"{v:.3f}" if isinstance(v, float) else str(v))
+            table.add_row(k, Text(f"{v:.3f}" if isinstance(v, float) else str(v),
+                                  justify="right"))
         Console().print(table)
     except ImportError:  # rich is in the report extra
         for k in SUMMARY_ROWS:
@@ -96,17 +100,12 @@ def _print_summary(summary: dict) -> None:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    from orgteams.cli.options import config_from_args
+    from orgteams.config import EpisodeConfig
     from orgteams.run import run_episode
 
-    result = run_episode(
-        task=args.task, layout=args.layout, organization=args.org, agents=args.agents,
-        backend=args.backend, seed=args.seed, max_rounds=args.max_rounds,
-        max_ticks=args.max_ticks, render=args.render, video=args.video,
-        log_path=args.log or "auto", shocks=args.shock, monitor=args.monitor or None,
-        cache=args.cache, on_round=None if args.quiet else _round_printer(),
-        max_transport_failures=_failure_limit(args),
-        max_invalid_replies=args.max_invalid_replies or None,
-        temperature=args.temperature, prompts=args.prompts, fps=args.fps, scale=args.scale)
+    config = config_from_args(EpisodeConfig, args)
+    result = run_episode(config=config, on_round=None if args.quiet else _round_printer())
     summary = result.summary
     # never met silently (stderr, so --json stays clean)
     for line in [*summary.get("warnings", []), summary.get("tokens_approximate")]:
@@ -136,54 +135,73 @@ def cmd_run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _failure_limit(args: argparse.Namespace) -> int | None:
-    """--max-transport-failures N; 0 means never stop (so does --max-invalid-replies 0)."""
-    return args.max_transport_failures or None
-
-
 def cmd_play(args: argparse.Namespace) -> int:
     from orgteams.play.teammates import play_with
 
     out = play_with(args.others, layout=args.layout, task=args.task, num_agents=args.agents,
                     human_agent=args.agent, seed=args.seed, fps=args.fps, cache=args.cache,
                     talk=not args.silent, scale=args.scale, log_path=args.log,
-                    organization=args.org)
+                    organization=args.org, reveal=args.reveal)
     if args.json:
         _print_json(out)
     else:
-        done = "goal complete" if out["success"] else "goal not met"
         said = (f", teammates said {out['teammate_messages']} message(s), you said "
                 f"{out['player_messages']}" if "teammate_messages" in out else "")
         logs = f"; log {', '.join(out['logs'])}" if out.get("logs") else ""
-        org = (f" under {out['organization']} (you: {args.agent}, "
+        you = out.get("player", args.agent)
+        if out.get("player_name", you) != you:
+            you = f"{out['player_name']}, {you}"
+        org = (f" under {out['organization']} (you: {you}, "
                f"{out['player_role'] or 'no role'})" if out.get("organization") else "")
-        print(f"played {out['ticks']} tick(s) of seed {out['seed']}{org}: {done}{said}{logs}")
+        episodes = out.get("episodes") or [out]
+        if len(episodes) == 1:
+            played = f"played {out['ticks']} tick(s) of seed {out['seed']}{org}: {_outcome(out)}"
+        else:  # every episode played (R), not only the last
+            played = f"played {len(episodes)} episodes{org}: " + "; ".join(
+                _episode_line(e) for e in episodes)
+        print(f"{played}{said}{logs}")
     return 0
 
 
+def _episode_line(episode: dict) -> str:
+    """``seed 1: goal complete in 84 tick(s)`` or ``seed 2: interrupted at tick 12 (quit)``."""
+    outcome = _outcome(episode)
+    if episode.get("episode_status", "complete") == "complete":
+        outcome += f" in {episode['ticks']} tick(s)"
+    return f"seed {episode['seed']}: {outcome}"
+
+
 def cmd_record(args: argparse.Namespace) -> int:
+    from orgteams.cli.options import config_from_args
     from orgteams.cli.progress import Progress
+    from orgteams.config import EpisodeConfig
     from orgteams.envs.render.video import check_video_path
     from orgteams.run import run_episode
 
     check_video_path(args.out, images=True)  # before a whole episode is played
+    config = config_from_args(EpisodeConfig, args, video=args.out, log_path=None)
     bar = Progress(1, f"recording {args.out}", enabled=not (args.json or args.quiet))
     result = run_episode(
-        task=args.task, layout=args.layout, organization=args.org, agents=args.agents,
-        backend=args.backend, seed=args.seed, max_rounds=args.max_rounds,
-        max_ticks=args.max_ticks, video=args.out, log_path=None, cache=args.cache,
-        fps=args.fps, scale=args.scale,
-        on_tick=lambda tick, limit: bar.update(tick, f"tick {tick}", total=limit))
-    bar.close()
+        config=config, on_tick=lambda tick, limit: bar.update(tick, f"tick {tick}", total=limit))
     summary = result.summary
+    bar.finish(f"tick {summary['ticks']}, {_outcome(summary)}")  # full even when it ended early
+    bar.close()
     out = {"path": args.out, "frames": summary["video"]["frames"], "ticks": summary["ticks"],
            "success": summary["success"], "organization": summary["organization"]}
     if args.json:
         _print_json(out)
     else:
-        done = "goal complete" if out["success"] else "goal not met"
-        print(f"wrote {out['frames']} frame(s) to {args.out}: {out['ticks']} ticks, {done}")
+        print(f"wrote {out['frames']} frame(s) to {args.out}: {out['ticks']} ticks, "
+              f"{_outcome(summary)}")
     return 0
+
+
+def _outcome(summary: dict) -> str:
+    """How an episode ended, in words: goal complete, goal not met, or stopped (why)."""
+    status = summary.get("episode_status", "complete")
+    if status != "complete":
+        return f"{status} at tick {summary['ticks']} ({summary.get('stop_reason')})"
+    return "goal complete" if summary["success"] else "goal not met"
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
@@ -199,8 +217,8 @@ def cmd_replay(args: argparse.Namespace) -> int:
     else:
         verdict = {True: "matches the log", False: "does NOT match the log",
                    None: "not checked"}[result.matches]
-        print(f"replayed {result.ticks} ticks: {'success' if result.success else 'goal not met'}"
-              f", {verdict}" + (f"; {result.frames} frames to {args.video}" if args.video else ""))
+        video = f"; {result.frames} frames to {args.video}" if args.video else ""
+        print(f"replayed {result.ticks} ticks: {result.outcome}, {verdict}{video}")
         if result.problem:
             print(f"  {result.problem}", file=sys.stderr)
     return 1 if result.matches is False else 0
@@ -239,16 +257,14 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 def cmd_sweep(args: argparse.Namespace) -> int:
     from orgteams.experiments.sweep import SweepSpec, run_sweep, spec_from_lists
+    from orgteams.experiments.sweep_spec import EPISODE_FIELDS
 
     _check_out(args.out)
     base = SweepSpec.from_yaml(args.spec) if args.spec else None
+    episode = {k: getattr(args, k) for k in EPISODE_FIELDS if hasattr(args, k)}
     spec = spec_from_lists(base, tasks=args.tasks, layouts=args.layouts,
                            organizations=args.orgs, agents=args.agents,
-                           backends=args.backend, seeds=args.seeds,
-                           max_rounds=args.max_rounds, max_ticks=args.max_ticks,
-                           cache=args.cache,
-                           max_transport_failures=args.max_transport_failures,
-                           max_invalid_replies=args.max_invalid_replies)
+                           backends=args.backend, seeds=args.seeds, **episode)
     out = run_sweep(spec, args.out, workers=args.workers, ray=args.ray, progress=not args.quiet)
     if args.json:
         _print_json(out)
@@ -292,47 +308,35 @@ def cmd_experiment(args: argparse.Namespace) -> int:
 
 
 def cmd_reflect(args: argparse.Namespace) -> int:
+    from orgteams.cli.options import config_from_args
     from orgteams.cli.progress import Progress
+    from orgteams.config import ReflectConfig
     from orgteams.criticize_reflect.loop import EpisodeFailed
-    from orgteams.experiments.reflect import HEURISTIC_EPISODES, run_reflect
+    from orgteams.experiments.reflect import run_reflect
 
-    if args.episodes_per_iteration is None:
-        args.episodes_per_iteration = (HEURISTIC_EPISODES if args.coordinator == "heuristic"
-                                       else 1)
-    seeds = args.seeds or list(range(args.seed, args.seed + args.episodes_per_iteration))
-    out_dir = args.out or f"runs/reflect_{args.org.replace('/', '_')}_{args.task}"
-    _check_out(out_dir)
+    config = _reflect_config(config_from_args(ReflectConfig, args), args)
+    _check_out(str(config.out_dir))
     if args.evaluate is not None:
         from orgteams.experiments.reflect_eval import evaluate_reflect, format_evaluation
 
-        report = evaluate_reflect(out_dir, seeds=args.evaluate, tasks=args.eval_tasks,
+        report = evaluate_reflect(config.out_dir, seeds=args.evaluate, tasks=args.eval_tasks,
                                   layouts=args.eval_layouts, progress=not args.json)
         _print_json(report) if args.json else print(format_evaluation(report))
         return 0
-    bar = Progress(args.iterations, "reflect", enabled=not args.json)
+    bar = Progress(config.iterations, "reflect", enabled=not args.json)
 
     def progress(iteration: int, tick: int, limit: int) -> None:
-        bar.update(iteration, f"iteration {iteration + 1}/{args.iterations}: "
+        bar.update(iteration, f"iteration {iteration + 1}/{config.iterations}: "
                               f"tick {tick}/{limit}")
 
     try:
-        result = _reflect(run_reflect, args, seeds, out_dir, progress)
+        result = run_reflect(config, on_progress=progress)
     except EpisodeFailed as exc:  # recorded on disk; not bad input, not a bug
         print(f"orgteams reflect: stopped: {exc}", file=sys.stderr)
         return 1
     finally:
         bar.close()
-    out = result.to_dict()
-    if args.json:
-        _print_json(out)
-    else:
-        for h in out["history"]:
-            print(f"iteration {h['iteration']}: {h['organization']} cost {h['cost']:.2f} "
-                  f"(ticks {h['ticks']}, tokens/step {h['comm_tokens_per_step']:.2f})"
-                  + (f" -> {h['next_organization']}" if h["next_organization"] else ""))
-        best = out["best"]
-        print(f"best: {best['organization']} (iteration {best['iteration']}, cost "
-              f"{best['cost']:.2f}) saved to {best['path']}")
+    _print_reflect(result.to_dict(), args.json)
     failed = result.coordinator_failure()
     if failed:  # the loop never revised the organization: not a result
         print(f"orgteams reflect: {failed}", file=sys.stderr)
@@ -340,16 +344,32 @@ def cmd_reflect(args: argparse.Namespace) -> int:
     return 0
 
 
-def _reflect(run_reflect, args: argparse.Namespace, seeds: list[int], out_dir: str,
-             on_progress=None):
-    return run_reflect(
-        args.org, task=args.task, layout=args.layout, agents=args.agents, backend=args.backend,
-        seeds=seeds, critic=args.critic, coordinator=args.coordinator,
-        iterations=args.iterations, out_dir=out_dir, candidates=args.candidates,
-        step_weight=args.step_weight, token_weight=args.token_weight,
-        use_critic=not args.no_critic, approved=args.approved, max_rounds=args.max_rounds,
-        max_ticks=args.max_ticks, cache=args.cache,
-        max_transport_failures=_failure_limit(args),
-        max_invalid_replies=args.max_invalid_replies or None,
-        episodes_per_iteration=args.episodes_per_iteration, failure_penalty=args.failure_penalty,
-        screen_candidates=args.screen, on_progress=on_progress)
+def _reflect_config(config, args: argparse.Namespace):
+    """What the command line derives when not given: E episodes per iteration (from the
+    Coordinator), the seeds ``--seed .. --seed + E - 1`` and the output folder."""
+    from orgteams.experiments.reflect import HEURISTIC_EPISODES
+
+    derived: dict[str, Any] = {}
+    per = config.episodes_per_iteration
+    if per is None:
+        per = derived["episodes_per_iteration"] = (
+            HEURISTIC_EPISODES if config.coordinator == "heuristic" else 1)
+    if not hasattr(args, "seeds"):
+        derived["seeds"] = list(range(args.seed, args.seed + per))
+    if not hasattr(args, "out_dir"):
+        derived["out_dir"] = f"runs/reflect_{str(config.organization).replace('/', '_')}_" \
+                             f"{config.task}"
+    return config.replace(**derived) if derived else config
+
+
+def _print_reflect(out: dict[str, Any], as_json: bool) -> None:
+    if as_json:
+        _print_json(out)
+        return
+    for h in out["history"]:
+        print(f"iteration {h['iteration']}: {h['organization']} cost {h['cost']:.2f} "
+              f"(ticks {h['ticks']}, tokens/step {h['comm_tokens_per_step']:.2f})"
+              + (f" -> {h['next_organization']}" if h["next_organization"] else ""))
+    best = out["best"]
+    print(f"best: {best['organization']} (iteration {best['iteration']}, cost "
+          f"{best['cost']:.2f}) saved to {best['path']}")

@@ -57,6 +57,12 @@ class Progress:
             print(f"{self.label} {note}".rstrip() + f": {self.done}/{self.total}",
                   file=sys.stderr)
 
+    def finish(self, note: str = "") -> None:
+        """The work ended where it is now (an episode that met its goal before its tick
+        limit): the bar ends full, at ``done`` of ``done``."""
+        if self._started:
+            self.update(self.done, note, total=max(self.done, 1))
+
     def close(self) -> None:
         if self._rich is not None:
             self._rich.stop()

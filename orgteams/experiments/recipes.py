@@ -139,25 +139,22 @@ def _run_reflect(name: str, recipe: dict[str, Any], backend: str | None, seeds: 
     n = seeds or int(recipe.get("heldout_seeds", 20))
     ran = {"organization": recipe.get("organization", "leader"), **common, "heldout_seeds": n,
            "variants": recipe.get("variants") or {"default": {}}}
+    configs = _reflect_configs(name, ran, common, out)  # every variant, before any plays
     (out / "spec.yaml").write_text(yaml.safe_dump(ran, sort_keys=False), encoding="utf-8")
     columns = ["variant", "coordinator_input", "start", "best", "best_iteration", "path",
                "loop_costs", "loop_cost_start", "loop_cost_best", "n", "heldout_start",
                "heldout_best", "difference", "cohens_dz", "t_test_p", "wilcoxon_p"]
     rows = []
-    for variant, options in ran["variants"].items():
-        per = {**common, **(options or {})}
-        per.setdefault("seeds", list(range(int(per.get("episodes_per_iteration") or 1))))
-        iterations = int(per.get("iterations", 3))
-        bar = Progress(iterations, f"{name} {variant}", enabled=progress)
+    for variant, config in configs.items():
+        bar = Progress(config.iterations, f"{name} {variant}", enabled=progress)
 
         def on_progress(iteration: int, tick: int, limit: int, bar: Progress = bar,
-                        total: int = iterations) -> None:
+                        total: int = config.iterations) -> None:
             bar.update(iteration, f"iteration {iteration + 1}/{total}: tick {tick}/{limit}")
 
         try:
-            result = run_reflect(ran["organization"], out_dir=out / variant,
-                                 on_progress=on_progress, **per)
-            bar.update(iterations, "done")
+            result = run_reflect(config, on_progress=on_progress)
+            bar.update(config.iterations, "done")
         finally:
             bar.close()
         ev = evaluate_reflect(out / variant, seeds=n, progress=progress)["rows"][0]
@@ -174,6 +171,23 @@ def _run_reflect(name: str, recipe: dict[str, Any], backend: str | None, seeds: 
                      "t_test_p": ev["t_test_p"], "wilcoxon_p": ev["wilcoxon_p"]})
     return {"experiment": name, "kind": "reflect", "description": recipe.get("description"),
             "columns": columns, "rows": rows}
+
+
+def _reflect_configs(name: str, ran: dict[str, Any], common: dict[str, Any], out: Path
+                     ) -> dict[str, Any]:
+    """Each variant's :class:`~orgteams.config.ReflectConfig` (the recipe's fields, the
+    variant's changes, seeds ``0..E-1`` unless given), checked as ``run_reflect`` checks;
+    a bad value names the experiment, the variant and the field."""
+    from orgteams.config import ReflectConfig
+
+    configs = {}
+    for variant, options in ran["variants"].items():
+        per = {**common, **(options or {})}
+        per.setdefault("seeds", list(range(int(per.get("episodes_per_iteration") or 1))))
+        configs[variant] = ReflectConfig.build(
+            {"organization": ran["organization"], **per, "out_dir": out / variant},
+            lambda field, v=variant: f"experiment {name!r} variant {v!r} field {field!r}")
+    return configs
 
 
 def _edit_of(name: str) -> str:
@@ -204,7 +218,7 @@ def _run_shocks(name: str, recipe: dict[str, Any], backend: str | None, seeds: i
     mappings, as in a sweep spec's ``shocks``), once per seed: success, ticks and recovery
     (docs/shocks.md; a shock that did not recover is counted, never averaged)."""
     from orgteams.experiments.sweep import _Progress
-    from orgteams.experiments.sweep_spec import SweepSpec
+    from orgteams.experiments.sweep_spec import SweepSpec, cell_config
     from orgteams.organizations.rounds.shocks import recovery_summary
     from orgteams.run import run_episode
 
@@ -231,13 +245,11 @@ def _run_shocks(name: str, recipe: dict[str, Any], backend: str | None, seeds: i
     columns = ["organization", "condition", "n", "success_rate", "ticks", "shocks_applied",
                "recovered", "not_recovered", "recovery_rounds"]
     cells = list(spec.cells())
+    options = spec.episode_options()
     bar = _Progress(len(cells), progress)
     found: dict[tuple[str, str], list[dict]] = {}
     for cell in cells:
-        result = run_episode(task=cell["task"], layout=cell["layout"],
-                             organization=cell["organization"], agents=cell["agents"],
-                             backend=cell["backend"], seed=cell["seed"],
-                             shocks=cell["shock_list"], log_path=None)
+        result = run_episode(config=cell_config(cell, None, options))
         found.setdefault((cell["organization"], cell["shocks"]), []).append(result.summary)
         bar.update({"key": f"{cell['organization']}|{cell['shocks']}|{cell['seed']}",
                     "status": "ok"})

@@ -15,6 +15,7 @@ from statistics import fmean, stdev
 from typing import Any
 
 from orgteams.cli.progress import Progress
+from orgteams.config import EpisodeConfig
 from orgteams.criticize_reflect.cost import CostModel
 from orgteams.errors import UserError
 from orgteams.organizations.spec.organization import Organization
@@ -53,25 +54,24 @@ def paired_comparison(start: Sequence[float], best: Sequence[float]) -> dict[str
     return out
 
 
-def _costs(org: Organization, run: dict[str, Any], seeds: list[int], model: CostModel,
-           task: str, layout: str, bar: Progress, log_dir: Path, arm: str) -> list[float]:
+def _costs(episode: EpisodeConfig, seeds: list[int], model: CostModel, bar: Progress,
+           logs: Path) -> list[float]:
+    """The cost of ``episode`` on each seed; logs at ``<logs>_s<seed>.jsonl``."""
     from orgteams.run import run_episode
 
+    where = f"{episode.task} / {episode.layout}: {episode.organization.name}"
     costs = []
     for seed in seeds:
-        bar.update(bar.done, f"{task} / {layout}: {org.name}, seed {seed}")
+        bar.update(bar.done, f"{where}, seed {seed}")
         # the evidence stays with the run it evaluates, never in the caller's ./runs
-        log = log_dir / f"{task}_{layout}_{arm}_s{seed}.jsonl"
-        result = run_episode(task=task, layout=layout, organization=org, agents=run["agents"],
-                             backend=run["backend"], seed=seed, max_rounds=run.get("max_rounds"),
-                             max_ticks=run.get("max_ticks"), log_path=log)
+        result = run_episode(episode, seed=seed, log_path=f"{logs}_s{seed}.jsonl")
         if result.summary.get("episode_status", "complete") != "complete":
             from orgteams.organizations.rounds.status import why_stopped
 
             raise RuntimeError(f"seed {seed}: the episode stopped early "
                                f"({why_stopped(result.summary)}); no comparison")
         costs.append(model.cost(result.summary))
-        bar.update(bar.done + 1, f"{task} / {layout}: {org.name}")
+        bar.update(bar.done + 1, where)
     return costs
 
 
@@ -109,15 +109,21 @@ def evaluate_reflect(out_dir: str | Path, seeds: int = 20,
     try:
         for task, layout in cells:
             before = bar.done
+            episode = EpisodeConfig(task=task, layout=layout, agents=run["agents"],
+                                    backend=run["backend"], max_rounds=run.get("max_rounds"),
+                                    max_ticks=run.get("max_ticks"))
+            logs = out / "evaluation" / f"{task}_{layout}"
             try:
-                a = _costs(start, run, held, model, task, layout, bar, out / "evaluation", "start")
+                a = _costs(episode.replace(organization=start), held, model, bar,
+                           Path(f"{logs}_start"))
             except UserError as exc:  # e.g. the layout lacks the task's furniture
                 if not (tasks or layouts):
                     raise
                 rows.append({"task": task, "layout": layout, "n": 0, "skipped": str(exc)})
                 bar.update(before + 2 * len(held), "skipped")
                 continue
-            b = _costs(best, run, held, model, task, layout, bar, out / "evaluation", "best")
+            b = _costs(episode.replace(organization=best), held, model, bar,
+                       Path(f"{logs}_best"))
             rows.append({"task": task, "layout": layout, **paired_comparison(a, b),
                          "start_costs": a, "best_costs": b})
     finally:

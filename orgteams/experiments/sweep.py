@@ -50,7 +50,12 @@ from pathlib import Path
 from typing import Any
 
 from orgteams.errors import MissingExtraError, UserError
-from orgteams.experiments.sweep_spec import SweepSpec, parse_seeds, spec_from_lists
+from orgteams.experiments.sweep_spec import (
+    SweepSpec,
+    cell_config,
+    parse_seeds,
+    spec_from_lists,
+)
 from orgteams.experiments.workers import worker_init
 
 KEY_FIELDS = ("task", "layout", "organization", "agents", "backend", "seed")
@@ -159,14 +164,11 @@ def close_worker_pool() -> None:
 
 
 def run_cell(cell: dict[str, Any], log_path: str | None, options: dict[str, Any]) -> dict:
-    """Run one cell's episode and return its summary (the default ``episode_fn``)."""
+    """Run one cell's episode and return its summary (the default ``episode_fn``;
+    ``options``: the spec's :meth:`~SweepSpec.episode_options`)."""
     from orgteams.run import run_episode
 
-    result = run_episode(task=cell["task"], layout=cell["layout"],
-                         organization=cell["organization"], agents=cell["agents"],
-                         backend=cell["backend"], seed=cell["seed"], log_path=log_path,
-                         shocks=list(cell.get("shock_list") or ()), pool=_worker_pool(),
-                         **options)
+    result = run_episode(config=cell_config(cell, log_path, options), pool=_worker_pool())
     return result.summary
 
 
@@ -281,9 +283,7 @@ def _run_locked(spec: SweepSpec, out: Path, workers: int, ray_mod: Any, episode_
     done = {r.get("key") or cell_key(r["cell"]) for r in rows if played(r)}
     cells = list(spec.cells())
     todo = [c for c in cells if cell_key(c) not in done]
-    options = {"max_rounds": spec.max_rounds, "max_ticks": spec.max_ticks, "cache": spec.cache,
-               "max_transport_failures": spec.max_transport_failures or None,
-               "max_invalid_replies": spec.max_invalid_replies or None}
+    options = spec.episode_options()
     t0 = time.perf_counter()
     counts = {"ok": 0, "error": 0}
     bar = _Progress(len(todo), progress)

@@ -14,17 +14,18 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from orgteams.envs.core.limits import (
-    MAX_AGENTS,
-    MAX_ROUNDS,
-    MAX_SEED,
-    MAX_SEEDS,
-    MAX_SWEEP_CELLS,
-    MAX_TICKS,
-    check_int,
-)
+from orgteams.config import EpisodeConfig
+from orgteams.envs.core.limits import MAX_SEED, MAX_SEEDS, MAX_SWEEP_CELLS
 from orgteams.envs.core.user_files import load_yaml, read_text
 from orgteams.errors import UserError
+from orgteams.organizations.rounds.status import (
+    DEFAULT_MAX_INVALID_REPLIES,
+    DEFAULT_MAX_TRANSPORT_FAILURES,
+)
+
+EPISODE_FIELDS = ("max_rounds", "max_ticks", "cache", "max_transport_failures",
+                  "max_invalid_replies")
+"""The :class:`~orgteams.config.EpisodeConfig` fields a spec gives every episode."""
 
 
 @dataclass(frozen=True)
@@ -50,13 +51,13 @@ class SweepSpec:
     max_rounds: int | None = None
     max_ticks: int | None = None
     cache: str | None = None
-    max_transport_failures: int = 3
-    max_invalid_replies: int = 10
+    max_transport_failures: int = DEFAULT_MAX_TRANSPORT_FAILURES
+    max_invalid_replies: int = DEFAULT_MAX_INVALID_REPLIES
     shocks: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any], source: str = "<spec>") -> SweepSpec:
-        """Build from a mapping (YAML); unknown keys and bad values raise ``ValueError``."""
+        """Build from a mapping (YAML); unknown keys and bad values raise ``UserError``."""
         if not isinstance(data, dict):
             raise UserError(f"{source}: a sweep spec must be a mapping of fields")
         known = {f.name for f in fields(cls)}
@@ -72,16 +73,7 @@ class SweepSpec:
             kw["agents"] = _int_list(data["agents"], "agents", source)
         if "seeds" in data:
             kw["seeds"] = parse_seeds(data["seeds"], source)
-        for name, high in (("max_rounds", MAX_ROUNDS), ("max_ticks", MAX_TICKS)):
-            if data.get(name) is not None:
-                value = _int_list(data[name], name, source)[0]
-                kw[name] = check_int(value, f"{source}: sweep spec field {name!r}", 1, high)
-        for name in ("max_transport_failures", "max_invalid_replies"):
-            if data.get(name) is not None:  # 0: never stop an episode
-                value = _int_list(data[name], name, source)[0]
-                kw[name] = check_int(value, f"{source}: sweep spec field {name!r}", 0, 1000)
-        if data.get("cache") is not None:
-            kw["cache"] = str(data["cache"])
+        kw.update(_episode_options(data, source))
         if data.get("shocks") is not None:
             kw["shocks"] = _shock_conditions(data["shocks"], source)
         return cls(**kw)
@@ -115,12 +107,8 @@ class SweepSpec:
 
     def validate(self) -> None:
         """Check every name before any episode runs; errors name the spec field."""
-        from orgteams.agents.backends.pool import parse_member_spec
-        from orgteams.agents.team import Team
         from orgteams.envs.core.layout import load_layout
         from orgteams.envs.core.tasks import load_task
-        from orgteams.organizations.rounds.shocks import Shock, check_shocks
-        from orgteams.organizations.spec.library import load_organization
 
         for name in ("tasks", "layouts", "organizations", "agents", "backends", "seeds"):
             if not getattr(self, name):
@@ -130,13 +118,23 @@ class SweepSpec:
         for lay in self.layouts:
             _field("layouts", load_layout, lay)
         for n in self.agents:
-            _field("agents", lambda n: check_int(n, "a team size", 1, MAX_AGENTS), n)
+            _field("agents", lambda n: EpisodeConfig.check("agents", n, _a_team_size), n)
         cells = math.prod(len(getattr(self, f)) for f in (
             "tasks", "layouts", "organizations", "agents", "backends", "seeds"))
         cells *= max(1, len(self.shocks))
         if cells > MAX_SWEEP_CELLS:
             raise UserError(f"the sweep spec has {cells} cells (episodes); the limit is "
                             f"{MAX_SWEEP_CELLS}")
+        self._validate_organizations()
+        self._validate_backends()
+
+    def _validate_organizations(self) -> None:
+        """Each organization resolves for each team size, and takes each shock condition."""
+        from orgteams.agents.backends.pool import parse_member_spec
+        from orgteams.agents.team import Team
+        from orgteams.organizations.rounds.shocks import Shock, check_shocks
+        from orgteams.organizations.spec.library import load_organization
+
         for o in self.organizations:
             org = _field("organizations", load_organization, o)
             for n in self.agents:
@@ -151,6 +149,11 @@ class SweepSpec:
             for shock in map(Shock.parse, texts):
                 if shock.kind == "substitute":
                     _field(f"shocks.{cond}", parse_member_spec, shock.member)
+
+    def _validate_backends(self) -> None:
+        """Every member spec parses, none is a person, and each team has one or n."""
+        from orgteams.agents.backends.pool import parse_member_spec
+
         for b in self.backends:
             parts = [p.strip() for p in b.split(",")]
             for p in parts:
@@ -163,14 +166,56 @@ class SweepSpec:
                 raise UserError(f"sweep spec field 'backends': {b!r} lists {len(parts)} "
                                 f"members but a team has {bad[0]} agents")
 
+    def episode_options(self) -> dict[str, Any]:
+        """What every cell's :class:`~orgteams.config.EpisodeConfig` takes from the spec
+        (:data:`EPISODE_FIELDS`; a failure limit of 0 never stops an episode)."""
+        return {name: getattr(self, name) for name in EPISODE_FIELDS}
+
     @property
     def uses_local(self) -> bool:
         return any(p.strip().split(":")[0] == "local" for b in self.backends
                    for p in b.split(","))
 
 
+def cell_config(cell: dict[str, Any], log_path: str | None, options: dict[str, Any]
+                ) -> EpisodeConfig:
+    """The :class:`~orgteams.config.EpisodeConfig` of one cell (of :meth:`SweepSpec.cells`)
+    with the spec's :meth:`~SweepSpec.episode_options`."""
+    return EpisodeConfig.build({
+        "task": cell["task"], "layout": cell["layout"], "organization": cell["organization"],
+        "agents": cell["agents"], "backend": cell["backend"], "seed": cell["seed"],
+        "log_path": log_path, "shocks": list(cell.get("shock_list") or ()), **options})
+
+
+def _a_team_size(key: str) -> str:
+    return "a team size"
+
+
 def _spec_only(agent: str, spec: str) -> None:
     """Stands in for a member factory while validating: substitutes are built per cell."""
+
+
+def _episode_options(data: dict[str, Any], source: str) -> dict[str, Any]:
+    """The spec's :data:`EPISODE_FIELDS` given (not None), each checked as
+    :class:`~orgteams.config.EpisodeConfig` checks it (the same problem text as
+    ``run_episode`` and ``orgteams run``), after the spec's own reading of numbers
+    (``"5"`` and ``[5]`` are 5)."""
+    from orgteams.config import EpisodeConfig
+
+    def name(key: str) -> str:
+        return f"{source}: sweep spec field {key!r}"
+
+    out = {}
+    for key in EPISODE_FIELDS:
+        value = data.get(key)
+        if value is None:
+            continue
+        if key != "cache":
+            value = _int_list(value, key, source)[0]
+        out[key] = EpisodeConfig.check(key, value, name)
+    if "cache" in out:
+        out["cache"] = str(out["cache"])
+    return out
 
 
 def _shock_conditions(v: Any, source: str) -> dict[str, tuple[str, ...]]:

@@ -32,7 +32,7 @@ from typing import Any
 from orgteams.agents.messages import EVERYONE, TeamMessage
 from orgteams.agents.planner.planner import PlannerAgent
 from orgteams.agents.planner.planner_member import PlannerMember
-from orgteams.agents.team import Team
+from orgteams.agents.team import Team, display_names
 from orgteams.envs.highlevel.highlevel_env import HighLevelEnv
 from orgteams.envs.play.chat import ChatLine
 from orgteams.envs.play.keyboard import play
@@ -342,6 +342,17 @@ def make_teammates(spec: str, organization: str | Organization | None = None, *,
     return MemberTeammates(spec, seed=seed, cache=cache, talk=talk, log=log, organization=org)
 
 
+def _name_the_team(play_kwargs: dict[str, Any]) -> None:
+    """Agents are Alice, Bob, ... in play as in ``orgteams run`` (so ``@Bob`` works);
+    ``human_agent`` may be given by that name (``--agent Bob``)."""
+    n = play_kwargs.get("num_agents", 3)
+    names = play_kwargs.setdefault("display_names", display_names(n))
+    agent = play_kwargs.get("human_agent", "agent_0")
+    by_name = {name.casefold(): f"agent_{i}" for i, name in enumerate(names)}
+    if agent not in {f"agent_{i}" for i in range(n)} and agent.casefold() in by_name:
+        play_kwargs["human_agent"] = by_name[agent.casefold()]
+
+
 def play_with(others: str = "random", *, cache: str | None = None, talk: bool = True,
               log_path: str | None = None, organization: str | Organization | None = None,
               **play_kwargs: Any) -> dict[str, Any]:
@@ -351,17 +362,21 @@ def play_with(others: str = "random", *, cache: str | None = None, talk: bool = 
     ``log_path``: write each episode's log there (not with ``"random"``).
     ``organization``: a name, YAML path or :class:`Organization` the team, the
     player's agent included, plays under (:mod:`orgteams.play.org_rounds`; not with
-    ``"random"``); None: no organization."""
+    ``"random"``); None: no organization. Agents are named Alice, Bob, ... as in
+    ``orgteams run`` (``display_names`` overrides it) and ``human_agent`` may be one
+    of those names; ``reveal=True`` shows the whole house (recorded in the log)."""
     for option, given in (("--log", log_path), ("--org", organization)):
         if others == "random" and given is not None:
             raise UserError(f"{option} needs teammates that play in rounds: --others planner "
                             "or an LLM (local, openai:<model>, scripted)")
+    _name_the_team(play_kwargs)
     if others == "random":
         return play(others="random", **play_kwargs)
     if others != "planner" and others.split(":", 1)[0] not in LLM_KINDS:
         raise unknown_name("others", others, OTHERS + LLM_KINDS)
     org = play_organization(organization)  # before any window: a bad file is one line
-    log = PlayLog(log_path, **({"organization": org.name} if org else {})) \
+    reveal = bool(play_kwargs.get("reveal", False))
+    log = PlayLog(log_path, reveal=reveal, **({"organization": org.name} if org else {})) \
         if log_path is not None else None
     teammates: PlannerTeammates | MemberTeammates
     if others == "planner":
@@ -369,11 +384,12 @@ def play_with(others: str = "random", *, cache: str | None = None, talk: bool = 
     else:
         teammates = MemberTeammates(others, seed=play_kwargs.get("seed", 0), cache=cache,
                                     talk=talk, log=log, organization=org)
+    summary: dict[str, Any] = {}
     try:
         summary = play(teammates=teammates, **play_kwargs)
     finally:
-        if log is not None:
-            log.end()
+        if log is not None:  # the last episode: interrupted when the player quit in it
+            log.end(summary.get("stop_reason") or "stopped")
         if isinstance(teammates, MemberTeammates):
             teammates.close()
     out = {**summary, "teammate_messages": teammates.messages,

@@ -72,9 +72,11 @@ def seeds_played(monkeypatch) -> list[int]:
     played: list[int] = []
     real = orgteams.run.run_episode
 
-    def spy(**kw):
-        played.append(kw["seed"])
-        return real(**kw)
+    def spy(config=None, **kw):
+        played.append(orgteams.run.EpisodeConfig.merged(config, {
+            k: v for k, v in kw.items() if k in orgteams.run.EpisodeConfig.model_fields},
+            "run_episode").seed)
+        return real(config, **kw)
 
     monkeypatch.setattr(orgteams.run, "run_episode", spy)
     return played

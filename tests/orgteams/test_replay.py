@@ -223,7 +223,7 @@ def test_an_edited_summary_does_not_match(episode, tmp_path, capsys):
         "edited)")
     assert main(["replay", str(bad), "--no-window"]) == 1
     out, err = capsys.readouterr()
-    done = "success" if won else "goal not met"
+    done = "goal complete" if won else "goal not met"
     assert out == f"replayed {ticks} ticks: {done}, does NOT match the log\n"
     assert err == f"  {replay(bad, render=None).problem}\n"
     units = result.summary["units_done"]

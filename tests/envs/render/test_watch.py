@@ -5,6 +5,7 @@ reads its events for the k-th time (SDL dummy driver)."""
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 
 import pytest
 
@@ -143,7 +144,7 @@ def test_a_resized_window_shows_the_whole_frame_scaled(logged, monkeypatch):
     state, _, names = _state_of(path)
     renderer.render(state, None, names)
     pygame.display.set_mode((400, 300), pygame.RESIZABLE)  # as the window manager would
-    renderer.render(state, None, names)
+    renderer.render(replace(state, tick=state.tick + 1), None, names)  # the next tick's frame
     surface = pygame.display.get_surface()
     assert surface.get_size() == (400, 300)
     pixels = pygame.surfarray.array3d(surface)
@@ -164,3 +165,86 @@ def test_a_replay_shows_the_organization_and_roles(logged, monkeypatch):
     replay(path, render=None, video=path.parent / "roles.mp4")
     assert seen[-1] == ("leader", {"agent_0": "leader", "agent_1": "member",
                                    "agent_2": "member"})
+
+
+class _FakeClock:
+    """time.monotonic and time.sleep of the window, without waiting."""
+
+    def __init__(self):
+        self.now = 0.0
+        self.slept = 0.0
+
+    def monotonic(self):
+        return self.now
+
+    def sleep(self, seconds):
+        self.now += seconds
+        self.slept += seconds
+
+
+def test_speaking_stages_between_ticks_do_not_cost_a_tick_each(logged, monkeypatch):
+    """32 agents ran 0.3 ticks/s at x1: every speaking stage waited a whole tick. Now a
+    tick's frame waits for its turn and frames of the same tick do not wait (on a clock
+    that only moves when the window sleeps: no wall-clock threshold)."""
+    from orgteams.envs.render import renderer as renderer_module
+    from orgteams.envs.render import window as window_module
+
+    clock = _FakeClock()
+    monkeypatch.setattr(window_module, "time", clock)
+    monkeypatch.setattr(renderer_module, "time", clock)
+    state, _, names = _state_of(logged[0])
+    renderer = PygameRenderer("human", fps=10)
+    for tick in range(11):
+        world = replace(state, tick=tick)
+        for _ in range(32):  # a round's speaking stages: the same tick, new bubbles
+            renderer.render(world, None, names)
+    # Ten ticks after the first at 10 per second: one second of waiting, not 33.
+    assert clock.slept == pytest.approx(1.0)
+    assert renderer.frames == 11  # stage frames within 1/30 s of the last are skipped
+    renderer.close()
+
+
+def test_slow_work_between_ticks_is_not_waited_for_again(logged, monkeypatch):
+    from orgteams.envs.render import renderer as renderer_module
+    from orgteams.envs.render import window as window_module
+
+    clock = _FakeClock()
+    monkeypatch.setattr(window_module, "time", clock)
+    monkeypatch.setattr(renderer_module, "time", clock)
+    state, _, names = _state_of(logged[0])
+    renderer = PygameRenderer("human", fps=10)
+    renderer.render(state, None, names)
+    clock.now += 0.08  # the team thought for 80 ms: 20 ms left of the tick
+    renderer.render(replace(state, tick=1), None, names)
+    assert clock.slept == pytest.approx(0.02)
+    clock.now += 0.5  # far behind: shown at once, no catching up afterwards
+    renderer.render(replace(state, tick=2), None, names)
+    renderer.render(replace(state, tick=3), None, names)
+    assert clock.slept == pytest.approx(0.02 + 0.1)
+    renderer.close()
+
+
+def test_the_agent_under_the_mouse_is_tagged_and_listed(monkeypatch):
+    from orgteams.envs import household_v0
+    from orgteams.envs.render.overlay import Overlay
+
+    env = household_v0.parallel_env(layout="house", num_agents=32)
+    env.reset(seed=0)
+    world = env.unwrapped.world
+    renderer = PygameRenderer("human", fps=1000)
+    renderer.render(world, Overlay(), None)
+    picked = 17
+    assert picked not in renderer.last.tags  # 32 agents: no tag without a reason
+    cell, (ox, oy) = renderer.last.cell, renderer.last.map_offset
+    r, c = divmod(world.agent_pos[picked], world.scene.width)
+    at = (ox + c * cell + cell // 2, oy + r * cell + cell // 2)  # the window is not scaled
+    renderer.handle_event(pygame.event.Event(pygame.MOUSEMOTION, pos=at, rel=(0, 0),
+                                             buttons=(0, 0, 0)))
+    renderer.render(replace(world, tick=1), Overlay(), None)
+    assert picked in renderer.last.tags and picked in renderer.last.panel.listed
+    renderer.handle_event(pygame.event.Event(pygame.MOUSEBUTTONDOWN, pos=at, button=1))
+    renderer.handle_event(pygame.event.Event(pygame.WINDOWLEAVE))
+    renderer.render(replace(world, tick=2), Overlay(), None)
+    assert renderer.selected == picked and picked in renderer.last.tags  # pinned by a click
+    renderer.close()
+    env.close()

@@ -1,9 +1,11 @@
-"""copy=True hands out arrays of the caller's own, recycled only once the caller let go
-(:mod:`orgteams.envs.vector.outputs`)."""
+"""copy=True hands out read-only arrays of the caller's own, recycled only once the caller
+let go, and brought up to date with only what changed unless the caller made them
+writeable (:mod:`orgteams.envs.vector.outputs`)."""
 
 from __future__ import annotations
 
 import gc
+import re
 import weakref
 
 import numpy as np
@@ -49,12 +51,62 @@ def test_what_the_caller_holds_never_changes(dtype):
             kept.append((obs[1], want[1].copy()))  # only a view of it
         elif t % 4 == 2:
             kept.append((np.asarray(memoryview(obs)), want.copy()))  # a buffer export
-        else:
-            obs[...] = 0  # the caller may write into its own copy (then drops it)
+        else:  # the caller may make its copy writeable and write (then drops it)
+            obs.flags.writeable = True
+            obs[...] = 0
         del obs
     assert finished  # resets happened while arrays were held
     for held, values in kept:
         np.testing.assert_array_equal(held, values)
+
+
+def test_copies_are_read_only():
+    mine, _ = twins()
+    obs = mine.step(np.zeros((3, 2), np.int64))[0]
+    with pytest.raises(ValueError, match=re.escape("assignment destination is read-only")):
+        obs[0, 0, 0] = 1
+    with pytest.raises(ValueError, match=re.escape("cannot set WRITEABLE flag to True of "
+                                                   "this array")):
+        obs[1].flags.writeable = True  # a view cannot be made writeable over its base
+
+
+def test_recycled_arrays_get_only_what_changed(monkeypatch):
+    """Most recycled arrays are updated with what the buffer wrote since they were
+    filled (not copied whole), and equal the copy=False twin every tick: while
+    agents walk and households reset, and after an array was held longer than the
+    buffer's log (then it is copied whole)."""
+    from orgteams.envs.vector import outputs
+
+    calls = {"apply": 0, "whole": 0}
+    real_apply, real_copyto = outputs._apply, np.copyto
+
+    def apply(*args):
+        calls["apply"] += 1
+        return real_apply(*args)
+
+    def copyto(*args, **kwargs):
+        calls["whole"] += 1
+        return real_copyto(*args, **kwargs)
+
+    monkeypatch.setattr(outputs, "_apply", apply)
+    monkeypatch.setattr(outputs.np, "copyto", copyto)
+    mine, ref = twins()
+    rng = np.random.default_rng(2)
+    held = mine.step(np.zeros((3, 2), np.int64))[0]  # kept for 10 ticks
+    ref.step(np.zeros((3, 2), np.int64))
+    values = held.copy()
+    obs = None
+    for t in range(40):
+        acts = rng.integers(1, 5, size=(3, 2))  # moves: windows change every tick
+        if t == 10:
+            np.testing.assert_array_equal(held, values)
+            del held  # reused next: older than the log, so copied whole
+            whole = calls["whole"]
+        obs = mine.step(acts)[0]
+        np.testing.assert_array_equal(obs, ref.step(acts)[0])
+        if t == 10:
+            assert calls["whole"] == whole + 1
+    assert calls["apply"] >= 30
 
 
 def test_dropped_arrays_are_reused():

@@ -6,10 +6,12 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
 import threading
+import time
 
 import pytest
 
@@ -187,3 +189,136 @@ def test_a_pyramid_keeps_its_tiers_and_shows_its_roles(monkeypatch):
                 **{f"agent_{i}": "member" for i in range(3, 9)}}
     assert roles == expected
     assert seen[0] == expected
+
+
+def test_a_window_destroyed_from_outside_is_a_closed_window(tmp_path, monkeypatch, capsys):
+    """``xdotool windowclose`` made X errors on our window (BadDrawable): the process
+    exited 1 with no stop line and no summary, only a .partial log (issue 30). The X
+    error handler marks the window lost (see test_an_x_error_on_our_window...); here a
+    window that becomes lost after six frames stops the run like a closed one."""
+    from orgteams.envs.render.window import Window
+
+    shown = [0]
+    original = Window.show
+
+    def show(window, canvas, pace="tick"):
+        shown[0] += 1
+        return original(window, canvas, pace)
+
+    monkeypatch.setattr(Window, "show", show)
+    monkeypatch.setattr(Window, "lost", property(lambda window: shown[0] >= 6))
+    log = tmp_path / "ep.jsonl"
+    assert main(["run", "--layout", "studio", "--backend", "planner", "--seed", "4",
+                 "--render", "human", "--fps", "1000", "--quiet", "--log", str(log),
+                 "--json"]) == 1
+    captured = capsys.readouterr()
+    s = json.loads(captured.out)
+    assert s["episode_status"] == "interrupted" and s["stop_reason"] == "window closed"
+    assert captured.err.splitlines()[-1] == (f"stopped at round {s['rounds']} (window closed);"
+                                             f" partial log {log}")
+    written = list(read_log(log))
+    assert written[-1]["record"] == "summary" and written[-1]["episode_status"] == "interrupted"
+    assert not log.with_name(log.name + ".partial").exists()
+
+
+def test_an_x_error_on_our_window_is_kept_and_others_go_to_the_old_handler():
+    import ctypes
+
+    from orgteams.envs.render.window import BAD_DRAWABLE, BAD_WINDOW, _X11Guard, _XErrorEvent
+
+    passed = []
+
+    class FakeX11:
+        class XSetErrorHandler:  # noqa: N801 (the C name)
+            restype = argtypes = None
+
+            def __new__(cls, handler):
+                return ctypes.cast(FakeX11.previous, ctypes.c_void_p).value
+
+    from orgteams.envs.render.window import _X_HANDLER
+
+    FakeX11.previous = _X_HANDLER(lambda display, event: passed.append(
+        event.contents.resourceid) or 7)
+    guard = _X11Guard(FakeX11)
+
+    def error(resource, code):
+        return guard._handle(None, ctypes.pointer(_XErrorEvent(0, None, resource, 1, code)))
+
+    guard.window = 0x200008
+    assert error(0x200008, BAD_DRAWABLE) == 0 and error(0x200008, BAD_WINDOW) == 0
+    assert guard.lost and guard.errors == 2 and passed == []
+    assert error(0x300001, BAD_WINDOW) == 0 and passed == []  # once lost, all is swallowed
+    guard.errors = 0
+    assert error(0x300001, BAD_WINDOW) == 7 and passed == [0x300001]  # not ours: passed on
+    assert error(0x300001, 2) == 7 and not guard.lost
+    assert error(0x200008, 170) == 0 and guard.lost  # an extension's error on our window
+    # Destroyed while it was being made (before its id was known): lost all the same.
+    guard.window, guard.errors = None, 0
+    assert error(0x500008, BAD_WINDOW) == 0 and not guard.lost
+
+    class Display:  # pygame.display, as far as bind() asks
+        @staticmethod
+        def get_wm_info():
+            return {"window": 0x500008}
+
+    guard.bind(type("pg", (), {"display": Display, "error": RuntimeError}))
+    assert guard.window == 0x500008 and guard.lost
+
+
+def _window_of(proc: subprocess.Popen, env: dict) -> str:
+    """The X id of the orgteams window of ``proc`` (by process: SDL's WM_NAME is UTF-8,
+    which xdotool's --name does not match; SDL also makes helper windows)."""
+    while proc.poll() is None:
+        ids = subprocess.run(["xdotool", "search", "--pid", str(proc.pid)], env=env,
+                             capture_output=True, text=True, timeout=30).stdout.split()
+        for window in ids:
+            name = subprocess.run(["xdotool", "getwindowname", window], env=env,
+                                  capture_output=True, text=True, timeout=30).stdout
+            if name.startswith("orgteams"):
+                return window
+        time.sleep(0.05)
+    raise AssertionError(f"the run ended before its window was found: {proc.communicate()}")
+
+
+@pytest.mark.skipif(not (shutil.which("Xvfb") and shutil.which("xdotool")),
+                    reason="needs Xvfb and xdotool (a real X server)")
+def test_xdotool_windowclose_stops_a_run_honestly(tmp_path):
+    """The real thing, on a private Xvfb: the window is destroyed from outside while a
+    team plays; the run stops with its stop line, exit 1 and the summary written."""
+    read, write = os.pipe()
+    xvfb = subprocess.Popen(["Xvfb", "-displayfd", str(write), "-screen", "0", "1400x900x24",
+                             "-nolisten", "tcp"], pass_fds=(write,),
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    os.close(write)
+    run = None
+    try:
+        number = os.read(read, 16).decode().strip()  # Xvfb writes its display when ready
+        assert number.isdigit(), number
+        env = {k: v for k, v in os.environ.items() if k != "SDL_VIDEODRIVER"}
+        env.update(DISPLAY=f":{number}", SDL_AUDIODRIVER="dummy")
+        log = tmp_path / "ep.jsonl"
+        run = subprocess.Popen([sys.executable, "-m", "orgteams", "run", "--layout", "house",
+                                "--agents", "9", "--backend", "planner", "--fps", "2",
+                                "--render", "human", "--log", str(log)],
+                               cwd=tmp_path, env=env, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True)
+        window = _window_of(run, env)
+        # Close it while the team plays, as a person would: once the first round is out.
+        first = run.stderr.readline()
+        assert re.match(r"  r0 ", first), first
+        subprocess.run(["xdotool", "windowclose", window], env=env, check=True, timeout=30)
+        out, err = run.communicate(timeout=120)
+    finally:
+        if run is not None and run.poll() is None:
+            run.kill()
+            run.communicate()
+        xvfb.terminate()
+        xvfb.wait(timeout=30)
+        os.close(read)
+    assert "X Error" not in err and "Traceback" not in err
+    assert run.returncode == 1
+    assert re.search(r"^stopped at round \d+ \(window closed\); partial log ", err, re.M), err
+    written = list(read_log(log))
+    assert written[-1]["record"] == "summary"
+    assert written[-1]["episode_status"] == "interrupted"
+    assert written[-1]["stop_reason"] == "window closed"

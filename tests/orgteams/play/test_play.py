@@ -116,7 +116,10 @@ def test_q_and_window_close_quit_cleanly():
 def test_play_runs_headless_with_max_frames():
     summary = play(layout="studio", num_agents=2, human_agent="agent_1", seed=2, fps=240,
                    max_frames=5)
-    assert summary == {"ticks": 0, "success": False, "frames": 5, "seed": 2, "quit": False}
+    episode = {"seed": 2, "ticks": 0, "success": False, "episode_status": "interrupted",
+               "stop_reason": "max frames"}
+    assert summary == {**episode, "frames": 5, "quit": False, "episodes": [episode],
+                       "reveal": False, "player": "agent_1", "player_name": "agent_1"}
     assert pygame.display.get_surface() is None
 
 

@@ -268,8 +268,8 @@ def test_cli_play_org_prints_the_players_role(monkeypatch, capsys):
     assert main(["play", "--others", "planner", "--org", "leader", "--agent", "agent_1",
                  "--fps", "240"]) == 0
     assert capsys.readouterr().out.strip() == (
-        "played 0 tick(s) of seed 0 under leader (you: agent_1, member): goal not met, "
-        "teammates said 0 message(s), you said 0")
+        "played 0 tick(s) of seed 0 under leader (you: Bob, agent_1, member): interrupted at "
+        "tick 0 (max frames), teammates said 0 message(s), you said 0")
 
 
 def test_cli_play_help_names_org(capsys):
