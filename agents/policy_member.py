@@ -118,11 +118,18 @@ class PolicyMember(MemberBase):
         return ActDecision(ident, "", record)
 
 
-def load_policy(path: str | Path) -> tuple[Policy, dict[str, Any]]:
-    """A saved Stable-Baselines3 or sb3-contrib model (``model.zip``) as a
-    :data:`Policy` (masked when it is a ``MaskablePPO``; its deterministic action), and
-    the settings in the JSON file beside it (``model.json``: keyword arguments of
-    ``single_agent_env``, or ``{"setting": {...}}``; none: ``{}``).
+def load_policy(path: str | Path, seed: int | None = None, deterministic: bool = False
+                ) -> tuple[Policy, dict[str, Any]]:
+    """A saved Stable-Baselines3 or sb3-contrib model (``model.zip``, a PPO or a
+    ``MaskablePPO``) as a :data:`Policy`, and the settings in the JSON file beside it
+    (``model.json``: keyword arguments of ``single_agent_env``, or ``{"setting":
+    {...}}``; none: ``{}``).
+
+    The policy draws from the model's action distribution restricted to the mask, with
+    its own generator seeded by ``seed`` (a run's seed replays it); ``deterministic``
+    takes the most likely valid action instead. Sampling is the default: a
+    deterministic policy that waits or bumps in some state repeats it forever (the
+    ad-hoc example's learner: 0.93 held-out success sampled, 0.33 argmax).
 
     Raises:
         UserError: No such file, or not a model file SB3 saved (one line naming it).
@@ -146,11 +153,22 @@ def load_policy(path: str | Path) -> tuple[Policy, dict[str, Any]]:
     except ImportError as exc:
         raise MissingExtraError("a policy member (policy:<model.zip>) needs Stable-Baselines3: "
                                 "pip install 'orgteams[rl]'") from exc
+    import torch
+
     model = Algorithm.load(path, device="cpu")
+    rng = np.random.default_rng(seed)
 
     def policy(observation: Any, action_mask: np.ndarray) -> int:
-        extra = {"action_masks": action_mask} if maskable else {}
-        return int(model.predict(observation, deterministic=True, **extra)[0])
+        mask = np.asarray(action_mask, dtype=bool)
+        tensor, _ = model.policy.obs_to_tensor(observation)
+        with torch.no_grad():
+            dist = model.policy.get_distribution(tensor, **(
+                {"action_masks": mask} if maskable else {}))
+            probs = dist.distribution.probs[0].cpu().numpy().astype(np.float64)
+        probs = np.where(mask, probs, 0.0)  # a plain PPO knows no mask: applied here
+        if deterministic or probs.sum() <= 0:
+            return int(np.argmax(np.where(mask, probs + 1e-12, -1.0)))
+        return int(rng.choice(len(probs), p=probs / probs.sum()))
 
     settings: dict[str, Any] = {}
     beside = path.with_suffix(".json")

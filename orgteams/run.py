@@ -70,7 +70,7 @@ def build_member(agent_id: str, spec: str | Policy, *, leader: bool = False,
     if kind == "policy":
         from orgteams.agents.policy_member import PolicyMember, load_policy
 
-        return PolicyMember(agent_id, *load_policy(path), name=spec.strip())
+        return PolicyMember(agent_id, *load_policy(path, seed=seed), name=spec.strip())
     if kind in LLM_MEMBER_KINDS and pool is None:
         raise ValueError(f"member spec {spec!r} needs a BackendPool (pool=...): the pool owns "
                          "its backend and closes it")

@@ -128,9 +128,11 @@ def test_bad_policy_specs_are_one_line(tmp_path):
 
 
 def test_a_saved_maskable_ppo_model_is_a_policy_member_spec(tmp_path):
-    """policy:<model.zip> beside a planner: the member plays the saved model's
-    deterministic masked action on observations made with the settings in model.json."""
+    """policy:<model.zip> beside a planner: the member draws from the saved model's masked
+    distribution with a generator seeded by the run's seed (so the run replays), on
+    observations made with the settings in model.json."""
     pytest.importorskip("sb3_contrib", reason="needs the rl extra")
+    import torch
     from sb3_contrib import MaskablePPO
 
     setting = {**SETTING, "view_radius": 3, "max_ticks": 30}
@@ -142,20 +144,29 @@ def test_a_saved_maskable_ppo_model_is_a_policy_member_spec(tmp_path):
     (tmp_path / "model.json").write_text(json.dumps({"setting": setting}))
     policy, settings = load_policy(tmp_path / "model.zip")
     assert settings == setting
-    member = build_member("agent_1", f"policy:{tmp_path / 'model.zip'}")
+    member = build_member("agent_1", f"policy:{tmp_path / 'model.zip'}", seed=1)
     assert member.model == f"policy:{tmp_path / 'model.zip'}"
     assert member.settings == {"obs_mode": "flat", "task": "put_dishwasher_easy",
                                "view_radius": 3}
-    result = run_episode(task="put_dishwasher_easy", layout="studio", organization="leader",
-                         agents=2, backend=f"planner,policy:{tmp_path / 'model.zip'}",
-                         seed=1, max_ticks=20, log_path=None)
-    acts = [r for r in result.records if r.get("kind") == "action" and r["agent"] == "agent_1"]
-    assert len(acts) == result.summary["ticks"] == 20
-    # replay the member's choices: the saved model's argmax on each tick's observation
+    spec = f"planner,policy:{tmp_path / 'model.zip'}"
+    runs = [run_episode(task="put_dishwasher_easy", layout="studio", organization="leader",
+                        agents=2, backend=spec, seed=1, max_ticks=20, log_path=None)
+            for _ in range(2)]
+    acts = [[r["action"] for r in run.records if r.get("kind") == "action"
+             and r["agent"] == "agent_1" and r["fallback"] is None] for run in runs]
+    assert len(acts[0]) == runs[0].summary["ticks"] == 20
+    assert acts[0] == acts[1]  # the seeded draws replay
+    # the first draw: the seeded generator over the model's masked probabilities
     hl = HighLevelEnv(**{k: setting[k] for k in ("layout", "task", "num_agents")})
     hl.reset(seed=1)
-    view = MemberView(hl)
-    first = acts[0]["action"]
-    obs, mask = member.observation(view)
+    obs, mask = member.observation(MemberView(hl))
+    first, _ = load_policy(tmp_path / "model.zip", seed=1)
+    assert acts[0][0] == f"primitive:{first(obs, mask)}"
+    # deterministic: the model's own masked argmax
+    argmax, _ = load_policy(tmp_path / "model.zip", deterministic=True)
     want = int(model.predict(obs, action_masks=mask, deterministic=True)[0])
-    assert first == f"primitive:{want}"
+    assert argmax(obs, mask) == want
+    with torch.no_grad():
+        probs = model.policy.get_distribution(model.policy.obs_to_tensor(obs)[0],
+                                              action_masks=mask).distribution.probs[0]
+    assert (probs[~mask.astype(bool)] == 0).all()  # the masked distribution it draws from
