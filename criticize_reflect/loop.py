@@ -36,8 +36,11 @@ last finished one; asking for more iterations continues a finished run):
 An episode that did not play to its end (its model server was gone, it was
 interrupted) is not a result: it is recorded in ``failed.json``, never scored, never
 shown to the Critic or Coordinator, and :class:`EpisodeFailed` stops the loop; a rerun
-retries that iteration. A corrupted line in the middle of ``history.jsonl`` is skipped
-with a warning naming the file and line; the iterations after it are kept.
+retries that iteration. A screened candidate's episode that was interrupted (the run's
+budget was reached, ``stop_reason`` ``max cost``) stops the loop the same way, after
+the iteration that was deciding is saved undecided: a rerun decides and screens again.
+A corrupted line in the middle of ``history.jsonl`` is skipped with a warning naming the
+file and line; the iterations after it are kept.
 """
 
 from __future__ import annotations
@@ -60,7 +63,8 @@ from orgteams.errors import UserError
 from orgteams.organizations.rounds.status import why_stopped
 from orgteams.organizations.spec.organization import Organization
 
-__all__ = ["HISTORY_METRICS", "EpisodeFailed", "ReflectResult", "episode_cost", "reflect"]
+__all__ = ["HISTORY_METRICS", "EpisodeFailed", "ReflectResult", "episode_cost",
+           "finished_iterations", "reflect"]
 
 HISTORY_METRICS = ("success", "ticks", "rounds", "comm_tokens_per_step",
                    "message_tokens_delivered", "units_done", "units_total", "fallback_count",
@@ -70,7 +74,13 @@ HISTORY_METRICS = ("success", "ticks", "rounds", "comm_tokens_per_step",
 
 
 class EpisodeFailed(RuntimeError):
-    """An iteration's episode stopped early; it is recorded, not scored (rerun to retry)."""
+    """An iteration's episode stopped early; it is recorded, not scored (rerun to retry).
+
+    Attributes:
+        finished: The iterations finished (and kept) in the run's folder.
+    """
+
+    finished: int = 0
 
 
 EpisodeFn = Callable[[Organization, int], Any]
@@ -162,6 +172,11 @@ def _read_history(path: Path) -> list[dict[str, Any]]:
             continue
         by_iteration[row["iteration"]] = row
     return [by_iteration[k] for k in sorted(by_iteration)]
+
+
+def finished_iterations(out_dir: str | Path) -> int:
+    """How many iterations of the run in ``out_dir`` are finished (0: none yet)."""
+    return len(_read_history(Path(out_dir) / "history.jsonl"))
 
 
 def _append(path: Path, row: dict[str, Any]) -> None:
@@ -287,8 +302,15 @@ def reflect(initial_org: Organization, episode_fn: EpisodeFn, critic: Any | None
             "next_organization_name": None,
         }
         if k + 1 < iterations:
-            decision = _propose(coordinator, [*rows, row], current, approved, team, k + 1)
-            _record_decision(out, row, decision, ctx, k + 1)
+            ctx.finished = len(rows) + 1
+            try:
+                decision = _propose(coordinator, [*rows, row], current, approved, team, k + 1)
+                _record_decision(out, row, decision, ctx, k + 1)
+            except EpisodeFailed:  # screening was interrupted: keep the iteration, undecided
+                rows.append(row)
+                _append(history_path, row)
+                _export_best(out, rows)
+                raise
         rows.append(row)
         _append(history_path, row)
         _export_best(out, rows)
@@ -312,18 +334,25 @@ class _Context:
     screen: bool
     screened: dict[tuple[int, str], list]
     out: Path
+    finished: int = 0
 
 
 def _screen(ctx: _Context, decision: CoordinatorDecision, next_iteration: int) -> None:
     """Play every valid candidate on the next iteration's episodes; keep the cheapest
     (ties: the Coordinator's order, its pick first). Their episodes are reused when the
-    chosen one plays, so screening costs K - 1 extra plays per iteration."""
+    chosen one plays, so screening costs K - 1 extra plays per iteration. A candidate
+    whose episode failed is scored as stopped early; one whose episode was interrupted
+    (the run was asked to stop: its budget) stops the loop (:class:`EpisodeFailed`)."""
     options = list(decision.options) or [decision.organization]
     picked = decision.organization
     options.sort(key=lambda o: o is not picked)
     scores = []
     for org in options:
         episodes = play(ctx.episode_fn, org, next_iteration)
+        for summary, _ in episodes:
+            if summary.get("episode_status") == "interrupted":
+                _refuse_unfinished(ctx.out / f"iteration_{next_iteration}", org, summary,
+                                   next_iteration, ctx.finished)
         if any(s.get("episode_status", "complete") != "complete" for s, _ in episodes):
             scores.append({"name": org.name, "cost": None, "status": "stopped early"})
             continue
@@ -354,9 +383,11 @@ def _refuse_unfinished(folder: Path, organization: Organization, summary: dict[s
                                            "stop_reason": summary.get("stop_reason"),
                                            "stop_detail": summary.get("stop_detail"),
                                            "episode": summary}))
-    raise EpisodeFailed(f"iteration {k}: the episode stopped early ({status}: {reason}); it "
-                        f"is not scored. Recorded in {folder / 'failed.json'}; the {finished} "
-                        "finished iteration(s) are kept; rerun to retry it")
+    failed = EpisodeFailed(f"iteration {k}: the episode stopped early ({status}: {reason}); "
+                           f"it is not scored. Recorded in {folder / 'failed.json'}; the "
+                           f"{finished} finished iteration(s) are kept; rerun to retry it")
+    failed.finished = finished
+    raise failed
 
 
 def _played(row: dict[str, Any]) -> Organization:

@@ -115,6 +115,28 @@ def _positive(value: Any) -> float:
     return value
 
 
+def _max_cost(value: Any) -> float | None:
+    """A budget: a positive, finite number of USD (None: no budget)."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(
+            value):
+        raise FieldProblem("must be a positive number of USD", value, quoted=True)
+    if value <= 0:
+        raise FieldProblem("must be a positive number of USD", value)
+    return float(value)
+
+
+def _price_per_mtok(value: Any) -> Any:
+    """None (the price table), or ``"IN,OUT"`` / a pair / a ``Price``: USD per 1 million
+    prompt and completion tokens."""
+    if value is None:
+        return None
+    from orgteams.agents.backends.pricing import parse_price
+
+    return parse_price(value)
+
+
 def _temperature(value: Any) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise FieldProblem("must be a number between 0 and 2", value, quoted=True)
@@ -261,6 +283,24 @@ Count = _field(int, _count, None)
 Specs = _field(str | Callable[..., Any] | list[str | Callable[..., Any]], None,
                Cli("--backend"))
 Organization = _field(Any, None, Cli("--org"))
+
+
+MaxCost = _field(float | None, _max_cost, Cli("--max-cost", typed(_float_or_nan, _max_cost),
+                                              metavar="USD"))
+PricePerMtok = _field(Any, _price_per_mtok, Cli("--price-per-mtok", typed(str, _price_per_mtok),
+                                                metavar="IN,OUT"))
+
+
+def _max_cost_field(what: str, then: str = "") -> Any:
+    return Field(None, description=(
+        f"stop {what} cleanly once the model calls' spend (their reported usage, priced) "
+        f"reaches USD{then}"))
+
+
+def _price_field() -> Any:
+    return Field(None, description=(
+        "USD per 1 million prompt and completion tokens of the openai: models, instead of "
+        "assets/prices.yaml ($ORGTEAMS_PRICES: a YAML table of your own)"))
 
 
 def _call_limit_type(flag: str) -> Any:
@@ -447,6 +487,8 @@ class EpisodeConfig(_Config):
     prompts: _field(Any, _prompts, Cli("--prompts", choices=PROMPT_CHOICES)) = Field(
         None, description="prompt variant of LLM members (default: compact for local, "
                           "default for others)")
+    max_cost: MaxCost = _max_cost_field("the episode")
+    price_per_mtok: PricePerMtok = _price_field()
     render_options: dict[str, Any] | None = Field(
         None, description="extra options of the renderer (title, scale...)")
     hold: bool = Field(True, description="keep a window's last frame up until it is closed")
@@ -510,6 +552,9 @@ class ReflectConfig(_Config):
     max_invalid_replies: InvalidReplies = _invalid_replies()
     budget_chars: _field(int, _ints(1, 10**7), None) = Field(
         6000, description="most characters of history the Coordinator is shown")
+    max_cost: MaxCost = _max_cost_field(
+        "the run", "; the folder's spend.json keeps the spend: rerun with a higher one to go on")
+    price_per_mtok: PricePerMtok = _price_field()
 
     def episode(self) -> EpisodeConfig:
         """What every episode of the loop shares: the team, the limits, the cache (the

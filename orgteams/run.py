@@ -212,28 +212,63 @@ def run_episode(config: EpisodeConfig | None = None, *, pool: BackendPool | None
         scale: Size factor of the window (its first size) and of the video frames.
         hold: With a window, keep the last frame up until the person closes it (Q) or
             replays it (R).
+        max_cost: Stop the episode (``episode_status`` ``"interrupted"``,
+            ``stop_reason`` ``"max cost"``) once its model calls' spend reaches this
+            many USD (see :mod:`~orgteams.agents.backends.spend`).
+        price_per_mtok: USD per 1 million prompt and completion tokens of the
+            ``openai:`` models (``"IN,OUT"``), instead of the price table.
 
     Args:
         config: The episode; None: the defaults (with ``overrides``).
         pool: The LLM members' backends; None: the episode makes its own and closes it
             (a local model server stops with it). Give one to share across episodes.
+            A pool with a :class:`~orgteams.agents.backends.spend.Spend` meters the calls,
+            and the episode stops when that spend reaches its budget: the pool's
+            ``Spend`` then governs, not ``max_cost`` and ``price_per_mtok`` (which, with
+            a pool without one, are a ``ValueError``).
         on_round: Called as ``on_round(round, records)`` after every round (live output).
         should_stop: Asked at round and tick boundaries; a reason stops the episode.
         on_tick: Called as ``on_tick(tick, tick_limit)`` after every tick (progress bars).
         overrides: Fields of ``config`` to change.
 
     Raises:
-        UserError: A bad value, name or spec, in one line.
+        UserError: A bad value, name or spec, in one line; ``max_cost`` with a model
+            that has no price.
         TypeError: A keyword that is no field.
     """
     config = EpisodeConfig.merged(config, overrides, "run_episode")
     own_pool = pool is None
-    pool = BackendPool() if pool is None else pool
+    priced = config.max_cost is not None or config.price_per_mtok is not None
+    if own_pool:
+        from orgteams.agents.backends.spend import Spend
+
+        if config.max_cost is not None:
+            check_budget(config)
+        pool = BackendPool(spend=Spend(config.max_cost, price=config.price_per_mtok)
+                           if priced else None)
+    elif priced and pool.spend is None:
+        raise ValueError("max_cost and price_per_mtok meter the episode's own pool; give "
+                         "the pool a Spend instead (BackendPool(spend=Spend(max_cost)))")
     try:
         return _run_episode(config, pool, on_round, should_stop, on_tick)
     finally:
         if own_pool:
             pool.close()
+
+
+def check_budget(config: EpisodeConfig, flag: str = "max_cost") -> None:
+    """An episode's ``max_cost`` can be kept: every model its members (substitutes too)
+    call has a price.
+
+    Raises:
+        UserError: ``max_cost: no price for model 'x' (openai:x); ...``.
+    """
+    from orgteams.agents.backends.spend import check_priced, run_models
+
+    specs = member_specs(config.backend, config.agents)
+    specs += [s.member for s in config.shocks
+              if s.kind == "substitute" and isinstance(s.member, str)]
+    check_priced(run_models(specs), config.price_per_mtok, config.max_cost, flag)
 
 
 def _run_episode(config: EpisodeConfig, pool: BackendPool, on_round, should_stop, on_tick
@@ -260,7 +295,8 @@ def _run_episode(config: EpisodeConfig, pool: BackendPool, on_round, should_stop
                                                     pool=pool, **llm),
         on_round=on_round, on_tick=_tick_hook(env, recorder, on_tick, config.max_ticks),
         max_transport_failures=config.max_transport_failures or None,
-        should_stop=_stopper(env, config.render, should_stop), tokenizer=pool.tokenizer,
+        should_stop=_stopper(env, config.render, should_stop, pool.spend),
+        tokenizer=pool.tokenizer,
         max_invalid_replies=config.max_invalid_replies or None)
     return _play(runner, config, env, recorder, log_path)
 
@@ -293,14 +329,18 @@ def _tick_hook(env: HighLevelEnv, recorder: Any, on_tick: Callable[[int, int], o
 
 
 def _stopper(env: HighLevelEnv, render: str | None,
-             should_stop: Callable[[], str | None] | None) -> Callable[[], str | None]:
-    """Why to stop now: the window was closed, or the caller's ``should_stop`` says so."""
+             should_stop: Callable[[], str | None] | None, spend: Any = None
+             ) -> Callable[[], str | None]:
+    """Why to stop now: the window was closed, the pool's spend reached its budget
+    (``max cost``), or the caller's ``should_stop`` says so."""
     def stop() -> str | None:
         if render == "human":
             from orgteams.envs.render.renderer import window_closed
 
             if window_closed(env):
                 return "window closed"
+        if spend is not None and spend.reached():
+            return spend.stop_reason()
         return should_stop() if should_stop is not None else None
     return stop
 

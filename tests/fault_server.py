@@ -37,6 +37,11 @@ run of ``invalid_json`` replies in the middle of a chaotic sweep).
 Every chat request body is appended to ``server.requests``, and every injected fault
 to ``server.injected`` as ``{"n": request index, "fault": mode}``.
 
+Usage: every reply reports 11 prompt and 5 completion tokens, or with
+``usage="count"`` the tokens of its request's messages and of its reply text counted
+with orgteams' tokenizer (as the ``scripted`` double counts them), each reply's in
+``server.usages`` (a priced server: what a run spent is computable from them).
+
 ``GET /health`` answers 200, as llama.cpp's server does once its model is loaded.
 The local-server tests run it behind a fake ``xllamacpp`` package
 (``test_backends_local_fake.py``).
@@ -163,7 +168,7 @@ class _Handler(BaseHTTPRequestHandler):
             text += f"\n(you sent Authorization: {auth})"
         if mode == "big_reply":
             text += " and so on" * (srv.big_size // 10)
-        reply = _chat_response(body.get("model", "fake-model"), text)
+        reply = _chat_response(body.get("model", "fake-model"), text, srv.usage_of(body, text))
         if mode in ("trickle", "trickle_head"):
             data = json.dumps(reply).encode()
             head = (b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n"
@@ -179,7 +184,7 @@ class _Handler(BaseHTTPRequestHandler):
         return self._send(200, reply)
 
 
-def _chat_response(model: str, text: str) -> dict[str, Any]:
+def _chat_response(model: str, text: str, usage: tuple[int, int] = (11, 5)) -> dict[str, Any]:
     return {
         "id": "chatcmpl-fault",
         "object": "chat.completion",
@@ -192,7 +197,8 @@ def _chat_response(model: str, text: str) -> dict[str, Any]:
                 "finish_reason": "stop",
             }
         ],
-        "usage": {"prompt_tokens": 11, "completion_tokens": 5, "total_tokens": 16},
+        "usage": {"prompt_tokens": usage[0], "completion_tokens": usage[1],
+                  "total_tokens": sum(usage)},
     }
 
 
@@ -214,7 +220,10 @@ class FaultServer(ThreadingHTTPServer):
         error_message: str = "injected failure",
         trickle_interval: float = 0.2,
         big_size: int = 1_000_000,
+        usage: str = "fixed",
     ) -> None:
+        if usage not in ("fixed", "count"):
+            raise ValueError(f"usage is 'fixed' or 'count', got {usage!r}")
         if mode not in MODES:
             raise ValueError(f"unknown mode {mode!r}; known: {', '.join(MODES)}")
         known = (*CHAOS_FAULTS, *FLOOD_FAULTS)
@@ -236,6 +245,8 @@ class FaultServer(ThreadingHTTPServer):
         self.auth_headers: list[str] = []
         self.injected: list[dict[str, Any]] = []
         self.queue: list[str] = []
+        self.usage = usage
+        self.usages: list[tuple[int, int]] = []
         self._rng = random.Random(seed)
         self._turn = 0
         self._thread = threading.Thread(
@@ -256,6 +267,20 @@ class FaultServer(ThreadingHTTPServer):
                 self._turn += 1
                 return self.faults[(self._turn - 1) % len(self.faults)]
         return "ok"
+
+    def usage_of(self, body: dict[str, Any], text: str) -> tuple[int, int]:
+        """The ``(prompt, completion)`` tokens a reply reports (see the module docstring),
+        kept in ``usages``."""
+        if self.usage == "count":
+            from orgteams.agents.llm.tokens import count_tokens
+
+            usage = (sum(count_tokens(m.get("content") or "") for m in body.get("messages", [])),
+                     count_tokens(text))
+        else:
+            usage = (11, 5)
+        with self.lock:
+            self.usages.append(usage)
+        return usage
 
     def reply_for(self, response_format: dict[str, Any]) -> str:
         """``reply_text``, or the minimal valid object of the request's schema."""

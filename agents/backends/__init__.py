@@ -1,5 +1,6 @@
 """Chat-model backends: one interface, several implementations (DESIGN.md, "LLM backends"),
-and the pool that owns them for an episode or a sweep worker (:class:`BackendPool`).
+the pool that owns them for an episode or a sweep worker (:class:`BackendPool`), and what
+their calls cost (:mod:`.pricing`, :mod:`.spend`: a run's spend and budget).
 
 Pick one with :func:`make_backend`::
 

@@ -73,15 +73,19 @@ class BackendPool:
     ``local_slots`` set it. A server already running keeps its slots (more members
     than slots wait their turn).
 
+    With a :class:`~orgteams.agents.backends.spend.Spend` (``spend``), every backend the
+    pool makes is metered: each reply is priced and charged to it (the run's budget).
+
     Args:
         local_slots: Parallel slots of the embedded server; None: as above.
+        spend: What the pool's model calls are charged to; None: not metered.
 
     >>> from orgteams.run import build_member
     >>> with BackendPool() as pool:
     ...     member = build_member("agent_0", "scripted", pool=pool)
     """
 
-    def __init__(self, local_slots: int | None = None) -> None:
+    def __init__(self, local_slots: int | None = None, spend: Any = None) -> None:
         from orgteams.agents.llm.tokens import Tokenizer
 
         if local_slots is not None:
@@ -90,6 +94,9 @@ class BackendPool:
         self._local_members = 0
         self._backends: dict[tuple[str, str | None], Any] = {}
         self._server: Any = None
+        self.spend = spend
+        """The :class:`~orgteams.agents.backends.spend.Spend` the calls are charged to, or
+        None."""
         self.tokenizer = Tokenizer()
         """The episode's message tokenizer: the scripted backends' usage counts and, in
         :func:`~orgteams.run.run_episode`, every message token of the round loop and its metrics."""
@@ -105,7 +112,12 @@ class BackendPool:
                 options["server"] = self._local_server()
             elif options["backend"] == "scripted":
                 options["tokenizer"] = self.tokenizer
-            self._backends[key] = make_backend(options)
+            backend = make_backend(options)
+            if self.spend is not None:
+                from orgteams.agents.backends.spend import MeteredBackend
+
+                backend = MeteredBackend(backend, self.spend, options["backend"])
+            self._backends[key] = backend
         return self._backends[key]
 
     def expect_local_members(self, count: int) -> None:

@@ -8,7 +8,8 @@ them out of means, and Criticize-Reflect does not score them.
 ``stop_reason`` says why it ended, in a short fixed phrase: ``goal met``, ``max ticks``
 (the task's step limit or ``max_ticks``) or ``max rounds`` for a complete episode;
 ``transport failures`` or ``invalid replies`` for an ``error`` stop; the reason the
-caller's ``should_stop`` gave (e.g. ``window closed``) for an ``interrupted`` one.
+caller's ``should_stop`` gave (e.g. ``window closed``, or ``max cost`` when the run's
+budget was reached: :mod:`~orgteams.agents.backends.spend`) for an ``interrupted`` one.
 ``stop_detail`` is the sentence behind an early stop (None when there is none).
 
 :class:`CallFailures` stops an episode whose model calls give no decision, counting two

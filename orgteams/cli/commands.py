@@ -11,6 +11,32 @@ import json
 import sys
 from typing import Any
 
+BUDGET_REACHED = 3
+"""Exit status of a run its ``--max-cost`` stopped (finished work kept; rerun with a
+higher ``--max-cost`` to go on)."""
+
+
+def _announce_cost(estimate: Any, spend: Any) -> None:
+    """Print a run's cost estimate (stderr), with what its folder spent already and the
+    budget."""
+    from orgteams.agents.backends.spend import usd
+
+    lines = estimate.lines()
+    if spend is not None and spend.ledger is not None and spend.spent:
+        lines.append(f"  spent so far: {usd(spend.spent)} ({spend.ledger})")
+    if spend is not None and spend.max_cost is not None:
+        over = estimate.usd is not None and spend.spent + estimate.usd > spend.max_cost
+        lines.append(f"  --max-cost {usd(spend.max_cost)}: the run stops cleanly when the "
+                     f"spend reaches it{' (the estimate is above it)' if over else ''}")
+    for line in lines:
+        print(line, file=sys.stderr)
+
+
+def _budget_reached(command: str, stop: Any) -> int:
+    """The one line of a run its budget stopped; its exit status."""
+    print(f"orgteams {command}: {stop.line()}", file=sys.stderr)
+    return BUDGET_REACHED
+
 
 def _check_out(path: str | None) -> None:
     """An output folder (``--out``) that is a file, or under one, is one line before
@@ -100,12 +126,22 @@ def _print_summary(summary: dict) -> None:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    from orgteams.agents.backends.pool import BackendPool
     from orgteams.cli.options import config_from_args
     from orgteams.config import EpisodeConfig
     from orgteams.run import run_episode
 
     config = config_from_args(EpisodeConfig, args)
-    result = run_episode(config=config, on_round=None if args.quiet else _round_printer())
+    spend = None
+    if config.max_cost is not None or config.price_per_mtok is not None:
+        from orgteams.agents.backends.spend import Spend
+        from orgteams.run import check_budget
+
+        check_budget(config, "--max-cost")
+        spend = Spend(config.max_cost, price=config.price_per_mtok)
+    with BackendPool(spend=spend) as pool:
+        result = run_episode(config=config, pool=pool,
+                             on_round=None if args.quiet else _round_printer())
     summary = result.summary
     # never met silently (stderr, so --json stays clean)
     for line in [*summary.get("warnings", []), summary.get("tokens_approximate")]:
@@ -121,6 +157,15 @@ def cmd_run(args: argparse.Namespace) -> int:
         if result.log_path is not None:  # the table cuts long paths
             print(f"log: {result.log_path}\nreplay it: orgteams replay {result.log_path}")
     status = summary.get("episode_status", "complete")
+    if spend is not None and spend.reached():
+        from orgteams.agents.backends.spend import MAX_COST, usd
+
+        if summary.get("stop_reason") == MAX_COST:
+            partial = f"; log {result.log_path}" if result.log_path else ""
+            print(f"orgteams run: budget reached: spent {usd(spend.spent)} of --max-cost "
+                  f"{usd(spend.max_cost)}; the episode stopped at round {summary['rounds']}"
+                  f"{partial}", file=sys.stderr)
+            return BUDGET_REACHED
     if status == "interrupted":  # e.g. the window was closed
         partial = f"; partial log {result.log_path}" if result.log_path else ""
         print(f"stopped at round {summary['rounds']} ({summary['stop_reason']}){partial}",
@@ -256,21 +301,35 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
-    from orgteams.experiments.sweep import SweepSpec, run_sweep, spec_from_lists
-    from orgteams.experiments.sweep_spec import EPISODE_FIELDS
+    from pathlib import Path
+
+    from orgteams.agents.backends.spend import BudgetReached
+    from orgteams.experiments.estimate import estimate_sweep
+    from orgteams.experiments.sweep import SweepSpec, run_sweep, spec_from_lists, sweep_spend
+    from orgteams.experiments.sweep_spec import BUDGET_FIELDS, EPISODE_FIELDS
 
     _check_out(args.out)
     base = SweepSpec.from_yaml(args.spec) if args.spec else None
-    episode = {k: getattr(args, k) for k in EPISODE_FIELDS if hasattr(args, k)}
+    episode = {k: getattr(args, k) for k in (*EPISODE_FIELDS, *BUDGET_FIELDS)
+               if hasattr(args, k)}
     spec = spec_from_lists(base, tasks=args.tasks, layouts=args.layouts,
                            organizations=args.orgs, agents=args.agents,
                            backends=args.backend, seeds=args.seeds, **episode)
+    spec.validate()
+    spend = sweep_spend(spec, Path(args.out))
+    if spend is not None:
+        _announce_cost(estimate_sweep(spec, args.out), spend)
     out = run_sweep(spec, args.out, workers=args.workers, ray=args.ray, progress=not args.quiet)
     if args.json:
         _print_json(out)
     else:
         print(f"{out['ran']} episodes run ({out['ok']} ok, {out['errors']} failed), "
               f"{out['skipped']} already done; results in {out['results']}")
+    if out.get("budget_reached"):
+        done = out["skipped"] + out["ok"]
+        return _budget_reached("sweep", BudgetReached(
+            out["spend"]["spent_usd"], out["spend"]["max_cost"], Path(out["spend"]["ledger"]),
+            f"{done} of {out['cells']} episodes"))
     if out["errors"]:  # the rows are kept (error rows are retried by a rerun)
         print(f"orgteams sweep: {out['errors']} of {out['ran']} episodes failed (status "
               f"error in {out['results']}; rerun the same command to retry them)",
@@ -299,20 +358,29 @@ def cmd_experiment(args: argparse.Namespace) -> int:
         for name, description in list_experiments():
             print(f"{name}: {description}")
         return 0
+    from orgteams.agents.backends.spend import BudgetReached
+
     _check_out(args.out)
-    table = run_experiment(args.name, backend=args.backend, seeds=args.seeds, out=args.out,
-                           progress=not args.no_progress)
+    try:
+        table = run_experiment(args.name, backend=args.backend, seeds=args.seeds, out=args.out,
+                               progress=not args.no_progress,
+                               max_cost=getattr(args, "max_cost", None),
+                               price_per_mtok=getattr(args, "price_per_mtok", None),
+                               on_estimate=_announce_cost)
+    except BudgetReached as stop:  # what finished is kept in the folder
+        return _budget_reached("experiment", stop)
     out = args.out or f"runs/experiments/{args.name}"
     print(f"{args.name}: {len(table['rows'])} rows; table {out}/table.md, spec {out}/spec.yaml")
     return 0
 
 
 def cmd_reflect(args: argparse.Namespace) -> int:
+    from orgteams.agents.backends.spend import BudgetReached
     from orgteams.cli.options import config_from_args
     from orgteams.cli.progress import Progress
     from orgteams.config import ReflectConfig
     from orgteams.criticize_reflect.loop import EpisodeFailed
-    from orgteams.experiments.reflect import run_reflect
+    from orgteams.experiments.reflect import reflect_spend, run_reflect
 
     config = _reflect_config(config_from_args(ReflectConfig, args), args)
     _check_out(str(config.out_dir))
@@ -323,6 +391,13 @@ def cmd_reflect(args: argparse.Namespace) -> int:
                                   layouts=args.eval_layouts, progress=not args.json)
         _print_json(report) if args.json else print(format_evaluation(report))
         return 0
+    spend = reflect_spend(config)
+    if spend is not None:
+        from orgteams.criticize_reflect.loop import finished_iterations
+        from orgteams.experiments.estimate import estimate_reflect
+
+        start = finished_iterations(config.out_dir)
+        _announce_cost(estimate_reflect(config, start=start), spend)
     bar = Progress(config.iterations, "reflect", enabled=not args.json)
 
     def progress(iteration: int, tick: int, limit: int) -> None:
@@ -330,7 +405,9 @@ def cmd_reflect(args: argparse.Namespace) -> int:
                               f"tick {tick}/{limit}")
 
     try:
-        result = run_reflect(config, on_progress=progress)
+        result = run_reflect(config, on_progress=progress, spend=spend)
+    except BudgetReached as stop:  # the finished iterations are kept
+        return _budget_reached("reflect", stop)
     except EpisodeFailed as exc:  # recorded on disk; not bad input, not a bug
         print(f"orgteams reflect: stopped: {exc}", file=sys.stderr)
         return 1

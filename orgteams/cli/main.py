@@ -55,6 +55,10 @@ def _json(p: argparse.ArgumentParser) -> None:
 
 _WHERE = ["task", "layout", "agents", "seed"]
 """The fields every episode-playing command takes first."""
+_BUDGET = {"max_cost": "stop the run cleanly once its model calls' spend (their reported "
+                       "usage, priced) reaches USD; the output folder's spend.json keeps "
+                       "the spend across reruns: rerun with a higher one to go on"}
+"""The help of --max-cost where a command plays many episodes into a folder."""
 _EACH_EPISODE = {"max_rounds": "stop each episode after this many rounds",
                  "max_ticks": "stop each episode after this many ticks (default: the task's "
                               "limit)"}
@@ -159,6 +163,7 @@ def _experiment(sub) -> None:
                    "recipes: held-out seeds)")
     p.add_argument("--out", default=None, help="output folder (default "
                    "runs/experiments/<name>)")
+    add_fields(p, EpisodeConfig, ["max_cost", "price_per_mtok"], help=_BUDGET)
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.set_defaults(func=cmd_experiment)
 
@@ -185,7 +190,8 @@ def _sweep(sub) -> None:
                    help="a count N (seeds 0..N-1), a comma list, or a range A-B")
     # the episode options a sweep spec shares with orgteams run; given ones override the spec
     add_fields(p, EpisodeConfig, [*_EACH_EPISODE, "cache", "max_transport_failures",
-                                  "max_invalid_replies"], help=_EACH_EPISODE)
+                                  "max_invalid_replies", "max_cost", "price_per_mtok"],
+               help={**_EACH_EPISODE, **_BUDGET})
     p.add_argument("--out", required=True, help="folder for results.jsonl and logs/")
     p.add_argument("--workers", type=_int_in(1, 256), default=None,
                    help="parallel processes (default: 1 with a local backend, else up to 4)")

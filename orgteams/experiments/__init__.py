@@ -1,5 +1,6 @@
 """Experiments: resumable sweeps, paper recipes, reports and statistics, Criticize-
-Reflect runs and their held-out evaluation, demonstrations and behaviour labels.
+Reflect runs and their held-out evaluation, demonstrations, behaviour labels, and the
+cost estimate of a run's model calls.
 
 >>> from orgteams.experiments import run_sweep, run_reflect
 """

@@ -9,6 +9,14 @@ ran, after ``--backend``/``--seeds``), ``table.md`` and ``table.json`` (its tabl
 plots (``report.md``/``report.json`` with Welch tests for sweeps; ``<variant>/costs.png``
 for reflect runs).
 
+Paid models: ``max_cost`` stops the recipe cleanly once its model calls' spend
+(``out/spend.json``, every variant and the evaluation together, across reruns) reaches it
+(:class:`~orgteams.agents.backends.spend.BudgetReached`); a rerun with a higher one goes
+on: a sweep recipe without replaying its finished rows, a reflect recipe without its
+finished iterations and evaluations. ``on_estimate(estimate, spend)`` is given the cost
+estimate (:mod:`~orgteams.experiments.estimate`) before anything is played, when a model
+of the recipe has a price.
+
 >>> from orgteams.experiments.recipes import run_experiment
 >>> run_experiment("paper2-protocols", backend="planner", seeds=3, out="runs/protocols")
 """
@@ -16,6 +24,7 @@ for reflect runs).
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from statistics import fmean
 from typing import Any
@@ -28,6 +37,8 @@ from orgteams.errors import UserError, unknown_name
 __all__ = ["coordinator_input", "list_experiments", "load_recipe", "run_experiment"]
 
 KINDS = ("sweep", "reflect", "shocks")
+NO_BUDGET = {"max_cost": None, "price_per_mtok": None, "on_estimate": None}
+"""A recipe run without a budget or a price of its own (the price table)."""
 
 
 def _recipes() -> dict[str, Path]:
@@ -54,10 +65,22 @@ def load_recipe(name: str) -> dict[str, Any]:
 
 def run_experiment(name: str, *, backend: str | None = None, seeds: int | None = None,
                    out: str | Path | None = None, progress: bool = True,
-                   agents: list[int] | None = None) -> dict[str, Any]:
+                   agents: list[int] | None = None, max_cost: float | None = None,
+                   price_per_mtok: Any = None,
+                   on_estimate: Callable[[Any, Any], object] | None = None) -> dict[str, Any]:
     """Run recipe ``name``; ``backend`` replaces its member spec, ``seeds`` its seed count
     (for reflect recipes: the held-out seeds), ``agents`` its team sizes (sweep recipes:
-    e.g. ``paper2-scaling`` at small sizes). Returns the table as JSON."""
+    e.g. ``paper2-scaling`` at small sizes); ``max_cost``, ``price_per_mtok`` and
+    ``on_estimate``: see the module docstring. Returns the table as JSON.
+
+    Raises:
+        BudgetReached: The spend reached ``max_cost`` (the finished work is kept).
+    """
+    from orgteams.config import EpisodeConfig
+
+    budget = {"max_cost": EpisodeConfig.check("max_cost", max_cost),
+              "price_per_mtok": EpisodeConfig.check("price_per_mtok", price_per_mtok),
+              "on_estimate": on_estimate}
     recipe = load_recipe(name)
     if seeds is not None and seeds < 1:
         raise UserError(f"seeds must be >= 1, got {seeds}")
@@ -69,11 +92,11 @@ def run_experiment(name: str, *, backend: str | None = None, seeds: int | None =
     if recipe["kind"] == "sweep":
         if agents is not None:
             recipe["sweep"] = {**(recipe.get("sweep") or {}), "agents": list(agents)}
-        table = _run_sweep(name, recipe, backend, seeds, out_dir, progress)
+        table = _run_sweep(name, recipe, backend, seeds, out_dir, progress, budget)
     elif recipe["kind"] == "shocks":
-        table = _run_shocks(name, recipe, backend, seeds, out_dir, progress)
+        table = _run_shocks(name, recipe, backend, seeds, out_dir, progress, budget)
     else:
-        table = _run_reflect(name, recipe, backend, seeds, out_dir, progress)
+        table = _run_reflect(name, recipe, backend, seeds, out_dir, progress, budget)
     (out_dir / "table.json").write_text(json.dumps(table, indent=2, default=str) + "\n",
                                         encoding="utf-8")
     (out_dir / "table.md").write_text(_markdown(table) + "\n", encoding="utf-8")
@@ -81,20 +104,33 @@ def run_experiment(name: str, *, backend: str | None = None, seeds: int | None =
 
 
 def _run_sweep(name: str, recipe: dict[str, Any], backend: str | None, seeds: int | None,
-               out: Path, progress: bool) -> dict[str, Any]:
+               out: Path, progress: bool, budget: dict[str, Any] | None = None
+               ) -> dict[str, Any]:
+    from orgteams.agents.backends.spend import BudgetReached
+    from orgteams.experiments.estimate import estimate_sweep
     from orgteams.experiments.report import report
-    from orgteams.experiments.sweep import played, read_results, run_sweep
-    from orgteams.experiments.sweep_spec import SweepSpec
+    from orgteams.experiments.sweep import played, read_results, run_sweep, sweep_spend
+    from orgteams.experiments.sweep_spec import BUDGET_FIELDS, SweepSpec
 
+    budget = budget or NO_BUDGET
     data = dict(recipe.get("sweep") or {})
     if backend is not None:
         data["backends"] = [backend]
     if seeds is not None:
         data["seeds"] = seeds
+    data.update({k: budget[k] for k in BUDGET_FIELDS if budget[k] is not None})
     spec = SweepSpec.from_dict(data, source=f"experiment {name}")
+    spec.validate()
+    spend = sweep_spend(spec, out)
+    if spend is not None and budget["on_estimate"] is not None:
+        budget["on_estimate"](estimate_sweep(spec, out), spend)
     (out / "spec.yaml").write_text(yaml.safe_dump(spec.to_dict(), sort_keys=False),
                                    encoding="utf-8")
-    run_sweep(spec, out, workers=1, progress=progress)
+    ran = run_sweep(spec, out, workers=1, progress=progress)
+    if ran["budget_reached"]:
+        raise BudgetReached(ran["spend"]["spent_usd"], ran["spend"]["max_cost"],
+                            Path(ran["spend"]["ledger"]),
+                            f"{ran['skipped'] + ran['ok']} of {ran['cells']} episodes")
     report(out / "results.jsonl", out, baseline=recipe.get("baseline"), progress=progress)
     rows, _ = read_results(out / "results.jsonl")
     metrics = list(recipe.get("metrics") or ["ticks", "comm_tokens_per_step"])
@@ -128,11 +164,14 @@ def _run_sweep(name: str, recipe: dict[str, Any], backend: str | None, seeds: in
 
 
 def _run_reflect(name: str, recipe: dict[str, Any], backend: str | None, seeds: int | None,
-                 out: Path, progress: bool) -> dict[str, Any]:
+                 out: Path, progress: bool, budget: dict[str, Any] | None = None
+                 ) -> dict[str, Any]:
+    from orgteams.agents.backends.pool import BackendPool
     from orgteams.cli.progress import Progress
     from orgteams.experiments.reflect import run_reflect
     from orgteams.experiments.reflect_eval import evaluate_reflect
 
+    budget = budget or NO_BUDGET
     common = {k: recipe[k] for k in ("task", "layout", "agents", "critic", "coordinator",
                                      "iterations", "episodes_per_iteration") if k in recipe}
     common["backend"] = backend or recipe.get("backend", "planner")
@@ -140,6 +179,7 @@ def _run_reflect(name: str, recipe: dict[str, Any], backend: str | None, seeds: 
     ran = {"organization": recipe.get("organization", "leader"), **common, "heldout_seeds": n,
            "variants": recipe.get("variants") or {"default": {}}}
     configs = _reflect_configs(name, ran, common, out)  # every variant, before any plays
+    spend = _reflect_spend(configs, n, out, budget)
     (out / "spec.yaml").write_text(yaml.safe_dump(ran, sort_keys=False), encoding="utf-8")
     columns = ["variant", "coordinator_input", "start", "best", "best_iteration", "path",
                "loop_costs", "loop_cost_start", "loop_cost_best", "n", "heldout_start",
@@ -153,11 +193,15 @@ def _run_reflect(name: str, recipe: dict[str, Any], backend: str | None, seeds: 
             bar.update(iteration, f"iteration {iteration + 1}/{total}: tick {tick}/{limit}")
 
         try:
-            result = run_reflect(config, on_progress=on_progress)
+            result = run_reflect(config, on_progress=on_progress, spend=spend)
             bar.update(config.iterations, "done")
         finally:
             bar.close()
-        ev = evaluate_reflect(out / variant, seeds=n, progress=progress)["rows"][0]
+        ev = _evaluated(out / variant, result, n)
+        if ev is None:
+            with BackendPool(spend=spend) as pool:
+                ev = evaluate_reflect(out / variant, seeds=n, progress=progress,
+                                      pool=pool)["rows"][0]
         rows.append({"variant": variant, "coordinator_input": coordinator_input(result.history),
                      "start": ran["organization"], "best": result.best.name,
                      "best_iteration": result.best_iteration,
@@ -171,6 +215,50 @@ def _run_reflect(name: str, recipe: dict[str, Any], backend: str | None, seeds: 
                      "t_test_p": ev["t_test_p"], "wilcoxon_p": ev["wilcoxon_p"]})
     return {"experiment": name, "kind": "reflect", "description": recipe.get("description"),
             "columns": columns, "rows": rows}
+
+
+def _reflect_spend(configs: dict[str, Any], heldout: int, out: Path, budget: dict[str, Any]
+                   ) -> Any:
+    """The recipe's :class:`~orgteams.agents.backends.spend.Spend` (every variant and the
+    evaluation: ``out/spend.json``), its estimate given to ``on_estimate``; None when no
+    model of it has a price and it has no budget."""
+    from orgteams.agents.backends.spend import LEDGER, Spend
+    from orgteams.criticize_reflect.loop import finished_iterations
+    from orgteams.experiments.estimate import Cells, Estimate, estimate_reflect
+    from orgteams.experiments.reflect import reflect_spend
+
+    priced = [reflect_spend(c.replace(max_cost=budget["max_cost"],
+                                      price_per_mtok=budget["price_per_mtok"]))
+              for c in configs.values()]
+    if not any(s is not None for s in priced):
+        return None
+    spend = Spend(budget["max_cost"], out / LEDGER, budget["price_per_mtok"])
+    if budget["on_estimate"] is not None:
+        estimate, cells = Estimate(), Cells()
+        for variant, config in configs.items():
+            folder = out / variant
+            done = _evaluated(folder, None, heldout) is not None
+            estimate.merge(estimate_reflect(
+                config.replace(price_per_mtok=budget["price_per_mtok"]),
+                0 if done else heldout, cells, finished_iterations(folder)))
+        budget["on_estimate"](estimate, spend)
+    return spend
+
+
+def _evaluated(folder: Path, result: Any, heldout: int) -> dict[str, Any] | None:
+    """The evaluation row of a variant evaluated before on ``heldout`` seeds (of this
+    best organization, when ``result`` is given), else None: it is played (again)."""
+    path = folder / "evaluation.json"
+    if not path.is_file():
+        return None
+    try:
+        report = json.loads(path.read_text(encoding="utf-8"))
+        row = report["rows"][0]
+        same = len(report["heldout_seeds"]) == heldout and row.get("n") == heldout and (
+            result is None or report["best"] == result.best.name)
+    except (ValueError, KeyError, IndexError, TypeError):
+        return None
+    return row if same else None
 
 
 def _reflect_configs(name: str, ran: dict[str, Any], common: dict[str, Any], out: Path
@@ -213,15 +301,19 @@ def coordinator_input(history: list[dict[str, Any]]) -> str:
 
 
 def _run_shocks(name: str, recipe: dict[str, Any], backend: str | None, seeds: int | None,
-                out: Path, progress: bool) -> dict[str, Any]:
+                out: Path, progress: bool, budget: dict[str, Any] | None = None
+                ) -> dict[str, Any]:
     """Every organization under every shock condition (``orgteams run --shock`` strings or
     mappings, as in a sweep spec's ``shocks``), once per seed: success, ticks and recovery
     (docs/shocks.md; a shock that did not recover is counted, never averaged)."""
+    from orgteams.agents.backends.pool import BackendPool
+    from orgteams.agents.backends.spend import MAX_COST
     from orgteams.experiments.sweep import _Progress
     from orgteams.experiments.sweep_spec import SweepSpec, cell_config
     from orgteams.organizations.rounds.shocks import recovery_summary
     from orgteams.run import run_episode
 
+    budget = budget or NO_BUDGET
     missing = [k for k in ("task", "layout", "agents", "organizations", "conditions")
                if k not in recipe]
     if missing:
@@ -246,13 +338,20 @@ def _run_shocks(name: str, recipe: dict[str, Any], backend: str | None, seeds: i
                "recovered", "not_recovered", "recovery_rounds"]
     cells = list(spec.cells())
     options = spec.episode_options()
+    spend = _shocks_spend(spec, cells, options, out, budget)
     bar = _Progress(len(cells), progress)
     found: dict[tuple[str, str], list[dict]] = {}
-    for cell in cells:
-        result = run_episode(config=cell_config(cell, None, options))
-        found.setdefault((cell["organization"], cell["shocks"]), []).append(result.summary)
-        bar.update({"key": f"{cell['organization']}|{cell['shocks']}|{cell['seed']}",
-                    "status": "ok"})
+    with BackendPool(spend=spend) as pool:
+        for i, cell in enumerate(cells):
+            if spend is not None:  # a shocks recipe keeps no rows: a rerun plays them all
+                spend.check(f"{i} of {len(cells)} episodes (not kept)")
+            result = run_episode(config=cell_config(cell, None, options), pool=pool)
+            if spend is not None and result.summary.get("stop_reason") == MAX_COST:
+                spend.check(f"{i} of {len(cells)} episodes (not kept)")
+            found.setdefault((cell["organization"], cell["shocks"]), []).append(
+                result.summary)
+            bar.update({"key": f"{cell['organization']}|{cell['shocks']}|{cell['seed']}",
+                        "status": "ok"})
     bar.close()
     rows = []
     for (org, condition), summaries in found.items():
@@ -266,6 +365,25 @@ def _run_shocks(name: str, recipe: dict[str, Any], backend: str | None, seeds: i
                      "recovery_rounds": rec.get("mean_rounds")})
     return {"experiment": name, "kind": "shocks", "description": recipe.get("description"),
             "columns": columns, "rows": rows}
+
+
+def _shocks_spend(spec: Any, cells: list[dict], options: dict[str, Any], out: Path,
+                  budget: dict[str, Any]) -> Any:
+    """A shocks recipe's :class:`~orgteams.agents.backends.spend.Spend`
+    (``out/spend.json``), its estimate given to ``on_estimate``; None when no model of it
+    has a price and it has no budget."""
+    from orgteams.agents.backends.spend import LEDGER, Spend, check_priced
+    from orgteams.experiments.estimate import estimate_episodes, spec_models
+    from orgteams.experiments.sweep_spec import cell_config
+
+    max_cost, price = budget["max_cost"], budget["price_per_mtok"]
+    if not (check_priced(spec_models(spec), price, max_cost) or max_cost is not None):
+        return None
+    spend = Spend(max_cost, out / LEDGER, price)
+    if budget["on_estimate"] is not None:
+        configs = [cell_config(c, None, options) for c in cells]
+        budget["on_estimate"](estimate_episodes(configs, price), spend)
+    return spend
 
 
 def _cell(value: Any) -> str:

@@ -27,7 +27,7 @@ from orgteams.organizations.spec.library import load_organization
 from orgteams.organizations.spec.organization import Organization
 
 __all__ = ["HEURISTIC_EPISODES", "ReflectConfig", "check_reflector", "make_episode_fn",
-           "make_llm", "run_reflect"]
+           "make_llm", "reflect_spend", "run_reflect"]
 
 HEURISTIC_EPISODES = 5
 """Default episodes per iteration of the heuristic Coordinator. The paper's loop played
@@ -116,9 +116,28 @@ def _check_schedule(tasks: list[str], layouts: list[str], agents: int,
                          "spec for all or one per agent")
 
 
+def reflect_spend(config: ReflectConfig) -> Any:
+    """The :class:`~orgteams.agents.backends.spend.Spend` of a reflect run (its ledger
+    ``<out_dir>/spend.json``), or None when none of its models (team, Critic,
+    Coordinator) has a price and it has no ``max_cost``.
+
+    Raises:
+        UserError: ``max_cost`` with a model that has no known price.
+    """
+    from orgteams.agents.backends.spend import LEDGER, Spend, check_priced, run_models
+
+    specs = [config.backend] if isinstance(config.backend, str) else list(config.backend)
+    specs += [s for s, used in ((config.critic, config.use_critic),
+                                (config.coordinator, True)) if used and s != "heuristic"]
+    priced = check_priced(run_models(specs), config.price_per_mtok, config.max_cost)
+    if not (priced or config.max_cost is not None):
+        return None
+    return Spend(config.max_cost, Path(config.out_dir) / LEDGER, config.price_per_mtok)
+
+
 def run_reflect(config: ReflectConfig | str | Path | Organization | None = None, *,
                 on_progress: Callable[[int, int, int], object] | None = None,
-                **overrides: Any) -> ReflectResult:
+                spend: Any = None, **overrides: Any) -> ReflectResult:
     """Run (or resume) the Criticize-Reflect loop; see :func:`~orgteams.criticize_reflect.reflect`.
 
     ``run_reflect(config)``, ``run_reflect(config, iterations=5)`` or, as before,
@@ -140,10 +159,22 @@ def run_reflect(config: ReflectConfig | str | Path | Organization | None = None,
         failure_penalty: Extra cost of a failed episode (see ``CostModel``).
         screen_candidates: Play every valid candidate and keep the cheapest (default:
             on for the heuristic Coordinator, off for a model, as in the paper).
+        max_cost: Stop the run cleanly once its model calls' spend (team, Critic and
+            Coordinator; ``<out_dir>/spend.json`` keeps it across reruns) reaches this
+            many USD: :class:`~orgteams.agents.backends.spend.BudgetReached`, the
+            finished iterations kept; rerun with a higher one to go on.
+        price_per_mtok: USD per 1 million prompt and completion tokens of the
+            ``openai:`` models, instead of the price table.
 
     Args:
         on_progress: Called as ``on_progress(iteration, tick, tick_limit)`` while each
             episode plays (the CLI's progress bar).
+        spend: What the calls are charged to (a recipe's, shared by its variants); None:
+            :func:`reflect_spend`.
+
+    Raises:
+        BudgetReached: The spend reached the budget (before the run, or during it).
+        EpisodeFailed: An episode stopped early for another reason.
     """
     if config is not None and not isinstance(config, ReflectConfig):
         overrides = {"organization": config, **overrides}
@@ -161,10 +192,18 @@ def run_reflect(config: ReflectConfig | str | Path | Organization | None = None,
         screen_candidates=heuristic if config.screen_candidates is None
         else config.screen_candidates)
     from orgteams.agents.backends.pool import BackendPool
+    from orgteams.criticize_reflect.loop import EpisodeFailed, finished_iterations
 
+    spend = spend if spend is not None else reflect_spend(config)
+
+    def done(finished: int) -> str:
+        return f"{finished} of {config.iterations} iterations"
+
+    if spend is not None:  # spent already: not even the pending decision is asked
+        spend.check(done(finished_iterations(config.out_dir)))
     # One pool for the team, the Critic and the Coordinator: one local server for all,
     # living as long as the reflect run.
-    with BackendPool() as pool:
+    with BackendPool(spend=spend) as pool:
         critic, coordinator = _reflectors(config, pool)
         episode_fn = make_episode_fn(config, log_dir=Path(config.out_dir) / "logs", pool=pool,
                                      on_progress=on_progress)
@@ -175,12 +214,21 @@ def run_reflect(config: ReflectConfig | str | Path | Organization | None = None,
             "coordinator": config.coordinator,
             "episodes_per_iteration": config.episodes_per_iteration,
             "max_rounds": config.max_rounds, "max_ticks": config.max_ticks})
-        return reflect(org, episode_fn, critic, coordinator, iterations=config.iterations,
-                       out_dir=config.out_dir, step_weight=config.step_weight,
-                       token_weight=config.token_weight, use_critic=config.use_critic,
-                       approved=config.approved, budget_chars=config.budget_chars,
-                       failure_penalty=config.failure_penalty,
-                       screen_candidates=config.screen_candidates)
+        try:
+            return reflect(org, episode_fn, critic, coordinator, iterations=config.iterations,
+                           out_dir=config.out_dir, step_weight=config.step_weight,
+                           token_weight=config.token_weight, use_critic=config.use_critic,
+                           approved=config.approved, budget_chars=config.budget_chars,
+                           failure_penalty=config.failure_penalty,
+                           screen_candidates=config.screen_candidates)
+        except EpisodeFailed as failed:
+            if spend is not None and spend.reached():
+                from orgteams.agents.backends.spend import BudgetReached
+
+                assert spend.max_cost is not None
+                raise BudgetReached(spend.spent, spend.max_cost, spend.ledger,
+                                    done(failed.finished)) from failed
+            raise
 
 
 def _reflectors(config: ReflectConfig, pool: Any) -> tuple[Any, Any]:

@@ -55,8 +55,13 @@ def paired_comparison(start: Sequence[float], best: Sequence[float]) -> dict[str
 
 
 def _costs(episode: EpisodeConfig, seeds: list[int], model: CostModel, bar: Progress,
-           logs: Path) -> list[float]:
-    """The cost of ``episode`` on each seed; logs at ``<logs>_s<seed>.jsonl``."""
+           logs: Path, pool: Any = None) -> list[float]:
+    """The cost of ``episode`` on each seed; logs at ``<logs>_s<seed>.jsonl``.
+
+    Raises:
+        BudgetReached: ``pool``'s spend reached its budget (an episode was stopped).
+        RuntimeError: An episode stopped early for another reason.
+    """
     from orgteams.run import run_episode
 
     where = f"{episode.task} / {episode.layout}: {episode.organization.name}"
@@ -64,9 +69,12 @@ def _costs(episode: EpisodeConfig, seeds: list[int], model: CostModel, bar: Prog
     for seed in seeds:
         bar.update(bar.done, f"{where}, seed {seed}")
         # the evidence stays with the run it evaluates, never in the caller's ./runs
-        result = run_episode(episode, seed=seed, log_path=f"{logs}_s{seed}.jsonl")
+        result = run_episode(episode, seed=seed, log_path=f"{logs}_s{seed}.jsonl", pool=pool)
         if result.summary.get("episode_status", "complete") != "complete":
             from orgteams.organizations.rounds.status import why_stopped
+
+            if pool is not None and pool.spend is not None:
+                pool.spend.check()  # the budget stopped it: the evaluation is played again
 
             raise RuntimeError(f"seed {seed}: the episode stopped early "
                                f"({why_stopped(result.summary)}); no comparison")
@@ -89,11 +97,17 @@ def _load(out_dir: str | Path) -> tuple[Path, dict, dict, Organization, Organiza
 
 def evaluate_reflect(out_dir: str | Path, seeds: int = 20,
                      tasks: Sequence[str] | None = None, layouts: Sequence[str] | None = None,
-                     progress: bool = False) -> dict[str, Any]:
+                     progress: bool = False, pool: Any = None) -> dict[str, Any]:
     """Compare ``best.yaml`` with the starting organization on ``seeds`` held-out seeds,
     per task x layout (default: the run's own; a pair the layout cannot host is a
     skipped row when tasks or layouts were asked for); writes ``evaluation.json`` and the cost
-    plot ``costs.png`` into ``out_dir``. ``progress``: a bar on stderr over the episodes."""
+    plot ``costs.png`` into ``out_dir``. ``progress``: a bar on stderr over the episodes;
+    ``pool``: the episodes' backends (a recipe's, metered by its budget; None: each
+    episode makes its own).
+
+    Raises:
+        BudgetReached: ``pool``'s spend reached its budget; nothing is written.
+    """
     out, run, config, start, best = _load(out_dir)
     model = CostModel(config["step_weight"], config["token_weight"],
                       config.get("failure_penalty", 0.0))
@@ -115,7 +129,7 @@ def evaluate_reflect(out_dir: str | Path, seeds: int = 20,
             logs = out / "evaluation" / f"{task}_{layout}"
             try:
                 a = _costs(episode.replace(organization=start), held, model, bar,
-                           Path(f"{logs}_start"))
+                           Path(f"{logs}_start"), pool)
             except UserError as exc:  # e.g. the layout lacks the task's furniture
                 if not (tasks or layouts):
                     raise
@@ -123,7 +137,7 @@ def evaluate_reflect(out_dir: str | Path, seeds: int = 20,
                 bar.update(before + 2 * len(held), "skipped")
                 continue
             b = _costs(episode.replace(organization=best), held, model, bar,
-                       Path(f"{logs}_best"))
+                       Path(f"{logs}_best"), pool)
             rows.append({"task": task, "layout": layout, **paired_comparison(a, b),
                          "start_costs": a, "best_costs": b})
     finally:

@@ -19,7 +19,12 @@ Files under ``out``:
   ``complete``); an episode stopped early (e.g. its model server was gone) is an
   ``error`` row that keeps its summary. A rerun skips every key with an ``ok`` row;
   ``error`` rows are retried. A truncated
-  last line (a crash mid-write) is dropped before appending.
+  last line (a crash mid-write) is dropped before appending. A sweep its budget stopped
+  (``max_cost``) ends with one stop line, ``{"stop": "max cost", "detail": "budget
+  reached: ...", "spent_usd", "max_cost", "finished_at"}``, which readers skip.
+* ``spend.json``: what the sweep's model calls cost so far, all runs together (see
+  :mod:`~orgteams.agents.backends.spend`), when a model of the sweep has a price or
+  ``max_cost`` is set.
 * ``logs/<cell>.jsonl``: the episode log of each cell (see ``read_log``).
 * ``.sweep.lock``: held (``filelock``) while a sweep runs, so a second sweep into the
   same folder is refused at once instead of running every cell twice.
@@ -27,6 +32,11 @@ Files under ``out``:
 Worker processes exit when the sweep's process dies, even by ``kill -9`` (Linux:
 ``PR_SET_PDEATHSIG``; elsewhere a thread that watches the parent's pid); they run
 their exit hooks first, so a ``local`` worker stops its llama.cpp server.
+
+Budget: with ``max_cost`` no cell starts once the spend reached it, and an episode
+running then stops at its next check (``episode_status`` ``interrupted``, ``stop_reason``
+``max cost``: an ``error`` row, retried). Finished rows are kept; the sweep returns
+``budget_reached``; a rerun with a higher ``max_cost`` goes on where it stopped.
 
 LLM backends: each worker process builds its own backend. For ``local`` that means one
 llama.cpp server per process (memory and cores multiply), so the default is one worker
@@ -115,6 +125,8 @@ def read_results(path: str | Path) -> tuple[list[dict], int]:
             continue
         try:
             row = json.loads(line)
+            if isinstance(row, dict) and "stop" in row and "cell" not in row:
+                continue  # where a budget stopped a run: not an episode
             if not isinstance(row, dict) or "cell" not in row:
                 raise ValueError("not a result row")
             rows.append(row)
@@ -144,14 +156,17 @@ def _drop_partial_tail(path: Path) -> None:
 _WORKER_POOL: list = []  # this worker process's BackendPool, made by its first cell
 
 
-def _worker_pool():
+def _worker_pool(spend: Any = None):
     """The backends of this worker's cells: one local server per worker, not per cell.
     The pool lives as long as the worker (closed at its exit, or by
-    :func:`close_worker_pool` when the sweep ran in this process)."""
+    :func:`close_worker_pool` when the sweep ran in this process); its calls are charged
+    to the sweep's ``spend`` (a pool metered otherwise is made again)."""
+    if _WORKER_POOL and _WORKER_POOL[0].spend != spend:
+        close_worker_pool()
     if not _WORKER_POOL:
         from orgteams.agents.backends.pool import BackendPool
 
-        _WORKER_POOL.append(BackendPool())
+        _WORKER_POOL.append(BackendPool(spend=spend))
         atexit.register(close_worker_pool)
     return _WORKER_POOL[0]
 
@@ -165,16 +180,22 @@ def close_worker_pool() -> None:
 
 def run_cell(cell: dict[str, Any], log_path: str | None, options: dict[str, Any]) -> dict:
     """Run one cell's episode and return its summary (the default ``episode_fn``;
-    ``options``: the spec's :meth:`~SweepSpec.episode_options`)."""
+    ``options``: the spec's :meth:`~SweepSpec.episode_options`, and ``spend``: the
+    sweep's :class:`~orgteams.agents.backends.spend.Spend`, if it has one)."""
     from orgteams.run import run_episode
 
-    result = run_episode(config=cell_config(cell, log_path, options), pool=_worker_pool())
+    result = run_episode(config=cell_config(cell, log_path, options),
+                         pool=_worker_pool(options.get("spend")))
     return result.summary
 
 
 def _execute(episode_fn: Callable, cell: dict[str, Any], log_path: str | None,
              options: dict[str, Any]) -> dict:
-    """Worker side: never raises; returns the result row (without the write time)."""
+    """Worker side: never raises; returns the result row (without the write time), or
+    ``{"status": "budget"}`` (no row) for a cell not started: the budget was reached."""
+    spend = options.get("spend")
+    if spend is not None and spend.reached():
+        return {"status": "budget"}
     try:
         if log_path:
             Path(log_path).unlink(missing_ok=True)  # a retried cell starts a fresh log
@@ -240,7 +261,13 @@ def run_sweep(spec: SweepSpec, out: str | Path, workers: int | None = None, ray:
         progress: A progress bar on stderr.
 
     Returns:
-        ``{"out", "results", "cells", "skipped", "ran", "ok", "errors", "wall_seconds"}``.
+        ``{"out", "results", "cells", "skipped", "ran", "ok", "errors", "wall_seconds",
+        "workers", "not_run", "budget_reached", "spend"}``: ``not_run`` cells were not
+        started because the budget was reached (``budget_reached``); ``spend`` is the
+        ledger's totals (None when nothing of the sweep has a price).
+
+    Raises:
+        UserError: A bad spec; ``max_cost`` with a model that has no price.
     """
     spec.validate()
     ray_mod = _ray_module() if ray else None
@@ -253,12 +280,30 @@ def run_sweep(spec: SweepSpec, out: str | Path, workers: int | None = None, ray:
         warnings.warn(f"{workers} workers with a 'local' backend start {workers} llama.cpp "
                       "servers (one per process)", stacklevel=2)
     out = Path(out)
+    spend = sweep_spend(spec, out)
     (out / "logs").mkdir(parents=True, exist_ok=True)
     lock = _lock(out)
     try:
-        return _run_locked(spec, out, workers, ray_mod, episode_fn, progress)
+        return _run_locked(spec, out, workers, ray_mod, episode_fn, progress, spend)
     finally:
         lock.release()
+
+
+def sweep_spend(spec: SweepSpec, out: Path) -> Any:
+    """The :class:`~orgteams.agents.backends.spend.Spend` of a sweep into ``out`` (its
+    ledger ``out/spend.json``), or None when no model of it has a price and it has no
+    ``max_cost``.
+
+    Raises:
+        UserError: ``max_cost`` with a model that has no known price.
+    """
+    from orgteams.agents.backends.spend import LEDGER, Spend, check_priced
+    from orgteams.experiments.estimate import spec_models
+
+    priced = check_priced(spec_models(spec), spec.price_per_mtok, spec.max_cost)
+    if not (priced or spec.max_cost is not None):
+        return None
+    return Spend(spec.max_cost, out / LEDGER, spec.price_per_mtok)
 
 
 def _lock(out: Path) -> Any:
@@ -275,7 +320,7 @@ def _lock(out: Path) -> Any:
 
 
 def _run_locked(spec: SweepSpec, out: Path, workers: int, ray_mod: Any, episode_fn: Callable,
-                progress: bool) -> dict[str, Any]:
+                progress: bool, spend: Any) -> dict[str, Any]:
     ray = ray_mod is not None
     results = out / "results.jsonl"
     _drop_partial_tail(results)
@@ -283,12 +328,21 @@ def _run_locked(spec: SweepSpec, out: Path, workers: int, ray_mod: Any, episode_
     done = {r.get("key") or cell_key(r["cell"]) for r in rows if played(r)}
     cells = list(spec.cells())
     todo = [c for c in cells if cell_key(c) not in done]
+    skipped = len(cells) - len(todo)
     options = spec.episode_options()
+    counts = {"ok": 0, "error": 0, "budget": 0}
+    if spend is not None:
+        options["spend"] = spend
+        if spend.reached():  # spent already (an earlier run): start nothing
+            counts["budget"], todo = len(todo), []
     t0 = time.perf_counter()
-    counts = {"ok": 0, "error": 0}
     bar = _Progress(len(todo), progress)
     with results.open("a", encoding="utf-8") as fh:
         def write(cell: dict, outcome: dict) -> None:
+            if outcome["status"] == "budget":  # not started: no row, the rerun plays it
+                counts["budget"] += 1
+                bar.update({"key": cell_key(cell), "status": "not run (budget reached)"})
+                return
             row = {"key": cell_key(cell), "cell": cell, **outcome,
                    "finished_at": datetime.now(timezone.utc).isoformat(timespec="seconds")}
             fh.write(json.dumps(row, default=str) + "\n")
@@ -313,10 +367,34 @@ def _run_locked(spec: SweepSpec, out: Path, workers: int, ray_mod: Any, episode_
                 _run_pool(workers, todo, episode_fn, log_of, options, write)
         finally:
             bar.close()
+        reached = _record_stop(fh, spend, skipped + counts["ok"], len(cells))
     return {"out": str(out), "results": str(results), "cells": len(cells),
-            "skipped": len(cells) - len(todo), "ran": len(todo), "ok": counts["ok"],
+            "skipped": skipped, "ran": len(cells) - skipped - counts["budget"],
+            "ok": counts["ok"],
             "errors": counts["error"], "wall_seconds": round(time.perf_counter() - t0, 3),
-            "workers": "ray" if ray else workers}
+            "workers": "ray" if ray else workers, "not_run": counts["budget"],
+            "budget_reached": reached,
+            "spend": None if spend is None else {**spend.totals, "max_cost": spend.max_cost,
+                                                 "ledger": str(spend.ledger)}}
+
+
+def _record_stop(fh: Any, spend: Any, done: int, cells: int) -> bool:
+    """The stop line, when the budget was reached and cells are left; whether it was."""
+    if spend is None:
+        return False
+    spend.refresh()  # what every worker spent
+    if not spend.reached() or done >= cells:
+        return False
+    from orgteams.agents.backends.spend import MAX_COST, BudgetReached
+
+    stop = BudgetReached(spend.spent, spend.max_cost, spend.ledger,
+                         f"{done} of {cells} episodes")
+    fh.write(json.dumps({"stop": MAX_COST, "detail": stop.line(), "spent_usd": spend.spent,
+                         "max_cost": spend.max_cost,
+                         "finished_at": datetime.now(timezone.utc).isoformat(
+                             timespec="seconds")}) + "\n")
+    fh.flush()
+    return True
 
 
 def _run_pool(workers: int, todo: list[dict], episode_fn: Callable, log_of: Callable,

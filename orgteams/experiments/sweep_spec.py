@@ -26,6 +26,9 @@ from orgteams.organizations.rounds.status import (
 EPISODE_FIELDS = ("max_rounds", "max_ticks", "cache", "max_transport_failures",
                   "max_invalid_replies")
 """The :class:`~orgteams.config.EpisodeConfig` fields a spec gives every episode."""
+BUDGET_FIELDS = ("max_cost", "price_per_mtok")
+"""The fields of the sweep's budget (checked as :class:`~orgteams.config.EpisodeConfig`
+checks them): for the whole sweep, not each episode."""
 
 
 @dataclass(frozen=True)
@@ -40,6 +43,9 @@ class SweepSpec:
     ``shocks`` maps a condition name to its shocks (``orgteams run --shock`` strings, or
     mappings with ``kind``, ``round``, ``agent`` / ``member`` / ``field`` / ``value``); the
     conditions are one more dimension of the product (empty: no shocks, no dimension).
+    ``max_cost`` (USD) stops the sweep cleanly once the spend of its model calls, kept in
+    ``<out>/spend.json`` across reruns, reaches it; ``price_per_mtok`` (``[IN, OUT]``
+    USD per 1 million tokens) prices its ``openai:`` models instead of the price table.
     """
 
     tasks: tuple[str, ...] = ("prepare_afternoon_tea",)
@@ -54,6 +60,8 @@ class SweepSpec:
     max_transport_failures: int = DEFAULT_MAX_TRANSPORT_FAILURES
     max_invalid_replies: int = DEFAULT_MAX_INVALID_REPLIES
     shocks: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    max_cost: float | None = None
+    price_per_mtok: Any = None
 
     @classmethod
     def from_dict(cls, data: dict[str, Any], source: str = "<spec>") -> SweepSpec:
@@ -74,6 +82,7 @@ class SweepSpec:
         if "seeds" in data:
             kw["seeds"] = parse_seeds(data["seeds"], source)
         kw.update(_episode_options(data, source))
+        kw.update(_budget(data, source))
         if data.get("shocks") is not None:
             kw["shocks"] = _shock_conditions(data["shocks"], source)
         return cls(**kw)
@@ -89,6 +98,8 @@ class SweepSpec:
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
         d["shocks"] = {k: list(v) for k, v in self.shocks.items()}
+        if self.price_per_mtok is not None:
+            d["price_per_mtok"] = [self.price_per_mtok.prompt, self.price_per_mtok.completion]
         return {k: list(v) if isinstance(v, tuple) else v for k, v in d.items()}
 
     def cells(self) -> Iterator[dict[str, Any]]:
@@ -180,11 +191,13 @@ class SweepSpec:
 def cell_config(cell: dict[str, Any], log_path: str | None, options: dict[str, Any]
                 ) -> EpisodeConfig:
     """The :class:`~orgteams.config.EpisodeConfig` of one cell (of :meth:`SweepSpec.cells`)
-    with the spec's :meth:`~SweepSpec.episode_options`."""
+    with the spec's :meth:`~SweepSpec.episode_options` (other keys of ``options``, such as
+    the sweep's ``spend``, are not the episode's)."""
     return EpisodeConfig.build({
         "task": cell["task"], "layout": cell["layout"], "organization": cell["organization"],
         "agents": cell["agents"], "backend": cell["backend"], "seed": cell["seed"],
-        "log_path": log_path, "shocks": list(cell.get("shock_list") or ()), **options})
+        "log_path": log_path, "shocks": list(cell.get("shock_list") or ()),
+        **{k: v for k, v in options.items() if k in EPISODE_FIELDS}})
 
 
 def _a_team_size(key: str) -> str:
@@ -216,6 +229,14 @@ def _episode_options(data: dict[str, Any], source: str) -> dict[str, Any]:
     if "cache" in out:
         out["cache"] = str(out["cache"])
     return out
+
+
+def _budget(data: dict[str, Any], source: str) -> dict[str, Any]:
+    """The spec's :data:`BUDGET_FIELDS` given (not None), checked as
+    :class:`~orgteams.config.EpisodeConfig` checks them."""
+    return {key: EpisodeConfig.check(key, data[key],
+                                     lambda k: f"{source}: sweep spec field {k!r}")
+            for key in BUDGET_FIELDS if data.get(key) is not None}
 
 
 def _shock_conditions(v: Any, source: str) -> dict[str, tuple[str, ...]]:

@@ -193,8 +193,9 @@ def test_run_help_lists_every_option_it_always_listed():
         "--backend", "--max-rounds", "--max-ticks", "--render", "--video", "--fps",
         "--scale", "--log", "--shock", "--monitor", "--cache", "--quiet",
         "--max-transport-failures", "--max-invalid-replies", "--temperature", "--prompts",
-        "--debug"}
+        "--max-cost", "--price-per-mtok", "--debug"}
     assert shown["--max-transport-failures"] == shown["--max-invalid-replies"] == "N"
+    assert (shown["--max-cost"], shown["--price-per-mtok"]) == ("USD", "IN,OUT")
     assert (shown["--org"], shown["--log"], shown["--shock"]) == ("ORG", "LOG", "SHOCK")
     text = " ".join(run.format_help().split())
     for name, field in EpisodeConfig.model_fields.items():
