@@ -265,7 +265,8 @@ def check_budget(config: EpisodeConfig, flag: str = "max_cost") -> None:
     """
     from orgteams.agents.backends.spend import check_priced, run_models
 
-    specs = member_specs(config.backend, config.agents)
+    # callable policies call no model
+    specs = [s for s in member_specs(config.backend, config.agents) if isinstance(s, str)]
     specs += [s.member for s in config.shocks
               if s.kind == "substitute" and isinstance(s.member, str)]
     check_priced(run_models(specs), config.price_per_mtok, config.max_cost, flag)

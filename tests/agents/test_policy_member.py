@@ -73,6 +73,13 @@ def test_a_callable_policy_plays_every_tick_beside_a_planner_leader(tmp_path):
     assert assigns and "agent_1" in {a for r in assigns for a in r["delivered"]}
 
 
+def test_a_priced_run_with_a_callable_policy_plays_it_calls_no_model():
+    result = run_episode(task=SETTING["task"], layout=SETTING["layout"], organization="leader",
+                         agents=2, backend=["planner", last_valid], seed=0, max_ticks=5,
+                         log_path=None, max_cost=1.0)
+    assert result.summary["ticks"] == 5 and result.summary["episode_status"] == "complete"
+
+
 class Malformed(MemberBase):
     """Answers a primitive id outside the action space (an LLM could)."""
 
