@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from orgteams.envs.core.navigation import Navigator
     from orgteams.envs.core.state import HouseholdState
+    from orgteams.envs.core.tasks import TaskSpec
     from orgteams.envs.highlevel.highlevel_env import HighLevelAction, HighLevelEnv
     from orgteams.envs.observe.memory import AgentMemory
 
@@ -39,6 +40,11 @@ class MemberView:
     def world(self) -> HouseholdState:
         """The current world state (read it; the env replaces it every tick)."""
         return self._env.world
+
+    @property
+    def task(self) -> TaskSpec:
+        """The episode's task (its goal's size: a policy member's observations scale by it)."""
+        return self._env.task
 
     @property
     def agent_index(self) -> Mapping[str, int]:

@@ -18,9 +18,9 @@ from gymnasium.utils import seeding
 from pettingzoo import ParallelEnv
 
 from orgteams.envs.core.actions import NUM_ACTIONS
-from orgteams.envs.core.dynamics import transition
+from orgteams.envs.core.dynamics import EVENT_TYPES, transition
 from orgteams.envs.core.layout import Layout, load_layout
-from orgteams.envs.core.masks import MaskCache
+from orgteams.envs.core.masks import MaskCache, mask_rows
 from orgteams.envs.core.rewards import TeamReward, shaping_level
 from orgteams.envs.core.start import make_episode
 from orgteams.envs.core.state import HouseholdState
@@ -44,6 +44,10 @@ from orgteams.errors import UserError
 OBS_MODES = ("array", "text", "flat", "image")
 RENDER_MODES = ("human", "rgb_array", "ansi")
 TEXT_SPACE_LENGTH = 8192
+# Every per-agent info has these keys, each the number of the agent's events of that
+# kind this tick (a team event, a subgoal, counts for everyone): fixed keys and plain
+# numbers, so tensor libraries (TorchRL, Tianshou) stack infos as they are.
+EVENT_COUNTS = dict.fromkeys(EVENT_TYPES, 0)
 
 
 def agent_ids(n: int) -> list[str]:
@@ -65,7 +69,18 @@ class HouseholdEnv(ParallelEnv):
                  max_ticks: int | None = None, render_fps: int | None = None,
                  render_options: dict | None = None, units: int | tuple[int, int] | None = None,
                  action_masks: bool = True, action_mask_in_obs: bool = False,
-                 image_scale: int | None = None, observations: bool = True):
+                 image_scale: int | None = None, observations: bool = True,
+                 rich_infos: bool = False, max_cycles: int | None = None):
+        """Arguments as the module docstring of :mod:`orgteams.envs.household_v0` says;
+        ``max_cycles`` is PettingZoo's name for ``max_ticks`` (give one, or both equal).
+        ``rich_infos=True`` adds each agent's ``events`` (a list of dicts) to every info
+        and the episode's statistics (``episode``) to its last ones: what the team
+        layers and the keyboard player read; RL code gets fixed-shape infos without it."""
+        if max_cycles is not None:
+            if max_ticks is not None and max_ticks != max_cycles:
+                raise ValueError(f"max_cycles={max_cycles!r} and max_ticks={max_ticks!r} "
+                                 "name the same tick limit; give one of them")
+            max_ticks = max_cycles
         if obs_mode not in OBS_MODES:
             raise ValueError(f"obs_mode must be one of {OBS_MODES}, got {obs_mode!r}")
         if render_mode is not None and render_mode not in RENDER_MODES:
@@ -89,6 +104,10 @@ class HouseholdEnv(ParallelEnv):
         self._reward = TeamReward(self.reward_shaping)
         self.action_mask_in_obs = action_mask_in_obs
         self.with_action_masks = action_masks or action_mask_in_obs
+        # One place for the mask per mode: the observation with action_mask_in_obs,
+        # else the info (action_masks), else nowhere.
+        self._mask_in_info = self.with_action_masks and not action_mask_in_obs
+        self.rich_infos = bool(rich_infos)
         self._mask_cache = MaskCache()
         self.render_fps = render_fps or self.metadata["render_fps"]
         # Passed to PygameRenderer: show_fov, fov_agents, cell_size, font_path, title.
@@ -160,9 +179,14 @@ class HouseholdEnv(ParallelEnv):
         self.overlay.clear()
         self._reward.reset()
         self._stats = _fresh_stats()
-        infos = {a: {"events": [], "tick": 0, "is_success": False} for a in self.agents}
-        for info, mask in zip(infos.values(), self._current_masks() or ()):
-            info["action_mask"] = mask
+        infos = {a: {"tick": 0, "is_success": False, **EVENT_COUNTS} for a in self.agents}
+        masks = self._current_masks()
+        if masks is not None and self._mask_in_info:
+            for info, mask in zip(infos.values(), masks):
+                info["action_mask"] = mask
+        if self.rich_infos:
+            for info in infos.values():
+                info["events"] = []
         if self.render_mode == "human":
             self.render()
         return self._observations(), infos
@@ -191,34 +215,44 @@ class HouseholdEnv(ParallelEnv):
         rewards = self._reward(before, world, events, done)
         agents = self.agents
         masks = self._current_masks(before, events)
-        if masks is None:
-            infos = {a: {"events": [], "tick": tick, "is_success": done} for a in agents}
+        if masks is None or not self._mask_in_info:
+            infos = {a: {"tick": tick, "is_success": done, **EVENT_COUNTS} for a in agents}
         else:
-            infos = {a: {"events": [], "tick": tick, "is_success": done, "action_mask": m}
+            infos = {a: {"tick": tick, "is_success": done, **EVENT_COUNTS, "action_mask": m}
                      for a, m in zip(agents, masks)}
+        rich = self.rich_infos
+        if rich:
+            for info in infos.values():
+                info["events"] = []
         self._stats["r"] += rewards
         if events:
             names = self.possible_agents
             stats = self._stats
             for e in events:
-                if e.type == "invalid_action":
+                kind = e.type
+                if kind == "invalid_action":
                     stats["invalid_actions"] += 1
-                elif e.type == "collision":
+                elif kind == "collision":
                     stats["collisions"] += 1
                 if e.agent < 0:  # a team event (a subgoal): everyone hears of it
                     for info in infos.values():
-                        info["events"].append(e.to_dict())
+                        info[kind] += 1
+                        if rich:
+                            info["events"].append(e.to_dict())
                 elif (info := infos.get(names[e.agent])) is not None:
-                    info["events"].append(e.to_dict())
+                    info[kind] += 1
+                    if rich:
+                        info["events"].append(e.to_dict())
         obs = self._observations()
         terms = dict.fromkeys(agents, done)
         truncs = dict.fromkeys(agents, truncated)
         rew = dict.fromkeys(agents, rewards)
         if done or truncated:
             self.agents = []
-            episode = self._episode_stats(done)
-            for info in infos.values():
-                info["episode"] = dict(episode)
+            if rich:
+                episode = self.episode_statistics()
+                for info in infos.values():
+                    info["episode"] = dict(episode)
         if self.render_mode == "human":
             self.render()
         return obs, rew, terms, truncs, infos
@@ -252,6 +286,20 @@ class HouseholdEnv(ParallelEnv):
         state = dict(self.__dict__)
         state["_renderer"] = None
         return state
+
+    def observe(self, agent: str) -> tuple[Any, np.ndarray]:
+        """``agent``'s observation of the current world in this env's ``obs_mode`` (the
+        ``{"observation", "action_mask"}`` dict with ``action_mask_in_obs``) and its
+        action mask, also with ``observations=False``: for wrappers that step the
+        household their own way (the single-agent env under high-level teammates)."""
+        if self.world is None:
+            raise RuntimeError("call reset() before observe()")
+        i = self.agent_index[agent]
+        mask = mask_rows(self.world, [i])[0]
+        obs = self._encode([agent], [i])[0]
+        if self.action_mask_in_obs:
+            obs = {"observation": obs, "action_mask": mask}
+        return obs, mask
 
     # ---- extras for LLM agents, planners and tools ----
     def describe(self, agent: str) -> str:
@@ -305,10 +353,15 @@ class HouseholdEnv(ParallelEnv):
             self._masks = self._mask_cache(self.world, self._indices(), before, events)
         return self._masks
 
-    def _episode_stats(self, success: bool) -> dict[str, Any]:
-        """Episode statistics in SB3's ``info["episode"]`` form (``r`` return, ``l`` length)."""
+    def episode_statistics(self) -> dict[str, Any]:
+        """The episode's statistics so far (at its end: the whole episode's), in SB3's
+        ``info["episode"]`` form: return ``r``, length ``l``, ``is_success``,
+        ``units_done``, ``units_total``, ``invalid_actions``, ``collisions``. A new dict
+        each call; ``rich_infos=True`` also puts it in the last infos of an episode."""
         world = self.world
-        return {"r": self._stats["r"], "l": world.tick, "is_success": success,
+        if world is None:
+            raise RuntimeError("call reset() before episode_statistics()")
+        return {"r": self._stats["r"], "l": world.tick, "is_success": world.success,
                 "units_done": sum(world.progress), "units_total": sum(world.scene.goal_counts),
                 "invalid_actions": self._stats["invalid_actions"],
                 "collisions": self._stats["collisions"]}
@@ -317,23 +370,26 @@ class HouseholdEnv(ParallelEnv):
         if not self.observations:
             return dict.fromkeys(self.agents)
         agents = self.agents
-        if self.obs_mode == "text":
-            obs = [self.describe(a) for a in agents]
-        else:
-            obs = self._observer.observe_many(self.world, self._indices())
-            if self.obs_mode != "array" and obs:
-                images, hands, goals = batch(obs)
-                if self.obs_mode == "flat":
-                    obs = list(encode_flat(images, hands, goals, self._flat_inverse))
-                else:
-                    obs = list(encode_image(images, goals, self.image_scale))
+        obs = self._encode(agents, self._indices())
         if self.action_mask_in_obs:
             obs = [{"observation": o, "action_mask": m} for o, m in zip(obs, self._masks)]
         return dict(zip(agents, obs))
 
+    def _encode(self, agents: list[str], indices: list[int]) -> list[Any]:
+        """The observations of ``agents`` (at ``indices``) in this env's ``obs_mode``."""
+        if self.obs_mode == "text":
+            return [self.describe(a) for a in agents]
+        obs = self._observer.observe_many(self.world, indices)
+        if self.obs_mode != "array" and obs:
+            images, hands, goals = batch(obs)
+            if self.obs_mode == "flat":
+                return list(encode_flat(images, hands, goals, self._flat_inverse))
+            return list(encode_image(images, goals, self.image_scale))
+        return obs
+
 
 def _fresh_stats() -> dict[str, float]:
-    """Running totals of an episode, for ``info["episode"]`` at its end."""
+    """Running totals of an episode, for :meth:`HouseholdEnv.episode_statistics`."""
     return {"r": 0.0, "invalid_actions": 0, "collisions": 0}
 
 

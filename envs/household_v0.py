@@ -23,11 +23,13 @@ Action Space
     21-52   pick(d, k)  pick the k-th listed object on/in furniture d
     ======  ==========  ==================================================
 
-    An impossible action (picking where nothing is) is a no-op reported as an
-    ``invalid_action`` event in ``infos[agent]["events"]``; an id outside the space
-    raises ``ValueError``. ``infos[agent]["action_mask"]`` (int8, 53) marks the valid
-    ones (``orgteams.envs.core.masks``); ``action_mask_in_obs=True`` also puts it in the
-    observation (``{"observation": ..., "action_mask": ...}``).
+    An impossible action (picking where nothing is) is a no-op counted as an
+    ``invalid_action`` event (``infos[agent]["invalid_action"]``); an id outside the
+    space raises ``ValueError``. The mask of valid actions (int8, 53;
+    ``orgteams.envs.core.masks``) has one place per mode: ``infos[agent]["action_mask"]``
+    by default, only the observation with ``action_mask_in_obs=True``
+    (``{"observation": ..., "action_mask": ...}``, PettingZoo's convention), nowhere with
+    ``action_masks=False``.
 
 Observation Encoding
     ``obs_mode="array"`` (default): a ``Dict`` with an egocentric ``image``
@@ -50,14 +52,31 @@ Rewards
 
 Termination
     All agents terminate when every goal predicate holds; all are truncated at the
-    task's tick limit for the layout (``max_ticks`` overrides it). Every info has
-    ``is_success``; the last one of an episode also ``episode`` (return ``r``, length
-    ``l``, units done, invalid actions, collisions).
+    task's tick limit for the layout (``max_ticks``, or PettingZoo's name
+    ``max_cycles``, overrides it).
+
+Infos
+    Fixed keys and numbers, so tensor libraries (TorchRL, Tianshou) stack them:
+    ``tick``, ``is_success``, one count per event kind of this agent's events this
+    tick (``picked``, ``placed``, ``opened``, ``closed``, ``subgoal_done``,
+    ``subgoal_undone``, ``collision``, ``invalid_action``; a subgoal event counts for
+    every agent) and the ``action_mask`` (above). ``rich_infos=True`` adds ``events``
+    (the list of this tick's event dicts) and, in an episode's last infos, ``episode``
+    (return ``r``, length ``l``, units done, invalid actions, collisions), what the
+    LLM and team layers read; ``env.unwrapped.episode_statistics()`` returns that dict
+    at any time.
+
+Single-agent env
+    ``single_agent_env(agent, teammates, ...)``: one agent as a ``gymnasium.Env``, its
+    teammates given (random, frozen RL policies, planners or LLM members under any
+    organization): ad-hoc teamwork (``orgteams.envs.single_agent``).
 
 Vector env
     ``vector_env(num_envs, ...)``: the batched core, ``num_envs`` households of one
     layout stepped as numpy arrays shaped ``(num_envs, num_agents, ...)``, with the
-    same dynamics, observations, masks and rewards (``orgteams.envs.vector``).
+    same dynamics, observations, masks and rewards (``orgteams.envs.vector``);
+    ``agent_vector_env(num_envs, ...)``: that core as a ``gymnasium.vector.VectorEnv``
+    with every agent one sub-env (``orgteams.envs.vector.agents``).
 
 JAX env
     ``jax_env(...)`` (the ``jax`` extra): pure ``reset(key)`` / ``step(key, state,
@@ -73,7 +92,7 @@ Layouts and Tasks
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from pettingzoo.utils import parallel_to_aec
 
@@ -82,7 +101,8 @@ from orgteams.envs.household import HouseholdEnv
 raw_env = HouseholdEnv
 
 if TYPE_CHECKING:
-    from orgteams.envs.vector import VectorHouseholdEnv
+    from orgteams.envs.single_agent import SingleAgentEnv
+    from orgteams.envs.vector import AgentVectorEnv, VectorHouseholdEnv
     from orgteams.envs.vector.jax_env import HouseholdJaxEnv
 
 
@@ -96,6 +116,20 @@ def env(**kwargs):
     return parallel_to_aec(HouseholdEnv(**kwargs))
 
 
+def single_agent_env(agent: str = "agent_0", teammates: Any = "random",
+                     **kwargs) -> SingleAgentEnv:
+    """One agent as a single-agent ``gymnasium.Env``; its teammates are given: ``"random"``,
+    ``"wait"``, a callable ``policy(observation, action_mask) -> action`` (a frozen RL
+    policy), high-level teammates from ``orgteams.play.teammates.make_teammates``
+    (planners, LLM members, under any organization), or a dict by agent id. Other
+    keyword arguments as :class:`HouseholdEnv` (``obs_mode`` defaults to ``"flat"``).
+    See :mod:`orgteams.envs.single_agent`.
+    """
+    from orgteams.envs.single_agent import SingleAgentEnv
+
+    return SingleAgentEnv(agent, teammates, **kwargs)
+
+
 def vector_env(num_envs: int, **kwargs) -> VectorHouseholdEnv:
     """``num_envs`` households of one layout stepped as numpy arrays (the batched core).
 
@@ -104,11 +138,24 @@ def vector_env(num_envs: int, **kwargs) -> VectorHouseholdEnv:
     ``reward_shaping``, ``max_ticks``, ``units``, ``image_scale`` as :class:`HouseholdEnv`.
     ``reset()`` / ``step(actions)`` take and return arrays shaped
     ``(num_envs, num_agents, ...)``; finished households reset in the same step
-    (Gymnasium's ``AutoresetMode.SAME_STEP``). See :mod:`orgteams.envs.vector`.
+    (Gymnasium's ``AutoresetMode.SAME_STEP``), or at the next one with
+    ``autoreset_mode=AutoresetMode.NEXT_STEP``. See :mod:`orgteams.envs.vector`.
     """
     from orgteams.envs.vector import VectorHouseholdEnv
 
     return VectorHouseholdEnv(num_envs, **kwargs)
+
+
+def agent_vector_env(num_envs: int, render_mode: str | None = None,
+                     **kwargs) -> AgentVectorEnv:
+    """``vector_env(num_envs, **kwargs)`` as a ``gymnasium.vector.VectorEnv`` of
+    ``num_envs * num_agents`` sub-envs, one per agent, so Gymnasium's vector wrappers
+    apply (``autoreset_mode`` as :func:`vector_env`'s; ``render_mode`` None,
+    ``"rgb_array"`` or ``"ansi"``). See :mod:`orgteams.envs.vector.agents`.
+    """
+    from orgteams.envs.vector import AgentVectorEnv, VectorHouseholdEnv
+
+    return AgentVectorEnv(VectorHouseholdEnv(num_envs, **kwargs), render_mode=render_mode)
 
 
 def jax_env(**kwargs) -> HouseholdJaxEnv:

@@ -279,7 +279,9 @@ MaxTicks = _field(int | None, _optional(_ints(1, MAX_TICKS)),
 Cache = _field(str | Path | None, None, Cli("--cache"))
 Weight = _field(float, finite_weight, None)
 Count = _field(int, _count, None)
-Specs = _field(str | list[str], None, Cli("--backend"))
+# Member specs; from Python, callable policies too (policy members, orgteams.run.build_member)
+Specs = _field(str | Callable[..., Any] | list[str | Callable[..., Any]], None,
+               Cli("--backend"))
 Organization = _field(Any, None, Cli("--org"))
 
 
@@ -453,7 +455,7 @@ class EpisodeConfig(_Config):
     organization: Organization = Field("leader", description="organization name or YAML path")
     backend: Specs = Field("local", description=(
         "member spec for all agents or a comma list per agent: local, openai:<model>, "
-        "planner, random, human, scripted"))
+        "planner, random, human, scripted, policy:<model.zip>"))
     max_rounds: MaxRounds = Field(None, description="stop after this many rounds")
     max_ticks: MaxTicks = Field(None, description="stop after this many ticks (default: the "
                                                   "task's step limit)")

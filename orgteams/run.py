@@ -25,6 +25,7 @@ from orgteams.agents.backends.pool import (
     BackendPool,
     parse_member_spec,
 )
+from orgteams.agents.policy_member import Policy
 from orgteams.agents.team import Team
 from orgteams.config import EpisodeConfig
 from orgteams.envs.highlevel.highlevel_env import HighLevelEnv
@@ -37,12 +38,18 @@ from orgteams.organizations.spec.organization import Organization
 from orgteams.organizations.spec.resolved import ResolvedOrganization
 
 
-def build_member(agent_id: str, spec: str, *, leader: bool = False, seed: int | None = None,
+def build_member(agent_id: str, spec: str | Policy, *, leader: bool = False,
+                 seed: int | None = None,
                  cache: str | Path | None = None,
                  env: HighLevelEnv | None = None, pool: BackendPool | None = None,
                  **llm_kwargs: Any):
     """A team member from a spec: ``planner``, ``random``, ``human``, ``local``,
-    ``scripted`` or ``openai:<model>`` (any OpenAI-compatible server, see README).
+    ``scripted``, ``openai:<model>`` (any OpenAI-compatible server, see README) or
+    ``policy:<model.zip>`` (a frozen RL policy saved by Stable-Baselines3, its
+    observation settings in ``model.json`` beside it); or a callable
+    ``policy(observation, action_mask) -> action`` (a
+    :class:`~orgteams.agents.policy_member.PolicyMember` with ``single_agent_env``'s
+    default observations: flat, view radius 7).
 
     ``llm_kwargs`` go to :class:`~orgteams.agents.llm.llm_agent.LLMAgent` (``temperature``,
     ``prompts``...); ``prompts=None`` picks the backend's default variant (``local``:
@@ -58,7 +65,15 @@ def build_member(agent_id: str, spec: str, *, leader: bool = False, seed: int | 
         UserError: A bad spec.
         ValueError: An LLM member without a pool.
     """
-    kind, _ = parse_member_spec(spec)
+    if callable(spec):
+        from orgteams.agents.policy_member import PolicyMember
+
+        return PolicyMember(agent_id, spec, name=policy_name(spec))
+    kind, path = parse_member_spec(spec)
+    if kind == "policy":
+        from orgteams.agents.policy_member import PolicyMember, load_policy
+
+        return PolicyMember(agent_id, *load_policy(path, seed=seed), name=spec.strip())
     if kind in LLM_MEMBER_KINDS and pool is None:
         raise ValueError(f"member spec {spec!r} needs a BackendPool (pool=...): the pool owns "
                          "its backend and closes it")
@@ -87,14 +102,23 @@ def build_member(agent_id: str, spec: str, *, leader: bool = False, seed: int | 
     return LLMAgent(agent_id, pool.get(spec, cache), seed=seed, **llm_kwargs)
 
 
-def member_specs(specs: str | list[str], num_agents: int) -> list[str]:
-    """One member spec per agent: one spec for all, or a comma list / list per agent.
+def policy_name(policy: Policy) -> str:
+    """``policy:<name>`` of a callable policy member, for records and the summary."""
+    return f"policy:{getattr(policy, '__qualname__', type(policy).__name__)}"
+
+
+def member_specs(specs: str | Policy | list[str | Policy], num_agents: int
+                 ) -> list[str | Policy]:
+    """One member spec per agent: one spec for all, or a comma list / list per agent
+    (a list may hold callable policies beside spec strings).
 
     Raises:
         UserError: Neither one spec nor one per agent.
     """
     if isinstance(specs, str):
         specs = [s.strip() for s in specs.split(",")]
+    elif callable(specs):
+        specs = [specs]
     if len(specs) == 1:
         specs = specs * num_agents
     if len(specs) != num_agents:
@@ -115,7 +139,8 @@ def build_team(specs: str | list[str], num_agents: int, organization: Organizati
     here); ``llm_kwargs``: for LLM members (see :func:`build_member`)."""
     specs = member_specs(specs, num_agents)
     if pool is not None:
-        pool.expect_local_members(sum(parse_member_spec(s)[0] == "local" for s in specs))
+        pool.expect_local_members(sum(parse_member_spec(s)[0] == "local" for s in specs
+                                      if isinstance(s, str)))
     team = Team.of_size(num_agents)
     resolved = resolved if resolved is not None else organization.resolve(team)
     top = set(resolved.tiers[0][1]) if len(resolved.tiers) > 1 else set()
@@ -168,7 +193,9 @@ def run_episode(config: EpisodeConfig | None = None, *, pool: BackendPool | None
     (``max_rounds must be from 1 to 10000, got 0``).
 
     Some of them:
-        backend: One member spec for every agent, a comma list, or a list per agent.
+        backend: One member spec for every agent, a comma list, or a list per agent;
+            a list may hold callable policies ``policy(observation, action_mask) ->
+            action`` beside the specs (see :func:`build_member`).
         render: ``"human"`` for a live window, None for none. Closing the window stops
             the episode (``episode_status`` ``"interrupted"``, ``stop_reason``
             ``"window closed"``); Space pauses, N steps, +/- change the speed.
@@ -242,7 +269,8 @@ def check_budget(config: EpisodeConfig, flag: str = "max_cost") -> None:
     """
     from orgteams.agents.backends.spend import check_priced, run_models
 
-    specs = member_specs(config.backend, config.agents)
+    # callable policies call no model
+    specs = [s for s in member_specs(config.backend, config.agents) if isinstance(s, str)]
     specs += [s.member for s in config.shocks
               if s.kind == "substitute" and isinstance(s.member, str)]
     check_priced(run_models(specs), config.price_per_mtok, config.max_cost, flag)

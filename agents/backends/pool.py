@@ -2,7 +2,8 @@
 
 :class:`BackendPool` makes each backend once per (member spec, cache) and owns what they
 share (the embedded model server, the message tokenizer) until it is closed. Member
-specs (``planner``, ``human``, ``local``, ``openai:<model>``...) are parsed here
+specs (``planner``, ``human``, ``local``, ``openai:<model>``, ``policy:<model.zip>``...)
+are parsed here
 (:func:`parse_member_spec`); the pool makes the backends of the LLM kinds.
 """
 
@@ -17,11 +18,11 @@ from orgteams.errors import UserError, unknown_name
 __all__ = ["LLM_MEMBER_KINDS", "MEMBER_KINDS", "BackendPool", "backend_options",
            "parse_member_spec"]
 
-MEMBER_KINDS = ("planner", "random", "human", "local", "scripted", "openai")
+MEMBER_KINDS = ("planner", "random", "human", "local", "scripted", "openai", "policy")
 LLM_MEMBER_KINDS = ("local", "scripted", "openai")
 
 
-_TAKES_MODEL = ("openai", "scripted")
+_TAKES_MODEL = ("openai", "scripted", "policy")  # policy: the path of its model file
 
 
 def parse_member_spec(spec: str) -> tuple[str, str | None]:
@@ -40,6 +41,9 @@ def parse_member_spec(spec: str) -> tuple[str, str | None]:
         raise UserError(f"member spec {spec!r}: {kind} takes no model name{hint}")
     if sep and not model.strip():
         raise UserError(f"member spec {spec!r}: the model name after ':' is empty")
+    if kind == "policy" and not sep:
+        raise UserError(f"member spec {spec!r}: a policy member needs its model file: "
+                        "policy:<path/to/model.zip>")
     return kind, (model.strip() or None) if sep else None
 
 

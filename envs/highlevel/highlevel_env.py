@@ -57,7 +57,7 @@ given world state; ``on_tick(before, joint_actions, after, infos)`` is called af
 every tick when set (demonstrations, profilers), and :meth:`HighLevelEnv.step` takes
 one more ``on_tick`` and a ``should_stop`` for that step alone (the round loop's);
 ``nav`` is the layout's :class:`~orgteams.envs.core.navigation.Navigator`. What the
-team layers read of the household underneath is offered here too (``world``,
+team layers read of the household underneath is offered here too (``world``, ``task``,
 ``agent_index``, ``describe``, ``describe_goal``, ``progress``, ``overlay``,
 ``display_names``, ``render_fps``), so code above ``envs`` never reaches into ``base``.
 """
@@ -76,6 +76,7 @@ from pettingzoo import ParallelEnv
 
 from orgteams.envs.core.navigation import Navigator
 from orgteams.envs.core.state import HouseholdState
+from orgteams.envs.core.tasks import TaskSpec
 from orgteams.envs.highlevel.crowding import Crowd
 from orgteams.envs.highlevel.plans import PLAN_TICK_LIMIT, PLANS, STUCK_LIMIT, PlanFailed, Runner
 from orgteams.envs.highlevel.slots import OptionSlots, slot_features
@@ -116,7 +117,11 @@ class HighLevelEnv(ParallelEnv):
                 "is_parallelizable": True}
 
     def __init__(self, base: HouseholdEnv | None = None, action_mode: str = "text",
-                 **household_kwargs: Any):
+                 observations: bool = True, **household_kwargs: Any):
+        """``base``: the household to play (else one built from ``household_kwargs``,
+        text observations by default). ``observations=False``: ``reset`` and ``step``
+        return None per agent instead of this env's observations (a caller that
+        builds its own, e.g. the single-agent env's learner, from any ``obs_mode``)."""
         if base is not None and household_kwargs:
             raise ValueError("pass either base= or HouseholdEnv keyword arguments, not both")
         if action_mode not in ACTION_MODES:
@@ -124,20 +129,23 @@ class HighLevelEnv(ParallelEnv):
         if base is None:
             household_kwargs.setdefault("obs_mode", "text")
             base = HouseholdEnv(**household_kwargs)
-        if base.obs_mode not in ("text", "array"):
+        if observations and base.obs_mode not in ("text", "array"):
             raise ValueError(f"HighLevelEnv observes 'text' or 'array' (per-slot features), "
                              f"got obs_mode={base.obs_mode!r}")
         self.base = base
         self.action_mode = action_mode
+        self.observations = bool(observations)
         self.slots = OptionSlots(base.layout, base.task)
         self._slot_ids: list[str | None] = []
         # Observations are built here, once per decision round (_observations), so the
         # base env skips its own on every tick (its step() returns None per agent).
         base.observations = False
+        # The rounds' infos gather every tick's events (and the team layers read them).
+        base.rich_infos = True
         self.possible_agents = list(base.possible_agents)
         self.agents: list[str] = []
         self.render_mode = base.render_mode
-        if base.obs_mode == "array":
+        if base.obs_mode == "array" and observations:
             self._obs_space = self.slots.observation_space(base.observation_space(
                 self.possible_agents[0]))
         else:
@@ -275,6 +283,11 @@ class HighLevelEnv(ParallelEnv):
     def world(self) -> HouseholdState | None:
         """The current world state (replaced every tick; None before ``reset``)."""
         return self.base.world
+
+    @property
+    def task(self) -> TaskSpec:
+        """The household's task (candidates, units, step limits)."""
+        return self.base.task
 
     @property
     def agent_index(self) -> dict[str, int]:
@@ -439,6 +452,8 @@ class HighLevelEnv(ParallelEnv):
 
     def _observations(self, agents: list[str] | None = None) -> dict[str, Any]:
         agents = self.agents if agents is None else agents
+        if not self.observations:
+            return dict.fromkeys(agents)
         if self.base.obs_mode == "text":
             return {a: self.base.describe(a) for a in agents}
         world, out = self.base.world, {}

@@ -51,6 +51,14 @@ ACTION_CHARSET = string.ascii_letters + string.digits + ":_"
 MAX_ACTION_LENGTH = 128
 
 
+def is_primitive(ident: Any) -> bool:
+    """Whether ``ident`` is a well-formed ``primitive:<id>`` with an id in Discrete(53)."""
+    if not isinstance(ident, str) or not ident.startswith(PRIMITIVE):
+        return False
+    target = ident[len(PRIMITIVE):]
+    return target.isascii() and target.isdigit() and int(target) < NUM_ACTIONS
+
+
 class AvailableActions(spaces.Text):
     """``Text`` space of one agent's high-level action ids, bound to its env."""
 
@@ -73,8 +81,7 @@ class AvailableActions(spaces.Text):
         if not isinstance(x, str) or not self._live():
             return super().contains(x)
         if x.startswith(PRIMITIVE):
-            target = x[len(PRIMITIVE):]
-            return target.isascii() and target.isdigit() and int(target) < NUM_ACTIONS
+            return is_primitive(x)
         return any(a.id == x for a in self.env.available_actions(self.agent))
 
     def __repr__(self) -> str:

@@ -146,6 +146,7 @@ class PlaySession:
         self.human = human_agent
         self.index = self.raw.agent_index[human_agent]
         self.raw.overlay.you = human_agent  # ringed and tagged YOU in the window
+        self.raw.rich_infos = True  # the message line names this tick's failed action
         self.policy = resolve_policy(others, seed) if teammates is None else None
         self.seed, self.pump_events, self.reveal = seed, pump_events, reveal
         if display_names is not None:

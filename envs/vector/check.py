@@ -74,7 +74,8 @@ def compare_with_scalar(num_envs: int, steps: int, seed: int = 0, policy: str = 
     env_kwargs.setdefault("obs_mode", "flat")  # the vector env's default, not the scalar's
     vec_only = {k: env_kwargs.pop(k) for k in VECTOR_ONLY if k in env_kwargs}
     vec = VectorHouseholdEnv(num_envs, seed=seed, backend=backend, **env_kwargs, **vec_only)
-    scalar = [HouseholdEnv(**env_kwargs) for _ in range(num_envs)]
+    # rich_infos: the reference's events and episode statistics, compared below
+    scalar = [HouseholdEnv(**env_kwargs, rich_infos=True) for _ in range(num_envs)]
     obs, info = vec.reset()
     ref = [env.reset(seed=seed + i) for i, env in enumerate(scalar)]
     for i, (env, (o, inf)) in enumerate(zip(scalar, ref)):
@@ -89,7 +90,9 @@ def compare_with_scalar(num_envs: int, steps: int, seed: int = 0, policy: str = 
             o, r, te, tr, inf = env.step(dict(zip(names, acts[i].tolist())))
             tick = env.world.tick
             first = names[0]
-            if (r[first], te[first], tr[first]) != (rew[i, 0], term[i, 0], trunc[i, 0]):
+            # rewards as float32, the vector APIs' dtype
+            if (np.float32(r[first]), te[first], tr[first]) != (rew[i, 0], term[i, 0],
+                                                                 trunc[i, 0]):
                 raise _fail(tick, i, f"reward/terminated/truncated ({r[first]}, {te[first]}, "
                                      f"{tr[first]}) vs ({rew[i, 0]}, {term[i, 0]}, "
                                      f"{trunc[i, 0]})")
@@ -144,7 +147,8 @@ def compare_jax_env_with_scalar(num_envs: int, steps: int, seed: int = 0,
     env_kwargs.setdefault("obs_mode", "flat")
     jax_only = {k: env_kwargs.pop(k) for k in JAX_ENV_ONLY if k in env_kwargs}
     env = HouseholdJaxEnv(seed=seed, episodes=episodes, **env_kwargs, **jax_only)
-    scalar = [HouseholdEnv(**env_kwargs) for _ in range(num_envs)]
+    # rich_infos: the reference's events and episode statistics, compared below
+    scalar = [HouseholdEnv(**env_kwargs, rich_infos=True) for _ in range(num_envs)]
     names = env.agents
     space = env.observation_space(names[0])
     scale = np.asarray(space.high) if np.dtype(space.dtype) == np.uint8 \

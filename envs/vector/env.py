@@ -7,15 +7,22 @@ seeded as the scalar env seeds its own (``reset(seed=s)``: household ``i`` gets 
 ``household_v0.parallel_env(...).reset(seed=s + i)`` followed by plain ``reset()``s.
 Stepping is vectorized (:mod:`orgteams.envs.vector.dynamics`).
 
-Autoreset follows Gymnasium's ``AutoresetMode.SAME_STEP``: a household that
-terminates or truncates is reset inside the same ``step``; the returned observation
-and mask are the new episode's first, and ``infos["final_obs"]`` /
+Autoreset follows Gymnasium's ``AutoresetMode.SAME_STEP`` by default: a household
+that terminates or truncates is reset inside the same ``step``; the returned
+observation and mask are the new episode's first, and ``infos["final_obs"]`` /
 ``infos["final_info"]`` (with the masks ``infos["_final_obs"]`` /
 ``infos["_final_info"]``) hold the finished episode's last observation and info:
 ``final_obs`` is an object array of ``(num_agents, ...)`` observations (None for
 households that did not finish), ``final_info`` a dict of ``(num_envs, ...)`` arrays
 (``episode``: return ``r``, length ``l``, ``is_success``, ``units_done``,
 ``units_total``, ``invalid_actions``, ``collisions``; ``action_mask``; ``tick``).
+
+``autoreset_mode=AutoresetMode.NEXT_STEP`` (Gymnasium's default): the step that ends an
+episode returns its last observation, with ``is_success`` and ``tick`` of that tick,
+and its statistics in ``infos["episode_stats"]`` (the keys of ``episode`` above; mask
+``infos["_episode_stats"]``: a top-level ``episode`` is the key of Gymnasium's
+``RecordEpisodeStatistics``); the next ``step`` ignores that household's actions and
+returns its new episode's first observation, with reward 0 and neither flag set.
 """
 
 from __future__ import annotations
@@ -48,6 +55,7 @@ from orgteams.errors import UserError
 
 VECTOR_OBS_MODES = ("flat", "image")
 BACKENDS = ("numpy", "jax")
+AUTORESET_MODES = (AutoresetMode.SAME_STEP, AutoresetMode.NEXT_STEP)
 
 
 HOUSEHOLD_STATE_BYTES = 16 * 1024
@@ -106,8 +114,7 @@ def check_memory(num_envs: int, num_agents: int, observation_space: spaces.Box,
 class VectorHouseholdEnv:
     """``num_envs`` households of one layout, task and team size, stepped together."""
 
-    metadata = {"autoreset_mode": AutoresetMode.SAME_STEP}
-    autoreset_mode = AutoresetMode.SAME_STEP
+    metadata = {"autoreset_mode": AutoresetMode.SAME_STEP}  # per instance: __init__
 
     def __init__(self, num_envs: int, layout: str | Layout = "apartment",
                  task: str | TaskSpec = "prepare_afternoon_tea", num_agents: int = 3,
@@ -116,7 +123,9 @@ class VectorHouseholdEnv:
                  reward_shaping: bool | str = False, max_ticks: int | None = None,
                  units: int | tuple[int, int] | None = None, image_scale: int | None = None,
                  observations: bool = True, copy: bool = True, backend: str = "numpy",
-                 obs_dtype: type | np.dtype = np.float32):
+                 obs_dtype: type | np.dtype = np.float32,
+                 autoreset_mode: AutoresetMode | str = AutoresetMode.SAME_STEP,
+                 max_cycles: int | None = None):
         """Arguments as :class:`HouseholdEnv`; ``seed`` as :meth:`reset`'s.
         ``observations=False``: ``reset`` and ``step`` return None for the observations
         (the core's rate without encoding them; masks, rewards and infos as usual).
@@ -138,10 +147,21 @@ class VectorHouseholdEnv:
         ``backend="jax"`` (the ``jax`` extra; ``flat`` or ``image`` observations in
         float32 / uint8 as the numpy core's defaults): the tick, masks and
         observations run as one ``jit``-compiled ``vmap`` of a household's step
-        (:mod:`.jax_core`); episodes and rewards stay on the numpy side."""
+        (:mod:`.jax_core`); episodes and rewards stay on the numpy side.
+        ``autoreset_mode``: ``SAME_STEP`` (the default) or ``NEXT_STEP`` (module
+        docstring), an :class:`~gymnasium.vector.AutoresetMode` or its value
+        (``"SameStep"``, ``"NextStep"``); ``max_cycles``: PettingZoo's name for
+        ``max_ticks``."""
         if isinstance(num_envs, bool) or not isinstance(num_envs, int | np.integer) \
                 or num_envs < 1:
             raise ValueError(f"num_envs must be a positive integer, got {num_envs!r}")
+        try:
+            mode = AutoresetMode(autoreset_mode)
+        except ValueError:
+            mode = None
+        if mode not in AUTORESET_MODES:
+            raise ValueError(f"autoreset_mode must be one of "
+                             f"{[m.value for m in AUTORESET_MODES]}, got {autoreset_mode!r}")
         if backend not in BACKENDS:
             raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
         if obs_mode not in VECTOR_OBS_MODES:
@@ -164,8 +184,11 @@ class VectorHouseholdEnv:
             layout=layout, task=task, num_agents=num_agents, obs_mode=obs_mode,
             view_radius=view_radius, full_observability=full_observability,
             reward_shaping=reward_shaping, max_ticks=max_ticks, units=units,
-            image_scale=image_scale)
+            image_scale=image_scale, max_cycles=max_cycles)
         tpl = self._template
+        max_ticks = tpl.max_ticks
+        self.autoreset_mode = mode
+        self.metadata = {**type(self).metadata, "autoreset_mode": mode}
         self.num_envs, self.num_agents = int(num_envs), len(tpl.possible_agents)
         self.layout, self.task, self.obs_mode = tpl.layout, tpl.task, obs_mode
         self.max_ticks = max_ticks
@@ -202,15 +225,28 @@ class VectorHouseholdEnv:
         self._returns = np.zeros(self.num_envs)
         self._invalid = np.zeros(self.num_envs, np.int64)
         self._collisions = np.zeros(self.num_envs, np.int64)
+        # NEXT_STEP: the households whose episode ended at the last step (reset at this one)
+        self._pending = np.zeros(self.num_envs, bool)
 
     # ---- the vector API ----
     def reset(self, seed: int | Sequence[int] | None = None, options: dict | None = None
               ) -> tuple[np.ndarray, dict[str, Any]]:
         """Start a new episode in every household. ``seed``: an int (household ``i``
         gets ``seed + i``) or one seed per household; None continues each household's
-        generator (the constructor's ``seed`` on the first reset)."""
+        generator (the constructor's ``seed`` on the first reset).
+        ``options={"reset_mask": m}`` (Gymnasium's partial reset): only the households
+        where the ``(num_envs,)`` bool array ``m`` is True start anew (a given ``seed``
+        seeds only those), the others go on; returns every household's observation."""
+        options = dict(options or {})
+        reset_mask = options.pop("reset_mask", None)
         if options:  # nothing silently ignored
-            raise ValueError(f"the vector env takes no reset options, got {sorted(options)}")
+            raise ValueError(f"unknown reset options {sorted(options)}; the vector env "
+                             "takes 'reset_mask'")
+        if reset_mask is not None:
+            if self._batch is None:
+                raise RuntimeError("call reset() without a reset_mask first (every "
+                                   "household needs a first episode)")
+            return self._reset_masked(reset_mask, seed)
         if seed is None and not self._rngs:
             seed = self._seed
         if seed is not None or not self._rngs:
@@ -236,6 +272,7 @@ class VectorHouseholdEnv:
         self._returns[:] = 0.0
         self._invalid[:] = 0
         self._collisions[:] = 0
+        self._pending[:] = False
         obs = self._observe(self._batch)
         self._masks = self._batch_masks(self._batch)
         self._remember()
@@ -246,11 +283,12 @@ class VectorHouseholdEnv:
                                                   np.ndarray, dict[str, Any]]:
         """One tick of every household; ``actions``: ``(num_envs, num_agents)`` ids.
 
-        Returns observations ``(N, A, ...)``, rewards ``(N, A)`` float64 (the team's),
+        Returns observations ``(N, A, ...)``, rewards ``(N, A)`` float32 (the team's),
         terminated and truncated ``(N, A)`` bool, and infos: ``action_mask``
         ``(N, A, 53)`` int8, ``invalid_action`` and ``collision`` ``(N, A)`` bool (this
         tick's events), ``tick`` and ``is_success`` ``(N,)``; when a household finished,
-        ``final_obs``, ``final_info`` and their masks (module docstring).
+        ``final_obs``, ``final_info`` and their masks (``SAME_STEP``) or
+        ``episode_stats`` (``NEXT_STEP``; module docstring).
         """
         if self._batch is None:
             raise RuntimeError("call reset() before step()")
@@ -259,41 +297,61 @@ class VectorHouseholdEnv:
         before_progress = s.progress.copy()
         before_contents = s.contents.copy() if self._reward.level == "subgoals" else None
         events = step_batch(t, s, acts) if self._jax is None else self._jax.step(s, acts)
+        same_step = self.autoreset_mode is AutoresetMode.SAME_STEP
+        # NEXT_STEP: households that ended at the last step start anew now; the tick they
+        # just played is thrown away (their actions are ignored, as Gymnasium's).
+        pending = None if same_step or not self._pending.any() else self._pending.copy()
         done = (s.progress == s.goal_count).all(axis=1)
         limit = self.max_ticks or s.step_limit  # as the scalar env: 0 or None -> the task's
         truncated = (s.tick >= limit) & ~done
         reward = self._reward(t, before_progress, before_contents, s, events, done)
+        invalid, collision = events.invalid, events.collision
+        if pending is not None:
+            done &= ~pending
+            truncated &= ~pending
+            reward[pending] = 0.0
+            invalid, collision = invalid & ~pending[:, None], collision & ~pending[:, None]
         self._returns += reward
-        self._invalid += events.invalid.sum(axis=1)
-        self._collisions += events.collision.sum(axis=1)
+        self._invalid += invalid.sum(axis=1)
+        self._collisions += collision.sum(axis=1)
         buffered = self._buffered()
         obs = None if buffered else self._observe(s)
         # numpy: rebuild only the households where some action took effect this tick
         changed = events.changed if self._jax is None else None
         masks = self._batch_masks(s, changed)
-        infos: dict[str, Any] = {"invalid_action": events.invalid,
-                                 "collision": events.collision}
-        finished = np.flatnonzero(done | truncated)
-        if len(finished):
-            last = self._last_observations(finished, changed) if buffered else \
-                None if obs is None else obs[finished]
-            infos.update(self._final(finished, last, masks, done))
-            self._reset_some(finished, obs, masks)
+        infos: dict[str, Any] = {"invalid_action": invalid, "collision": collision}
+        ended = done | truncated
+        finished = np.flatnonzero(ended)
+        if same_step:
+            resets = finished
+            if len(finished):
+                last = self._last_observations(finished, changed) if buffered else \
+                    None if obs is None else obs[finished]
+                infos.update(self._final(finished, last, masks, done))
+        else:
+            resets = np.flatnonzero(pending) if pending is not None else finished[:0]
+            if len(finished):
+                infos["episode_stats"] = self._statistics(ended, done)
+                infos["_episode_stats"] = ended.copy()
+            self._pending = ended
+        if len(resets):
+            self._reset_some(resets, obs, masks)
         if buffered:  # after the resets: their first observations are in it
             tail = None
             if changed is not None:
-                changed[finished] = True
+                changed[resets] = True
                 tail = events.objects_moved.copy()
-                tail[finished] = True
+                tail[resets] = True
             obs = self._observe(s, changed, tail)
         self._masks = masks
         self._remember()
-        # A household that succeeded was reset in this step: its success is in
-        # final_info, and these entries describe the new episodes (as the reset's info).
+        # SAME_STEP: a household that succeeded was reset in this step: its success is
+        # in final_info, and these entries describe the new episodes (as the reset's
+        # info). NEXT_STEP: they describe the tick just played.
         infos.update({"action_mask": masks, "tick": s.tick.copy(),
-                      "is_success": np.zeros(self.num_envs, bool)})
+                      "is_success": np.zeros(self.num_envs, bool) if same_step else done})
         shape = (self.num_envs, self.num_agents)
-        return (obs, np.broadcast_to(reward[:, None], shape).copy(),
+        return (obs, np.broadcast_to(reward.astype(np.float32)[:, None], shape).copy(),
                 np.broadcast_to(done[:, None], shape).copy(),
                 np.broadcast_to(truncated[:, None], shape).copy(), infos)
 
@@ -346,18 +404,48 @@ class VectorHouseholdEnv:
             final_obs[i] = None if last is None else last[j]
         final_masks = np.zeros_like(masks)
         final_masks[finished] = masks[finished]
-        episode = {"r": np.where(flag, self._returns, 0.0), "l": np.where(flag, s.tick, 0),
-                   "is_success": flag & done,
-                   "units_done": np.where(flag, s.progress.sum(axis=1), 0),
-                   "units_total": np.where(flag, s.goal_count.sum(axis=1), 0),
-                   "invalid_actions": np.where(flag, self._invalid, 0),
-                   "collisions": np.where(flag, self._collisions, 0)}
+        episode = self._statistics(flag, done)
         final_info = {"episode": episode, "_episode": flag.copy(), "action_mask": final_masks,
                       "_action_mask": flag.copy(), "is_success": flag & done,
                       "_is_success": flag.copy(), "tick": np.where(flag, s.tick, 0),
                       "_tick": flag.copy()}
         return {"final_obs": final_obs, "_final_obs": flag, "final_info": final_info,
                 "_final_info": flag.copy()}
+
+    def _statistics(self, flag: np.ndarray, done: np.ndarray) -> dict[str, np.ndarray]:
+        """The episode statistics of the households where ``flag`` is set (zeros
+        elsewhere), as the scalar env's ``episode_statistics()``."""
+        s = self._batch
+        return {"r": np.where(flag, self._returns, 0.0), "l": np.where(flag, s.tick, 0),
+                "is_success": flag & done,
+                "units_done": np.where(flag, s.progress.sum(axis=1), 0),
+                "units_total": np.where(flag, s.goal_count.sum(axis=1), 0),
+                "invalid_actions": np.where(flag, self._invalid, 0),
+                "collisions": np.where(flag, self._collisions, 0)}
+
+    def _reset_masked(self, reset_mask: Any, seed: int | Sequence[int] | None
+                      ) -> tuple[np.ndarray, dict[str, Any]]:
+        """``reset(options={"reset_mask": m})``: new episodes where ``m`` is set."""
+        m = np.asarray(reset_mask)
+        if m.dtype != np.bool_ or m.shape != (self.num_envs,):
+            raise ValueError(f"options['reset_mask'] must be a bool array of shape "
+                             f"({self.num_envs},), got {m.dtype} {m.shape}")
+        idx = np.flatnonzero(m)
+        if seed is not None:
+            seeds = self._seeds(seed)
+            for i in idx.tolist():
+                self._rngs[i] = seeding.np_random(seeds[i])[0]
+        self._pending[idx] = False
+        obs = None if self._buffered() else self._observe(self._batch)
+        masks = self._batch_masks(self._batch).copy()
+        if len(idx):
+            self._reset_some(idx, obs, masks)
+        if obs is None:
+            obs = self._observe(self._batch)  # the flat buffer, rewritten whole
+        self._masks = masks
+        self._remember()
+        return obs, {"action_mask": masks, "tick": self._batch.tick.copy(),
+                     "is_success": np.zeros(self.num_envs, bool)}
 
     def _reset_some(self, idx: np.ndarray, obs: np.ndarray | None, masks: np.ndarray) -> None:
         """Draw the next episode of households ``idx``; write their first observations
@@ -447,4 +535,4 @@ class VectorHouseholdEnv:
         return to_uint8(obs, self._scale) if self.obs_dtype == np.uint8 else obs
 
 
-__all__ = ["VectorHouseholdEnv", "VECTOR_OBS_MODES", "BACKENDS"]
+__all__ = ["VectorHouseholdEnv", "VECTOR_OBS_MODES", "BACKENDS", "AUTORESET_MODES"]

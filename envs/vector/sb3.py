@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 from gymnasium import spaces
+from gymnasium.vector import AutoresetMode
 from stable_baselines3.common.vec_env import VecEnv
 
 from orgteams.envs import household_v0
@@ -80,6 +81,10 @@ class AgentVecEnv(AgentEntries):
     SB3 set a seed (``model = MaskablePPO(..., seed=s)`` or ``env.seed(s)``)."""
 
     def __init__(self, venv: VectorHouseholdEnv):
+        if venv.autoreset_mode is not AutoresetMode.SAME_STEP:
+            raise ValueError("AgentVecEnv needs a vector env that resets in the same step "
+                             "(SB3's convention): autoreset_mode=AutoresetMode.SAME_STEP, "
+                             f"got {venv.autoreset_mode.value}")
         self.venv = venv
         self.households, self.agents = venv.num_envs, venv.num_agents
         super().__init__(self.households * self.agents, venv.single_observation_space,
@@ -175,8 +180,10 @@ class ScalarAgentVecEnv(AgentEntries):
                           for a in self.names]
             if done:
                 last = self._stack(o)
+                episode = env.episode_statistics()  # what SB3 logs (return, length)
                 for k, si in enumerate(step_infos):
                     si["terminal_observation"] = last[k]
+                    si["episode"] = dict(episode)
                 o, info = env.reset()
             obs.append(self._collect(i, o, info))
             infos.extend(step_infos)

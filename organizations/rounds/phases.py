@@ -34,7 +34,7 @@ from orgteams.agents.member import (
 from orgteams.agents.member_rules import within_budget
 from orgteams.agents.records import ActionLine, DecisionLine, MessageLine
 from orgteams.agents.shared_context import action_output
-from orgteams.envs.highlevel.space import ActionId
+from orgteams.envs.highlevel.space import ActionId, is_primitive
 from orgteams.organizations.protocols.facts import PROTOCOL_FACTS
 from orgteams.organizations.protocols.schedule import (
     Stage,
@@ -344,7 +344,8 @@ async def decide_actions(state: EpisodeState, abstained: set[str] = frozenset(),
     for agent, d in zip(deciders, decisions):
         offered = env.available_actions(agent)
         action = d.action_id
-        if all(x.id != action for x in offered):
+        # a policy member plays primitive ticks, never listed as available
+        if all(x.id != action for x in offered) and not is_primitive(action):
             d.record.fallback = d.record.fallback or f"runner: {action!r} not available"
             action = safe_action(offered)[0]
         actions[agent] = action

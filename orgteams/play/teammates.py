@@ -328,6 +328,30 @@ class MemberTeammates(_Listening):
         self.pool.close()
 
 
+def make_teammates(spec: str, organization: str | Organization | None = None, *,
+                   cache: str | None = None, talk: bool = True, seed: int | None = 0,
+                   log_path: str | None = None) -> PlannerTeammates | MemberTeammates:
+    """High-level teammates for ``household_v0.single_agent_env(teammates=...)`` (or a
+    keyboard player): ``"planner"`` or an LLM member spec (``local``, ``openai:<model>``,
+    ``scripted``), under ``organization`` (a name, YAML path or
+    :class:`Organization`; None: none), the learner's agent in it as the player is.
+    ``cache``, ``talk`` and ``seed``: LLM members' response cache, whether they talk,
+    their sampling seed; ``log_path``: write each episode's log (as ``orgteams play``).
+    Close LLM teammates with ``close()`` (the env's ``close()`` does).
+
+    Raises:
+        UserError: An unknown spec, or a bad organization (one line naming it).
+    """
+    if spec != "planner" and spec.split(":", 1)[0] not in LLM_KINDS:
+        raise unknown_name("teammates", spec, ("planner", *LLM_KINDS))
+    org = play_organization(organization)
+    log = PlayLog(log_path, **({"organization": org.name} if org else {})) \
+        if log_path is not None else None
+    if spec == "planner":
+        return PlannerTeammates(log=log, organization=org)
+    return MemberTeammates(spec, seed=seed, cache=cache, talk=talk, log=log, organization=org)
+
+
 def _name_the_team(play_kwargs: dict[str, Any]) -> None:
     """Agents are Alice, Bob, ... in play as in ``orgteams run`` (so ``@Bob`` works);
     ``human_agent`` may be given by that name (``--agent Bob``)."""
@@ -390,4 +414,5 @@ def play_with(others: str = "random", *, cache: str | None = None, talk: bool = 
     return out
 
 
-__all__ = ["LLM_KINDS", "OTHERS", "MemberTeammates", "PlannerTeammates", "play_with"]
+__all__ = ["LLM_KINDS", "OTHERS", "MemberTeammates", "PlannerTeammates", "make_teammates",
+           "play_with"]

@@ -11,6 +11,7 @@ from pettingzoo.test import api_test, parallel_api_test, parallel_seed_test, see
 
 from orgteams.envs import HouseholdEnv, household_v0, list_layouts
 from orgteams.envs.core.actions import NUM_ACTIONS, Verb, encode
+from orgteams.envs.core.dynamics import EVENT_TYPES
 from orgteams.envs.core.state import HouseholdState
 from orgteams.envs.core.tasks import load_task, task_from_dict
 
@@ -61,7 +62,7 @@ def test_seeding(layout, obs_mode):
 
 def _rollout(layout: str, obs_mode: str, ticks: int = 200):
     env = household_v0.parallel_env(layout=layout, obs_mode=obs_mode, num_agents=3,
-                                     max_ticks=10_000)
+                                     max_ticks=10_000, rich_infos=True)
     rng = np.random.default_rng(123)
     obs, infos = env.reset(seed=42)
     trace = [(obs, infos)]
@@ -126,7 +127,7 @@ def test_metadata_and_agents():
 def test_docstring_headings():
     doc = household_v0.__doc__
     for heading in ("Description", "Action Space", "Observation Encoding", "Rewards",
-                    "Termination", "Layouts and Tasks"):
+                    "Termination", "Infos", "Layouts and Tasks"):
         assert re.search(rf"^{heading}$", doc, re.MULTILINE), heading
     for name in LAYOUTS:
         assert f"``{name}``" in doc
@@ -143,14 +144,48 @@ def test_termination_on_success(two_rooms):
     assert rew == {"agent_0": 1.0, "agent_1": 1.0}
     assert term == {"agent_0": True, "agent_1": True}
     assert trunc == {"agent_0": False, "agent_1": False}
-    assert [e["type"] for e in infos["agent_0"]["events"]] == ["placed", "subgoal_done"]
-    assert [e["type"] for e in infos["agent_1"]["events"]] == ["subgoal_done"]
+    # the default infos count the events: agent_0 placed, the team's subgoal for both
+    counts = {a: {k: v for k, v in i.items() if k in EVENT_TYPES and v} for a, i in infos.items()}
+    assert counts == {"agent_0": {"placed": 1, "subgoal_done": 1},
+                      "agent_1": {"subgoal_done": 1}}
+    assert "events" not in infos["agent_0"] and "episode" not in infos["agent_0"]
+    assert env.episode_statistics()["is_success"] is True
     assert env.agents == []
     assert env.world.success
     assert env.progress()["units_done"] == env.progress()["units_total"] == 1
     with pytest.raises(RuntimeError, match=re.escape(
             "the episode is over; call reset() to start a new one")):
         env.step({})
+
+
+def test_rich_infos_list_the_events_and_end_with_the_statistics(two_rooms):
+    env = HouseholdEnv(layout=two_rooms, task=small_task(1), num_agents=2, rich_infos=True)
+    _, infos = env.reset(seed=0)
+    assert infos["agent_0"]["events"] == [] and "episode" not in infos["agent_0"]
+    one_put_from(env, held=1)
+    *_, infos = env.step({"agent_0": encode(Verb.PUT, S, 0), "agent_1": 0})
+    assert [e["type"] for e in infos["agent_0"]["events"]] == ["placed", "subgoal_done"]
+    assert [e["type"] for e in infos["agent_1"]["events"]] == ["subgoal_done"]
+    assert infos["agent_0"]["placed"] == 1  # the counts are there too
+    episode = infos["agent_1"]["episode"]
+    assert episode == env.episode_statistics()
+    assert episode["is_success"] is True and episode["units_done"] == 1
+
+
+def test_pettingzoo_max_cycles_test_passes():
+    """``max_cycles``, PettingZoo's name for the tick limit, as its own test uses it."""
+    from pettingzoo.test import max_cycles_test
+
+    max_cycles_test(household_v0)
+    env = household_v0.parallel_env(layout="studio", max_cycles=7)
+    assert env.max_ticks == 7
+    assert household_v0.parallel_env(max_cycles=5, max_ticks=5).max_ticks == 5
+
+
+def test_max_cycles_and_a_different_max_ticks_are_refused():
+    with pytest.raises(ValueError, match=re.escape(
+            "max_cycles=4 and max_ticks=9 name the same tick limit; give one of them")):
+        household_v0.parallel_env(max_cycles=4, max_ticks=9)
 
 
 @pytest.mark.parametrize("shaping, rewards", [(False, [0.0, 1.0, 0.0]),
@@ -273,3 +308,12 @@ def test_ansi_render():
     assert len(lines[0]) == env.layout.width
     limit = env.world.scene.step_limit
     assert lines[env.layout.height].startswith(f"tick 0/{limit}  goal: ")
+
+
+def test_pettingzoo_render_test_passes():
+    """PettingZoo's own render_test: every render mode the metadata lists, on the AEC env
+    (headless: the tests' SDL dummy driver)."""
+    pytest.importorskip("pygame")
+    from pettingzoo.test import render_test
+
+    render_test(functools.partial(household_v0.env, layout="studio", num_agents=2))

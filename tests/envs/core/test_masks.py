@@ -108,7 +108,17 @@ def test_env_infos_carry_masks_and_the_option_puts_them_in_observations():
     space = wrapped.observation_space("agent_0")
     assert set(space.spaces) == {"observation", "action_mask"}
     assert space.contains(obs["agent_0"])
-    assert np.array_equal(obs["agent_0"]["action_mask"], infos["agent_0"]["action_mask"])
+    assert np.array_equal(obs["agent_0"]["action_mask"], action_masks(wrapped.world)[0])
+    obs, _, _, _, infos = wrapped.step({a: 1 for a in wrapped.agents})
+    assert np.array_equal(obs["agent_1"]["action_mask"], action_masks(wrapped.world)[1])
+    # one place for the mask per mode: with action_mask_in_obs not in the info too
+    assert all("action_mask" not in i for i in infos.values())
+
+    unmasked = household_v0.parallel_env(layout="studio", task="put_dishwasher_easy",
+                                         num_agents=2, action_masks=False)
+    obs, infos = unmasked.reset(seed=3)
+    assert all("action_mask" not in i for i in infos.values())
+    assert not isinstance(obs["agent_0"], dict) or "action_mask" not in obs["agent_0"]
 
 
 @pytest.mark.parametrize(("layout", "agents"), [("studio", 2), ("house", 5)])

@@ -133,7 +133,7 @@ def test_subgoal_shaping_pays_the_right_container_and_goal_objects_once():
             _, r2, _, _, _ = plain.step({"agent_0": act})
             extra = r["agent_0"] - r2["agent_0"]
             if extra:
-                types = {e["type"] for e in infos["agent_0"]["events"]}
+                types = {k for k in ("opened", "picked", "placed") if infos["agent_0"][k]}
                 assert types & {"opened", "picked"}, types
                 paid.append(round(extra, 6))
             bonus_total += extra
@@ -144,7 +144,7 @@ def test_subgoal_shaping_pays_the_right_container_and_goal_objects_once():
 
 
 def test_episode_end_carries_success_and_statistics():
-    env = household_v0.parallel_env(**EASY, max_ticks=30)
+    env = household_v0.parallel_env(**EASY, max_ticks=30, rich_infos=True)
     infos = [i for _, i in rollout(env, seed=4, ticks=30)]
     assert not env.agents
     info = infos[-1]["agent_0"]
@@ -154,6 +154,28 @@ def test_episode_end_carries_success_and_statistics():
     assert ep["invalid_actions"] == 0  # masked play: nothing invalid when played alone
     assert set(ep) == {"r", "l", "is_success", "units_done", "units_total", "invalid_actions",
                        "collisions"}
+    assert env.episode_statistics() == ep
+    assert all("episode" not in i["agent_0"] for i in infos[:-1])
+
+
+INFO_KEYS = {"tick", "is_success", "picked", "placed", "opened", "closed", "subgoal_done",
+             "subgoal_undone", "collision", "invalid_action", "action_mask"}
+
+
+def test_default_infos_have_fixed_keys_and_shapes_every_tick():
+    """What tensor libraries stack: the same keys at reset, every step and the episode's
+    end, each a number or the (53,) mask; the statistics come from a method."""
+    env = household_v0.parallel_env(**EASY, max_ticks=30, obs_mode="flat")
+    infos = [i for _, i in rollout(env, seed=4, ticks=30)]
+    assert len(infos) == 31 and not env.agents
+    for step in infos:
+        for info in step.values():
+            assert set(info) == INFO_KEYS
+            assert all(np.shape(v) == () for k, v in info.items() if k != "action_mask")
+            assert info["action_mask"].shape == (53,)
+    assert infos[-1]["agent_0"]["tick"] == 30
+    stats = env.episode_statistics()
+    assert stats["l"] == 30 and stats["units_total"] == 3 and stats["invalid_actions"] == 0
 
 
 def test_env_pickles_after_render_and_mid_episode():

@@ -223,3 +223,12 @@ def test_scalar_agent_vec_env_batches_agents_and_their_masks():
     assert dones.all() and all("terminal_observation" in i and "episode" in i for i in infos)
     assert all(i["TimeLimit.truncated"] for i in infos)
     assert np.array_equal(np.stack(venv.env_method("action_masks")), venv.action_masks())
+
+
+def test_the_adapter_refuses_a_next_step_core():
+    """SB3 resets finished entries in the same step; a NEXT_STEP core would hand it a
+    step that plays nothing."""
+    with pytest.raises(ValueError, match=re.escape(
+            "AgentVecEnv needs a vector env that resets in the same step (SB3's "
+            "convention): autoreset_mode=AutoresetMode.SAME_STEP, got NextStep")):
+        AgentVecEnv(household_v0.vector_env(2, autoreset_mode="NextStep", **KW))

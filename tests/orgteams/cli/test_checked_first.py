@@ -21,12 +21,12 @@ def test_a_substitute_shock_with_an_unknown_backend_fails_before_round_0(
     assert run_fails(capsys, tmp_path, monkeypatch, "--shock",
                      "substitute:agent_1=nosuch@5") == (
         "orgteams run: error: substitute shock 'substitute:agent_1=nosuch@5': Unknown member "
-        "kind 'nosuch'. Known: human, local, openai, planner, random, scripted")
+        "kind 'nosuch'. Known: human, local, openai, planner, policy, random, scripted")
     assert run_fails(capsys, tmp_path, monkeypatch, "--shock",
                      "substitute:agent_1=plannr@5") == (
         "orgteams run: error: substitute shock 'substitute:agent_1=plannr@5': Unknown member "
-        "kind 'plannr'. Did you mean 'planner'? Known: human, local, openai, planner, random, "
-        "scripted")
+        "kind 'plannr'. Did you mean 'planner'? Known: human, local, openai, planner, policy, "
+        "random, scripted")
 
 
 def test_a_substitute_backend_that_cannot_be_made_fails_before_round_0(
