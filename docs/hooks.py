@@ -93,7 +93,7 @@ def _rst_table(block: list[str]) -> list[str]:
 
     def cells(line: str) -> list[str]:
         out = []
-        for i, (start, end) in enumerate(spans):
+        for i, (start, _end) in enumerate(spans):
             stop = spans[i + 1][0] if i + 1 < len(spans) else len(line)
             out.append(_code(line[start:stop].strip()))
         return out
