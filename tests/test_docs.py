@@ -269,3 +269,27 @@ def test_ci_builds_the_site_strict_and_checks_its_links_after_the_tests():
     check = lines.index('"$work/docs/bin/python" .ci/check_site_links.py "$work/site"')
     assert slow < build < check
     assert '"$work/docs/bin/python" -m pip install -e ".[docs]"' in lines[slow:build]
+
+
+def test_readme_own_model_command_plays_against_an_openai_compatible_server(tmp_path):
+    """The README's "your own model" command, as written (its ``orgteams run`` line), on a
+    local OpenAI-compatible server: the leader's decisions went through that server."""
+    from fault_server import FaultServer
+
+    block = next(b for b in code_blocks(ROOT / "README.md") if "openai:" in b.code)
+    line = next(s for s in block.code.splitlines() if s.startswith("orgteams run"))
+    assert "--org leader" in line
+    log = tmp_path / "episode.jsonl"
+    with FaultServer(reply_text=None) as server:
+        env = {**os.environ, "ORGTEAMS_BASE_URL": server.base_url, "ORGTEAMS_API_KEY": "sk-test",
+               "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+        out = subprocess.run(["bash", "-c", f"{line} --max-rounds 2 --log {log}"], cwd=tmp_path,
+                             env=env, capture_output=True, text=True, timeout=300)
+        requests = list(server.requests)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert requests and all(r["model"] == "my-model" for r in requests)
+    from doubles import read_dicts
+
+    lines = read_dicts(log)
+    decisions = [d for d in lines if d.get("agent") == "agent_0" and d.get("phase")]
+    assert decisions and all(d.get("model") == "my-model" for d in decisions), decisions[:2]
