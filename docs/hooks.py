@@ -7,6 +7,8 @@
 * The ``<!-- household_v0 docstring -->`` marker of ``household.md``: ``household_v0``'s
   module docstring (Farama's env-page sections) as Markdown, as Minigrid's env pages are
   made from their docstrings.
+* The ``<!-- recipes -->`` marker of ``paper-experiments.md``: one row per recipe of
+  ``assets/experiments/*.yaml``.
 * ``benchmarks/index.md``: ``benchmarks/README.md`` (the one copy of the results
   tables), its links rewritten for the page's place in the site.
 """
@@ -75,6 +77,8 @@ def on_page_markdown(markdown, page, config, files):
     """Fills the markers: the env page's docstring, the organizations' table."""
     if "<!-- household_v0 docstring -->" in markdown:
         markdown = markdown.replace("<!-- household_v0 docstring -->", household_v0_markdown())
+    if "<!-- recipes -->" in markdown:
+        markdown = markdown.replace("<!-- recipes -->", recipes_table())
     if "<!-- organizations -->" in markdown:
         markdown = markdown.replace("<!-- organizations -->", organizations_table())
     return markdown
@@ -197,6 +201,18 @@ def organizations_table() -> str:
         data = yaml.safe_load((ORGS / f"{name}.yaml").read_text(encoding="utf-8"))
         rows.append(f"| [`{name}`](organizations/{name}.md) | {data.get('source', '-')} | "
                     f"`{data.get('protocol', '-')}` | {data.get('description', '')} |")
+    return "\n".join(rows) + "\n"
+
+
+def recipes_table() -> str:
+    """One row per experiment recipe (``assets/experiments/*.yaml``): what it runs."""
+    rows = ["| recipe | kind | what it runs | organizations |", "|---|---|---|---|"]
+    for path in sorted((ROOT / "assets" / "experiments").glob("*.yaml")):
+        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        orgs = (data.get("sweep") or {}).get("organizations") or [data.get("organization", "-")]
+        rows.append(f"| `{path.stem}` | {data.get('kind', '-')} | "
+                    f"{_code(str(data.get('description', '')))} | "
+                    + ", ".join(f"`{o}`" for o in orgs) + " |")
     return "\n".join(rows) + "\n"
 
 
