@@ -7,6 +7,8 @@
 * The ``<!-- household_v0 docstring -->`` marker of ``household.md``: ``household_v0``'s
   module docstring (Farama's env-page sections) as Markdown, as Minigrid's env pages are
   made from their docstrings.
+* ``<!-- api: MODULE -->`` markers of the API reference: the module's docstring, then
+  each class and function of its ``__all__`` from the module that defines it.
 * The ``<!-- recipes -->`` marker of ``paper-experiments.md``: one row per recipe of
   ``assets/experiments/*.yaml``.
 * ``benchmarks/index.md``: ``benchmarks/README.md`` (the one copy of the results
@@ -77,6 +79,7 @@ def on_page_markdown(markdown, page, config, files):
     """Fills the markers: the env page's docstring, the organizations' table."""
     if "<!-- household_v0 docstring -->" in markdown:
         markdown = markdown.replace("<!-- household_v0 docstring -->", household_v0_markdown())
+    markdown = re.sub(r"<!-- api: ([\w.]+) -->", lambda m: api_markdown(m.group(1)), markdown)
     if "<!-- recipes -->" in markdown:
         markdown = markdown.replace("<!-- recipes -->", recipes_table())
     if "<!-- organizations -->" in markdown:
@@ -202,6 +205,39 @@ def organizations_table() -> str:
         rows.append(f"| [`{name}`](organizations/{name}.md) | {data.get('source', '-')} | "
                     f"`{data.get('protocol', '-')}` | {data.get('description', '')} |")
     return "\n".join(rows) + "\n"
+
+
+def api_markdown(module_name: str) -> str:
+    """mkdocstrings directives for a public module: its docstring, then each class and
+    function of its ``__all__`` where it is defined (lazy re-exports included)."""
+    import importlib
+    import inspect
+
+    module = importlib.import_module(module_name)
+    lines = [f"## `{module_name}`", "", f"::: {module_name}", "    options:",
+             "      show_root_heading: false", "      members: false", ""]
+    elsewhere = []
+    for name in getattr(module, "__all__", []):
+        obj = getattr(module, name)
+        if not (inspect.isclass(obj) or inspect.isfunction(obj)):
+            continue
+        path = f"{obj.__module__}.{obj.__qualname__}"
+        if path in _DOCUMENTED:  # re-exported by an earlier module: one entry, linked
+            elsewhere.append(f"[`{name}`][{path}]")
+            continue
+        _DOCUMENTED.add(path)
+        lines += [f"::: {path}", "    options:", "      heading_level: 3", ""]
+    if elsewhere:
+        lines += ["Also exported here: " + ", ".join(elsewhere) + ".", ""]
+    return "\n".join(lines) + "\n"
+
+
+_DOCUMENTED: set[str] = set()  # objects given an entry in this build (one page each)
+
+
+def on_pre_build(config):
+    """A new build documents every object afresh."""
+    _DOCUMENTED.clear()
 
 
 def recipes_table() -> str:
