@@ -167,8 +167,10 @@ def organization_page(name: str) -> str:
     facts = [("from the paper", data.get("source", "-")), ("protocol", f"`{org.protocol}`")]
     if data.get("recommended_agents"):
         facts.append(("recommended team size", str(data["recommended_agents"])))
-    lines += ["| | |", "|---|---|"] + [f"| {k} | {v} |" for k, v in facts] + [""]
-    lines += [f"Play it: `orgteams run --org {name} --backend planner --layout studio`, "
+    lines += ["| | |", "|---|---|"] + [f"| **{k}** | {v} |" for k, v in facts] + [""]
+    size = int(data.get("recommended_agents") or 3)
+    where = "--layout studio" if size <= 3 else f"--layout house --agents {size}"
+    lines += [f"Play it: `orgteams run --org {name} --backend planner {where}`, "
               f"or `run_episode(organization=\"{name}\", ...)`. Its protocol's turn-taking: "
               "[Teams, organizations and the runner](../organizations.md); Sequential and "
               "Shared: [as the paper defines them](../protocols.md).", ""]
