@@ -87,6 +87,17 @@ def on_page_markdown(markdown, page, config, files):
     return markdown
 
 
+def on_page_content(html, page, config, files):
+    """The API reference's docstrings use Sphinx roles (``:class:`X```) and ``::`` before
+    literal blocks, which Markdown shows as written: drop the role names and the second
+    colon, and ``~a.b.C`` reads ``C`` as Sphinx shows it."""
+    if not page.file.src_uri.startswith("reference/"):
+        return html
+    html = re.sub(r":(?:class|func|meth|attr|mod|data|exc|obj|py:\w+):(?=<code>)", "", html)
+    html = re.sub(r"<code>~(?:[\w]+\.)*(\w+)</code>", r"<code>\1</code>", html)
+    return re.sub(r"::</p>", ":</p>", html)
+
+
 def _code(text: str) -> str:
     """reST literals (````x````) as Markdown code."""
     return re.sub(r"``(.+?)``", r"`\1`", text)
@@ -217,7 +228,8 @@ def api_markdown(module_name: str) -> str:
 
     module = importlib.import_module(module_name)
     lines = [f"## `{module_name}`", "", f"::: {module_name}", "    options:",
-             "      show_root_heading: false", "      members: false", ""]
+             "      show_root_heading: false", "      show_root_toc_entry: false",
+             "      members: false", ""]
     elsewhere = []
     for name in getattr(module, "__all__", []):
         obj = getattr(module, name)
