@@ -27,8 +27,15 @@ from __future__ import annotations
 import time
 
 import numpy as np
-from harness import cores_and_load, cpu_slice, load_average, markdown_row, markdown_rule, \
-    paired_ratio, parser
+from harness import (
+    cores_and_load,
+    cpu_slice,
+    load_average,
+    markdown_row,
+    markdown_rule,
+    paired_ratio,
+    parser,
+)
 
 from orgteams.envs.highlevel.highlevel_env import HighLevelEnv
 from orgteams.organizations.rounds.runner import TeamRunner

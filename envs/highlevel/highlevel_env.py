@@ -208,7 +208,8 @@ class HighLevelEnv(ParallelEnv):
 
     def step(self, actions: dict[str, ActionId], *,
              on_tick: Callable[[HouseholdState, dict[str, int], HouseholdState, dict], None]
-             | None = None, should_stop: Callable[[], bool] | None = None):
+             | None = None, should_stop: Callable[[], bool] | None = None,
+             observe: bool = True):
         """One decision round (see the module docstring).
 
         Args:
@@ -218,6 +219,10 @@ class HighLevelEnv(ParallelEnv):
                 ``on_tick``, as ``on_tick(before, joint_actions, after, infos)``.
             should_stop: Asked after every tick of this step instead of the env's own
                 ``should_stop``; True ends the step early.
+            observe: False: skip what only an observer reads, for a caller that reads
+                neither (the round loop, whose members read a ``MemberView``): None per
+                agent instead of the observations, and infos without ``available`` and
+                ``action_mask`` (at 256 agents they cost more than the tick itself).
         """
         if should_stop is None:
             should_stop = self.should_stop
@@ -268,8 +273,8 @@ class HighLevelEnv(ParallelEnv):
         agents = list(self.agents)
         if not self.base.agents:
             self.agents = []
-        obs = self._observations(agents)
-        infos = {a: self._info(a, elapsed, events[a]) for a in agents}
+        obs = self._observations(agents) if observe else dict.fromkeys(agents)
+        infos = {a: self._info(a, elapsed, events[a], observe) for a in agents}
         return (obs, {a: total_reward for a in agents}, dict(terms), dict(truncs), infos)
 
     def render(self):
@@ -438,14 +443,16 @@ class HighLevelEnv(ParallelEnv):
         r.plan = PLANS[action.kind](self, agent, action.target)
         r.advance()
 
-    def _info(self, agent: str, elapsed: int, events: list[dict]) -> dict:
+    def _info(self, agent: str, elapsed: int, events: list[dict], observe: bool = True) -> dict:
         r = self._runners[agent]
-        available = self.available_actions(agent)
         info = {"needs_decision": self.needs_decision(agent), "status": r.status,
                 "failure_reason": r.failure_reason, "ticks_elapsed": elapsed,
-                "events": events, "available": available, "current": self.current(agent),
-                "is_success": self.base.world.success}
-        if self.action_mode == "discrete":
+                "events": events}
+        if observe:
+            info["available"] = available = self.available_actions(agent)
+        info["current"] = self.current(agent)
+        info["is_success"] = self.base.world.success
+        if observe and self.action_mode == "discrete":
             ids = {a.id for a in available}
             info["action_mask"] = np.array([i in ids for i in self._slot_ids], np.int8)
         return info

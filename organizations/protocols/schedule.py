@@ -171,8 +171,11 @@ def route(
     ``"everyone"`` means every other team member. Receivers outside the team, the sender
     itself and receivers the channels forbid are dropped; duplicates are removed.
     """
+    if receivers == EVERYONE:  # the common case, routed once per resolution
+        delivered, dropped = resolved.to_everyone(sender)  # an unknown sender raises
+        return list(delivered), list(dropped)
     resolved.role_of(sender)  # raises a clear error for an unknown sender
-    wanted = [a for a in resolved.team if a != sender] if receivers == EVERYONE else receivers
+    wanted = receivers
     delivered, dropped = [], []
     team = resolved.reports_to  # a dict by agent: membership without scanning the team
     for r in dict.fromkeys(wanted):

@@ -375,7 +375,8 @@ async def act_phase(state: EpisodeState, abstained: set[str]) -> None:
         hook(state, actions)
     _, _, _, _, infos = env.step(
         actions, on_tick=state.ticked if state.hooks.tick else None,
-        should_stop=state.stop_requested if state.should_stop is not None else None)
+        should_stop=state.stop_requested if state.should_stop is not None else None,
+        observe=False)  # members read the view; nobody reads observations here
     for agent, d in chosen.items():
         info = infos.get(agent, {})
         events = info.get("events", [])

@@ -315,9 +315,16 @@ def _subscribe_overlay(hooks: RoundHooks, env: HighLevelEnv) -> None:
     """The window overlay: captions per phase, speech bubbles, abstention markers and
     role badges (roles change with hand-overs, elections and claims)."""
     overlay = env.overlay
+    shown: list = [None, None, None]  # the resolution, granted roles and badges last shown
 
     def show_roles(state: EpisodeState) -> None:
+        # Called after every stage (256 a round under ``sequential`` at 256 agents): the
+        # badges are computed again only when what they come from changed.
+        if (shown[0] is state.resolved and shown[1] == state.roles
+                and overlay.roles == shown[2]):
+            return
         overlay.roles = {a: r for a in state.team if (r := state.role(a))}
+        shown[:] = state.resolved, dict(state.roles), dict(overlay.roles)
 
     def phase(state: EpisodeState, name: str) -> None:
         overlay.caption = f"round {state.round} - {name}"
