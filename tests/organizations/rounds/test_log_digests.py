@@ -11,7 +11,7 @@ tokenizer, so the digests do not depend on whether SmolLM2's tokenizer is instal
 A change that is meant to change behaviour (a new rule, a new message) updates the
 digests with::
 
-    python tests/organizations/rounds/test_log_digests.py --update
+    python tests/organizations/rounds/test_log_digests.py --update [CASE...]
 
 and says in its commit why episodes changed. A speed change must not need that.
 """
@@ -50,6 +50,9 @@ CASES = {
     "dynamic-6": ("dynamic", 6, 30, ()),
     "leader-6-removals": ("leader", 6, 30, ("remove:agent_0@3", "remove:agent_4@6")),
     "sequential-6-removal": ("sequential", 6, 30, ("remove:agent_2@4",)),
+    # crowds: queues in doorways, agents pushed aside, deferring, detours
+    "sequential-48": ("sequential", 48, 20, ()),
+    "leader-48-removal": ("leader", 48, 20, ("remove:agent_3@5",)),
 }
 _CLOCK = re.compile(rb'"(wall|latency|wall_seconds)": [-+0-9.eE]+')
 _PATH = re.compile(rb'"log_path": "[^"]*"')
@@ -86,9 +89,12 @@ def test_episode_log_is_byte_identical_to_the_committed_one(case, tmp_path):
 if __name__ == "__main__":  # --update: write the digests of the code as it is now
     import tempfile
 
-    if sys.argv[1:] != ["--update"]:
-        sys.exit("usage: python tests/organizations/rounds/test_log_digests.py --update")
+    if sys.argv[1:2] != ["--update"]:
+        sys.exit("usage: python tests/organizations/rounds/test_log_digests.py --update [CASE...]")
     with tempfile.TemporaryDirectory() as tmp:
-        digests = {case: digest(case, Path(tmp) / f"{case}.jsonl") for case in sorted(CASES)}
+        digests = {case: digest(case, Path(tmp) / f"{case}.jsonl") for case in sorted(CASES)
+                   if case in sys.argv[2:] or not sys.argv[2:]}
+    digests = {**json.loads(DIGESTS.read_text(encoding="utf-8")), **digests}
+    digests = {case: digests[case] for case in sorted(CASES)}
     DIGESTS.write_text(json.dumps(digests, indent=2) + "\n", encoding="utf-8")
     print(f"wrote {len(digests)} digests to {DIGESTS}")
