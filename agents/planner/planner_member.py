@@ -134,12 +134,14 @@ class PlannerMember(MemberBase):
         """Messages not seen before; ``observed``: claims derived from actions the
         protocol showed it (kept even when the rules have no claiming: seen, not said)."""
         out = []
+        skip = () if observed or self.claims else ("claim", "release")
+        seen = self._seen
         for m in messages:
-            if not observed and not self.claims and m.kind in ("claim", "release"):
+            if m.kind in skip:
                 continue
             key = (m.sender, m.kind, tuple(sorted(m.content.items())))
-            if key not in self._seen:
-                self._seen.add(key)
+            if key not in seen:
+                seen.add(key)
                 out.append(m)
         return out
 

@@ -37,6 +37,7 @@ from orgteams.agents.shared_context import action_output
 from orgteams.envs.highlevel.space import ActionId, is_primitive
 from orgteams.organizations.protocols.facts import PROTOCOL_FACTS
 from orgteams.organizations.protocols.schedule import (
+    RoundOutputs,
     Stage,
     record_election,
     resolve_claims,
@@ -126,7 +127,7 @@ async def communicate_phase(state: EpisodeState, speakers: list[str] | None = No
     if state.succession_vote is not None and not (stages and stages[0].kind == "vote"):
         # succession: elect - the team elects the removed leader's successor first
         stages.insert(0, Stage(tuple(active), "none_this_round", "vote"))
-    outputs: list[TeamMessage] = []
+    outputs = RoundOutputs(state.team)  # keeps what each agent may see
     inbox: dict[str, list[TeamMessage]] = {a: [] for a in state.team}
     abstained: set[str] = set()
     state.abstained = abstained
