@@ -259,10 +259,15 @@ class HighLevelEnv(ParallelEnv):
                 on_tick(before, joint, world, infos)
             for mem in self._memories.values():
                 mem.update(world)
-            for a in live:
-                r = self._runners[a]
-                if r.status == "running":
-                    r.advance()
+            self.crowd.plans_start()
+            try:
+                for a in live:
+                    r = self._runners[a]
+                    if r.status == "running":
+                        r.advance()
+                        self.crowd.advanced(a)
+            finally:
+                self.crowd.plans_end()
             if not self.base.agents or not live:
                 break
             if should_stop is not None and should_stop():
