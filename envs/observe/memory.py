@@ -85,9 +85,9 @@ class AgentMemory:
         self.held = tuple(names[o] for o in state.hands[self.agent])
         for o in self.held:
             self._see(o, self.name, "agent")
-        room_of = scene.room_of_cell
-        for a, c in enumerate(state.agent_pos):
-            if a != self.agent and (room_of[c] in visible or scene.view_of_cell[c] == view):
+        room_of, view_of = scene.room_of_cell_list, scene.view_of_cell  # ints: 256 agents
+        for a, c in enumerate(state.agent_pos):  # look at 256 others, 256 times a tick
+            if a != self.agent and (room_of[c] in visible or view_of[c] == view):
                 held = {names[o] for o in state.hands[a]}
                 self._forget_at(self.agent_names[a], keep=held)
                 for o in held:
