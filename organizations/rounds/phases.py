@@ -105,7 +105,8 @@ def _context(state: EpisodeState, agent: str, stage: Stage, visible: list[TeamMe
         team=team, instruction=r.instruction_for(agent),
         role=state.role(agent), allow_abstain=org.allow_abstain,
         self_chosen_roles=org.self_chosen_roles or assigned == "self-chosen",
-        can_message=[b for b in r.receivers_of(agent) if b not in state.removed],
+        can_message=[b for b in r.receivers_of(agent) if b not in state.removed]
+        if state.removed else list(r.receivers_of(agent)),  # 255 names, 256 times a round
         visible_this_round=visible, stage_kind=stage.kind,
         candidates=state.active() if stage.kind == "vote" else None,
         removed=tuple(sorted(state.removed)), history=state.shared_history(),

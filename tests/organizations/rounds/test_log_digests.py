@@ -86,6 +86,34 @@ def test_episode_log_is_byte_identical_to_the_committed_one(case, tmp_path):
         "python tests/organizations/rounds/test_log_digests.py --update")
 
 
+@pytest.mark.parametrize("case", ["sequential-6-removal", "leader-6-removals", "elected_leader-6",
+                                  "dynamic-6"])
+def test_role_badges_are_the_roles_after_every_stage(case, monkeypatch):
+    # The window's badges are redrawn only for what changed (they are not in the log):
+    # after every stage and phase they are every agent's role now, in team order.
+    from orgteams.organizations.rounds import runner as runner_module
+
+    subscribe, checked = runner_module._subscribe_overlay, []
+
+    def check(state, *_):
+        expected = {a: r for a in state.team if (r := state.role(a))}
+        assert list(state.env.overlay.roles.items()) == list(expected.items())
+        checked.append(len(expected))
+
+    def subscribe_and_check(hooks, env):
+        subscribe(hooks, env)
+        hooks.stage.append(check)
+        hooks.phase.append(check)
+
+    monkeypatch.setattr(runner_module, "_subscribe_overlay", subscribe_and_check)
+    organization, agents, rounds, shocks = CASES[case]
+    org = load_organization(organization)
+    env = HighLevelEnv(layout="generated:32:0", task="prepare_afternoon_tea", num_agents=agents)
+    TeamRunner(env, org, build_team("planner", agents, org), max_rounds=15,
+               shocks=[Shock.parse(s) for s in shocks]).run(seed=1)
+    assert len(checked) > 30 and max(checked) > 0
+
+
 if __name__ == "__main__":  # --update: write the digests of the code as it is now
     import tempfile
 
