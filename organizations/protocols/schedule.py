@@ -140,30 +140,32 @@ def schedule(
 
 
 class RoundOutputs(list):
-    """A round's outputs (a list, in the order said) that also keeps, per agent, the
-    ones it may see: delivered to it (``delivered`` None: public) or written by it.
+    """A round's outputs (a list, in the order said) that also keeps what each member
+    may see: the ones every member may (public, or delivered to everyone else) once,
+    and per member the others delivered to it or written by it.
 
-    :func:`visible_outputs` then reads an agent's own list instead of testing every
-    output's receivers: under ``sequential`` at 256 agents every speaker would scan
-    hundreds of outputs, each delivered to 255 agents.
+    :func:`visible_outputs` then reads those instead of testing every output's
+    receivers: under ``sequential`` at 256 agents every speaker would scan hundreds of
+    outputs, each delivered to 255 agents.
     """
 
     def __init__(self, team: Sequence[str]) -> None:
         super().__init__()
-        self._seen: dict[str, list[TeamMessage]] = {a: [] for a in team}
+        self._team = frozenset(team)
+        self._public: list[TeamMessage] = []
+        self._at: list[int] = []  # the public ones' places in the round
+        self._private: dict[str, list[int]] = {}  # member -> places of its other ones
 
     def append(self, o: TeamMessage) -> None:
+        at = len(self)
         super().append(o)
-        seen = self._seen
-        if o.delivered is None:
-            for mine in seen.values():
-                mine.append(o)
+        reach = None if o.delivered is None else {o.sender, *o.delivered}
+        if reach is None or len(reach) >= len(self._team) and self._team <= reach:
+            self._public.append(o)
+            self._at.append(at)
             return
-        if o.sender in seen:
-            seen[o.sender].append(o)
-        for a in o.delivered:
-            if a != o.sender and a in seen:
-                seen[a].append(o)
+        for a in reach & self._team:
+            self._private.setdefault(a, []).append(at)
 
     def extend(self, outputs: Iterable[TeamMessage]) -> None:
         for o in outputs:
@@ -174,8 +176,14 @@ class RoundOutputs(list):
         return self
 
     def seen_by(self, agent: str) -> list[TeamMessage] | None:
-        """The outputs ``agent`` may see, in the order said (None: not of the team)."""
-        return self._seen.get(agent)
+        """The outputs ``agent`` may see, in the order said (None: not of the team).
+        Do not change the list."""
+        if agent not in self._team:
+            return None
+        mine = self._private.get(agent)
+        if not mine:
+            return self._public
+        return [self[i] for i in sorted(self._at + mine)]
 
 
 def visible_outputs(
