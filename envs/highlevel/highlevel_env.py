@@ -158,6 +158,9 @@ class HighLevelEnv(ParallelEnv):
         self.nav: Navigator | None = None  # the layout's shortest paths, from reset() on
         self._memories: dict[str, AgentMemory] = {}
         self._runners: dict[str, Runner] = {}
+        # agent -> (its memory, memory version, scene, running, actions): a round asks
+        # for an agent's actions several times (members, the loop, step's check)
+        self._available: dict[str, tuple] = {}
         self.crowd = Crowd(self)  # who gives way to whom (crowding.py)
         self.ticks = 0
         self.rounds = 0
@@ -199,6 +202,7 @@ class HighLevelEnv(ParallelEnv):
         for mem in self._memories.values():
             mem.update(world)
         self._runners = {a: Runner() for a in self.possible_agents}
+        self._available.clear()
         self.crowd.reset()
         self._slot_ids = self.slots.ids(world.scene.objects)
         self.ticks = 0
@@ -364,6 +368,16 @@ class HighLevelEnv(ParallelEnv):
     def available_actions(self, agent: str) -> list[HighLevelAction]:
         """The actions ``agent`` may choose now, derived only from its memory."""
         mem = self._memories[agent]
+        scene, running = self.base.world.scene, self._runners[agent].status == "running"
+        known = self._available.get(agent)
+        if known is not None and known[0] is mem and known[1] == mem.version \
+                and known[2] is scene and known[3] == running:
+            return list(known[4])  # nothing it depends on changed since
+        out = self._available_now(agent, mem)
+        self._available[agent] = (mem, mem.version, scene, running, out)
+        return list(out)
+
+    def _available_now(self, agent: str, mem: AgentMemory) -> list[HighLevelAction]:
         make = HighLevelAction.make
         out = [make("explore", r) for r in mem.rooms] + [make("goto", r) for r in mem.rooms]
         seen = mem.furniture

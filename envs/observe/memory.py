@@ -69,10 +69,12 @@ class AgentMemory:
         self.tick = 0
         self.room = ""  # the room the agent is in ("" in a doorway)
         self._furniture_type = {f.name: f.type for f in lay.furniture}
+        self.version = 0  # counts updates and notes: what was derived from it is stale
 
     # ---- updates ----
     def update(self, state: HouseholdState) -> None:
         """Record what the agent observes in ``state`` (the env's visibility rule)."""
+        self.version += 1
         scene = self.scene
         lay = scene.layout
         names = scene.objects
@@ -134,6 +136,7 @@ class AgentMemory:
 
         Ignored when the agent's own information about ``obj`` is newer.
         """
+        self.version += 1
         if obj not in self.scene.objects:
             raise ValueError(f"unknown object {obj!r}")
         if location in self._furniture_type:
