@@ -260,6 +260,7 @@ class TeamRunner:
                                   agents=self.team, tokenizer=state.tokenizer,
                                   leaders=list(state.resolved.top_leaders) or None,
                                   events=state.events,
+                                  protocol=self.organization.protocol,
                                   first_leader=next(iter(self.resolved.top_leaders), None))
         dup = state.duplicates
         return EpisodeSummary.of(
@@ -346,4 +347,5 @@ def _check_monitor(monitor: CapabilityMonitor, state: EpisodeState) -> None:
         old = state.organization.name
         state.switch(load_organization(monitor.config.fallback))
         monitor.switched = True
-        state.event("org_switch", from_org=old, to_org=state.organization.name, reason=reason)
+        state.event("org_switch", from_org=old, to_org=state.organization.name,
+                    to_protocol=state.organization.protocol, reason=reason)
