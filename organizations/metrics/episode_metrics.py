@@ -82,7 +82,11 @@ class EpisodeMetrics:
     ``cost_usd`` is ``None`` when any call's model has no known price; calls served from
     a response cache (``cached_usage``) cost nothing, though their tokens still count in
     ``llm_prompt_tokens`` and ``llm_completion_tokens``.
-    ``abstention_rate`` is abstentions over records with a non-``None`` ``abstained``.
+    ``abstention_rate`` is abstentions over records with a non-``None`` ``abstained``;
+    the round loop's ``abstention`` events split them into ``mid_task_abstentions``
+    (work was left: a goal unit no teammate still working held or went for) and
+    ``end_of_task_abstentions`` (nothing left to do), and ``mid_task_abstention_rate``
+    is the first over the same records (docs/metrics.md).
     ``decisions`` counts agents' turns (see the module docstring); ``fallback_count``
     the turns with a ``fallback`` (a declared safe decision taken instead of the
     model's: a failed call, replies that were all invalid, an unavailable action) and
@@ -128,6 +132,9 @@ class EpisodeMetrics:
     algebraic_connectivity: float
     spectral_gap: float
     message_reach_depth: int = 0
+    mid_task_abstentions: int = 0
+    end_of_task_abstentions: int = 0
+    mid_task_abstention_rate: float = 0.0
     algebraic_connectivity_binary: float = 0.0
     algebraic_connectivity_per_tick: float = 0.0
     decisions: int = 0
@@ -266,7 +273,9 @@ def episode_metrics(
         leaders: Roots for ``message_reach_depth`` (default: the busiest sender).
         price: ``price(model, prompt_tokens, completion_tokens) -> USD or None``;
             default the shipped price table (:mod:`orgteams.agents.backends.pricing`).
-        events: Team events (elections, hand-overs) for ``leader_tenure``.
+        events: Team events: elections and hand-overs (``leader_tenure``),
+            ``abstention`` events (mid-task and end-of-task abstentions), protocol
+            changes (:func:`self_organizing_rounds`).
         first_leader: The top leader at round 0 (default: the first of ``leaders``).
         tokenizer: Counts messages whose line has no ``message_tokens`` (the
             episode's; default the module's, for a saved log with no owner at hand).
@@ -320,6 +329,8 @@ def episode_metrics(
             key = (r.round, r.phase, getattr(r, "stage", None), r.agent)
             turns[key] = turns.get(key, False) or bool(r.call.fallback)
     fell_back = sum(turns.values())
+    abstentions = [e for e in events if e.type == "abstention"]
+    mid_task = sum(len(e.get("agents") or ()) for e in abstentions if e.get("mid_task"))
     return EpisodeMetrics(
         success=bool(success),
         ticks=ticks,
@@ -346,6 +357,10 @@ def episode_metrics(
         hierarchy_depth=hierarchy_depth(dependency_graph(
             records, agents, self_organizing=self_organizing_rounds(protocol, events))),
         message_reach_depth=message_reach_depth(graph, leaders),
+        mid_task_abstentions=mid_task,
+        end_of_task_abstentions=sum(len(e.get("agents") or ()) for e in abstentions
+                                    if not e.get("mid_task")),
+        mid_task_abstention_rate=mid_task / len(decisions) if decisions else 0.0,
         algebraic_connectivity=(lam2 := algebraic_connectivity(graph)),
         spectral_gap=spectral_gap(graph),
         algebraic_connectivity_binary=algebraic_connectivity_binary(graph),

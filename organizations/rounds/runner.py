@@ -337,9 +337,10 @@ def _subscribe_overlay(hooks: RoundHooks, env: HighLevelEnv) -> None:
 
 
 def _check_monitor(monitor: CapabilityMonitor, state: EpisodeState) -> None:
-    """Feed the monitor this round's rates; switch to its fallback when it says so."""
+    """Feed the monitor this round's rates (mid-task abstention only: abstaining with
+    nothing left to do is healthy); switch to its fallback when it says so."""
     eligible = len(state.active()) if state.organization.allow_abstain else 0
-    monitor.update(len(state.abstained), eligible, *state.last_duplicates)
+    monitor.update(len(state.mid_task_abstained), eligible, *state.last_duplicates)
     reason = monitor.should_switch(state.organization.protocol)
     if reason:
         from orgteams.organizations.spec.library import load_organization

@@ -34,9 +34,10 @@ from orgteams.replay import replay
 from orgteams.run import run_episode
 
 OLD = Path(__file__).parent / "logs" / "written_before_typed_lines.jsonl"
-NEWER_KEYS = frozenset({  # #27: the lambda 2 variants and the message reach
+NEWER_KEYS = frozenset({  # #27: lambda 2 variants, message reach, abstention kinds
     "algebraic_connectivity_binary", "algebraic_connectivity_per_tick",
-    "message_reach_depth"})
+    "message_reach_depth", "mid_task_abstentions", "end_of_task_abstentions",
+    "mid_task_abstention_rate"})
 
 
 def test_a_log_written_before_typed_lines_reads_typed_writes_back_and_replays():
