@@ -13,8 +13,8 @@ from orgteams.envs.highlevel.highlevel_env import HighLevelEnv
 from orgteams.envs.highlevel.removal import remove_agent
 from orgteams.errors import UserError
 from orgteams.organizations import load_organization
-from orgteams.organizations.rounds.runner import TeamRunner
 from orgteams.organizations.rounds.episode_log import EventLine, read_log
+from orgteams.organizations.rounds.runner import TeamRunner
 from orgteams.organizations.rounds.shocks import (
     Shock,
     pre_shock_rate,
