@@ -9,6 +9,7 @@
   made from their docstrings.
 * ``<!-- api: MODULE -->`` markers of the API reference: the module's docstring, then
   each class and function of its ``__all__`` from the module that defines it.
+* The ``<!-- cli help -->`` marker of ``cli.md``: every command's ``--help``.
 * The ``<!-- recipes -->`` marker of ``paper-experiments.md``: one row per recipe of
   ``assets/experiments/*.yaml``.
 * ``benchmarks/index.md``: ``benchmarks/README.md`` (the one copy of the results
@@ -80,6 +81,8 @@ def on_page_markdown(markdown, page, config, files):
     if "<!-- household_v0 docstring -->" in markdown:
         markdown = markdown.replace("<!-- household_v0 docstring -->", household_v0_markdown())
     markdown = re.sub(r"<!-- api: ([\w.]+) -->", lambda m: api_markdown(m.group(1)), markdown)
+    if "<!-- cli help -->" in markdown:
+        markdown = markdown.replace("<!-- cli help -->", cli_help_markdown())
     if "<!-- recipes -->" in markdown:
         markdown = markdown.replace("<!-- recipes -->", recipes_table())
     if "<!-- organizations -->" in markdown:
@@ -252,6 +255,30 @@ _DOCUMENTED: set[str] = set()  # objects given an entry in this build (one page 
 def on_pre_build(config):
     """A new build documents every object afresh."""
     _DOCUMENTED.clear()
+
+
+def cli_help_markdown() -> str:
+    """``orgteams <command> --help`` of every command, as argparse prints it (88 columns)."""
+    import argparse
+    import os
+
+    from orgteams.cli.main import build_parser
+
+    columns = os.environ.get("COLUMNS")
+    os.environ["COLUMNS"] = "88"
+    try:
+        parser = build_parser()
+        sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+        lines = []
+        for name, command in sub.choices.items():
+            lines += [f"### `orgteams {name}`", "", "```text", command.format_help().rstrip(),
+                      "```", ""]
+    finally:
+        if columns is None:
+            os.environ.pop("COLUMNS")
+        else:
+            os.environ["COLUMNS"] = columns
+    return "\n".join(lines)
 
 
 def recipes_table() -> str:
