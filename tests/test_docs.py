@@ -250,6 +250,10 @@ def test_site_builds_strict_and_its_internal_links_resolve(tmp_path):
         assert (site / "organizations" / f"{name}.html").is_file()
     env_page = (site / "household.html").read_text(encoding="utf-8")
     assert "Action Space" in env_page and "pick(d, k)" in env_page  # from the docstring
+    assert "usage: orgteams sweep" in (site / "cli.html").read_text(encoding="utf-8")
+    recipes = (site / "paper-experiments.html").read_text(encoding="utf-8")
+    assert all(f"<code>{p.stem}</code>" in recipes
+               for p in (ROOT / "assets" / "experiments").glob("*.yaml"))
 
 
 def test_link_check_finds_a_missing_page_and_a_missing_anchor(tmp_path):
