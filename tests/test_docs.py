@@ -159,6 +159,13 @@ def test_readme_is_a_short_front_door():
     assert "](docs/index.md)" in readme and "mkdocs build" in readme
 
 
+def test_readme_lists_every_experiment_recipe():
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    table = set(re.findall(r"^\| `([\w-]+)` \|", readme, flags=re.M))
+    recipes = {p.stem for p in (ROOT / "assets" / "experiments").glob("*.yaml")}
+    assert table == recipes
+
+
 def test_getting_started_shows_the_readme_commands_as_they_are():
     """docs/getting-started.md repeats README commands 1 and 2; CI runs the README's."""
     readme_command = load_script(ROOT / ".ci" / "readme_command.py").readme_command
