@@ -1,7 +1,8 @@
 """Paper experiments as one command each: recipes in ``assets/experiments/<name>.yaml``.
 
 A recipe is data: ``kind: sweep`` (a sweep spec, a baseline organization, the metrics
-of its table, and with ``behaviours: true`` each organization's shares of the
+of its table, a ``caption`` saying what its arms differ in besides the factor under
+study, and with ``behaviours: true`` each organization's shares of the
 rule-based message labels of :mod:`orgteams.experiments.behaviours`) or ``kind: reflect``
 (Criticize-Reflect variants, each evaluated best vs start on held-out seeds).
 :func:`run_experiment` runs one and writes into ``out``: ``spec.yaml`` (exactly what
@@ -161,7 +162,8 @@ def _run_sweep(name: str, recipe: dict[str, Any], backend: str | None, seeds: in
             entry.update({f"share_{k}": v for k, v in found["shares"].items()})
         out_rows.append(entry)
     return {"experiment": name, "kind": "sweep", "description": recipe.get("description"),
-            "columns": columns, "rows": out_rows, "report": str(out / "report.md")}
+            "caption": recipe.get("caption"), "columns": columns, "rows": out_rows,
+            "report": str(out / "report.md")}
 
 
 def _run_reflect(name: str, recipe: dict[str, Any], backend: str | None, seeds: int | None,
@@ -395,7 +397,9 @@ def _cell(value: Any) -> str:
 
 def _markdown(table: dict[str, Any]) -> str:
     cols = table["columns"]
-    lines = [f"# {table['experiment']}", "", str(table.get("description") or ""), "",
-             "| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+    lines = [f"# {table['experiment']}", "", str(table.get("description") or ""), ""]
+    if table.get("caption"):  # what else the arms differ in than the factor under study
+        lines += [" ".join(str(table["caption"]).split()), ""]
+    lines += ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
     lines += ["| " + " | ".join(_cell(r.get(c)) for c in cols) + " |" for r in table["rows"]]
     return "\n".join(lines)
