@@ -59,6 +59,9 @@ def test_a_planner_pyramid_orders_tier_by_tier():
         for r in records_of(result)
         if r.get("message_kind") == "assign" and r["agent"] in ("agent_1", "agent_2"))
     assert followed > 0
+    # so the dependency graph of the orders acted on is two deep, as the working
+    # 9-pyramid is (docs/metrics.md)
+    assert result.summary.to_dict()["hierarchy_depth"] == 2
 
 
 def test_dual_leaders_lead_their_halves_and_coordinate_by_messages():
