@@ -1,8 +1,10 @@
 """Paper experiments as one command each: recipes in ``assets/experiments/<name>.yaml``.
 
 A recipe is data: ``kind: sweep`` (a sweep spec, a baseline organization, the metrics
-of its table, and with ``behaviours: true`` each organization's shares of the
-rule-based message labels of :mod:`orgteams.experiments.behaviours`) or ``kind: reflect``
+of its table, a ``caption`` saying what its arms differ in besides the factor under
+study, and with ``behaviours: true`` each organization's shares of the
+rule-based message labels of :mod:`orgteams.experiments.behaviours`, overall and per
+role) or ``kind: reflect``
 (Criticize-Reflect variants, each evaluated best vs start on held-out seeds).
 :func:`run_experiment` runs one and writes into ``out``: ``spec.yaml`` (exactly what
 ran, after ``--backend``/``--seeds``), ``table.md`` and ``table.json`` (its table) and
@@ -146,7 +148,7 @@ def _run_sweep(name: str, recipe: dict[str, Any], backend: str | None, seeds: in
     shares = [f"share_{label}" for label in LABELS] if behaviours else []
     columns = ["task", "layout", "agents", "backend", "organization", "n", "errors",
                "success_rate", *metrics, *(["messages", *shares] if behaviours else [])]
-    out_rows = []
+    out_rows, role_rows = [], []
     for key, group in groups.items():
         ok = [EpisodeSummary.from_dict(r["summary"]) for r in group if played(r)]
         entry: dict[str, Any] = dict(zip(columns[:5], key, strict=True))
@@ -159,9 +161,19 @@ def _run_sweep(name: str, recipe: dict[str, Any], backend: str | None, seeds: in
             found = episodes_label_shares(ok, log_dir=out / "logs")
             entry["messages"] = found["n"]
             entry.update({f"share_{k}": v for k, v in found["shares"].items()})
+            # paper 1 reports shares per role: leaders' orders vs followers' reports
+            role_rows += [{**dict(zip(columns[:5], key, strict=True)), "role": role,
+                           "messages": part["n"],
+                           **{f"share_{k}": v for k, v in part["shares"].items()}}
+                          for role, part in found["by_role"].items()]
         out_rows.append(entry)
-    return {"experiment": name, "kind": "sweep", "description": recipe.get("description"),
-            "columns": columns, "rows": out_rows, "report": str(out / "report.md")}
+    table = {"experiment": name, "kind": "sweep", "description": recipe.get("description"),
+             "caption": recipe.get("caption"), "columns": columns, "rows": out_rows,
+             "report": str(out / "report.md")}
+    if behaviours:
+        table.update(role_columns=[*columns[:5], "role", "messages", *shares],
+                     role_rows=role_rows)
+    return table
 
 
 def _run_reflect(name: str, recipe: dict[str, Any], backend: str | None, seeds: int | None,
@@ -399,7 +411,15 @@ def _cell(value: Any) -> str:
 
 def _markdown(table: dict[str, Any]) -> str:
     cols = table["columns"]
-    lines = [f"# {table['experiment']}", "", str(table.get("description") or ""), "",
-             "| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+    lines = [f"# {table['experiment']}", "", str(table.get("description") or ""), ""]
+    if table.get("caption"):  # what else the arms differ in than the factor under study
+        lines += [" ".join(str(table["caption"]).split()), ""]
+    lines += ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
     lines += ["| " + " | ".join(_cell(r.get(c)) for c in cols) + " |" for r in table["rows"]]
+    if table.get("role_rows"):  # behaviours: the shares per role within each organization
+        cols = table["role_columns"]
+        lines += ["", "Per role (leaders vs followers, as paper 1 section 4.3 reports them):",
+                  "", "| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+        lines += ["| " + " | ".join(_cell(r.get(c)) for c in cols) + " |"
+                  for r in table["role_rows"]]
     return "\n".join(lines)
