@@ -362,7 +362,8 @@ def _screen(ctx: _Context, decision: CoordinatorDecision, next_iteration: int) -
             scores.append({"name": org.name, "cost": None, "status": "stopped early"})
             continue
         cost = ctx.model.mean_cost([s for s, _ in episodes])
-        scores.append({"name": org.name, "cost": cost})
+        scores.append({"name": org.name, "cost": cost,
+                       "organization": org.model_dump(mode="json", by_alias=True)})
         ctx.screened[(next_iteration, org.to_yaml())] = episodes
     scored = [(s["cost"], i) for i, s in enumerate(scores) if s["cost"] is not None]
     if scored:
@@ -409,8 +410,13 @@ def _played(row: dict[str, Any]) -> Organization:
 def _propose(coordinator: Coordinator, rows: list[dict[str, Any]], current: Organization,
              approved: bool, team: list[str] | None, next_iteration: int
              ) -> CoordinatorDecision:
+    """The Coordinator's decision; the candidates screened before (played, not kept in
+    the history) count as tried, so one that behaves as them is not played again."""
+    screened = [Organization.from_dict(s["organization"], source="screened")
+                for r in rows for s in (r.get("decision") or {}).get("screened") or []
+                if s.get("organization")]
     return coordinator.propose([_trial(r) for r in rows], current, approved=approved,
-                               team=team, iteration=next_iteration)
+                               team=team, iteration=next_iteration, screened=screened)
 
 
 def _record_decision(out: Path, row: dict[str, Any], decision: CoordinatorDecision,
