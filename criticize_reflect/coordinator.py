@@ -147,7 +147,11 @@ class CoordinatorDecision:
         fallback: None, or why the current organization is kept.
         call: The structured call's record.
         options: Every valid candidate organization, in the reply's order.
-        screened: When the loop screened the options: each one's ``{name, cost}``.
+        screened: When the loop screened the options: each one's ``{name, cost,
+            organization}``.
+        exhausted: Every candidate it could propose was invalid or behaves as one
+            already tried (the heuristic's "no untried edit is valid"): the loop stops,
+            since playing the current organization again would repeat a tried behaviour.
     """
 
     organization: Organization
@@ -159,13 +163,15 @@ class CoordinatorDecision:
     call: dict[str, Any] = field(default_factory=dict)
     options: list[Organization] = field(default_factory=list)
     screened: list[dict[str, Any]] | None = None
+    exhausted: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready (the organization as its JSON dump)."""
         return {"organization": self.organization.model_dump(mode="json", by_alias=True),
                 "candidates": self.candidates, "pick": self.pick,
                 "pick_reason": self.pick_reason, "analysis": self.analysis,
-                "fallback": self.fallback, "call": self.call, "screened": self.screened}
+                "fallback": self.fallback, "call": self.call, "screened": self.screened,
+                "exhausted": self.exhausted}
 
 
 def _capped(text: str, limit: int) -> str:

@@ -207,7 +207,7 @@ class HeuristicCoordinator:
             reason = "no untried edit is valid"
             return CoordinatorDecision(organization=current, candidates=rows,
                                        pick_reason=f"fallback: {reason}", analysis=analysis,
-                                       fallback=reason)
+                                       fallback=reason, exhausted=True)
         pick = next(r["index"] for r in rows if r["valid"])
         return CoordinatorDecision(organization=options[0], candidates=rows, pick=pick,
                                    pick_reason="first edit for the most serious problem",

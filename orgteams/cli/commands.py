@@ -454,6 +454,8 @@ def _print_reflect(out: dict[str, Any], as_json: bool) -> None:
         print(f"iteration {h['iteration']}: {h['organization']} cost {h['cost']:.2f} "
               f"(ticks {h['ticks']}, tokens/step {h['comm_tokens_per_step']:.2f})"
               + (f" -> {h['next_organization']}" if h["next_organization"] else ""))
+    if out.get("stopped"):
+        print(out["stopped"])
     best = out["best"]
     print(f"best: {best['organization']} (iteration {best['iteration']}, cost "
           f"{best['cost']:.2f}) saved to {best['path']}")

@@ -35,7 +35,8 @@ from orgteams.assets import asset_dir
 from orgteams.errors import UserError, unknown_name
 from orgteams.organizations.rounds.episode_summary import EpisodeSummary
 
-__all__ = ["coordinator_input", "list_experiments", "load_recipe", "run_experiment"]
+__all__ = ["coordinator_input", "list_experiments", "load_recipe", "run_experiment",
+           "skipped_same_behaviour"]
 
 KINDS = ("sweep", "reflect", "shocks")
 NO_BUDGET = {"max_cost": None, "price_per_mtok": None, "on_estimate": None}
@@ -171,20 +172,24 @@ def _run_reflect(name: str, recipe: dict[str, Any], backend: str | None, seeds: 
     from orgteams.cli.progress import Progress
     from orgteams.experiments.reflect import run_reflect
     from orgteams.experiments.reflect_eval import evaluate_reflect
+    from orgteams.experiments.stats import describe, paired_mde
 
     budget = budget or NO_BUDGET
     common = {k: recipe[k] for k in ("task", "layout", "agents", "critic", "coordinator",
                                      "iterations", "episodes_per_iteration") if k in recipe}
     common["backend"] = backend or recipe.get("backend", "planner")
-    n = seeds or int(recipe.get("heldout_seeds", 20))
+    n = seeds or int(recipe.get("heldout_seeds", 40))
     ran = {"organization": recipe.get("organization", "leader"), **common, "heldout_seeds": n,
            "variants": recipe.get("variants") or {"default": {}}}
     configs = _reflect_configs(name, ran, common, out)  # every variant, before any plays
     spend = _reflect_spend(configs, n, out, budget)
     (out / "spec.yaml").write_text(yaml.safe_dump(ran, sort_keys=False), encoding="utf-8")
     columns = ["variant", "coordinator_input", "start", "best", "best_iteration", "path",
-               "loop_costs", "loop_cost_start", "loop_cost_best", "n", "heldout_start",
-               "heldout_best", "difference", "cohens_dz", "t_test_p", "wilcoxon_p"]
+               "loop_costs", "loop_cost_start", "loop_cost_best", "skipped_same_behaviour",
+               "n", "heldout_start", "heldout_start_ci95", "heldout_best",
+               "heldout_best_ci95", "difference", "difference_ci95", "cohens_dz",
+               "mde_dz_80", "t_test_p", "wilcoxon_p"]
+    best_costs: dict[str, list[float]] = {}
     rows = []
     for variant, config in configs.items():
         bar = Progress(config.iterations, f"{name} {variant}", enabled=progress)
@@ -203,6 +208,10 @@ def _run_reflect(name: str, recipe: dict[str, Any], backend: str | None, seeds: 
             with BackendPool(spend=spend) as pool:
                 ev = evaluate_reflect(out / variant, seeds=n, progress=progress,
                                       pool=pool)["rows"][0]
+        start_ci, best_ci, diff_ci = (describe(c)["ci95"] for c in (
+            ev["start_costs"], ev["best_costs"],
+            [b - a for a, b in zip(ev["start_costs"], ev["best_costs"], strict=True)]))
+        best_costs[variant] = list(ev["best_costs"])
         rows.append({"variant": variant, "coordinator_input": coordinator_input(result.history),
                      "start": ran["organization"], "best": result.best.name,
                      "best_iteration": result.best_iteration,
@@ -210,12 +219,44 @@ def _run_reflect(name: str, recipe: dict[str, Any], backend: str | None, seeds: 
                                         for r in result.history),
                      "loop_costs": ", ".join(f"{r['cost']:.2f}" for r in result.history),
                      "loop_cost_start": result.history[0]["cost"],
-                     "loop_cost_best": result.best_cost, "n": ev["n"],
-                     "heldout_start": ev["mean_start"], "heldout_best": ev["mean_best"],
-                     "difference": ev["mean_difference"], "cohens_dz": ev["cohens_dz"],
+                     "loop_cost_best": result.best_cost,
+                     "skipped_same_behaviour": skipped_same_behaviour(result.history),
+                     "n": ev["n"], "heldout_start": ev["mean_start"],
+                     "heldout_start_ci95": start_ci, "heldout_best": ev["mean_best"],
+                     "heldout_best_ci95": best_ci, "difference": ev["mean_difference"],
+                     "difference_ci95": diff_ci, "cohens_dz": ev["cohens_dz"],
+                     "mde_dz_80": paired_mde(ev["n"]),
                      "t_test_p": ev["t_test_p"], "wilcoxon_p": ev["wilcoxon_p"]})
     return {"experiment": name, "kind": "reflect", "description": recipe.get("description"),
-            "columns": columns, "rows": rows}
+            "columns": columns, "rows": rows, "between_variants": _between(best_costs)}
+
+
+def skipped_same_behaviour(history: list[dict[str, Any]]) -> int:
+    """Candidates of a run's decisions skipped, before any episode, because they resolve to
+    the same behaviour as an organization already played or screened."""
+    return sum(str(c.get("reason") or "").startswith("skipped: resolves to the same behaviour")
+               for row in history for c in (row.get("decision") or {}).get("candidates", []))
+
+
+def _between(best_costs: dict[str, list[float]]) -> list[dict[str, Any]]:
+    """Each later variant's best against the first's on the same held-out seeds (paired:
+    the variants share their training seeds, hence their held-out ones)."""
+    from orgteams.experiments.reflect_eval import paired_comparison
+    from orgteams.experiments.stats import describe
+
+    names = list(best_costs)
+    out = []
+    for other in names[1:]:
+        a, b = best_costs[names[0]], best_costs[other]
+        if len(a) != len(b) or len(a) < 2:
+            continue
+        found = paired_comparison(a, b)
+        out.append({"a": names[0], "b": other, "n": found["n"],
+                    "difference": found["mean_difference"],
+                    "difference_ci95": describe([y - x for x, y in zip(a, b, strict=True)])[
+                        "ci95"], "cohens_dz": found["cohens_dz"],
+                    "t_test_p": found["t_test_p"], "wilcoxon_p": found["wilcoxon_p"]})
+    return out
 
 
 def _reflect_spend(configs: dict[str, Any], heldout: int, out: Path, budget: dict[str, Any]
@@ -388,6 +429,9 @@ def _shocks_spend(spec: Any, cells: list[dict], options: dict[str, Any], out: Pa
 
 
 def _cell(value: Any) -> str:
+    if isinstance(value, list) and len(value) == 2 and all(
+            isinstance(v, int | float) for v in value):  # a confidence interval
+        return f"[{_cell(float(value[0]))}, {_cell(float(value[1]))}]"
     if isinstance(value, float):
         return f"{value:.3g}" if abs(value) < 0.01 else f"{value:.2f}"
     return "-" if value is None else str(value)
@@ -398,4 +442,9 @@ def _markdown(table: dict[str, Any]) -> str:
     lines = [f"# {table['experiment']}", "", str(table.get("description") or ""), "",
              "| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
     lines += ["| " + " | ".join(_cell(r.get(c)) for c in cols) + " |" for r in table["rows"]]
+    for b in table.get("between_variants") or []:
+        lines += ["", f"{b['b']} best - {b['a']} best on the same {b['n']} held-out seeds: "
+                      f"{_cell(b['difference'])} {_cell(b['difference_ci95'])}, d_z "
+                      f"{_cell(b['cohens_dz'])}, paired t p {_cell(b['t_test_p'])}, "
+                      f"Wilcoxon p {_cell(b['wilcoxon_p'])}"]
     return "\n".join(lines)

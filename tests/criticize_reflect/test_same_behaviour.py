@@ -98,3 +98,32 @@ def test_the_loop_never_plays_a_candidate_that_behaves_as_one_tried(tmp_path, mo
     # the skip is recorded with the decision
     saved = json.loads((out / "iteration_0" / "proposal.json").read_text())
     assert any(c["reason"] and c["reason"].startswith("skipped:") for c in saved["candidates"])
+
+
+def test_the_loop_stops_when_every_candidate_was_tried(tmp_path, monkeypatch):
+    """A Coordinator with nothing untried ends the loop: the current organization is not
+    played again (also not by a rerun asking for more iterations)."""
+    played: list[str] = []
+    real = orgteams.run.run_episode
+
+    def spy(config=None, **kw):
+        played.append(config.organization.name)
+        return real(config, **kw)
+
+    monkeypatch.setattr(orgteams.run, "run_episode", spy)
+    # nothing is editable but the instruction's text, which planners never read
+    locked = silent_leader().updated(governance={"human_only": [
+        "channels", "protocol", "topology", "rules", "allow_abstain", "governance"]})
+    out = tmp_path / "r"
+    result = run_reflect(locked, layout="studio", backend="planner", seeds=[0],
+                         critic="heuristic", coordinator="heuristic", iterations=4,
+                         out_dir=out, episodes_per_iteration=1)
+    assert played == ["leader__channels_none"] and len(result.history) == 1
+    assert result.stopped == ("stopped after iteration 0: no untried edit is valid (every "
+                              "candidate is invalid or behaves as an organization already "
+                              "tried)")
+    assert result.history[0]["decision"]["exhausted"] is True
+    again = run_reflect(locked, layout="studio", backend="planner", seeds=[0],
+                        critic="heuristic", coordinator="heuristic", iterations=6,
+                        out_dir=out, episodes_per_iteration=1)
+    assert played == ["leader__channels_none"] and again.stopped == result.stopped

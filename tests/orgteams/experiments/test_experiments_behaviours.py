@@ -213,3 +213,45 @@ def test_reflect_ablation_arms_differ_in_what_the_coordinator_received(tmp_path,
     assert "| without_critic | no critique in 1 decision(s): costs and metrics only |" in md
     err = capsys.readouterr().err  # progress bars on stderr: the loop and the evaluation
     assert "small with_critic" in err and "evaluating with_critic" in err
+
+
+def test_reflect_recipe_gives_both_arms_cis_the_skips_and_the_arms_compared(tmp_path,
+                                                                           monkeypatch):
+    """paper1-reflect's table: 40 held-out seeds by default, a 95% CI for the start and
+    best organizations' held-out costs and their difference, the detectable effect at
+    80% power, the candidates skipped as already-tried behaviour, and the with- and
+    without-Critic bests compared on the same held-out seeds."""
+    import orgteams.experiments.recipes as experiments
+    from orgteams.experiments.stats import describe, paired_mde
+
+    assert load_recipe("paper1-reflect")["heldout_seeds"] == 40
+    recipe = dict(load_recipe("paper1-reflect"), layout="studio", iterations=3,
+                  episodes_per_iteration=1)
+    path = tmp_path / "small.yaml"
+    path.write_text(yaml.safe_dump(recipe))
+    monkeypatch.setattr(experiments, "_recipes", lambda: {"small": path})
+    table = run_experiment("small", seeds=4, out=tmp_path / "out", progress=False)
+    best = {}
+    for row in table["rows"]:
+        folder = tmp_path / "out" / row["variant"]
+        ev = json.loads((folder / "evaluation.json").read_text())["rows"][0]
+        start, found = ev["start_costs"], ev["best_costs"]
+        assert row["n"] == len(start) == 4
+        assert row["heldout_start_ci95"] == describe(start)["ci95"]
+        assert row["heldout_best_ci95"] == describe(found)["ci95"]
+        assert row["difference_ci95"] == describe(
+            [b - a for a, b in zip(start, found)])["ci95"]
+        assert row["mde_dz_80"] == pytest.approx(paired_mde(4))
+        history = [json.loads(line) for line in (folder / "history.jsonl").read_text()
+                   .splitlines()]
+        assert row["skipped_same_behaviour"] == sum(
+            c["reason"].startswith("skipped: resolves to the same behaviour")
+            for h in history for c in (h["decision"] or {}).get("candidates", [])
+            if c["reason"])
+        best[row["variant"]] = found
+    (between,) = table["between_variants"]
+    assert (between["a"], between["b"], between["n"]) == ("with_critic", "without_critic", 4)
+    diffs = [b - a for a, b in zip(best["with_critic"], best["without_critic"])]
+    assert between["difference"] == pytest.approx(sum(diffs) / 4)
+    md = (tmp_path / "out" / "table.md").read_text()
+    assert "without_critic best - with_critic best on the same 4 held-out seeds: " in md
