@@ -38,7 +38,7 @@ from orgteams.organizations.rounds.episode_summary import EpisodeSummary
 __all__ = ["coordinator_input", "list_experiments", "load_recipe", "run_experiment",
            "skipped_same_behaviour"]
 
-KINDS = ("sweep", "reflect", "shocks")
+KINDS = ("sweep", "reflect", "shocks", "generalize")
 NO_BUDGET = {"max_cost": None, "price_per_mtok": None, "on_estimate": None}
 """A recipe run without a budget or a price of its own (the price table)."""
 
@@ -95,6 +95,8 @@ def run_experiment(name: str, *, backend: str | None = None, seeds: int | None =
         if agents is not None:
             recipe["sweep"] = {**(recipe.get("sweep") or {}), "agents": list(agents)}
         table = _run_sweep(name, recipe, backend, seeds, out_dir, progress, budget)
+    elif recipe["kind"] == "generalize":
+        table = _run_generalize(name, recipe, backend, seeds, out_dir, progress, budget)
     elif recipe["kind"] == "shocks":
         table = _run_shocks(name, recipe, backend, seeds, out_dir, progress, budget)
     else:
@@ -176,7 +178,8 @@ def _run_reflect(name: str, recipe: dict[str, Any], backend: str | None, seeds: 
 
     budget = budget or NO_BUDGET
     common = {k: recipe[k] for k in ("task", "layout", "agents", "critic", "coordinator",
-                                     "iterations", "episodes_per_iteration") if k in recipe}
+                                     "iterations", "episodes_per_iteration", "max_rounds",
+                                     "max_ticks") if k in recipe}
     common["backend"] = backend or recipe.get("backend", "planner")
     n = seeds or int(recipe.get("heldout_seeds", 40))
     ran = {"organization": recipe.get("organization", "leader"), **common, "heldout_seeds": n,
@@ -185,7 +188,8 @@ def _run_reflect(name: str, recipe: dict[str, Any], backend: str | None, seeds: 
     spend = _reflect_spend(configs, n, out, budget)
     (out / "spec.yaml").write_text(yaml.safe_dump(ran, sort_keys=False), encoding="utf-8")
     columns = ["variant", "coordinator_input", "start", "best", "best_iteration", "path",
-               "loop_costs", "loop_cost_start", "loop_cost_best", "skipped_same_behaviour",
+               "loop_costs", "loop_cost_start", "loop_cost_best", "iterations_played",
+               "skipped_same_behaviour",
                "n", "heldout_start", "heldout_start_ci95", "heldout_best",
                "heldout_best_ci95", "difference", "difference_ci95", "cohens_dz",
                "mde_dz_80", "t_test_p", "wilcoxon_p"]
@@ -220,6 +224,8 @@ def _run_reflect(name: str, recipe: dict[str, Any], backend: str | None, seeds: 
                      "loop_costs": ", ".join(f"{r['cost']:.2f}" for r in result.history),
                      "loop_cost_start": result.history[0]["cost"],
                      "loop_cost_best": result.best_cost,
+                     "iterations_played": f"{len(result.history)} of {config.iterations}"
+                     + (" (nothing untried left)" if result.stopped else ""),
                      "skipped_same_behaviour": skipped_same_behaviour(result.history),
                      "n": ev["n"], "heldout_start": ev["mean_start"],
                      "heldout_start_ci95": start_ci, "heldout_best": ev["mean_best"],
@@ -259,11 +265,12 @@ def _between(best_costs: dict[str, list[float]]) -> list[dict[str, Any]]:
     return out
 
 
-def _reflect_spend(configs: dict[str, Any], heldout: int, out: Path, budget: dict[str, Any]
-                   ) -> Any:
+def _reflect_spend(configs: dict[str, Any], heldout: int, out: Path, budget: dict[str, Any],
+                   extra: Callable[[], list[Any]] | None = None) -> Any:
     """The recipe's :class:`~orgteams.agents.backends.spend.Spend` (every variant and the
     evaluation: ``out/spend.json``), its estimate given to ``on_estimate``; None when no
-    model of it has a price and it has no budget."""
+    model of it has a price and it has no budget. ``extra()``: further episodes (their
+    :class:`~orgteams.config.EpisodeConfig`) the recipe will play, estimated too."""
     from orgteams.agents.backends.spend import LEDGER, Spend
     from orgteams.criticize_reflect.loop import finished_iterations
     from orgteams.experiments.estimate import Cells, Estimate, estimate_reflect
@@ -283,6 +290,10 @@ def _reflect_spend(configs: dict[str, Any], heldout: int, out: Path, budget: dic
             estimate.merge(estimate_reflect(
                 config.replace(price_per_mtok=budget["price_per_mtok"]),
                 0 if done else heldout, cells, finished_iterations(folder)))
+        if extra is not None:
+            from orgteams.experiments.estimate import estimate_episodes
+
+            estimate.merge(estimate_episodes(extra(), budget["price_per_mtok"], cells))
         budget["on_estimate"](estimate, spend)
     return spend
 
@@ -340,6 +351,130 @@ def coordinator_input(history: list[dict[str, Any]]) -> str:
             codes[code] = codes.get(code, 0) + 1
     named = ", ".join(f"{c} x{k}" for c, k in codes.items()) or "no problem codes"
     return f"critique in {len(used)}/{len(decided)} decision(s): {named}"
+
+
+def _run_generalize(name: str, recipe: dict[str, Any], backend: str | None,
+                    seeds: int | None, out: Path, progress: bool,
+                    budget: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Paper 1 C.3: a Criticize-Reflect run on the recipe's task (``out/reflect``, resumed
+    when it is there), then its best organization against the fixed starting one (a
+    leader) on held-out seeds of every task of ``groups``, per task and per group (a
+    group's tasks' seeds pooled as pairs)."""
+    from orgteams.agents.backends.pool import BackendPool
+    from orgteams.cli.progress import Progress
+    from orgteams.config import EpisodeConfig
+    from orgteams.experiments.reflect import run_reflect
+    from orgteams.experiments.reflect_eval import evaluate_reflect, heldout_seeds
+    from orgteams.organizations.spec.library import load_organization
+
+    budget = budget or NO_BUDGET
+    groups = recipe.get("groups")
+    if not (isinstance(groups, dict) and groups and all(
+            isinstance(v, list) and v and all(isinstance(t, str) for t in v)
+            for v in groups.values())):
+        raise UserError(f"experiment {name!r}: recipe field 'groups' must map each group "
+                        "to a non-empty list of task names")
+    tasks = [t for ts in groups.values() for t in ts]
+    common = {k: recipe[k] for k in ("task", "layout", "agents", "critic", "coordinator",
+                                     "iterations", "episodes_per_iteration", "max_rounds",
+                                     "max_ticks") if k in recipe}
+    common["backend"] = backend or recipe.get("backend", "planner")
+    n = seeds or int(recipe.get("heldout_seeds", 40))
+    start = recipe.get("organization", "leader")
+    ran = {"organization": start, **common, "heldout_seeds": n, "groups": groups,
+           "variants": {"reflect": {"use_critic": bool(recipe.get("use_critic", True))}}}
+    config = _reflect_configs(name, ran, common, out)["reflect"]
+    from orgteams.envs.core.tasks import load_task
+
+    for task in tasks:  # a bad task name fails now, before anything plays
+        load_task(task)
+    folder = out / "reflect"
+
+    def evaluation() -> list[Any]:
+        if _evaluated_on(folder, None, n, tasks) is not None:
+            return []
+        held = heldout_seeds(list(config.seeds), n)
+        org = load_organization(start) if isinstance(start, str) else start
+        base = EpisodeConfig(layout=config.layout, agents=config.agents,
+                             backend=config.backend, organization=org)
+        return [base.replace(task=t, seed=s) for t in tasks for s in held] * 2
+
+    spend = _reflect_spend({"reflect": config}, 0, out, budget, extra=evaluation)
+    (out / "spec.yaml").write_text(yaml.safe_dump(ran, sort_keys=False), encoding="utf-8")
+    bar = Progress(config.iterations, f"{name} reflect", enabled=progress)
+
+    def on_progress(iteration: int, tick: int, limit: int) -> None:
+        bar.update(iteration, f"iteration {iteration + 1}/{config.iterations}: "
+                              f"tick {tick}/{limit}")
+
+    try:
+        result = run_reflect(config, on_progress=on_progress, spend=spend)
+        bar.update(config.iterations, "done")
+    finally:
+        bar.close()
+    report = _evaluated_on(folder, result, n, tasks)
+    if report is None:
+        with BackendPool(spend=spend) as pool:
+            report = evaluate_reflect(folder, seeds=n, tasks=tasks, layouts=[config.layout],
+                                      progress=progress, pool=pool)
+    by_task = {r["task"]: r for r in report["rows"]}
+    columns = ["group", "task", "n", "leader", "leader_ci95", "best", "best_ci95",
+               "difference", "difference_ci95", "cohens_dz", "t_test_p", "wilcoxon_p",
+               "lower_cost_seeds"]
+    rows = []
+    for group, names in groups.items():
+        for task in names:
+            rows.append({"group": group, "task": task, **_arm_row(by_task[task])})
+        pooled = [by_task[t] for t in names if by_task[t].get("n")]
+        rows.append({"group": group, "task": f"all {len(pooled)} {group} tasks", **_arm_row({
+            "start_costs": [c for r in pooled for c in r["start_costs"]],
+            "best_costs": [c for r in pooled for c in r["best_costs"]]})})
+    return {"experiment": name, "kind": "generalize", "description": recipe.get("description"),
+            "columns": columns, "rows": rows, "start": report["start"],
+            "best": report["best"], "best_iteration": result.best_iteration,
+            "trained_on": f"{config.task} / {config.layout}",
+            "layout": config.layout, "heldout_seeds": report["heldout_seeds"],
+            "notes": [f"best: {report['best']} (iteration {result.best_iteration} of the "
+                      f"loop on {config.task} / {config.layout}) against the fixed "
+                      f"{report['start']} on {config.layout}, {n} held-out seeds "
+                      f"{report['heldout_seeds'][0]}..{report['heldout_seeds'][-1]} per "
+                      "task; cost = ticks + message tokens sent per tick (lower is better)"]}
+
+
+def _arm_row(row: dict[str, Any]) -> dict[str, Any]:
+    """One task's (or a group's pooled) fixed leader vs best: means with 95% CIs, the
+    paired difference, its tests, and on how many seeds the best cost less."""
+    from orgteams.experiments.reflect_eval import paired_comparison
+    from orgteams.experiments.stats import describe
+
+    a, b = row.get("start_costs") or [], row.get("best_costs") or []
+    if not a:
+        return {"n": 0, "lower_cost_seeds": f"skipped: {row.get('skipped')}"}
+    found = paired_comparison(a, b)
+    diffs = [y - x for x, y in zip(a, b, strict=True)]
+    return {"n": len(a), "leader": found["mean_start"], "leader_ci95": describe(a)["ci95"],
+            "best": found["mean_best"], "best_ci95": describe(b)["ci95"],
+            "difference": found["mean_difference"], "difference_ci95": describe(diffs)["ci95"],
+            "cohens_dz": found["cohens_dz"], "t_test_p": found["t_test_p"],
+            "wilcoxon_p": found["wilcoxon_p"],
+            "lower_cost_seeds": f"{sum(d < 0 for d in diffs)}/{len(diffs)}"}
+
+
+def _evaluated_on(folder: Path, result: Any, heldout: int, tasks: list[str]
+                  ) -> dict[str, Any] | None:
+    """The evaluation report of ``folder`` when it covers ``tasks`` on ``heldout`` seeds
+    (of this best organization, when ``result`` is given), else None."""
+    path = folder / "evaluation.json"
+    if not path.is_file():
+        return None
+    try:
+        report = json.loads(path.read_text(encoding="utf-8"))
+        same = (len(report["heldout_seeds"]) == heldout
+                and [r["task"] for r in report["rows"]] == tasks
+                and (result is None or report["best"] == result.best.name))
+    except (ValueError, KeyError, TypeError):
+        return None
+    return report if same else None
 
 
 def _run_shocks(name: str, recipe: dict[str, Any], backend: str | None, seeds: int | None,
@@ -440,6 +575,7 @@ def _cell(value: Any) -> str:
 def _markdown(table: dict[str, Any]) -> str:
     cols = table["columns"]
     lines = [f"# {table['experiment']}", "", str(table.get("description") or ""), "",
+             *[line for note in table.get("notes") or [] for line in (note, "")],
              "| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
     lines += ["| " + " | ".join(_cell(r.get(c)) for c in cols) + " |" for r in table["rows"]]
     for b in table.get("between_variants") or []:

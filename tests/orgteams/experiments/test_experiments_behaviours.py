@@ -23,7 +23,8 @@ from orgteams.experiments.behaviours import (
 from orgteams.experiments.recipes import list_experiments, load_recipe, run_experiment
 from orgteams.organizations.rounds.shocks import Shock
 
-RECIPES = ["paper1-behaviours", "paper1-organizations", "paper1-reflect", "paper1-team-size",
+RECIPES = ["paper1-behaviours", "paper1-generalization", "paper1-organizations",
+           "paper1-reflect", "paper1-team-size",
            "paper2-protocols", "paper2-scaling", "paper2-shocks"]
 
 
@@ -255,3 +256,50 @@ def test_reflect_recipe_gives_both_arms_cis_the_skips_and_the_arms_compared(tmp_
     assert between["difference"] == pytest.approx(sum(diffs) / 4)
     md = (tmp_path / "out" / "table.md").read_text()
     assert "without_critic best - with_critic best on the same 4 held-out seeds: " in md
+
+
+def test_generalization_takes_the_best_to_every_task_against_the_fixed_leader(
+        tmp_path, monkeypatch):
+    """paper1-generalization: the loop's best on its task, against the leader it started
+    from, on held-out seeds of each group's tasks; a group row pools its tasks' pairs; a
+    rerun plays nothing again."""
+    import orgteams.experiments.recipes as experiments
+    import orgteams.run
+
+    shipped = load_recipe("paper1-generalization")
+    assert shipped["groups"] == {
+        "hard": ["read_book", "put_dishwasher_hard", "prepare_food"],
+        "easy": ["put_dishwasher_easy", "put_fridge", "setup_table"]}
+    assert shipped["organization"] == "leader" and shipped["task"] == "prepare_afternoon_tea"
+    recipe = dict(shipped, layout="studio", iterations=2, episodes_per_iteration=1,
+                  groups={"hard": ["read_book"], "easy": ["put_fridge", "setup_table"]})
+    path = tmp_path / "small.yaml"
+    path.write_text(yaml.safe_dump(recipe, sort_keys=False))
+    monkeypatch.setattr(experiments, "_recipes", lambda: {"small": path})
+    out = tmp_path / "out"
+    table = run_experiment("small", seeds=3, out=out, progress=False)
+    report = json.loads((out / "reflect" / "evaluation.json").read_text())
+    assert report["start"] == "leader" and [r["task"] for r in report["rows"]] == [
+        "read_book", "put_fridge", "setup_table"]
+    rows = {r["task"]: r for r in table["rows"]}
+    assert [r["group"] for r in table["rows"]] == ["hard", "hard", "easy", "easy", "easy"]
+    for ev in report["rows"]:
+        row = rows[ev["task"]]
+        assert row["n"] == 3 and row["leader"] == pytest.approx(ev["mean_start"])
+        assert row["best"] == pytest.approx(ev["mean_best"])
+        # the held-out episodes played that task
+        for arm in ("start", "best"):
+            for seed in report["heldout_seeds"]:
+                log = out / "reflect" / "evaluation" / f"{ev['task']}_studio_{arm}_s{seed}.jsonl"
+                assert json.loads(log.read_text().splitlines()[-1])["task"] == ev["task"]
+    easy = rows["all 2 easy tasks"]
+    pooled = [r for r in report["rows"] if r["task"] in ("put_fridge", "setup_table")]
+    assert easy["n"] == 6 and easy["leader"] == pytest.approx(
+        sum(c for r in pooled for c in r["start_costs"]) / 6)
+    assert "against the fixed leader on studio, 3 held-out seeds" in (
+        out / "table.md").read_text()
+    played: list[int] = []
+    monkeypatch.setattr(orgteams.run, "run_episode",
+                        lambda *a, **k: played.append(1))  # nothing may play now
+    again = run_experiment("small", seeds=3, out=out, progress=False)
+    assert played == [] and again["rows"] == table["rows"]
