@@ -9,6 +9,14 @@ ran, after ``--backend``/``--seeds``), ``table.md`` and ``table.json`` (its tabl
 plots (``report.md``/``report.json`` with Welch tests for sweeps; ``<variant>/costs.png``
 for reflect runs).
 
+Teams: ``teams`` (the recipe's field, or ``run_experiment(teams=...)`` / ``--team
+NAME=COMPOSITION``) gives each arm its own team composition, e.g. ``{"mixed": "1x
+openai:gpt-4o + 2x openai:gpt-4o-mini"}`` (:func:`team_specs`): a sweep recipe plays every
+arm (its table names the arm in ``team``), the other kinds play one. A sweep recipe with
+``backend_list: true`` reads ``--backend a,b`` as a list of backends (each a whole team)
+rather than one member spec per agent; ``contrast: [A, B]`` adds organization A against
+B per backend (success, ticks with Welch's test, A's abstention rate) below its table.
+
 Paid models: ``max_cost`` stops the recipe cleanly once its model calls' spend
 (``out/spend.json``, every variant and the evaluation together, across reruns) reaches it
 (:class:`~orgteams.agents.backends.spend.BudgetReached`); a rerun with a higher one goes
@@ -36,7 +44,7 @@ from orgteams.errors import UserError, unknown_name
 from orgteams.organizations.rounds.episode_summary import EpisodeSummary
 
 __all__ = ["coordinator_input", "list_experiments", "load_recipe", "run_experiment",
-           "skipped_same_behaviour"]
+           "skipped_same_behaviour", "team_specs"]
 
 KINDS = ("sweep", "reflect", "shocks", "generalize")
 NO_BUDGET = {"max_cost": None, "price_per_mtok": None, "on_estimate": None}
@@ -65,12 +73,90 @@ def load_recipe(name: str) -> dict[str, Any]:
     return data
 
 
+def team_specs(composition: str, agents: int, where: str = "team",
+               members: dict[str, str] | None = None) -> str:
+    """A team composition as one member spec per agent (a comma list): ``"1x
+    openai:gpt-4o + 2x openai:gpt-4o-mini"`` -> ``"openai:gpt-4o,openai:gpt-4o-mini,
+    openai:gpt-4o-mini"``; a part without a count is one member; a comma list is taken as
+    it is, and one spec alone (``"planner"``) is every member at any size. The members
+    must add up to ``agents``. ``members``: names a composition may use for member specs
+    (a recipe's ``members: {strong: planner, weak: random}`` for ``"1x strong + 2x weak"``).
+
+    Raises:
+        UserError: A part is no ``<count>x <member spec>``, a spec does not parse, or the
+            counts do not add up (the line names ``where``).
+    """
+    import re
+
+    from orgteams.agents.backends.pool import parse_member_spec
+
+    text = str(composition).strip()
+    counted = "+" in text or re.match(r"^\d+\s*x\s", text) is not None
+    if not counted:
+        specs = [p.strip() for p in text.split(",")]
+    else:
+        specs = []
+        for part in text.split("+"):
+            m = re.fullmatch(r"\s*(?:(\d+)\s*x\s+)?(\S+)\s*", part)
+            if m is None or (m.group(1) is not None and int(m.group(1)) < 1):
+                raise UserError(f"{where}: {part.strip()!r} is not '<count>x <member spec>' "
+                                "(e.g. '1x openai:gpt-4o + 2x openai:gpt-4o-mini')")
+            specs += [m.group(2)] * int(m.group(1) or 1)
+    specs = [(members or {}).get(spec, spec) for spec in specs]
+    for spec in specs:
+        try:
+            parse_member_spec(spec)
+        except UserError as exc:
+            raise UserError(f"{where}: {exc}") from None
+    if len(specs) == 1 and not counted:  # one spec for every member, at any team size
+        return specs[0]
+    if len(specs) != agents:
+        raise UserError(f"{where}: {composition!r} has {len(specs)} members; the recipe's "
+                        f"team has {agents}")
+    return ",".join(specs)
+
+
+def _members(name: str, recipe: dict[str, Any], backend: str | None) -> dict[str, str]:
+    """The recipe's member names (``members``), ``backend`` in place of the first one
+    (``--backend`` replaces the recipe's member spec: for a model mix, its strong member)."""
+    members = recipe.get("members") or {}
+    if not isinstance(members, dict) or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in members.items()):
+        raise UserError(f"experiment {name!r}: field 'members' must map names to member "
+                        "specs such as {strong: planner, weak: random}")
+    members = dict(members)
+    if backend is not None and members:
+        members[next(iter(members))] = backend
+    return members
+
+
+def _teams(name: str, recipe: dict[str, Any], teams: dict[str, str] | None,
+           backend: str | None) -> dict[str, str] | None:
+    """The arms' compositions (``teams=`` over the recipe's), checked: a mapping of names
+    to compositions, not beside ``backend``. A recipe's own teams with ``backend`` and no
+    ``members`` are replaced by ``backend``'s one team."""
+    chosen = teams if teams is not None else recipe.get("teams")
+    if chosen is None or (teams is None and backend is not None
+                          and not recipe.get("members")):
+        return None
+    if not isinstance(chosen, dict) or not chosen or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in chosen.items()):
+        raise UserError(f"experiment {name!r}: field 'teams' must map arm names to team "
+                        "compositions such as '1x planner + 2x random'")
+    if backend is not None and teams is not None:
+        raise UserError(f"experiment {name!r}: give --backend or --team, not both")
+    return dict(chosen)
+
+
 def run_experiment(name: str, *, backend: str | None = None, seeds: int | None = None,
                    out: str | Path | None = None, progress: bool = True,
                    agents: list[int] | None = None, max_cost: float | None = None,
                    price_per_mtok: Any = None,
-                   on_estimate: Callable[[Any, Any], object] | None = None) -> dict[str, Any]:
-    """Run recipe ``name``; ``backend`` replaces its member spec, ``seeds`` its seed count
+                   on_estimate: Callable[[Any, Any], object] | None = None,
+                   teams: dict[str, str] | None = None) -> dict[str, Any]:
+    """Run recipe ``name``; ``backend`` replaces its member spec (a recipe with
+    ``backend_list``: its list of backends, comma-separated), ``teams`` its arms' team
+    compositions (:func:`team_specs`; not with ``backend``), ``seeds`` its seed count
     (for reflect recipes: the held-out seeds), ``agents`` its team sizes (sweep recipes:
     e.g. ``paper2-scaling`` at small sizes); ``max_cost``, ``price_per_mtok`` and
     ``on_estimate``: see the module docstring. Returns the table as JSON.
@@ -89,12 +175,25 @@ def run_experiment(name: str, *, backend: str | None = None, seeds: int | None =
     if agents is not None and recipe["kind"] != "sweep":
         raise UserError(f"experiment {name!r}: agents= replaces the team sizes of sweep "
                         f"recipes; this one is kind {recipe['kind']!r}")
+    arms = _teams(name, recipe, teams, backend)
+    members = _members(name, recipe, backend)
+    if arms is not None and recipe["kind"] != "sweep":
+        if len(arms) != 1:
+            raise UserError(f"experiment {name!r}: a {recipe['kind']} recipe plays one team; "
+                            f"got {len(arms)} ({', '.join(arms)})")
+        (arm, composition), = arms.items()
+        size = int(recipe.get("agents", 3))
+        backend = team_specs(composition, size, f"experiment {name!r} team {arm!r}", members)
     out_dir = Path(out or f"runs/experiments/{name}")
     out_dir.mkdir(parents=True, exist_ok=True)
     if recipe["kind"] == "sweep":
         if agents is not None:
             recipe["sweep"] = {**(recipe.get("sweep") or {}), "agents": list(agents)}
-        table = _run_sweep(name, recipe, backend, seeds, out_dir, progress, budget)
+        if arms is not None:
+            size = (recipe.get("sweep") or {}).get("agents") or [3]
+            arms = {arm: {n: team_specs(c, int(n), f"experiment {name!r} team {arm!r}",
+                                        members) for n in size} for arm, c in arms.items()}
+        table = _run_sweep(name, recipe, backend, seeds, out_dir, progress, budget, arms)
     elif recipe["kind"] == "generalize":
         table = _run_generalize(name, recipe, backend, seeds, out_dir, progress, budget)
     elif recipe["kind"] == "shocks":
@@ -108,8 +207,9 @@ def run_experiment(name: str, *, backend: str | None = None, seeds: int | None =
 
 
 def _run_sweep(name: str, recipe: dict[str, Any], backend: str | None, seeds: int | None,
-               out: Path, progress: bool, budget: dict[str, Any] | None = None
-               ) -> dict[str, Any]:
+               out: Path, progress: bool, budget: dict[str, Any] | None = None,
+               arms: dict[str, dict[int, str]] | None = None) -> dict[str, Any]:
+    """A sweep recipe's table. ``arms``: each arm's member specs per team size."""
     from orgteams.agents.backends.spend import BudgetReached
     from orgteams.experiments.estimate import estimate_sweep
     from orgteams.experiments.report import report
@@ -119,7 +219,17 @@ def _run_sweep(name: str, recipe: dict[str, Any], backend: str | None, seeds: in
     budget = budget or NO_BUDGET
     data = dict(recipe.get("sweep") or {})
     if backend is not None:
-        data["backends"] = [backend]
+        data["backends"] = ([b.strip() for b in backend.split(",") if b.strip()]
+                            if recipe.get("backend_list") else [backend])
+    arm_of: dict[str, str] = {}
+    if arms is not None:
+        for arm, by_size in arms.items():  # counts fit one size only (team_specs checked)
+            spec = next(iter(by_size.values()))
+            if spec in arm_of:
+                raise UserError(f"experiment {name!r}: teams {arm_of[spec]!r} and {arm!r} "
+                                f"are the same team ({spec})")
+            arm_of[spec] = arm
+        data["backends"] = list(arm_of)
     if seeds is not None:
         data["seeds"] = seeds
     data.update({k: budget[k] for k in BUDGET_FIELDS if budget[k] is not None})
@@ -149,10 +259,16 @@ def _run_sweep(name: str, recipe: dict[str, Any], backend: str | None, seeds: in
     shares = [f"share_{label}" for label in LABELS] if behaviours else []
     columns = ["task", "layout", "agents", "backend", "organization", "n", "errors",
                "success_rate", *metrics, *(["messages", *shares] if behaviours else [])]
+    if arm_of:
+        columns.insert(0, "team")
     out_rows = []
+    kept: dict[tuple, list[EpisodeSummary]] = {}
     for key, group in groups.items():
         ok = [EpisodeSummary.from_dict(r["summary"]) for r in group if played(r)]
-        entry: dict[str, Any] = dict(zip(columns[:5], key, strict=True))
+        kept[key] = ok
+        entry: dict[str, Any] = {"team": arm_of[key[3]]} if arm_of else {}
+        entry.update(zip(["task", "layout", "agents", "backend", "organization"], key,
+                         strict=True))
         entry.update(n=len(ok), errors=len(group) - len(ok),
                      success_rate=fmean(bool(s.success) for s in ok) if ok else None)
         for m in metrics:
@@ -163,8 +279,43 @@ def _run_sweep(name: str, recipe: dict[str, Any], backend: str | None, seeds: in
             entry["messages"] = found["n"]
             entry.update({f"share_{k}": v for k, v in found["shares"].items()})
         out_rows.append(entry)
-    return {"experiment": name, "kind": "sweep", "description": recipe.get("description"),
-            "columns": columns, "rows": out_rows, "report": str(out / "report.md")}
+    table = {"experiment": name, "kind": "sweep", "description": recipe.get("description"),
+             "columns": columns, "rows": out_rows, "report": str(out / "report.md")}
+    if recipe.get("contrast"):
+        table["contrasts"] = _contrasts(name, recipe["contrast"], kept, arm_of)
+    if recipe.get("caption"):
+        table["notes"] = [" ".join(str(recipe["caption"]).split())]
+    return table
+
+
+def _contrasts(name: str, pair: Any, kept: dict[tuple, list[EpisodeSummary]],
+               arm_of: dict[str, str]) -> list[dict[str, Any]]:
+    """Organization A against B (``contrast: [A, B]``) in every task, layout, size and
+    backend: success rates, mean ticks with Welch's test, and A's abstention rate."""
+    from orgteams.experiments.stats import welch
+
+    if not (isinstance(pair, list) and len(pair) == 2 and all(isinstance(p, str) for p in pair)):
+        raise UserError(f"experiment {name!r}: field 'contrast' must be two organization "
+                        "names [A, B]")
+    a, b = pair
+    out = []
+    for key in dict.fromkeys(k[:4] for k in kept):
+        left, right = kept.get((*key, a)), kept.get((*key, b))
+        if not left or not right:
+            continue
+        ticks = [[float(s.ticks) for s in side] for side in (left, right)]
+        test = welch(*ticks)
+        abstain = [float(s.value("abstention_rate")) for s in left
+                   if isinstance(s.value("abstention_rate"), int | float)]
+        out.append({"task": key[0], "layout": key[1], "agents": key[2],
+                    "backend": arm_of.get(key[3], key[3]), "a": a, "b": b,
+                    "n": f"{len(left)}/{len(right)}",
+                    "success_a": fmean(bool(s.success) for s in left),
+                    "success_b": fmean(bool(s.success) for s in right),
+                    "ticks_a": fmean(ticks[0]), "ticks_b": fmean(ticks[1]),
+                    "ticks_welch_p": test["p"],
+                    "abstention_rate_a": fmean(abstain) if abstain else None})
+    return out
 
 
 def _run_reflect(name: str, recipe: dict[str, Any], backend: str | None, seeds: int | None,
@@ -578,6 +729,12 @@ def _markdown(table: dict[str, Any]) -> str:
              *[line for note in table.get("notes") or [] for line in (note, "")],
              "| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
     lines += ["| " + " | ".join(_cell(r.get(c)) for c in cols) + " |" for r in table["rows"]]
+    contrasts = table.get("contrasts") or []
+    if contrasts:
+        keys = ["task", "layout", "agents", "backend", "a", "b", "n", "success_a",
+                "success_b", "ticks_a", "ticks_b", "ticks_welch_p", "abstention_rate_a"]
+        lines += ["", "| " + " | ".join(keys) + " |", "|" + "---|" * len(keys)]
+        lines += ["| " + " | ".join(_cell(c.get(k)) for k in keys) + " |" for c in contrasts]
     for b in table.get("between_variants") or []:
         lines += ["", f"{b['b']} best - {b['a']} best on the same {b['n']} held-out seeds: "
                       f"{_cell(b['difference'])} {_cell(b['difference_ci95'])}, d_z "

@@ -349,3 +349,22 @@ def test_a_generalization_recipe_estimates_stops_at_its_budget_and_resumes(serve
     assert main([*argv, "--max-cost", "100"]) == 0  # done: nothing plays again
     assert len(server.requests) == calls
     assert _spent(out) == pytest.approx(calls * CALL)
+
+
+def test_a_recipes_mixed_team_is_estimated_stopped_and_resumed(server, recipes, tmp_path,
+                                                               capsys):
+    """A team composition (one priced member beside planners) is priced per member."""
+    out = tmp_path / "exp"
+    argv = ["experiment", "tiny-sweep", "--team", "mixed=1x openai:fake-model + 1x planner",
+            "--out", str(out), "--no-progress", *PRICE]
+    assert main([*argv, "--max-cost", "0.1"]) == 3
+    line, err = _line(capsys)
+    assert err[0].startswith("cost estimate: 4 episodes, ")
+    assert line.startswith("orgteams experiment: budget reached: spent ")
+    assert main([*argv, "--max-cost", "10"]) == 0
+    table = json.loads((out / "table.json").read_text())
+    assert sorted((r["team"], r["backend"], r["organization"], r["n"])
+                  for r in table["rows"]) == [
+        ("mixed", "openai:fake-model,planner", "leader", 2),
+        ("mixed", "openai:fake-model,planner", "none", 2)]
+    assert _spent(out) == pytest.approx(len(server.requests) * CALL)

@@ -23,8 +23,8 @@ from orgteams.experiments.behaviours import (
 from orgteams.experiments.recipes import list_experiments, load_recipe, run_experiment
 from orgteams.organizations.rounds.shocks import Shock
 
-RECIPES = ["paper1-behaviours", "paper1-generalization", "paper1-organizations",
-           "paper1-reflect", "paper1-team-size",
+RECIPES = ["paper1-behaviours", "paper1-generalization", "paper1-model-mixes",
+           "paper1-organizations", "paper1-reflect", "paper1-team-size", "paper2-capability",
            "paper2-protocols", "paper2-scaling", "paper2-shocks"]
 
 
