@@ -9,6 +9,9 @@ ran, after ``--backend``/``--seeds``), ``table.md`` and ``table.json`` (its tabl
 plots (``report.md``/``report.json`` with Welch tests for sweeps; ``<variant>/costs.png``
 for reflect runs).
 
+A recipe's ``caption`` says what its planner version can and cannot show about the
+paper's claim; it heads the table.
+
 Teams: ``teams`` (the recipe's field, or ``run_experiment(teams=...)`` / ``--team
 NAME=COMPOSITION``) gives each arm its own team composition, e.g. ``{"mixed": "1x
 openai:gpt-4o + 2x openai:gpt-4o-mini"}`` (:func:`team_specs`): a sweep recipe plays every
@@ -200,6 +203,7 @@ def run_experiment(name: str, *, backend: str | None = None, seeds: int | None =
         table = _run_shocks(name, recipe, backend, seeds, out_dir, progress, budget)
     else:
         table = _run_reflect(name, recipe, backend, seeds, out_dir, progress, budget)
+    table.setdefault("caption", recipe.get("caption"))  # what its planner version shows
     (out_dir / "table.json").write_text(json.dumps(table, indent=2, default=str) + "\n",
                                         encoding="utf-8")
     (out_dir / "table.md").write_text(_markdown(table) + "\n", encoding="utf-8")
@@ -283,8 +287,6 @@ def _run_sweep(name: str, recipe: dict[str, Any], backend: str | None, seeds: in
              "columns": columns, "rows": out_rows, "report": str(out / "report.md")}
     if recipe.get("contrast"):
         table["contrasts"] = _contrasts(name, recipe["contrast"], kept, arm_of)
-    if recipe.get("caption"):
-        table["notes"] = [" ".join(str(recipe["caption"]).split())]
     return table
 
 
@@ -725,9 +727,11 @@ def _cell(value: Any) -> str:
 
 def _markdown(table: dict[str, Any]) -> str:
     cols = table["columns"]
-    lines = [f"# {table['experiment']}", "", str(table.get("description") or ""), "",
-             *[line for note in table.get("notes") or [] for line in (note, "")],
-             "| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+    lines = [f"# {table['experiment']}", "", str(table.get("description") or ""), ""]
+    if table.get("caption"):
+        lines += [" ".join(str(table["caption"]).split()), ""]
+    lines += [*[line for note in table.get("notes") or [] for line in (note, "")],
+              "| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
     lines += ["| " + " | ".join(_cell(r.get(c)) for c in cols) + " |" for r in table["rows"]]
     contrasts = table.get("contrasts") or []
     if contrasts:
