@@ -18,7 +18,9 @@ openai:gpt-4o + 2x openai:gpt-4o-mini"}`` (:func:`team_specs`): a sweep recipe p
 arm (its table names the arm in ``team``), the other kinds play one. A sweep recipe with
 ``backend_list: true`` reads ``--backend a,b`` as a list of backends (each a whole team)
 rather than one member spec per agent; ``contrast: [A, B]`` adds organization A against
-B per backend (success, ticks with Welch's test, A's abstention rate) below its table.
+B per backend (success, ticks with Welch's test, A's abstention rate) below its table,
+and ``across_sizes: {metrics: [ticks], pair: [64, 256]}`` a Kruskal-Wallis test across
+its team sizes per organization (over all, and over the pair).
 
 Paid models: ``max_cost`` stops the recipe cleanly once its model calls' spend
 (``out/spend.json``, every variant and the evaluation together, across reruns) reaches it
@@ -287,7 +289,42 @@ def _run_sweep(name: str, recipe: dict[str, Any], backend: str | None, seeds: in
              "columns": columns, "rows": out_rows, "report": str(out / "report.md")}
     if recipe.get("contrast"):
         table["contrasts"] = _contrasts(name, recipe["contrast"], kept, arm_of)
+    if recipe.get("across_sizes"):
+        table["across_sizes"] = _across_sizes(name, recipe["across_sizes"], kept, arm_of)
     return table
+
+
+def _across_sizes(name: str, spec: Any, kept: dict[tuple, list[EpisodeSummary]],
+                  arm_of: dict[str, str]) -> list[dict[str, Any]]:
+    """Kruskal-Wallis across team sizes per organization (``across_sizes: {metrics: [..],
+    pair: [64, 256]}``): over every size, and over the two sizes of ``pair`` alone (the
+    paper's 64 vs 256), with each size's mean."""
+    from orgteams.experiments.stats import kruskal
+
+    metrics = spec.get("metrics") if isinstance(spec, dict) else None
+    pair = spec.get("pair") if isinstance(spec, dict) else None
+    if not (isinstance(metrics, list) and metrics and all(isinstance(m, str) for m in metrics)
+            and (pair is None or (isinstance(pair, list) and len(pair) == 2))):
+        raise UserError(f"experiment {name!r}: field 'across_sizes' must be {{metrics: "
+                        "[names], pair: [size, size]}")
+    out = []
+    for key in dict.fromkeys((k[0], k[1], k[3], k[4]) for k in kept):
+        sizes = sorted(k[2] for k in kept if (k[0], k[1], k[3], k[4]) == key)
+        for metric in metrics:
+            values = {n: [float(v) for s in kept[(key[0], key[1], n, key[2], key[3])]
+                          if isinstance(v := s.value(metric), int | float)] for n in sizes}
+            every = kruskal([values[n] for n in sizes])
+            row = {"task": key[0], "layout": key[1], "backend": arm_of.get(key[2], key[2]),
+                   "organization": key[3], "metric": metric,
+                   "means": ", ".join(f"{n}: {_cell(fmean(v)) if v else '-'}"
+                                      for n, v in values.items()),
+                   "H": every["H"], "p": every["p"], "pair": None, "pair_H": None,
+                   "pair_p": None}
+            if pair is not None and all(n in values for n in pair):
+                two = kruskal([values[n] for n in pair])
+                row.update(pair=f"{pair[0]} vs {pair[1]}", pair_H=two["H"], pair_p=two["p"])
+            out.append(row)
+    return out
 
 
 def _contrasts(name: str, pair: Any, kept: dict[tuple, list[EpisodeSummary]],
@@ -739,6 +776,13 @@ def _markdown(table: dict[str, Any]) -> str:
                 "success_b", "ticks_a", "ticks_b", "ticks_welch_p", "abstention_rate_a"]
         lines += ["", "| " + " | ".join(keys) + " |", "|" + "---|" * len(keys)]
         lines += ["| " + " | ".join(_cell(c.get(k)) for k in keys) + " |" for c in contrasts]
+    across = table.get("across_sizes") or []
+    if across:
+        keys = ["task", "layout", "backend", "organization", "metric", "means", "H", "p",
+                "pair", "pair_H", "pair_p"]
+        lines += ["", "Kruskal-Wallis across team sizes (mean per size):", "",
+                  "| " + " | ".join(keys) + " |", "|" + "---|" * len(keys)]
+        lines += ["| " + " | ".join(_cell(c.get(k)) for k in keys) + " |" for c in across]
     for b in table.get("between_variants") or []:
         lines += ["", f"{b['b']} best - {b['a']} best on the same {b['n']} held-out seeds: "
                       f"{_cell(b['difference'])} {_cell(b['difference_ci95'])}, d_z "

@@ -166,3 +166,36 @@ def test_a_recipes_member_names_take_the_backend(tmp_path, monkeypatch):
             "experiment 'mixes': teams 'a' and 'b' are the same team (planner,planner,planner)")):
         run_experiment("mixes", teams={"a": "3x strong", "b": "3x planner"}, seeds=1,
                        out=tmp_path / "c", progress=False)
+
+
+def test_scaling_tests_each_protocol_across_team_sizes(tmp_path, monkeypatch):
+    """paper2-scaling: the self-organizing protocols and the coordinator, a Kruskal-Wallis
+    test across sizes per organization (and the paper's pair), from the played episodes."""
+    from orgteams.experiments.stats import kruskal
+
+    shipped = load_recipe("paper2-scaling")
+    assert shipped["sweep"]["organizations"] == ["sequential", "shared", "coordinator"]
+    assert shipped["sweep"]["agents"] == [8, 16, 32, 64, 128, 256]
+    assert shipped["across_sizes"]["pair"] == [64, 256]
+    small = dict(shipped, across_sizes={"metrics": ["ticks"], "pair": [3, 4]},
+                 sweep={**shipped["sweep"], "layouts": ["studio"], "max_rounds": 6})
+    path = tmp_path / "scaling.yaml"
+    path.write_text(yaml.safe_dump(small, sort_keys=False))
+    monkeypatch.setattr("orgteams.experiments.recipes._recipes", lambda: {"scaling": path})
+    out = tmp_path / "out"
+    table = run_experiment("scaling", agents=[2, 3, 4], seeds=2, out=out, progress=False)
+    rows = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    assert [r["organization"] for r in table["across_sizes"]] == [
+        "sequential", "shared", "coordinator"]
+    for found in table["across_sizes"]:
+        ticks = {n: [r["summary"]["ticks"] for r in rows if r["cell"]["agents"] == n
+                     and r["cell"]["organization"] == found["organization"]]
+                 for n in (2, 3, 4)}
+        assert all(len(v) == 2 for v in ticks.values())
+        every, pair = kruskal(list(ticks.values())), kruskal([ticks[3], ticks[4]])
+        assert (found["H"], found["p"]) == (every["H"], every["p"])
+        assert (found["pair"], found["pair_H"], found["pair_p"]) == (
+            "3 vs 4", pair["H"], pair["p"])
+    assert "Kruskal-Wallis across team sizes" in (out / "table.md").read_text()
+    assert {"unique_roles", "abstention_rate", "hierarchy_depth",
+            "algebraic_connectivity"} <= set(table["columns"])
