@@ -255,7 +255,7 @@ class ResolvedOrganization:
         It holds the protocol, the leadership schedule, each agent's role, boss,
         receivers and :class:`MemberRules`, the graph and, when ``reads_prompts`` (a team
         with model or human members), each agent's rendered instruction. Settings that
-        cannot act are left out (our choice, documented in docs/criticize_reflect.md):
+        cannot act are left out (our choice, documented in docs/recipes.md):
         report and budget rules of an agent that can message nobody, ``corrections``
         of an agent nobody can message (no order reaches it), the vote of a team that
         never votes, ``report_to`` when nobody reports, and the batch size, election
