@@ -4,7 +4,9 @@ Teams of LLM agents on a scripted backend with injected latency (``--latency``
 seconds per call, as a slow remote model would add). Calls the protocol allows to
 run at once (one stage's speakers; the act phase) must overlap, so a round's wall
 time should stay within 1.2x its critical path: the sum, over the round's stages
-and its act phase, of the slowest call in each. Prints that ratio per protocol.
+and its act phase, of the slowest call in each (under ``sequential`` and
+``batched_sequential`` each stage's act calls are a step of their own: they decide in
+turn). Prints that ratio per protocol.
 
     python benchmarks/round_concurrency.py [--agents 6] [--rounds 3] [--latency 0.2]
 """
@@ -18,9 +20,10 @@ from harness import parser
 
 from orgteams.agents.backends import ScriptedBackend
 from orgteams.agents.llm.llm_agent import LLMAgent
-from orgteams.agents.records import DecisionLine
+from orgteams.agents.records import DecisionLine, MessageLine
 from orgteams.envs.highlevel.highlevel_env import HighLevelEnv
 from orgteams.organizations import load_organization
+from orgteams.organizations.protocols.facts import PROTOCOL_FACTS
 from orgteams.organizations.rounds.runner import TeamRunner
 
 ORGS = ("shared", "broadcast", "claim_shared", "batched_sequential", "coordinator",
@@ -39,11 +42,19 @@ def measure(org: str, agents: int, rounds: int, latency: float) -> tuple[float, 
     walls = [b - a for a, b in zip([start] + marks[:-1], marks)]
     slowest: dict[tuple, float] = defaultdict(float)
     calls = 0
+    # under sequential protocols a speaker decides its action in its own stage's turn:
+    # those act calls depend on the earlier stages, one group per stage, not one phase
+    in_turn = PROTOCOL_FACTS[load_organization(org).protocol].acts_in_order
+    stage_of = {(r.round, r.agent): r.stage for r in result.records
+                if isinstance(r, MessageLine)}
     for rec in result.records:
         if not isinstance(rec, DecisionLine) or not rec.call.latency:
             continue
         calls += 1
-        key = (rec.round, rec.phase, getattr(rec, "stage", 0))
+        stage = getattr(rec, "stage", 0)
+        if in_turn and rec.phase == "act":
+            stage = stage_of.get((rec.round, rec.agent), 0)
+        key = (rec.round, rec.phase, stage)
         slowest[key] = max(slowest[key], rec.call.latency)
     critical = [sum(v for (r, _, _), v in slowest.items() if r == i) for i in range(len(walls))]
     return sum(walls), sum(critical), calls

@@ -69,6 +69,9 @@ class PlannerAgent:
         self.found_by: Counter = Counter()  # goal objects each agent reported seeing
         self.assigner: str | None = None  # who gave the pending assignment
         self.abstaining = False  # nothing useful to do this round (it may abstain)
+        # whose order or claim its latest decision depended on: {agent: "order" | "claim"}
+        self.depends_on: dict[str, str] = {}
+        self._intent_depends: dict[str, str] = {}
 
     # ---- messages ----
     def receive(self, messages: list[TeamMessage]) -> None:
@@ -152,6 +155,7 @@ class PlannerAgent:
             and not self._useful(env)
         if env.needs_decision(self.agent_id) and not self.abstaining:
             self._intent = self._decide(env, claim=True)
+            self._intent_depends = self.depends_on
         out, self._outbox = self._outbox, []
         return out
 
@@ -192,6 +196,7 @@ class PlannerAgent:
         """The high-level action id for this round (``continue`` while a plan runs)."""
         self._apply_heard(env)
         me = self.agent_id
+        self.depends_on = {}
         if not env.needs_decision(me):
             current = env.current(me)
             lost = (current is not None and current.kind == "grab"
@@ -205,20 +210,61 @@ class PlannerAgent:
         kind, _, target = (intent or "").partition(":")
         if intent in valid and (kind != "grab" or self.claims.get(target, ("",))[0] == me):
             action = intent  # what this agent announced; nobody outranked its claim
+            self.depends_on = self._intent_depends
         else:
             action = self._decide(env, claim=True)
         self._last_action = action
         return action
 
     def _decide(self, env: MemberView, claim: bool) -> str:
-        """Choose an action; with ``claim`` queue the claim messages it implies."""
+        """Choose an action; with ``claim`` queue the claim messages it implies. Sets
+        ``depends_on``: the leader whose order it carries out, or the teammate whose
+        claim (or chosen action) took what it would have chosen otherwise."""
         self._note_results(env)
         valid = {a.id for a in env.available_actions(self.agent_id)}
-        choice = self._from_assignment(env, valid) or self._grab_or_put(env, valid) \
-            or self._explore(env, valid) or "wait"
+        assigner = self.assigner
+        choice = self._from_assignment(env, valid)
+        if choice is not None:
+            self.depends_on = {assigner: "order"} if assigner not in (None, self.agent_id) \
+                else {}
+        else:
+            choice = self._own_choice(env, valid)
+            self.depends_on = self._deferred_to(env, valid, choice)
         if claim:
             self._claim(env, choice)
         return choice
+
+    def _own_choice(self, env: MemberView, valid: set[str]) -> str:
+        return self._grab_or_put(env, valid) or self._explore(env, valid) or "wait"
+
+    def _deferred_to(self, env: MemberView, valid: set[str], choice: str) -> dict[str, str]:
+        """``{agent: "claim"}`` when, with teammates' claims and chosen actions ignored,
+        it would have chosen a target ``agent`` claimed; else ``{}``."""
+        me = self.agent_id
+        others = ({o: c for o, c in self.claims.items() if c[0] != me},
+                  {a: r for a, r in self.room_claims.items() if a != me},
+                  {a: t for a, t in self.intents.items() if a != me})
+        if not any(others):
+            return {}
+        kept = (self.claims, self.room_claims, self.intents)
+        self.claims = {o: c for o, c in self.claims.items() if c[0] == me}
+        self.room_claims = {a: r for a, r in self.room_claims.items() if a == me}
+        self.intents = {}
+        try:
+            free = self._own_choice(env, valid)
+        finally:
+            self.claims, self.room_claims, self.intents = kept
+        if free == choice:
+            return {}
+        kind, _, target = free.partition(":")
+        if kind == "grab":
+            who = others[0].get(target, (None,))[0] or next(
+                (a for a, t in others[2].items() if t == target), None)
+        elif kind == "explore":
+            who = next((a for a, r in others[1].items() if r == target), None)
+        else:
+            who = None
+        return {who: "claim"} if who is not None else {}
 
     def _claim(self, env: MemberView, choice: str) -> None:
         kind, _, target = choice.partition(":")

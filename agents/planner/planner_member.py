@@ -219,8 +219,10 @@ class PlannerMember(MemberBase):
     async def act(self, env: MemberView, round: int, ctx: ActContext | None = None) -> ActDecision:
         start = time.perf_counter()
         action = self.planner.act(env)
-        record = DecisionRecord("act", self.agent_id, round, parsed={"action": action},
-                                model=self.model)
+        parsed: dict = {"action": action}
+        if self.planner.depends_on:  # whose order or claim it acts on (dependency_graph)
+            parsed["depends_on"] = dict(self.planner.depends_on)
+        record = DecisionRecord("act", self.agent_id, round, parsed=parsed, model=self.model)
         record.wall = time.perf_counter() - start
         return ActDecision(action, "", record)
 

@@ -48,9 +48,12 @@ import networkx as nx
 from orgteams.agents.records import DecisionLine, MessageLine
 from orgteams.organizations.metrics.graph import (
     algebraic_connectivity,
+    algebraic_connectivity_binary,
     hierarchy_depth,
+    message_reach_depth,
     spectral_gap,
 )
+from orgteams.organizations.protocols.facts import SELF_ORGANIZING
 
 if TYPE_CHECKING:  # the tokenizer is imported when metrics are computed
     from orgteams.agents.llm.tokens import Tokenizer
@@ -79,7 +82,11 @@ class EpisodeMetrics:
     ``cost_usd`` is ``None`` when any call's model has no known price; calls served from
     a response cache (``cached_usage``) cost nothing, though their tokens still count in
     ``llm_prompt_tokens`` and ``llm_completion_tokens``.
-    ``abstention_rate`` is abstentions over records with a non-``None`` ``abstained``.
+    ``abstention_rate`` is abstentions over records with a non-``None`` ``abstained``;
+    the round loop's ``abstention`` events split them into ``mid_task_abstentions``
+    (work was left: a goal unit no teammate still working held or went for) and
+    ``end_of_task_abstentions`` (nothing left to do), and ``mid_task_abstention_rate``
+    is the first over the same records (docs/metrics.md).
     ``decisions`` counts agents' turns (see the module docstring); ``fallback_count``
     the turns with a ``fallback`` (a declared safe decision taken instead of the
     model's: a failed call, replies that were all invalid, an unavailable action) and
@@ -89,11 +96,18 @@ class EpisodeMetrics:
     is the share of ballots an agent cast for itself (None: no ballots);
     ``leader_tenure`` the mean length in rounds of a top leader's term (rounds over
     terms; a term ends when an election or hand-over gives the lead to another agent;
-    None without a leader). Graph metrics are
-    computed on :func:`communication_graph`: ``hierarchy_depth`` from the top leader,
-    ``algebraic_connectivity`` (lambda_2 of the weighted combinatorial Laplacian, the
-    paper's) and ``spectral_gap`` (lambda_2 of the normalized Laplacian, at most
-    n/(n-1)); see :mod:`~orgteams.organizations.metrics.graph`.
+    None without a leader). ``hierarchy_depth`` is the longest chain of the
+    :func:`dependency_graph` (the self-organizing paper's; 0 when nobody depended on
+    anybody, 1 for a leader's orders carried out, 2 through vice leaders). The other
+    graph metrics are computed on :func:`communication_graph`: ``message_reach_depth``
+    (hops from the top leader to the farthest agent its messages reach, what
+    ``hierarchy_depth`` meant before #27), ``algebraic_connectivity`` (lambda_2 of the
+    weighted combinatorial Laplacian, DESIGN.md's; it grows with message counts, so
+    with episode length), ``algebraic_connectivity_per_tick`` (that over ``ticks``:
+    comparable across episode lengths), ``algebraic_connectivity_binary`` (lambda_2 of
+    the unweighted Laplacian: structure only, the one the self-organizing paper's value
+    corresponds to, docs/metrics.md) and ``spectral_gap`` (lambda_2 of the normalized
+    Laplacian, at most n/(n-1)); see :mod:`~orgteams.organizations.metrics.graph`.
     """
 
     success: bool
@@ -117,6 +131,12 @@ class EpisodeMetrics:
     hierarchy_depth: int
     algebraic_connectivity: float
     spectral_gap: float
+    message_reach_depth: int = 0
+    mid_task_abstentions: int = 0
+    end_of_task_abstentions: int = 0
+    mid_task_abstention_rate: float = 0.0
+    algebraic_connectivity_binary: float = 0.0
+    algebraic_connectivity_per_tick: float = 0.0
     decisions: int = 0
     fallback_rate: float | None = None
     messages_by_kind: dict[str, int] = field(default_factory=dict)
@@ -170,6 +190,58 @@ def communication_graph(records: Iterable[DecisionLine], agents: Iterable[str] =
     return g
 
 
+def self_organizing_rounds(protocol: str | None, events: Iterable[EventLine] = ()
+                           ) -> Callable[[int], bool]:
+    """Whether the protocol in force at a round is self-organizing, from the starting
+    ``protocol`` and the events that change it: a ``regulate`` shock of ``protocol``
+    (in force from its round) and the monitor's ``org_switch`` (from the next round)."""
+    changes = [(0, protocol)]
+    for e in events:
+        if e.type == "shock" and e.get("kind") == "regulate" and e.get("field") == "protocol":
+            changes.append((int(e.round), e.get("after")))
+        elif e.type == "org_switch" and e.get("to_protocol"):
+            changes.append((int(e.round) + 1, e.get("to_protocol")))
+    changes.sort(key=lambda c: c[0])
+
+    def at(round_: int) -> bool:
+        now = protocol
+        for start, p in changes:
+            if start > round_:
+                break
+            now = p
+        return now in SELF_ORGANIZING
+
+    return at
+
+
+def dependency_graph(records: Iterable[DecisionLine], agents: Iterable[str] = (), *,
+                     self_organizing: Callable[[int], bool] = lambda round_: False
+                     ) -> nx.DiGraph:
+    """Who depended on whom: edge ``A -> B`` (weight: how many of B's decisions) when
+    B's chosen action carried out A's order, or, in rounds whose protocol is
+    ``self_organizing``, when B chose it deferring to A's claim or chosen action (what
+    it would have taken otherwise was A's).
+
+    Read from the act lines' ``call.parsed["depends_on"]`` (``{agent: "order" |
+    "claim"}``), which the deciding member writes (planners do; docs/metrics.md).
+    Nodes are ``agents`` plus every agent in the lines.
+    """
+    g = nx.DiGraph()
+    g.add_nodes_from(agents)
+    for r in _decisions(records):
+        if r.agent is None:
+            continue
+        g.add_node(r.agent)
+        parsed = r.call.parsed if r.phase == "act" else None
+        deps = parsed.get("depends_on") if isinstance(parsed, dict) else None
+        for who, how in (deps or {}).items():
+            if who != r.agent and (how == "order" or (
+                    how == "claim" and self_organizing(int(r.round or 0)))):
+                w = g[who][r.agent]["weight"] if g.has_edge(who, r.agent) else 0
+                g.add_edge(who, r.agent, weight=w + 1)
+    return g
+
+
 def _default_price(model: str, prompt: int, completion: int) -> float | None:
     from orgteams.agents.backends.base import Usage
     from orgteams.agents.backends.pricing import cost
@@ -188,6 +260,7 @@ def episode_metrics(
     events: Sequence[EventLine] = (),
     first_leader: str | None = None,
     tokenizer: Tokenizer | None = None,
+    protocol: str | None = None,
 ) -> EpisodeMetrics:
     """Compute :class:`EpisodeMetrics` from an episode's decision lines.
 
@@ -197,17 +270,22 @@ def episode_metrics(
         success: Whether the task was completed.
         ticks: Env ticks of the episode; default the largest ``tick`` in the lines.
         agents: The team, so silent agents still count as graph nodes.
-        leaders: Roots for :func:`hierarchy_depth` (default: the busiest sender).
+        leaders: Roots for ``message_reach_depth`` (default: the busiest sender).
         price: ``price(model, prompt_tokens, completion_tokens) -> USD or None``;
             default the shipped price table (:mod:`orgteams.agents.backends.pricing`).
-        events: Team events (elections, hand-overs) for ``leader_tenure``.
+        events: Team events: elections and hand-overs (``leader_tenure``),
+            ``abstention`` events (mid-task and end-of-task abstentions), protocol
+            changes (:func:`self_organizing_rounds`).
         first_leader: The top leader at round 0 (default: the first of ``leaders``).
         tokenizer: Counts messages whose line has no ``message_tokens`` (the
             episode's; default the module's, for a saved log with no owner at hand).
+        protocol: The protocol the episode started with; with ``events`` it says in
+            which rounds deference counts in :func:`dependency_graph` (None: none).
     """
     from orgteams.agents.llm.tokens import count_words, default_tokenizer
 
     records = _decisions(records)
+    agents = list(agents)
     tokenizer = tokenizer if tokenizer is not None else default_tokenizer()
     if ticks is None:
         ticks = max((int(r.tick or 0) for r in records), default=0)
@@ -251,6 +329,8 @@ def episode_metrics(
             key = (r.round, r.phase, getattr(r, "stage", None), r.agent)
             turns[key] = turns.get(key, False) or bool(r.call.fallback)
     fell_back = sum(turns.values())
+    abstentions = [e for e in events if e.type == "abstention"]
+    mid_task = sum(len(e.get("agents") or ()) for e in abstentions if e.get("mid_task"))
     return EpisodeMetrics(
         success=bool(success),
         ticks=ticks,
@@ -274,9 +354,17 @@ def episode_metrics(
                         if ballots else None),
         leader_tenure=leader_tenure(events, first_leader or (leaders[0] if leaders else None),
                                     rounds),
-        hierarchy_depth=hierarchy_depth(graph, leaders),
-        algebraic_connectivity=algebraic_connectivity(graph),
+        hierarchy_depth=hierarchy_depth(dependency_graph(
+            records, agents, self_organizing=self_organizing_rounds(protocol, events))),
+        message_reach_depth=message_reach_depth(graph, leaders),
+        mid_task_abstentions=mid_task,
+        end_of_task_abstentions=sum(len(e.get("agents") or ()) for e in abstentions
+                                    if not e.get("mid_task")),
+        mid_task_abstention_rate=mid_task / len(decisions) if decisions else 0.0,
+        algebraic_connectivity=(lam2 := algebraic_connectivity(graph)),
         spectral_gap=spectral_gap(graph),
+        algebraic_connectivity_binary=algebraic_connectivity_binary(graph),
+        algebraic_connectivity_per_tick=lam2 / ticks if ticks > 0 else 0.0,
         decisions=len(turns),
         fallback_rate=fell_back / len(turns) if turns else None,
         messages_by_kind=dict(Counter(str(r.kind) for r in msgs)),

@@ -1,8 +1,9 @@
-"""Structure of a realised communication graph.
+"""Structure of an episode's graphs: who messaged whom, and who depended on whom.
 
-The graph is a ``networkx.DiGraph`` whose edge ``weight`` is the number of messages
-delivered from sender to receiver (a missing weight counts as 1). Self-loops and edges
-of weight <= 0 are ignored everywhere.
+A communication graph is a ``networkx.DiGraph`` whose edge ``weight`` is the number of
+messages delivered from sender to receiver (a missing weight counts as 1); a
+dependency graph's edge ``A -> B`` says B acted on A's order or deferred to A's claim
+(:func:`hierarchy_depth`). Self-loops and edges of weight <= 0 are ignored everywhere.
 """
 
 from __future__ import annotations
@@ -31,10 +32,30 @@ def undirected_weighted(g: nx.DiGraph) -> nx.Graph:
     return h
 
 
-def hierarchy_depth(g: nx.DiGraph, roots: Iterable[str] | None = None) -> int:
-    """Longest dependency chain from the top leader: how many hops the leader's word
-    must travel (along directed who-messages-whom edges, shortest way) to reach the
-    farthest agent it reaches at all (the self-organizing paper's hierarchy depth).
+def hierarchy_depth(dependencies: nx.DiGraph) -> int:
+    """The self-organizing paper's hierarchy depth: the longest chain of dependencies,
+    in edges, of a dependency graph (``A -> B``: B's choice depended on A's, see
+    :func:`~orgteams.organizations.metrics.episode_metrics.dependency_graph`).
+
+    Nobody depending on anybody gives 0, a leader whose orders its members carry out
+    1, a leader ordering vice leaders who order their members 2. Agents that depended
+    on each other (A on B in one round, B on A in another: a cycle) are peers, one
+    level: the chain is measured on the graph's condensation (each strongly connected
+    group one node). Self-loops and edges of weight <= 0 are ignored.
+    """
+    d = nx.DiGraph()
+    d.add_nodes_from(dependencies.nodes)
+    d.add_edges_from((u, v) for u, v, _ in _edges(dependencies))
+    if d.number_of_edges() == 0:
+        return 0
+    return int(nx.dag_longest_path_length(nx.condensation(d)))
+
+
+def message_reach_depth(g: nx.DiGraph, roots: Iterable[str] | None = None) -> int:
+    """How far the top leader's word travels in the *message* graph: hops (along
+    directed who-messages-whom edges, shortest way) to the farthest agent it reaches at
+    all. Any broadcast makes it 1, so it is not the paper's hierarchy depth (that is
+    :func:`hierarchy_depth`, on the dependency graph); it was called that before #27.
 
     The episode summary passes the organization's top tier (the primary leader, not
     vice leaders: rooting at every leader would flatten a pyramid to depth 1).
@@ -62,7 +83,7 @@ def hierarchy_depth(g: nx.DiGraph, roots: Iterable[str] | None = None) -> int:
     roots = list(roots)
     missing = [r for r in roots if r not in d]
     if missing:
-        raise ValueError(f"hierarchy_depth(): roots not in the graph: {missing}")
+        raise ValueError(f"message_reach_depth(): roots not in the graph: {missing}")
     if not roots:
         return 0
     depth = dict.fromkeys(roots, 0)
@@ -114,12 +135,31 @@ def algebraic_connectivity(g: nx.DiGraph) -> float:
     0.0 for graphs with fewer than 2 nodes and for disconnected graphs. Unit weights:
     one-way path P3 and star K1,3 give 1.0,
     the triangle K3 gives 3.0 (6.0 when every pair messages both ways); it grows with message
-    counts (doubling every weight doubles it), unlike :func:`spectral_gap`.
+    counts (doubling every weight doubles it), unlike :func:`spectral_gap`, so it
+    grows with episode length; divided by the episode's ticks it is the per-tick value
+    (``EpisodeMetrics.algebraic_connectivity_per_tick``), and
+    :func:`algebraic_connectivity_binary` drops the weights.
     """
     h = undirected_weighted(g)
     if h.number_of_nodes() < 2 or not nx.is_connected(h):
         return 0.0
     a = _weights(h)
+    return _lambda2(np.diag(a.sum(axis=1)) - a)
+
+
+def algebraic_connectivity_binary(g: nx.DiGraph) -> float:
+    """Lambda_2 of the *unweighted* combinatorial Laplacian: an edge wherever a message
+    went either way, however many (:func:`algebraic_connectivity` with every weight 1).
+
+    It reads the graph's structure alone, so it does not grow with episode length (the
+    weighted value does): a star K1,3 and the path P3 give 1.0, the triangle K3 3.0
+    (whatever the counts), the complete graph K_n gives n. 0.0 for fewer than 2 nodes
+    or a disconnected graph.
+    """
+    h = undirected_weighted(g)
+    if h.number_of_nodes() < 2 or not nx.is_connected(h):
+        return 0.0
+    a = (_weights(h) > 0).astype(float)
     return _lambda2(np.diag(a.sum(axis=1)) - a)
 
 

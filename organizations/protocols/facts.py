@@ -23,8 +23,9 @@ class ProtocolFacts:
             protocols); the capability monitor may replace it with a structured one.
         stages: One line on the stages of a round.
         acts_in_order: Each speaker decides its action right after its own turn, seeing
-            earlier speakers' chosen actions (``sequential``), instead of everyone
-            acting at once after the communicate phase.
+            earlier speakers' chosen actions (``sequential``; ``batched_sequential`` a
+            group at a time), instead of everyone acting at once after the
+            communicate phase.
         from_history: Everyone decides at once from the shared history only: this
             round's messages are delivered after the act phase, and members get the
             :class:`~orgteams.agents.shared_context.SharedHistory` (``shared``).
@@ -58,7 +59,9 @@ PROTOCOL_FACTS: dict[str, ProtocolFacts] = {f.name: f for f in (
                   "one stage per agent in fixed order seeing earlier messages, then "
                   "everyone acts at once (sequential before #11)"),
     ProtocolFacts("batched_sequential", False, True,
-                  "groups of batch_size agents in order, each seeing all prior"),
+                  "sequential in groups: groups of batch_size agents in order, each "
+                  "deciding its actions right after its turn, seeing earlier groups' "
+                  "messages, claims and chosen actions", acts_in_order=True),
     ProtocolFacts("claim_shared", False, True,
                   "everyone's claim at once, then everyone's message seeing the claims"),
 )}

@@ -28,7 +28,10 @@ Per protocol (``agents`` = the speakers of this round, in team order):
 * ``shared``: everyone at once, ``none_this_round``; everyone then acts at once and this
   round's messages are delivered after the act phase (decisions from the shared history
   only, see :data:`~orgteams.organizations.protocols.facts.PROTOCOL_FACTS`).
-* ``batched_sequential``: groups of ``batch_size`` in order, each ``all_prior``.
+* ``batched_sequential``: ``sequential`` in groups (the self-organizing paper's
+  extension): groups of ``batch_size`` in team order, each ``all_prior`` and ``acts``;
+  a group's members speak and choose their actions concurrently, seeing earlier
+  groups' messages, claims and chosen actions, never their own group's.
 * ``claim_shared``: everyone's ``claim`` at once (``none_this_round``), then everyone's
   ``message`` at once seeing the ``claims`` (settled by :func:`resolve_claims`).
 
@@ -129,7 +132,8 @@ def schedule(
     elif org.protocol == "batched_sequential":
         k = org.batch_size or 1
         stages += [
-            Stage(tuple(order[i : i + k]), "all_prior", "message") for i in range(0, len(order), k)
+            Stage(tuple(order[i : i + k]), "all_prior", "message", acts=True)
+            for i in range(0, len(order), k)
         ]
     elif org.protocol == "claim_shared":
         stages += [

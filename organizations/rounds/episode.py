@@ -110,6 +110,8 @@ class EpisodeState:
         last_duplicates: ``(duplicated, new decisions)`` of the latest act phase.
         events: Team-level events so far (also sent to ``hooks.record``).
         abstained: Agents that abstained so far this round.
+        mid_task_abstained: Those of the latest act phase's abstainers that abstained
+            while work was left (an ``abstention`` event with ``mid_task``).
         should_stop: Asked at round boundaries, after each communicate stage's and the
             act phase's decisions (before they are used) and after every env tick; a
             reason (e.g. ``"window closed"``) ends the episode as ``"interrupted"``.
@@ -147,6 +149,7 @@ class EpisodeState:
     last_duplicates: tuple[int, int] = (0, 0)
     events: list[EventLine] = field(default_factory=list)
     abstained: set[str] = field(default_factory=set)
+    mid_task_abstained: set[str] = field(default_factory=set)
     should_stop: Callable[[], str | None] | None = None
     stop_reason: str | None = None
     early_actions: dict[str, tuple[ActionId, ActDecision]] = field(default_factory=dict)
@@ -355,6 +358,7 @@ async def play_round(state: EpisodeState) -> None:
         hook(state)
     update_leadership(state)
     abstained = await communicate_phase(state)
+    state.mid_task_abstained = set()
     await act_phase(state, abstained)
     state.progress.append(sum(state.env.world.progress))
     for hook in state.hooks.round_end:

@@ -6,6 +6,11 @@ abstain so much that nobody covers the task. The monitor watches a sliding windo
 of rounds and, when a self-organizing protocol shows either failure, tells the
 runner to switch to a configured structured fallback (``coordinator`` by default).
 The runner records the switch as an event.
+
+It watches only *mid-task* abstention (an agent abstained while a goal unit was left
+that no teammate still working held or went for) and duplicated work: abstaining at
+the end of the task, with nothing left to do, is what a competent team does, not a
+collapse (planner teams under ``sequential`` abstain most rounds near the end).
 """
 
 from __future__ import annotations
@@ -44,8 +49,9 @@ class CapabilityMonitor:
         self.switched = False
 
     def update(self, abstained: int, eligible: int, duplicated: int, acting: int) -> None:
-        """One round: ``abstained`` of ``eligible`` abstained; ``duplicated`` of ``acting``
-        agents pursued a target another agent was already pursuing."""
+        """One round: ``abstained`` of ``eligible`` abstained mid-task (the runner passes
+        mid-task abstentions only); ``duplicated`` of ``acting`` agents pursued a
+        target another agent was already pursuing."""
         self.abstentions.append((abstained, eligible))
         self.duplicates.append((duplicated, acting))
 

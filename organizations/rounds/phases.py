@@ -366,16 +366,26 @@ async def act_phase(state: EpisodeState, abstained: set[str]) -> None:
     for agent, (action, decision) in early.items():  # decided in turn (sequential)
         actions[agent], chosen[agent] = action, decision
     chosen = {a: chosen[a] for a in state.team if a in chosen}  # records in team order
-    for agent in abstained:
-        if agent not in state.removed and env.needs_decision(agent):
-            actions[agent] = ActionId("wait")
+    # an abstainer with no running plan steps out of the way for this round's step, as a
+    # removed member does (idle, pushable, off doorways and corridors), so it never
+    # blocks a teammate; it decides again next round
+    aside = [a for a in state.team if a in abstained and a not in state.removed
+             and env.needs_decision(a)]
+    if abstained:
+        _record_abstention(state, abstained, aside, actions)
     state.round_tick = env.ticks
     _count_duplicates(state, actions)
     for hook in state.hooks.actions:
         hook(state, actions)
-    _, _, _, _, infos = env.step(
-        actions, on_tick=state.ticked if state.hooks.tick else None,
-        should_stop=state.stop_requested if state.should_stop is not None else None)
+    for agent in aside:
+        env.set_idle(agent, True, obstacle=False)
+    try:
+        _, _, _, _, infos = env.step(
+            actions, on_tick=state.ticked if state.hooks.tick else None,
+            should_stop=state.stop_requested if state.should_stop is not None else None)
+    finally:
+        for agent in aside:
+            env.set_idle(agent, False)
     for agent, d in chosen.items():
         info = infos.get(agent, {})
         events = info.get("events", [])
@@ -391,6 +401,36 @@ async def act_phase(state: EpisodeState, abstained: set[str]) -> None:
         hook(state, [d.record for a, d in chosen.items() if a not in early])
     deliver_held(state)
     state.remember_round(actions, abstained)
+
+
+def _record_abstention(state: EpisodeState, abstained: set[str], aside: list[str],
+                       actions: dict[str, ActionId]) -> None:
+    """An ``abstention`` event: who abstained this round, and whether work was left
+    (mid-task) or not (end of task): ``units_unattended`` goal units that no teammate
+    still working holds or goes to grab (by the actions decided now or running)."""
+    env = state.env
+    world = env.world
+    scene = world.scene
+    need: Counter = Counter()
+    for p, have in zip(scene.goal, world.progress):
+        need[p.cls] += p.count - have
+    covered: set[str] = set()
+    for a in state.active():
+        if a in aside:
+            continue  # it steps aside: what it holds waits with it
+        covered.update(scene.objects[o] for o in world.hands[env.agent_index[a]])
+        act = actions.get(a)
+        if act in (None, "continue", "wait"):
+            current = env.current(a)
+            act = None if current is None else ActionId(current.id)
+        if act is not None and act.kind == "grab":
+            covered.add(act.target)
+    for name in covered:
+        need[name.rpartition("_")[0]] -= 1
+    left = sum(n for cls, n in need.items() if n > 0 and cls in {p.cls for p in scene.goal})
+    who = [a for a in state.team if a in abstained]
+    state.mid_task_abstained = set(who) if left else set()
+    state.event("abstention", agents=who, mid_task=left > 0, units_unattended=left)
 
 
 def _count_duplicates(state: EpisodeState, actions: dict[str, ActionId]) -> None:

@@ -49,7 +49,9 @@ from orgteams.organizations.rounds.shocks import (
     apply_shock,
     check_priority_shifts,
     check_shocks,
+    pre_shock_rate,
     recovery_rounds,
+    recovery_ticks,
     take_over,
 )
 from orgteams.organizations.rounds.status import (
@@ -209,6 +211,8 @@ class TeamRunner:
             hooks.tick.append(self.on_tick)
         if self.shocks:
             hooks.round_start.append(self._apply_shocks)
+        self._ticks = [self.env.ticks]  # env ticks before each round (recovery in ticks)
+        hooks.round_end.append(lambda s: self._ticks.append(self.env.ticks))
         _subscribe_overlay(hooks, self.env)
         if self.monitor_config is not None:
             monitor = CapabilityMonitor(self.monitor_config)
@@ -227,10 +231,12 @@ class TeamRunner:
             await backend.aclose()
 
     def _apply_shocks(self, state: EpisodeState) -> None:
+        units = sum(self.env.world.progress)
         for i, shock in enumerate(self.shocks):
-            if shock.round == state.round:
+            if i not in self._shock_data and shock.due(state.round, units):
                 before = self.env.world
-                data = apply_shock(state, shock, self.member_factory)
+                data = {"hit_round": state.round,
+                        **apply_shock(state, shock, self.member_factory)}
                 self._shock_data[i] = data
                 if self.log_path is not None and self.env.world is not before:
                     # the world changed outside the dynamics: the replay loads it here
@@ -245,10 +251,14 @@ class TeamRunner:
         out = []
         for i, s in enumerate(self.shocks):
             data = self._shock_data.get(i)
+            hit = s.round if data is None else data["hit_round"]
+            rounds = recovery_rounds(state.progress, hit, success=success,
+                                     baseline=None if data is None else data["units_after"])
             out.append({**s.to_dict(), "applied": data is not None, **(data or {}),
-                        "recovery_rounds": recovery_rounds(
-                            state.progress, s.round, success=success,
-                            baseline=None if data is None else data["units_after"])})
+                        "pre_shock_rate": None if data is None else pre_shock_rate(
+                            state.progress, hit),
+                        "recovery_rounds": rounds,
+                        "recovery_ticks": recovery_ticks(self._ticks, hit, rounds)})
         return out
 
     def _summary(self, state: EpisodeState, records: list[DecisionLine | EventLine], seed,
@@ -260,6 +270,7 @@ class TeamRunner:
                                   agents=self.team, tokenizer=state.tokenizer,
                                   leaders=list(state.resolved.top_leaders) or None,
                                   events=state.events,
+                                  protocol=self.organization.protocol,
                                   first_leader=next(iter(self.resolved.top_leaders), None))
         dup = state.duplicates
         return EpisodeSummary.of(
@@ -336,9 +347,10 @@ def _subscribe_overlay(hooks: RoundHooks, env: HighLevelEnv) -> None:
 
 
 def _check_monitor(monitor: CapabilityMonitor, state: EpisodeState) -> None:
-    """Feed the monitor this round's rates; switch to its fallback when it says so."""
+    """Feed the monitor this round's rates (mid-task abstention only: abstaining with
+    nothing left to do is healthy); switch to its fallback when it says so."""
     eligible = len(state.active()) if state.organization.allow_abstain else 0
-    monitor.update(len(state.abstained), eligible, *state.last_duplicates)
+    monitor.update(len(state.mid_task_abstained), eligible, *state.last_duplicates)
     reason = monitor.should_switch(state.organization.protocol)
     if reason:
         from orgteams.organizations.spec.library import load_organization
@@ -346,4 +358,5 @@ def _check_monitor(monitor: CapabilityMonitor, state: EpisodeState) -> None:
         old = state.organization.name
         state.switch(load_organization(monitor.config.fallback))
         monitor.switched = True
-        state.event("org_switch", from_org=old, to_org=state.organization.name, reason=reason)
+        state.event("org_switch", from_org=old, to_org=state.organization.name,
+                    to_protocol=state.organization.protocol, reason=reason)

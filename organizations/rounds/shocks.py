@@ -21,12 +21,16 @@ communicate phase), recorded as a ``shock`` event and in the summary's ``shocks`
   same objects (:func:`~orgteams.envs.highlevel.goal_shift.shift_goal`); the summary records the
   goal before and after.
 
-Recovery is defined in ``docs/shocks.md`` and computed by :func:`recovery_rounds`.
+A shock hits at its round, or (``@unit:<n>``, ``after_units``) at the start of the
+first round from then on with at least ``n`` goal units done, so that it lands where
+the team has a progress rate to recover (recipes schedule shocks so). Recovery is
+defined in ``docs/shocks.md`` and computed by :func:`recovery_rounds` (in rounds) and
+:func:`recovery_ticks` (the same point in ticks).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 import yaml
@@ -40,7 +44,8 @@ if TYPE_CHECKING:
     from orgteams.organizations.rounds.episode_summary import EpisodeSummary
 
 __all__ = ["KINDS", "REGULATED", "Shock", "apply_shock", "check_priority_shifts",
-           "check_shocks", "recovery_rounds", "recovery_summary", "regulated", "take_over"]
+           "check_shocks", "pre_shock_rate", "recovery_rounds", "recovery_summary",
+           "recovery_ticks", "regulated", "take_over"]
 
 KINDS = ("remove", "substitute", "regulate", "priority")
 # Organization fields a regulation change may set (the rest are identity or governance).
@@ -49,7 +54,9 @@ REGULATED = ("protocol", "topology", "instruction", "rules", "channels", "roles"
              "leadership_every", "batch_size")
 _FROM_LIBRARY = ("topology", "channels", "roles", "rules")
 _SYNTAX = ("expected 'remove:<agent>@<round>', 'substitute:<agent>=<backend>@<round>', "
-           "'regulate:<field>=<value>@<round>' or 'priority:<task>@<round>'")
+           "'regulate:<field>=<value>@<round>' or 'priority:<task>@<round>' (<round>: a "
+           "round, or unit:<n>, the first round with n goal units done)")
+WINDOW = 5  # rounds of the pre-shock rate (docs/shocks.md)
 
 
 @dataclass(frozen=True)
@@ -57,7 +64,9 @@ class Shock:
     """One shock at the start of ``round`` (0-based).
 
     Attributes:
-        round: The decision round it hits.
+        round: The decision round it hits (with ``after_units``: the earliest).
+        after_units: It hits at the first round from ``round`` on that starts with at
+            least this many goal units done (0: at ``round``).
         kind: One of :data:`KINDS`.
         agent: The agent removed or substituted (None for the others).
         member: ``substitute``: a team member object or a spec string that the runner's
@@ -72,6 +81,12 @@ class Shock:
     member: Any = None
     field: str | None = None
     value: Any = None
+    after_units: int = 0
+
+    def due(self, round_: int, units_done: int) -> bool:
+        """Whether it hits at the start of ``round_`` with ``units_done`` goal units done
+        (asked each round until it has hit)."""
+        return round_ >= self.round and units_done >= self.after_units
 
     def validate(self, team: list[str], factory) -> None:
         """Check it against the team before the episode (one line naming what is wrong)."""
@@ -79,6 +94,10 @@ class Shock:
             raise UserError(f"shock kind must be one of {KINDS}, got {self.kind!r}")
         if not isinstance(self.round, int) or self.round < 0:
             raise UserError(f"shock round must be an integer >= 0, got {self.round!r}")
+        if not isinstance(self.after_units, int) or isinstance(self.after_units, bool) \
+                or self.after_units < 0:
+            raise UserError(f"shock after_units must be an integer >= 0, got "
+                            f"{self.after_units!r}")
         if self.kind in ("remove", "substitute") and self.agent not in team:
             raise UserError(f"shock agent {self.agent!r} is not in the team {team}")
         if self.kind == "substitute":
@@ -112,8 +131,9 @@ class Shock:
 
     def to_dict(self) -> dict:
         member = self.member if isinstance(self.member, str | None) else self.member.model
-        return {"round": self.round, "kind": self.kind, "agent": self.agent, "member": member,
-                "field": self.field, "value": self.value}
+        out = {"round": self.round, "kind": self.kind, "agent": self.agent, "member": member,
+               "field": self.field, "value": self.value}
+        return {**out, "after_units": self.after_units} if self.after_units else out
 
     def text(self) -> str:
         """The CLI form (``parse(shock.text()) == shock`` for spec-string members)."""
@@ -121,20 +141,30 @@ class Shock:
                 "substitute": lambda: f"{self.agent}={self.member}",
                 "regulate": lambda: f"{self.field}={_yaml_text(self.value)}",
                 "priority": lambda: self.value}[self.kind]()
-        return f"{self.kind}:{head}@{self.round}"
+        at = f"unit:{self.after_units}" if self.after_units and not self.round else self.round
+        return f"{self.kind}:{head}@{at}"
 
     @classmethod
     def parse(cls, text: str) -> Shock:
         """``"remove:agent_1@5"``, ``"substitute:agent_1=planner@5"``,
-        ``"regulate:protocol=shared@5"`` or ``"priority:put_fridge@5"`` (CLI syntax)."""
+        ``"regulate:protocol=shared@5"`` or ``"priority:put_fridge@5"`` (CLI syntax);
+        ``@unit:1`` instead of a round: at the first round with 1 goal unit done."""
         if not isinstance(text, str):
             raise UserError(f"malformed shock {text!r}: {_SYNTAX}")
         try:
             head, at = text.rsplit("@", 1)
             kind, rest = head.split(":", 1)
-            rnd = int(at)
+            units = int(at[len("unit:"):]) if at.startswith("unit:") else 0
+            rnd = 0 if at.startswith("unit:") else int(at)
         except ValueError:
             raise UserError(f"malformed shock {text!r}: {_SYNTAX}") from None
+        if units < 0:
+            raise UserError(f"malformed shock {text!r}: {_SYNTAX}")
+        shock = cls._parsed(text, kind, rest, rnd)
+        return replace(shock, after_units=units) if units else shock
+
+    @classmethod
+    def _parsed(cls, text: str, kind: str, rest: str, rnd: int) -> Shock:
         if kind not in KINDS:
             raise UserError(f"malformed shock {text!r}: unknown kind {kind!r}; {_SYNTAX}")
         left, eq, right = rest.partition("=")
@@ -167,13 +197,15 @@ class Shock:
             if not isinstance(item, dict):
                 raise UserError(f"a shock is a string like 'remove:agent_1@5' or a mapping, "
                                 f"got {item!r}")
-            unknown = sorted(set(item) - {"kind", "round", "agent", "member", "field", "value"})
+            unknown = sorted(set(item) - {"kind", "round", "agent", "member", "field", "value",
+                                          "after_units"})
             if unknown:
                 raise UserError(f"unknown shock field {unknown[0]!r}")
-            if "kind" not in item or "round" not in item:
-                raise UserError("a shock mapping needs 'kind' and 'round'")
-            return cls(item["round"], item["kind"], item.get("agent"), item.get("member"),
-                       item.get("field"), item.get("value"))
+            if "kind" not in item or ("round" not in item and "after_units" not in item):
+                raise UserError("a shock mapping needs 'kind' and 'round' or 'after_units'")
+            return cls(item.get("round", 0), item["kind"], item.get("agent"),
+                       item.get("member"), item.get("field"), item.get("value"),
+                       item.get("after_units", 0))
         except UserError as exc:
             raise UserError(f"{where}: {exc}") from None
 
@@ -290,58 +322,92 @@ def take_over(state: EpisodeState, shock: Shock) -> None:
         state.succeed_substitute(shock.agent)
 
 
+def pre_shock_rate(units_by_round: list[int], shock_round: int,
+                   window: int = WINDOW) -> float:
+    """Goal units per round over the ``window`` rounds before ``shock_round`` (fewer at
+    the start); 0.0 when the shock hit at round 0 or nothing was done before it.
+
+    ``units_by_round[r]`` is the goal units done before round ``r`` (index 0: the start).
+    """
+    s = shock_round
+    if s >= len(units_by_round):
+        return 0.0
+    lo = max(0, s - window)
+    return (units_by_round[s] - units_by_round[lo]) / (s - lo) if s > lo else 0.0
+
+
 def recovery_rounds(units_by_round: list[int], shock_round: int, *, success: bool,
-                    baseline: int | None, window: int = 5) -> int | None:
+                    baseline: int | None, window: int = WINDOW) -> int | None:
     """Rounds after ``shock_round`` until the progress rate is back to its pre-shock level.
 
     ``units_by_round[r]`` is the goal units done before round ``r`` (index 0 is the
     start); ``baseline`` the units done right after the shock, under the goal then in
     force (``units_by_round[shock_round]`` except after a priority shift), or None when
-    the shock never happened (the episode ended first). The pre-shock rate is the units
-    per round over the ``window`` rounds before the shock; the rate ``k`` rounds after
-    it is ``(units_by_round[shock_round + k] - baseline) / k``.
+    the shock never happened (the episode ended first). The pre-shock rate is
+    :func:`pre_shock_rate`; the rate ``k`` rounds after the shock is
+    ``(units_by_round[shock_round + k] - baseline) / k``.
 
     Returns:
-        The first ``k >= 1`` whose rate reaches the pre-shock rate; 0 when the episode
-        succeeded and there was no pre-shock rate to recover (shock at round 0, or no
-        progress before it); None when the episode failed, the shock never happened,
-        or the rate never came back.
+        The first ``k >= 1`` whose rate reaches the pre-shock rate; None when the
+        episode failed, the shock never happened, the rate never came back, or there
+        was no pre-shock rate to recover (shock at round 0, or no progress before it:
+        recovery is undefined then, counted as "no baseline", never as 0).
     """
     s = shock_round
     if not success or baseline is None or s >= len(units_by_round):
         return None
-    lo = max(0, s - window)
-    before = (units_by_round[s] - units_by_round[lo]) / (s - lo) if s > lo else 0.0
+    before = pre_shock_rate(units_by_round, s, window)
     if before <= 0:
-        return 0
+        return None
     for k in range(1, len(units_by_round) - s):
         if (units_by_round[s + k] - baseline) / k >= before:
             return k
     return None
 
 
-def recovery_summary(summaries: list[EpisodeSummary]) -> dict[str, Any] | None:
-    """Recovery over episode summaries' ``shocks``: counts and the recovered ones' rounds.
+def recovery_ticks(ticks_by_round: list[int], shock_round: int,
+                   rounds: int | None) -> int | None:
+    """:func:`recovery_rounds`' point in ticks: the ticks from the shock (the start of
+    ``shock_round``) to the end of the round where the rate was back; None when
+    ``rounds`` is None. ``ticks_by_round[r]`` is the env ticks before round ``r``
+    (rounds last different numbers of ticks under different protocols)."""
+    if rounds is None or shock_round + rounds >= len(ticks_by_round):
+        return None
+    return ticks_by_round[shock_round + rounds] - ticks_by_round[shock_round]
 
-    A ``recovery_rounds`` of None (failed episode, shock never hit, rate never back) is
-    counted in ``not_recovered`` and never averaged (it is not 0). None when no episode
-    had a shock.
+
+def recovery_summary(summaries: list[EpisodeSummary]) -> dict[str, Any] | None:
+    """Recovery over episode summaries' ``shocks``: counts and the recovered ones' rounds
+    and ticks.
+
+    A shock with no pre-shock rate (``pre_shock_rate`` 0: it hit at round 0 or before
+    any goal progress) is counted in ``no_baseline``: its recovery is undefined. Any
+    other ``recovery_rounds`` of None (failed episode, shock never hit, rate never
+    back) is counted in ``not_recovered``; neither is averaged (None is not 0). None
+    when no episode had a shock.
 
     Returns:
-        ``{"shocks", "applied", "recovered", "not_recovered", "successions", "rounds",
-        "mean_rounds"}``, ``successions`` the seats taken over (the summaries'
-        ``successions``), ``rounds`` the recovered shocks' values, ``mean_rounds`` their
-        mean (None when none recovered).
+        ``{"shocks", "applied", "recovered", "not_recovered", "no_baseline",
+        "successions", "rounds", "mean_rounds", "ticks", "mean_ticks"}``,
+        ``successions`` the seats taken over (the summaries' ``successions``),
+        ``rounds`` and ``ticks`` the recovered shocks' values, ``mean_rounds`` and
+        ``mean_ticks`` their means (None when none recovered).
     """
     shocks = [s for e in summaries for s in e.shocks or []]
     if not shocks:
         return None
     applied = [s for s in shocks if s.get("applied", True)]
-    rounds = [s["recovery_rounds"] for s in applied
-              if isinstance(s.get("recovery_rounds"), int)
-              and not isinstance(s["recovery_rounds"], bool)]
+    no_baseline = [s for s in applied if s.get("pre_shock_rate", 1.0) in (0, 0.0)]
+    recovered = [s for s in applied if isinstance(s.get("recovery_rounds"), int)
+                 and not isinstance(s["recovery_rounds"], bool)]
+    rounds = [s["recovery_rounds"] for s in recovered]
+    ticks = [s["recovery_ticks"] for s in recovered
+             if isinstance(s.get("recovery_ticks"), int)]
     return {"shocks": len(shocks), "applied": len(applied), "recovered": len(rounds),
-            "not_recovered": len(applied) - len(rounds),
+            "not_recovered": len(applied) - len(rounds) - len(no_baseline),
+            "no_baseline": len(no_baseline),
             "successions": sum(len(e.successions or ()) for e in summaries),
             "rounds": rounds,
-            "mean_rounds": sum(rounds) / len(rounds) if rounds else None}
+            "mean_rounds": sum(rounds) / len(rounds) if rounds else None,
+            "ticks": ticks,
+            "mean_ticks": sum(ticks) / len(ticks) if ticks else None}

@@ -104,7 +104,9 @@ SUMMARY_ROWS = ("episode_status", "stop_reason", "stop_detail", "success", "tick
                 "delivered_tokens_per_step", "llm_prompt_tokens", "llm_completion_tokens",
                 "cost_usd", "fallback_count", "fallback_rate", "abstention_rate",
                 "duplicate_rate",
-                "hierarchy_depth", "algebraic_connectivity", "spectral_gap", "election_count",
+                "hierarchy_depth", "message_reach_depth", "algebraic_connectivity",
+                "algebraic_connectivity_binary", "algebraic_connectivity_per_tick",
+                "spectral_gap", "election_count",
                 "self_vote_rate", "leader_tenure",
                 "tokenizer", "tokens_approximate", "wall_seconds", "log_path")
 

@@ -672,7 +672,8 @@ def _run_shocks(name: str, recipe: dict[str, Any], backend: str | None, seeds: i
                 ) -> dict[str, Any]:
     """Every organization under every shock condition (``orgteams run --shock`` strings or
     mappings, as in a sweep spec's ``shocks``), once per seed: success, ticks and recovery
-    (docs/shocks.md; a shock that did not recover is counted, never averaged)."""
+    in rounds and ticks (docs/shocks.md; a shock that did not recover, or hit before any
+    progress (no baseline), is counted, never averaged)."""
     from orgteams.agents.backends.pool import BackendPool
     from orgteams.agents.backends.spend import MAX_COST
     from orgteams.experiments.sweep import _Progress
@@ -702,7 +703,8 @@ def _run_shocks(name: str, recipe: dict[str, Any], backend: str | None, seeds: i
            "backend": spec.backends[0], "seeds": list(spec.seeds)}
     (out / "spec.yaml").write_text(yaml.safe_dump(ran, sort_keys=False), encoding="utf-8")
     columns = ["organization", "condition", "n", "success_rate", "ticks", "shocks_applied",
-               "recovered", "not_recovered", "recovery_rounds"]
+               "recovered", "not_recovered", "no_baseline", "recovery_rounds",
+               "recovery_ticks"]
     cells = list(spec.cells())
     options = spec.episode_options()
     spend = _shocks_spend(spec, cells, options, out, budget)
@@ -729,7 +731,9 @@ def _run_shocks(name: str, recipe: dict[str, Any], backend: str | None, seeds: i
                      "shocks_applied": rec.get("applied", 0),
                      "recovered": rec.get("recovered", 0),
                      "not_recovered": rec.get("not_recovered", 0),
-                     "recovery_rounds": rec.get("mean_rounds")})
+                     "no_baseline": rec.get("no_baseline", 0),
+                     "recovery_rounds": rec.get("mean_rounds"),
+                     "recovery_ticks": rec.get("mean_ticks")})
     return {"experiment": name, "kind": "shocks", "description": recipe.get("description"),
             "columns": columns, "rows": rows}
 

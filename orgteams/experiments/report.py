@@ -212,16 +212,19 @@ def _summary_of(row: dict) -> EpisodeSummary | None:
 
 
 def _recovery(episodes: list[EpisodeSummary]) -> dict[str, Any] | None:
-    """Recovery of the group's shocks (docs/shocks.md): counts, and mean, sd and CI over
-    the shocks that recovered only; None (not recovered) is counted, never averaged."""
+    """Recovery of the group's shocks (docs/shocks.md): counts, and mean, sd and CI of
+    rounds and ticks over the shocks that recovered only; None (not recovered, or no
+    pre-shock rate: "no baseline") is counted, never averaged."""
     from orgteams.organizations.rounds.shocks import recovery_summary
 
     rec = recovery_summary(episodes)
     if rec is None:
         return None
-    rounds = rec.pop("rounds")
+    rounds, ticks = rec.pop("rounds"), rec.pop("ticks")
     rec.pop("mean_rounds")
-    return {**rec, "recovery_rounds": describe([float(r) for r in rounds])}
+    rec.pop("mean_ticks")
+    return {**rec, "recovery_rounds": describe([float(r) for r in rounds]),
+            "recovery_ticks": describe([float(t) for t in ticks])}
 
 
 def _values(episodes: list[EpisodeSummary], metric: str) -> list[float]:
@@ -309,17 +312,21 @@ def _markdown(result: dict) -> str:
                     + [f"{_fmt(w[m]['t'])} | {_fmt(w[m]['p'], 4)} | {_fmt(w[m]['d'])}"
                        for m in TESTED]) + " |")
         if any(g.get("recovery") for g in gs):
-            lines += ["", "### Recovery from shocks (rounds; not recovered = failed episode, "
-                      "shock never hit, or rate never back: counted, never averaged)", "",
-                      "| organization | shocks applied | recovered | not recovered | "
-                      "successions | recovery rounds |", "|---|---:|---:|---:|---:|---:|"]
+            lines += ["", "### Recovery from shocks (not recovered = failed episode, "
+                      "shock never hit, or rate never back; no baseline = no progress "
+                      "before the shock, recovery undefined: both counted, never averaged)",
+                      "", "| organization | shocks applied | recovered | not recovered | "
+                      "no baseline | successions | recovery rounds | recovery ticks |",
+                      "|---|---:|---:|---:|---:|---:|---:|---:|"]
             for g in gs:
                 rec = g.get("recovery")
                 if rec:
                     lines.append(f"| {g['organization']} | {rec['applied']} | "
                                  f"{rec['recovered']} | {rec['not_recovered']} | "
+                                 f"{rec.get('no_baseline', 0)} | "
                                  f"{rec.get('successions', 0)} | "
-                                 f"{_cell(rec['recovery_rounds'])} |")
+                                 f"{_cell(rec['recovery_rounds'])} | "
+                                 f"{_cell(rec['recovery_ticks'])} |")
         kw = gs[0].get("kruskal_across_organizations") or {}
         lines += ["", "Kruskal-Wallis across organizations: " + "; ".join(
             f"{m} H {_fmt(kw[m]['H'])}, p {_fmt(kw[m]['p'], 4)} (k = {kw[m]['k']})"

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from doubles import load_script
+from doubles import load_script, records_of
 
 pytest.importorskip("sb3_contrib", reason="needs the rl extra")
 
@@ -43,7 +43,7 @@ def test_a_tiny_run_saves_a_model_that_plays_in_an_orgteams_team(adhoc, tmp_path
     spec = f"planner,policy:{tmp_path / 'model.zip'}"
     played = run_episode(task="put_dishwasher_easy", layout="studio", organization="leader",
                          agents=2, backend=spec, seed=0, max_ticks=15, log_path=None)
-    acts = [r for r in played.records if r.get("kind") == "action"
+    acts = [r for r in records_of(played) if r.get("kind") == "action"
             and r["agent"] == "agent_1"]
     assert played.summary["members"]["agent_1"] == f"policy:{tmp_path / 'model.zip'}"
     assert len(acts) == played.summary["ticks"] == 15

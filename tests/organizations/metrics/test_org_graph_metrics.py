@@ -7,8 +7,10 @@ import pytest
 
 from orgteams.organizations import (
     algebraic_connectivity,
+    algebraic_connectivity_binary,
     centralization,
     hierarchy_depth,
+    message_reach_depth,
     spectral_gap,
 )
 
@@ -26,14 +28,14 @@ def disconnected():
 
 
 def test_star():
-    assert hierarchy_depth(star()) == 1
+    assert message_reach_depth(star()) == 1
     assert spectral_gap(star()) == pytest.approx(1.0)
     assert centralization(star()) == 1.0
 
 
 def test_chain():
-    assert hierarchy_depth(chain()) == 2
-    assert hierarchy_depth(chain(), roots=["b"]) == 1
+    assert message_reach_depth(chain()) == 2
+    assert message_reach_depth(chain(), roots=["b"]) == 1
     assert spectral_gap(chain()) == pytest.approx(1.0)
     assert centralization(nx.path_graph(4, create_using=nx.DiGraph)) == pytest.approx(1 / 3)
 
@@ -50,17 +52,17 @@ def test_triangle_and_weights():
     # a two-way chain: the middle node sends most, so it is the root
     g = nx.DiGraph()
     g.add_weighted_edges_from([("a", "b", 1), ("b", "a", 3), ("b", "c", 3), ("c", "b", 1)])
-    assert hierarchy_depth(g) == 1
+    assert message_reach_depth(g) == 1
 
 
 def test_disconnected_and_tiny():
     assert spectral_gap(disconnected()) == 0.0
-    assert hierarchy_depth(disconnected()) == 1
+    assert message_reach_depth(disconnected()) == 1
     one = nx.DiGraph()
     one.add_node("a")
-    assert (hierarchy_depth(one), spectral_gap(one), centralization(one)) == (0, 0.0, 0.0)
+    assert (message_reach_depth(one), spectral_gap(one), centralization(one)) == (0, 0.0, 0.0)
     empty = nx.DiGraph()
-    assert (hierarchy_depth(empty), spectral_gap(empty), centralization(empty)) == (0, 0.0, 0.0)
+    assert (message_reach_depth(empty), spectral_gap(empty), centralization(empty)) == (0, 0.0, 0.0)
     isolated = star()
     isolated.add_node("z")
     assert spectral_gap(isolated) == 0.0
@@ -71,14 +73,14 @@ def test_self_loops_and_zero_weights_ignored():
     g.add_edge("a", "a", weight=5)
     g.add_edge("a", "d", weight=0)
     assert spectral_gap(g) == pytest.approx(1.0)
-    assert hierarchy_depth(g) == 1
+    assert message_reach_depth(g) == 1
 
 
 def test_unknown_root():
     with pytest.raises(
-        ValueError, match=re.escape("hierarchy_depth(): roots not in the graph: ['q']")
+        ValueError, match=re.escape("message_reach_depth(): roots not in the graph: ['q']")
     ):
-        hierarchy_depth(star(), roots=["q"])
+        message_reach_depth(star(), roots=["q"])
 
 
 def test_algebraic_connectivity_known_values():
@@ -132,3 +134,37 @@ def test_graph_metrics_need_no_scipy():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["1.5", "6.0"]
+
+
+def test_hierarchy_depth_is_the_longest_dependency_chain():
+    assert hierarchy_depth(nx.DiGraph()) == 0
+    nobody = nx.DiGraph()
+    nobody.add_nodes_from(["a", "b", "c"])
+    assert hierarchy_depth(nobody) == 0  # nobody depends on anybody
+    assert hierarchy_depth(star()) == 1  # members carry out one leader's orders
+    pyramid = nx.DiGraph([("l", "v1"), ("l", "v2"), ("v1", "m1"), ("v1", "m2"),
+                          ("v2", "m3"), ("v2", "m4")])
+    assert hierarchy_depth(pyramid) == 2
+    assert hierarchy_depth(chain()) == 2
+
+
+def test_hierarchy_depth_counts_mutual_dependence_as_one_level():
+    # a and b deferred to each other in different rounds: peers, not a hierarchy
+    peers = nx.DiGraph([("a", "b"), ("b", "a")])
+    assert hierarchy_depth(peers) == 0
+    assert hierarchy_depth(nx.DiGraph([("a", "b"), ("b", "a"), ("b", "c")])) == 1
+    g = star()
+    g.add_edge("a", "a", weight=3)  # self-loops and zero weights count nothing
+    g.add_edge("a", "d", weight=0)
+    assert hierarchy_depth(g) == 1
+
+
+def test_binary_algebraic_connectivity_ignores_message_counts():
+    k3 = nx.complete_graph(3, create_using=nx.DiGraph)
+    busy = nx.DiGraph()
+    busy.add_weighted_edges_from([(u, v, 50) for u, v in k3.edges])
+    assert algebraic_connectivity(busy) == pytest.approx(50 * algebraic_connectivity(k3))
+    assert algebraic_connectivity_binary(busy) == algebraic_connectivity_binary(k3) == (
+        pytest.approx(3.0))
+    assert algebraic_connectivity_binary(star()) == pytest.approx(1.0)
+    assert algebraic_connectivity_binary(disconnected()) == 0.0

@@ -150,7 +150,8 @@ def test_communication_graph_and_structure():
         ("agent_1", "agent_0", 1),
     ]
     m = episode_metrics(RECORDS, success=True, ticks=10, price=price)
-    assert m.hierarchy_depth == 1
+    assert m.message_reach_depth == 1  # agent_0's broadcast reaches everyone in one hop
+    assert m.hierarchy_depth == 0  # but nobody acted on anybody's order or claim
     assert m.spectral_gap == pytest.approx(1.0)
     m5 = episode_metrics(RECORDS, success=True, ticks=10, agents=[f"agent_{i}" for i in range(5)])
     assert m5.spectral_gap == 0.0  # agent_4 never spoke nor heard
@@ -166,6 +167,8 @@ def test_algebraic_connectivity_is_the_weighted_combinatorial_laplacians_lambda_
     assert m.algebraic_connectivity == pytest.approx(sorted(np.linalg.eigvalsh(lap))[1])
     assert m.algebraic_connectivity == pytest.approx(1.0)
     assert m.spectral_gap <= 4 / 3  # the normalized variant is bounded by n / (n - 1)
+    assert m.algebraic_connectivity_per_tick == pytest.approx(1.0 / 10)
+    assert m.algebraic_connectivity_binary == pytest.approx(1.0)  # the star K1,3
 
 
 def test_roles_by_round_and_the_role_each_agent_held_most():

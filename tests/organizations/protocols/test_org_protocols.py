@@ -89,6 +89,7 @@ def test_batched_sequential_groups_of_k():
     stages = schedule(four.resolve(team), team, 0)
     assert [s.speakers for s in stages] == [tuple(team[:4]), tuple(team[4:8]), (team[8],)]
     assert {s.sees for s in stages} == {"all_prior"}
+    assert all(s.acts for s in stages)  # sequential in groups: each group acts in turn
     outs = [turn(0, a, a) for a in team[:4]] + [turn(1, "agent_4", "")]
     assert visible_outputs(stages, 1, "agent_5", outs) == outs[:4]
     assert visible_outputs(stages, 2, "agent_8", outs) == outs

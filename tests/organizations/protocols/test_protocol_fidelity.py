@@ -111,6 +111,24 @@ def test_sequential_llm_prompt_quotes_earlier_agents_chosen_actions():
         assert f'Alice chose "{label}"' in text
 
 
+# ---------------------------------------------------------------- batched sequential
+def test_batched_sequential_groups_act_in_turn_seeing_earlier_groups_choices():
+    results, members, trace = play("batched_sequential", rounds=1, n=4)
+    # sequential in groups of 2: a group speaks, then chooses its actions, then the next
+    assert trace == [(k, f"agent_{i}", 0) for g in (0, 2) for k in ("communicate", "act")
+                     for i in (g, g + 1)]
+    acted = {r.agent: r.action for r in results[0].records if isinstance(r, ActionLine)}
+
+    def chosen(agent):
+        return [(m.sender, m.content["action"]) for m in members[agent].acts[0]
+                .visible_this_round if m.kind == "action"]
+    # the second group decided knowing what the first chose (and that was played);
+    # nobody sees its own group's choices
+    assert chosen("agent_2") == chosen("agent_3") == [("agent_0", acted["agent_0"]),
+                                                      ("agent_1", acted["agent_1"])]
+    assert chosen("agent_0") == chosen("agent_1") == []
+
+
 # ---------------------------------------------------------------- shared
 def test_shared_decides_from_history_and_hears_this_round_only_after_acting():
     _, members, trace = play("shared", rounds=2)

@@ -81,7 +81,7 @@ def test_election_is_recorded_and_changes_the_leader():
     assert runner.state.resolved.leaders[0] == "agent_2"
 
 
-def test_abstaining_agents_wait_and_count_in_the_abstention_rate():
+def test_abstaining_agents_step_aside_and_count_in_the_abstention_rate():
     runner, members = make("sequential", rounds=2, abstain=True,
                            action=lambda valid: valid[0])
     result = runner.run(seed=0)
@@ -90,7 +90,12 @@ def test_abstaining_agents_wait_and_count_in_the_abstention_rate():
     assert result.summary.abstention_rate == 1.0
     fresh = HighLevelEnv(layout="studio", task="prepare_afternoon_tea", num_agents=3)
     fresh.reset(seed=0)
-    assert runner.env.base.world.agent_pos == fresh.base.world.agent_pos  # everyone waited
+    # everyone stepped out of the way: one standing off a room cell (a doorway, beside
+    # furniture) walked into the room, the others stayed put
+    before, after = fresh.base.world.agent_pos, runner.env.base.world.agent_pos
+    roomy = runner.env.nav.roomy_cells
+    assert all(b == a or a in roomy for b, a in zip(before, after))
+    assert [b in roomy for b in before] == [b == a for b, a in zip(before, after)]
     assert runner.env.ticks == 2
 
 

@@ -12,7 +12,7 @@ import shlex
 from pathlib import Path
 
 import pytest
-from doubles import load_script
+from doubles import load_script, records_of
 
 from orgteams.agents.backends.local import local_unavailable
 from orgteams.run import run_episode
@@ -69,7 +69,7 @@ def test_llm_team_on_the_embedded_model(tmp_path):
     result = run_episode(task="prepare_afternoon_tea", layout="studio", organization="leader",
                          agents=3, backend="local", seed=0, max_rounds=2,
                          log_path=tmp_path / "ep.jsonl")
-    decisions = [r for r in result.records if r.get("phase") in ("communicate", "act")]
+    decisions = [r for r in records_of(result) if r.get("phase") in ("communicate", "act")]
     llm_calls = [r for r in decisions if r.get("replies")]  # a decision's first record
     assert len(llm_calls) >= 4
     for r in llm_calls:

@@ -8,12 +8,20 @@ import pytest
 from doubles import records_of
 
 from orgteams.agents.planner.planner_member import PlannerMember
+from orgteams.agents.records import ActionLine
 from orgteams.envs.highlevel.highlevel_env import HighLevelEnv
 from orgteams.envs.highlevel.removal import remove_agent
 from orgteams.errors import UserError
 from orgteams.organizations import load_organization
+from orgteams.organizations.rounds.episode_log import EventLine, read_log
 from orgteams.organizations.rounds.runner import TeamRunner
-from orgteams.organizations.rounds.shocks import Shock, recovery_rounds
+from orgteams.organizations.rounds.shocks import (
+    Shock,
+    pre_shock_rate,
+    recovery_rounds,
+    recovery_summary,
+    recovery_ticks,
+)
 from orgteams.run import run_episode
 
 
@@ -34,9 +42,43 @@ def test_recovery_is_none_when_the_rate_never_returns_or_the_shock_never_hit():
     assert recovery_rounds([0, 1, 2], 5, success=True, baseline=None) is None
 
 
-def test_recovery_is_zero_only_for_a_success_with_nothing_to_recover():
-    assert recovery_rounds([0, 0, 0, 1], 2, success=True, baseline=0) == 0
-    assert recovery_rounds([0, 1, 2], 0, success=True, baseline=0) == 0
+def test_recovery_is_undefined_without_a_pre_shock_rate():
+    # a shock before any goal progress (or at round 0) has nothing to recover: None,
+    # counted as "no baseline", never "recovered in 0 rounds"
+    assert pre_shock_rate([0, 0, 0, 1], 2) == 0.0
+    assert recovery_rounds([0, 0, 0, 1], 2, success=True, baseline=0) is None
+    assert recovery_rounds([0, 1, 2], 0, success=True, baseline=0) is None
+
+
+def test_recovery_in_ticks_is_the_same_point_in_ticks():
+    ticks = [0, 3, 6, 9, 12, 40, 41, 55]  # round 4 took 28 ticks, round 5 one
+    assert recovery_ticks(ticks, 4, 3) == 55 - 12
+    assert recovery_ticks(ticks, 4, None) is None
+
+
+def test_a_shock_before_progress_on_a_running_episode_has_no_baseline(tmp_path):
+    result = run_episode(organization="leader", layout="house", backend="planner", agents=3,
+                         seed=1, shocks=["remove:agent_2@1"], log_path=str(tmp_path / "a.jsonl"))
+    (shock,) = result.summary.shocks
+    assert result.summary.success and shock["applied"] and shock["units_after"] == 0
+    assert (shock["pre_shock_rate"], shock["recovery_rounds"], shock["recovery_ticks"]) == (
+        0.0, None, None)
+    rec = recovery_summary([result.summary])
+    assert (rec["recovered"], rec["not_recovered"], rec["no_baseline"]) == (0, 0, 1)
+
+
+def test_a_shock_after_the_first_unit_hits_where_a_baseline_exists(tmp_path):
+    log = tmp_path / "b.jsonl"
+    result = run_episode(organization="leader", layout="house", backend="planner", agents=3,
+                         seed=1, shocks=["remove:agent_2@unit:1"], log_path=str(log))
+    (shock,) = result.summary.shocks
+    (event,) = [e for e in result.records if isinstance(e, EventLine) and e.type == "shock"]
+    # it hit at the start of the first round with a unit done, as its log says
+    assert shock["hit_round"] == event.round > 0 and shock["units_after"] >= 1
+    assert shock["pre_shock_rate"] > 0
+    assert isinstance(shock["recovery_rounds"], int) and shock["recovery_rounds"] >= 1
+    ticks = [line.tick for line in read_log(log) if isinstance(line, ActionLine)]
+    assert 0 < shock["recovery_ticks"] <= max(ticks) - event.tick
 
 
 def test_recovery_after_a_priority_shift_counts_from_the_new_goals_baseline():
@@ -54,6 +96,7 @@ def test_recovery_after_a_priority_shift_counts_from_the_new_goals_baseline():
     ("regulate:protocol=shared@3", Shock(3, "regulate", field="protocol", value="shared")),
     ("regulate:allow_abstain=true@1", Shock(1, "regulate", field="allow_abstain", value=True)),
     ("priority:put_fridge@4", Shock(4, "priority", value="put_fridge")),
+    ("remove:agent_0@unit:1", Shock(0, "remove", "agent_0", after_units=1)),
 ])
 def test_shock_parse_round_trips(text, shock):
     assert Shock.parse(text) == shock

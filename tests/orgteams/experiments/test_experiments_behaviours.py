@@ -115,14 +115,20 @@ def test_shocks_recipe_uses_all_four_kinds_and_counts_unrecovered(tmp_path):
                   "none": [], "late": ["remove:agent_1@500"],
                   "rules": [{"kind": "regulate", "round": 1, "field": "protocol",
                              "value": "shared"}],
-                  "goal": ["priority:put_fridge@1"]}}
+                  "goal": ["priority:put_fridge@1"],
+                  "goal_later": ["priority:put_fridge@unit:1"]}}
     table = _run_shocks("t", recipe, "planner", 1, tmp_path, progress=False)
     rows = {r["condition"]: r for r in table["rows"]}
     assert rows["none"]["shocks_applied"] == 0 and rows["none"]["recovery_rounds"] is None
     # a shock after the episode ended never hit: not applied, so neither recovered nor not
     assert (rows["late"]["shocks_applied"], rows["late"]["not_recovered"]) == (0, 0)
     assert rows["rules"]["shocks_applied"] == 1 and rows["goal"]["shocks_applied"] == 1
-    assert rows["goal"]["recovered"] + rows["goal"]["not_recovered"] == 1
+    # at round 1 nothing was placed yet: no pre-shock rate, recovery undefined
+    assert (rows["goal"]["recovered"], rows["goal"]["not_recovered"],
+            rows["goal"]["no_baseline"]) == (0, 0, 1)
+    later = rows["goal_later"]  # after the first placed unit: a baseline to recover to
+    assert later["no_baseline"] == 0 and later["recovered"] + later["not_recovered"] == 1
+    assert "recovery_ticks" in table["columns"]
 
 
 def test_shocks_recipe_with_a_bad_shock_is_one_line(tmp_path):

@@ -233,7 +233,8 @@ def test_recovery_none_is_counted_as_not_recovered_never_averaged_as_zero(tmp_pa
                     "agents": 3, "backend": "planner", "seed": seed, "shocks": "remove",
                     "shock_list": ["remove:agent_1@5"]}
             shock = {"round": 5, "kind": "remove", "agent": "agent_1", "applied": True,
-                     "recovery_rounds": rec}
+                     "pre_shock_rate": 0.5, "recovery_rounds": rec,
+                     "recovery_ticks": None if rec is None else 10 * rec}
             lines.append(json.dumps({"key": f"{org}{seed}", "cell": cell, "status": "ok",
                                      "error": None, "summary": {
                                          "success": rec is not None, "ticks": 50 + seed,
@@ -253,8 +254,9 @@ def test_recovery_none_is_counted_as_not_recovered_never_averaged_as_zero(tmp_pa
     assert none["recovery"]["not_recovered"] == 2
     assert (rec["successions"], none["recovery"]["successions"]) == (4, 0)
     md = (tmp_path / "rep" / "report.md").read_text()
-    assert "shocks remove" in md and "| leader | 4 | 2 | 2 | 4 | 3.00 ± 1.41" in md
-    assert "| none | 2 | 0 | 2 | 0 | - |" in md
+    assert rec["recovery_ticks"]["mean"] == 30.0 and rec["no_baseline"] == 0
+    assert "shocks remove" in md and "| leader | 4 | 2 | 2 | 0 | 4 | 3.00 ± 1.41" in md
+    assert "| none | 2 | 0 | 2 | 0 | 0 | - | - |" in md
 
 
 def test_label_shares_per_organization_from_the_episode_logs(tmp_path, capsys):
