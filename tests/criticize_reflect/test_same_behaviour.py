@@ -127,3 +127,19 @@ def test_the_loop_stops_when_every_candidate_was_tried(tmp_path, monkeypatch):
                         critic="heuristic", coordinator="heuristic", iterations=6,
                         out_dir=out, episodes_per_iteration=1)
     assert played == ["leader__channels_none"] and again.stopped == result.stopped
+
+
+def test_the_cli_says_why_the_loop_stopped(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    locked = silent_leader().updated(governance={"human_only": [
+        "channels", "protocol", "topology", "rules", "allow_abstain", "governance"]})
+    path = tmp_path / "locked.yaml"
+    path.write_text(locked.to_yaml())
+    from orgteams.cli.main import main
+
+    assert main(["reflect", "--org", str(path), "--layout", "studio", "--backend", "planner",
+                 "--critic", "heuristic", "--coordinator", "heuristic", "--iterations", "3",
+                 "--episodes-per-iteration", "1", "--out", str(tmp_path / "r")]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[1] == ("stopped after iteration 0: no untried edit is valid (every candidate "
+                      "is invalid or behaves as an organization already tried)")
