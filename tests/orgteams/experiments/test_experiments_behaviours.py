@@ -81,6 +81,8 @@ def test_every_recipe_runs_end_to_end_with_planners(tmp_path, name):
     elif name == "paper1-reflect":
         assert [r["variant"] for r in table["rows"]] == ["with_critic", "without_critic"]
         assert (tmp_path / "with_critic" / "costs.png").is_file()
+    elif name == "paper1-generalization":  # 6 tasks and 2 pooled rows, 1 held-out seed
+        assert [r["n"] for r in table["rows"]] == [1, 1, 1, 3, 1, 1, 1, 3]
     else:
         assert all(r["errors"] == 0 and r["n"] == 1 for r in table["rows"])
 
