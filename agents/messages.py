@@ -35,6 +35,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, Literal
 
 from orgteams.envs.core.limits import MESSAGE_MAX_CHARS
@@ -126,6 +127,13 @@ class TeamMessage:
         if kind not in MESSAGE_KINDS:
             raise ValueError(f"message kind {kind!r} must be one of {', '.join(MESSAGE_KINDS)}")
         return cls(sender, receivers, render(kind, content), kind, content=dict(content))
+
+    @cached_property
+    def said(self) -> tuple:
+        """What was said, whoever it reached and whenever: sender, kind and content (its
+        items sorted); the same for a repeat. Computed once per message, which a
+        256-agent team hands to hundreds of readers."""
+        return (self.sender, self.kind, tuple(sorted(self.content.items())))
 
     def addressed_to(self, agent: str) -> bool:
         """Whether the speaker addressed ``agent`` (``"everyone"`` addresses all)."""

@@ -35,7 +35,7 @@ from orgteams.agents.member import (
 from orgteams.agents.member_rules import MemberRules, choose_vote, within_budget
 from orgteams.agents.messages import EVERYONE, render
 from orgteams.agents.planner.planner import PlannerAgent
-from orgteams.agents.shared_context import as_claims
+from orgteams.agents.shared_context import RoundOutcome, as_claims
 from orgteams.agents.view import MemberView
 
 PRIORITY = ("assign", "correct", "claim", "release", "done", "found", "status")
@@ -81,9 +81,22 @@ def _known_choices(ctx: CommunicateContext) -> list[TeamMessage]:
               if m.kind == "action"}
     out = as_claims(chosen, ctx.agent, tick=-1)  # decided before this agent, this round
     if ctx.history is not None and ctx.history.rounds:
-        last = ctx.history.rounds[-1]
-        out += as_claims(last.actions, ctx.agent, tick=last.tick)
+        out += [m for m in _history_claims(ctx.history.rounds[-1]) if m.sender != ctx.agent]
     return out
+
+
+_last_claims: tuple = (None, [])  # (a round of the shared history, its claims)
+
+
+def _history_claims(last: RoundOutcome) -> list[TeamMessage]:
+    """Every agent's claims of the shared history's round ``last`` (:func:`as_claims`),
+    made once for the team: every agent of a 256-agent team reads the same round."""
+    global _last_claims
+    outcome, claims = _last_claims  # one read: episodes in other threads replace it
+    if outcome is not last:
+        claims = as_claims(last.actions, "", tick=last.tick)  # "" is nobody: all agents
+        _last_claims = (last, claims)
+    return claims
 
 
 def _forget(planner: PlannerAgent, removed: tuple[str, ...]) -> None:
@@ -134,12 +147,14 @@ class PlannerMember(MemberBase):
         """Messages not seen before; ``observed``: claims derived from actions the
         protocol showed it (kept even when the rules have no claiming: seen, not said)."""
         out = []
+        skip = () if observed or self.claims else ("claim", "release")
+        seen = self._seen
         for m in messages:
-            if not observed and not self.claims and m.kind in ("claim", "release"):
+            if m.kind in skip:
                 continue
-            key = (m.sender, m.kind, tuple(sorted(m.content.items())))
-            if key not in self._seen:
-                self._seen.add(key)
+            key = m.said
+            if key not in seen:
+                seen.add(key)
                 out.append(m)
         return out
 

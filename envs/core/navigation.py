@@ -22,7 +22,7 @@ cost per tick is a few list lookups.
 
 from __future__ import annotations
 
-from collections import OrderedDict, deque
+from collections import OrderedDict
 from collections.abc import Iterable
 
 from orgteams.envs.core.actions import Verb, encode
@@ -57,6 +57,7 @@ class Navigator:
                 if 0 <= rr < h and 0 <= cc < w and self.walkable[rr * w + cc]:
                     out.append((d, rr * w + cc))
             self.neighbours.append(tuple(out))
+        self._adjacent = tuple(tuple(n for _, n in out) for out in self.neighbours)
         room_map = layout.room_map.ravel()
         self.room_cells = tuple(
             frozenset(i for i in range(h * w) if tiles[i] == FLOOR and room_map[i] == r)
@@ -72,6 +73,7 @@ class Navigator:
             c for c in range(h * w) if self.is_floor[c] and c not in access
             and sum(self.is_floor[n] for _, n in self.neighbours[c]) >= 3)
         self._maps: OrderedDict[frozenset[int], list[int]] = OrderedDict()
+        self._lazy: OrderedDict[frozenset[int], LazyMap] = OrderedDict()
         self.bfs_calls = 0  # distance maps computed (cache misses), for benchmarks
 
     # ---- distance maps ----
@@ -88,23 +90,51 @@ class Navigator:
             self._maps.popitem(last=False)
         return dist
 
-    def _bfs(self, goals: frozenset[int], blocked: Iterable[int]) -> list[int]:
+    def lazy_map(self, goals: Iterable[int], blocked: Iterable[int] = ()) -> LazyMap:
+        """:meth:`distance_map` (``blocked``: cells never entered), computed only as far
+        as it is read; unblocked ones are kept in an LRU dict like the full maps."""
+        if blocked:
+            self.bfs_calls += 1
+            return LazyMap(self, goals, blocked)
+        key = goals if isinstance(goals, frozenset) else frozenset(goals)
+        dist = self._lazy.get(key)
+        if dist is not None:
+            self._lazy.move_to_end(key)
+            return dist
         self.bfs_calls += 1
-        dist = [INF] * len(self.walkable)
+        dist = self._lazy[key] = LazyMap(self, key)
+        if len(self._lazy) > MAX_CACHED_MAPS:
+            self._lazy.popitem(last=False)
+        return dist
+
+    def _bfs(self, goals: frozenset[int], blocked: Iterable[int]) -> list[int]:
+        # Breadth first, one distance layer at a time; blocked cells hold -1 while it
+        # runs (never entered, no set lookup per step) and INF after. A crowd of 256
+        # agents asks for about a hundred maps a tick (goals minus occupied cells, and
+        # detours), so this loop is much of a big team's tick.
+        self.bfs_calls += 1
+        walkable = self.walkable
+        dist = [INF] * len(walkable)
         blocked = set(blocked)
-        queue = deque()
-        for g in goals:
-            if self.walkable[g] and g not in blocked:
-                dist[g] = 0
-                queue.append(g)
-        neighbours = self.neighbours
-        while queue:
-            cell = queue.popleft()
-            nd = dist[cell] + 1
-            for _, n in neighbours[cell]:
-                if dist[n] == INF and n not in blocked:
-                    dist[n] = nd
-                    queue.append(n)
+        for b in blocked:
+            dist[b] = -1
+        frontier = [g for g in goals if walkable[g] and g not in blocked]
+        for g in frontier:
+            dist[g] = 0
+        adjacent = self._adjacent
+        d = 0
+        while frontier:
+            d += 1
+            layer = []
+            grow = layer.append
+            for cell in frontier:
+                for n in adjacent[cell]:
+                    if dist[n] == INF:
+                        dist[n] = d
+                        grow(n)
+            frontier = layer
+        for b in blocked:
+            dist[b] = INF
         return dist
 
     def room_goal(self, room: int) -> frozenset[int]:
@@ -175,6 +205,48 @@ class Navigator:
         raise ValueError(f"cell {cell} is not next to cell {here}")
 
 
+class LazyMap:
+    """A distance map (``dist[cell]``, ``INF`` where no goal can be reached) that grows
+    one breadth-first layer at a time, only as far as cells are read: a layer's cells
+    are final when it is reached, so every value read equals the full map's.
+
+    A walker reads five cells of a map (where it stands and the cells beside it).
+    Most maps of a crowded tick serve one walker or a few: goals minus the cells other
+    agents stand on, and detours around them; the agents that ask stand near their
+    goals, so only a few layers are ever grown.
+    """
+
+    __slots__ = ("_adjacent", "_d", "_dist", "_frontier")
+
+    def __init__(self, nav: Navigator, goals: Iterable[int], blocked: Iterable[int] = ()):
+        walkable = nav.walkable
+        self._dist = dist = [INF] * len(walkable)
+        blocked = set(blocked)
+        for b in blocked:
+            dist[b] = -1  # never entered; read as INF
+        self._frontier = [g for g in goals if walkable[g] and g not in blocked]
+        for g in self._frontier:
+            dist[g] = 0
+        self._adjacent = nav._adjacent
+        self._d = 0
+
+    def __getitem__(self, cell: int) -> int:
+        dist = self._dist
+        while dist[cell] == INF and self._frontier:
+            self._d += 1
+            layer = []
+            grow = layer.append
+            adjacent, d = self._adjacent, self._d
+            for c in self._frontier:
+                for n in adjacent[c]:
+                    if dist[n] == INF:
+                        dist[n] = d
+                        grow(n)
+            self._frontier = layer
+        value = dist[cell]
+        return INF if value < 0 else value
+
+
 class Walker:
     """One agent walking to a set of goal cells, tick by tick, without oscillating.
 
@@ -190,7 +262,7 @@ class Walker:
 
     def __init__(self, nav: Navigator, agent: int, goals: frozenset[int]):
         self.nav, self.agent, self.goals = nav, agent, goals
-        self.detour: list[int] | None = None
+        self.detour: LazyMap | None = None
         self.stuck = 0
         self._last = -1
         self._pause = 0  # ticks to stay put after stepping aside, to let others pass
@@ -228,7 +300,9 @@ class Walker:
             if step is not None:
                 return nav._enter(state, *step)
             self.detour = None
-        dist = nav.distance_map(goals)
+        # the map of all goals is shared (and kept); one without occupied goal cells is
+        # read near here only
+        dist = nav.distance_map(goals) if goals == self.goals else nav.lazy_map(goals)
         if dist[here] >= INF:
             return -1
         best = [(d, n) for d, n in nav.neighbours[here] if dist[n] == dist[here] - 1]
@@ -238,7 +312,7 @@ class Walker:
         blockers = [occupant[n] for _, n in best if n in occupant]
         yields = agent > min(blockers)
         if yields or self.stuck >= STUCK_SHUFFLE:
-            detour = nav._bfs(goals, blocked=occupant.keys())
+            detour = nav.lazy_map(goals, blocked=occupant.keys())
             # A short detour is taken at once; a long one only after waiting a while.
             if detour[here] < INF and (detour[here] <= dist[here] + DETOUR_SLACK
                                        or self.stuck >= 2 * STUCK_SHUFFLE):

@@ -158,6 +158,9 @@ class HighLevelEnv(ParallelEnv):
         self.nav: Navigator | None = None  # the layout's shortest paths, from reset() on
         self._memories: dict[str, AgentMemory] = {}
         self._runners: dict[str, Runner] = {}
+        # agent -> (its memory, memory version, scene, running, actions): a round asks
+        # for an agent's actions several times (members, the loop, step's check)
+        self._available: dict[str, tuple] = {}
         self.crowd = Crowd(self)  # who gives way to whom (crowding.py)
         self.ticks = 0
         self.rounds = 0
@@ -199,6 +202,7 @@ class HighLevelEnv(ParallelEnv):
         for mem in self._memories.values():
             mem.update(world)
         self._runners = {a: Runner() for a in self.possible_agents}
+        self._available.clear()
         self.crowd.reset()
         self._slot_ids = self.slots.ids(world.scene.objects)
         self.ticks = 0
@@ -208,7 +212,8 @@ class HighLevelEnv(ParallelEnv):
 
     def step(self, actions: dict[str, ActionId], *,
              on_tick: Callable[[HouseholdState, dict[str, int], HouseholdState, dict], None]
-             | None = None, should_stop: Callable[[], bool] | None = None):
+             | None = None, should_stop: Callable[[], bool] | None = None,
+             observe: bool = True):
         """One decision round (see the module docstring).
 
         Args:
@@ -218,6 +223,10 @@ class HighLevelEnv(ParallelEnv):
                 ``on_tick``, as ``on_tick(before, joint_actions, after, infos)``.
             should_stop: Asked after every tick of this step instead of the env's own
                 ``should_stop``; True ends the step early.
+            observe: False: skip what only an observer reads, for a caller that reads
+                neither (the round loop, whose members read a ``MemberView``): None per
+                agent instead of the observations, and infos without ``available`` and
+                ``action_mask`` (at 256 agents they cost more than the tick itself).
         """
         if should_stop is None:
             should_stop = self.should_stop
@@ -254,10 +263,15 @@ class HighLevelEnv(ParallelEnv):
                 on_tick(before, joint, world, infos)
             for mem in self._memories.values():
                 mem.update(world)
-            for a in live:
-                r = self._runners[a]
-                if r.status == "running":
-                    r.advance()
+            self.crowd.plans_start()
+            try:
+                for a in live:
+                    r = self._runners[a]
+                    if r.status == "running":
+                        r.advance()
+                        self.crowd.advanced(a)
+            finally:
+                self.crowd.plans_end()
             if not self.base.agents or not live:
                 break
             if should_stop is not None and should_stop():
@@ -268,8 +282,8 @@ class HighLevelEnv(ParallelEnv):
         agents = list(self.agents)
         if not self.base.agents:
             self.agents = []
-        obs = self._observations(agents)
-        infos = {a: self._info(a, elapsed, events[a]) for a in agents}
+        obs = self._observations(agents) if observe else dict.fromkeys(agents)
+        infos = {a: self._info(a, elapsed, events[a], observe) for a in agents}
         return (obs, {a: total_reward for a in agents}, dict(terms), dict(truncs), infos)
 
     def render(self):
@@ -354,6 +368,16 @@ class HighLevelEnv(ParallelEnv):
     def available_actions(self, agent: str) -> list[HighLevelAction]:
         """The actions ``agent`` may choose now, derived only from its memory."""
         mem = self._memories[agent]
+        scene, running = self.base.world.scene, self._runners[agent].status == "running"
+        known = self._available.get(agent)
+        if known is not None and known[0] is mem and known[1] == mem.version \
+                and known[2] is scene and known[3] == running:
+            return list(known[4])  # nothing it depends on changed since
+        out = self._available_now(agent, mem)
+        self._available[agent] = (mem, mem.version, scene, running, out)
+        return list(out)
+
+    def _available_now(self, agent: str, mem: AgentMemory) -> list[HighLevelAction]:
         make = HighLevelAction.make
         out = [make("explore", r) for r in mem.rooms] + [make("goto", r) for r in mem.rooms]
         seen = mem.furniture
@@ -438,14 +462,16 @@ class HighLevelEnv(ParallelEnv):
         r.plan = PLANS[action.kind](self, agent, action.target)
         r.advance()
 
-    def _info(self, agent: str, elapsed: int, events: list[dict]) -> dict:
+    def _info(self, agent: str, elapsed: int, events: list[dict], observe: bool = True) -> dict:
         r = self._runners[agent]
-        available = self.available_actions(agent)
         info = {"needs_decision": self.needs_decision(agent), "status": r.status,
                 "failure_reason": r.failure_reason, "ticks_elapsed": elapsed,
-                "events": events, "available": available, "current": self.current(agent),
-                "is_success": self.base.world.success}
-        if self.action_mode == "discrete":
+                "events": events}
+        if observe:
+            info["available"] = available = self.available_actions(agent)
+        info["current"] = self.current(agent)
+        info["is_success"] = self.base.world.success
+        if observe and self.action_mode == "discrete":
             ids = {a.id for a in available}
             info["action_mask"] = np.array([i in ids for i in self._slot_ids], np.int8)
         return info

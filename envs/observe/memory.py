@@ -69,10 +69,12 @@ class AgentMemory:
         self.tick = 0
         self.room = ""  # the room the agent is in ("" in a doorway)
         self._furniture_type = {f.name: f.type for f in lay.furniture}
+        self.version = 0  # counts updates and notes: what was derived from it is stale
 
     # ---- updates ----
     def update(self, state: HouseholdState) -> None:
         """Record what the agent observes in ``state`` (the env's visibility rule)."""
+        self.version += 1
         scene = self.scene
         lay = scene.layout
         names = scene.objects
@@ -85,9 +87,9 @@ class AgentMemory:
         self.held = tuple(names[o] for o in state.hands[self.agent])
         for o in self.held:
             self._see(o, self.name, "agent")
-        room_of = scene.room_of_cell
-        for a, c in enumerate(state.agent_pos):
-            if a != self.agent and (room_of[c] in visible or scene.view_of_cell[c] == view):
+        room_of, view_of = scene.room_of_cell_list, scene.view_of_cell  # ints: 256 agents
+        for a, c in enumerate(state.agent_pos):  # look at 256 others, 256 times a tick
+            if a != self.agent and (room_of[c] in visible or view_of[c] == view):
                 held = {names[o] for o in state.hands[a]}
                 self._forget_at(self.agent_names[a], keep=held)
                 for o in held:
@@ -134,6 +136,7 @@ class AgentMemory:
 
         Ignored when the agent's own information about ``obj`` is newer.
         """
+        self.version += 1
         if obj not in self.scene.objects:
             raise ValueError(f"unknown object {obj!r}")
         if location in self._furniture_type:

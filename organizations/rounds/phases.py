@@ -37,6 +37,7 @@ from orgteams.agents.shared_context import action_output
 from orgteams.envs.highlevel.space import ActionId, is_primitive
 from orgteams.organizations.protocols.facts import PROTOCOL_FACTS
 from orgteams.organizations.protocols.schedule import (
+    RoundOutputs,
     Stage,
     record_election,
     resolve_claims,
@@ -104,7 +105,8 @@ def _context(state: EpisodeState, agent: str, stage: Stage, visible: list[TeamMe
         team=team, instruction=r.instruction_for(agent),
         role=state.role(agent), allow_abstain=org.allow_abstain,
         self_chosen_roles=org.self_chosen_roles or assigned == "self-chosen",
-        can_message=[b for b in r.receivers_of(agent) if b not in state.removed],
+        can_message=[b for b in r.receivers_of(agent) if b not in state.removed]
+        if state.removed else list(r.receivers_of(agent)),  # 255 names, 256 times a round
         visible_this_round=visible, stage_kind=stage.kind,
         candidates=state.active() if stage.kind == "vote" else None,
         removed=tuple(sorted(state.removed)), history=state.shared_history(),
@@ -126,7 +128,7 @@ async def communicate_phase(state: EpisodeState, speakers: list[str] | None = No
     if state.succession_vote is not None and not (stages and stages[0].kind == "vote"):
         # succession: elect - the team elects the removed leader's successor first
         stages.insert(0, Stage(tuple(active), "none_this_round", "vote"))
-    outputs: list[TeamMessage] = []
+    outputs = RoundOutputs(state.team)  # keeps what each agent may see
     inbox: dict[str, list[TeamMessage]] = {a: [] for a in state.team}
     abstained: set[str] = set()
     state.abstained = abstained
@@ -382,7 +384,8 @@ async def act_phase(state: EpisodeState, abstained: set[str]) -> None:
     try:
         _, _, _, _, infos = env.step(
             actions, on_tick=state.ticked if state.hooks.tick else None,
-            should_stop=state.stop_requested if state.should_stop is not None else None)
+            should_stop=state.stop_requested if state.should_stop is not None else None,
+            observe=False)  # members read the view; nobody reads observations here
     finally:
         for agent in aside:
             env.set_idle(agent, False)

@@ -326,9 +326,30 @@ def _subscribe_overlay(hooks: RoundHooks, env: HighLevelEnv) -> None:
     """The window overlay: captions per phase, speech bubbles, abstention markers and
     role badges (roles change with hand-overs, elections and claims)."""
     overlay = env.overlay
+    shown: list = [None, None, None]  # the resolution, granted roles and badges last shown
 
     def show_roles(state: EpisodeState) -> None:
+        # Called after every stage (256 a round under ``sequential`` at 256 agents, each
+        # granting one self-chosen role): only the badges of agents whose granted role
+        # changed are drawn anew; all of them when the organization changed, when
+        # someone else changed the badges, or when a badge must be added (team order).
+        if shown[0] is state.resolved and overlay.roles == shown[2]:
+            roles = dict(overlay.roles)
+            for a in {a for a, _ in state.roles.items() ^ shown[1].items()}:
+                r = state.role(a)
+                if r and a not in roles:
+                    break  # a new badge: drawn in team order below
+                if r:
+                    roles[a] = r
+                else:
+                    roles.pop(a, None)
+            else:
+                if roles != overlay.roles:
+                    overlay.roles = roles
+                shown[1:] = dict(state.roles), dict(overlay.roles)
+                return
         overlay.roles = {a: r for a in state.team if (r := state.role(a))}
+        shown[:] = state.resolved, dict(state.roles), dict(overlay.roles)
 
     def phase(state: EpisodeState, name: str) -> None:
         overlay.caption = f"round {state.round} - {name}"

@@ -161,6 +161,22 @@ class ResolvedOrganization:
         """Agents ``sender`` may message, in team order (computed once per resolution)."""
         return self._receivers[self._known(sender)]
 
+    def to_everyone(self, sender: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """A message of ``sender`` to everyone: the other members the channels let it
+        reach and the ones they do not, each in team order (computed once per
+        resolution: a 256-agent team routes hundreds of such messages a round)."""
+        return self._to_everyone[self._known(sender)]
+
+    @cached_property
+    def _to_everyone(self) -> dict[str, tuple[tuple[str, ...], tuple[str, ...]]]:
+        allowed = self._allowed
+        out = {}
+        for a in self.team:
+            others = [b for b in self.team if b != a]
+            out[a] = (tuple(b for b in others if (a, b) in allowed),
+                      tuple(b for b in others if (a, b) not in allowed))
+        return out
+
     def can_message(self, sender: str, receiver: str) -> bool:
         """Whether ``sender`` may message ``receiver`` under the organization's channels."""
         return (self._known(sender), self._known(receiver)) in self._allowed

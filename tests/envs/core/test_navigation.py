@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import itertools
+import random
 
 from orgteams.envs.core.actions import Verb, encode
 from orgteams.envs.core.layout import load_layout
-from orgteams.envs.core.navigation import INF, MAX_CACHED_MAPS, Navigator
+from orgteams.envs.core.navigation import INF, MAX_CACHED_MAPS, LazyMap, Navigator
 from orgteams.envs.highlevel.highlevel_env import HighLevelEnv
 
 
@@ -23,6 +24,32 @@ def test_maps_are_cached_per_navigator_and_bounded():
     assert len(nav._maps) == MAX_CACHED_MAPS
     other = Navigator(load_layout("house"))  # nothing shared: its own, empty cache
     assert other.bfs_calls == 0 and not other._maps
+
+
+def test_a_lazy_map_reads_as_the_full_map_in_any_order_of_reads():
+    nav = Navigator(load_layout("generated:32:0"))
+    rng = random.Random(0)
+    cells = list(range(len(nav.walkable)))
+    for trial in range(40):
+        goals = set(rng.sample(cells, rng.randint(1, 30)))  # some on walls, a set
+        blocked = rng.sample(cells, rng.randint(1, 300)) if trial % 2 else ()
+        if trial % 4 == 1:
+            blocked.append(next(iter(goals)))  # a blocked goal is no goal
+        full = nav._bfs(frozenset(goals), blocked)
+        lazy = LazyMap(nav, goals, blocked)
+        near = rng.sample(cells, 5)  # a walker's first reads, then everything
+        assert [lazy[c] for c in near + cells] == [full[c] for c in near + cells]
+    assert INF in full and full.count(0) > 0  # walls and goals both read
+
+
+def test_lazy_maps_without_blocked_cells_are_cached_and_bounded():
+    nav = Navigator(load_layout("house"))
+    goal = nav.furniture_goal(0)
+    first = nav.lazy_map(goal)
+    assert nav.lazy_map(set(goal)) is first and nav.lazy_map(goal, blocked=[0]) is not first
+    for pair in itertools.islice(itertools.combinations(range(200), 2), MAX_CACHED_MAPS + 5):
+        nav.lazy_map(pair)
+    assert len(nav._lazy) == MAX_CACHED_MAPS
 
 
 def test_an_env_owns_its_navigator_across_its_episodes_only():

@@ -73,3 +73,38 @@ def test_roomy_cells_are_inside_rooms_and_off_furniture(inline_layout):
     assert 2 * w + 2 in roomy  # the middle of the room
     assert 3 * w + 4 not in roomy and 3 * w + 5 not in roomy  # the dead-end corridor
     assert 1 * w + 1 not in roomy  # a corner (two floor neighbours)
+
+
+def test_a_ticks_view_answers_as_asking_every_teammate_in_a_crowd(monkeypatch):
+    # 64 agents sent to few places (the coffee table, two rooms) crowd doorways: pushes,
+    # deferrals and plans ending mid-tick; every answer of the tick's view is checked
+    # against asking every teammate, and so are the episode's ticks.
+    from orgteams.envs.highlevel.crowding import Crowd
+
+    fast = Crowd.yielding_cells
+    checked = {"calls": 0, "deferring": 0}
+
+    def both(crowd, agent):
+        got = fast(crowd, agent)
+        if crowd._tick is not None:
+            view, crowd._tick = crowd._tick, None
+            try:
+                assert got == fast(crowd, agent)  # without the view: every teammate
+            finally:
+                crowd._tick = view
+            checked["calls"] += 1
+            checked["deferring"] += bool(view.gives_way)
+        return got
+
+    monkeypatch.setattr(Crowd, "yielding_cells", both)
+    env = HighLevelEnv(layout="generated:32:0", num_agents=64)
+    env.reset(seed=3)
+    targets = ["explore:living_room", "goto:kitchen", "explore:kitchen"]
+    for _ in range(40):
+        actions = {}
+        for i, a in enumerate(env.agents):
+            if env.needs_decision(a):
+                ids = {x.id for x in env.available_actions(a)}
+                actions[a] = next((t for t in targets[i % 3:] + targets if t in ids), "wait")
+        env.step(actions)
+    assert checked["calls"] > 1000 and checked["deferring"] > 0

@@ -328,3 +328,21 @@ def test_an_action_is_one_action_id_from_decision_to_plan():
     offered = env.available_actions("agent_0")[0].id
     env.step({"agent_0": offered})
     assert env.current("agent_0") is None or env.current("agent_0").id == offered
+
+
+def test_available_actions_follow_what_the_agent_hears_and_does_between_calls():
+    # Asked several times a round (kept between changes): a heard object, a started
+    # plan and a caller editing its copy all show in the next answer.
+    env = HighLevelEnv(layout="house", num_agents=2)
+    env.reset(seed=0)
+    first = env.available_actions("agent_0")
+    ids = [a.id for a in first]
+    first.clear()
+    assert [a.id for a in env.available_actions("agent_0")] == ids
+    obj = next(o for o in env.world.scene.objects if f"grab:{o}" not in ids)
+    furniture = env.world.scene.layout.furniture[0].name
+    env.memory("agent_0").note_object(obj, furniture)
+    assert f"grab:{obj}" in [a.id for a in env.available_actions("agent_0")]
+    assert "continue" not in [a.id for a in env.available_actions("agent_0")]
+    env.step({"agent_0": ids[0]})
+    assert "continue" in [a.id for a in env.available_actions("agent_0")]

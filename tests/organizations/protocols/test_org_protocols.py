@@ -1,5 +1,6 @@
 """Turn-taking schedules, visibility, routing, claims, elections and leader hand-over."""
 
+import random
 import re
 
 import pytest
@@ -19,6 +20,7 @@ from orgteams.organizations import (
     tally,
     visible_outputs,
 )
+from orgteams.organizations.protocols.schedule import RoundOutputs
 
 
 def turn(stage, agent, text, delivered=None):
@@ -42,6 +44,23 @@ def test_sequential_one_speaker_per_stage_sees_earlier_outputs():
     outs.append(turn(1, "agent_1", "I abstain"))
     assert visible_outputs(stages, 2, "agent_2", outs) == outs
     assert visible_outputs(stages, 1, "agent_1", outs) == outs[:1]
+
+
+def test_round_outputs_show_each_agent_what_a_scan_of_every_output_shows():
+    rng = random.Random(0)
+    kinds = ("message", "plan", "intention", "claim")
+    sees = ("all_prior", "none_this_round", "intentions", "plan", "claims")
+    stages = [Stage(T5, rng.choice(sees), rng.choice(kinds)) for _ in range(12)]
+    outs, indexed = [], RoundOutputs(T5)
+    for si in range(len(stages)):
+        for a in rng.sample(T5, 3):  # public, to some (the sender among them or not), to none
+            delivered = rng.choice([None, tuple(rng.sample(T5, rng.randint(0, 5))), ()])
+            said = [turn(si, a, f"{a} at {si}", delivered) for _ in range(rng.randint(1, 2))]
+            outs += said
+            indexed += said
+        for a in T5 + ("agent_9",):  # agent_9 is no member: scanned, as before
+            assert visible_outputs(stages, si, a, indexed) == visible_outputs(stages, si, a, outs)
+    assert list(indexed) == outs and indexed.seen_by("agent_9") is None
 
 
 def test_sequential_messages_keeps_the_concurrent_act_phase():
