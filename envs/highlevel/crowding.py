@@ -140,10 +140,12 @@ class Crowd:
                 waiting.append(cell)
             if i_evacuate and b in evacuating:
                 outranks = me < index[b]
-            elif i_evacuate:
-                outranks = waits  # not a walking teammate (_outranks)
+            elif i_evacuate:  # not a walking teammate, unless it gives way (_outranks)
+                theirs = defer.get(b)
+                outranks = waits or (theirs is not None and theirs[0] == agent
+                                     and theirs[1] > tick)
             elif b in evacuating:
-                outranks = i_walk
+                outranks = i_walk and gives_way_to != b
             elif gives_way_to == b:
                 outranks = False
             else:
@@ -158,10 +160,18 @@ class Crowd:
         """Whether ``a`` may push ``b`` aside: lower index wins, unless one defers."""
         index = self.env.base.agent_index
         if a in self.evacuating or b in self.evacuating:
-            # evacuating members go before waiting ones, walking (working) ones before them
+            # evacuating members go before waiting ones, walking (working) ones before
+            # them, unless the walker gives way (it found the member boxed in)
             if a in self.evacuating and b in self.evacuating:
                 return index[a] < index[b]
-            return not self._walking(b) if a in self.evacuating else self._walking(a)
+            tick = self.env.base.world.tick
+            if a in self.evacuating:
+                gives = self.defer.get(b)
+                return not self._walking(b) or (gives is not None and gives[0] == a
+                                                 and gives[1] > tick)
+            gives = self.defer.get(a)
+            return self._walking(a) and not (gives is not None and gives[0] == b
+                                             and gives[1] > tick)
         tick = self.env.base.world.tick
         if self.defer.get(a, ("", -1))[0] == b and self.defer[a][1] > tick:
             return False
