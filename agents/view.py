@@ -80,10 +80,12 @@ class MemberView:
 
     @property
     def ticks(self) -> int:
+        """Primitive env ticks played so far in this episode."""
         return self._env.ticks
 
     @property
     def rounds(self) -> int:
+        """Decision rounds played so far in this episode."""
         return self._env.rounds
 
     def memory(self, agent: str) -> AgentMemory:

@@ -141,9 +141,11 @@ class HouseholdEnv(ParallelEnv):
 
     # ---- PettingZoo API ----
     def observation_space(self, agent: str) -> spaces.Space:
+        """``agent``'s observation space (set by ``obs_mode``)."""
         return self._obs_spaces[agent]
 
     def action_space(self, agent: str) -> spaces.Space:
+        """``agent``'s ``Discrete(53)`` action space."""
         return self._act_spaces[agent]
 
     @property
@@ -192,6 +194,15 @@ class HouseholdEnv(ParallelEnv):
         return self._observations(), infos
 
     def step(self, actions: dict[str, Any]):
+        """One tick of every agent's action (PettingZoo's parallel ``step``).
+
+        Returns:
+            ``(observations, rewards, terminations, truncations, infos)``, dicts by agent.
+
+        Raises:
+            RuntimeError: Called before :meth:`reset` or after the episode ended.
+            ValueError: An action id outside the action space.
+        """
         if self.world is None:
             raise RuntimeError("call reset() before step()")
         if not self.agents:
@@ -258,6 +269,12 @@ class HouseholdEnv(ParallelEnv):
         return obs, rew, terms, truncs, infos
 
     def render(self):
+        """Draws the current state in the env's ``render_mode`` (``human``, ``rgb_array``,
+        ``ansi``).
+
+        Raises:
+            RuntimeError: Called before :meth:`reset`.
+        """
         if self.world is None:
             raise RuntimeError("call reset() before render()")
         if self.render_mode is None:
@@ -276,6 +293,7 @@ class HouseholdEnv(ParallelEnv):
         return self._renderer.render(self.world, self.overlay, self.display_names)
 
     def close(self):
+        """Closes the window or off-screen renderer, if one was made."""
         if self._renderer is not None:
             self._renderer.close()
             self._renderer = None
@@ -308,6 +326,7 @@ class HouseholdEnv(ParallelEnv):
                         self.full_observability)
 
     def describe_goal(self) -> str:
+        """The episode's goal as text (e.g. ``ON(cupcake, coffee_table): 2``)."""
         return describe_goal(self.world)
 
     def progress(self) -> dict[str, Any]:

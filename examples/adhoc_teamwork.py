@@ -20,7 +20,7 @@ of two planners for reference, and writes ``results.json``, ``curve.png``, the m
 (``model.zip``) and its observation settings (``model.json``), so the trained learner
 can join a team run: ``orgteams run --layout studio --task put_dishwasher_easy
 --agents 2 --org leader --backend planner,policy:runs/adhoc/model.zip``.
-``examples/README.md`` has the measured curve.
+``docs/rl-examples.md`` has the measured curve.
 """
 
 from __future__ import annotations

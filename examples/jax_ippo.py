@@ -9,7 +9,7 @@ JaxMARL's IPPO baselines); illegal actions get ``-1e9`` logits from
 ReLU layer of ``--hidden`` units over the flat observation, then the policy and value
 heads (the lean PyTorch example's network, ``examples/lean_ppo.py``). Adam from optax.
 
-The setting is the examples' easy one (``examples/README.md``): studio, two agents,
+The setting is the examples' easy one (``docs/rl-examples.md``): studio, two agents,
 put one dish into the dishwasher (``put_dishwasher_easy`` with ``container_prob=0``),
 full observability at ``view_radius=5``, ``reward_shaping="subgoals"``, 80 ticks.
 Training draws from the env's episodes seeded 0 .. 9,999; after training the policy

@@ -21,7 +21,7 @@ configuration: 64 households, 32-tick rollouts, 16 units, 1 epoch, 4 minibatches
 
 Training evaluates on the held-out seeds of ``train_ppo.py`` (1,000,000-1,000,029)
 every ``--eval-every`` agent-steps and writes ``results.json`` into ``--out``.
-``examples/README.md`` ("A lean learner") has the measured numbers.
+``docs/rl-examples.md`` ("A lean learner") has the measured numbers.
 """
 
 from __future__ import annotations

@@ -18,7 +18,7 @@ Run (``pip install "orgteams[rl]"``)::
 It prints the success rate on held-out seeds (never used in training) of masked random
 play and of the trained policy, and writes ``curve.png`` and ``results.json`` into
 ``--out``; ``--plot A/results.json B/results.json`` draws runs side by side.
-``examples/README.md`` has the reference numbers.
+``docs/rl-examples.md`` has the reference numbers.
 """
 
 from __future__ import annotations
@@ -280,7 +280,7 @@ def machine() -> dict[str, str]:
     Runs are bit-for-bit reproducible only on the same libraries *and* CPU kernels:
     torch picks its kernels by CPU (``cpu_capability``; ``ATEN_CPU_CAPABILITY`` and
     MKL's ``MKL_ENABLE_INSTRUCTIONS`` override it), and a different rounding sends a
-    single seed's PPO run down another path (examples/README.md, Reference results).
+    single seed's PPO run down another path (docs/rl-examples.md, Reference results).
     """
     import importlib.metadata
     import platform

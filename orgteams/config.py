@@ -242,6 +242,7 @@ def _float_or_nan(text: str) -> float:
 
 
 def int_arg(low: int, high: int) -> Callable[[str], int]:
+    """An argparse ``type=`` for an integer from ``low`` to ``high`` (one line when not)."""
     return typed(_int_text(low, high), _ints(low, high))
 
 

@@ -44,7 +44,7 @@ def build_member(agent_id: str, spec: str | Policy, *, leader: bool = False,
                  env: HighLevelEnv | None = None, pool: BackendPool | None = None,
                  **llm_kwargs: Any):
     """A team member from a spec: ``planner``, ``random``, ``human``, ``local``,
-    ``scripted``, ``openai:<model>`` (any OpenAI-compatible server, see README) or
+    ``scripted``, ``openai:<model>`` (any OpenAI-compatible server, see docs/llm-backends.md) or
     ``policy:<model.zip>`` (a frozen RL policy saved by Stable-Baselines3, its
     observation settings in ``model.json`` beside it); or a callable
     ``policy(observation, action_mask) -> action`` (a

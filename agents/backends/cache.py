@@ -207,6 +207,7 @@ class CachedBackend(ChatBackend):
             messages, schema=schema, temperature=temperature, max_tokens=max_tokens, seed=seed))
 
     async def aclose(self) -> None:
+        """Closes the wrapped backend (the cache file stays open until :meth:`close`)."""
         await self.inner.aclose()
 
     def close(self) -> None:

@@ -133,6 +133,7 @@ class PlannerMember(MemberBase):
         return self.planner.rules.claims
 
     def reset(self) -> None:
+        """Starts a new episode: a fresh planner in the same role, nothing seen or sent yet."""
         self.planner = PlannerAgent(self.agent_id, role=self.planner.role)
         self._seen.clear()
         self._status = None
@@ -159,9 +160,11 @@ class PlannerMember(MemberBase):
         return out
 
     def receive(self, messages: list[TeamMessage]) -> None:
+        """Hands the structured messages delivered to this member to its planner."""
         self.planner.receive(self._fresh(_structured(messages)))
 
     async def communicate(self, ctx: CommunicateContext, env: MemberView) -> CommunicateDecision:
+        """The planner's structured messages for this stage, or its ballot in a vote."""
         start = time.perf_counter()
         record = DecisionRecord("communicate", self.agent_id, ctx.round, model=self.model)
         rules = self.planner.rules = ctx.rules
@@ -233,6 +236,7 @@ class PlannerMember(MemberBase):
         return _ROLE_OF.get(doing.partition(":")[0], "standby")
 
     async def act(self, env: MemberView, round: int, ctx: ActContext | None = None) -> ActDecision:
+        """The planner's next high-level action for this round, as an :class:`ActDecision`."""
         start = time.perf_counter()
         action = self.planner.act(env)
         parsed: dict = {"action": action}
@@ -256,6 +260,7 @@ class RandomMember(MemberBase):
         self.agent = RandomAgent(agent_id, seed)
 
     async def communicate(self, ctx: CommunicateContext, env: MemberView) -> CommunicateDecision:
+        """Says nothing; in a vote, casts a ballot by the organization's election rule."""
         record = DecisionRecord("communicate", self.agent_id, ctx.round, model=self.model)
         vote = None
         if ctx.stage_kind == "vote" and ctx.candidates:  # ballots follow the election rule
@@ -264,6 +269,7 @@ class RandomMember(MemberBase):
         return CommunicateDecision([], None, False, vote, "", record)
 
     async def act(self, env: MemberView, round: int, ctx: ActContext | None = None) -> ActDecision:
+        """A uniformly random action among those available to this member."""
         action = self.agent.act(env)
         record = DecisionRecord("act", self.agent_id, round, parsed={"action": action},
                                 model=self.model)

@@ -28,6 +28,7 @@ MAX_SLOTS = 8  # objects addressable on one piece of furniture (catalog capaciti
 
 
 class Verb(IntEnum):
+    """What a primitive action does; with a direction (and a slot) it makes an :class:`Action`."""
     WAIT = 0
     MOVE = 1
     OPEN = 2

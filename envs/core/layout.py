@@ -102,10 +102,12 @@ class Layout:
 
     @property
     def height(self) -> int:
+        """Rows of the grid."""
         return self.tiles.shape[0]
 
     @property
     def width(self) -> int:
+        """Columns of the grid."""
         return self.tiles.shape[1]
 
     def to_dict(self) -> dict:

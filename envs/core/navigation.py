@@ -138,6 +138,7 @@ class Navigator:
         return dist
 
     def room_goal(self, room: int) -> frozenset[int]:
+        """The floor cells of room ``room``, as a goal set for :meth:`distance_map`."""
         return self.room_cells[room]
 
     def furniture_goal(self, furniture: int) -> frozenset[int]:
@@ -145,6 +146,9 @@ class Navigator:
         return self.furniture_cells[furniture]
 
     def distance(self, cell: int, goals: frozenset[int]) -> int:
+        """Walking distance from ``cell`` to the nearest of ``goals`` (from the cached distance
+        map).
+        """
         return self.distance_map(goals)[cell]
 
     # ---- one step ----

@@ -52,6 +52,7 @@ class TeamReward:
         self._picked: set[int] = set()
 
     def reset(self) -> None:
+        """Forgets which containers were opened and which objects picked (a new episode)."""
         self._opened.clear()
         self._picked.clear()
 

@@ -53,12 +53,14 @@ class Scene:
     __hash__ = object.__hash__
 
     def to_dict(self) -> dict:
+        """The scene (layout, task, goal, objects, team size, tick limit) as plain JSON data."""
         return {"layout": self.layout.to_dict(), "task": self.task,
                 "goal": [p.to_dict() for p in self.goal], "objects": list(self.objects),
                 "num_agents": self.num_agents, "step_limit": self.step_limit}
 
     @classmethod
     def from_dict(cls, d: dict) -> Scene:
+        """The scene that :meth:`to_dict` wrote."""
         return cls(Layout.from_dict(d["layout"]), d["task"],
                    tuple(Predicate(**p) for p in d["goal"]), tuple(d["objects"]),
                    d["num_agents"], d["step_limit"])
@@ -199,11 +201,13 @@ class HouseholdState:
                 and self.scene == other.scene)
 
     def agent_cell(self, agent: int) -> tuple[int, int]:
+        """Agent ``agent``'s ``(row, column)``."""
         return divmod(self.agent_pos[agent], self.scene.width)
 
     @property
     def success(self) -> bool:
         # ``progress`` is capped at each predicate's count, so "all met" is one comparison.
+        """Whether every goal predicate holds."""
         return self.progress == self.scene.goal_counts
 
     def where(self, obj: int) -> tuple[str, int]:
@@ -217,6 +221,9 @@ class HouseholdState:
         raise ValueError(f"object {obj} is nowhere: state is corrupt")
 
     def to_dict(self) -> dict:
+        """The state as plain JSON data (cells as ``[row, column]``); :meth:`from_dict` reads it
+        back.
+        """
         return {"scene": self.scene.to_dict(), "tick": self.tick,
                 "agent_pos": [list(divmod(p, self.scene.width)) for p in self.agent_pos],
                 "hands": [list(h) for h in self.hands],
@@ -225,6 +232,7 @@ class HouseholdState:
 
     @classmethod
     def from_dict(cls, d: dict, scene: Scene | None = None) -> HouseholdState:
+        """The state that :meth:`to_dict` wrote; ``scene``: reuse one already read."""
         scene = scene or Scene.from_dict(d["scene"])
         w = scene.width
         return cls(scene, d["tick"], [r * w + c for r, c in d["agent_pos"]],
@@ -244,6 +252,7 @@ def goal_progress(state: HouseholdState) -> tuple[int, ...]:
 
 
 def is_walkable(state: HouseholdState, cell: int) -> bool:
+    """Whether an agent may stand on ``cell``: floor, or a door that is open."""
     scene = state.scene
     if scene.floor[cell]:
         return True

@@ -39,6 +39,7 @@ class Predicate:
         return f"{self.relation.upper()}({self.cls}, {self.target}): {self.count}"
 
     def to_dict(self) -> dict:
+        """The predicate as plain JSON data (``Predicate(**d)`` reads it back)."""
         return {"relation": self.relation, "cls": self.cls, "target": self.target,
                 "count": self.count}
 
@@ -68,6 +69,7 @@ class TaskSpec:
         return int(self.default_step_limit * max(1.0, num_rooms / 6))
 
     def targets(self) -> set[str]:
+        """Every furniture type a goal of this task may name as a target."""
         return {t for _, _, t in self.candidates + self.required}
 
     def sample_goal(self, rng: np.random.Generator) -> tuple[Predicate, ...]:
@@ -180,6 +182,7 @@ def task_from_dict(data: dict, source: str = "<dict>") -> TaskSpec:
 
 
 def list_tasks() -> list[str]:
+    """The names of the installed tasks (``assets/tasks/*.yaml``)."""
     return asset_names("tasks")
 
 

@@ -173,12 +173,17 @@ class HighLevelEnv(ParallelEnv):
 
     # ---- PettingZoo API ----
     def observation_space(self, agent: str) -> spaces.Space:
+        """``agent``'s observation space (the same for every agent)."""
         return self._obs_space
 
     def action_space(self, agent: str) -> spaces.Space:
+        """``agent``'s ``Text`` space of action ids; ``sample()`` draws one of its available
+        actions.
+        """
         return self._act_spaces[agent]
 
     def reset(self, seed: int | None = None, options: dict | None = None):
+        """Starts an episode (PettingZoo's ``reset``); returns observations and infos."""
         self.base.reset(seed=seed, options=options)
         return self._start_episode()
 
@@ -287,9 +292,11 @@ class HighLevelEnv(ParallelEnv):
         return (obs, {a: total_reward for a in agents}, dict(terms), dict(truncs), infos)
 
     def render(self):
+        """Renders the wrapped env (its ``render_mode``)."""
         return self.base.render()
 
     def close(self):
+        """Closes the wrapped env (and its window)."""
         self.base.close()
 
     # ---- the household underneath, as the layers above read it ----
@@ -341,15 +348,22 @@ class HighLevelEnv(ParallelEnv):
 
     # ---- queries ----
     def memory(self, agent: str) -> AgentMemory:
+        """What ``agent`` remembers of the house (rooms, containers and objects seen)."""
         return self._memories[agent]
 
     def needs_decision(self, agent: str) -> bool:
+        """Whether ``agent`` must choose a new high-level action before the next step.
+
+        Raises:
+            ValueError: ``agent`` is not one of the env's agents.
+        """
         r = self._runners.get(agent)
         if r is None:
             raise ValueError(f"unknown agent {agent!r}; agents are {self.possible_agents}")
         return bool(self.agents) and not r.idle and r.status != "running"
 
     def current(self, agent: str) -> HighLevelAction | None:
+        """The high-level action ``agent`` is carrying out, or None when it has none running."""
         r = self._runners[agent]
         return r.action if r.status == "running" else None
 

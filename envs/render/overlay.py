@@ -73,6 +73,7 @@ class Overlay:
             self.you = you
 
     def clear(self) -> None:
+        """Forgets every message, marker, caption and role (a new episode)."""
         self.latest.clear()
         self.log.clear()
         self.markers.clear()

@@ -399,6 +399,7 @@ class PygameRenderer:
         self._check_lost()
 
     def toggle_fov(self) -> None:
+        """Shows or hides the agents' field of view (the F key)."""
         self.show_fov = not self.show_fov
 
     def close(self) -> None:

@@ -210,6 +210,7 @@ class EpisodeVideo:
 
     @property
     def frames(self) -> int:
+        """Frames written so far."""
         return self.recorder.frames if self.recorder is not None else int(self._last is not None)
 
     def close(self) -> int:

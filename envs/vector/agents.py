@@ -158,6 +158,7 @@ class AgentVectorEnv(VectorEnv):
         return self._masks.astype(bool)
 
     def close_extras(self, **kwargs: Any) -> None:
+        """Closes the renderer, if any, and the batched core (Gymnasium's ``close`` calls it)."""
         if self._renderer is not None:
             self._renderer.close()
             self._renderer = None

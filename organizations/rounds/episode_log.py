@@ -352,6 +352,8 @@ class EpisodeLog:
             self._fh.write(json.dumps(line_dict(line), default=_default) + "\n")
 
     def flush(self) -> None:
+        """Writes what is buffered to disk (``fsync``): a crash loses at most the round in flight.
+        """
         if self._fh is not None:
             self._fh.flush()
             os.fsync(self._fh.fileno())

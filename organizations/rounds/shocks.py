@@ -130,6 +130,7 @@ class Shock:
         return self.member
 
     def to_dict(self) -> dict:
+        """The shock as plain JSON data, as the summary and the log hold it."""
         member = self.member if isinstance(self.member, str | None) else self.member.model
         out = {"round": self.round, "kind": self.kind, "agent": self.agent, "member": member,
                "field": self.field, "value": self.value}

@@ -89,6 +89,12 @@ class SweepSpec:
 
     @classmethod
     def from_yaml(cls, path: str | Path) -> SweepSpec:
+        """The spec in the YAML file ``path``.
+
+        Raises:
+            FileNotFoundError: No file there.
+            UserError: A malformed file or field (one line naming the file and field).
+        """
         path = Path(path)
         if not path.exists():
             raise FileNotFoundError(f"sweep spec not found: {path}")
@@ -96,6 +102,7 @@ class SweepSpec:
         return cls.from_dict(data, source=str(path))
 
     def to_dict(self) -> dict[str, Any]:
+        """The spec as plain YAML/JSON data (lists, not tuples), as a sweep's folder keeps it."""
         d = asdict(self)
         d["shocks"] = {k: list(v) for k, v in self.shocks.items()}
         if self.price_per_mtok is not None:
@@ -184,6 +191,7 @@ class SweepSpec:
 
     @property
     def uses_local(self) -> bool:
+        """Whether any member of any backend is the embedded ``local`` model."""
         return any(p.strip().split(":")[0] == "local" for b in self.backends
                    for p in b.split(","))
 

@@ -120,7 +120,7 @@ def test_machine_records_kernels_forced_by_the_environment(train_ppo):
 
     if torch.backends.cpu.get_cpu_capability() not in ("AVX2", "AVX512"):
         pytest.skip("forcing AVX2 kernels needs an x86 CPU that has them")
-    # A run with torch's AVX2 kernels forced is another run (examples/README.md):
+    # A run with torch's AVX2 kernels forced is another run (docs/rl-examples.md):
     # results.json must tell it apart from the default kernels.
     code = ("import importlib.util, json; s = importlib.util.spec_from_file_location("
             f"'t', {str(EXAMPLE)!r}); m = importlib.util.module_from_spec(s); "
