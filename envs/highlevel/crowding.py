@@ -11,7 +11,11 @@ A removed member pushed into a corridor, doorway or dead end would be stuck ther
 for good (nobody can pull it out of a dead end: it only moves when pushed, and only
 away from the pusher), sealing whatever lies behind it. So it "evacuates": it walks
 to the nearest cell inside a room (:attr:`Navigator.roomy_cells`) with right of way
-over everyone, backing any queue out of its way, and is idle again there.
+over waiting and idle teammates, backing any queue of them out of its way, and is idle
+again there. A teammate walking somewhere (working) has right of way over it and pushes
+it aside like a waiting one: were it the other way round, a worker that pushed an idle
+member onto a narrow cell (the only free one, say beside the furniture it goes to) would
+be pushed straight back by that member's evacuation, and again, for ever.
 :class:`Crowd` holds this state (who defers to whom until when, who evacuates) for one
 :class:`~orgteams.envs.highlevel.highlevel_env.HighLevelEnv` (``env.crowd``) and applies
 the rules to each tick's joint action, reading the env's runners, navigator and world.
@@ -65,6 +69,11 @@ class Crowd:
             return not r.obstacle and agent not in self.evacuating
         return r.status != "running" or r.action.kind == "wait"
 
+    def _walking(self, agent: str) -> bool:
+        """Whether ``agent`` runs an action of its own other than waiting (not idle)."""
+        r = self.env._runners[agent]
+        return not r.idle and r.status == "running" and r.action.kind != "wait"
+
     def _movable(self, agent: str) -> bool:
         """Whether teammates may push ``agent`` aside: not an idle obstacle, not playing
         primitives."""
@@ -108,6 +117,8 @@ class Crowd:
         mine = defer.get(agent)
         gives_way_to = mine[0] if mine is not None and mine[1] > tick else None
         i_evacuate = agent in evacuating
+        mine_r = runners[agent]
+        i_walk = not mine_r.idle and mine_r.status == "running" and mine_r.action.kind != "wait"
         waiting, lower = [], []
         for b in env.agents:
             if b == agent:
@@ -127,8 +138,14 @@ class Crowd:
             cell = pos[index[b]]
             if waits:
                 waiting.append(cell)
-            if i_evacuate or b in evacuating:
-                outranks = b not in evacuating or (i_evacuate and me < index[b])
+            if i_evacuate and b in evacuating:
+                outranks = me < index[b]
+            elif i_evacuate:  # not a walking teammate, unless it gives way (_outranks)
+                theirs = defer.get(b)
+                outranks = waits or (theirs is not None and theirs[0] == agent
+                                     and theirs[1] > tick)
+            elif b in evacuating:
+                outranks = i_walk and gives_way_to != b
             elif gives_way_to == b:
                 outranks = False
             else:
@@ -142,8 +159,19 @@ class Crowd:
     def _outranks(self, a: str, b: str) -> bool:
         """Whether ``a`` may push ``b`` aside: lower index wins, unless one defers."""
         index = self.env.base.agent_index
-        if a in self.evacuating or b in self.evacuating:  # evacuating removed members go first
-            return b not in self.evacuating or (a in self.evacuating and index[a] < index[b])
+        if a in self.evacuating or b in self.evacuating:
+            # evacuating members go before waiting ones, walking (working) ones before
+            # them, unless the walker gives way (it found the member boxed in)
+            if a in self.evacuating and b in self.evacuating:
+                return index[a] < index[b]
+            tick = self.env.base.world.tick
+            if a in self.evacuating:
+                gives = self.defer.get(b)
+                return not self._walking(b) or (gives is not None and gives[0] == a
+                                                 and gives[1] > tick)
+            gives = self.defer.get(a)
+            return self._walking(a) and not (gives is not None and gives[0] == b
+                                             and gives[1] > tick)
         tick = self.env.base.world.tick
         if self.defer.get(a, ("", -1))[0] == b and self.defer[a][1] > tick:
             return False

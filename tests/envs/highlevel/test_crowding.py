@@ -39,12 +39,14 @@ def test_blocked_walker_yields_into_an_open_doorway_not_back_down_the_corridor(
     assert walker.next_action(state) == encode(Verb.MOVE, step)
 
 
+@pytest.mark.parametrize("start", [(1, 1), (3, 4)])  # far, or right behind it
 def test_removed_member_in_a_dead_end_walks_out_so_the_fridge_can_be_reached(
-        inline_layout, make_state):
+        inline_layout, make_state, start):
+    # a walker finding it boxed in gives way to it (walkers otherwise go first)
     layout = inline_layout(DEAD_END, furniture={"F": "fridge"})
     w = layout.width
     env = HighLevelEnv(layout=layout, task="put_fridge", num_agents=2)
-    env.load_state(make_state(layout, [(1, 1), (3, 5)], goal=CUPCAKE_IN_FRIDGE))
+    env.load_state(make_state(layout, [start, (3, 5)], goal=CUPCAKE_IN_FRIDGE))
     env.set_idle("agent_1", True, obstacle=False)  # removed, standing by the fridge
     _, _, _, _, infos = env.step({"agent_0": "check:fridge"})
     assert infos["agent_0"]["status"] == "done", infos["agent_0"]["failure_reason"]
@@ -53,6 +55,37 @@ def test_removed_member_in_a_dead_end_walks_out_so_the_fridge_can_be_reached(
     assert pos[0] == 3 * w + 5  # agent 0 stands at the fridge
     assert pos[1] in env.nav.roomy_cells  # agent 1 walked back into the room
     assert infos["agent_1"]["status"] == "idle" and not infos["agent_1"]["needs_decision"]
+
+
+# A room with the fridge in its bottom-right corner: (3, 5) above it, beside the wall,
+# is a narrow cell from which the fridge can be reached.
+CORNER = ["#######",
+          "#kkkkk#",
+          "#kkkkk#",
+          "#kkkkk#",
+          "#kkkkF#",
+          "#######"]
+
+
+def test_a_removed_member_pushed_onto_a_narrow_cell_does_not_push_the_walker_back(
+        inline_layout, make_state):
+    # agent_0 walks down the wall to the fridge; agent_1 (removed, at (2, 5)) can only be
+    # pushed onto the narrow (3, 5), agent_2 (removed) filling (2, 4). Walking out of
+    # the narrow cell, agent_1 used to push agent_0 back up, and again, for ever: a
+    # walking teammate has right of way over an evacuating member.
+    layout = inline_layout(CORNER, furniture={"F": "fridge"})
+    w = layout.width
+    env = HighLevelEnv(layout=layout, task="put_fridge", num_agents=3)
+    env.load_state(make_state(layout, [(1, 5), (2, 5), (2, 4)], goal=CUPCAKE_IN_FRIDGE))
+    for agent in ("agent_1", "agent_2"):
+        env.set_idle(agent, True, obstacle=False)
+    _, _, _, _, infos = env.step({"agent_0": "check:fridge"})
+    assert infos["agent_0"]["status"] == "done", infos["agent_0"]["failure_reason"]
+    assert env.memory("agent_0").furniture["fridge"].open
+    pos = env.base.world.agent_pos
+    assert pos[0] == 3 * w + 5  # agent 0 stands at the fridge
+    assert pos[1] in env.nav.roomy_cells and pos[2] in env.nav.roomy_cells
+    assert infos["agent_0"]["ticks_elapsed"] <= 4
 
 
 def test_fixed_obstacle_in_the_dead_end_does_not_evacuate(inline_layout, make_state):

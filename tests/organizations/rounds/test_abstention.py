@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 
-from doubles import Recorder
+from doubles import Recorder, log_dicts
 
 from orgteams.agents.team import Team
 from orgteams.envs.core.layout import Layout
@@ -14,7 +14,7 @@ from orgteams.envs.core.tasks import Predicate
 from orgteams.envs.highlevel.highlevel_env import HighLevelEnv
 from orgteams.organizations import load_organization
 from orgteams.organizations.rounds.episode import EpisodeState
-from orgteams.organizations.rounds.episode_log import EventLine
+from orgteams.organizations.rounds.episode_log import EventLine, read_log
 from orgteams.organizations.rounds.monitor import MonitorConfig
 from orgteams.organizations.rounds.phases import act_phase
 from orgteams.organizations.rounds.runner import TeamRunner
@@ -109,3 +109,20 @@ def test_mid_task_abstention_still_switches_to_the_fallback():
     assert switch.round == 4 and switch.get("to_protocol") == "coordinator"
     assert switch.get("reason") == "abstention 1.00 > 0.6 over 5 rounds: coverage collapsed"
     assert result.summary.mid_task_abstentions == 15  # 3 agents x rounds 0-4
+
+
+def test_a_sequential_planner_team_finishes_with_abstainers_stepping_aside(tmp_path):
+    """``--org sequential --agents 8 --layout generated:32:0``, planners, seed 3 (the
+    paper2-scaling task): the member carrying the last unit to the coffee table pushed
+    an abstainer onto the narrow cell beside it, whose stepping aside (evacuating off
+    that cell) pushed it back, every round until the tick limit. Now it gets through."""
+    log = tmp_path / "seq8.jsonl"
+    result = run_episode(task="prepare_afternoon_tea", layout="generated:32:0",
+                         organization="sequential", agents=8, backend="planner", seed=3,
+                         max_ticks=1200, log_path=str(log))
+    lines = log_dicts(read_log(log))
+    abstained = [d for d in lines if d.get("type") == "abstention"]
+    blocked = [d for d in lines if d.get("kind") == "action"
+               and "blocked" in (d.get("failure_reason") or "")]
+    assert result.summary.success and result.summary.units_done == result.summary.units_total
+    assert abstained and not blocked
