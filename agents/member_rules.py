@@ -3,7 +3,8 @@
 :class:`MemberRules` is what the round loop gives a member with every
 :class:`~orgteams.agents.member.CommunicateContext` (``ctx.rules``): the
 organization's machine-readable rules (:mod:`orgteams.organizations.spec.rules`) resolved
-for this agent (its report receivers, whether it assigns work, who leads now). It is
+for this agent (its report receivers, its boss and reports, whether it assigns work,
+who leads now). It is
 plain data so ``agents`` needs nothing from ``organizations``.
 
 :func:`choose_vote` casts a ballot by the election rule and :func:`within_budget` keeps
@@ -42,7 +43,16 @@ class MemberRules:
         corrections: It may correct the leader.
         vote: The election rule's ``vote``; ``vote_seed`` its seed (``random``).
         leaders: The top leader(s) now.
-        assigns: This member assigns work (a top leader under ``assign_work: leader``).
+        boss: The leader it reports to and takes orders from (None: the top or no tier,
+            or a member outside an organization).
+        reports: The agents it leads directly (its reports in the topology, in team
+            order): the only ones a leader gives orders to, so orders never skip or
+            cross tiers (a top leader orders its vice leaders, a vice leader its
+            members, each of two leaders its own half).
+        peers: The other leaders of its tier under the same boss (a dual leader's
+            other leader): it coordinates with them by messages, never by orders.
+        assigns: This member assigns work: a leader of any tier that has reports,
+            under ``assign_work: leader``.
         may_abstain: It may abstain (``allow_abstain``).
         self_chosen_roles: It chooses its own role.
     """
@@ -56,6 +66,9 @@ class MemberRules:
     vote: str = "progress"
     vote_seed: int = 0
     leaders: tuple[str, ...] = ()
+    boss: str | None = None
+    reports: tuple[str, ...] = ()
+    peers: tuple[str, ...] = ()
     assigns: bool = False
     may_abstain: bool = False
     self_chosen_roles: bool = False

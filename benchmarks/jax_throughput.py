@@ -146,17 +146,18 @@ def main(argv: list[str] | None = None) -> None:
           f"{jax.devices()[0].platform.upper()}, {os.cpu_count()} cores; best of "
           f"{args.rounds} slices of {args.seconds:g} s")
     ref = next((n for n in best if n.startswith("JaxMARL")), None)
-    head = "vs Overcooked" if ref else ""
+    head = "vs Overcooked (wall, CPU)" if ref else ""
     print(f"{'row':<52} {'obs per agent':>18} {'agent-steps/s':>14} {'per CPU s':>12} {head}")
     for name, (wall, cpu) in best.items():
-        ratio = f"{wall / best[ref][0]:8.2f}x" if ref else ""
+        ratio = f"{wall / best[ref][0]:8.2f}x {cpu / best[ref][1]:6.2f}x" if ref else ""
         print(f"{name:<52} {sizes[name]:>18} {wall:>14,.0f} {cpu:>12,.0f} {ratio}")
-    copy_true = best[f"vector_env (numpy) {LAYOUT}, copy=True (default)"][0]
-    copy_false = best[f"vector_env (numpy) {LAYOUT}, copy=False"][0]
-    u_true = best[f"vector_env (numpy) {LAYOUT}, uint8, copy=True"][0]
-    u_false = best[f"vector_env (numpy) {LAYOUT}, uint8, copy=False"][0]
-    print(f"numpy core copy=True / copy=False: float32 {copy_true / copy_false:.2f}x, "
-          f"uint8 {u_true / u_false:.2f}x")
+    for col, per in ((0, "wall"), (1, "CPU")):
+        copy_true = best[f"vector_env (numpy) {LAYOUT}, copy=True (default)"][col]
+        copy_false = best[f"vector_env (numpy) {LAYOUT}, copy=False"][col]
+        u_true = best[f"vector_env (numpy) {LAYOUT}, uint8, copy=True"][col]
+        u_false = best[f"vector_env (numpy) {LAYOUT}, uint8, copy=False"][col]
+        print(f"numpy core copy=True / copy=False per {per} second: float32 "
+              f"{copy_true / copy_false:.2f}x, uint8 {u_true / u_false:.2f}x")
 
 
 if __name__ == "__main__":

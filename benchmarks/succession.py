@@ -6,7 +6,7 @@ mean ticks (sd) and the successions recorded; ``next`` and ``elect`` record one 
 episode where agent_0 still held a seat (an election may have passed it on), ``none``
 none.
 
-    python benchmarks/succession.py [--seeds 10] [--layout house] [--round 5]
+    python benchmarks/succession.py [--seeds 10] [--layout house] [--round 5] [--orgs pyramid]
 """
 
 from __future__ import annotations
@@ -28,13 +28,18 @@ def main() -> None:
     ap.add_argument("--layout", default="house")
     ap.add_argument("--task", default="prepare_afternoon_tea")
     ap.add_argument("--round", type=int, default=5)
+    ap.add_argument("--orgs", default=",".join(name for name, _ in CASES),
+                    help="comma list of the organizations to play (default: all three)")
     args = ap.parse_args()
+    orgs = args.orgs.split(",")
     print(f"{args.task} on {args.layout}, remove:agent_0@{args.round}, planners, "
           f"seeds 0-{args.seeds - 1}")
     print(markdown_row("organization", "agents", "succession", "success", "ticks mean (sd)",
                        "successions"))
     print(markdown_rule("lrlrrr"))
     for name, rules in CASES:
+        if name not in orgs:
+            continue
         for n in (5, 9):
             for succession in rules:
                 org = load_organization(name)

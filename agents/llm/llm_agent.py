@@ -118,8 +118,9 @@ class LLMAgent(DialogueMember):
         self.leader = False
 
     def set_leader(self, leader: bool) -> None:
-        """Called by the runner when leadership changes: a leader's message and plan
-        replies also assign each teammate that must decide one of its actions."""
+        """Called by the runner when leadership changes: a leader's (of any tier)
+        message and plan replies also assign each of its reports that must decide one
+        of its actions."""
         self.leader = leader
 
     @property
@@ -149,15 +150,17 @@ class LLMAgent(DialogueMember):
                     ) -> dict[str, dict[str, ActionId]]:
         """A leader's assignable work: teammate -> {option label: action id}.
 
-        Teammates it may message that must decide now, each with the subgoals
-        (explore, check, grab, put) of that teammate's own available actions, in a
-        seeded order per teammate like the agent's own options.
+        Its own reports (``ctx.rules.reports``: a top leader's vice leaders, a vice
+        leader's members, a dual leader's half) that it may message and that must
+        decide now, each with the subgoals (explore, check, grab, put) of that
+        teammate's own available actions, in a seeded order per teammate like the
+        agent's own options. Nobody else is offered: orders never skip or cross tiers.
         """
         if not self.leader or ctx.stage_kind not in ("message", "plan"):
             return {}
         out = {}
-        for agent in ctx.can_message:
-            if not env.needs_decision(agent):
+        for agent in ctx.rules.reports:
+            if agent not in ctx.can_message or not env.needs_decision(agent):
                 continue
             actions = [a for a in env.available_actions(agent) if a.id.kind in _ASSIGNABLE]
             order = Options.of(actions, f"{self.seed}|{self.agent_id}|{ctx.round}|{agent}",

@@ -1,7 +1,10 @@
 """The leader's side of :class:`~orgteams.agents.planner.planner.PlannerAgent`: who does what.
 
-Under ``rules.assign_work: leader`` the top leader, each round before it decides for
-itself, gives every reachable teammate that must decide now one order (:func:`lead`):
+Under ``rules.assign_work: leader`` every leader that has reports (``rules.assigns``:
+a pyramid's top leader and its vice leaders, each of two leaders), each round before it
+decides for itself, gives each of its own reports that it can reach and that must
+decide now one order (:func:`lead`); orders never go to another tier's or another
+leader's people:
 
 1. a teammate with a free hand: ``grab`` the nearest known object, carried by nobody,
    that the goal still needs once everything held, claimed and already ordered is
@@ -16,6 +19,12 @@ What the leader has ordered (``assigned``) lapses when it no longer holds
 (:func:`free_stale`): the object was placed or someone else claimed it, the ordered
 teammate must decide again (its order ended) or did not take the order up (no claim a
 round later), the room was explored.
+
+Leaders of one tier under the same boss (``rules.peers``: the two leaders of a dual
+leader) coordinate by messages, never by orders: each tells the others, as a claim
+``for`` the ordered report, what it gave whom, and relays its reports' ``found`` and
+``done`` (``by`` the reporter), so the halves neither duplicate work nor miss what the
+other half found.
 
 The leader reads teammates' positions and what they carry from the world, as a leader
 watching its team would; what they know reaches it only through their reports.
@@ -140,9 +149,20 @@ def lead(planner: PlannerAgent, env: MemberView, reach: list[str] | None = None)
             b = mem.objects[obj]
             planner._say("assign", (agent,), agent=agent, action=f"grab:{obj}",
                          target=planner._target_of(env, obj), location=b.location, tick=b.tick)
+            _tell_peers(planner, object=obj, target=planner._target_of(env, obj), tick=tick,
+                        **{"for": agent})
             continue
         room = None if held else _room_order(planner, env, agent, ended.get(agent))
         if room is not None:
             planner.assigned[ROOM + room] = agent
             planner.assigned_at[ROOM + room] = tick
             planner._say("assign", (agent,), agent=agent, action=f"explore:{room}")
+            _tell_peers(planner, room=room, **{"for": agent})
+
+
+def _tell_peers(planner: PlannerAgent, **claim: object) -> None:
+    """Tell the other leaders of its tier (``rules.peers``) what it gave whom, as a
+    claim on the order's behalf (``for``: the ordered report): leaders coordinate by
+    messages, never by orders, so two halves do not go for one object or room."""
+    if planner.rules.peers:
+        planner._say("claim", planner.rules.peers, **claim)

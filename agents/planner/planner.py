@@ -16,12 +16,16 @@ It says what it does in small structured :class:`~orgteams.agents.messages.TeamM
 s: ``claim`` for each object it goes to grab and each room it goes to explore,
 ``found`` for goal objects it sees, ``done`` when it placed one, ``release`` when
 it gives up. Two claims on one object: the earlier tick wins, then the lower
-agent index. A leader (``role="leader"``, under ``rules.assign_work: leader``; the
-member sets ``rules``, :mod:`~orgteams.agents.member_rules`) orders each teammate that
-needs a decision to grab the nearest object still needed, else to explore the nearest
-room nobody explored, instead of everyone claiming greedily
-(:mod:`~orgteams.agents.planner.lead`); under such a leader members report each room
-they have explored (``done`` with ``room``), since the leader assigns rooms.
+agent index. A leader of any tier (``role="leader"``, a seat the runner gives, and
+``rules.assigns``: it has reports, under ``rules.assign_work: leader``; the member
+sets ``rules``,
+:mod:`~orgteams.agents.member_rules`) orders each of its own reports that needs a
+decision to grab the nearest object still needed, else to explore the nearest room
+nobody explored, instead of everyone claiming greedily
+(:mod:`~orgteams.agents.planner.lead`): a pyramid's top leader orders its vice
+leaders, each vice leader its members. It takes orders only from its own boss
+(``rules.boss``), and reports each room it has explored to that boss (``done`` with
+``room``), since the boss assigns rooms.
 
 :func:`orgteams.organizations.rounds.planner_team.run_team` runs one episode of planners
 with everyone hearing everyone.
@@ -80,14 +84,15 @@ class PlannerAgent:
             if m.sender == self.agent_id or not m.addressed_to(self.agent_id):
                 continue
             c = m.content
+            by = str(c.get("for") or c.get("by") or m.sender)  # a peer leader's relay
             if m.kind == "claim" and "object" in c:
                 tick = int(c.get("tick", 0))
                 mine = self.claims.get(c["object"])
-                if mine is None or mine[0] != self.agent_id or (tick, _index(m.sender)) < (
+                if mine is None or mine[0] != self.agent_id or (tick, _index(by)) < (
                         mine[1], _index(self.agent_id)):
-                    self.claims[c["object"]] = (m.sender, tick)
+                    self.claims[c["object"]] = (by, tick)
             elif m.kind == "claim" and "room" in c:
-                self.room_claims[m.sender] = c["room"]
+                self.room_claims[by] = c["room"]
             elif m.kind == "release":
                 if "object" in c and self.claims.get(c["object"], ("",))[0] == m.sender:
                     del self.claims[c["object"]]
@@ -100,11 +105,14 @@ class PlannerAgent:
                 self.claims.pop(c["object"], None)
                 self.assigned.pop(c["object"], None)
                 if c["object"] not in self._placed:
-                    self.placed_by[m.sender] += 1
+                    self.placed_by[by] += 1
                 self._placed.add(c["object"])
             elif m.kind == "found":
-                self.found_by[m.sender] += 1
-            elif m.kind == "assign" and c.get("agent") == self.agent_id:
+                self.found_by[by] += 1
+            elif m.kind == "assign" and c.get("agent") == self.agent_id and (
+                    self.rules.boss is None or m.sender == self.rules.boss):
+                # only its own leader's orders: an order from another tier or the other
+                # half's leader is not one it takes (orders never skip or cross tiers)
                 self.assignment, self.assigner = dict(c), m.sender
             elif m.kind == "status":
                 kind, _, target = str(c.get("doing", "")).partition(":")
@@ -117,6 +125,11 @@ class PlannerAgent:
                 key = f"room:{target}" if c["action"].startswith("explore:") else target
                 if self.assigned.get(key) == m.sender:
                     del self.assigned[key]  # the member told why it will not do it
+            if m.kind in ("found", "done") and m.sender in self.rules.reports \
+                    and self.rules.assigns and self.rules.peers:
+                # what its reports tell it, the other leaders hear from it: leaders
+                # coordinate by messages (never orders), each knowing what both halves found
+                self._say(m.kind, self.rules.peers, **{**c, "by": m.sender})
             self._heard.append(m)
 
     def _apply_heard(self, env: MemberView) -> None:
@@ -141,16 +154,17 @@ class PlannerAgent:
         """Read ``inbox``; return this agent's messages for this round.
 
         ``reach``: the agents this one may message (None: everyone); a leader assigns
-        work only to them, so no order is addressed to someone the channels cut off.
-        A leader assigns only when the rules say the leader assigns work; under
+        work only to its reports (``rules.reports``) among them, so no order skips or
+        crosses a tier or is addressed to someone the channels cut off. A leader
+        assigns only when the rules say it does (``rules.assigns``); under
         ``rules.may_abstain`` an agent with nothing useful to do decides nothing and
         sets ``abstaining``.
         """
         self.receive(inbox)
         self._apply_heard(env)
         self._announce(env)
-        if self.role == "leader" and self.rules.assign_work == "leader":
-            lead(self, env, reach)
+        if self.role == "leader" and self.rules.assigns:  # to its own reports only
+            lead(self, env, [a for a in self.rules.reports if reach is None or a in reach])
         self.abstaining = self.rules.may_abstain and env.needs_decision(self.agent_id) \
             and not self._useful(env)
         if env.needs_decision(self.agent_id) and not self.abstaining:
@@ -182,10 +196,10 @@ class PlannerAgent:
                 self._announced.add((obj, b.location))
                 self.found_by[self.agent_id] += 1
                 self._say("found", object=obj, location=b.location, tick=b.tick)
-        to = self.rules.report_to
-        if self.rules.assign_work == "leader" and self.role != "leader" and (
-                to is None or set(to) & set(self.rules.leaders)):
-            # the leader that assigns rooms knows only what it is told: which ones are done
+        to, boss = self.rules.report_to, self.rules.boss
+        if self.rules.assign_work == "leader" and boss is not None and (
+                to is None or boss in to):
+            # its leader assigns rooms and knows only what it is told: which ones are done
             for room in mem.rooms:
                 if room not in self._rooms_reported and mem.room_explored(room):
                     self._rooms_reported.add(room)

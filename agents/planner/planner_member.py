@@ -210,7 +210,8 @@ class PlannerMember(MemberBase):
             if m.kind in REPORTS:
                 if rules.report_when not in REPORTS[m.kind]:
                     continue
-                m = replace(m, receivers=to)
+                if "by" not in m.content:  # a relay to peer leaders keeps its receivers
+                    m = replace(m, receivers=to)
             out.append(m)
         if rules.report_when == "every_round":
             doing = self.planner.status(env)
@@ -226,7 +227,7 @@ class PlannerMember(MemberBase):
         """Its self-chosen role, from what it will do (:data:`ROLE_VOCABULARY`)."""
         if abstain:
             return "standby"
-        if self.planner.role == "leader" and self.planner.rules.assign_work == "leader":
+        if self.planner.role == "leader" and self.planner.rules.assigns:
             return "coordinator"
         doing = self.planner.status(env)
         return _ROLE_OF.get(doing.partition(":")[0], "standby")

@@ -28,7 +28,7 @@ except ImportError as exc:  # the extra is not installed
 
 from orgteams.envs.core.actions import HAND_CAPACITY, MAX_SLOTS, NUM_ACTIONS, Verb
 from orgteams.envs.observe.array_obs import T_CLOSED, T_DOOR_CLOSED
-from orgteams.envs.observe.rl_obs import AGENT_PLANES, TILE_PLANES, image_factor
+from orgteams.envs.observe.rl_obs import TILE_PLANES, image_factor
 from orgteams.envs.vector.batch import BatchState
 from orgteams.envs.vector.dynamics import TickEvents
 from orgteams.envs.vector.tables import (
@@ -62,10 +62,13 @@ class JaxCore:
             is_container=t.is_container, capacity=t.capacity, ftype=t.furniture_type,
             kind=t.neighbour_kind, index=t.neighbour_index, ncell=t.neighbour_cell,
             stand=t.stand_index, static=t.static_planes.reshape(len(t.static_planes), -1),
-            slot_cell=t.slot_cell, view=t.view_of_cell,
+            static_tail=np.pad(t.static_planes.reshape(len(t.static_planes), -1),
+                               ((0, 0), (0, t.flat_tail))),
+            view=t.view_of_cell,
             visible=t.visible, boxes=boxes,
             closed=np.array([T_DOOR_CLOSED] * len(t.door_cell) + [T_CLOSED] * len(boxes)),
             verb=VERB.astype(np.int64), direction=DIRECTION, slot=SLOT).items()}
+        c["thing_id"], c["thing_slot"] = (_device(a) for a in _seen_things(t))
         self.c = c
         self.inverse = None if inverse_scale is None else _device(inverse_scale)
         self._step = jax.jit(jax.vmap(self._step_one))
@@ -210,86 +213,129 @@ class JaxCore:
             put.reshape(agents, -1), pick.reshape(agents, -1)], axis=1)
         return out.astype(jnp.int8).reshape(agents, NUM_ACTIONS)
 
-    def _flat_one(self, st: dict) -> jnp.ndarray:
+    def _flat_one(self, st: dict, agent: int | None = None) -> jnp.ndarray:
         """The flat observations of a household's agents (``observe.flat_observations``):
-        the planes, then hands and goal rows, each entry scaled by its bound."""
-        grid = self._planes_one(st)
-        inv = self.inverse
-        size = grid.shape[1]
-        return jnp.concatenate([grid * inv[:size], self._tail(st) * inv[size:]], axis=1)
+        the planes, then hands and goal rows, each entry scaled by its bound (one
+        elementwise pass over the raw values: no concatenation of float pieces).
+        ``agent``: that agent's alone, ``(1, D)`` (:meth:`_planes_one`)."""
+        return self._raw_flat_one(st, agent) * self.inverse
 
-    def _image_one(self, st: dict) -> jnp.ndarray:
+    def _raw_flat_one(self, st: dict, agent: int | None = None) -> jnp.ndarray:
+        """``(A, D)`` uint8: the flat observations' raw values, before scaling."""
+        return self._planes_one(st, tail=True, agent=agent)
+
+    def _image_one(self, st: dict, agent: int | None = None) -> jnp.ndarray:
         """The image observations of a household's agents (``rl_obs.image_from_planes``):
         ``(A, planes, side * scale, side * scale)`` uint8, each plane times its factor
-        (the same uint8 products as the numpy encoder)."""
+        (the same uint8 products as the numpy encoder); ``agent``: that one's alone."""
         side = 2 * self.t.radius + 1
-        p = self._planes_one(st).reshape(st["pos"].shape[0], side, side, -1) * self.factor
+        p = self._planes_one(st, agent=agent)
+        p = p.reshape(p.shape[0], side, side, -1) * self.factor
         p = p.transpose(0, 3, 1, 2)
         if self.image_scale > 1:
             p = p.repeat(self.image_scale, axis=2).repeat(self.image_scale, axis=3)
         return p
 
-    def _planes_one(self, st: dict) -> jnp.ndarray:
+    def _planes_one(self, st: dict, tail: bool = False, agent: int | None = None
+                    ) -> jnp.ndarray:
         """``(A, side * side * planes)`` uint8 planes of a household's agents
-        (``observe.batch_planes``).
+        (``observe.batch_planes``); ``tail``: followed by ``rl_obs.flat_tail`` (the raw
+        flat observation); ``agent``: that agent's window alone, ``(1, ...)`` (a JAX
+        env's per-agent observations, each its own array: slicing one agent out of
+        the ``(A, D)`` result, under ``vmap`` a strided slice of every household's
+        block, cost 3-5x the encoding itself on CPU).
 
-        Gathers, no scatters (a fixed-shape scatter pays for every candidate entry and
-        runs as a loop on CPU): each window slot looks up the cell it shows
-        (``slot_cell``), the furniture or door there and the agent standing there; the
-        changing planes (door / container tiles, teammates, object counts and goal
-        rows) are built per slot and added to the still planes of the table.
+        Sparse: each agent's window starts as the still planes of its standing cell
+        (one row of a table, gathered), and only what can change is added into it:
+        one row of ``planes`` values per door and piece of furniture it sees (the
+        door's or container's tile, the objects on it, the goal rows' counts and
+        target marks; :meth:`_thing_rows`) and per agent it sees (the teammate mark
+        and what it holds; at its own cell the hands' counts alone, the self mark
+        being still). Which doors and furniture a standing cell sees, and where, is a
+        table (``thing_id``, ``thing_slot``: at most ``M`` per cell, 12 on
+        ``apartment`` at the default view), so a window costs one row gather and
+        ``M + A`` row adds (one windowed scatter), not a pass over every plane of
+        every slot: that dense build was 15-20x slower on CPU. Observations are built
+        anew each step rather than kept in the state and patched: under ``vmap`` a
+        patch cannot skip the households whose agents moved (their whole window
+        shifts), so it would cost the full write plus the select of autoreset.
         """
         c, t = self.c, self.t
         pos, agents = st["pos"], st["pos"].shape[0]
         side2, planes = t.static_planes.shape[1], t.static_planes.shape[2]
+        viewers = jnp.arange(agents) if agent is None else jnp.array([agent])
+        stand = c["stand"][pos[viewers]]
+        rows, mates = self._thing_rows(st)
+        # Agents: their row where the viewer sees them; the viewer's own cell gets its
+        # hands' counts without the teammate mark. Unseen ones add zeros at slot 0.
+        own = (viewers[:, None] == jnp.arange(agents))[..., None] \
+            & (jnp.arange(planes) == TILE_PLANES + 1)
+        seen = self._window_slot(pos[viewers][:, None], pos[None, :])  # (V, A), -1 unseen
+        mate_rows = jnp.where(own | (seen < 0)[..., None], 0, mates[None])
+        update = jnp.concatenate([rows[c["thing_id"][stand]], mate_rows], axis=1)
+        slots = jnp.concatenate([c["thing_slot"][stand], jnp.maximum(seen, 0)], axis=1)
+        if tail:
+            window = c["static_tail"][stand]  # (A, D): the tail's columns zero
+            window = jax.lax.dynamic_update_slice(window, self._tail(st)[viewers],
+                                                  (0, side2 * planes))
+        else:
+            window = c["static"][stand]
+        # Row a, entries slot * planes ... + planes: one window of the scatter per update.
+        index = jnp.stack([jnp.broadcast_to(jnp.arange(len(viewers))[:, None], slots.shape),
+                           slots * planes], axis=-1)
+        dims = jax.lax.ScatterDimensionNumbers(update_window_dims=(2,),
+                                               inserted_window_dims=(0,),
+                                               scatter_dims_to_operand_dims=(0, 1))
+        return jax.lax.scatter_add(window, index, update, dims,
+                                   mode=jax.lax.GatherScatterMode.PROMISE_IN_BOUNDS)
+
+    def _thing_rows(self, st: dict) -> tuple[jnp.ndarray, jnp.ndarray]:
+        """The changing planes of a household's things: ``(F + D + 1, planes)`` uint8,
+        a row per piece of furniture (its tile if a container, then the objects on it
+        when open and per goal row the count of that row's class and its target mark),
+        per door (its tile), and a zero row (the tables' padding); and ``(A, planes)``
+        per agent (the teammate mark, the objects in its hands and their goal counts)."""
+        c, t = self.c, self.t
+        planes = t.static_planes.shape[2]
         k = t.num_classes
-        stand = c["stand"][pos]
         goal_class = st["goal_class"]
         missing = (st["goal_count"] > st["progress"]) & (goal_class >= 0)
 
         def count_planes(per_class: jnp.ndarray, target: jnp.ndarray) -> jnp.ndarray:
-            """(X, K) objects per class, (X, G) target marks -> (X, 11): objects, then
-            per goal row its class count and target mark."""
+            """(X, K) objects per class, (X, G) target marks -> (X, 1 + 2G): objects,
+            then per goal row its class count and target mark."""
             goal = per_class[:, jnp.maximum(goal_class, 0)] * (goal_class >= 0)
             pairs = jnp.stack([goal, target], axis=-1).reshape(per_class.shape[0], -1)
-            return jnp.concatenate([per_class.sum(-1, keepdims=True), pairs], axis=1)
+            return jnp.concatenate([per_class.sum(-1, keepdims=True), pairs],
+                                   axis=1).astype(jnp.uint8)
 
-        cell = c["slot_cell"][stand]  # (A, S2): the cell each slot shows, -1 hidden
-        at = jnp.maximum(cell, 0)
-        furn = jnp.where(cell >= 0, c["furniture_at"][at], -1)
-        door = jnp.where(cell >= 0, c["door_at"][at], -1)
-        # Furniture: what lies on / in it when open, and the goal rows it is a target of.
         contents = st["contents"]
         cls_in = jnp.where(contents >= 0, st["object_class"][jnp.maximum(contents, 0)], -1)
         per_f = (cls_in[..., None] == jnp.arange(k)).sum(axis=1) \
             * st["container_open"][:, None]
         target = (c["ftype"][:, None] == st["goal_target"][None, :]) & missing[None, :]
-        by_furniture = count_planes(per_f, target)
-        counts = jnp.where((furn >= 0)[..., None], by_furniture[jnp.maximum(furn, 0)], 0)
-        # Agents: what each holds counts at its cell; teammates are marked.
+        counts = count_planes(per_f, target)  # (F, 1 + 2G)
+        doors = st["door_open"].shape[0]
+        # Tiles: "closed" + open flag; tile code c is plane c - 1 (-1: no tile plane).
+        code = jnp.concatenate([
+            jnp.where(c["is_container"], T_CLOSED + st["container_open"], 0),
+            T_DOOR_CLOSED + st["door_open"].astype(jnp.int32), jnp.zeros(1, jnp.int32)])
+        tiles = (code[:, None] - 1 == jnp.arange(TILE_PLANES)).astype(jnp.uint8)
+        gap = planes - TILE_PLANES - counts.shape[1]  # agent and furniture type planes
+        things = jnp.concatenate([
+            tiles, jnp.zeros((len(code), gap), jnp.uint8),
+            jnp.concatenate([counts, jnp.zeros((doors + 1, counts.shape[1]), jnp.uint8)])],
+            axis=1)
+        agents = st["pos"].shape[0]
         hands = st["hands"][:, :HAND_CAPACITY]
         cls_h = jnp.where(jnp.arange(HAND_CAPACITY)[None, :] < st["held"][:, None],
                           st["object_class"][jnp.maximum(hands, 0)], -1)
         per_h = (cls_h[..., None] == jnp.arange(k)).sum(axis=1)  # (A holder, K)
-        by_agent = count_planes(per_h, jnp.zeros((agents, goal_class.shape[0]), bool))
-        here = (cell[..., None] == pos[None, None, :]) & (cell >= 0)[..., None]  # (A,S2,A)
-        counts = counts + (here[..., None] * by_agent[None, None]).sum(axis=2)
-        mate = (here & ~jnp.eye(agents, dtype=bool)[:, None, :]).any(axis=-1)
-        # Door and container tiles: "closed" + open flag; tile code c is plane c - 1.
-        f = jnp.maximum(furn, 0)
-        if st["door_open"].shape[0]:
-            door_code = T_DOOR_CLOSED + st["door_open"][jnp.maximum(door, 0)]
-        else:
-            door_code = jnp.zeros_like(door)
-        code = jnp.where(door >= 0, door_code, jnp.where(
-            (furn >= 0) & c["is_container"][f], T_CLOSED + st["container_open"][f], 0))
-        tiles = code[..., None] == jnp.arange(1, TILE_PLANES + 1)
-        blank = jnp.zeros((agents, side2, planes - TILE_PLANES - AGENT_PLANES - counts.shape[2]),
-                          bool)  # the furniture type planes: all still
-        dynamic = jnp.concatenate([tiles, jnp.zeros((agents, side2, 1), bool), mate[..., None],
-                                   blank], axis=2).astype(jnp.uint8)
-        dynamic = jnp.concatenate([dynamic, counts.astype(jnp.uint8)], axis=2)
-        return c["static"][stand] + dynamic.reshape(agents, -1)  # disjoint planes
+        mark = jnp.arange(TILE_PLANES + gap) == TILE_PLANES + 1  # the teammate plane
+        mates = jnp.concatenate([
+            jnp.broadcast_to(mark.astype(jnp.uint8), (agents, len(mark))),
+            count_planes(per_h, jnp.zeros((agents, goal_class.shape[0]), bool))], axis=1)
+        return things, mates
 
     def _tail(self, st: dict) -> jnp.ndarray:
         """``rl_obs.flat_tail`` of every agent: hand slots' class one-hot, goal rows."""
@@ -313,6 +359,24 @@ class JaxCore:
         inside = (dy >= 0) & (dy < side) & (dx >= 0) & (dx < side)
         seen = self.c["visible"][self.c["view"][viewer], target]
         return jnp.where(inside & seen, dy * side + dx, -1)
+
+
+def _seen_things(t: LayoutTables) -> tuple[np.ndarray, np.ndarray]:
+    """Per standing cell (rows of ``static_planes``), the doors and furniture seen from
+    it: ``(cells, M)`` thing ids (furniture ``0..F-1``, doors ``F..F+D-1``; ``F + D``, a
+    zero row, pads) and their window slots (0 for the pads: adding zeros there is a
+    no-op); ``M`` the most any cell sees."""
+    stand = np.flatnonzero(t.view_of_cell >= 0)
+    things = np.concatenate([t.furniture_cell, t.door_cell])
+    slot = t.window_slot(stand[:, None], things[None, :])  # (cells, F + D), -1 unseen
+    seen = slot >= 0
+    width = max(1, int(seen.sum(axis=1).max(initial=0)))
+    ids = np.full((len(stand), width), len(things), np.int32)
+    slots = np.zeros((len(stand), width), np.int32)
+    for row, mask in enumerate(seen):
+        which = np.flatnonzero(mask)
+        ids[row, :len(which)], slots[row, :len(which)] = which, slot[row, which]
+    return ids, slots
 
 
 def _device(a: np.ndarray) -> jnp.ndarray:

@@ -251,8 +251,10 @@ class HouseholdJaxEnv:
 
     def get_obs(self, state: State) -> dict[str, jax.Array]:
         """Each agent's observation of ``state``."""
-        obs = self.observations(state)
-        return {a: obs[i] for i, a in enumerate(self.agents)}
+        # Each agent's encoded on its own: one array per agent as JaxMARL hands them out,
+        # not slices of one (N, A, D) block (jax_core._planes_one).
+        st = self._world(state)
+        return {a: self._encode(st, i)[0] for i, a in enumerate(self.agents)}
 
     def get_avail_actions(self, state: State) -> dict[str, jax.Array]:
         """Each agent's int8 ``(53,)`` action mask (1: the action takes effect)."""
@@ -262,13 +264,15 @@ class HouseholdJaxEnv:
     # ---- the same, as (num_agents, ...) arrays ----
     def observations(self, state: State) -> jax.Array:
         """``(num_agents, ...)`` observations of ``state``."""
-        st = self._world(state)
+        return self._encode(self._world(state))
+
+    def _encode(self, st: dict[str, jax.Array], agent: int | None = None) -> jax.Array:
         core = self._core
         if self.obs_mode == "image":
-            return core._image_one(st)
+            return core._image_one(st, agent)
         if self.obs_dtype == np.uint8:  # the raw plane values: no scaling
-            return jnp.concatenate([core._planes_one(st), core._tail(st)], axis=1)
-        return core._flat_one(st)
+            return core._raw_flat_one(st, agent)
+        return core._flat_one(st, agent)
 
     def action_masks(self, state: State) -> jax.Array:
         """``(num_agents, 53)`` int8 action masks of ``state``."""

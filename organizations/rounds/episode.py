@@ -229,12 +229,13 @@ class EpisodeState:
 
     def set_leaders(self, leaders: list[str]) -> None:
         """Put ``leaders`` in the top tier (only that tier: vice leaders stay where they
-        are) and tell members (planners: only the top tier assigns)."""
+        are) and tell members whether they hold a leader's seat (any tier but the last:
+        a vice leader leads its members; whom each orders is its ``rules.reports``)."""
         if list(leaders) != list(self.resolved.top_leaders):
             self.resolved = self.resolved.with_leaders(leaders)
-        top = set(self.resolved.tiers[0][1]) if len(self.resolved.tiers) > 1 else set()
+        seats = set(self.resolved.leaders)
         for agent, member in self.members.items():
-            member.set_leader(agent in top)
+            member.set_leader(agent in seats)
 
     def switch(self, organization: Organization) -> None:
         """Put ``organization`` in force for the same team (the monitor's fallback, a
@@ -278,8 +279,7 @@ class EpisodeState:
         if self.organization.rules.succession == "none":
             return
         member = self.members[agent]
-        member.set_leader(agent in self.resolved.top_leaders
-                          and len(self.resolved.tiers) > 1)
+        member.set_leader(agent in self.resolved.leaders)
         if agent in self.resolved.leaders:
             self.event("succession", agent=agent, role=self.resolved.role_of(agent),
                        successor=agent, member=member.model or None,

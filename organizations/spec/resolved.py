@@ -222,12 +222,18 @@ class ResolvedOrganization:
         top = self.top_leaders
         out = {}
         for a in self.team:
+            reports = tuple(r for r in self.members_of(a) if r not in self.removed)
+            tier = next((t for _, t in self.tiers[:-1] if a in t), ())
+            peers = tuple(p for p in tier if p != a and p not in self.removed
+                          and self.reports_to[p] == self.reports_to[a] and self.members_of(p)
+                          and self.can_message(a, p))
             out[a] = MemberRules(
                 assign_work=rules.assign_work, report_when=rules.report_when,
                 report_to=self._report_receivers(a), max_messages=rules.budget.messages,
                 max_tokens=rules.budget.tokens, corrections=rules.corrections,
                 vote=rules.election.vote, vote_seed=rules.election.seed, leaders=top,
-                assigns=rules.assign_work == "leader" and a in top,
+                boss=self.reports_to[a], reports=reports, peers=peers if reports else (),
+                assigns=rules.assign_work == "leader" and bool(reports),
                 may_abstain=org.allow_abstain,
                 self_chosen_roles=org.self_chosen_roles or self.roles[a] == SELF_CHOSEN)
         return out
@@ -241,8 +247,10 @@ class ResolvedOrganization:
         """
         to = self.organization.rules.report_to
         boss = self.reports_to[agent]
-        if to == "leader":
-            near = [boss] if boss else self.members_of(agent)
+        if to == "leader":  # a top leader: the agents it leads, and the other top leaders
+            near = [boss] if boss else [*self.members_of(agent), *(
+                p for p in self.top_leaders if p != agent and self.members_of(agent)
+                and self.can_message(agent, p))]
         elif to == "neighbours":
             near = [boss] if boss else []
             near += self.members_of(agent)

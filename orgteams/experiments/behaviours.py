@@ -1,13 +1,22 @@
 """Cooperative-behaviour classification of team messages (organized-teams paper, §4.3).
 
-Each message gets one label of :data:`LABELS`: ``information_sharing`` (what the sender
-saw, did or holds), ``leadership_assistance`` (orders, assignments, offers of help,
-claims of work that coordinate others), ``request_for_guidance`` (asking what to do or
-where something is), or ``other``. Two classifiers: :func:`classify_rule` (keywords and
-message shapes, no model) and :class:`LLMClassifier` (one structured call per message
-whose reply is constrained to the label set; a failed call is recorded, never guessed).
+Each message gets one label of :data:`LABELS`, as paper 1 defines its three cooperative
+behaviours (docs/behaviours.md): ``information_sharing`` (reporting what the sender saw,
+did, holds or will do itself: progress and its own plan), ``leadership_assistance``
+(directing or helping others: orders, assignments, suggestions and corrections, offers
+of help), ``request_for_guidance`` (asking what to do, for help or where something is),
+or ``other``. Structured planner messages are labelled by their kind
+(:data:`KIND_LABELS`: an ``assign`` is an order, a ``claim`` the sender's own plan);
+free text by one of two classifiers: :func:`classify_rule` (keywords and message
+shapes, no model) and :class:`LLMClassifier` (one structured call per message whose
+reply is constrained to the label set; a failed call is recorded, never guessed).
 ``assets/behaviours/labelled.yaml`` holds messages from real runs labelled by hand;
 :func:`agreement` measures a classifier on it.
+
+Paper 1 reports the shares per role (leaders spend over 60% of their messages on
+orders, followers share and ask more): :func:`episodes_label_shares` gives the shares of
+each organization's messages overall and per role (``by_role``, the role each line of
+the episode log records for its speaker).
 """
 
 from __future__ import annotations
@@ -15,7 +24,8 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -28,11 +38,25 @@ from orgteams.errors import UserError
 if TYPE_CHECKING:
     from orgteams.organizations.rounds.episode_summary import EpisodeSummary
 
-__all__ = ["LABELS", "LLMClassifier", "agreement", "classify_rule", "episodes_label_shares",
-           "label_shares", "load_labelled", "messages_of_log", "shares_markdown"]
+__all__ = ["KIND_LABELS", "LABELS", "LLMClassifier", "Said", "agreement", "classify_message",
+           "classify_rule", "episodes_label_shares", "label_shares", "load_labelled",
+           "messages_of_log", "role_shares_markdown", "said_in_log", "said_shares",
+           "shares_markdown"]
 
 LABELS = ("information_sharing", "leadership_assistance", "request_for_guidance", "other")
 """The constrained label set."""
+
+KIND_LABELS: dict[str, str] = {
+    "assign": "leadership_assistance",   # an order: it directs a teammate
+    "correct": "leadership_assistance",  # a member's constructive feedback on an order
+    "claim": "information_sharing",      # what the sender itself goes for: its own plan
+    "release": "information_sharing",    # it gave that up: news of its own progress
+    "found": "information_sharing",      # a goal object seen
+    "done": "information_sharing",       # a subgoal done, a room explored
+    "status": "information_sharing",     # what it does and holds
+}
+"""The label of each structured (planner) message kind, by paper 1's definitions
+(docs/behaviours.md); ``text`` messages are classified by their words."""
 
 MESSAGE_MAX_CHARS = 400
 """Longest message text a classifier reads (longer ones are cut)."""
@@ -42,15 +66,18 @@ _QUESTION = re.compile(r"\?|\b(should i|what should|what do|where (is|are|can)|c
                        r"instructions?|guidance)|tell me what)\b", re.I)
 # an order: addressed to a teammate ("agent_1:" or a name, "Bob:"), an imperative first
 # word, or wording that assigns, offers or claims work
+# (an offer of help is assistance; saying what one will do oneself, "I'll grab the
+# apple" or a planner's "claim", is sharing one's own plan: information)
 _LEAD = re.compile(r"^\s*(agent_\d+|(?-i:[A-Z][a-z]+))\s*:|^\s*(grab|explore|go|get|open|"
                    r"bring|put|check|pick|fetch|search)\b|\b(please|you (should|take|go|get|"
                    r"grab|explore|handle)|"
-                   r"go to|let'?s|i('ll| will) (help|take|handle|get|grab|do)|i can help|"
-                   r"claim|assign|everyone|team,|focus on|take care of|follow me|your task)\b",
+                   r"go to|let'?s|i('ll| will) help|i can help|"
+                   r"assign|everyone|team,|focus on|follow me|your task)\b",
                    re.I)
 _INFO = re.compile(r"\b(seen|saw|found|done|finished|is (in|on|at)|are (in|on|at)|i (have|am|'m)|"
                    r"i('ve| have) (put|placed|grabbed)|release|holding|located|there is|"
-                   r"there are|placed|put)\b", re.I)
+                   r"there are|placed|put|claim|i('ll| will) (take|handle|get|grab|do|go|"
+                   r"explore|check))\b", re.I)
 
 
 def classify_rule(message: str) -> str:
@@ -147,31 +174,74 @@ def agreement(truth: Sequence[str], predicted: Sequence[str | None]) -> dict[str
             "fallbacks": sum(p is None for p in predicted)}
 
 
-def messages_of_log(path: str | Path) -> list[str]:
-    """The messages agents sent in one episode log (its communicate lines' message texts,
-    read with :func:`~orgteams.organizations.rounds.episode_log.read_log`)."""
+@dataclass(frozen=True)
+class Said:
+    """One message an agent sent, as its episode log line records it.
+
+    Attributes:
+        role: The speaker's role then (``leader``, ``vice_leader``, ``member``, a
+            self-chosen role), ``"none"`` where the line records none.
+        kind: The message kind (``text`` or a structured kind such as ``assign``).
+        text: What was said.
+    """
+
+    role: str
+    kind: str
+    text: str
+
+
+def said_in_log(path: str | Path) -> list[Said]:
+    """The messages agents sent in one episode log (its communicate lines with a
+    message, read with :func:`~orgteams.organizations.rounds.episode_log.read_log`)."""
     from orgteams.agents.records import MessageLine
     from orgteams.organizations.rounds.episode_log import read_log
 
-    return [line.message.text for line in read_log(path) if isinstance(line, MessageLine)
+    return [Said(line.role or "none", line.message.kind, line.message.text)
+            for line in read_log(path) if isinstance(line, MessageLine)
             and line.message is not None and line.message.text.strip()]
 
 
-def label_shares(messages: Iterable[str], classify=classify_rule) -> dict[str, Any]:
-    """``{"n", "shares": {label: share}}`` of ``messages`` (shares sum to 1)."""
-    counts = Counter(classify(m) for m in messages)
+def messages_of_log(path: str | Path) -> list[str]:
+    """The texts of the messages agents sent in one episode log (:func:`said_in_log`)."""
+    return [s.text for s in said_in_log(path)]
+
+
+def classify_message(kind: str, text: str,
+                     classify: Callable[[str], str | None] = classify_rule) -> str | None:
+    """The label of one message: by :data:`KIND_LABELS` for a structured kind, else
+    ``classify`` of its text."""
+    return KIND_LABELS.get(kind) or classify(text)
+
+
+def _shares(labels: Iterable[str | None]) -> dict[str, Any]:
+    counts = Counter(labels)
     n = sum(counts.values())
     return {"n": n, "shares": {label: counts[label] / n if n else None for label in LABELS}}
 
 
+def label_shares(messages: Iterable[str], classify=classify_rule) -> dict[str, Any]:
+    """``{"n", "shares": {label: share}}`` of message texts (shares sum to 1)."""
+    return _shares(classify(m) for m in messages)
+
+
+def said_shares(said: Iterable[Said], classify=classify_rule) -> dict[str, Any]:
+    """``{"n", "shares", "by_role": {role: {"n", "shares"}}}`` of ``said``, each message
+    labelled by :func:`classify_message`; roles in order of their first message."""
+    labelled = [(s.role, classify_message(s.kind, s.text, classify)) for s in said]
+    roles = dict.fromkeys(role for role, _ in labelled)
+    return {**_shares(label for _, label in labelled),
+            "by_role": {r: _shares(label for role, label in labelled if role == r)
+                        for r in roles}}
+
+
 def episodes_label_shares(summaries: Iterable[EpisodeSummary], classify=classify_rule,
                           log_dir: str | Path | None = None) -> dict[str, Any]:
-    """:func:`label_shares` of every message sent in the episodes whose summaries are
+    """:func:`said_shares` of every message sent in the episodes whose summaries are
     given (read from each summary's ``log_path``, or a file of that name in ``log_dir``
-    when the path is not there, e.g. a sweep folder that moved), with ``episodes`` (how
-    many were read) and ``missing_logs`` (episodes without a readable log, a corrupted
-    one included: counted, never guessed)."""
-    messages: list[str] = []
+    when the path is not there, e.g. a sweep folder that moved): shares overall and per
+    role, with ``episodes`` (how many were read) and ``missing_logs`` (episodes without a
+    readable log, a corrupted one included: counted, never guessed)."""
+    messages: list[Said] = []
     read = missing = 0
     for summary in summaries:
         log = summary.log_path
@@ -179,7 +249,7 @@ def episodes_label_shares(summaries: Iterable[EpisodeSummary], classify=classify
         if path is not None and not path.is_file() and log_dir is not None:
             path = Path(log_dir) / path.name
         try:
-            said = messages_of_log(path) if path is not None and path.is_file() else None
+            said = said_in_log(path) if path is not None and path.is_file() else None
         except UserError:  # a line that is not JSON: not this episode's messages
             said = None
         if said is None:
@@ -187,7 +257,7 @@ def episodes_label_shares(summaries: Iterable[EpisodeSummary], classify=classify
             continue
         read += 1
         messages.extend(said)
-    return {**label_shares(messages, classify), "episodes": read, "missing_logs": missing}
+    return {**said_shares(messages, classify), "episodes": read, "missing_logs": missing}
 
 
 def shares_markdown(rows: Sequence[tuple[str, dict[str, Any]]]) -> list[str]:
@@ -200,4 +270,19 @@ def shares_markdown(rows: Sequence[tuple[str, dict[str, Any]]]) -> list[str]:
         shares = [found["shares"][label] for label in LABELS]
         lines.append(f"| {org} | {found['episodes']} | {found['n']} | " + " | ".join(
             "-" if v is None else f"{v:.2f}" for v in shares) + " |")
+    return lines
+
+
+def role_shares_markdown(rows: Sequence[tuple[str, dict[str, Any]]]) -> list[str]:
+    """Markdown lines of the label shares per role within each organization: one row per
+    ``(organization, role)`` of ``(organization, shares)`` (:func:`episodes_label_shares`'
+    answer; leaders vs followers, as paper 1 §4.3 reports them)."""
+    lines = ["| organization | role | messages | "
+             + " | ".join(label.replace("_", " ") for label in LABELS) + " |",
+             "|---|---|---:|" + "---:|" * len(LABELS)]
+    for org, found in rows:
+        for role, part in (found.get("by_role") or {}).items():
+            shares = [part["shares"][label] for label in LABELS]
+            lines.append(f"| {org} | {role} | {part['n']} | " + " | ".join(
+                "-" if v is None else f"{v:.2f}" for v in shares) + " |")
     return lines

@@ -1,8 +1,10 @@
 """Paper experiments as one command each: recipes in ``assets/experiments/<name>.yaml``.
 
 A recipe is data: ``kind: sweep`` (a sweep spec, a baseline organization, the metrics
-of its table, and with ``behaviours: true`` each organization's shares of the
-rule-based message labels of :mod:`orgteams.experiments.behaviours`) or ``kind: reflect``
+of its table, a ``caption`` saying what its arms differ in besides the factor under
+study, and with ``behaviours: true`` each organization's shares of the
+rule-based message labels of :mod:`orgteams.experiments.behaviours`, overall and per
+role) or ``kind: reflect``
 (Criticize-Reflect variants, each evaluated best vs start on held-out seeds).
 :func:`run_experiment` runs one and writes into ``out``: ``spec.yaml`` (exactly what
 ran, after ``--backend``/``--seeds``), ``table.md`` and ``table.json`` (its table) and
@@ -52,6 +54,8 @@ __all__ = ["coordinator_input", "list_experiments", "load_recipe", "run_experime
            "skipped_same_behaviour", "team_specs"]
 
 KINDS = ("sweep", "reflect", "shocks", "generalize")
+CELL = ("task", "layout", "agents", "backend", "organization")
+"""A sweep table row's cell columns (a model-mix recipe's ``team`` comes before them)."""
 NO_BUDGET = {"max_cost": None, "price_per_mtok": None, "on_estimate": None}
 """A recipe run without a budget or a price of its own (the price table)."""
 
@@ -267,7 +271,7 @@ def _run_sweep(name: str, recipe: dict[str, Any], backend: str | None, seeds: in
                "success_rate", *metrics, *(["messages", *shares] if behaviours else [])]
     if arm_of:
         columns.insert(0, "team")
-    out_rows = []
+    out_rows, role_rows = [], []
     kept: dict[tuple, list[EpisodeSummary]] = {}
     for key, group in groups.items():
         ok = [EpisodeSummary.from_dict(r["summary"]) for r in group if played(r)]
@@ -284,9 +288,17 @@ def _run_sweep(name: str, recipe: dict[str, Any], backend: str | None, seeds: in
             found = episodes_label_shares(ok, log_dir=out / "logs")
             entry["messages"] = found["n"]
             entry.update({f"share_{k}": v for k, v in found["shares"].items()})
+            # paper 1 reports shares per role: leaders' orders vs followers' reports
+            role_rows += [{**dict(zip(CELL, key, strict=True)), "role": role,
+                           "messages": part["n"],
+                           **{f"share_{k}": v for k, v in part["shares"].items()}}
+                          for role, part in found["by_role"].items()]
         out_rows.append(entry)
     table = {"experiment": name, "kind": "sweep", "description": recipe.get("description"),
-             "columns": columns, "rows": out_rows, "report": str(out / "report.md")}
+             "caption": recipe.get("caption"), "columns": columns, "rows": out_rows,
+             "report": str(out / "report.md")}
+    if behaviours:
+        table.update(role_columns=[*CELL, "role", "messages", *shares], role_rows=role_rows)
     if recipe.get("contrast"):
         table["contrasts"] = _contrasts(name, recipe["contrast"], kept, arm_of)
     if recipe.get("across_sizes"):
@@ -774,6 +786,12 @@ def _markdown(table: dict[str, Any]) -> str:
     lines += [*[line for note in table.get("notes") or [] for line in (note, "")],
               "| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
     lines += ["| " + " | ".join(_cell(r.get(c)) for c in cols) + " |" for r in table["rows"]]
+    if table.get("role_rows"):  # behaviours: the shares per role within each organization
+        cols = table["role_columns"]
+        lines += ["", "Per role (leaders vs followers, as paper 1 section 4.3 reports them):",
+                  "", "| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+        lines += ["| " + " | ".join(_cell(r.get(c)) for c in cols) + " |"
+                  for r in table["role_rows"]]
     contrasts = table.get("contrasts") or []
     if contrasts:
         keys = ["task", "layout", "agents", "backend", "a", "b", "n", "success_a",

@@ -17,8 +17,9 @@ from the summaries' ``roles_by_round``), the mean leader tenure (rounds per lead
 term) and self-vote rate (share of ballots cast for oneself) over the episodes that
 have them (:data:`LEADERSHIP`), the tokenizer its token counts came from, and the
 shares of the cooperative-behaviour labels (organized-teams paper §4.3) of every
-message its episodes sent (rule-based, :mod:`orgteams.experiments.behaviours`; read from the
-episode logs, episodes without a log counted as ``missing_logs``) and how its
+message its episodes sent, overall and per role (rule-based,
+:mod:`orgteams.experiments.behaviours`; read from the episode logs, episodes without a
+log counted as ``missing_logs``) and how its
 episodes ended (``stop_reasons``: ``goal met``, ``max ticks``, ``max rounds``).
 
 Only episodes that really played count: a row is used when its ``status`` is ``ok``
@@ -258,7 +259,7 @@ def _cell(d: dict) -> str:
 
 
 def _markdown(result: dict) -> str:
-    from orgteams.experiments.behaviours import shares_markdown
+    from orgteams.experiments.behaviours import role_shares_markdown, shares_markdown
 
     lines = ["# Sweep report", "",
              f"Results: `{result['results']}` ({result['cells']} cells, "
@@ -333,7 +334,11 @@ def _markdown(result: dict) -> str:
             for m in TESTED if m in kw) + ".", ""]
         lines += ["### Cooperative behaviours (shares of rule-based message labels)", "",
                   *shares_markdown([(str(g["organization"]), g["behaviours"]) for g in gs]),
-                  ""]
+                  "", "Per role (the role each message's log line records: leaders vs "
+                  "followers, as paper 1 section 4.3 reports them; labels as docs/"
+                  "behaviours.md defines them):", "",
+                  *role_shares_markdown([(str(g["organization"]), g["behaviours"])
+                                         for g in gs]), ""]
         plots = [p for p in result["files"].get("plots", []) if Path(p).name.startswith(
             _slug(gs[0]) + "_")]
         lines += [f"![{Path(p).stem}]({Path(p).name})" for p in plots] + [""]

@@ -125,7 +125,8 @@ def test_leader_assigns_and_member_follows():
     env = HighLevelEnv(layout="studio", task="prepare_food", num_agents=2)
     env.reset(seed=1)
     leader, member = PlannerAgent("agent_0", role="leader"), PlannerAgent("agent_1")
-    leader.rules = MemberRules(assign_work="leader")  # a leader assigns only when told to
+    # a leader assigns only when told to, and only to its reports
+    leader.rules = MemberRules(assign_work="leader", reports=("agent_1",), assigns=True)
     scene = env.base.world.scene
     # The leader alone knows where a wanted object is; the member has not seen it.
     obj = next(o for i, o in enumerate(scene.objects)

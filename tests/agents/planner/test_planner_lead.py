@@ -14,8 +14,10 @@ from orgteams.agents.messages import TeamMessage
 from orgteams.agents.planner.planner import PlannerAgent
 from orgteams.envs.highlevel.highlevel_env import HighLevelEnv
 
-LEADER_RULES = MemberRules(assign_work="leader", leaders=("agent_0",))
-MEMBER_RULES = MemberRules(assign_work="leader", leaders=("agent_0",), report_to=("agent_0",))
+LEADER_RULES = MemberRules(assign_work="leader", leaders=("agent_0",),
+                           reports=("agent_1", "agent_2"), assigns=True)
+MEMBER_RULES = MemberRules(assign_work="leader", leaders=("agent_0",), report_to=("agent_0",),
+                           boss="agent_0")
 
 
 def _team(task: str = "prepare_afternoon_tea", seed: int = 0) -> tuple[HighLevelEnv,

@@ -125,6 +125,33 @@ def test_scan_equals_step_by_step_calls():
             np.testing.assert_array_equal(a, b[i])
 
 
+@pytest.mark.parametrize("kwargs", [{}, {"obs_mode": "image", "image_scale": 1}])
+def test_each_agents_observation_is_its_row_of_observations(kwargs):
+    """get_obs encodes each agent's window on its own (one array per agent); it equals
+    that agent's row of observations(), which encodes all at once, through ticks where
+    teammates come into view, leave it and hold objects (4 agents, view radius 2)."""
+    env = household_v0.jax_env(**{**SMALL, "num_agents": 4, **kwargs})
+    n = 6
+
+    def run(keys):
+        _, state = jax.vmap(env.reset)(keys)
+
+        def tick(state, key):
+            acts = jax.random.randint(key, (n, 4), 0, 53)
+            _, state, *_ = jax.vmap(env.step)(keys, state, acts)
+            obs = jax.vmap(env.get_obs)(state)
+            pos = state.pos
+            seen = jax.vmap(env._core._window_slot)(pos[:, :, None], pos[:, None, :])
+            return state, (jnp.stack([obs[a] for a in env.agents], axis=1),
+                           jax.vmap(env.observations)(state), (seen < 0).sum())
+
+        return jax.lax.scan(tick, state, jax.random.split(keys[0], 40))[1]
+
+    per_agent, together, hidden = jax.jit(run)(jax.random.split(jax.random.PRNGKey(5), n))
+    np.testing.assert_array_equal(per_agent, together)
+    assert int(hidden.sum()) > 0  # some teammates were out of view
+
+
 def test_autoreset_follows_jaxmarl():
     """At the tick an episode ends: rewards, dones and infos of that tick; state and
     observations of the next episode (``reset_state`` when given, else drawn)."""

@@ -150,7 +150,9 @@ def test_should_stop_ends_the_episode_where_it_is_asked(asked_after, ticks, roun
 def test_a_pyramid_starts_with_one_leader_not_every_upper_tier():
     state = _state(n=9, org="pyramid")
     asyncio.run(play_rounds(state, 1))
+    # one top leader; the vice leaders hold leader seats too (each leads its members)
+    assert state.resolved.top_leaders == ("agent_0",)
     leaders = [a for a, m in state.members.items() if m.planner.role == "leader"]
-    assert leaders == ["agent_0"]
+    assert leaders == ["agent_0", "agent_1", "agent_2"]
     assert [state.role(a) for a in ("agent_0", "agent_1", "agent_2", "agent_3")] == [
         "leader", "vice_leader", "vice_leader", "member"]

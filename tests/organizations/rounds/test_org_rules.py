@@ -77,7 +77,19 @@ def test_members_are_told_their_rules_and_report_receivers():
     pyramid = load_organization("pyramid").resolve([f"agent_{i}" for i in range(9)])
     assert pyramid.member_rules("agent_5").report_to == ("agent_1",)  # its vice leader
     assert pyramid.member_rules("agent_0").report_to == ("agent_1", "agent_2")
-    assert pyramid.member_rules("agent_0").assigns and not pyramid.member_rules("agent_1").assigns
+    # every leader tier assigns, each to its own reports (never across or past a tier)
+    assert [(a, pyramid.member_rules(a).assigns, pyramid.member_rules(a).reports)
+            for a in ("agent_0", "agent_1", "agent_5")] == [
+        ("agent_0", True, ("agent_1", "agent_2")),
+        ("agent_1", True, ("agent_3", "agent_4", "agent_5")),
+        ("agent_5", False, ())]
+    assert pyramid.member_rules("agent_5").boss == "agent_1"
+    dual = load_organization("dual_leader").resolve([f"agent_{i}" for i in range(6)])
+    assert [(dual.member_rules(a).reports, dual.member_rules(a).peers)
+            for a in ("agent_0", "agent_1")] == [
+        (("agent_2", "agent_3"), ("agent_1",)), (("agent_4", "agent_5"), ("agent_0",))]
+    # a leader's reports go to its half and to the other leader (they coordinate)
+    assert dual.member_rules("agent_0").report_to == ("agent_2", "agent_3", "agent_1")
     chain = load_organization("chain").resolve([f"agent_{i}" for i in range(4)])
     assert chain.member_rules("agent_1").report_to == ("agent_0", "agent_2")
     flat = load_organization("decentralized").resolve(["agent_0", "agent_1"])

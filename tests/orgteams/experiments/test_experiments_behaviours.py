@@ -5,20 +5,26 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 
 import pytest
 import yaml
+from doubles import read_dicts
 
 from orgteams.agents.backends import ScriptedBackend
 from orgteams.cli.main import main
 from orgteams.errors import UserError
 from orgteams.experiments.behaviours import (
+    KIND_LABELS,
     LABELS,
     LLMClassifier,
+    Said,
     agreement,
+    classify_message,
     classify_rule,
     label_shares,
     load_labelled,
+    said_shares,
 )
 from orgteams.experiments.recipes import list_experiments, load_recipe, run_experiment
 from orgteams.organizations.rounds.shocks import Shock
@@ -53,8 +59,19 @@ def test_a_sweep_recipe_writes_spec_table_report_and_plots(tmp_path):
     for row in table["rows"]:
         assert row["n"] == 1 and row["errors"] == 0
         assert sum(row[f"share_{label}"] for label in LABELS) == pytest.approx(1.0)
+    # per role within each organization, from the episodes' logs (paper 1 section 4.3):
+    # the planner leader's orders are its leadership share, its members never order
+    by_role = {(r["organization"], r["role"]): r for r in table["role_rows"]}
+    for row in table["rows"]:
+        assert row["messages"] == sum(r["messages"] for (org, _), r in by_role.items()
+                                      if org == row["organization"])
+    assert {role for org, role in by_role if org == "leader"} == {"leader", "member"}
+    assert by_role[("leader", "leader")]["share_leadership_assistance"] > 0
+    assert by_role[("leader", "member")]["share_leadership_assistance"] == 0
+    assert by_role[("none", "member")]["share_information_sharing"] == 1
     md = (tmp_path / "table.md").read_text()
-    assert md.count("\n| prepare_afternoon_tea | apartment | 3 | planner |") == 5
+    assert md.count("\n| prepare_afternoon_tea | apartment | 3 | planner |") == 5 + len(by_role)
+    assert "| prepare_afternoon_tea | apartment | 3 | planner | leader | member |" in md
     assert (tmp_path / "report.md").is_file() and list(tmp_path.glob("*.png"))
 
 
@@ -154,10 +171,31 @@ def test_rule_classifier_labels():
     assert classify_rule("grab coffee_pot_1") == "leadership_assistance"  # an imperative
     assert classify_rule("hello") == "other"
     assert classify_rule("hi: there") == "other"  # a lowercase word is no addressee
+    # saying what one will do oneself is sharing one's plan; offering help is assistance
+    assert classify_rule("I'll grab the apple") == "information_sharing"
+    assert classify_rule("claim explore kitchen") == "information_sharing"
     shares = label_shares(["seen a in b", "done a -> b", "agent_0: explore kitchen", "hm"])
     assert shares == {"n": 4, "shares": {"information_sharing": 0.5,
                                          "leadership_assistance": 0.25,
                                          "request_for_guidance": 0.0, "other": 0.25}}
+
+
+def test_planner_kinds_are_labelled_by_the_papers_definitions():
+    """docs/behaviours.md: an order or a correction directs others, everything else a
+    planner says reports its own progress or plan; free text goes to the classifier."""
+    assert {k: classify_message(k, "") for k in KIND_LABELS} == {
+        "assign": "leadership_assistance", "correct": "leadership_assistance",
+        "claim": "information_sharing", "release": "information_sharing",
+        "found": "information_sharing", "done": "information_sharing",
+        "status": "information_sharing"}
+    assert classify_message("text", "Where is the wine?") == "request_for_guidance"
+    said = [Said("leader", "assign", "Bob: grab x"), Said("leader", "claim", "claim y"),
+            Said("member", "found", "seen x in f"), Said("member", "text", "what now?")]
+    assert said_shares(said)["by_role"] == {
+        "leader": {"n": 2, "shares": {"information_sharing": 0.5, "leadership_assistance": 0.5,
+                                      "request_for_guidance": 0.0, "other": 0.0}},
+        "member": {"n": 2, "shares": {"information_sharing": 0.5, "leadership_assistance": 0.0,
+                                      "request_for_guidance": 0.5, "other": 0.0}}}
 
 
 def test_the_labelled_sample_and_agreement():
@@ -311,3 +349,31 @@ def test_generalization_takes_the_best_to_every_task_against_the_fixed_leader(
                         lambda *a, **k: played.append(1))  # nothing may play now
     again = run_experiment("small", seeds=3, out=out, progress=False)
     assert played == [] and again["rows"] == table["rows"]
+
+
+@pytest.mark.slow  # 12 episodes, a report and its plots: about 20 s on 2 shared cores
+def test_paper1_organizations_arms_claim_alike_but_none(tmp_path):
+    """Issue 27: the arms that test a leader differ in leadership, not in claiming. In
+    the episodes' logs planners claim under every arm but ``none`` (the paper's
+    baseline, where nobody agreed to claim), so the p-values are against
+    ``decentralized`` and the caption says so."""
+    table = run_experiment("paper1-organizations", backend="planner", seeds=1, out=tmp_path,
+                           progress=False)
+    claimers: dict[str, set[str]] = {}
+    orderers: dict[str, set[str]] = {}
+    for line in (tmp_path / "results.jsonl").read_text().splitlines():
+        row = json.loads(line)
+        org = row["cell"]["organization"]
+        log = tmp_path / "logs" / Path(row["summary"]["log_path"]).name
+        for r in read_dicts(log):
+            kind = r.get("message_kind")
+            if r.get("phase") == "communicate" and kind in ("claim", "assign"):
+                (claimers if kind == "claim" else orderers).setdefault(org, set()).add(
+                    r["role"])
+    assert "none" not in claimers and "none" not in orderers
+    assert claimers["decentralized"] == {"member"} and "decentralized" not in orderers
+    assert "member" in claimers["leader"] and orderers["leader"] == {"leader"}
+    assert json.loads((tmp_path / "report.json").read_text())["baseline"] == "decentralized"
+    md = (tmp_path / "table.md").read_text()
+    assert table["caption"] and " ".join(table["caption"].split()) in md
+    assert "compare a leader with `decentralized`" in md

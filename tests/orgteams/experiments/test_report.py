@@ -261,11 +261,14 @@ def test_recovery_none_is_counted_as_not_recovered_never_averaged_as_zero(tmp_pa
 
 def test_label_shares_per_organization_from_the_episode_logs(tmp_path, capsys):
     """Paper 1 section 4.3 in the report: each organization's shares of the rule-based
-    labels of every message its episodes sent; a missing log is counted, a log moved
+    labels of every message its episodes sent, overall and per role (a planner's kind
+    decides its label: a claim is its own plan); a missing log is counted, a log moved
     with its sweep folder is found in ``logs/``."""
-    sent = {"leader": [["agent_1: explore kitchen", "seen wine_1 in sofa"],
-                       ["claim wine_2 -> coffee_table", "what should I do?"]],
-            "none": [["done apple_1 -> coffee_table"], None]}
+    sent = {"leader": [[("leader", "assign", "Bob: explore kitchen"),
+                        ("member", "found", "seen wine_1 in sofa")],
+                       [("member", "claim", "claim wine_2 -> coffee_table"),
+                        ("member", "text", "what should I do?")]],
+            "none": [[("member", "done", "done apple_1 -> coffee_table")], None]}
     (tmp_path / "logs").mkdir()
     rows = []
     for org, episodes in sent.items():
@@ -274,9 +277,10 @@ def test_label_shares_per_organization_from_the_episode_logs(tmp_path, capsys):
                     "backend": "planner", "seed": seed}
             log = tmp_path / "logs" / f"{org}_{seed}.jsonl"
             if messages is not None:
-                log.write_text("".join(json.dumps({"round": 0, "agent": "agent_0",
-                                                   "phase": "communicate", "message": m}) + "\n"
-                                       for m in messages) + '{"record": "episode"}\n')
+                log.write_text("".join(json.dumps(
+                    {"round": 0, "agent": "agent_0", "phase": "communicate", "role": role,
+                     "message": text, "message_kind": kind}) + "\n"
+                    for role, kind, text in messages) + '{"record": "episode"}\n')
             # the leader's first log is named by a path that no longer exists
             where = f"/moved/away/{log.name}" if (org, seed) == ("leader", 0) else str(log)
             rows.append(json.dumps({"key": f"{org}{seed}", "cell": cell, "status": "ok",
@@ -290,15 +294,24 @@ def test_label_shares_per_organization_from_the_episode_logs(tmp_path, capsys):
     rep = json.loads((tmp_path / "rep" / "report.json").read_text())
     leader, none = group(rep, "leader")["behaviours"], group(rep, "none")["behaviours"]
     assert leader == {"n": 4, "episodes": 2, "missing_logs": 0, "shares": {
-        "information_sharing": 0.25, "leadership_assistance": 0.5,
-        "request_for_guidance": 0.25, "other": 0.0}}
+        "information_sharing": 0.5, "leadership_assistance": 0.25,
+        "request_for_guidance": 0.25, "other": 0.0}, "by_role": {
+        "leader": {"n": 1, "shares": {"information_sharing": 0.0, "leadership_assistance": 1.0,
+                                      "request_for_guidance": 0.0, "other": 0.0}},
+        "member": {"n": 3, "shares": {
+            "information_sharing": pytest.approx(2 / 3), "leadership_assistance": 0.0,
+            "request_for_guidance": pytest.approx(1 / 3), "other": 0.0}}}}
     assert none == {"n": 1, "episodes": 1, "missing_logs": 1, "shares": {
         "information_sharing": 1.0, "leadership_assistance": 0.0,
-        "request_for_guidance": 0.0, "other": 0.0}}
+        "request_for_guidance": 0.0, "other": 0.0}, "by_role": {"member": {"n": 1, "shares": {
+            "information_sharing": 1.0, "leadership_assistance": 0.0,
+            "request_for_guidance": 0.0, "other": 0.0}}}}
     md = (tmp_path / "rep" / "report.md").read_text()
     assert "### Cooperative behaviours (shares of rule-based message labels)" in md
-    assert "| leader | 2 | 4 | 0.25 | 0.50 | 0.25 | 0.00 |" in md
+    assert "| leader | 2 | 4 | 0.50 | 0.25 | 0.25 | 0.00 |" in md
     assert "| none | 1 | 1 | 1.00 | 0.00 | 0.00 | 0.00 |" in md
+    assert "| leader | leader | 1 | 0.00 | 1.00 | 0.00 | 0.00 |" in md
+    assert "| leader | member | 3 | 0.67 | 0.00 | 0.33 | 0.00 |" in md
 
 
 def test_leader_tenure_and_self_vote_rate_group_means(tmp_path):
