@@ -7,11 +7,17 @@ needs-approval fields only with ``approved=True``) and resolved for the team
 (instruction templates render). Model-written text is data: an instruction becomes
 plain text (:func:`plain_instruction`), and every other string a proposal sets must be
 one short line, every list short (they reach prompts outside the quoted instruction).
+
+A candidate that resolves to the same behaviour as an organization already tried
+(:meth:`~orgteams.organizations.spec.resolved.ResolvedOrganization.behaviour`: not only
+the same name or fields, e.g. a report rule edited once nobody can message) is
+recognised by :func:`already_tried` and skipped before any episode plays it.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from orgteams.criticize_reflect.rule_edits import merged_rules
@@ -21,7 +27,8 @@ if TYPE_CHECKING:  # the proposal model lives with the Coordinator that asks for
     from orgteams.criticize_reflect.coordinator import OrganizationProposal
 
 __all__ = ["FIELD_LIST_MAX_ITEMS", "FIELD_TEXT_MAX_CHARS", "INSTRUCTION_MAX_CHARS",
-           "build_candidate", "plain_instruction"]
+           "already_tried", "behaviour_of", "build_candidate",
+           "tried_behaviours", "plain_instruction"]
 
 INSTRUCTION_MAX_CHARS = 3000
 """Longest instruction a candidate may have (checked in :func:`build_candidate`, not in the
@@ -78,6 +85,45 @@ def build_candidate(base: Organization, proposal: OrganizationProposal, *, name:
         except Exception as exc:  # noqa: BLE001 - any resolve/render failure rejects it
             return None, f"invalid: does not resolve for {len(team)} agents: {exc}"
     return org, None
+
+
+def behaviour_of(org: Organization, team: list[str] | None, reads_prompts: bool = True
+                 ) -> str:
+    """What playing ``org`` depends on for ``team`` (its resolved behaviour, see
+    :meth:`~orgteams.organizations.spec.resolved.ResolvedOrganization.behaviour`);
+    without a team, its fields but name and description. ``reads_prompts``: the team
+    has members that read the instruction (model or human members)."""
+    if team:
+        try:
+            return org.resolve(team).behaviour(reads_prompts)
+        except Exception:  # noqa: BLE001 - unresolvable for this team: compare its fields
+            pass
+    return org.model_dump_json(exclude={"name", "description"})
+
+
+def tried_behaviours(history: Sequence[Any], screened: Sequence[Organization],
+                     team: list[str] | None, reads_prompts: bool = True) -> dict[str, str]:
+    """Behaviour -> which organization played it first: the history's trials
+    and the candidates screened before (played, but not kept in the history)."""
+    tried: dict[str, str] = {}
+    for t in sorted(history, key=lambda t: t.iteration):
+        tried.setdefault(behaviour_of(t.organization, team, reads_prompts),
+                         f"{t.organization.name} (iteration {t.iteration})")
+    for org in screened:
+        tried.setdefault(behaviour_of(org, team, reads_prompts), f"{org.name} (screened)")
+    return tried
+
+
+def already_tried(org: Organization, tried: dict[str, str], team: list[str] | None,
+                  reads_prompts: bool = True) -> str | None:
+    """The skip reason when ``org`` behaves as one of ``tried`` (see
+    :func:`tried_behaviours`), else None; when None, ``org`` is added to ``tried`` as a
+    candidate of this decision."""
+    key = behaviour_of(org, team, reads_prompts)
+    if key in tried:
+        return f"skipped: resolves to the same behaviour as {tried[key]}; not played again"
+    tried[key] = f"{org.name} (a candidate of this decision)"
+    return None
 
 
 FIELD_TEXT_MAX_CHARS = 300

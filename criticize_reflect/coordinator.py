@@ -9,8 +9,10 @@ from the current organization) and ``pick``, the index of the candidate to play 
 Every candidate is built and checked by
 :func:`~orgteams.criticize_reflect.candidates.build_candidate` (full validation,
 governance, resolution for the team); one that plays exactly like the current
-organization (only its name or description differ) is rejected too. Rejected candidates
-are kept with their reason.
+organization (only its name or description differ) is rejected too, and so is one that
+resolves to the same behaviour as an organization already played or proposed
+(:func:`~orgteams.criticize_reflect.candidates.already_tried`: ``skipped: ...``), before
+any episode plays it. Rejected candidates are kept with their reason.
 
 One other shape is read, and recorded in the call's ``repaired``: the single-candidate
 form, one proposal's fields at the top level with no ``candidates`` list (``{"name":
@@ -38,8 +40,10 @@ from orgteams.agents.backends.base import ChatBackend
 from orgteams.agents.llm.schemas import ReplyError
 from orgteams.agents.llm.structured import pydantic_parser, structured_call
 from orgteams.criticize_reflect.candidates import (
+    already_tried,
     build_candidate,
     plain_instruction,
+    tried_behaviours,
 )
 from orgteams.criticize_reflect.critic import Critique
 from orgteams.criticize_reflect.rule_edits import RulesEdit
@@ -143,7 +147,11 @@ class CoordinatorDecision:
         fallback: None, or why the current organization is kept.
         call: The structured call's record.
         options: Every valid candidate organization, in the reply's order.
-        screened: When the loop screened the options: each one's ``{name, cost}``.
+        screened: When the loop screened the options: each one's ``{name, cost,
+            organization}``.
+        exhausted: Every candidate it could propose was invalid or behaves as one
+            already tried (the heuristic's "no untried edit is valid"): the loop stops,
+            since playing the current organization again would repeat a tried behaviour.
     """
 
     organization: Organization
@@ -155,13 +163,15 @@ class CoordinatorDecision:
     call: dict[str, Any] = field(default_factory=dict)
     options: list[Organization] = field(default_factory=list)
     screened: list[dict[str, Any]] | None = None
+    exhausted: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready (the organization as its JSON dump)."""
         return {"organization": self.organization.model_dump(mode="json", by_alias=True),
                 "candidates": self.candidates, "pick": self.pick,
                 "pick_reason": self.pick_reason, "analysis": self.analysis,
-                "fallback": self.fallback, "call": self.call, "screened": self.screened}
+                "fallback": self.fallback, "call": self.call, "screened": self.screened,
+                "exhausted": self.exhausted}
 
 
 def _capped(text: str, limit: int) -> str:
@@ -218,10 +228,13 @@ class Coordinator:
         max_history: History entries shown (the lowest-cost ones, plus the latest).
         max_retries: Extra attempts after an invalid reply or one with no valid candidate.
         max_tokens: Completion budget per attempt.
+        reads_prompts: The team has members that read the instruction (model or human
+            members): an instruction edit alone is a new behaviour.
     """
 
     def __init__(self, backend: ChatBackend, *, k: int = 3, max_history: int = 6,
-                 max_retries: int = 1, max_tokens: int = 2048, templates: Any = None) -> None:
+                 max_retries: int = 1, max_tokens: int = 2048, templates: Any = None,
+                 reads_prompts: bool = True) -> None:
         if k < 1:
             raise UserError(f"k must be >= 1, got {k}")
         self.backend = backend
@@ -230,6 +243,7 @@ class Coordinator:
         self.max_retries = max_retries
         self.max_tokens = max_tokens
         self.templates = templates
+        self.reads_prompts = reads_prompts
         self.calls = 0
 
     def shown_history(self, history: list[Trial]) -> list[Trial]:
@@ -276,8 +290,8 @@ class Coordinator:
                                                               **variables)}]
 
     def propose(self, history: list[Trial], current: Organization, *, approved: bool = False,
-                team: list[str] | None = None, iteration: int | None = None
-                ) -> CoordinatorDecision:
+                team: list[str] | None = None, iteration: int | None = None,
+                screened: list[Organization] = ()) -> CoordinatorDecision:
         """Ask for candidates, validate them, pick one; never raises for bad replies.
 
         Args:
@@ -286,6 +300,8 @@ class Coordinator:
             approved: A human approved changes to ``needs_approval`` fields.
             team: Agent ids; when given, candidates must resolve for this team.
             iteration: Used to name unnamed candidates (``<base>_r<iteration>_<i>``).
+            screened: Candidates the loop played before without keeping them in the
+                history: tried, like the history's organizations.
         """
         self.calls += 1
         seen: list[dict[str, Any]] = []
@@ -296,6 +312,7 @@ class Coordinator:
         def check(reply: CoordinatorReply) -> CoordinatorDecision:
             attempt[0] += 1
             built: list[Organization | None] = []
+            tried = tried_behaviours(history, screened, team, self.reads_prompts)
             for i, proposal in enumerate(reply.candidates):
                 row: dict[str, Any] = {"attempt": attempt[0], "index": i,
                                        "name": proposal.name, "rationale": proposal.rationale,
@@ -314,6 +331,10 @@ class Coordinator:
                         org, reason = None, ("invalid: plays exactly like the current "
                                              "organization (set at least one field to a new "
                                              "value)")
+                    elif org is not None:
+                        skipped = already_tried(org, tried, team, self.reads_prompts)
+                        if skipped:
+                            org, reason = None, skipped
                     row.update(valid=org is not None, reason=reason)
                     built.append(org)
                 seen.append(row)

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from orgteams.criticize_reflect.candidates import already_tried, tried_behaviours
 from orgteams.criticize_reflect.coordinator import (
     CoordinatorDecision,
     OrganizationProposal,
@@ -133,11 +134,6 @@ class HeuristicCritic:
             codes=[code for code, _ in found])
 
 
-def _shape(org: Organization) -> str:
-    """An organization without its name and description (what playing it depends on)."""
-    return org.model_dump_json(exclude={"name", "description"})
-
-
 class HeuristicCoordinator:
     """Coordinator by rules: K edits for the latest iteration's problems.
 
@@ -145,29 +141,39 @@ class HeuristicCoordinator:
     is the start's plus the latest edit, its description appends every edit, so
     ``best.yaml`` says which edits it carries.
 
+    An edit whose organization resolves to the same behaviour as one already played
+    (or proposed) is skipped with its reason (``skipped: resolves to the same behaviour
+    as ...``) and the next edit is tried: no episode plays it.
+
     Args:
         k: Candidates proposed each time.
+        reads_prompts: The team has members that read the instruction (model or human
+            members); False for planner, random and policy teams, for which an edit
+            of the instruction's text alone changes nothing.
     """
 
-    def __init__(self, k: int = 3) -> None:
+    def __init__(self, k: int = 3, reads_prompts: bool = True) -> None:
         if k < 1:
             raise UserError(f"k must be >= 1, got {k}")
         self.k = k
+        self.reads_prompts = reads_prompts
         self.calls = 0
 
     def propose(self, history: list[Trial], current: Organization, *, approved: bool = False,
-                team: list[str] | None = None, iteration: int | None = None
-                ) -> CoordinatorDecision:
+                team: list[str] | None = None, iteration: int | None = None,
+                screened: list[Organization] = ()) -> CoordinatorDecision:
         """Edits of the best organization so far addressing the latest critique's problem
         codes. Without a usable critique (the Critic ablated, or its reply fell back) it
         has no diagnosis: it explores untargeted edits (``EDITS["explore"]``) by cost
-        alone, so the ablation without the Critic really lacks the Critic's work."""
+        alone, so the ablation without the Critic really lacks the Critic's work.
+        ``screened``: candidates the loop played before without keeping them in the
+        history; like the history's, their behaviours are not proposed again."""
         self.calls += 1
         latest = max(history, key=lambda t: t.iteration)
         base = min(history, key=lambda t: (t.cost, t.iteration)).organization
         critiqued = latest.critique is not None and latest.critique.fallback is None
         codes = list(latest.critique.codes) if critiqued else []
-        played = {_shape(t.organization) for t in history}
+        tried = tried_behaviours(history, screened, team, self.reads_prompts)
         rows: list[dict[str, Any]] = []
         options: list[Organization] = []
         for code in [*codes, "explore"]:
@@ -186,8 +192,10 @@ class HeuristicCoordinator:
                     if free else None)
                 org, reason = build_candidate(base, proposal, name=name, approved=approved,
                                               team=team)
-                if org is not None and _shape(org) in played | {_shape(o) for o in options}:
-                    org, reason = None, "skipped: already played"
+                if org is not None:
+                    skipped = already_tried(org, tried, team, self.reads_prompts)
+                    if skipped:
+                        org, reason = None, skipped
                 rows.append({"attempt": 1, "index": len(rows), "name": name,
                              "rationale": f"addresses {code}", "changes": edit,
                              "valid": org is not None, "reason": reason})
@@ -199,7 +207,7 @@ class HeuristicCoordinator:
             reason = "no untried edit is valid"
             return CoordinatorDecision(organization=current, candidates=rows,
                                        pick_reason=f"fallback: {reason}", analysis=analysis,
-                                       fallback=reason)
+                                       fallback=reason, exhausted=True)
         pick = next(r["index"] for r in rows if r["valid"])
         return CoordinatorDecision(organization=options[0], candidates=rows, pick=pick,
                                    pick_reason="first edit for the most serious problem",

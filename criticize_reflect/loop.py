@@ -41,6 +41,12 @@ budget was reached, ``stop_reason`` ``max cost``) stops the loop the same way, a
 the iteration that was deciding is saved undecided: a rerun decides and screens again.
 A corrupted line in the middle of ``history.jsonl`` is skipped with a warning naming the
 file and line; the iterations after it are kept.
+
+The loop stops before ``iterations`` when the Coordinator's decision is ``exhausted``
+(every candidate it could propose was invalid or resolves to the same behaviour as an
+organization already played or screened): playing the current organization again
+would only repeat it. The last history row's decision says so, and
+:attr:`ReflectResult.stopped` gives the reason; a rerun does not play it either.
 """
 
 from __future__ import annotations
@@ -101,6 +107,8 @@ class ReflectResult:
     best_cost: float
     resumed_from: int = 0
     ran: list[int] = field(default_factory=list)
+    stopped: str | None = None
+    """Why the loop ended before its iterations (the Coordinator was exhausted), or None."""
 
     def coordinator_failure(self) -> str | None:
         """One line when every Coordinator model call of the run fell back (a failed
@@ -121,6 +129,7 @@ class ReflectResult:
         """One JSON-ready object: the best organization and a compact history."""
         return {
             "out_dir": str(self.out_dir), "iterations_done": len(self.history),
+            "stopped": self.stopped,
             "resumed_from": self.resumed_from, "ran": self.ran,
             "best": {"iteration": self.best_iteration, "cost": self.best_cost,
                      "organization": self.best.name, "path": str(self.out_dir / "best.yaml")},
@@ -268,7 +277,8 @@ def reflect(initial_org: Organization, episode_fn: EpisodeFn, critic: Any | None
         current = (Organization.from_dict(last["next_organization"], source="history")
                    if last["next_organization"] else _played(last))
 
-    for k in range(start, iterations):
+    stopped = _exhausted(rows[-1]) if rows else None
+    for k in range(start, iterations if stopped is None else start):
         episodes = screened.pop((k, current.to_yaml()), None) or play(episode_fn, current, k)
         for summary, _ in episodes:
             _refuse_unfinished(out / f"iteration_{k}", current, summary, k, len(rows))
@@ -322,12 +332,24 @@ def reflect(initial_org: Organization, episode_fn: EpisodeFn, critic: Any | None
         ran.append(k)
         if row["next_organization"]:
             current = Organization.from_dict(row["next_organization"], source="decision")
+        stopped = _exhausted(row)
+        if stopped is not None:
+            break
 
     best_row = _export_best(out, rows)
     return ReflectResult(out_dir=out, history=rows,
                          best=Organization.from_dict(best_row["organization"], source="history"),
                          best_iteration=best_row["iteration"], best_cost=best_row["cost"],
-                         resumed_from=resumed_from, ran=ran)
+                         resumed_from=resumed_from, ran=ran, stopped=stopped)
+
+
+def _exhausted(row: dict[str, Any]) -> str | None:
+    """Why the loop stops after ``row`` (its decision was exhausted), else None."""
+    decision = row.get("decision") or {}
+    if not decision.get("exhausted"):
+        return None
+    return (f"stopped after iteration {row['iteration']}: {decision.get('fallback')} "
+            "(every candidate is invalid or behaves as an organization already tried)")
 
 
 @dataclass
@@ -362,7 +384,8 @@ def _screen(ctx: _Context, decision: CoordinatorDecision, next_iteration: int) -
             scores.append({"name": org.name, "cost": None, "status": "stopped early"})
             continue
         cost = ctx.model.mean_cost([s for s, _ in episodes])
-        scores.append({"name": org.name, "cost": cost})
+        scores.append({"name": org.name, "cost": cost,
+                       "organization": org.model_dump(mode="json", by_alias=True)})
         ctx.screened[(next_iteration, org.to_yaml())] = episodes
     scored = [(s["cost"], i) for i, s in enumerate(scores) if s["cost"] is not None]
     if scored:
@@ -409,8 +432,13 @@ def _played(row: dict[str, Any]) -> Organization:
 def _propose(coordinator: Coordinator, rows: list[dict[str, Any]], current: Organization,
              approved: bool, team: list[str] | None, next_iteration: int
              ) -> CoordinatorDecision:
+    """The Coordinator's decision; the candidates screened before (played, not kept in
+    the history) count as tried, so one that behaves as them is not played again."""
+    screened = [Organization.from_dict(s["organization"], source="screened")
+                for r in rows for s in (r.get("decision") or {}).get("screened") or []
+                if s.get("organization")]
     return coordinator.propose([_trial(r) for r in rows], current, approved=approved,
-                               team=team, iteration=next_iteration)
+                               team=team, iteration=next_iteration, screened=screened)
 
 
 def _record_decision(out: Path, row: dict[str, Any], decision: CoordinatorDecision,

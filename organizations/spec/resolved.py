@@ -271,6 +271,59 @@ class ResolvedOrganization:
         top = list(self.top_leaders) if len(self.tiers) > 1 else None
         return self.build(self.organization, self.roster, top, (*self.removed, agent))
 
+    def behaviour(self, reads_prompts: bool = True) -> str:
+        """A canonical form of what playing this organization depends on (one JSON line):
+        two organizations with the same behaviour play alike for this team, whatever their
+        names, descriptions or moot fields.
+
+        It holds the protocol, the leadership schedule, each agent's role, boss,
+        receivers and :class:`MemberRules`, the graph and, when ``reads_prompts`` (a team
+        with model or human members), each agent's rendered instruction. Settings that
+        cannot act are left out (our choice, documented in docs/recipes.md):
+        report and budget rules of an agent that can message nobody, ``corrections``
+        of an agent nobody can message (no order reaches it), the vote of a team that
+        never votes, ``report_to`` when nobody reports, and the batch size, election
+        and hand-over periods of protocols and leadership rules that do not use them.
+        Planners, random and policy members never read the instruction, so without
+        ``reads_prompts`` it is left out too.
+        """
+        import dataclasses
+        import json
+
+        org, rules = self.organization, self.organization.rules
+        votes = org.leadership_rule == "election" or rules.succession == "elect"
+        heard = {b for a in self.team for b in self.receivers_of(a)}
+        agents = {}
+        for a in self.team:
+            told = self.member_rules(a)
+            fields = dataclasses.asdict(told)
+            if not self.receivers_of(a) or told.report_when == "never":
+                fields["report_to"] = None
+            if not self.receivers_of(a):
+                fields.update(report_when=None, max_messages=None, max_tokens=None)
+            if a not in heard:
+                fields["corrections"] = None
+            if not votes:
+                fields.update(vote=None, vote_seed=None)
+            agents[a] = {"role": self.roles[a], "boss": self.reports_to[a],
+                         "receivers": list(self.receivers_of(a)),
+                         "rules": {k: list(v) if isinstance(v, tuple) else v
+                                   for k, v in fields.items()},
+                         **({"instruction": self.instructions[a]} if reads_prompts else {})}
+        shape = {
+            "protocol": org.protocol,
+            "batch_size": org.batch_size if org.protocol == "batched_sequential" else None,
+            "leadership_rule": org.leadership_rule,
+            "election_every": org.election_every if org.leadership_rule == "election" else None,
+            "reelect": rules.election.reelect if org.leadership_rule == "election" else None,
+            "leadership_every": (org.leadership_every if org.leadership_rule in
+                                 ("round_robin", "most_progress") else None),
+            "succession": rules.succession,
+            "tiers": [[role, list(agents_)] for role, agents_ in self.tiers],
+            "edges": sorted(self.graph.edges), "removed": list(self.removed),
+            "agents": agents}
+        return json.dumps(shape, sort_keys=True, default=str)
+
     # ------------------------------------------------------------------ helpers
     def _known(self, agent: str) -> str:
         if agent not in self.reports_to:

@@ -370,9 +370,22 @@ def cmd_experiment(args: argparse.Namespace) -> int:
     from orgteams.agents.backends.spend import BudgetReached
 
     _check_out(args.out)
+    teams = None
+    if args.team:
+        from orgteams.errors import UserError
+
+        teams = {}
+        for item in args.team:
+            arm, sep, composition = item.partition("=")
+            if not sep or not arm.strip() or not composition.strip():
+                raise UserError(f"--team {item!r}: give NAME=COMPOSITION, e.g. "
+                                "mixed='1x openai:gpt-4o + 2x openai:gpt-4o-mini'")
+            if arm.strip() in teams:
+                raise UserError(f"--team {item!r}: the arm {arm.strip()!r} is given twice")
+            teams[arm.strip()] = composition.strip()
     try:
         table = run_experiment(args.name, backend=args.backend, seeds=args.seeds, out=args.out,
-                               progress=not args.no_progress,
+                               progress=not args.no_progress, teams=teams,
                                max_cost=getattr(args, "max_cost", None),
                                price_per_mtok=getattr(args, "price_per_mtok", None),
                                on_estimate=_announce_cost)
@@ -456,6 +469,8 @@ def _print_reflect(out: dict[str, Any], as_json: bool) -> None:
         print(f"iteration {h['iteration']}: {h['organization']} cost {h['cost']:.2f} "
               f"(ticks {h['ticks']}, tokens/step {h['comm_tokens_per_step']:.2f})"
               + (f" -> {h['next_organization']}" if h["next_organization"] else ""))
+    if out.get("stopped"):
+        print(out["stopped"])
     best = out["best"]
     print(f"best: {best['organization']} (iteration {best['iteration']}, cost "
           f"{best['cost']:.2f}) saved to {best['path']}")

@@ -158,7 +158,11 @@ def _experiment(sub) -> None:
     p = subcommand(sub, "experiment", "run a paper experiment by name (--list: all)")
     p.add_argument("name", nargs="?", help="recipe name (see --list)")
     p.add_argument("--list", action="store_true", help="list the experiments")
-    p.add_argument("--backend", default=None, help="member spec replacing the recipe's")
+    p.add_argument("--backend", default=None, help="member spec replacing the recipe's "
+                   "(paper2-capability: a comma list of backends, each a whole team)")
+    p.add_argument("--team", action="append", default=None, metavar="NAME=COMPOSITION",
+                   help="an arm's team, e.g. mixed='1x openai:gpt-4o + 2x "
+                   "openai:gpt-4o-mini' (repeat for more arms; replaces the recipe's teams)")
     p.add_argument("--seeds", type=COUNT, default=None, help="seeds per cell (reflect "
                    "recipes: held-out seeds)")
     p.add_argument("--out", default=None, help="output folder (default "

@@ -11,6 +11,19 @@ ran, after ``--backend``/``--seeds``), ``table.md`` and ``table.json`` (its tabl
 plots (``report.md``/``report.json`` with Welch tests for sweeps; ``<variant>/costs.png``
 for reflect runs).
 
+A recipe's ``caption`` says what its planner version can and cannot show about the
+paper's claim; it heads the table.
+
+Teams: ``teams`` (the recipe's field, or ``run_experiment(teams=...)`` / ``--team
+NAME=COMPOSITION``) gives each arm its own team composition, e.g. ``{"mixed": "1x
+openai:gpt-4o + 2x openai:gpt-4o-mini"}`` (:func:`team_specs`): a sweep recipe plays every
+arm (its table names the arm in ``team``), the other kinds play one. A sweep recipe with
+``backend_list: true`` reads ``--backend a,b`` as a list of backends (each a whole team)
+rather than one member spec per agent; ``contrast: [A, B]`` adds organization A against
+B per backend (success, ticks with Welch's test, A's abstention rate) below its table,
+and ``across_sizes: {metrics: [ticks], pair: [64, 256]}`` a Kruskal-Wallis test across
+its team sizes per organization (over all, and over the pair).
+
 Paid models: ``max_cost`` stops the recipe cleanly once its model calls' spend
 (``out/spend.json``, every variant and the evaluation together, across reruns) reaches it
 (:class:`~orgteams.agents.backends.spend.BudgetReached`); a rerun with a higher one goes
@@ -37,9 +50,12 @@ from orgteams.assets import asset_dir
 from orgteams.errors import UserError, unknown_name
 from orgteams.organizations.rounds.episode_summary import EpisodeSummary
 
-__all__ = ["coordinator_input", "list_experiments", "load_recipe", "run_experiment"]
+__all__ = ["coordinator_input", "list_experiments", "load_recipe", "run_experiment",
+           "skipped_same_behaviour", "team_specs"]
 
-KINDS = ("sweep", "reflect", "shocks")
+KINDS = ("sweep", "reflect", "shocks", "generalize")
+CELL = ("task", "layout", "agents", "backend", "organization")
+"""A sweep table row's cell columns (a model-mix recipe's ``team`` comes before them)."""
 NO_BUDGET = {"max_cost": None, "price_per_mtok": None, "on_estimate": None}
 """A recipe run without a budget or a price of its own (the price table)."""
 
@@ -66,12 +82,90 @@ def load_recipe(name: str) -> dict[str, Any]:
     return data
 
 
+def team_specs(composition: str, agents: int, where: str = "team",
+               members: dict[str, str] | None = None) -> str:
+    """A team composition as one member spec per agent (a comma list): ``"1x
+    openai:gpt-4o + 2x openai:gpt-4o-mini"`` -> ``"openai:gpt-4o,openai:gpt-4o-mini,
+    openai:gpt-4o-mini"``; a part without a count is one member; a comma list is taken as
+    it is, and one spec alone (``"planner"``) is every member at any size. The members
+    must add up to ``agents``. ``members``: names a composition may use for member specs
+    (a recipe's ``members: {strong: planner, weak: random}`` for ``"1x strong + 2x weak"``).
+
+    Raises:
+        UserError: A part is no ``<count>x <member spec>``, a spec does not parse, or the
+            counts do not add up (the line names ``where``).
+    """
+    import re
+
+    from orgteams.agents.backends.pool import parse_member_spec
+
+    text = str(composition).strip()
+    counted = "+" in text or re.match(r"^\d+\s*x\s", text) is not None
+    if not counted:
+        specs = [p.strip() for p in text.split(",")]
+    else:
+        specs = []
+        for part in text.split("+"):
+            m = re.fullmatch(r"\s*(?:(\d+)\s*x\s+)?(\S+)\s*", part)
+            if m is None or (m.group(1) is not None and int(m.group(1)) < 1):
+                raise UserError(f"{where}: {part.strip()!r} is not '<count>x <member spec>' "
+                                "(e.g. '1x openai:gpt-4o + 2x openai:gpt-4o-mini')")
+            specs += [m.group(2)] * int(m.group(1) or 1)
+    specs = [(members or {}).get(spec, spec) for spec in specs]
+    for spec in specs:
+        try:
+            parse_member_spec(spec)
+        except UserError as exc:
+            raise UserError(f"{where}: {exc}") from None
+    if len(specs) == 1 and not counted:  # one spec for every member, at any team size
+        return specs[0]
+    if len(specs) != agents:
+        raise UserError(f"{where}: {composition!r} has {len(specs)} members; the recipe's "
+                        f"team has {agents}")
+    return ",".join(specs)
+
+
+def _members(name: str, recipe: dict[str, Any], backend: str | None) -> dict[str, str]:
+    """The recipe's member names (``members``), ``backend`` in place of the first one
+    (``--backend`` replaces the recipe's member spec: for a model mix, its strong member)."""
+    members = recipe.get("members") or {}
+    if not isinstance(members, dict) or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in members.items()):
+        raise UserError(f"experiment {name!r}: field 'members' must map names to member "
+                        "specs such as {strong: planner, weak: random}")
+    members = dict(members)
+    if backend is not None and members:
+        members[next(iter(members))] = backend
+    return members
+
+
+def _teams(name: str, recipe: dict[str, Any], teams: dict[str, str] | None,
+           backend: str | None) -> dict[str, str] | None:
+    """The arms' compositions (``teams=`` over the recipe's), checked: a mapping of names
+    to compositions, not beside ``backend``. A recipe's own teams with ``backend`` and no
+    ``members`` are replaced by ``backend``'s one team."""
+    chosen = teams if teams is not None else recipe.get("teams")
+    if chosen is None or (teams is None and backend is not None
+                          and not recipe.get("members")):
+        return None
+    if not isinstance(chosen, dict) or not chosen or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in chosen.items()):
+        raise UserError(f"experiment {name!r}: field 'teams' must map arm names to team "
+                        "compositions such as '1x planner + 2x random'")
+    if backend is not None and teams is not None:
+        raise UserError(f"experiment {name!r}: give --backend or --team, not both")
+    return dict(chosen)
+
+
 def run_experiment(name: str, *, backend: str | None = None, seeds: int | None = None,
                    out: str | Path | None = None, progress: bool = True,
                    agents: list[int] | None = None, max_cost: float | None = None,
                    price_per_mtok: Any = None,
-                   on_estimate: Callable[[Any, Any], object] | None = None) -> dict[str, Any]:
-    """Run recipe ``name``; ``backend`` replaces its member spec, ``seeds`` its seed count
+                   on_estimate: Callable[[Any, Any], object] | None = None,
+                   teams: dict[str, str] | None = None) -> dict[str, Any]:
+    """Run recipe ``name``; ``backend`` replaces its member spec (a recipe with
+    ``backend_list``: its list of backends, comma-separated), ``teams`` its arms' team
+    compositions (:func:`team_specs`; not with ``backend``), ``seeds`` its seed count
     (for reflect recipes: the held-out seeds), ``agents`` its team sizes (sweep recipes:
     e.g. ``paper2-scaling`` at small sizes); ``max_cost``, ``price_per_mtok`` and
     ``on_estimate``: see the module docstring. Returns the table as JSON.
@@ -90,16 +184,32 @@ def run_experiment(name: str, *, backend: str | None = None, seeds: int | None =
     if agents is not None and recipe["kind"] != "sweep":
         raise UserError(f"experiment {name!r}: agents= replaces the team sizes of sweep "
                         f"recipes; this one is kind {recipe['kind']!r}")
+    arms = _teams(name, recipe, teams, backend)
+    members = _members(name, recipe, backend)
+    if arms is not None and recipe["kind"] != "sweep":
+        if len(arms) != 1:
+            raise UserError(f"experiment {name!r}: a {recipe['kind']} recipe plays one team; "
+                            f"got {len(arms)} ({', '.join(arms)})")
+        (arm, composition), = arms.items()
+        size = int(recipe.get("agents", 3))
+        backend = team_specs(composition, size, f"experiment {name!r} team {arm!r}", members)
     out_dir = Path(out or f"runs/experiments/{name}")
     out_dir.mkdir(parents=True, exist_ok=True)
     if recipe["kind"] == "sweep":
         if agents is not None:
             recipe["sweep"] = {**(recipe.get("sweep") or {}), "agents": list(agents)}
-        table = _run_sweep(name, recipe, backend, seeds, out_dir, progress, budget)
+        if arms is not None:
+            size = (recipe.get("sweep") or {}).get("agents") or [3]
+            arms = {arm: {n: team_specs(c, int(n), f"experiment {name!r} team {arm!r}",
+                                        members) for n in size} for arm, c in arms.items()}
+        table = _run_sweep(name, recipe, backend, seeds, out_dir, progress, budget, arms)
+    elif recipe["kind"] == "generalize":
+        table = _run_generalize(name, recipe, backend, seeds, out_dir, progress, budget)
     elif recipe["kind"] == "shocks":
         table = _run_shocks(name, recipe, backend, seeds, out_dir, progress, budget)
     else:
         table = _run_reflect(name, recipe, backend, seeds, out_dir, progress, budget)
+    table.setdefault("caption", recipe.get("caption"))  # what its planner version shows
     (out_dir / "table.json").write_text(json.dumps(table, indent=2, default=str) + "\n",
                                         encoding="utf-8")
     (out_dir / "table.md").write_text(_markdown(table) + "\n", encoding="utf-8")
@@ -107,8 +217,9 @@ def run_experiment(name: str, *, backend: str | None = None, seeds: int | None =
 
 
 def _run_sweep(name: str, recipe: dict[str, Any], backend: str | None, seeds: int | None,
-               out: Path, progress: bool, budget: dict[str, Any] | None = None
-               ) -> dict[str, Any]:
+               out: Path, progress: bool, budget: dict[str, Any] | None = None,
+               arms: dict[str, dict[int, str]] | None = None) -> dict[str, Any]:
+    """A sweep recipe's table. ``arms``: each arm's member specs per team size."""
     from orgteams.agents.backends.spend import BudgetReached
     from orgteams.experiments.estimate import estimate_sweep
     from orgteams.experiments.report import report
@@ -118,7 +229,17 @@ def _run_sweep(name: str, recipe: dict[str, Any], backend: str | None, seeds: in
     budget = budget or NO_BUDGET
     data = dict(recipe.get("sweep") or {})
     if backend is not None:
-        data["backends"] = [backend]
+        data["backends"] = ([b.strip() for b in backend.split(",") if b.strip()]
+                            if recipe.get("backend_list") else [backend])
+    arm_of: dict[str, str] = {}
+    if arms is not None:
+        for arm, by_size in arms.items():  # counts fit one size only (team_specs checked)
+            spec = next(iter(by_size.values()))
+            if spec in arm_of:
+                raise UserError(f"experiment {name!r}: teams {arm_of[spec]!r} and {arm!r} "
+                                f"are the same team ({spec})")
+            arm_of[spec] = arm
+        data["backends"] = list(arm_of)
     if seeds is not None:
         data["seeds"] = seeds
     data.update({k: budget[k] for k in BUDGET_FIELDS if budget[k] is not None})
@@ -148,10 +269,16 @@ def _run_sweep(name: str, recipe: dict[str, Any], backend: str | None, seeds: in
     shares = [f"share_{label}" for label in LABELS] if behaviours else []
     columns = ["task", "layout", "agents", "backend", "organization", "n", "errors",
                "success_rate", *metrics, *(["messages", *shares] if behaviours else [])]
+    if arm_of:
+        columns.insert(0, "team")
     out_rows, role_rows = [], []
+    kept: dict[tuple, list[EpisodeSummary]] = {}
     for key, group in groups.items():
         ok = [EpisodeSummary.from_dict(r["summary"]) for r in group if played(r)]
-        entry: dict[str, Any] = dict(zip(columns[:5], key, strict=True))
+        kept[key] = ok
+        entry: dict[str, Any] = {"team": arm_of[key[3]]} if arm_of else {}
+        entry.update(zip(["task", "layout", "agents", "backend", "organization"], key,
+                         strict=True))
         entry.update(n=len(ok), errors=len(group) - len(ok),
                      success_rate=fmean(bool(s.success) for s in ok) if ok else None)
         for m in metrics:
@@ -162,7 +289,7 @@ def _run_sweep(name: str, recipe: dict[str, Any], backend: str | None, seeds: in
             entry["messages"] = found["n"]
             entry.update({f"share_{k}": v for k, v in found["shares"].items()})
             # paper 1 reports shares per role: leaders' orders vs followers' reports
-            role_rows += [{**dict(zip(columns[:5], key, strict=True)), "role": role,
+            role_rows += [{**dict(zip(CELL, key, strict=True)), "role": role,
                            "messages": part["n"],
                            **{f"share_{k}": v for k, v in part["shares"].items()}}
                           for role, part in found["by_role"].items()]
@@ -171,9 +298,75 @@ def _run_sweep(name: str, recipe: dict[str, Any], backend: str | None, seeds: in
              "caption": recipe.get("caption"), "columns": columns, "rows": out_rows,
              "report": str(out / "report.md")}
     if behaviours:
-        table.update(role_columns=[*columns[:5], "role", "messages", *shares],
-                     role_rows=role_rows)
+        table.update(role_columns=[*CELL, "role", "messages", *shares], role_rows=role_rows)
+    if recipe.get("contrast"):
+        table["contrasts"] = _contrasts(name, recipe["contrast"], kept, arm_of)
+    if recipe.get("across_sizes"):
+        table["across_sizes"] = _across_sizes(name, recipe["across_sizes"], kept, arm_of)
     return table
+
+
+def _across_sizes(name: str, spec: Any, kept: dict[tuple, list[EpisodeSummary]],
+                  arm_of: dict[str, str]) -> list[dict[str, Any]]:
+    """Kruskal-Wallis across team sizes per organization (``across_sizes: {metrics: [..],
+    pair: [64, 256]}``): over every size, and over the two sizes of ``pair`` alone (the
+    paper's 64 vs 256), with each size's mean."""
+    from orgteams.experiments.stats import kruskal
+
+    metrics = spec.get("metrics") if isinstance(spec, dict) else None
+    pair = spec.get("pair") if isinstance(spec, dict) else None
+    if not (isinstance(metrics, list) and metrics and all(isinstance(m, str) for m in metrics)
+            and (pair is None or (isinstance(pair, list) and len(pair) == 2))):
+        raise UserError(f"experiment {name!r}: field 'across_sizes' must be {{metrics: "
+                        "[names], pair: [size, size]}")
+    out = []
+    for key in dict.fromkeys((k[0], k[1], k[3], k[4]) for k in kept):
+        sizes = sorted(k[2] for k in kept if (k[0], k[1], k[3], k[4]) == key)
+        for metric in metrics:
+            values = {n: [float(v) for s in kept[(key[0], key[1], n, key[2], key[3])]
+                          if isinstance(v := s.value(metric), int | float)] for n in sizes}
+            every = kruskal([values[n] for n in sizes])
+            row = {"task": key[0], "layout": key[1], "backend": arm_of.get(key[2], key[2]),
+                   "organization": key[3], "metric": metric,
+                   "means": ", ".join(f"{n}: {_cell(fmean(v)) if v else '-'}"
+                                      for n, v in values.items()),
+                   "H": every["H"], "p": every["p"], "pair": None, "pair_H": None,
+                   "pair_p": None}
+            if pair is not None and all(n in values for n in pair):
+                two = kruskal([values[n] for n in pair])
+                row.update(pair=f"{pair[0]} vs {pair[1]}", pair_H=two["H"], pair_p=two["p"])
+            out.append(row)
+    return out
+
+
+def _contrasts(name: str, pair: Any, kept: dict[tuple, list[EpisodeSummary]],
+               arm_of: dict[str, str]) -> list[dict[str, Any]]:
+    """Organization A against B (``contrast: [A, B]``) in every task, layout, size and
+    backend: success rates, mean ticks with Welch's test, and A's abstention rate."""
+    from orgteams.experiments.stats import welch
+
+    if not (isinstance(pair, list) and len(pair) == 2 and all(isinstance(p, str) for p in pair)):
+        raise UserError(f"experiment {name!r}: field 'contrast' must be two organization "
+                        "names [A, B]")
+    a, b = pair
+    out = []
+    for key in dict.fromkeys(k[:4] for k in kept):
+        left, right = kept.get((*key, a)), kept.get((*key, b))
+        if not left or not right:
+            continue
+        ticks = [[float(s.ticks) for s in side] for side in (left, right)]
+        test = welch(*ticks)
+        abstain = [float(s.value("abstention_rate")) for s in left
+                   if isinstance(s.value("abstention_rate"), int | float)]
+        out.append({"task": key[0], "layout": key[1], "agents": key[2],
+                    "backend": arm_of.get(key[3], key[3]), "a": a, "b": b,
+                    "n": f"{len(left)}/{len(right)}",
+                    "success_a": fmean(bool(s.success) for s in left),
+                    "success_b": fmean(bool(s.success) for s in right),
+                    "ticks_a": fmean(ticks[0]), "ticks_b": fmean(ticks[1]),
+                    "ticks_welch_p": test["p"],
+                    "abstention_rate_a": fmean(abstain) if abstain else None})
+    return out
 
 
 def _run_reflect(name: str, recipe: dict[str, Any], backend: str | None, seeds: int | None,
@@ -183,20 +376,26 @@ def _run_reflect(name: str, recipe: dict[str, Any], backend: str | None, seeds: 
     from orgteams.cli.progress import Progress
     from orgteams.experiments.reflect import run_reflect
     from orgteams.experiments.reflect_eval import evaluate_reflect
+    from orgteams.experiments.stats import describe, paired_mde
 
     budget = budget or NO_BUDGET
     common = {k: recipe[k] for k in ("task", "layout", "agents", "critic", "coordinator",
-                                     "iterations", "episodes_per_iteration") if k in recipe}
+                                     "iterations", "episodes_per_iteration", "max_rounds",
+                                     "max_ticks") if k in recipe}
     common["backend"] = backend or recipe.get("backend", "planner")
-    n = seeds or int(recipe.get("heldout_seeds", 20))
+    n = seeds or int(recipe.get("heldout_seeds", 40))
     ran = {"organization": recipe.get("organization", "leader"), **common, "heldout_seeds": n,
            "variants": recipe.get("variants") or {"default": {}}}
     configs = _reflect_configs(name, ran, common, out)  # every variant, before any plays
     spend = _reflect_spend(configs, n, out, budget)
     (out / "spec.yaml").write_text(yaml.safe_dump(ran, sort_keys=False), encoding="utf-8")
     columns = ["variant", "coordinator_input", "start", "best", "best_iteration", "path",
-               "loop_costs", "loop_cost_start", "loop_cost_best", "n", "heldout_start",
-               "heldout_best", "difference", "cohens_dz", "t_test_p", "wilcoxon_p"]
+               "loop_costs", "loop_cost_start", "loop_cost_best", "iterations_played",
+               "skipped_same_behaviour",
+               "n", "heldout_start", "heldout_start_ci95", "heldout_best",
+               "heldout_best_ci95", "difference", "difference_ci95", "cohens_dz",
+               "mde_dz_80", "t_test_p", "wilcoxon_p"]
+    best_costs: dict[str, list[float]] = {}
     rows = []
     for variant, config in configs.items():
         bar = Progress(config.iterations, f"{name} {variant}", enabled=progress)
@@ -215,6 +414,10 @@ def _run_reflect(name: str, recipe: dict[str, Any], backend: str | None, seeds: 
             with BackendPool(spend=spend) as pool:
                 ev = evaluate_reflect(out / variant, seeds=n, progress=progress,
                                       pool=pool)["rows"][0]
+        start_ci, best_ci, diff_ci = (describe(c)["ci95"] for c in (
+            ev["start_costs"], ev["best_costs"],
+            [b - a for a, b in zip(ev["start_costs"], ev["best_costs"], strict=True)]))
+        best_costs[variant] = list(ev["best_costs"])
         rows.append({"variant": variant, "coordinator_input": coordinator_input(result.history),
                      "start": ran["organization"], "best": result.best.name,
                      "best_iteration": result.best_iteration,
@@ -222,19 +425,54 @@ def _run_reflect(name: str, recipe: dict[str, Any], backend: str | None, seeds: 
                                         for r in result.history),
                      "loop_costs": ", ".join(f"{r['cost']:.2f}" for r in result.history),
                      "loop_cost_start": result.history[0]["cost"],
-                     "loop_cost_best": result.best_cost, "n": ev["n"],
-                     "heldout_start": ev["mean_start"], "heldout_best": ev["mean_best"],
-                     "difference": ev["mean_difference"], "cohens_dz": ev["cohens_dz"],
+                     "loop_cost_best": result.best_cost,
+                     "iterations_played": f"{len(result.history)} of {config.iterations}"
+                     + (" (nothing untried left)" if result.stopped else ""),
+                     "skipped_same_behaviour": skipped_same_behaviour(result.history),
+                     "n": ev["n"], "heldout_start": ev["mean_start"],
+                     "heldout_start_ci95": start_ci, "heldout_best": ev["mean_best"],
+                     "heldout_best_ci95": best_ci, "difference": ev["mean_difference"],
+                     "difference_ci95": diff_ci, "cohens_dz": ev["cohens_dz"],
+                     "mde_dz_80": paired_mde(ev["n"]),
                      "t_test_p": ev["t_test_p"], "wilcoxon_p": ev["wilcoxon_p"]})
     return {"experiment": name, "kind": "reflect", "description": recipe.get("description"),
-            "columns": columns, "rows": rows}
+            "columns": columns, "rows": rows, "between_variants": _between(best_costs)}
 
 
-def _reflect_spend(configs: dict[str, Any], heldout: int, out: Path, budget: dict[str, Any]
-                   ) -> Any:
+def skipped_same_behaviour(history: list[dict[str, Any]]) -> int:
+    """Candidates of a run's decisions skipped, before any episode, because they resolve to
+    the same behaviour as an organization already played or screened."""
+    return sum(str(c.get("reason") or "").startswith("skipped: resolves to the same behaviour")
+               for row in history for c in (row.get("decision") or {}).get("candidates", []))
+
+
+def _between(best_costs: dict[str, list[float]]) -> list[dict[str, Any]]:
+    """Each later variant's best against the first's on the same held-out seeds (paired:
+    the variants share their training seeds, hence their held-out ones)."""
+    from orgteams.experiments.reflect_eval import paired_comparison
+    from orgteams.experiments.stats import describe
+
+    names = list(best_costs)
+    out = []
+    for other in names[1:]:
+        a, b = best_costs[names[0]], best_costs[other]
+        if len(a) != len(b) or len(a) < 2:
+            continue
+        found = paired_comparison(a, b)
+        out.append({"a": names[0], "b": other, "n": found["n"],
+                    "difference": found["mean_difference"],
+                    "difference_ci95": describe([y - x for x, y in zip(a, b, strict=True)])[
+                        "ci95"], "cohens_dz": found["cohens_dz"],
+                    "t_test_p": found["t_test_p"], "wilcoxon_p": found["wilcoxon_p"]})
+    return out
+
+
+def _reflect_spend(configs: dict[str, Any], heldout: int, out: Path, budget: dict[str, Any],
+                   extra: Callable[[], list[Any]] | None = None) -> Any:
     """The recipe's :class:`~orgteams.agents.backends.spend.Spend` (every variant and the
     evaluation: ``out/spend.json``), its estimate given to ``on_estimate``; None when no
-    model of it has a price and it has no budget."""
+    model of it has a price and it has no budget. ``extra()``: further episodes (their
+    :class:`~orgteams.config.EpisodeConfig`) the recipe will play, estimated too."""
     from orgteams.agents.backends.spend import LEDGER, Spend
     from orgteams.criticize_reflect.loop import finished_iterations
     from orgteams.experiments.estimate import Cells, Estimate, estimate_reflect
@@ -254,6 +492,10 @@ def _reflect_spend(configs: dict[str, Any], heldout: int, out: Path, budget: dic
             estimate.merge(estimate_reflect(
                 config.replace(price_per_mtok=budget["price_per_mtok"]),
                 0 if done else heldout, cells, finished_iterations(folder)))
+        if extra is not None:
+            from orgteams.experiments.estimate import estimate_episodes
+
+            estimate.merge(estimate_episodes(extra(), budget["price_per_mtok"], cells))
         budget["on_estimate"](estimate, spend)
     return spend
 
@@ -311,6 +553,130 @@ def coordinator_input(history: list[dict[str, Any]]) -> str:
             codes[code] = codes.get(code, 0) + 1
     named = ", ".join(f"{c} x{k}" for c, k in codes.items()) or "no problem codes"
     return f"critique in {len(used)}/{len(decided)} decision(s): {named}"
+
+
+def _run_generalize(name: str, recipe: dict[str, Any], backend: str | None,
+                    seeds: int | None, out: Path, progress: bool,
+                    budget: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Paper 1 C.3: a Criticize-Reflect run on the recipe's task (``out/reflect``, resumed
+    when it is there), then its best organization against the fixed starting one (a
+    leader) on held-out seeds of every task of ``groups``, per task and per group (a
+    group's tasks' seeds pooled as pairs)."""
+    from orgteams.agents.backends.pool import BackendPool
+    from orgteams.cli.progress import Progress
+    from orgteams.config import EpisodeConfig
+    from orgteams.experiments.reflect import run_reflect
+    from orgteams.experiments.reflect_eval import evaluate_reflect, heldout_seeds
+    from orgteams.organizations.spec.library import load_organization
+
+    budget = budget or NO_BUDGET
+    groups = recipe.get("groups")
+    if not (isinstance(groups, dict) and groups and all(
+            isinstance(v, list) and v and all(isinstance(t, str) for t in v)
+            for v in groups.values())):
+        raise UserError(f"experiment {name!r}: recipe field 'groups' must map each group "
+                        "to a non-empty list of task names")
+    tasks = [t for ts in groups.values() for t in ts]
+    common = {k: recipe[k] for k in ("task", "layout", "agents", "critic", "coordinator",
+                                     "iterations", "episodes_per_iteration", "max_rounds",
+                                     "max_ticks") if k in recipe}
+    common["backend"] = backend or recipe.get("backend", "planner")
+    n = seeds or int(recipe.get("heldout_seeds", 40))
+    start = recipe.get("organization", "leader")
+    ran = {"organization": start, **common, "heldout_seeds": n, "groups": groups,
+           "variants": {"reflect": {"use_critic": bool(recipe.get("use_critic", True))}}}
+    config = _reflect_configs(name, ran, common, out)["reflect"]
+    from orgteams.envs.core.tasks import load_task
+
+    for task in tasks:  # a bad task name fails now, before anything plays
+        load_task(task)
+    folder = out / "reflect"
+
+    def evaluation() -> list[Any]:
+        if _evaluated_on(folder, None, n, tasks) is not None:
+            return []
+        held = heldout_seeds(list(config.seeds), n)
+        org = load_organization(start) if isinstance(start, str) else start
+        base = EpisodeConfig(layout=config.layout, agents=config.agents,
+                             backend=config.backend, organization=org)
+        return [base.replace(task=t, seed=s) for t in tasks for s in held] * 2
+
+    spend = _reflect_spend({"reflect": config}, 0, out, budget, extra=evaluation)
+    (out / "spec.yaml").write_text(yaml.safe_dump(ran, sort_keys=False), encoding="utf-8")
+    bar = Progress(config.iterations, f"{name} reflect", enabled=progress)
+
+    def on_progress(iteration: int, tick: int, limit: int) -> None:
+        bar.update(iteration, f"iteration {iteration + 1}/{config.iterations}: "
+                              f"tick {tick}/{limit}")
+
+    try:
+        result = run_reflect(config, on_progress=on_progress, spend=spend)
+        bar.update(config.iterations, "done")
+    finally:
+        bar.close()
+    report = _evaluated_on(folder, result, n, tasks)
+    if report is None:
+        with BackendPool(spend=spend) as pool:
+            report = evaluate_reflect(folder, seeds=n, tasks=tasks, layouts=[config.layout],
+                                      progress=progress, pool=pool)
+    by_task = {r["task"]: r for r in report["rows"]}
+    columns = ["group", "task", "n", "leader", "leader_ci95", "best", "best_ci95",
+               "difference", "difference_ci95", "cohens_dz", "t_test_p", "wilcoxon_p",
+               "lower_cost_seeds"]
+    rows = []
+    for group, names in groups.items():
+        for task in names:
+            rows.append({"group": group, "task": task, **_arm_row(by_task[task])})
+        pooled = [by_task[t] for t in names if by_task[t].get("n")]
+        rows.append({"group": group, "task": f"all {len(pooled)} {group} tasks", **_arm_row({
+            "start_costs": [c for r in pooled for c in r["start_costs"]],
+            "best_costs": [c for r in pooled for c in r["best_costs"]]})})
+    return {"experiment": name, "kind": "generalize", "description": recipe.get("description"),
+            "columns": columns, "rows": rows, "start": report["start"],
+            "best": report["best"], "best_iteration": result.best_iteration,
+            "trained_on": f"{config.task} / {config.layout}",
+            "layout": config.layout, "heldout_seeds": report["heldout_seeds"],
+            "notes": [f"best: {report['best']} (iteration {result.best_iteration} of the "
+                      f"loop on {config.task} / {config.layout}) against the fixed "
+                      f"{report['start']} on {config.layout}, {n} held-out seeds "
+                      f"{report['heldout_seeds'][0]}..{report['heldout_seeds'][-1]} per "
+                      "task; cost = ticks + message tokens sent per tick (lower is better)"]}
+
+
+def _arm_row(row: dict[str, Any]) -> dict[str, Any]:
+    """One task's (or a group's pooled) fixed leader vs best: means with 95% CIs, the
+    paired difference, its tests, and on how many seeds the best cost less."""
+    from orgteams.experiments.reflect_eval import paired_comparison
+    from orgteams.experiments.stats import describe
+
+    a, b = row.get("start_costs") or [], row.get("best_costs") or []
+    if not a:
+        return {"n": 0, "lower_cost_seeds": f"skipped: {row.get('skipped')}"}
+    found = paired_comparison(a, b)
+    diffs = [y - x for x, y in zip(a, b, strict=True)]
+    return {"n": len(a), "leader": found["mean_start"], "leader_ci95": describe(a)["ci95"],
+            "best": found["mean_best"], "best_ci95": describe(b)["ci95"],
+            "difference": found["mean_difference"], "difference_ci95": describe(diffs)["ci95"],
+            "cohens_dz": found["cohens_dz"], "t_test_p": found["t_test_p"],
+            "wilcoxon_p": found["wilcoxon_p"],
+            "lower_cost_seeds": f"{sum(d < 0 for d in diffs)}/{len(diffs)}"}
+
+
+def _evaluated_on(folder: Path, result: Any, heldout: int, tasks: list[str]
+                  ) -> dict[str, Any] | None:
+    """The evaluation report of ``folder`` when it covers ``tasks`` on ``heldout`` seeds
+    (of this best organization, when ``result`` is given), else None."""
+    path = folder / "evaluation.json"
+    if not path.is_file():
+        return None
+    try:
+        report = json.loads(path.read_text(encoding="utf-8"))
+        same = (len(report["heldout_seeds"]) == heldout
+                and [r["task"] for r in report["rows"]] == tasks
+                and (result is None or report["best"] == result.best.name))
+    except (ValueError, KeyError, TypeError):
+        return None
+    return report if same else None
 
 
 def _run_shocks(name: str, recipe: dict[str, Any], backend: str | None, seeds: int | None,
@@ -404,6 +770,9 @@ def _shocks_spend(spec: Any, cells: list[dict], options: dict[str, Any], out: Pa
 
 
 def _cell(value: Any) -> str:
+    if isinstance(value, list) and len(value) == 2 and all(
+            isinstance(v, int | float) for v in value):  # a confidence interval
+        return f"[{_cell(float(value[0]))}, {_cell(float(value[1]))}]"
     if isinstance(value, float):
         return f"{value:.3g}" if abs(value) < 0.01 else f"{value:.2f}"
     return "-" if value is None else str(value)
@@ -412,9 +781,10 @@ def _cell(value: Any) -> str:
 def _markdown(table: dict[str, Any]) -> str:
     cols = table["columns"]
     lines = [f"# {table['experiment']}", "", str(table.get("description") or ""), ""]
-    if table.get("caption"):  # what else the arms differ in than the factor under study
+    if table.get("caption"):
         lines += [" ".join(str(table["caption"]).split()), ""]
-    lines += ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+    lines += [*[line for note in table.get("notes") or [] for line in (note, "")],
+              "| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
     lines += ["| " + " | ".join(_cell(r.get(c)) for c in cols) + " |" for r in table["rows"]]
     if table.get("role_rows"):  # behaviours: the shares per role within each organization
         cols = table["role_columns"]
@@ -422,4 +792,22 @@ def _markdown(table: dict[str, Any]) -> str:
                   "", "| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
         lines += ["| " + " | ".join(_cell(r.get(c)) for c in cols) + " |"
                   for r in table["role_rows"]]
+    contrasts = table.get("contrasts") or []
+    if contrasts:
+        keys = ["task", "layout", "agents", "backend", "a", "b", "n", "success_a",
+                "success_b", "ticks_a", "ticks_b", "ticks_welch_p", "abstention_rate_a"]
+        lines += ["", "| " + " | ".join(keys) + " |", "|" + "---|" * len(keys)]
+        lines += ["| " + " | ".join(_cell(c.get(k)) for k in keys) + " |" for c in contrasts]
+    across = table.get("across_sizes") or []
+    if across:
+        keys = ["task", "layout", "backend", "organization", "metric", "means", "H", "p",
+                "pair", "pair_H", "pair_p"]
+        lines += ["", "Kruskal-Wallis across team sizes (mean per size):", "",
+                  "| " + " | ".join(keys) + " |", "|" + "---|" * len(keys)]
+        lines += ["| " + " | ".join(_cell(c.get(k)) for k in keys) + " |" for c in across]
+    for b in table.get("between_variants") or []:
+        lines += ["", f"{b['b']} best - {b['a']} best on the same {b['n']} held-out seeds: "
+                      f"{_cell(b['difference'])} {_cell(b['difference_ci95'])}, d_z "
+                      f"{_cell(b['cohens_dz'])}, paired t p {_cell(b['t_test_p'])}, "
+                      f"Wilcoxon p {_cell(b['wilcoxon_p'])}"]
     return "\n".join(lines)

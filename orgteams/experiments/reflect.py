@@ -234,20 +234,23 @@ def run_reflect(config: ReflectConfig | str | Path | Organization | None = None,
 def _reflectors(config: ReflectConfig, pool: Any) -> tuple[Any, Any]:
     """The Critic (None without one) and the Coordinator: heuristic, or a model of the pool
     (sized first for the team's local members, so one server serves them all)."""
-    from orgteams.agents.backends.pool import parse_member_spec
+    from orgteams.agents.backends.pool import LLM_MEMBER_KINDS, parse_member_spec
     from orgteams.criticize_reflect.heuristic import HeuristicCoordinator, HeuristicCritic
     from orgteams.run import member_specs
 
-    pool.expect_local_members(sum(parse_member_spec(spec)[0] == "local"
-                                  for spec in member_specs(config.backend, config.agents)))
+    kinds = [parse_member_spec(spec)[0] for spec in member_specs(config.backend, config.agents)]
+    pool.expect_local_members(kinds.count("local"))
+    # planner, random and policy members never read the instruction: an edit of its
+    # text alone is the same behaviour for them (and skipped before it is played)
+    reads = any(kind in (*LLM_MEMBER_KINDS, "human") for kind in kinds)
     critic: Any = None
     if config.use_critic:
         critic = HeuristicCritic() if config.critic == "heuristic" else Critic(
             pool.get(config.critic, config.cache))
-    coordinator: Any = (HeuristicCoordinator(k=config.candidates)
+    coordinator: Any = (HeuristicCoordinator(k=config.candidates, reads_prompts=reads)
                         if config.coordinator == "heuristic"
                         else Coordinator(pool.get(config.coordinator, config.cache),
-                                         k=config.candidates))
+                                         k=config.candidates, reads_prompts=reads))
     return critic, coordinator
 
 

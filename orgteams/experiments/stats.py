@@ -81,5 +81,23 @@ def kruskal(samples: Sequence[Sequence[float]]) -> dict[str, Any]:
     return out
 
 
+def paired_mde(n: int, power: float = 0.8, alpha: float = 0.05) -> float | None:
+    """The smallest effect ``|d_z|`` (mean paired difference over its sd) a two-sided
+    paired t-test on ``n`` pairs detects with ``power`` at level ``alpha`` (noncentral
+    t); None below 2 pairs."""
+    if n < 2:
+        return None
+    stats = scipy_stats()
+    from scipy.optimize import brentq
+
+    df = n - 1
+    crit = float(stats.t.ppf(1 - alpha / 2, df))
+
+    def short(d: float) -> float:  # the other tail is negligible at any useful power
+        return float(stats.nct.sf(crit, df, d * math.sqrt(n))) - power
+
+    return finite_or_none(brentq(short, 1e-6, 100.0))
+
+
 __all__ = ["scipy_stats", "finite_or_none", "describe", "welch", "cohens_d", "kruskal",
-           "REPORT_HINT"]
+           "paired_mde", "REPORT_HINT"]

@@ -169,6 +169,23 @@ variants:
   with_critic: {use_critic: true, max_rounds: 2}
   without_critic: {use_critic: false, max_rounds: 2}
 """
+TINY_GENERALIZE = """description: a small generalization recipe
+kind: generalize
+organization: leader
+task: prepare_afternoon_tea
+layout: studio
+agents: 2
+backend: planner
+critic: heuristic
+coordinator: heuristic
+iterations: 2
+episodes_per_iteration: 1
+heldout_seeds: 2
+max_rounds: 2
+groups:
+  hard: [read_book]
+  easy: [put_fridge]
+"""
 
 
 @pytest.fixture
@@ -177,6 +194,7 @@ def recipes(tmp_path, monkeypatch):
     folder.mkdir()
     (folder / "tiny-sweep.yaml").write_text(TINY_SWEEP)
     (folder / "tiny-reflect.yaml").write_text(TINY_REFLECT)
+    (folder / "tiny-generalize.yaml").write_text(TINY_GENERALIZE)
     monkeypatch.setattr("orgteams.experiments.recipes._recipes",
                         lambda: {p.stem: p for p in sorted(folder.glob("*.yaml"))})
 
@@ -307,3 +325,46 @@ def test_run_episode_keeps_a_budget_only_it_can_meter(server):
     assert (result.summary["episode_status"], result.summary["stop_reason"]) == (
         "interrupted", "max cost")
     assert 0.05 <= len(server.requests) * CALL < 0.05 + AGENTS * CALL
+
+
+def test_a_generalization_recipe_estimates_stops_at_its_budget_and_resumes(server, recipes,
+                                                                          tmp_path, capsys):
+    out = tmp_path / "exp"
+    argv = ["experiment", "tiny-generalize", "--backend", "openai:fake-model", "--out",
+            str(out), "--no-progress", *PRICE]
+    assert main([*argv, "--max-cost", "0.3"]) == 3
+    line, err = _line(capsys)
+    assert line.startswith("orgteams experiment: budget reached: spent ")
+    # the estimate counts the held-out episodes on both tasks (2 seeds x 2 organizations
+    # x 2 tasks) beside the loop's (1, then 3 screened candidates)
+    assert err[0].startswith("cost estimate: 12 episodes, "), err
+    assert not (out / "table.md").exists()
+    assert main([*argv, "--max-cost", "100"]) == 0
+    capsys.readouterr()
+    table = json.loads((out / "table.json").read_text())
+    assert [(r["group"], r["task"], r["n"]) for r in table["rows"]] == [
+        ("hard", "read_book", 2), ("hard", "all 1 hard tasks", 2),
+        ("easy", "put_fridge", 2), ("easy", "all 1 easy tasks", 2)]
+    calls = len(server.requests)
+    assert main([*argv, "--max-cost", "100"]) == 0  # done: nothing plays again
+    assert len(server.requests) == calls
+    assert _spent(out) == pytest.approx(calls * CALL)
+
+
+def test_a_recipes_mixed_team_is_estimated_stopped_and_resumed(server, recipes, tmp_path,
+                                                               capsys):
+    """A team composition (one priced member beside planners) is priced per member."""
+    out = tmp_path / "exp"
+    argv = ["experiment", "tiny-sweep", "--team", "mixed=1x openai:fake-model + 1x planner",
+            "--out", str(out), "--no-progress", *PRICE]
+    assert main([*argv, "--max-cost", "0.1"]) == 3
+    line, err = _line(capsys)
+    assert err[0].startswith("cost estimate: 4 episodes, ")
+    assert line.startswith("orgteams experiment: budget reached: spent ")
+    assert main([*argv, "--max-cost", "10"]) == 0
+    table = json.loads((out / "table.json").read_text())
+    assert sorted((r["team"], r["backend"], r["organization"], r["n"])
+                  for r in table["rows"]) == [
+        ("mixed", "openai:fake-model,planner", "leader", 2),
+        ("mixed", "openai:fake-model,planner", "none", 2)]
+    assert _spent(out) == pytest.approx(len(server.requests) * CALL)

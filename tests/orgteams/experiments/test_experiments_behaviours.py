@@ -29,7 +29,8 @@ from orgteams.experiments.behaviours import (
 from orgteams.experiments.recipes import list_experiments, load_recipe, run_experiment
 from orgteams.organizations.rounds.shocks import Shock
 
-RECIPES = ["paper1-behaviours", "paper1-organizations", "paper1-reflect", "paper1-team-size",
+RECIPES = ["paper1-behaviours", "paper1-generalization", "paper1-model-mixes",
+           "paper1-organizations", "paper1-reflect", "paper1-team-size", "paper2-capability",
            "paper2-protocols", "paper2-scaling", "paper2-shocks"]
 
 
@@ -97,6 +98,8 @@ def test_every_recipe_runs_end_to_end_with_planners(tmp_path, name):
     elif name == "paper1-reflect":
         assert [r["variant"] for r in table["rows"]] == ["with_critic", "without_critic"]
         assert (tmp_path / "with_critic" / "costs.png").is_file()
+    elif name == "paper1-generalization":  # 6 tasks and 2 pooled rows, 1 held-out seed
+        assert [r["n"] for r in table["rows"]] == [1, 1, 1, 3, 1, 1, 1, 3]
     else:
         assert all(r["errors"] == 0 and r["n"] == 1 for r in table["rows"])
 
@@ -257,6 +260,95 @@ def test_reflect_ablation_arms_differ_in_what_the_coordinator_received(tmp_path,
     assert "| without_critic | no critique in 1 decision(s): costs and metrics only |" in md
     err = capsys.readouterr().err  # progress bars on stderr: the loop and the evaluation
     assert "small with_critic" in err and "evaluating with_critic" in err
+
+
+def test_reflect_recipe_gives_both_arms_cis_the_skips_and_the_arms_compared(tmp_path,
+                                                                           monkeypatch):
+    """paper1-reflect's table: 40 held-out seeds by default, a 95% CI for the start and
+    best organizations' held-out costs and their difference, the detectable effect at
+    80% power, the candidates skipped as already-tried behaviour, and the with- and
+    without-Critic bests compared on the same held-out seeds."""
+    import orgteams.experiments.recipes as experiments
+    from orgteams.experiments.stats import describe, paired_mde
+
+    assert load_recipe("paper1-reflect")["heldout_seeds"] == 40
+    recipe = dict(load_recipe("paper1-reflect"), layout="studio", iterations=3,
+                  episodes_per_iteration=1)
+    path = tmp_path / "small.yaml"
+    path.write_text(yaml.safe_dump(recipe))
+    monkeypatch.setattr(experiments, "_recipes", lambda: {"small": path})
+    table = run_experiment("small", seeds=4, out=tmp_path / "out", progress=False)
+    best = {}
+    for row in table["rows"]:
+        folder = tmp_path / "out" / row["variant"]
+        ev = json.loads((folder / "evaluation.json").read_text())["rows"][0]
+        start, found = ev["start_costs"], ev["best_costs"]
+        assert row["n"] == len(start) == 4
+        assert row["heldout_start_ci95"] == describe(start)["ci95"]
+        assert row["heldout_best_ci95"] == describe(found)["ci95"]
+        assert row["difference_ci95"] == describe(
+            [b - a for a, b in zip(start, found)])["ci95"]
+        assert row["mde_dz_80"] == pytest.approx(paired_mde(4))
+        history = [json.loads(line) for line in (folder / "history.jsonl").read_text()
+                   .splitlines()]
+        assert row["skipped_same_behaviour"] == sum(
+            c["reason"].startswith("skipped: resolves to the same behaviour")
+            for h in history for c in (h["decision"] or {}).get("candidates", [])
+            if c["reason"])
+        best[row["variant"]] = found
+    (between,) = table["between_variants"]
+    assert (between["a"], between["b"], between["n"]) == ("with_critic", "without_critic", 4)
+    diffs = [b - a for a, b in zip(best["with_critic"], best["without_critic"])]
+    assert between["difference"] == pytest.approx(sum(diffs) / 4)
+    md = (tmp_path / "out" / "table.md").read_text()
+    assert "without_critic best - with_critic best on the same 4 held-out seeds: " in md
+
+
+def test_generalization_takes_the_best_to_every_task_against_the_fixed_leader(
+        tmp_path, monkeypatch):
+    """paper1-generalization: the loop's best on its task, against the leader it started
+    from, on held-out seeds of each group's tasks; a group row pools its tasks' pairs; a
+    rerun plays nothing again."""
+    import orgteams.experiments.recipes as experiments
+    import orgteams.run
+
+    shipped = load_recipe("paper1-generalization")
+    assert shipped["groups"] == {
+        "hard": ["read_book", "put_dishwasher_hard", "prepare_food"],
+        "easy": ["put_dishwasher_easy", "put_fridge", "setup_table"]}
+    assert shipped["organization"] == "leader" and shipped["task"] == "prepare_afternoon_tea"
+    recipe = dict(shipped, layout="studio", iterations=2, episodes_per_iteration=1,
+                  groups={"hard": ["read_book"], "easy": ["put_fridge", "setup_table"]})
+    path = tmp_path / "small.yaml"
+    path.write_text(yaml.safe_dump(recipe, sort_keys=False))
+    monkeypatch.setattr(experiments, "_recipes", lambda: {"small": path})
+    out = tmp_path / "out"
+    table = run_experiment("small", seeds=3, out=out, progress=False)
+    report = json.loads((out / "reflect" / "evaluation.json").read_text())
+    assert report["start"] == "leader" and [r["task"] for r in report["rows"]] == [
+        "read_book", "put_fridge", "setup_table"]
+    rows = {r["task"]: r for r in table["rows"]}
+    assert [r["group"] for r in table["rows"]] == ["hard", "hard", "easy", "easy", "easy"]
+    for ev in report["rows"]:
+        row = rows[ev["task"]]
+        assert row["n"] == 3 and row["leader"] == pytest.approx(ev["mean_start"])
+        assert row["best"] == pytest.approx(ev["mean_best"])
+        # the held-out episodes played that task
+        for arm in ("start", "best"):
+            for seed in report["heldout_seeds"]:
+                log = out / "reflect" / "evaluation" / f"{ev['task']}_studio_{arm}_s{seed}.jsonl"
+                assert json.loads(log.read_text().splitlines()[-1])["task"] == ev["task"]
+    easy = rows["all 2 easy tasks"]
+    pooled = [r for r in report["rows"] if r["task"] in ("put_fridge", "setup_table")]
+    assert easy["n"] == 6 and easy["leader"] == pytest.approx(
+        sum(c for r in pooled for c in r["start_costs"]) / 6)
+    assert "against the fixed leader on studio, 3 held-out seeds" in (
+        out / "table.md").read_text()
+    played: list[int] = []
+    monkeypatch.setattr(orgteams.run, "run_episode",
+                        lambda *a, **k: played.append(1))  # nothing may play now
+    again = run_experiment("small", seeds=3, out=out, progress=False)
+    assert played == [] and again["rows"] == table["rows"]
 
 
 @pytest.mark.slow  # 12 episodes, a report and its plots: about 20 s on 2 shared cores
