@@ -11,8 +11,9 @@ A planner follows the organization's rules (``ctx.rules``, a
 only under ``assign_work: leader``; under ``self`` nobody announces or respects
 claims; reports (``found``, ``done``, a ``status`` every round) are sent or not by
 ``report_when`` and go to ``report_to``; the message budget drops what is over it
-(most important kept: orders, corrections, claims, then reports); members correct a
-leader only under ``corrections``; ballots follow the election rule
+(most important kept: orders, corrections, releases and claims, then reports; a
+turn's release goes before its claims, so teammates never hear a new claim undone);
+members correct a leader only under ``corrections``; ballots follow the election rule
 (:func:`~orgteams.agents.member_rules.choose_vote`); with ``allow_abstain`` a planner
 with nothing useful to do abstains; with self-chosen roles it claims one of
 :data:`~orgteams.agents.member_rules.ROLE_VOCABULARY`.
@@ -38,8 +39,10 @@ from orgteams.agents.planner.planner import PlannerAgent
 from orgteams.agents.shared_context import RoundOutcome, as_claims
 from orgteams.agents.view import MemberView
 
-PRIORITY = ("assign", "correct", "claim", "release", "done", "found", "status")
-"""Message kinds, most important first: what a budget keeps."""
+PRIORITY = ("assign", "correct", "release", "claim", "done", "found", "status")
+"""Message kinds, most important first: what a budget keeps, and the order a turn
+sends them in (a release before a claim: the object given up is free before the
+next claim is heard, never after it)."""
 
 
 def priority(m: TeamMessage) -> float:

@@ -189,3 +189,28 @@ def test_collect_demos_writes_npz_and_index(tmp_path):
     assert all(a.split(":")[0] in ("explore", "goto", "check", "grab", "put", "wait")
                for a in data["decision_action"])
     assert (np.diff(data["decision_tick"]) >= 0).all()
+
+
+def test_a_planner_releases_before_it_claims_in_one_turn(tmp_path: Path) -> None:
+    """A planner that gives up one object and claims another in the same turn sends the
+    release first: teammates who hear both in order must not end up seeing the claim
+    undone. (With claims first, this pyramid, its leader removed at round 5 and no
+    successor, queued on ``wine_2`` in the storage and ran to the 850-tick limit.)"""
+    from doubles import read_dicts
+
+    from orgteams.run import run_episode
+
+    org = load_organization("pyramid")
+    org = org.updated(rules={**org.model_dump(mode="json")["rules"], "succession": "none"})
+    log = tmp_path / "pyramid.jsonl"
+    result = run_episode(task="prepare_afternoon_tea", layout="house", organization=org,
+                         agents=5, backend="planner", seed=10,
+                         shocks=["remove:agent_0@5"], log_path=log)
+    turns = [line["parsed"]["messages"] for line in read_dicts(log)
+             if line.get("phase") == "communicate" and line.get("parsed")]
+    both = [[m["kind"] for m in said if m["kind"] in ("release", "claim")]
+            for said in turns]
+    both = [kinds for kinds in both if "release" in kinds and "claim" in kinds]
+    assert both, "no turn both released and claimed: the episode no longer tests this"
+    assert all(kinds.index("release") < kinds.index("claim") for kinds in both), both
+    assert result.summary.success and result.summary.ticks < 850, result.summary
