@@ -240,12 +240,21 @@ class HighLevelEnv(ParallelEnv):
         if not self.agents:
             raise RuntimeError("the episode is over; call reset() to start a new one")
         chosen = self._validate(actions)
-        for agent, action in chosen.items():
-            self._start(agent, action)
-        for agent in self.agents:
-            r = self._runners[agent]
-            if not r.idle and r.status != "running" and agent not in chosen:
-                self._start(agent, HighLevelAction.make("wait"))
+        # New plans take their first step on the world as it is, as the tick's plans
+        # do: under the crowd's view of it (256 agents starting plans would each ask
+        # every teammate otherwise)
+        self.crowd.plans_start()
+        try:
+            for agent, action in chosen.items():
+                self._start(agent, action)
+                self.crowd.advanced(agent)
+            for agent in self.agents:
+                r = self._runners[agent]
+                if not r.idle and r.status != "running" and agent not in chosen:
+                    self._start(agent, HighLevelAction.make("wait"))
+                    self.crowd.advanced(agent)
+        finally:
+            self.crowd.plans_end()
         self.rounds += 1
         events: dict[str, list[dict]] = {a: [] for a in self.agents}
         total_reward, elapsed = 0.0, 0
@@ -266,8 +275,9 @@ class HighLevelEnv(ParallelEnv):
                 self.on_tick(before, joint, world, infos)
             if on_tick is not None:
                 on_tick(before, joint, world, infos)
+            holders = [a for a, h in enumerate(world.hands) if h]
             for mem in self._memories.values():
-                mem.update(world)
+                mem.update(world, holders)
             self.crowd.plans_start()
             try:
                 for a in live:

@@ -70,10 +70,15 @@ class AgentMemory:
         self.room = ""  # the room the agent is in ("" in a doorway)
         self._furniture_type = {f.name: f.type for f in lay.furniture}
         self.version = 0  # counts updates and notes: what was derived from it is stale
+        self._index: dict[str, int] | None = None  # agent name -> index
 
     # ---- updates ----
-    def update(self, state: HouseholdState) -> None:
-        """Record what the agent observes in ``state`` (the env's visibility rule)."""
+    def update(self, state: HouseholdState, holders: list[int] | None = None) -> None:
+        """Record what the agent observes in ``state`` (the env's visibility rule).
+
+        ``holders``: the indices of the agents holding something in ``state``, in
+        order, where the caller updates many memories on one state (else found here).
+        """
         self.version += 1
         scene = self.scene
         lay = scene.layout
@@ -87,9 +92,26 @@ class AgentMemory:
         self.held = tuple(names[o] for o in state.hands[self.agent])
         for o in self.held:
             self._see(o, self.name, "agent")
+        # Only agents in view that hold something, or that it believes hold something,
+        # change what it knows (an empty-handed agent nothing is believed on is
+        # forgotten at and seen with nothing): those, in index order, not all 256 of a
+        # crowd 256 times a tick. Beliefs on agents not yet looked at only go (another
+        # agent is seen holding the object), so the candidates are taken once, here.
+        if holders is None:
+            holders = [a for a, h in enumerate(state.hands) if h]
+        look = set(holders)
+        index = None
+        for b in self.objects.values():
+            if b.kind == "agent":
+                if index is None:
+                    index = self._agent_index()
+                look.add(index[b.location])
+        look.discard(self.agent)
         room_of, view_of = scene.room_of_cell_list, scene.view_of_cell  # ints: 256 agents
-        for a, c in enumerate(state.agent_pos):  # look at 256 others, 256 times a tick
-            if a != self.agent and (room_of[c] in visible or view_of[c] == view):
+        pos = state.agent_pos
+        for a in sorted(look):
+            c = pos[a]
+            if room_of[c] in visible or view_of[c] == view:
                 held = {names[o] for o in state.hands[a]}
                 self._forget_at(self.agent_names[a], keep=held)
                 for o in held:
@@ -98,6 +120,11 @@ class AgentMemory:
             self.rooms_seen[lay.rooms[r]] = state.tick
             for f in scene.furniture_in_room[r]:
                 self._see_furniture(state, f)
+
+    def _agent_index(self) -> dict[str, int]:
+        if self._index is None:  # built when first needed (a crowd has 256 memories)
+            self._index = {n: i for i, n in enumerate(self.agent_names)}
+        return self._index
 
     def _see_furniture(self, state: HouseholdState, f: int) -> None:
         scene = self.scene
