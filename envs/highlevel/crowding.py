@@ -105,7 +105,8 @@ class Crowd:
         A walking ``agent`` may walk into these: they will be pushed aside (plans use it).
         """
         view = self._tick
-        if view is not None and view.world is self.env.base.world and agent in view.rank:
+        if view is not None and view.world is self.env.base.world and agent in view.rank \
+                and agent not in view.evacuating:
             return view.yielding_cells(agent)
         # _movable, _waiting and _outranks inlined: every walking agent asks this every
         # tick, about every teammate (65,000 pairs a tick at 256 agents).
@@ -280,11 +281,15 @@ class _TickView:
     """Who may be walked into during one tick's plans, kept per agent (see
     :meth:`Crowd.plans_start`): each agent's cell, whether it may be pushed and whether
     it waits, the cells of the waiting ones, the pushable ones' cells in index order,
-    and the deferrals in force. The same answers as asking every teammate."""
+    the deferrals in force and the removed members evacuating (they neither wait nor
+    rank by index: a walking agent that does not give way to one outranks it; the
+    plans' walkers never evacuate, so it answers only for others). The same answers
+    as asking every teammate."""
 
     def __init__(self, crowd: Crowd, world) -> None:
         env = crowd.env
         self.world = world
+        self._runners = env._runners
         index = env.base.agent_index
         self.agents = sorted(env.agents, key=index.__getitem__)
         self.rank = {a: i for i, a in enumerate(self.agents)}
@@ -296,23 +301,27 @@ class _TickView:
         self.given_way: dict[str, list[str]] = {}  # agent -> those giving way to it
         for a, b in self.gives_way.items():
             self.given_way.setdefault(b, []).append(a)
+        # evacuating members (idle: their runners do not change while the plans advance)
+        self.evacuating = {a: self.cell[a] for a in self.agents if a in crowd.evacuating}
         for a in self.agents:
             self.update(crowd, a)
 
     @classmethod
     def of(cls, crowd: Crowd) -> _TickView | None:
         """The view of this tick, or None where it would not give the same answers:
-        removed members evacuating (they outrank everyone), or two agents on one cell."""
+        two agents on one cell."""
         world = crowd.env.base.world
-        if crowd.evacuating or len(set(world.agent_pos)) != len(world.agent_pos):
+        if len(set(world.agent_pos)) != len(world.agent_pos):
             return None
         return cls(crowd, world)
 
     def update(self, crowd: Crowd, agent: str) -> None:
         """Read ``agent``'s runner again (as :meth:`Crowd._movable` and ``_waiting`` do)."""
         r = crowd.env._runners[agent]
-        if r.idle:
-            movable = waits = not r.obstacle  # nobody evacuates while a view is kept
+        if agent in self.evacuating:
+            movable = waits = False  # ranked apart (yielding_cells), never waiting
+        elif r.idle:
+            movable = waits = not r.obstacle
         elif r.status != "running":
             movable = waits = True
         else:
@@ -338,6 +347,11 @@ class _TickView:
             if b != gives_way and b != agent and b in self.rank \
                     and self.by_rank[self.rank[b]] != -1:
                 lower.add(self.cell[b])
+        if self.evacuating:
+            # it outranks evacuating members while it walks, unless it gives way to one
+            r = self._runners[agent]
+            if not r.idle and r.status == "running" and r.action.kind != "wait":
+                lower.update(c for b, c in self.evacuating.items() if b != gives_way)
         if gives_way in self.cell:  # it gives way to that one: it does not outrank it
             lower.discard(self.cell[gives_way])
         return waiting, frozenset(lower)
