@@ -274,3 +274,28 @@ def test_a_resolution_of_another_organization_or_team_is_refused():
     runner = TeamRunner(env, leader, members, resolved=(given := leader.resolve(
         Team.of_size(3))))
     assert runner.resolved is given
+
+
+def test_rounds_are_frozen_out_of_the_garbage_collector_only_while_the_episode_plays():
+    # gc.freeze() at the start and after each round (the cyclic collector's full passes
+    # over the growing records were a fifth of a 256-agent round), unfrozen at the end
+    import gc
+
+    frozen = []
+    runner, _ = make("shared", rounds=3)
+    runner.on_round = lambda r, lines: frozen.append(gc.get_freeze_count())
+    gc.unfreeze()
+    runner.run(seed=0)
+    assert len(frozen) == 3 and min(frozen) > 0
+    assert gc.get_freeze_count() == 0
+    # a process that froze objects of its own is left alone: nothing frozen or unfrozen
+    # (the count only drops, as frozen objects are freed)
+    gc.freeze()
+    mine = gc.get_freeze_count()
+    frozen.clear()
+    try:
+        runner.run(seed=0)
+        assert len(frozen) == 3 and max(frozen) <= mine
+        assert 0 < gc.get_freeze_count() <= mine
+    finally:
+        gc.unfreeze()
