@@ -75,6 +75,7 @@ class Navigator:
         self._maps: OrderedDict[frozenset[int], list[int]] = OrderedDict()
         self._lazy: OrderedDict[frozenset[int], LazyMap] = OrderedDict()
         self.bfs_calls = 0  # distance maps computed (cache misses), for benchmarks
+        self._at: tuple[HouseholdState, dict[int, int] | None] | None = None  # occupants
 
     # ---- distance maps ----
     def distance_map(self, goals: Iterable[int]) -> list[int]:
@@ -190,6 +191,28 @@ class Navigator:
                 return self._enter(state, d, n)
         return WAIT
 
+    def occupants(self, state: HouseholdState, agent: int, here: int,
+                  yielding: frozenset[int]) -> dict[int, int] | _Occupants:
+        """Cell -> index of the agent on it, for every agent but ``agent`` (standing on
+        ``here``) and those on ``yielding`` cells: a :class:`Walker`'s obstacles.
+
+        Every walker of a tick asks on the same world (256 of them in a crowd): the
+        cells of all agents are mapped once per world and each walker takes its own
+        out of that map (C set operations, not a loop over 256 agents). Where two agents
+        share a cell, the plain loop decides."""
+        cached = self._at
+        if cached is None or cached[0] is not state:
+            pos = state.agent_pos
+            at = {p: i for i, p in enumerate(pos)}
+            cached = self._at = (state, at if len(at) == len(pos) else None)
+        at = cached[1]
+        if at is None:
+            return {p: i for i, p in enumerate(state.agent_pos)
+                    if i != agent and p not in yielding}
+        cells = at.keys() - yielding
+        cells.discard(here)
+        return _Occupants(at, cells)
+
     def walker(self, agent: int, goals: frozenset[int]) -> Walker:
         """A stateful walk of ``agent`` to ``goals`` (see :class:`Walker`)."""
         return Walker(self, agent, goals)
@@ -207,6 +230,27 @@ class Navigator:
             if here + delta == cell:
                 return d
         raise ValueError(f"cell {cell} is not next to cell {here}")
+
+
+class _Occupants:
+    """:meth:`Navigator.occupants` as a walker reads it (``n in occupant``,
+    ``occupant[n]``, ``occupant.keys()``), on the map of every agent's cell."""
+
+    __slots__ = ("_at", "_cells")
+
+    def __init__(self, at: dict[int, int], cells: set[int]) -> None:
+        self._at, self._cells = at, cells
+
+    def __contains__(self, cell: int) -> bool:
+        return cell in self._cells
+
+    def __getitem__(self, cell: int) -> int:
+        if cell not in self._cells:
+            raise KeyError(cell)
+        return self._at[cell]
+
+    def keys(self) -> set[int]:
+        return self._cells
 
 
 class LazyMap:
@@ -294,8 +338,7 @@ class Walker:
             return WAIT
         if pushable and self.stuck < 2 * STUCK_SHUFFLE:
             yielding = yielding | pushable
-        occupant = {p: i for i, p in enumerate(state.agent_pos)
-                    if i != agent and p not in yielding}
+        occupant = nav.occupants(state, agent, here, yielding)
         goals = self.goals - occupant.keys() or self.goals
         if self.detour is not None:
             d = self.detour
