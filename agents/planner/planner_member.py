@@ -58,11 +58,6 @@ REPORTS = {"found": ("on_new_information", "every_round"),
 _ROLE_OF = {"grab": "gatherer", "put": "placer", "explore": "explorer", "check": "explorer"}
 
 
-def _structured(messages: list[TeamMessage]) -> list[TeamMessage]:
-    """The structured messages a planner understands (free text is ignored)."""
-    return [m for m in messages if m.kind not in ("text", "action") and m.content]
-
-
 def _progress(planner: PlannerAgent) -> dict[str, tuple[int, int]]:
     """What each agent achieved as far as ``planner`` knows: ``(placed, found)`` goal
     objects (the ``progress`` election rule votes for the most)."""
@@ -162,9 +157,25 @@ class PlannerMember(MemberBase):
                 out.append(m)
         return out
 
+    def _fresh_structured(self, messages: list[TeamMessage]) -> list[TeamMessage]:
+        """The structured messages a planner understands (free text is ignored) among
+        ``messages``, as :meth:`_fresh` keeps them, in one pass: under ``shared`` each
+        of 256 planners reads 256 status reports a round, most of them repeats."""
+        out = []
+        skip = ("text", "action") if self.claims else ("text", "action", "claim", "release")
+        seen = self._seen
+        for m in messages:
+            if m.kind in skip or not m.content:
+                continue
+            key = m.said
+            if key not in seen:
+                seen.add(key)
+                out.append(m)
+        return out
+
     def receive(self, messages: list[TeamMessage]) -> None:
         """Hands the structured messages delivered to this member to its planner."""
-        self.planner.receive(self._fresh(_structured(messages)))
+        self.planner.receive(self._fresh_structured(messages))
 
     async def communicate(self, ctx: CommunicateContext, env: MemberView) -> CommunicateDecision:
         """The planner's structured messages for this stage, or its ballot in a vote."""
@@ -179,7 +190,7 @@ class PlannerMember(MemberBase):
             return CommunicateDecision([], None, False, vote, "", record)
         if ctx.removed:
             _forget(self.planner, ctx.removed)
-        inbox = self._fresh(_structured(ctx.visible_this_round)) + self._fresh(
+        inbox = self._fresh_structured(ctx.visible_this_round) + self._fresh(
             _known_choices(ctx), observed=True)
         heard = self.planner.communicate(env, inbox, ctx.can_message)  # updates its claims
         said = self._by_rules([replace(m, round=ctx.round) for m in heard], rules, env, ctx)
