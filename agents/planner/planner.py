@@ -84,6 +84,13 @@ class PlannerAgent:
             if m.sender == self.agent_id or not m.addressed_to(self.agent_id):
                 continue
             c = m.content
+            if m.kind == "status":  # most of what a big team hears: first, and done
+                kind, _, target = str(c.get("doing", "")).partition(":")
+                if kind == "grab":
+                    self.intents[m.sender] = target
+                else:
+                    self.intents.pop(m.sender, None)
+                continue
             by = str(c.get("for") or c.get("by") or m.sender)  # a peer leader's relay
             if m.kind == "claim" and "object" in c:
                 tick = int(c.get("tick", 0))
@@ -114,12 +121,6 @@ class PlannerAgent:
                 # only its own leader's orders: an order from another tier or the other
                 # half's leader is not one it takes (orders never skip or cross tiers)
                 self.assignment, self.assigner = dict(c), m.sender
-            elif m.kind == "status":
-                kind, _, target = str(c.get("doing", "")).partition(":")
-                if kind == "grab":
-                    self.intents[m.sender] = target
-                else:
-                    self.intents.pop(m.sender, None)
             elif m.kind == "correct" and "action" in c:
                 target = c["action"].partition(":")[2]
                 key = f"room:{target}" if c["action"].startswith("explore:") else target
@@ -130,7 +131,8 @@ class PlannerAgent:
                 # what its reports tell it, the other leaders hear from it: leaders
                 # coordinate by messages (never orders), each knowing what both halves found
                 self._say(m.kind, self.rules.peers, **{**c, "by": m.sender})
-            self._heard.append(m)
+            if m.kind in ("found", "assign", "done"):  # what _apply_heard notes
+                self._heard.append(m)
 
     def _apply_heard(self, env: MemberView) -> None:
         mem = env.memory(self.agent_id)

@@ -297,7 +297,8 @@ def _route(state: EpisodeState, si: int, stage: Stage, agent: str, d: Communicat
     said = []
     for i, m in enumerate(d.messages):
         delivered, dropped = route(agent, m.receivers, state.resolved)
-        delivered = [b for b in delivered if b not in state.removed]
+        if state.removed:
+            delivered = [b for b in delivered if b not in state.removed]
         out = replace(m, sender=agent, round=state.round, stage=si, delivered=tuple(delivered),
                       role=d.role, abstained=d.abstain)
         said.append(out)
