@@ -158,8 +158,8 @@ class HighLevelEnv(ParallelEnv):
         self.nav: Navigator | None = None  # the layout's shortest paths, from reset() on
         self._memories: dict[str, AgentMemory] = {}
         self._runners: dict[str, Runner] = {}
-        # agent -> (its memory, memory version, scene, running, actions): a round asks
-        # for an agent's actions several times (members, the loop, step's check)
+        # agent -> [its memory, memory version, scene, running, actions, by id]: a round
+        # asks for an agent's actions several times (members, the loop, step's check)
         self._available: dict[str, tuple] = {}
         self.crowd = Crowd(self)  # who gives way to whom (crowding.py)
         self.ticks = 0
@@ -391,15 +391,31 @@ class HighLevelEnv(ParallelEnv):
 
     def available_actions(self, agent: str) -> list[HighLevelAction]:
         """The actions ``agent`` may choose now, derived only from its memory."""
+        return list(self._known_available(agent)[4])
+
+    def is_available(self, agent: str, action: str) -> bool:
+        """Whether ``action`` (an id) is one of :meth:`available_actions` of ``agent``."""
+        return action in self._available_by_id(agent)
+
+    def _known_available(self, agent: str) -> list:
+        """``[memory, its version, scene, running, actions, actions by id or None]``
+        of ``agent``, kept until one of the first four changes."""
         mem = self._memories[agent]
         scene, running = self.base.world.scene, self._runners[agent].status == "running"
         known = self._available.get(agent)
         if known is not None and known[0] is mem and known[1] == mem.version \
                 and known[2] is scene and known[3] == running:
-            return list(known[4])  # nothing it depends on changed since
-        out = self._available_now(agent, mem)
-        self._available[agent] = (mem, mem.version, scene, running, out)
-        return list(out)
+            return known  # nothing it depends on changed since
+        known = self._available[agent] = [mem, mem.version, scene, running,
+                                          self._available_now(agent, mem), None]
+        return known
+
+    def _available_by_id(self, agent: str) -> dict[str, HighLevelAction]:
+        """:meth:`available_actions` by id, in their order (do not mutate)."""
+        known = self._known_available(agent)
+        if known[5] is None:
+            known[5] = {a.id: a for a in known[4]}
+        return known[5]
 
     def _available_now(self, agent: str, mem: AgentMemory) -> list[HighLevelAction]:
         make = HighLevelAction.make
@@ -435,7 +451,7 @@ class HighLevelEnv(ParallelEnv):
             if isinstance(ident, str) and ident.startswith(PRIMITIVE):
                 chosen[agent] = self._primitive(agent, ident)
                 continue
-            available = {a.id: a for a in self.available_actions(agent)}
+            available = self._available_by_id(agent)
             if ident not in available:
                 raise ValueError(
                     f"{agent}: unknown or unavailable action {ident!r}."

@@ -345,12 +345,11 @@ async def decide_actions(state: EpisodeState, abstained: set[str] = frozenset(),
     actions: dict[str, ActionId] = {}
     chosen: dict[str, ActDecision] = {}
     for agent, d in zip(deciders, decisions):
-        offered = env.available_actions(agent)
         action = d.action_id
         # a policy member plays primitive ticks, never listed as available
-        if all(x.id != action for x in offered) and not is_primitive(action):
+        if not env.is_available(agent, action) and not is_primitive(action):
             d.record.fallback = d.record.fallback or f"runner: {action!r} not available"
-            action = safe_action(offered)[0]
+            action = safe_action(env.available_actions(agent))[0]
         actions[agent] = action
         chosen[agent] = d
     return actions, chosen

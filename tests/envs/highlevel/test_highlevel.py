@@ -346,3 +346,16 @@ def test_available_actions_follow_what_the_agent_hears_and_does_between_calls():
     assert "continue" not in [a.id for a in env.available_actions("agent_0")]
     env.step({"agent_0": ids[0]})
     assert "continue" in [a.id for a in env.available_actions("agent_0")]
+
+
+def test_is_available_answers_as_the_available_actions_do_as_the_memory_grows():
+    env = HighLevelEnv(layout="studio", task="prepare_afternoon_tea", num_agents=2)
+    env.reset(seed=3)
+    for _ in range(6):
+        for agent in env.agents:
+            ids = [a.id for a in env.available_actions(agent)]
+            assert all(env.is_available(agent, i) for i in ids)
+            assert not env.is_available(agent, "grab:no_such_thing")
+            assert not env.is_available(agent, "continue") or env.current(agent) is not None
+        env.step({a: env.available_actions(a)[0].id for a in env.agents
+                  if env.needs_decision(a)})
