@@ -76,6 +76,7 @@ class Navigator:
         self._lazy: OrderedDict[frozenset[int], LazyMap] = OrderedDict()
         self.bfs_calls = 0  # distance maps computed (cache misses), for benchmarks
         self._at: tuple[HouseholdState, dict[int, int] | None] | None = None  # occupants
+        self._unreached = [INF] * (h * w)  # a fresh distance map, copied
 
     # ---- distance maps ----
     def distance_map(self, goals: Iterable[int]) -> list[int]:
@@ -261,17 +262,16 @@ class LazyMap:
     A walker reads five cells of a map (where it stands and the cells beside it).
     Most maps of a crowded tick serve one walker or a few: goals minus the cells other
     agents stand on, and detours around them; the agents that ask stand near their
-    goals, so only a few layers are ever grown.
+    goals, so only a few layers are ever grown. Blocked cells (a detour's: the 255
+    others of a crowd) are looked up as the map grows, not marked up front.
     """
 
-    __slots__ = ("_adjacent", "_d", "_dist", "_frontier")
+    __slots__ = ("_adjacent", "_blocked", "_d", "_dist", "_frontier")
 
     def __init__(self, nav: Navigator, goals: Iterable[int], blocked: Iterable[int] = ()):
         walkable = nav.walkable
-        self._dist = dist = [INF] * len(walkable)
-        blocked = set(blocked)
-        for b in blocked:
-            dist[b] = -1  # never entered; read as INF
+        self._dist = dist = nav._unreached.copy()
+        self._blocked = blocked = frozenset(blocked)  # never entered; read as INF
         self._frontier = [g for g in goals if walkable[g] and g not in blocked]
         for g in self._frontier:
             dist[g] = 0
@@ -280,19 +280,31 @@ class LazyMap:
 
     def __getitem__(self, cell: int) -> int:
         dist = self._dist
+        if dist[cell] != INF:
+            return dist[cell]
+        blocked = self._blocked
+        if cell in blocked:
+            return INF
+        adjacent = self._adjacent
         while dist[cell] == INF and self._frontier:
             self._d += 1
             layer = []
             grow = layer.append
-            adjacent, d = self._adjacent, self._d
-            for c in self._frontier:
-                for n in adjacent[c]:
-                    if dist[n] == INF:
-                        dist[n] = d
-                        grow(n)
+            d = self._d
+            if blocked:
+                for c in self._frontier:
+                    for n in adjacent[c]:
+                        if dist[n] == INF and n not in blocked:
+                            dist[n] = d
+                            grow(n)
+            else:
+                for c in self._frontier:
+                    for n in adjacent[c]:
+                        if dist[n] == INF:
+                            dist[n] = d
+                            grow(n)
             self._frontier = layer
-        value = dist[cell]
-        return INF if value < 0 else value
+        return dist[cell]
 
 
 class Walker:
