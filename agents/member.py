@@ -254,6 +254,9 @@ class MemberBase:
     acts_every_round: bool = False
     backend: Any = None
     settings: Any = None
+    # Its communicate and act never await (nothing to wait for: no model, no person):
+    # the round loop runs their calls one after another instead of a task each.
+    decides_at_once: bool = False
 
     def set_leader(self, leader: bool) -> None:
         """Leadership does not change what it does."""

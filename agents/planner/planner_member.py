@@ -117,6 +117,7 @@ class PlannerMember(MemberBase):
 
     model = "planner"
     acts_every_round = True  # it may drop a plan whose object a teammate claimed first
+    decides_at_once = True  # scripted: nothing to await
 
     def __init__(self, agent_id: str, leader: bool = False):
         self.agent_id = agent_id
@@ -266,6 +267,7 @@ class RandomMember(MemberBase):
 
     model = "random"
     acts_every_round = False
+    decides_at_once = True
 
     def __init__(self, agent_id: str, seed: int | None = None):
         from orgteams.agents.random_agent import RandomAgent

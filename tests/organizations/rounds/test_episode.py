@@ -156,3 +156,31 @@ def test_a_pyramid_starts_with_one_leader_not_every_upper_tier():
     assert leaders == ["agent_0", "agent_1", "agent_2"]
     assert [state.role(a) for a in ("agent_0", "agent_1", "agent_2", "agent_3")] == [
         "leader", "vice_leader", "vice_leader", "member"]
+
+
+def test_members_that_decide_at_once_are_run_in_order_without_tasks():
+    # planners never await: the loop runs their calls one after another (a task each
+    # cost more than 256 decisions); one that awaits after all is our bug, said so
+    state = _state(n=3, org="shared")
+    order = []
+
+    class Orderly(PlannerMember):
+        async def communicate(self, ctx, env):
+            order.append((self.agent_id, asyncio.current_task()))
+            return await super().communicate(ctx, env)
+
+    class Sleeper(PlannerMember):
+        async def act(self, env, round, ctx=None):
+            await asyncio.sleep(0)
+            return await super().act(env, round, ctx)
+
+    state.members = {a: Orderly(a) for a in state.team}
+    asyncio.run(play_rounds(state, 1))
+    # in team order, all inside the episode's own task (no task of their own)
+    assert [a for a, _ in order] == list(state.team)
+    assert len({id(task) for _, task in order}) == 1
+    state = _state(n=3, org="shared")
+    state.members["agent_2"] = Sleeper("agent_2")
+    with pytest.raises(RuntimeError, match="Sleeper.act awaited, but its member "
+                                           "decides_at_once"):
+        asyncio.run(play_rounds(state, 1))
