@@ -105,8 +105,7 @@ class Crowd:
         A walking ``agent`` may walk into these: they will be pushed aside (plans use it).
         """
         view = self._tick
-        if view is not None and view.world is self.env.base.world and agent in view.rank \
-                and agent not in view.evacuating:
+        if view is not None and view.world is self.env.base.world and agent in view.rank:
             return view.yielding_cells(agent)
         # _movable, _waiting and _outranks inlined: every walking agent asks this every
         # tick, about every teammate (65,000 pairs a tick at 256 agents).
@@ -189,17 +188,30 @@ class Crowd:
         world = self.env.base.world
         index = self.env.base.agent_index
         roomy = self.env.nav.roomy_cells
-        for agent in self.env.agents:
-            r = self.env._runners[agent]
-            if not (r.idle and not r.obstacle) or not roomy \
-                    or world.agent_pos[index[agent]] in roomy:
-                self.evacuating.pop(agent, None)
-                continue
-            walker = self.evacuating.get(agent)
-            if walker is None:
-                walker = self.evacuating[agent] = self.env.nav.walker(index[agent], roomy)
-            act = walker.next_action(world, *self.yielding_cells(agent))
-            joint[agent] = max(act, 0)
+        # asked once, a view of the tick answers each evacuating member's question (each
+        # would ask every teammate); it follows who starts and stops evacuating here
+        view: _TickView | None = None
+        asked = False
+        try:
+            for agent in self.env.agents:
+                r = self.env._runners[agent]
+                if not (r.idle and not r.obstacle) or not roomy \
+                        or world.agent_pos[index[agent]] in roomy:
+                    if self.evacuating.pop(agent, None) is not None and view is not None:
+                        view.evacuation(self, agent, False)
+                    continue
+                walker = self.evacuating.get(agent)
+                if walker is None:
+                    walker = self.evacuating[agent] = self.env.nav.walker(index[agent], roomy)
+                    if view is not None:
+                        view.evacuation(self, agent, True)
+                if not asked:
+                    view = self._tick = _TickView.of(self)
+                    asked = True
+                act = walker.next_action(world, *self.yielding_cells(agent))
+                joint[agent] = max(act, 0)
+        finally:
+            self._tick = None
 
     def _make_way(self, joint: dict[str, int]) -> None:
         """Push aside whoever stands where a higher-priority agent walks this tick.
@@ -282,9 +294,8 @@ class _TickView:
     :meth:`Crowd.plans_start`): each agent's cell, whether it may be pushed and whether
     it waits, the cells of the waiting ones, the pushable ones' cells in index order,
     the deferrals in force and the removed members evacuating (they neither wait nor
-    rank by index: a walking agent that does not give way to one outranks it; the
-    plans' walkers never evacuate, so it answers only for others). The same answers
-    as asking every teammate."""
+    rank by index: a walking agent that does not give way to one outranks it). The
+    same answers as asking every teammate."""
 
     def __init__(self, crowd: Crowd, world) -> None:
         env = crowd.env
@@ -334,12 +345,30 @@ class _TickView:
         else:
             self.waiting.discard(cell)  # one agent a cell: nobody else's
 
+    def evacuation(self, crowd: Crowd, agent: str, started: bool) -> None:
+        """``agent`` started (or stopped) evacuating (:meth:`Crowd._evacuate`)."""
+        if started:
+            self.evacuating[agent] = self.cell[agent]
+        else:
+            self.evacuating.pop(agent, None)
+        self.update(crowd, agent)
+
     def yielding_cells(self, agent: str) -> tuple[frozenset[int], frozenset[int]]:
         """:meth:`Crowd.yielding_cells` for ``agent``."""
         mine = self.cell[agent]
         waiting = frozenset(self.waiting)
         if mine in waiting:
             waiting = waiting - {mine}
+        if agent in self.evacuating:
+            # an evacuating member outranks waiting teammates, those that give way to
+            # it and evacuating ones of higher index (its deferral does not count)
+            lower = set(waiting)
+            me = self.rank[agent]
+            lower.update(c for b, c in self.evacuating.items() if self.rank[b] > me)
+            for b in self.given_way.get(agent, ()):
+                if b != agent and b in self.rank and self.by_rank[self.rank[b]] != -1:
+                    lower.add(self.cell[b])
+            return waiting, frozenset(lower)
         lower = set(self.by_rank[self.rank[agent] + 1:])  # lower priority: higher index
         lower.discard(-1)
         gives_way = self.gives_way.get(agent)

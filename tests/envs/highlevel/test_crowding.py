@@ -141,3 +141,36 @@ def test_a_ticks_view_answers_as_asking_every_teammate_in_a_crowd(monkeypatch):
                 actions[a] = next((t for t in targets[i % 3:] + targets if t in ids), "wait")
         env.step(actions)
     assert checked["calls"] > 1000 and checked["deferring"] > 0
+
+
+def test_the_tick_view_answers_as_asking_every_teammate_with_members_evacuating(monkeypatch):
+    # the crowd answers who may be walked into from a view of the tick (plans, new
+    # plans, evacuating members); on a running team with removed members and
+    # abstainers stepping aside every answer equals asking every teammate
+    from orgteams.envs.highlevel import crowding
+    from orgteams.organizations.rounds.runner import TeamRunner
+    from orgteams.organizations.rounds.shocks import Shock
+    from orgteams.organizations.spec.library import load_organization
+    from orgteams.run import build_team
+
+    ask, answers = crowding.Crowd.yielding_cells, []
+
+    def both(crowd, agent):
+        got = ask(crowd, agent)
+        view, crowd._tick = crowd._tick, None
+        try:
+            answers.append((view is not None, got == ask(crowd, agent),
+                            bool(crowd.evacuating)))
+        finally:
+            crowd._tick = view
+        return got
+
+    monkeypatch.setattr(crowding.Crowd, "yielding_cells", both)
+    org = load_organization("sequential")
+    env = HighLevelEnv(layout="generated:32:0", task="prepare_afternoon_tea", num_agents=24)
+    TeamRunner(env, org, build_team("planner", 24, org), max_rounds=15,
+               shocks=[Shock.parse(f"remove:agent_{a}@{r}") for a, r in ((1, 2), (5, 3), (9, 4))]
+               ).run(seed=1)
+    assert len(answers) > 300 and all(same for _, same, _ in answers)
+    assert all(viewed for viewed, _, _ in answers)
+    assert sum(evacuating for _, _, evacuating in answers) > 30  # with members evacuating
