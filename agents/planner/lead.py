@@ -104,7 +104,9 @@ def _grab_order(planner: PlannerAgent, env: MemberView, agent: str) -> str | Non
     """The nearest object the goal needs that nobody carries, claimed or was ordered."""
     mem = env.memory(planner.agent_id)
     need = needed_for(planner, env, agent)
-    carried = {o for a in env.agents for o in _held(env, a)}
+    world, index = env.world, env.agent_index  # what each one holds, in one pass
+    hands, names = world.hands, world.scene.objects
+    carried = {names[o] for a in env.agents for o in hands[index[a]]}
     cands = [o for o, b in mem.objects.items()
              if b.kind == "furniture" and o not in carried
              and need.get(o.rpartition("_")[0], 0) > 0
