@@ -159,10 +159,12 @@ class RoundOutputs(list):
         self._public: list[TeamMessage] = []
         self._at: list[int] = []  # the public ones' places in the round
         self._private: dict[str, list[int]] = {}  # member -> places of its other ones
+        self.last_stage = -1  # the latest stage any output was said in
 
     def append(self, o: TeamMessage) -> None:
         at = len(self)
         super().append(o)
+        self.last_stage = max(self.last_stage, o.stage)
         reach = None if o.delivered is None else {o.sender, *o.delivered}
         if reach is None or len(reach) >= len(self._team) and self._team <= reach:
             self._public.append(o)
@@ -208,6 +210,8 @@ def visible_outputs(
     kind = _KIND_SEEN.get(sees)
     mine = outputs.seen_by(agent) if isinstance(outputs, RoundOutputs) else None
     if mine is not None:
+        if kind is None and outputs.last_stage < stage_index:
+            return list(mine)  # all of them (sequential: 256 speakers, each after all)
         return [o for o in mine if o.stage < stage_index
                 and (kind is None or stages[o.stage].kind == kind)]
     return [
