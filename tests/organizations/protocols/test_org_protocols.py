@@ -53,6 +53,8 @@ def test_round_outputs_show_each_agent_what_a_scan_of_every_output_shows():
     stages = [Stage(T5, rng.choice(sees), rng.choice(kinds)) for _ in range(12)]
     outs, indexed = [], RoundOutputs(T5)
     for si in range(len(stages)):
+        for a in T5:  # as a speaker of stage si sees them: every output said before it
+            assert visible_outputs(stages, si, a, indexed) == visible_outputs(stages, si, a, outs)
         for a in rng.sample(T5, 3):  # public, to some (the sender among them or not), to none
             delivered = rng.choice([None, tuple(rng.sample(T5, rng.randint(0, 5))), ()])
             said = [turn(si, a, f"{a} at {si}", delivered) for _ in range(rng.randint(1, 2))]
