@@ -33,6 +33,8 @@ text       ``{}``                                            what was said
 
 from __future__ import annotations
 
+import threading
+import weakref
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -50,6 +52,21 @@ MESSAGE_KINDS = ("claim", "release", "found", "assign", "done", "status", "corre
                  "action")
 # "action": not a message but an agent's chosen action shown to later agents of a
 # sequential round (orgteams.agents.shared_context); never delivered, no tokens.
+
+
+class _Said:
+    """One value of :attr:`TeamMessage.said` (:attr:`TeamMessage.said_id`)."""
+
+    __slots__ = ("__weakref__", "key")
+
+    def __init__(self, key: tuple) -> None:
+        self.key = key
+
+
+# said -> its object while anything (a message, a reader's memory) keeps it; an equal
+# value said later gets that same object, or a new one when none is kept any more
+_SAID_IDS: weakref.WeakValueDictionary[tuple, _Said] = weakref.WeakValueDictionary()
+_SAID_LOCK = threading.Lock()
 
 
 def render(kind: str, content: Mapping[str, Any], text: str = "",
@@ -134,6 +151,23 @@ class TeamMessage:
         items sorted); the same for a repeat. Computed once per message, which a
         256-agent team hands to hundreds of readers."""
         return (self.sender, self.kind, tuple(sorted(self.content.items())))
+
+    @cached_property
+    def said_id(self) -> object:
+        """:attr:`said` as one object for all equal ones while any of them is kept: it
+        hashes and compares by identity, so a reader's set of what it heard finds a
+        repeat without hashing the content again (each of 256 planners reads 256 status
+        reports a round). Content that cannot be hashed gives :attr:`said` itself."""
+        key = self.said
+        try:
+            hash(key)
+        except TypeError:
+            return key
+        with _SAID_LOCK:  # one object per value, whichever thread asks first
+            ident = _SAID_IDS.get(key)
+            if ident is None:
+                ident = _SAID_IDS[key] = _Said(key)
+        return ident
 
     def addressed_to(self, agent: str) -> bool:
         """Whether the speaker addressed ``agent`` (``"everyone"`` addresses all)."""

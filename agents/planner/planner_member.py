@@ -51,6 +51,8 @@ def priority(m: TeamMessage) -> float:
     if m.kind == "done" and "room" in m.content:
         return PRIORITY.index("found") + 0.5
     return PRIORITY.index(m.kind) if m.kind in PRIORITY else len(PRIORITY)
+_NOT_UNDERSTOOD = frozenset(("text", "action"))  # kinds a planner does not read
+_NOT_UNDERSTOOD_NOR_CLAIMS = _NOT_UNDERSTOOD | {"claim", "release"}  # rules without claims
 REPORTS = {"found": ("on_new_information", "every_round"),
            "done": ("on_new_information", "every_round", "on_completion"),
            "status": ("every_round",)}
@@ -122,7 +124,7 @@ class PlannerMember(MemberBase):
     def __init__(self, agent_id: str, leader: bool = False):
         self.agent_id = agent_id
         self.planner = PlannerAgent(agent_id, role="leader" if leader else "member")
-        self._seen: set[tuple] = set()
+        self._seen: set[object] = set()  # said_id of every message it took in
         self._status: tuple[int, str] | None = None  # (round, status) last reported
         self._spent = (-1, 0, 0)  # (round, messages, tokens) sent that round
 
@@ -152,7 +154,7 @@ class PlannerMember(MemberBase):
         for m in messages:
             if m.kind in skip:
                 continue
-            key = m.said
+            key = m.said_id
             if key not in seen:
                 seen.add(key)
                 out.append(m)
@@ -163,12 +165,12 @@ class PlannerMember(MemberBase):
         ``messages``, as :meth:`_fresh` keeps them, in one pass: under ``shared`` each
         of 256 planners reads 256 status reports a round, most of them repeats."""
         out = []
-        skip = ("text", "action") if self.claims else ("text", "action", "claim", "release")
+        skip = _NOT_UNDERSTOOD if self.claims else _NOT_UNDERSTOOD_NOR_CLAIMS
         seen = self._seen
         for m in messages:
             if m.kind in skip or not m.content:
                 continue
-            key = m.said
+            key = m.said_id
             if key not in seen:
                 seen.add(key)
                 out.append(m)

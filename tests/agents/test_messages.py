@@ -54,3 +54,23 @@ def test_status_and_correct_render_as_short_sentences():
                                      {"agent": "agent_1", "action": "explore:kitchen",
                                       "reason": "explored already"})
     assert correct.text == "correct agent_1: explore kitchen (explored already)"
+
+
+def test_said_id_is_one_object_for_equal_things_said_while_any_is_kept():
+    import gc
+
+    M = TeamMessage  # noqa: N806 - short
+
+    a = M.structured("agent_1", "everyone", "status", {"doing": "wait", "holding": ()})
+    again = M("agent_1", ("agent_2",), "other text", "status", round=4,
+              content={"holding": (), "doing": "wait"})  # other receivers, round, order
+    other = M.structured("agent_1", "everyone", "status", {"doing": "wait", "holding": ("x",)})
+    assert a.said_id is again.said_id and a.said_id is not other.said_id
+    heard = {a.said_id}  # a reader's memory keeps it: a repeat made later is found
+    del a, again
+    gc.collect()
+    later = M.structured("agent_1", "everyone", "status", {"doing": "wait", "holding": ()})
+    assert later.said_id in heard and other.said_id not in heard
+    # content that cannot be hashed: said itself (a reader's set refuses it, as before)
+    odd = M("agent_1", EVERYONE, "x", "found", content={"object": ["a", "list"]})
+    assert odd.said_id == odd.said
