@@ -166,7 +166,7 @@ class PygameRenderer:
         self.show_bubbles = True  # speech bubbles on the map (the panel's log has them all)
         self._mouse: tuple[int, int] | None = None  # frame pixel under the mouse
         self.log_back = 0  # newest messages the panel's log is scrolled past (mouse wheel)
-        self._said = 0  # the overlay's message count at the last frame (keeps a scrolled log still)
+        self._said: int | None = None  # the overlay's message count at the last frame
         self._last_state: HouseholdState | None = None
         self.last: FrameLayout | None = None  # where the last frame put things
 
@@ -262,7 +262,7 @@ class PygameRenderer:
         focus = self._focus(world, overlay, drawn)
         focus.known = known
         if overlay is not None:  # a scrolled-back log stays on its messages as new ones come
-            if self.log_back and overlay.said > self._said:
+            if self.log_back and self._said is not None and overlay.said > self._said:
                 self.log_back += overlay.said - self._said
             self._said = overlay.said
             self.log_back = min(self.log_back, max(len(overlay.log) - 1, 0))

@@ -260,3 +260,9 @@ def test_the_message_log_scrolls_back_with_the_wheel_and_stays_put_as_messages_c
     renderer.draw(world, overlay, names)
     assert renderer.last.panel.messages[-1] is overlay.log[-1]
     renderer.close()
+    # A log scrolled before its first frame starts where it was scrolled to.
+    fresh = PygameRenderer("rgb_array")
+    fresh.log_back = 20
+    fresh.draw(world, overlay, names)
+    assert fresh.last.panel.messages[-1] is overlay.log[-21]
+    fresh.close()
