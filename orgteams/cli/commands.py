@@ -388,7 +388,8 @@ def cmd_experiment(args: argparse.Namespace) -> int:
                                progress=not args.no_progress, teams=teams,
                                max_cost=getattr(args, "max_cost", None),
                                price_per_mtok=getattr(args, "price_per_mtok", None),
-                               on_estimate=_announce_cost)
+                               on_estimate=_announce_cost,
+                               max_rounds=getattr(args, "max_rounds", None))
     except BudgetReached as stop:  # what finished is kept in the folder
         return _budget_reached("experiment", stop)
     out = args.out or f"runs/experiments/{args.name}"
