@@ -121,6 +121,26 @@ def test_agents_replace_a_sweep_recipes_team_sizes(tmp_path):
     assert sorted(r["summary"]["num_agents"] for r in rows) == [3, 3]  # what the episodes played
 
 
+def test_max_rounds_replaces_a_sweep_recipes_round_cap(tmp_path, capsys):
+    """``orgteams experiment NAME --max-rounds R``: a short run (a slow model's), every
+    episode capped at R rounds, and spec.yaml says so."""
+    from orgteams.cli.main import main
+
+    assert main(["experiment", "paper2-capability", "--backend", "planner", "--seeds", "1",
+                 "--max-rounds", "3", "--out", str(tmp_path), "--no-progress"]) == 0
+    assert yaml.safe_load((tmp_path / "spec.yaml").read_text())["max_rounds"] == 3
+    rows = [json.loads(line) for line in (tmp_path / "results.jsonl").read_text().splitlines()]
+    assert sorted(r["cell"]["organization"] for r in rows) == ["coordinator", "sequential"]
+    assert all(r["summary"]["rounds"] == 3 and r["summary"]["stop_reason"] == "max rounds"
+               for r in rows)
+    capsys.readouterr()
+    assert main(["experiment", "paper2-shocks", "--max-rounds", "3", "--out",
+                 str(tmp_path / "shocks")]) == 2
+    assert capsys.readouterr().err.strip() == (
+        "orgteams experiment: error: experiment 'paper2-shocks': max_rounds replaces the "
+        "round cap of sweep recipes; this one is kind 'shocks'")
+
+
 def test_agents_for_a_recipe_that_is_not_a_sweep_is_one_line(tmp_path):
     with pytest.raises(UserError, match=re.escape(
             "experiment 'paper2-shocks': agents= replaces the team sizes of sweep recipes; "
