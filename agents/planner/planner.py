@@ -80,25 +80,28 @@ class PlannerAgent:
     # ---- messages ----
     def receive(self, messages: list[TeamMessage]) -> None:
         """Take in teammates' messages (applied to the env memory at the next call)."""
+        me = self.agent_id
         for m in messages:
-            if m.sender == self.agent_id or not m.addressed_to(self.agent_id):
-                continue
+            if m.sender == me or (m.receivers != EVERYONE and me not in m.receivers):
+                continue  # its own, or not addressed to it
             c = m.content
-            if m.kind == "status":  # most of what a big team hears: first, and done
-                kind, _, target = str(c.get("doing", "")).partition(":")
-                if kind == "grab":
+            kind = m.kind
+            if kind == "status":  # most of what a big team hears: first, and done
+                doing, _, target = str(c.get("doing", "")).partition(":")
+                if doing == "grab":
                     self.intents[m.sender] = target
                 else:
                     self.intents.pop(m.sender, None)
                 continue
             by = str(c.get("for") or c.get("by") or m.sender)  # a peer leader's relay
-            if m.kind == "claim" and "object" in c:
+            if kind == "claim" and "object" in c:  # the next most (claims seen, shared)
                 tick = int(c.get("tick", 0))
                 mine = self.claims.get(c["object"])
-                if mine is None or mine[0] != self.agent_id or (tick, _index(by)) < (
-                        mine[1], _index(self.agent_id)):
+                if mine is None or mine[0] != me or (tick, _index(by)) < (
+                        mine[1], _index(me)):
                     self.claims[c["object"]] = (by, tick)
-            elif m.kind == "claim" and "room" in c:
+                continue
+            if m.kind == "claim" and "room" in c:
                 self.room_claims[by] = c["room"]
             elif m.kind == "release":
                 if "object" in c and self.claims.get(c["object"], ("",))[0] == m.sender:

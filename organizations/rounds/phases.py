@@ -250,13 +250,15 @@ async def _act_in_turn(state: EpisodeState, si: int, stage: Stage, abstained: se
     for hook in state.hooks.decided:
         hook(state, [d.record for d in chosen.values()])
     state.check_stop()
-    labels = {x.id: x.label for a in deciders for x in env.available_actions(a)}
     out = []
     for a in deciders:
         state.early_actions[a] = (actions[a], chosen[a])
         if actions[a] != "continue":
-            out.append(action_output(a, actions[a], labels.get(actions[a], actions[a]),
-                                     state.round, si))
+            # its label: the chosen action is one offered to it (or a primitive, never
+            # offered: its id), and an id has one label whoever is offered it
+            label = next((x.label for x in env.available_actions(a) if x.id == actions[a]),
+                         actions[a])
+            out.append(action_output(a, actions[a], label, state.round, si))
     return out
 
 
