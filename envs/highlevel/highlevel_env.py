@@ -161,6 +161,7 @@ class HighLevelEnv(ParallelEnv):
         # agent -> [its memory, memory version, scene, running, actions, by id]: a round
         # asks for an agent's actions several times (members, the loop, step's check)
         self._available: dict[str, tuple] = {}
+        self._room_actions: tuple | None = None  # (rooms, their explore and goto actions)
         self.crowd = Crowd(self)  # who gives way to whom (crowding.py)
         self.ticks = 0
         self.rounds = 0
@@ -419,7 +420,11 @@ class HighLevelEnv(ParallelEnv):
 
     def _available_now(self, agent: str, mem: AgentMemory) -> list[HighLevelAction]:
         make = HighLevelAction.make
-        out = [make("explore", r) for r in mem.rooms] + [make("goto", r) for r in mem.rooms]
+        rooms = self._room_actions  # every agent's first ones: the floor plan's rooms
+        if rooms is None or rooms[0] != mem.rooms:
+            rooms = self._room_actions = (mem.rooms, [make("explore", r) for r in mem.rooms]
+                                          + [make("goto", r) for r in mem.rooms])
+        out = list(rooms[1])
         seen = mem.furniture
         furn = [f.name for f in self.base.world.scene.layout.furniture if f.name in seen]
         out += [make("check", f) for f in furn if seen[f].is_container]

@@ -160,10 +160,13 @@ class RoundOutputs(list):
         self._at: list[int] = []  # the public ones' places in the round
         self._private: dict[str, list[int]] = {}  # member -> places of its other ones
         self.last_stage = -1  # the latest stage any output was said in
+        self.in_stage_order = True  # no output said in an earlier stage than one before it
 
     def append(self, o: TeamMessage) -> None:
         at = len(self)
         super().append(o)
+        if o.stage < self.last_stage:
+            self.in_stage_order = False
         self.last_stage = max(self.last_stage, o.stage)
         reach = None if o.delivered is None else {o.sender, *o.delivered}
         if reach is None or len(reach) >= len(self._team) and self._team <= reach:
@@ -210,8 +213,13 @@ def visible_outputs(
     kind = _KIND_SEEN.get(sees)
     mine = outputs.seen_by(agent) if isinstance(outputs, RoundOutputs) else None
     if mine is not None:
-        if kind is None and outputs.last_stage < stage_index:
-            return list(mine)  # all of them (sequential: 256 speakers, each after all)
+        if kind is None and outputs.in_stage_order:
+            # those of earlier stages are all but the last few (sequential: 256 speakers,
+            # each seeing every turn before its own)
+            k = len(mine)
+            while k and mine[k - 1].stage >= stage_index:
+                k -= 1
+            return mine[:k]
         return [o for o in mine if o.stage < stage_index
                 and (kind is None or stages[o.stage].kind == kind)]
     return [

@@ -63,6 +63,12 @@ def test_round_outputs_show_each_agent_what_a_scan_of_every_output_shows():
         for a in T5 + ("agent_9",):  # agent_9 is no member: scanned, as before
             assert visible_outputs(stages, si, a, indexed) == visible_outputs(stages, si, a, outs)
     assert list(indexed) == outs and indexed.seen_by("agent_9") is None
+    late = [turn(0, "agent_1", "said late, in stage 0", None)]  # out of stage order
+    outs += late
+    indexed += late
+    for si in range(len(stages)):
+        for a in T5:
+            assert visible_outputs(stages, si, a, indexed) == visible_outputs(stages, si, a, outs)
 
 
 def test_sequential_messages_keeps_the_concurrent_act_phase():
