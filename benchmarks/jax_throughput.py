@@ -12,6 +12,14 @@ and per CPU second; XLA spreads a step over every core, numpy uses one):
   cannot drop them. Rows: flat float32 at the default ``view_radius=7`` (8,764 entries
   per agent), the same as uint8, ``view_radius=2`` (1,164 entries) in float32 and
   uint8, and the env with its observations not read (dynamics, rewards, autoreset).
+* The ceiling of any encoder (:class:`CeilingEnv`), beside each jax_env row that reads
+  observations: the same scan, action draws and consumption, with no dynamics and an
+  observation of the same size and dtype per agent that costs next to nothing to make
+  (``broadcast``: a constant row plus a number; ``row``: one row of a constant table,
+  gathered). No encoder, however good, makes that env's observations faster, so if
+  the ceiling is below Overcooked at the default view, the target "at or above
+  Overcooked with observations" cannot be met on that machine by any encoder. The
+  jax_env row over its ceiling is how close the encoder is to it.
 * JaxMARL's Overcooked ``cramped_room`` (2 agents, 5 x 4 x 26 = 520 entries per
   agent), the same scan, the same consumption; skipped with the reason if ``jaxmarl``
   does not import.
@@ -78,6 +86,61 @@ def scan_fn(env: object, steps: int, consume: bool = True) -> Callable[[int], in
     return call
 
 
+class CeilingEnv:
+    """The ceiling of any observation encoder: a JaxMARL-shaped env whose step does no
+    dynamics and whose observation per agent is the cheapest array of the given shape
+    and dtype that XLA cannot fold away, so that the harness's scan, action draws, dict
+    plumbing and reading of the observations are all that is left.
+
+    ``mode="broadcast"``: a constant row plus the agent's position (one add per entry:
+    any encoder writes at least this); ``mode="row"``: one row of a constant
+    ``(cells, D)`` table, gathered at the agent's position (a table lookup: what the
+    household's encoder starts from, ``core._planes_one``'s still planes). Positions
+    move by the action id, modulo ``cells``, so each tick reads other rows."""
+
+    def __init__(self, size: int, dtype: object, agents: int = AGENTS, mode: str = "row",
+                 cells: int = 256):
+        import jax.numpy as jnp
+
+        self.agents = [f"agent_{i}" for i in range(agents)]
+        self.mode, self.cells = mode, cells
+        rng = np.random.default_rng(0)
+        high = 2 if np.dtype(dtype) == np.uint8 else 1
+        table = rng.integers(0, high + 1, size=(cells if mode == "row" else 1, size))
+        self.table = jnp.asarray(table.astype(dtype))
+        self.dtype = np.dtype(dtype)
+
+    def action_space(self, agent: str) -> object:
+        from types import SimpleNamespace
+
+        return SimpleNamespace(n=53)
+
+    def reset(self, key: object) -> tuple[dict, dict]:
+        import jax
+        import jax.numpy as jnp
+
+        state = {"pos": jax.random.randint(key, (len(self.agents),), 0, self.cells),
+                 "tick": jnp.int32(0)}
+        return self._obs(state), state
+
+    def step(self, key: object, state: dict, actions: dict) -> tuple:
+        import jax.numpy as jnp
+
+        acts = jnp.stack([actions[a] for a in self.agents])
+        state = {"pos": (state["pos"] + acts) % self.cells, "tick": state["tick"] + 1}
+        done = state["tick"] % 400 == 0
+        dones = {a: done for a in self.agents} | {"__all__": done}
+        return (self._obs(state), state, {a: jnp.float32(0) for a in self.agents}, dones,
+                {})
+
+    def _obs(self, state: dict) -> dict:
+        pos = state["pos"]
+        if self.mode == "row":
+            return {a: self.table[pos[i]] for i, a in enumerate(self.agents)}
+        return {a: self.table[0] + pos[i].astype(self.dtype)
+                for i, a in enumerate(self.agents)}
+
+
 def measure(rows: dict[str, Callable[[int], int]], seconds: float, rounds: int
             ) -> dict[str, tuple[float, float]]:
     """Rows take turns, ``rounds`` slices of about ``seconds`` wall time each; per row the
@@ -111,6 +174,7 @@ def main(argv: list[str] | None = None) -> None:
 
     rows: dict[str, Callable[[int], int]] = {}
     sizes: dict[str, str] = {}
+    ceilings: dict[str, list[str]] = {}  # a jax_env row -> its ceiling rows
     try:
         from jaxmarl import make
         from jaxmarl.environments.overcooked import overcooked_layouts
@@ -134,6 +198,14 @@ def main(argv: list[str] | None = None) -> None:
         rows[name] = scan_fn(env, steps, consume)
         space = env.observation_space(env.agents[0])
         sizes[name] = "-" if not consume else f"{space.shape[0]} {np.dtype(space.dtype).name}"
+        if not consume:
+            continue
+        for mode in ("broadcast", "row"):  # the same observations, with no env around them
+            ceiling = f"ceiling ({mode}), {label}"
+            rows[ceiling] = scan_fn(CeilingEnv(space.shape[0], space.dtype, mode=mode),
+                                    4 * steps)
+            sizes[ceiling] = sizes[name]
+            ceilings.setdefault(name, []).append(ceiling)
     for label, extra in [("copy=True (default)", {}), ("copy=False", {"copy": False}),
                          ("uint8, copy=True", {"obs_dtype": np.uint8}),
                          ("uint8, copy=False", {"copy": False, "obs_dtype": np.uint8})]:
@@ -151,6 +223,11 @@ def main(argv: list[str] | None = None) -> None:
     for name, (wall, cpu) in best.items():
         ratio = f"{wall / best[ref][0]:8.2f}x {cpu / best[ref][1]:6.2f}x" if ref else ""
         print(f"{name:<52} {sizes[name]:>18} {wall:>14,.0f} {cpu:>12,.0f} {ratio}")
+    print("each jax_env row against its ceilings (the same observations, no env: "
+          "broadcast, row), per CPU second:")
+    for name, names in ceilings.items():
+        ratios = ", ".join(f"{best[name][1] / best[c][1]:.2f}x" for c in names)
+        print(f"  {name:<52} {ratios}")
     for col, per in ((0, "wall"), (1, "CPU")):
         copy_true = best[f"vector_env (numpy) {LAYOUT}, copy=True (default)"][col]
         copy_false = best[f"vector_env (numpy) {LAYOUT}, copy=False"][col]

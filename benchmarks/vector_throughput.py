@@ -17,6 +17,9 @@ every tick, 3 agents on ``apartment``:
   and uniform random ids move only about 5% of the agents per tick, a trained policy
   many more.
 
+The default ``copy=True`` (each step an array of the caller's own) is also put over
+``copy=False`` round by round, in float32, uint8 and moves only (the target: 0.8x).
+
 All rows take turns in short CPU-time slices (as ``env_throughput.py``) and each
 reports its best slice; the ratios to the scalar env are also paired round by round.
 Households start at spread-out ticks so that episodes end (and households reset,
@@ -35,6 +38,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable
+from statistics import median
 
 import numpy as np
 
@@ -141,6 +145,19 @@ def main(argv: list[str] | None = None) -> None:
     for name, rate in best.items():
         print(f"{name:<62} {rate:>14,.0f}   {rate / best[scalar]:7.1f}x "
               f"({paired_ratio(rounds, name, scalar)})")
+    # The default's cost: copy=True (an array of the caller's own each step) over
+    # copy=False (one array updated in place), paired round by round (target 0.8x).
+    print(f"copy=True / copy=False at {big} households (best; paired median, range):")
+    for label, default, in_place in [
+            ("float32", f"vector_env, {big} households",
+             f"vector_env, {big} households, copy=False"),
+            ("uint8", f"vector_env, {big} households, obs_dtype=uint8",
+             f"vector_env, {big} households, copy=False, uint8"),
+            ("moves only, float32", f"vector_env, {big} households, moves only",
+             f"vector_env, {big} households, moves only, copy=False")]:
+        ratios = sorted(r[default] / r[in_place] for r in rounds)
+        print(f"  {label:<20} {best[default] / best[in_place]:.2f}x "
+              f"({median(ratios):.2f}x, {ratios[0]:.2f}-{ratios[-1]:.2f}x)")
 
 
 if __name__ == "__main__":

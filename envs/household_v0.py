@@ -81,7 +81,7 @@ Vector env
 JAX env
     ``jax_env(...)`` (the ``jax`` extra): pure ``reset(key)`` / ``step(key, state,
     actions)`` of one household, jittable, vmappable and usable in ``lax.scan``, in the
-    shape of JaxMARL's ``MultiAgentEnv`` (``orgteams.envs.vector.jax_env``).
+    shape of JaxMARL's ``MultiAgentEnv`` (``orgteams.envs.vector.functional.env``).
 
 Layouts and Tasks
     Layouts: ``studio``, ``apartment``, ``house`` (``assets/layouts``), any YAML
@@ -103,7 +103,7 @@ raw_env = HouseholdEnv
 if TYPE_CHECKING:
     from orgteams.envs.single_agent import SingleAgentEnv
     from orgteams.envs.vector import AgentVectorEnv, VectorHouseholdEnv
-    from orgteams.envs.vector.jax_env import HouseholdJaxEnv
+    from orgteams.envs.vector.functional.env import HouseholdJaxEnv
 
 
 def parallel_env(**kwargs) -> HouseholdEnv:
@@ -167,8 +167,8 @@ def jax_env(**kwargs) -> HouseholdJaxEnv:
     (``np.float32`` or ``np.uint8``), ``episodes`` and ``seed`` (episode ``j`` is the
     scalar env's ``reset(seed=seed + j)``). ``reset(key) -> (obs, state)``,
     ``step(key, state, actions) -> (obs, state, rewards, dones, infos)``. Needs the
-    ``jax`` extra. See :mod:`orgteams.envs.vector.jax_env`.
+    ``jax`` extra. See :mod:`orgteams.envs.vector.functional.env`.
     """
-    from orgteams.envs.vector.jax_env import HouseholdJaxEnv
+    from orgteams.envs.vector.functional.env import HouseholdJaxEnv
 
     return HouseholdJaxEnv(**kwargs)

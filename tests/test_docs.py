@@ -191,6 +191,7 @@ PUBLIC_MODULES = [
     "orgteams", "orgteams.config", "orgteams.errors", "orgteams.replay", "orgteams.play",
     "orgteams.experiments", "orgteams.envs", "orgteams.envs.household_v0",
     "orgteams.envs.core", "orgteams.envs.highlevel", "orgteams.envs.vector",
+    "orgteams.envs.vector.functional",
     "orgteams.envs.render", "orgteams.agents", "orgteams.agents.backends",
     "orgteams.agents.llm", "orgteams.agents.planner", "orgteams.organizations",
     "orgteams.organizations.rounds", "orgteams.organizations.spec",

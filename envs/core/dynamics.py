@@ -13,7 +13,7 @@ One tick runs in explicit phases, as in Overcooked-AI:
 Nothing here draws random numbers: the same state and actions give the same result.
 
 These rules are restated over arrays by the batched core
-(:mod:`orgteams.envs.vector.dynamics`, and ``jax_core``); change one here and
+(:mod:`orgteams.envs.vector.dynamics`, and ``vector.functional.core``); change one here and
 ``tests/envs/vector/test_vector_differential.py`` fails until the batched core follows.
 """
 

@@ -13,8 +13,8 @@ same tick: two agents stepping into one cell (``collision``), or reaching for th
 object (the lower index gets it; ``invalid_action`` for the other), as
 :mod:`orgteams.envs.core.dynamics` documents. ``tests/envs/core/test_masks.py`` checks the
 definition against ``transition`` on random states. The batched core restates this
-definition over arrays (:mod:`orgteams.envs.vector.masks`, ``jax_core``), pinned to it
-by ``tests/envs/vector/test_vector_differential.py``.
+definition over arrays (:mod:`orgteams.envs.vector.masks`, ``vector.functional.core``),
+pinned to it by ``tests/envs/vector/test_vector_differential.py``.
 """
 
 from __future__ import annotations

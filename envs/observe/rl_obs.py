@@ -98,7 +98,8 @@ def _eye(n: int) -> np.ndarray:
 def planes(images: np.ndarray, goals: np.ndarray) -> np.ndarray:
     """``(n, S, S, 38)`` planes of a batch of array images ``(n, S, S, 4+K)`` and goals."""
     # The batched core builds these planes directly (orgteams.envs.vector.observe,
-    # jax_core); tests/envs/vector/test_vector_differential.py pins it to this encoding.
+    # vector.functional.core); tests/envs/vector/test_vector_differential.py pins it to
+    # this encoding.
     k, f = _sizes()
     n = len(images)
     tile = _eye(TILE_PLANES)[images[..., 0]]

@@ -140,7 +140,7 @@ def compare_jax_env_with_scalar(num_envs: int, steps: int, seed: int = 0,
     it drew next."""
     import jax  # the caller has the jax extra (jax_env raises MissingExtraError)
 
-    from orgteams.envs.vector.jax_env import HouseholdJaxEnv
+    from orgteams.envs.vector.functional.env import HouseholdJaxEnv
 
     if policy not in POLICIES:
         raise ValueError(f"policy must be one of {POLICIES}, got {policy!r}")

@@ -147,7 +147,7 @@ class VectorHouseholdEnv:
         ``backend="jax"`` (the ``jax`` extra; ``flat`` or ``image`` observations in
         float32 / uint8 as the numpy core's defaults): the tick, masks and
         observations run as one ``jit``-compiled ``vmap`` of a household's step
-        (:mod:`.jax_core`); episodes and rewards stay on the numpy side.
+        (:mod:`.functional.core`); episodes and rewards stay on the numpy side.
         ``autoreset_mode``: ``SAME_STEP`` (the default) or ``NEXT_STEP`` (module
         docstring), an :class:`~gymnasium.vector.AutoresetMode` or its value
         (``"SameStep"``, ``"NextStep"``); ``max_cycles``: PettingZoo's name for
@@ -177,7 +177,7 @@ class VectorHouseholdEnv:
             raise ValueError("obs_dtype=np.uint8 is for obs_mode='flat' with the numpy "
                              f"backend, got obs_mode={obs_mode!r}, backend={backend!r}")
         if backend == "jax":  # fail here, not at the first reset, when JAX is missing
-            import orgteams.envs.vector.jax_core  # noqa: F401  (MissingExtraError)
+            import orgteams.envs.vector.functional.core  # noqa: F401  (MissingExtraError)
         # The scalar env validates every other argument and defines the spaces; it is
         # also the template of the episodes (layout, task, units, step limit).
         self._template = HouseholdEnv(
@@ -258,7 +258,7 @@ class VectorHouseholdEnv:
             self._batch = BatchState.empty(self.num_envs, self.num_agents, self._tables,
                                            max_objects(self.task))
             if self.backend == "jax":
-                from orgteams.envs.vector.jax_core import JaxCore
+                from orgteams.envs.vector.functional.core import JaxCore
 
                 self._jax = JaxCore(self._tables, self._inverse, self._image_scale)
             self._reward = BatchReward(self._template.reward_shaping, self.num_envs,

@@ -221,6 +221,7 @@ def run_experiment(name: str, *, backend: str | None = None, seeds: int | None =
     else:
         table = _run_reflect(name, recipe, backend, seeds, out_dir, progress, budget)
     table.setdefault("caption", recipe.get("caption"))  # what its planner version shows
+    table.setdefault("tokenizer", _tokenizers(table))  # which counter made its token columns
     (out_dir / "table.json").write_text(json.dumps(table, indent=2, default=str) + "\n",
                                         encoding="utf-8")
     (out_dir / "table.md").write_text(_markdown(table) + "\n", encoding="utf-8")
@@ -789,11 +790,38 @@ def _cell(value: Any) -> str:
     return "-" if value is None else str(value)
 
 
+def _tokenizers(table: dict[str, Any]) -> str:
+    """The method(s) that counted the table's message tokens: what its rows recorded,
+    else this process's counter (the recipes run their episodes in this process)."""
+    from orgteams.agents.llm.tokens import tokenizer_name
+
+    names = {str(t) for r in table.get("rows") or [] for t in
+             (r.get("tokenizers") or ([r["tokenizer"]] if r.get("tokenizer") else []))}
+    return ", ".join(sorted(names)) if names else tokenizer_name()
+
+
+def _token_line(table: dict[str, Any]) -> str | None:
+    """One line saying how the token columns were counted (None without such columns)."""
+    from orgteams.agents.llm.tokens import REGEX_NAME, approximate_note
+
+    if not any("token" in str(c) for c in table["columns"]) or not table.get("tokenizer"):
+        return None
+    name = str(table["tokenizer"])
+    if name == REGEX_NAME:
+        return f"Message tokens: {approximate_note(REGEX_NAME)}."
+    if "," in name:
+        return (f"Message tokens: counted by different methods ({name}): the token "
+                "columns mix counts that are not comparable.")
+    return f"Message tokens: counted with {name}."
+
+
 def _markdown(table: dict[str, Any]) -> str:
     cols = table["columns"]
     lines = [f"# {table['experiment']}", "", str(table.get("description") or ""), ""]
     if table.get("caption"):
         lines += [" ".join(str(table["caption"]).split()), ""]
+    if (tokens := _token_line(table)) is not None:
+        lines += [tokens, ""]
     lines += [*[line for note in table.get("notes") or [] for line in (note, "")],
               "| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
     lines += ["| " + " | ".join(_cell(r.get(c)) for c in cols) + " |" for r in table["rows"]]

@@ -49,7 +49,7 @@ def test_the_estimate_grows_with_agents_and_image_observations():
 
 def test_a_missing_jax_is_the_missing_extra_error(monkeypatch):
     monkeypatch.setitem(sys.modules, "jax", None)  # import jax raises ImportError
-    monkeypatch.delitem(sys.modules, "orgteams.envs.vector.jax_core", raising=False)
+    monkeypatch.delitem(sys.modules, "orgteams.envs.vector.functional.core", raising=False)
     with pytest.raises(MissingExtraError, match=re.escape(
             'backend="jax" needs the "jax" extra: pip install "orgteams[jax]"')):
         household_v0.vector_env(2, backend="jax")

@@ -14,7 +14,7 @@ of them once, at construction, with the scalar code itself: episode ``j`` is exa
 the one of ``household_v0.parallel_env(...).reset(seed=seed + j)``. ``reset(key)``
 picks one of them uniformly (``state.episode`` says which). So every episode played
 here is a scalar env's episode, and the rest (dynamics, masks, observations, rewards)
-is the scalar rules restated over arrays (:mod:`.jax_core`, shared with
+is the scalar rules restated over arrays (:mod:`.core`, shared with
 ``vector_env(backend="jax")``) and checked tick by tick against the scalar env
 (:func:`orgteams.envs.vector.check.compare_jax_env_with_scalar`). A held-out
 evaluation uses another ``seed`` (an env whose episodes are ``seed``, ``seed + 1``,
@@ -69,7 +69,7 @@ from orgteams.envs.core.start import make_episode
 from orgteams.envs.household import HouseholdEnv
 from orgteams.envs.observe.rl_obs import image_space
 from orgteams.envs.vector.batch import BatchState, max_objects
-from orgteams.envs.vector.jax_core import JaxCore
+from orgteams.envs.vector.functional.core import JaxCore
 from orgteams.envs.vector.tables import layout_tables
 
 OBS_MODES = ("flat", "image")
@@ -136,7 +136,7 @@ class State(NamedTuple):
     episode: jax.Array  # () which of the drawn episodes this is
 
 
-# The fields of State that BatchState has (the bank and jax_core use these names).
+# The fields of State that BatchState has (the bank and functional.core use these names).
 _WORLD = ("tick", "pos", "hands", "held", "contents", "count", "container_open",
           "door_open", "progress", "object_class", "goal_class", "goal_target", "goal_count")
 
@@ -252,7 +252,7 @@ class HouseholdJaxEnv:
     def get_obs(self, state: State) -> dict[str, jax.Array]:
         """Each agent's observation of ``state``."""
         # Each agent's encoded on its own: one array per agent as JaxMARL hands them out,
-        # not slices of one (N, A, D) block (jax_core._planes_one).
+        # not slices of one (N, A, D) block (core._planes_one).
         st = self._world(state)
         return {a: self._encode(st, i)[0] for i, a in enumerate(self.agents)}
 

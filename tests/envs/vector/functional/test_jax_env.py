@@ -62,7 +62,7 @@ def test_jax_env_equals_the_scalar_env_on_a_full_task():
 
 def test_the_check_catches_a_difference(monkeypatch):
     """A JAX mask that drifts from the scalar rule fails the comparison."""
-    from orgteams.envs.vector.jax_core import JaxCore
+    from orgteams.envs.vector.functional.core import JaxCore
 
     real = JaxCore._masks_one
     monkeypatch.setattr(JaxCore, "_masks_one", lambda self, st: real(self, st).at[:, 0].set(0))
@@ -74,7 +74,7 @@ def test_the_check_catches_a_difference(monkeypatch):
 
 def test_the_check_catches_a_reward_difference(monkeypatch):
     """Rewards one float32 step off the scalar's fail the comparison."""
-    from orgteams.envs.vector import jax_env
+    from orgteams.envs.vector.functional import env as jax_env
 
     real = jax_env._reward_table
     monkeypatch.setattr(jax_env, "_reward_table", lambda *a: np.nextafter(
@@ -252,7 +252,7 @@ def test_bad_arguments_get_one_clear_line():
 
 def test_without_jax_the_extra_is_named(monkeypatch):
     monkeypatch.setitem(sys.modules, "jax", None)  # import jax raises ImportError
-    monkeypatch.delitem(sys.modules, "orgteams.envs.vector.jax_env", raising=False)
+    monkeypatch.delitem(sys.modules, "orgteams.envs.vector.functional.env", raising=False)
     with pytest.raises(MissingExtraError, match=re.escape(
             'household_v0.jax_env needs the "jax" extra: pip install "orgteams[jax]"')):
         household_v0.jax_env()

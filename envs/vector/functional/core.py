@@ -2,12 +2,12 @@
 
 One household's tick, masks and flat observations written as pure functions of
 fixed-shape arrays, ``vmap``-ed over the households and ``jit``-compiled once per
-batch size. The rules are those of the numpy core (:mod:`.dynamics`, :mod:`.masks`,
-:mod:`.observe`, which restate the scalar ones) in the form JAX needs: no data-dependent
+batch size. The rules are those of the numpy core (:mod:`..dynamics`, :mod:`..masks`,
+:mod:`..observe`, which restate the scalar ones) in the form JAX needs: no data-dependent
 shapes, so every "where it applies" is a ``where`` or a scatter with ``mode="drop"``.
 ``tests/envs/vector/test_vector_differential.py`` runs the same comparison with the scalar
 env on this backend. Episodes are drawn, and rewards computed, by the numpy side.
-The pure JAX env (:mod:`.jax_env`) calls the same per-household functions
+The pure JAX env (:mod:`.env`) calls the same per-household functions
 (``_step_one``, ``_masks_one``, ``_flat_one``, ``_image_one``) inside its own step.
 """
 
