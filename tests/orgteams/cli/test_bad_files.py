@@ -159,8 +159,11 @@ def damaged(good, tmp_path, how):
     data = bytearray(path.read_bytes())
     if how == "truncated":
         data = data[: len(data) // 2]
-    elif how == "bit-flipped":  # the second page: a table's cells, past the header
-        for i in range(4096 + 100, 4096 + 400):
+    elif how == "bit-flipped":  # the second page's cell pointers: the table's structure
+        # (bytes 100-400 of the page were that while rows were short; longer prompts put
+        # a row's text there, which only its lookup can find bad)
+        cells = int.from_bytes(data[4096 + 3: 4096 + 5], "big")  # a leaf page's header
+        for i in range(4096 + 8, 4096 + 8 + 2 * cells):
             data[i] ^= 0xFF
     elif how == "not-sqlite":
         data = bytearray(b"hello, this is not a database\n" * 200)
