@@ -12,7 +12,6 @@ Also the centred help box that the keyboard play loop shows on demand.
 from __future__ import annotations
 
 import itertools
-
 import math
 from dataclasses import dataclass, field
 from typing import Any
