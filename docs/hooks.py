@@ -14,10 +14,18 @@
   ``assets/experiments/*.yaml``.
 * ``benchmarks/index.md``: ``benchmarks/README.md`` (the one copy of the results
   tables), its links rewritten for the page's place in the site.
+
+Pages link the files a generated page is made from, so the link works where the
+Markdown is read as it is (GitHub): ``../benchmarks/README.md`` and
+``../assets/organizations/<name>.yaml``. On the site such a link leads to the page made
+from that file (``benchmarks/index.md``, ``organizations/<name>.md``): see
+:func:`site_links` (``tests/test_docs.py`` checks that every link of ``docs/`` names a
+file of the repository).
 """
 
 from __future__ import annotations
 
+import posixpath
 import re
 import textwrap
 from pathlib import Path
@@ -76,8 +84,41 @@ def on_files(files, config):
     return files
 
 
+def generated_from() -> dict[Path, str]:
+    """Repository files outside ``docs/`` that a generated page is made from -> that
+    page (its path in the site's sources)."""
+    out = {ROOT / "benchmarks" / "README.md": "benchmarks/index.md"}
+    out.update({ORGS / f"{n}.yaml": f"organizations/{n}.md" for n in organization_names()})
+    return out
+
+
+_LINK = re.compile(r"\]\((?P<target>[^)#\s]+)(?P<fragment>#[^)\s]*)?\)")
+
+
+def site_links(markdown: str, src_uri: str, pages: dict[Path, str] | None = None) -> str:
+    """``markdown`` of the page ``docs/<src_uri>`` with each link to a file a generated
+    page is made from (:func:`generated_from`) leading to that page instead, relative to
+    the page; other links as written."""
+    pages = generated_from() if pages is None else pages
+    here = (ROOT / "docs" / src_uri).parent
+
+    def to_site(m: re.Match) -> str:
+        target = m.group("target")
+        if re.match(r"[a-z]+:", target):
+            return m.group(0)
+        page = pages.get((here / target).resolve())
+        if page is None:
+            return m.group(0)
+        rel = posixpath.relpath(page, posixpath.dirname(src_uri) or ".")
+        return f"]({rel}{m.group('fragment') or ''})"
+
+    return _LINK.sub(to_site, markdown)
+
+
 def on_page_markdown(markdown, page, config, files):
-    """Fills the markers: the env page's docstring, the organizations' table."""
+    """Fills the markers: the env page's docstring, the organizations' table; leads the
+    links to generated pages' sources to those pages (:func:`site_links`)."""
+    markdown = site_links(markdown, page.file.src_uri)
     if "<!-- household_v0 docstring -->" in markdown:
         markdown = markdown.replace("<!-- household_v0 docstring -->", household_v0_markdown())
     markdown = re.sub(r"<!-- api: ([\w.]+) -->", lambda m: api_markdown(m.group(1)), markdown)

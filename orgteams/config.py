@@ -554,7 +554,8 @@ class ReflectConfig(_Config):
     budget_chars: _field(int, _ints(1, 10**7), None) = Field(
         6000, description="most characters of history the Coordinator is shown")
     max_cost: MaxCost = _max_cost_field(
-        "the run", "; the folder's spend.json keeps the spend: rerun with a higher one to go on")
+        "the run (or its --evaluate)", "; the folder's spend.json keeps the spend: rerun "
+        "with a higher one to go on")
     price_per_mtok: PricePerMtok = _price_field()
 
     def episode(self) -> EpisodeConfig:

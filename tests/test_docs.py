@@ -274,6 +274,52 @@ def test_link_check_finds_a_missing_page_and_a_missing_anchor(tmp_path):
         "index.html: a.html#gone: no id 'gone' there", "index.html: b.html: no such file"]
 
 
+def github_dead_links(pages: list[Path], root: Path = ROOT) -> list[str]:
+    """``page: target`` for each relative link of ``pages`` (Markdown, outside code
+    blocks) that names no file: dead where the Markdown is read as it is (GitHub), e.g.
+    a page only the site generates."""
+    dead = []
+    for page in pages:
+        text = FENCE.sub("", page.read_text(encoding="utf-8"))
+        for target in re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", text):
+            if not re.match(r"[a-z]+:", target) and not (page.parent / target).exists():
+                dead.append(f"{page.relative_to(root)}: {target}")
+    return dead
+
+
+def test_docs_links_lead_to_files_on_github_too():
+    """A docs page links files of the repository, never a page only the site generates
+    (``organizations/<name>.md``, ``benchmarks/index.md``): it links the file that page
+    is made from (``../assets/organizations/<name>.yaml``, ``../benchmarks/README.md``),
+    which the site's hook leads to the generated page."""
+    assert github_dead_links(sorted((ROOT / "docs").rglob("*.md"))) == []
+
+
+def test_the_dead_link_check_finds_a_generated_page(tmp_path):
+    (tmp_path / "cli.md").write_text("# CLI\n")
+    page = tmp_path / "page.md"
+    page.write_text("[a](organizations/leader.md#roles) [b](cli.md) [c](cli.md#x)\n"
+                    "```\n[in code](nowhere.md)\n```\n[d](https://example.org/x.md)\n"
+                    "[e](benchmarks/index.md)\n")
+    assert github_dead_links([page], tmp_path) == ["page.md: organizations/leader.md",
+                                                   "page.md: benchmarks/index.md"]
+
+
+@mkdocs_missing
+def test_the_site_leads_links_of_generated_pages_sources_to_those_pages():
+    hooks = load_script(ROOT / "docs" / "hooks.py")
+    text = ("[leader](../assets/organizations/leader.yaml) "
+            "[numbers](../benchmarks/README.md#rl-throughput) [cli](cli.md) "
+            "[yaml](../assets/organizations/_fragments.yaml)")
+    assert hooks.site_links(text, "llm-backends.md") == (
+        "[leader](organizations/leader.md) [numbers](benchmarks/index.md#rl-throughput) "
+        "[cli](cli.md) [yaml](../assets/organizations/_fragments.yaml)")
+    assert hooks.site_links("[x](../../benchmarks/README.md) [y](../organizations.md)",
+                            "benchmarks/notebook.md") == "[x](index.md) [y](../organizations.md)"
+    assert hooks.site_links("[o](../../assets/organizations/pyramid.yaml)",
+                            "reference/organizations.md") == "[o](../organizations/pyramid.md)"
+
+
 def test_ci_builds_the_site_strict_and_checks_its_links_after_the_tests():
     lines = [s.strip() for s in (ROOT / ".ci" / "run").read_text().splitlines()]
     slow = lines.index('run_tests "$work/slow.log" python -m pytest -m slow -rs --durations=20')

@@ -55,7 +55,10 @@ def cache_key(
 
 
 def _unusable(path: Path, exc: Exception) -> UserError:
-    return UserError(f"{path}: not a usable response cache ({exc}); delete it or give "
+    # SQLite quotes a damaged row's bytes in its message: keep the line short and printable.
+    why = "".join(c if c.isprintable() else "?" for c in " ".join(str(exc).split()))
+    why = why if len(why) <= 200 else why[:200] + "..."
+    return UserError(f"{path}: not a usable response cache ({why}); delete it or give "
                      "another --cache path")
 
 

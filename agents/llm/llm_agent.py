@@ -16,7 +16,7 @@ It never picks a random action.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -30,7 +30,12 @@ from orgteams.agents.llm.prompts import (
     situation,
 )
 from orgteams.agents.llm.quoting import one_line, quote_text
-from orgteams.agents.llm.replies import ParsedCommunicate, parse_act, parse_communicate
+from orgteams.agents.llm.replies import (
+    ParsedCommunicate,
+    parse_act,
+    parse_communicate,
+    parse_defer,
+)
 from orgteams.agents.llm.schemas import MAX_MESSAGES, ReplySpec, act_spec, communicate_spec
 from orgteams.agents.llm.structured import astructured_call
 from orgteams.agents.member import (
@@ -115,6 +120,7 @@ class LLMAgent(DialogueMember):
             self.variant.action_window if action_window is None else action_window,
         )
         self._context: ActContext | None = None
+        self._order: tuple[str, str] | None = None  # (who, action id) of its latest order
         self.leader = False
 
     def set_leader(self, leader: bool) -> None:
@@ -169,7 +175,22 @@ class LLMAgent(DialogueMember):
                 out[agent] = {order.label(a): a.id for a in order.actions}
         return out
 
-    # ---- TeamMember (reset, observe and receive come from DialogueMember) ----
+    # ---- TeamMember (observe comes from DialogueMember) ----
+    def reset(self) -> None:
+        """Forget the last episode's dialogue, actions and order."""
+        super().reset()
+        self._order = None
+
+    def receive(self, messages: list[TeamMessage]) -> None:
+        """Remember delivered messages, and the latest order (``assign``) given to it:
+        an action that carries it out depends on its sender (``depends_on``)."""
+        super().receive(messages)
+        for m in messages:
+            c = m.content
+            if m.kind == "assign" and m.sender != self.agent_id and isinstance(c, Mapping) \
+                    and c.get("agent") == self.agent_id and c.get("action"):
+                self._order = (m.sender, str(c["action"]))
+
     async def communicate(self, ctx: CommunicateContext, env: MemberView) -> CommunicateDecision:
         """Decide what to say in one stage (see :class:`CommunicateContext`)."""
         started = time.perf_counter()
@@ -259,7 +280,8 @@ class LLMAgent(DialogueMember):
             record.notes.append("abstained this round" if ctx.abstained else "no actions offered")
             record.notes += [note] if note else []
             return self._acted(ActDecision(action_id, "", record), options, started)
-        spec = act_spec(tuple(options.letters))
+        heard = self._heard(ctx)
+        spec = act_spec(tuple(options.letters), tuple(heard.values()))
         variables = situation(env, ctx, self.log, options, self.variant)
         variables.update(fields=spec.fields, letters=options.letters)
         prompt = self._prompt("act", variables)
@@ -270,9 +292,37 @@ class LLMAgent(DialogueMember):
             decision = ActDecision(action_id, "", record)
         else:
             action_id, thoughts, notes = reply
+            deferred = parse_defer(record.parsed, spec, heard, notes)
+            self._depends(record, action_id, deferred, notes)
             record.notes += notes
             decision = ActDecision(action_id, thoughts, record)
         return self._acted(decision, options, started)
+
+    def _heard(self, ctx: ActContext) -> dict[str, str]:
+        """Teammates (id -> name) whose messages, chosen actions or shared history the
+        act prompt shows: the only ones a ``defer_to`` may name."""
+        seen = {m.sender for m in self.log.dialogue}
+        seen.update(m.sender for m in ctx.visible_this_round)
+        for r in ctx.history.rounds if ctx.history is not None else ():
+            seen.update(r.actions)
+        return {a: n for a, n in ctx.team.items() if a in seen and a != self.agent_id}
+
+    def _depends(self, record: DecisionRecord, action_id: str, deferred: str | None,
+                 notes: list[str]) -> None:
+        """Write whom the action depended on, ``record.parsed["depends_on"]``, as
+        planners do (``{agent: "order" | "claim"}``; docs/metrics.md): the sender of the
+        order it carries out (its latest ``assign``: checked, not the model's word),
+        else the heard teammate its reply deferred to. The reply's own ``depends_on``
+        (model text) is dropped: only the member writes it."""
+        parsed = dict(record.parsed) if isinstance(record.parsed, dict) else {}
+        if parsed.pop("depends_on", None) is not None:
+            notes.append("ignored field 'depends_on': the member writes it, not the model")
+        if self._order is not None and self._order[1] == str(action_id):
+            parsed["depends_on"] = {self._order[0]: "order"}
+            self._order = None  # carried out: a later same choice is its own
+        elif deferred is not None:
+            parsed["depends_on"] = {deferred: "claim"}
+        record.parsed = parsed
 
     # ------------------------------------------------------------ helpers
     def _named(self, ctx: CommunicateContext) -> CommunicateContext:

@@ -38,6 +38,7 @@ __all__ = [
     "ParsedCommunicate",
     "parse_act",
     "parse_communicate",
+    "parse_defer",
 ]
 
 
@@ -117,6 +118,43 @@ def parse_act(parsed: Any, spec: ReplySpec, options: Options
     if wanted.rstrip(".").strip().casefold() != letter.casefold():
         notes.append(f"action given as {wanted!r}, matched to {letter}")
     return action_id, _clip(reply.thoughts, notes), notes
+
+
+_SHOWN_CHARS = 40
+"""Most characters of a rejected ``defer_to`` value a note keeps (it is model text)."""
+
+
+def parse_defer(parsed: Any, spec: ReplySpec, heard: dict[str, str], notes: list[str]
+                ) -> str | None:
+    """The teammate an act reply says the member gave way to (``defer_to``), or None.
+
+    Only a teammate the prompt showed (``heard``: agent id -> display name; the spec
+    offered their names) is taken; any other value (not a string, an unknown name, the
+    member itself, a teammate not heard, a field not offered) is never trusted: None,
+    and ``notes`` gets a line with the value (cut, one line: it is model text). A
+    rejected value does not make the reply invalid (its action stands).
+
+    Args:
+        parsed: The reply's JSON object (already valid as an act reply).
+        spec: From :func:`~orgteams.agents.llm.schemas.act_spec`.
+        heard: The teammates whose messages or chosen actions the prompt showed.
+        notes: The decision's notes.
+    """
+    if not isinstance(parsed, dict) or "defer_to" not in parsed:
+        return None
+    given = parsed["defer_to"]
+    if "defer_to" not in spec.schema["properties"]:
+        notes.append("ignored field 'defer_to': not offered (no teammate heard)")
+        return None
+    if isinstance(given, str) and not given.strip():
+        return None
+    names = _lookup(heard)
+    agent = names.get(given.strip().casefold()) if isinstance(given, str) else None
+    if agent is None:
+        shown = " ".join(str(given).split())
+        shown = shown if len(shown) <= _SHOWN_CHARS else shown[:_SHOWN_CHARS] + "..."
+        notes.append(f"defer_to {shown!r} not recorded: not a teammate you heard")
+    return agent
 
 
 Receivers = tuple[str, ...] | str

@@ -113,18 +113,30 @@ def _object(properties: dict[str, Any]) -> dict[str, Any]:
 
 
 @lru_cache(maxsize=256)
-def act_spec(options: tuple[str, ...]) -> ReplySpec:
-    """The act reply for the lettered options, e.g. ``("A", "B", "C")``."""
+def act_spec(options: tuple[str, ...], heard: tuple[str, ...] = ()) -> ReplySpec:
+    """The act reply for the lettered options, e.g. ``("A", "B", "C")``.
+
+    Args:
+        options: The option letters.
+        heard: Display names of the teammates whose messages or chosen actions the
+            prompt shows: adds the optional ``defer_to`` field (one of them, or ``""``
+            for nobody, listed first), the teammate whose claim or choice the member gave
+            way to (the dependency graph's deference, docs/metrics.md). A reply
+            without it is valid.
+    """
     if not options:
         raise ValueError("act_spec needs at least one action letter")
-    schema = _object(
-        {"action": {"type": "string", "enum": list(options)},
-         "thoughts": _text(THOUGHTS_MAX_CHARS)}
-    )
-    fields = _describe([f'"action": the letter of the action you choose '
-                        f'(one of {", ".join(options)})', _THOUGHTS])
-    return ReplySpec("act", schema, fields, f"action must be one of {', '.join(options)}",
-                     ("action",))
+    props: dict[str, Any] = {"action": {"type": "string", "enum": list(options)}}
+    fields = [f'"action": the letter of the action you choose (one of {", ".join(options)})']
+    if heard:
+        # "" first: a model that takes the first value defers to nobody
+        props["defer_to"] = {"type": "string", "enum": ["", *heard]}
+        fields.append(f'"defer_to": the teammate whose claim or choice you gave way to '
+                      f'(one of {", ".join(heard)}; "" if nobody)')
+    props["thoughts"] = _text(THOUGHTS_MAX_CHARS)
+    fields.append(_THOUGHTS)
+    return ReplySpec("act", _object(props), _describe(fields),
+                     f"action must be one of {', '.join(options)}", ("action",))
 
 
 @lru_cache(maxsize=256)

@@ -71,6 +71,7 @@ HELP_LINES = [  # "key<TAB>what it does": the help box draws two columns
     "T\twrite to teammates (@Name: to one)",
     "F\tfield of view on / off",
     "mouse\tpoint at an agent (click keeps it)",
+    "wheel\tover the message log: older / newer messages",
     "H\tthis help",
     "R\tnew episode (when one is over)",
     "Esc\tcancel a pending key, queued keys",

@@ -36,14 +36,16 @@ class Speech(Protocol):
 
 
 MAX_ROUND_MESSAGES = 4096  # kept of one round (256 agents each messaging 16)
+LOG_SIZE = 512  # messages the panel's log can scroll back through (two rounds of 256)
 
 
 @dataclass
 class Overlay:
-    """Speech and markers to draw. ``log`` keeps the latest ``log_size`` messages."""
+    """Speech and markers to draw. ``log`` keeps the latest :data:`LOG_SIZE` messages
+    (the panel shows the newest that fit; the mouse wheel scrolls back)."""
 
     latest: dict[str, Speech] = field(default_factory=dict)
-    log: deque = field(default_factory=lambda: deque(maxlen=12))
+    log: deque = field(default_factory=lambda: deque(maxlen=LOG_SIZE))
     markers: dict[str, str] = field(default_factory=dict)  # agent id -> "abstained" | "idle"
     caption: str = ""  # e.g. "round 4 - communicate"
     organization: str = ""  # the team's organization, shown in the panel

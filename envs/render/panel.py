@@ -11,6 +11,7 @@ Also the centred help box that the keyboard play loop shows on demand.
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass, field
 from typing import Any
@@ -79,6 +80,7 @@ class Focus:
     known: Known | None = None
     speakers: list[int] = field(default_factory=list)  # newest first
     pinned: list[Speech] = field(default_factory=list)  # kept in the log (no bubble)
+    log_back: int = 0  # the newest messages scrolled past (the mouse wheel over the log)
 
 
 @dataclass
@@ -136,7 +138,7 @@ def draw_panel(pg: Any, text: Text, surf, state: HouseholdState, overlay: Overla
     top = cur.y
     legend_h = _legend_height(state)
     if overlay is not None:
-        out.messages = _messages(cur, overlay, names, bottom, focus.pinned)
+        out.messages = _messages(cur, overlay, names, bottom, focus.pinned, focus.log_back)
         out.sections["messages"] = pg.Rect(0, top, w, cur.y - top)
     if bottom - cur.y >= legend_h:
         cur.y = bottom - legend_h
@@ -346,16 +348,25 @@ def _index(agent: str) -> int | None:
 
 
 def _messages(cur: _Cursor, overlay: Overlay, names: list[str], bottom: int,
-              pinned: list[Speech] = ()) -> list[Speech]:
+              pinned: list[Speech] = (), back: int = 0) -> list[Speech]:
     """The newest messages that fit above ``bottom``, newest at the bottom; ``pinned``
-    ones (a bubble had no room for them) are dropped last."""
+    ones (a bubble had no room for them) are dropped last. ``back`` newest messages are
+    skipped (the log scrolled back)."""
     index = {f"agent_{i}": i for i in range(len(names))}
     if not overlay.log:
         cur.header("messages")
         cur.line("no messages yet", SMALL, PANEL_MUTED)
         return []
+    total = len(overlay.log)
+    back = min(max(back, 0), total - 1)
+    room = bottom - cur.y - (SMALL + 18)  # less the header
+    step = SMALL + 2
+    # Only as many candidates as could fit (one-line blocks), so a long log costs no
+    # more to draw than a short one.
+    fit = max(12, room // (SMALL + 4 + step + 4) + 1)
+    candidates = list(itertools.islice(reversed(overlay.log), back, back + fit))[::-1]
     blocks = []
-    for msg in overlay.log:
+    for msg in candidates:
         who = names[index[msg.sender]] if msg.sender in index else msg.sender
         if not msg.audience or len(msg.audience) >= len(names) - 1 > 1:
             to = "all"
@@ -365,8 +376,6 @@ def _messages(cur: _Cursor, overlay: Overlay, names: list[str], bottom: int,
             to = ", ".join(names[index[r]] if r in index else r for r in msg.audience)
         lines = cur.text.wrap(msg.text, SMALL, cur.width - 10, 3)
         blocks.append((msg, f"{who} -> {to}", lines))
-    room = bottom - cur.y - (SMALL + 18)  # less the header
-    step = SMALL + 2
 
     def height(lines: list[str]) -> int:
         return SMALL + 4 + len(lines) * step + 4
@@ -380,9 +389,11 @@ def _messages(cur: _Cursor, overlay: Overlay, names: list[str], bottom: int,
         keep = max(1, (room - SMALL - 8) // step)
         blocks[0] = (msg, head, lines[:keep - 1] + [lines[keep - 1].rstrip(".") + "..."]
                      if keep < len(lines) else lines)
-    total = len(overlay.log)
-    cur.header("messages", f"latest {len(blocks)} of {total}" if len(blocks) < total
-               else f"{len(blocks)}")
+    if back:
+        cur.header("messages", f"{len(blocks)} of {total}, {back} newer below")
+    else:
+        cur.header("messages", f"latest {len(blocks)} of {total}" if len(blocks) < total
+                   else f"{len(blocks)}")
     for msg, head, lines in blocks:
         color = agent_color(index.get(msg.sender, 0))
         top = cur.y

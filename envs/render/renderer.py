@@ -165,6 +165,8 @@ class PygameRenderer:
         self.selected: int | None = None  # the agent clicked (or set): tagged, listed
         self.show_bubbles = True  # speech bubbles on the map (the panel's log has them all)
         self._mouse: tuple[int, int] | None = None  # frame pixel under the mouse
+        self.log_back = 0  # newest messages the panel's log is scrolled past (mouse wheel)
+        self._said: int | None = None  # the overlay's message count at the last frame
         self._last_state: HouseholdState | None = None
         self.last: FrameLayout | None = None  # where the last frame put things
 
@@ -259,6 +261,12 @@ class PygameRenderer:
         rooms = draw_room_names(pg, self.text, map_surf, world, cell, self._room_spots, drawn)
         focus = self._focus(world, overlay, drawn)
         focus.known = known
+        if overlay is not None:  # a scrolled-back log stays on its messages as new ones come
+            if self.log_back and self._said is not None and overlay.said > self._said:
+                self.log_back += overlay.said - self._said
+            self._said = overlay.said
+            self.log_back = min(self.log_back, max(len(overlay.log) - 1, 0))
+            focus.log_back = self.log_back
         index = {f"agent_{i}": i for i in range(n)}
         talking = [index[m.sender] for m in (overlay.latest.values() if overlay else ())
                    if m.sender in index][-MAX_BUBBLES:][::-1]
@@ -367,6 +375,10 @@ class PygameRenderer:
         if event.type == pg.MOUSEMOTION and self._window is not None:
             self._mouse = self._window.to_frame(event.pos)
             return True
+        if event.type == pg.MOUSEWHEEL and self._over_panel():
+            # Up (y > 0) shows older messages, down newer; the draw clamps to the log.
+            self.log_back = max(0, self.log_back + 3 * event.y)
+            return True
         if event.type == pg.WINDOWLEAVE:
             self._mouse = None
             return True
@@ -391,6 +403,13 @@ class PygameRenderer:
         else:
             return self.playback.handle_key(pg, event.key)
         return True
+
+    def _over_panel(self) -> bool:
+        """Whether the mouse is over the side panel (or not known: no motion seen yet)."""
+        canvas = getattr(self, "_canvas", None)  # made by the first frame
+        if self._mouse is None or canvas is None:
+            return self._mouse is None
+        return self._mouse[0] >= canvas.get_width() - PANEL_WIDTH
 
     def pump(self) -> None:
         """Read pending window events so the window stays responsive."""

@@ -49,6 +49,7 @@ WATCH_HELP = [  # "key<TAB>what it does": drawn by render_panel.draw_help
     "+ / -\tfaster / slower",
     "F\tfield of view on / off",
     "mouse\tpoint at an agent: named, listed (click keeps it)",
+    "wheel\tover the message log: older / newer messages",
     "H\tthis help",
     "Q / Esc\tclose the window (stops the run)",
 ]

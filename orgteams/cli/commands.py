@@ -388,7 +388,8 @@ def cmd_experiment(args: argparse.Namespace) -> int:
                                progress=not args.no_progress, teams=teams,
                                max_cost=getattr(args, "max_cost", None),
                                price_per_mtok=getattr(args, "price_per_mtok", None),
-                               on_estimate=_announce_cost)
+                               on_estimate=_announce_cost,
+                               max_rounds=getattr(args, "max_rounds", None))
     except BudgetReached as stop:  # what finished is kept in the folder
         return _budget_reached("experiment", stop)
     out = args.out or f"runs/experiments/{args.name}"
@@ -407,12 +408,7 @@ def cmd_reflect(args: argparse.Namespace) -> int:
     config = _reflect_config(config_from_args(ReflectConfig, args), args)
     _check_out(str(config.out_dir))
     if args.evaluate is not None:
-        from orgteams.experiments.reflect_eval import evaluate_reflect, format_evaluation
-
-        report = evaluate_reflect(config.out_dir, seeds=args.evaluate, tasks=args.eval_tasks,
-                                  layouts=args.eval_layouts, progress=not args.json)
-        _print_json(report) if args.json else print(format_evaluation(report))
-        return 0
+        return _evaluate_reflect(config, args)
     spend = reflect_spend(config)
     if spend is not None:
         from orgteams.criticize_reflect.loop import finished_iterations
@@ -440,6 +436,38 @@ def cmd_reflect(args: argparse.Namespace) -> int:
     if failed:  # the loop never revised the organization: not a result
         print(f"orgteams reflect: {failed}", file=sys.stderr)
         return 1
+    return 0
+
+
+def _evaluate_reflect(config: Any, args: argparse.Namespace) -> int:
+    """``reflect --evaluate N``: the held-out comparison of a finished run, its team's
+    calls estimated and budgeted as the run's (``--max-cost``: the run folder's ledger)."""
+    from orgteams.agents.backends.pool import BackendPool
+    from orgteams.agents.backends.spend import BudgetReached
+    from orgteams.experiments.reflect_eval import (
+        evaluate_reflect,
+        evaluation_spend,
+        format_evaluation,
+    )
+
+    spend = evaluation_spend(config.out_dir, config.max_cost, config.price_per_mtok)
+    if spend is not None:
+        from orgteams.experiments.estimate import estimate_evaluation
+
+        _announce_cost(estimate_evaluation(config.out_dir, args.evaluate, args.eval_tasks,
+                                           args.eval_layouts, config.price_per_mtok), spend)
+    # a metered pool only when priced: unpriced episodes keep making their own
+    pool = BackendPool(spend=spend) if spend is not None else None
+    try:
+        report = evaluate_reflect(config.out_dir, seeds=args.evaluate, tasks=args.eval_tasks,
+                                  layouts=args.eval_layouts, progress=not args.json,
+                                  pool=pool)
+    except BudgetReached as stop:  # the finished held-out episodes are kept
+        return _budget_reached("reflect", stop)
+    finally:
+        if pool is not None:
+            pool.close()
+    _print_json(report) if args.json else print(format_evaluation(report))
     return 0
 
 

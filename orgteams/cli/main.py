@@ -167,6 +167,9 @@ def _experiment(sub) -> None:
                    "recipes: held-out seeds)")
     p.add_argument("--out", default=None, help="output folder (default "
                    "runs/experiments/<name>)")
+    p.add_argument("--max-rounds", type=COUNT, default=None, metavar="R",
+                   help="round cap replacing a sweep recipe's (a short run of a slow "
+                        "model; spec.yaml records it)")
     add_fields(p, EpisodeConfig, ["max_cost", "price_per_mtok"], help=_BUDGET)
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.set_defaults(func=cmd_experiment)

@@ -38,8 +38,8 @@ from orgteams.config import EpisodeConfig, ReflectConfig
 from orgteams.organizations.rounds.episode_log import LogLine, line_dict
 
 __all__ = ["HOW", "PLANNER_SEEDS", "PROBE_ROUNDS", "Cells", "Estimate", "ModelCalls",
-           "estimate_episodes", "estimate_reflect", "estimate_sweep", "reflect_episodes",
-           "spec_models"]
+           "estimate_episodes", "estimate_evaluation", "estimate_reflect", "estimate_sweep",
+           "reflect_episodes", "spec_models"]
 
 PLANNER_SEEDS = 3
 """Seeds of a cell whose planner episodes are played for its length."""
@@ -519,3 +519,25 @@ def _reflectors(config: ReflectConfig, episode: EpisodeConfig, estimate: Estimat
                          sum(sizes[n] for n in shown), calls * agent.max_tokens)
     finally:
         tokenizer.close()
+
+
+def estimate_evaluation(out_dir: str | Path, seeds: int, tasks: Sequence[str] | None = None,
+                        layouts: Sequence[str] | None = None,
+                        price: Price | None = None) -> Estimate:
+    """The model calls of ``orgteams reflect --evaluate``: the held-out episodes of the
+    start and the best organization not finished before
+    (:func:`~orgteams.experiments.reflect_eval.evaluation_episodes`). A cell the layout
+    cannot host (asked for with ``tasks`` or ``layouts``) is left out, as the evaluation
+    skips it."""
+    from orgteams.errors import UserError
+    from orgteams.experiments.reflect_eval import evaluation_episodes
+
+    todo, done = evaluation_episodes(out_dir, seeds, tasks, layouts)
+    estimate, cells = Estimate(done=done), Cells()
+    for episodes in todo:
+        try:
+            estimate.merge(estimate_episodes(episodes, price, cells))
+        except UserError:
+            if not (tasks or layouts):
+                raise
+    return estimate

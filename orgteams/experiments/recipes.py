@@ -162,13 +162,16 @@ def run_experiment(name: str, *, backend: str | None = None, seeds: int | None =
                    agents: list[int] | None = None, max_cost: float | None = None,
                    price_per_mtok: Any = None,
                    on_estimate: Callable[[Any, Any], object] | None = None,
-                   teams: dict[str, str] | None = None) -> dict[str, Any]:
+                   teams: dict[str, str] | None = None,
+                   max_rounds: int | None = None) -> dict[str, Any]:
     """Run recipe ``name``; ``backend`` replaces its member spec (a recipe with
     ``backend_list``: its list of backends, comma-separated), ``teams`` its arms' team
     compositions (:func:`team_specs`; not with ``backend``), ``seeds`` its seed count
-    (for reflect recipes: the held-out seeds), ``agents`` its team sizes (sweep recipes:
-    e.g. ``paper2-scaling`` at small sizes); ``max_cost``, ``price_per_mtok`` and
-    ``on_estimate``: see the module docstring. Returns the table as JSON.
+    (for reflect recipes: the held-out seeds), ``agents`` its team sizes and
+    ``max_rounds`` its round cap (sweep recipes: e.g. ``paper2-scaling`` at small sizes,
+    a slow model for a few rounds; ``spec.yaml`` records what ran); ``max_cost``,
+    ``price_per_mtok`` and ``on_estimate``: see the module docstring. Returns the table
+    as JSON.
 
     Raises:
         BudgetReached: The spend reached ``max_cost`` (the finished work is kept).
@@ -184,6 +187,12 @@ def run_experiment(name: str, *, backend: str | None = None, seeds: int | None =
     if agents is not None and recipe["kind"] != "sweep":
         raise UserError(f"experiment {name!r}: agents= replaces the team sizes of sweep "
                         f"recipes; this one is kind {recipe['kind']!r}")
+    if max_rounds is not None and recipe["kind"] != "sweep":
+        raise UserError(f"experiment {name!r}: max_rounds replaces the round cap of sweep "
+                        f"recipes; this one is kind {recipe['kind']!r}")
+    if max_rounds is not None and (isinstance(max_rounds, bool) or not isinstance(
+            max_rounds, int) or max_rounds < 1):
+        raise UserError(f"max_rounds must be a whole number >= 1, got {max_rounds!r}")
     arms = _teams(name, recipe, teams, backend)
     members = _members(name, recipe, backend)
     if arms is not None and recipe["kind"] != "sweep":
@@ -198,6 +207,8 @@ def run_experiment(name: str, *, backend: str | None = None, seeds: int | None =
     if recipe["kind"] == "sweep":
         if agents is not None:
             recipe["sweep"] = {**(recipe.get("sweep") or {}), "agents": list(agents)}
+        if max_rounds is not None:
+            recipe["sweep"] = {**(recipe.get("sweep") or {}), "max_rounds": max_rounds}
         if arms is not None:
             size = (recipe.get("sweep") or {}).get("agents") or [3]
             arms = {arm: {n: team_specs(c, int(n), f"experiment {name!r} team {arm!r}",
@@ -210,6 +221,7 @@ def run_experiment(name: str, *, backend: str | None = None, seeds: int | None =
     else:
         table = _run_reflect(name, recipe, backend, seeds, out_dir, progress, budget)
     table.setdefault("caption", recipe.get("caption"))  # what its planner version shows
+    table.setdefault("tokenizer", _tokenizers(table))  # which counter made its token columns
     (out_dir / "table.json").write_text(json.dumps(table, indent=2, default=str) + "\n",
                                         encoding="utf-8")
     (out_dir / "table.md").write_text(_markdown(table) + "\n", encoding="utf-8")
@@ -778,11 +790,38 @@ def _cell(value: Any) -> str:
     return "-" if value is None else str(value)
 
 
+def _tokenizers(table: dict[str, Any]) -> str:
+    """The method(s) that counted the table's message tokens: what its rows recorded,
+    else this process's counter (the recipes run their episodes in this process)."""
+    from orgteams.agents.llm.tokens import tokenizer_name
+
+    names = {str(t) for r in table.get("rows") or [] for t in
+             (r.get("tokenizers") or ([r["tokenizer"]] if r.get("tokenizer") else []))}
+    return ", ".join(sorted(names)) if names else tokenizer_name()
+
+
+def _token_line(table: dict[str, Any]) -> str | None:
+    """One line saying how the token columns were counted (None without such columns)."""
+    from orgteams.agents.llm.tokens import REGEX_NAME, approximate_note
+
+    if not any("token" in str(c) for c in table["columns"]) or not table.get("tokenizer"):
+        return None
+    name = str(table["tokenizer"])
+    if name == REGEX_NAME:
+        return f"Message tokens: {approximate_note(REGEX_NAME)}."
+    if "," in name:
+        return (f"Message tokens: counted by different methods ({name}): the token "
+                "columns mix counts that are not comparable.")
+    return f"Message tokens: counted with {name}."
+
+
 def _markdown(table: dict[str, Any]) -> str:
     cols = table["columns"]
     lines = [f"# {table['experiment']}", "", str(table.get("description") or ""), ""]
     if table.get("caption"):
         lines += [" ".join(str(table["caption"]).split()), ""]
+    if (tokens := _token_line(table)) is not None:
+        lines += [tokens, ""]
     lines += [*[line for note in table.get("notes") or [] for line in (note, "")],
               "| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
     lines += ["| " + " | ".join(_cell(r.get(c)) for c in cols) + " |" for r in table["rows"]]

@@ -182,8 +182,12 @@ def test_cli_heuristic_loop_then_evaluate(capsys, tmp_path, monkeypatch):
     text = capsys.readouterr().out
     assert "| prepare_afternoon_tea | studio | 2 |" in text
     # the held-out episodes' logs are kept under the run's folder, none in ./runs
-    logs = sorted(p.name for p in (out / "evaluation").glob("*.jsonl"))
+    logs = sorted(p.name for p in (out / "evaluation").glob("*_s*.jsonl"))
     assert len(logs) == 4 and {n.split("_")[-2] for n in logs} == {"start", "best"}
+    # beside them each finished episode's cost (what a rerun does not play again)
+    kept = (out / "evaluation" / "episodes.jsonl").read_text().splitlines()
+    assert sorted(json.loads(r)["key"].split("|")[2] for r in kept) == ["best", "best",
+                                                                      "start", "start"]
     assert not (tmp_path / "runs").exists()
 
 

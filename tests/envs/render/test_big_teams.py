@@ -220,3 +220,49 @@ def test_bubbles_never_hide_each_other_goal_furniture_or_objects_by_their_speake
     assert len(drawn) >= 40  # frames checked (the episode may meet its goal before)
     assert sum(drawn) >= ticks  # bubbles were drawn: the check had something to check
     assert np.mean([d > 0 for d in drawn]) > 0.5
+
+
+def test_the_message_log_scrolls_back_with_the_wheel_and_stays_put_as_messages_come():
+    """The panel showed only the newest messages that fit; the wheel over the panel
+    scrolls back through the last rounds, and new messages do not move a scrolled log."""
+    n = 64
+    world = world_of(n, "generated:16:0")
+    overlay = talkative(n, rounds=(1, 2))  # 128 messages
+    renderer = PygameRenderer("human", manage_events=False)
+    names = display_names(n)
+    renderer.draw(world, overlay, names)
+    newest = renderer.last.panel.messages
+    assert newest[-1] is overlay.log[-1] and len(newest) < len(overlay.log) == 2 * n
+    width, _ = renderer._canvas.get_size()
+    over_map, over_panel = (5, 5), (width - 20, 300)
+    motion = pygame.event.Event(pygame.MOUSEMOTION, pos=over_map, rel=(0, 0), buttons=(0, 0, 0))
+    renderer.handle_event(motion)
+    renderer._mouse = over_map  # frame pixels (no window is shown in the test)
+    assert not renderer.handle_event(pygame.event.Event(pygame.MOUSEWHEEL, x=0, y=1))
+    renderer._mouse = over_panel
+    assert renderer.handle_event(pygame.event.Event(pygame.MOUSEWHEEL, x=0, y=2))
+    renderer.draw(world, overlay, names)
+    back = renderer.last.panel.messages
+    log = list(overlay.log)
+    assert back[-1] is log[-1 - 6]  # two notches of three messages each
+    assert renderer.last.panel.sections["messages"].height > 0
+    # New messages arrive: the scrolled log keeps the same newest message at its bottom
+    # (the team list above may take another height: the round's speakers changed).
+    for a in range(5):
+        overlay.say(TeamMessage(f"agent_{a}", "everyone", f"late note {a}", round=3))
+    renderer.draw(world, overlay, names)
+    assert renderer.last.panel.messages[-1] is back[-1]
+    # Scrolled past the oldest: clamped to it; back down to the newest: live again.
+    renderer.handle_event(pygame.event.Event(pygame.MOUSEWHEEL, x=0, y=1000))
+    renderer.draw(world, overlay, names)
+    assert renderer.last.panel.messages[-1] is overlay.log[0]
+    renderer.handle_event(pygame.event.Event(pygame.MOUSEWHEEL, x=0, y=-1000))
+    renderer.draw(world, overlay, names)
+    assert renderer.last.panel.messages[-1] is overlay.log[-1]
+    renderer.close()
+    # A log scrolled before its first frame starts where it was scrolled to.
+    fresh = PygameRenderer("rgb_array")
+    fresh.log_back = 20
+    fresh.draw(world, overlay, names)
+    assert fresh.last.panel.messages[-1] is overlay.log[-21]
+    fresh.close()

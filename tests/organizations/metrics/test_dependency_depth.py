@@ -99,3 +99,104 @@ def test_self_organizing_depth_matches_its_log(org, tmp_path):
     g = dependency_graph(lines, self_organizing=self_organizing_rounds(org))
     assert summary.hierarchy_depth == hierarchy_depth(g)
     assert all(how == "claim" for _, _, how in depends(lines))
+
+
+def _ordered_option(prompt: str) -> str | None:
+    """The letter of the option an order in the act prompt names (``Alice to you: "Bob:
+    check fridge"`` and ``F. check fridge``), or None."""
+    import re
+
+    orders = re.findall(r'to you: "[^:"]+: ([^"]+)"', prompt)
+    if not orders:
+        return None
+    return next((letter for letter, label in re.findall(r"^([A-Z])\. (.+)$", prompt, re.M)
+                 if label == orders[-1]), None)
+
+
+def _deferring_llm_team(defer: dict[str, str], extra: dict[str, dict] | None = None,
+                        obey: bool = False):
+    """Three LLM members on the scripted double, each act reply deferring to
+    ``defer[agent]`` (a display name) when its schema offers that name, plus ``extra``
+    fields per agent (model text the member must not trust); with ``obey`` carrying out
+    the latest order its prompt shows. Their messages are the minimal valid ones (a
+    leader assigns each member its first option)."""
+    from orgteams.agents import LLMAgent, ScriptedBackend
+    from orgteams.agents.backends.scripted import minimal_instance
+
+    def member(agent):
+        def reply(messages, schema):
+            props = schema["properties"]
+            if "action" not in props:
+                return minimal_instance(schema)
+            ordered = _ordered_option(messages[-1]["content"]) if obey else None
+            out = {"action": ordered or props["action"]["enum"][0], "thoughts": ""}
+            offered = (props.get("defer_to") or {}).get("enum", [])
+            if defer.get(agent) in offered:
+                out["defer_to"] = defer[agent]
+            return {**out, **(extra or {}).get(agent, {})}
+        return LLMAgent(agent, ScriptedBackend(reply), seed=0, prompts="compact")
+
+    return {f"agent_{i}": member(f"agent_{i}") for i in range(3)}
+
+
+def test_an_llm_teams_deferrals_give_its_depth(tmp_path):
+    """Under ``sequential`` each member acts seeing the earlier ones' choices: Bob defers
+    to Alice, Charlie to Bob, a chain of 2. Alice, acting first, has heard nobody, yet her
+    replies name a deferral and write their own ``depends_on``: neither is trusted."""
+    from orgteams.agents.team import Team
+    from orgteams.envs.highlevel.highlevel_env import HighLevelEnv
+    from orgteams.organizations import load_organization
+    from orgteams.organizations.rounds.runner import TeamRunner
+
+    names = Team.of_size(3)
+    alice, bob = names.name("agent_0"), names.name("agent_1")
+    hostile = {"defer_to": "Charlie-the-boss", "depends_on": {"agent_2": "order"}}
+    members = _deferring_llm_team({"agent_1": alice, "agent_2": bob}, {"agent_0": hostile})
+    env = HighLevelEnv(layout="studio", task="prepare_afternoon_tea", num_agents=3)
+    log = tmp_path / "llm_sequential.jsonl"
+    result = TeamRunner(env, load_organization("sequential"), members, max_rounds=3,
+                        log_path=str(log)).run(seed=0)
+    lines = list(read_log(log))
+    acts = [d for d in log_dicts(lines) if d.get("phase") == "act"]
+    assert {d["agent"] for d in acts if d["round"] == 0} == {"agent_0", "agent_1", "agent_2"}
+    assert sorted(set(depends(lines))) == [("agent_0", "agent_1", "claim"),
+                                           ("agent_1", "agent_2", "claim")]
+    alices = [d for d in acts if d["agent"] == "agent_0"]
+    assert alices and all(  # her reply is kept as data; the notes say what was ignored
+        d["parsed"]["defer_to"] == "Charlie-the-boss" and "depends_on" not in d["parsed"]
+        and d["notes"] == ["ignored field 'defer_to': not offered (no teammate heard)",
+                           "ignored field 'depends_on': the member writes it, not the model"]
+        for d in alices)
+    assert result.summary.to_dict()["hierarchy_depth"] == 2 == hierarchy_depth(
+        dependency_graph([x for x in lines if not isinstance(x, EventLine)],
+                         self_organizing=self_organizing_rounds("sequential")))
+    # the same deferrals under a structured protocol are recorded, but no hierarchy
+    members = _deferring_llm_team({"agent_1": alice, "agent_2": bob})
+    env = HighLevelEnv(layout="studio", task="prepare_afternoon_tea", num_agents=3)
+    led = TeamRunner(env, load_organization("leader"), members, max_rounds=3,
+                     log_path=None).run(seed=0)
+    assert any(how == "claim" for _, _, how in depends(led.records))
+    assert led.summary.to_dict()["hierarchy_depth"] == 0
+
+
+def test_an_llm_team_that_carries_out_orders_is_depth_one():
+    """An LLM leader assigns each member an action; members that carry it out depend on
+    it (checked against the order received, not taken from the reply): a star, depth 1."""
+    from orgteams.envs.highlevel.highlevel_env import HighLevelEnv
+    from orgteams.organizations import load_organization
+    from orgteams.organizations.rounds.runner import TeamRunner
+
+    members = _deferring_llm_team({}, obey=True)
+    env = HighLevelEnv(layout="studio", task="prepare_afternoon_tea", num_agents=3)
+    result = TeamRunner(env, load_organization("leader"), members, max_rounds=2,
+                        log_path=None).run(seed=0)
+    records = log_dicts(result.records)
+    assigned = {(r["round"], r["delivered"][0]) for r in records
+                if r.get("message_kind") == "assign"}
+    assert {to for _, to in assigned} == {"agent_1", "agent_2"}
+    assert sorted(set(depends(result.records))) == [("agent_0", "agent_1", "order"),
+                                                    ("agent_0", "agent_2", "order")]
+    # every order dependency is an act the round its order came
+    assert {(d["round"], d["agent"]) for d in records if d.get("phase") == "act"
+            and (d.get("parsed") or {}).get("depends_on")} <= assigned
+    assert result.summary.to_dict()["hierarchy_depth"] == 1

@@ -159,8 +159,10 @@ def damaged(good, tmp_path, how):
     data = bytearray(path.read_bytes())
     if how == "truncated":
         data = data[: len(data) // 2]
-    elif how == "bit-flipped":  # the second page: a table's cells, past the header
-        for i in range(4096 + 100, 4096 + 400):
+    elif how == "bit-flipped":  # the second page's cell pointers: damage to the b-tree
+        # itself, which the integrity check finds whatever the rows hold (flipping bytes
+        # of the rows' text instead is found only when a row is read, mid-episode)
+        for i in range(4096 + 8, 4096 + 28):
             data[i] ^= 0xFF
     elif how == "not-sqlite":
         data = bytearray(b"hello, this is not a database\n" * 200)
@@ -179,6 +181,26 @@ def test_a_damaged_cache_is_one_line_before_the_episode(
     line = cache_fails(capsys, tmp_path, monkeypatch, path)
     assert line.startswith(f"orgteams run: error: {path}: not a usable response cache ({why}")
     assert line.endswith("); delete it or give another --cache path")
+
+
+def test_a_cache_row_of_garbage_bytes_is_one_short_line(capsys, tmp_path, monkeypatch,
+                                                        good_cache):
+    """Bytes of a row's text flipped: SQLite's own error quotes the undecodable text; the
+    line stays one short printable line (at most 200 characters of the error are kept)."""
+    path = tmp_path / "garbled.sqlite"
+    shutil.copy(good_cache, path)
+    with sqlite3.connect(path) as conn:
+        conn.execute("UPDATE completions SET completion = CAST(? AS TEXT)",
+                     (bytes(range(128, 256)) * 8,))
+    conn.close()
+    monkeypatch.chdir(tmp_path)
+    assert main(["run", "--backend", "scripted", "--layout", "studio", "--quiet",
+                 "--max-rounds", "2", "--cache", str(path), "--log", "ep.jsonl"]) == 2
+    line = one_line(capsys)
+    assert line.startswith(f"orgteams run: error: {path}: not a usable response cache "
+                           "(Could not decode to UTF-8 column 'completion' with text '")
+    assert line.endswith("); delete it or give another --cache path")
+    assert len(line) < len(str(path)) + 320 and line.isprintable()
 
 
 def test_a_cache_of_another_schema_or_a_directory(capsys, tmp_path, monkeypatch):

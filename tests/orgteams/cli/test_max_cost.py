@@ -1,4 +1,5 @@
-"""--max-cost against a priced fake server: ``orgteams sweep``, ``reflect``, ``experiment``
+"""--max-cost against a priced fake server: ``orgteams sweep``, ``reflect`` (and
+``reflect --evaluate``), ``experiment``
 and ``run`` stop cleanly when the spend of their model calls reaches the budget (finished
 work kept, the stop recorded, one line, exit 3), refuse to go on at the same budget
 without calling the model, and go on to the end with a higher one without replaying
@@ -368,3 +369,57 @@ def test_a_recipes_mixed_team_is_estimated_stopped_and_resumed(server, recipes, 
         ("mixed", "openai:fake-model,planner", "leader", 2),
         ("mixed", "openai:fake-model,planner", "none", 2)]
     assert _spent(out) == pytest.approx(len(server.requests) * CALL)
+
+
+def test_reflect_evaluate_stops_at_its_budget_and_resumes_to_the_end(server, tmp_path,
+                                                                     capsys):
+    """``reflect --evaluate`` plays the run's priced team: it prints its estimate, stops at
+    the budget (the run folder's ledger, the loop's spend included) with the finished
+    held-out episodes kept and the stop recorded, and a higher budget plays the rest."""
+    out = tmp_path / "reflect"
+    assert main(["reflect", "--backend", "openai:fake-model", "--critic", "heuristic",
+                 "--coordinator", "heuristic", "--layout", "studio", "--agents", "2",
+                 "--iterations", "1", "--episodes-per-iteration", "1", "--max-rounds", "2",
+                 "--out", str(out), "--json", *PRICE]) == 0
+    capsys.readouterr()
+    loop = len(server.requests)  # the calls of one episode of this team
+    budget = (loop + 1.5 * loop) * CALL  # the loop's, then a held-out episode and a half
+    argv = ["reflect", "--out", str(out), "--evaluate", "2", "--json", *PRICE]
+    assert main([*argv, "--max-cost", str(budget)]) == 3
+    line, err = _line(capsys)
+    assert err[0].startswith("cost estimate: 4 episodes, ")
+    assert err[-2] == (f"  --max-cost {usd(budget)}: the run stops cleanly when the spend "
+                       "reaches it (the estimate is above it)")
+    calls = len(server.requests)
+    episodes = out / "evaluation" / "episodes.jsonl"
+    rows = [json.loads(x) for x in episodes.read_text().splitlines()]
+    kept = [r for r in rows if "cost" in r]
+    # task|layout|arm|organization digest|seed: the start's first held-out episode
+    assert len(kept) == 1 and kept[0]["key"].split("|")[2] == "start"
+    assert line == _stop("reflect", calls, usd(budget), out, "1 of 4 held-out episodes")
+    assert rows[-1]["stop"] == "max cost" and rows[-1]["detail"] == line.split(": ", 1)[1]
+    assert budget <= calls * CALL < budget + AGENTS * CALL
+    assert not (out / "evaluation.json").exists()  # no comparison of a part of it
+    first_log = next((out / "evaluation").glob(f"*_start_s{kept[0]['seed']}.jsonl"))
+    first = first_log.read_text()
+
+    # the same budget: refused at once, no model called
+    assert main([*argv, "--max-cost", str(budget)]) == 3
+    assert _line(capsys)[0] == line
+    assert len(server.requests) == calls
+
+    # a higher budget plays the 3 episodes left, not the finished one
+    assert main([*argv, "--max-cost", "10"]) == 0
+    captured = capsys.readouterr()
+    assert "cost estimate: 3 episodes (1 done before), " in captured.err
+    report = json.loads(captured.out)
+    assert [(r["n"], len(r["start_costs"]), len(r["best_costs"])) for r in report["rows"]] == [
+        (2, 2, 2)]
+    assert report["rows"][0]["start_costs"][0] == kept[0]["cost"]
+    assert first_log.read_text() == first  # not played again
+    costs = [json.loads(x) for x in episodes.read_text().splitlines()]
+    keys = [r["key"] for r in costs if "cost" in r]
+    assert len(keys) == len(set(keys)) == 4
+    assert len(server.requests) - calls == 3 * loop
+    assert _spent(out) == pytest.approx(len(server.requests) * CALL)
+    assert (out / "evaluation.json").is_file()

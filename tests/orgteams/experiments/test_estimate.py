@@ -113,3 +113,27 @@ def test_a_reflect_estimate_counts_screening_and_the_reflecting_models():
     resumed = estimate_reflect(config, start=3)
     assert resumed.done == 6 and resumed.episodes == 2
     assert resumed.models["scripted:scripted"].calls == 1  # the last Critic call only
+
+
+def test_the_evaluation_estimate_is_what_a_one_round_evaluation_then_sends(server, tmp_path,
+                                                                          capsys):
+    """``reflect --evaluate`` with a priced team prints its estimate first: the held-out
+    episodes of both arms, exactly the calls and prompt tokens they then send."""
+    out = tmp_path / "reflect"
+    assert main(["reflect", "--backend", "openai:fake-model", "--critic", "heuristic",
+                 "--coordinator", "heuristic", "--layout", "studio", "--agents", "2",
+                 "--iterations", "1", "--episodes-per-iteration", "1", "--max-rounds", "1",
+                 "--out", str(out), "--json", "--price-per-mtok", "1000,2000"]) == 0
+    capsys.readouterr()
+    loop = len(server.requests)
+    assert main(["reflect", "--out", str(out), "--evaluate", "2", "--json",
+                 "--price-per-mtok", "1000,2000"]) == 0
+    err = capsys.readouterr().err.splitlines()
+    calls = len(server.requests) - loop
+    prompt = sum(p for p, _ in server.usages[loop:])
+    completion = calls * MAX_TOKENS
+    cost = (prompt * 1000 + completion * 2000) / 1e6
+    assert err[0] == (f"cost estimate: 4 episodes, {calls:,} model calls, {prompt:,} prompt + "
+                      f"{completion:,} completion tokens: about {usd(cost)} (fake-model at "
+                      "$1000/$2000 per 1M tokens)")
+    assert calls == 4 * 2 * 2  # 4 episodes, 2 members: one message, one action

