@@ -182,10 +182,9 @@ class JaxCore:
                      jnp.stack(picked_from), moved)
 
     def _progress(self, st: dict, contents: jnp.ndarray) -> jnp.ndarray:
-        cls = jnp.where(contents >= 0, st["object_class"][jnp.maximum(contents, 0)], -1)
-        on_target = self.c["ftype"][None, :] == st["goal_target"][:, None]  # (G, F)
-        match = (cls[None] == st["goal_class"][:, None, None]) & on_target[..., None]
-        return jnp.minimum(match.sum(axis=(1, 2)), st["goal_count"])
+        on_target = self.c["ftype"][:, None] == st["goal_target"][None, :]  # (F, G)
+        placed = (_goal_counts(st, contents) * on_target).sum(axis=0)
+        return jnp.minimum(placed, st["goal_count"])
 
     def _masks_one(self, st: dict) -> jnp.ndarray:
         c = self.c
@@ -276,8 +275,10 @@ class JaxCore:
         slots = jnp.concatenate([c["thing_slot"][stand], jnp.maximum(seen, 0)], axis=1)
         if tail:
             window = c["static_tail"][stand]  # (A, D): the tail's columns zero
-            window = jax.lax.dynamic_update_slice(window, self._tail(st)[viewers],
-                                                  (0, side2 * planes))
+            hands, goal = self._tail(st)
+            tail = jnp.concatenate([hands[viewers], jnp.broadcast_to(
+                goal, (len(viewers), goal.shape[0]))], axis=1)
+            window = jax.lax.dynamic_update_slice(window, tail, (0, side2 * planes))
         else:
             window = c["static"][stand]
         # Row a, entries slot * planes ... + planes: one window of the scatter per update.
@@ -297,24 +298,20 @@ class JaxCore:
         per agent (the teammate mark, the objects in its hands and their goal counts)."""
         c, t = self.c, self.t
         planes = t.static_planes.shape[2]
-        k = t.num_classes
         goal_class = st["goal_class"]
         missing = (st["goal_count"] > st["progress"]) & (goal_class >= 0)
 
-        def count_planes(per_class: jnp.ndarray, target: jnp.ndarray) -> jnp.ndarray:
-            """(X, K) objects per class, (X, G) target marks -> (X, 1 + 2G): objects,
-            then per goal row its class count and target mark."""
-            goal = per_class[:, jnp.maximum(goal_class, 0)] * (goal_class >= 0)
-            pairs = jnp.stack([goal, target], axis=-1).reshape(per_class.shape[0], -1)
-            return jnp.concatenate([per_class.sum(-1, keepdims=True), pairs],
+        def count_planes(ids: jnp.ndarray, target: jnp.ndarray) -> jnp.ndarray:
+            """(X, S) ids of the objects in X's slots (-1: none), (X, G) target marks
+            -> (X, 1 + 2G): objects, then per goal row its class count and target mark."""
+            pairs = jnp.stack([_goal_counts(st, ids), target], axis=-1)
+            return jnp.concatenate([(ids >= 0).sum(axis=1, keepdims=True),
+                                    pairs.reshape(ids.shape[0], -1)],
                                    axis=1).astype(jnp.uint8)
 
-        contents = st["contents"]
-        cls_in = jnp.where(contents >= 0, st["object_class"][jnp.maximum(contents, 0)], -1)
-        per_f = (cls_in[..., None] == jnp.arange(k)).sum(axis=1) \
-            * st["container_open"][:, None]
+        contents = jnp.where(st["container_open"][:, None], st["contents"], -1)
         target = (c["ftype"][:, None] == st["goal_target"][None, :]) & missing[None, :]
-        counts = count_planes(per_f, target)  # (F, 1 + 2G)
+        counts = jax.lax.optimization_barrier(count_planes(contents, target))  # (F, 1 + 2G)
         doors = st["door_open"].shape[0]
         # Tiles: "closed" + open flag; tile code c is plane c - 1 (-1: no tile plane).
         code = jnp.concatenate([
@@ -328,27 +325,32 @@ class JaxCore:
             axis=1)
         agents = st["pos"].shape[0]
         hands = st["hands"][:, :HAND_CAPACITY]
-        cls_h = jnp.where(jnp.arange(HAND_CAPACITY)[None, :] < st["held"][:, None],
-                          st["object_class"][jnp.maximum(hands, 0)], -1)
-        per_h = (cls_h[..., None] == jnp.arange(k)).sum(axis=1)  # (A holder, K)
+        ids_h = jnp.where(jnp.arange(HAND_CAPACITY)[None, :] < st["held"][:, None], hands, -1)
         mark = jnp.arange(TILE_PLANES + gap) == TILE_PLANES + 1  # the teammate plane
         mates = jnp.concatenate([
             jnp.broadcast_to(mark.astype(jnp.uint8), (agents, len(mark))),
-            count_planes(per_h, jnp.zeros((agents, goal_class.shape[0]), bool))], axis=1)
+            count_planes(ids_h, jnp.zeros((agents, goal_class.shape[0]), bool))], axis=1)
         return things, mates
 
-    def _tail(self, st: dict) -> jnp.ndarray:
-        """``rl_obs.flat_tail`` of every agent: hand slots' class one-hot, goal rows."""
+    def _tail(self, st: dict) -> tuple[jnp.ndarray, jnp.ndarray]:
+        """``rl_obs.flat_tail`` in two parts: ``(A, HAND_CAPACITY * K)`` uint8, each
+        agent's hand slots' class one-hot, and the household's goal rows, ``(G * (K + F
+        + 1),)`` uint8 (per row: class one-hot, target one-hot, units still missing),
+        made as one select over the row's columns rather than a concatenation (which
+        XLA's CPU loops pay for at every entry)."""
         k, f = self.t.num_classes, self.t.num_furniture_types
         hands = st["hands"][:, :HAND_CAPACITY]
         cls = jnp.where(hands >= 0, st["object_class"][jnp.maximum(hands, 0)], -1)
         held = (cls[..., None] == jnp.arange(k)).reshape(hands.shape[0], -1)
-        goal = jnp.concatenate([
-            (st["goal_class"][:, None] == jnp.arange(k)),
-            (st["goal_target"][:, None] == jnp.arange(f)),
-            (st["goal_count"] - st["progress"])[:, None]], axis=1).reshape(-1)
-        goal = jnp.broadcast_to(goal.astype(jnp.uint8), (hands.shape[0], goal.shape[0]))
-        return jnp.concatenate([held.astype(jnp.uint8), goal], axis=1)
+        col = jnp.arange(k + f + 1)
+        goal = jnp.where(col < k, st["goal_class"][:, None] == col,
+                         jnp.where(col < k + f, st["goal_target"][:, None] == col - k,
+                                   (st["goal_count"] - st["progress"])[:, None]))
+        # Made once per household: without the barrier XLA fuses these one-hots into
+        # every agent's window write and remakes them there, entry by entry (its
+        # largest kernel at view_radius=2, about a seventh of the step).
+        return jax.lax.optimization_barrier((held.astype(jnp.uint8),
+                                             goal.astype(jnp.uint8).reshape(-1)))
 
     def _window_slot(self, viewer: jnp.ndarray, target: jnp.ndarray) -> jnp.ndarray:
         t = self.t
@@ -359,6 +361,20 @@ class JaxCore:
         inside = (dy >= 0) & (dy < side) & (dx >= 0) & (dx < side)
         seen = self.c["visible"][self.c["view"][viewer], target]
         return jnp.where(inside & seen, dy * side + dx, -1)
+
+
+def _goal_counts(st: dict, ids: jnp.ndarray) -> jnp.ndarray:
+    """``(X, G)``: per row of ``ids`` (``(X, S)`` object ids, -1 none), how many of its
+    objects are of each goal row's class (0 for unused rows, class -1).
+
+    Counted as ``(X, O)`` objects held times ``(O, G)`` objects wanted, compares and
+    sums, with no gather of each slot's class: under ``vmap`` XLA's CPU backend runs
+    such a gather index by index (180 per household on ``apartment``)."""
+    goal_class = st["goal_class"]
+    objects = jnp.arange(st["object_class"].shape[0])
+    held = (ids[..., None] == objects).sum(axis=-2, dtype=jnp.int32)  # (X, O)
+    wanted = (st["object_class"][:, None] == goal_class[None, :]) & (goal_class >= 0)
+    return (held[:, :, None] * wanted[None]).sum(axis=1, dtype=jnp.int32)
 
 
 def _seen_things(t: LayoutTables) -> tuple[np.ndarray, np.ndarray]:
