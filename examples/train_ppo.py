@@ -288,7 +288,10 @@ def machine() -> dict[str, str]:
     import torch
 
     found = {name: importlib.metadata.version(name) for name in
-             ("torch", "stable-baselines3", "sb3-contrib", "numpy", "gymnasium")}
+             ("stable-baselines3", "sb3-contrib", "numpy", "gymnasium")}
+    # torch's own string keeps the build tag (2.14.1+cu130, 2.13.0+cpu) that the wheel's
+    # metadata may drop; CPU and CUDA builds pick different kernels.
+    found = {"torch": torch.__version__, **found}
     return {**found, "cpu_capability": torch.backends.cpu.get_cpu_capability(),
             "cpu": _cpu_model() or platform.processor() or platform.machine(),
             **{k: os.environ[k] for k in KERNEL_VARIABLES if k in os.environ}}
