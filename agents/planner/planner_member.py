@@ -148,27 +148,23 @@ class PlannerMember(MemberBase):
                 ) -> list[TeamMessage]:
         """Messages not seen before; ``observed``: claims derived from actions the
         protocol showed it (kept even when the rules have no claiming: seen, not said)."""
-        out = []
-        skip = () if observed or self.claims else ("claim", "release")
-        seen = self._seen
-        for m in messages:
-            if m.kind in skip:
-                continue
-            key = m.said_id
-            if key not in seen:
-                seen.add(key)
-                out.append(m)
-        return out
+        return self._unseen(messages, () if observed or self.claims else ("claim", "release"))
 
     def _fresh_structured(self, messages: list[TeamMessage]) -> list[TeamMessage]:
         """The structured messages a planner understands (free text is ignored) among
         ``messages``, as :meth:`_fresh` keeps them, in one pass: under ``shared`` each
         of 256 planners reads 256 status reports a round, most of them repeats."""
+        return self._unseen(messages, _NOT_UNDERSTOOD if self.claims
+                            else _NOT_UNDERSTOOD_NOR_CLAIMS, structured=True)
+
+    def _unseen(self, messages: list[TeamMessage], skip, structured: bool = False
+                ) -> list[TeamMessage]:
+        """``messages`` of no kind in ``skip`` (and, ``structured``, with content) not
+        seen before, in order; marks them seen."""
         out = []
-        skip = _NOT_UNDERSTOOD if self.claims else _NOT_UNDERSTOOD_NOR_CLAIMS
         seen = self._seen
         for m in messages:
-            if m.kind in skip or not m.content:
+            if m.kind in skip or (structured and not m.content):
                 continue
             key = m.said_id
             if key not in seen:
