@@ -45,7 +45,7 @@ from orgteams.envs.core.tasks import TaskSpec
 from orgteams.envs.household import HouseholdEnv
 from orgteams.envs.vector.batch import BatchState, max_objects
 from orgteams.envs.vector.dynamics import check_actions, step_batch
-from orgteams.envs.vector.flat_buffer import FLAT_DTYPES, FlatBuffer, to_uint8
+from orgteams.envs.vector.flat_buffer import FlatBuffer, flat_dtype, to_uint8
 from orgteams.envs.vector.masks import batch_masks
 from orgteams.envs.vector.observe import batch_observations
 from orgteams.envs.vector.outputs import OutputPool
@@ -167,12 +167,7 @@ class VectorHouseholdEnv:
         if obs_mode not in VECTOR_OBS_MODES:
             raise ValueError(f"obs_mode must be one of {VECTOR_OBS_MODES} for the vector env, "
                              f"got {obs_mode!r}")
-        try:
-            dtype = np.dtype(obs_dtype)
-        except TypeError:
-            dtype = None
-        if dtype not in FLAT_DTYPES:
-            raise ValueError(f"obs_dtype must be np.float32 or np.uint8, got {obs_dtype!r}")
+        dtype = flat_dtype(obs_dtype)
         if dtype == np.uint8 and (obs_mode != "flat" or backend != "numpy"):
             raise ValueError("obs_dtype=np.uint8 is for obs_mode='flat' with the numpy "
                              f"backend, got obs_mode={obs_mode!r}, backend={backend!r}")

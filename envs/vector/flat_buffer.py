@@ -28,6 +28,7 @@ copying only those (:class:`~orgteams.envs.vector.outputs.OutputPool`).
 from __future__ import annotations
 
 from collections import deque
+from typing import Any
 
 import numpy as np
 
@@ -39,6 +40,21 @@ from orgteams.envs.vector.tables import LayoutTables
 
 FLAT_DTYPES = (np.dtype(np.float32), np.dtype(np.uint8))
 LOGGED_WRITES = 4  # writes remembered by changes_since (a copy older than that: all)
+
+
+def flat_dtype(obs_dtype: Any) -> np.dtype:
+    """``obs_dtype`` as one of :data:`FLAT_DTYPES`.
+
+    Raises:
+        ValueError: Anything else (one line naming the value).
+    """
+    try:
+        dtype = np.dtype(obs_dtype)
+    except TypeError:
+        dtype = None
+    if dtype not in FLAT_DTYPES:
+        raise ValueError(f"obs_dtype must be np.float32 or np.uint8, got {obs_dtype!r}")
+    return dtype
 
 
 class FlatBuffer:
@@ -145,4 +161,4 @@ def to_uint8(flat: np.ndarray, scale: np.ndarray) -> np.ndarray:
     return np.rint(flat * scale).astype(np.uint8)
 
 
-__all__ = ["FlatBuffer", "FLAT_DTYPES", "to_uint8"]
+__all__ = ["FlatBuffer", "FLAT_DTYPES", "flat_dtype", "to_uint8"]

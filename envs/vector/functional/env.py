@@ -69,6 +69,7 @@ from orgteams.envs.core.start import make_episode
 from orgteams.envs.household import HouseholdEnv
 from orgteams.envs.observe.rl_obs import image_space
 from orgteams.envs.vector.batch import BatchState, max_objects
+from orgteams.envs.vector.flat_buffer import flat_dtype
 from orgteams.envs.vector.functional.core import JaxCore
 from orgteams.envs.vector.tables import layout_tables
 
@@ -157,12 +158,7 @@ class HouseholdJaxEnv:
         if obs_mode not in OBS_MODES:
             raise ValueError(f"obs_mode must be one of {OBS_MODES} for the JAX env, "
                              f"got {obs_mode!r}")
-        try:
-            dtype = np.dtype(obs_dtype)
-        except TypeError:
-            dtype = None
-        if dtype not in (np.dtype(np.float32), np.dtype(np.uint8)):
-            raise ValueError(f"obs_dtype must be np.float32 or np.uint8, got {obs_dtype!r}")
+        dtype = flat_dtype(obs_dtype)
         if dtype == np.uint8 and obs_mode != "flat":
             raise ValueError(f"obs_dtype=np.uint8 is for obs_mode='flat', got {obs_mode!r}")
         if isinstance(episodes, bool) or not isinstance(episodes, int | np.integer) \
