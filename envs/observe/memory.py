@@ -141,8 +141,12 @@ class AgentMemory:
         belief.open, belief.last_seen = is_open, state.tick
         if is_open:
             contents = tuple(scene.objects[o] for o in state.contents[f])
-            belief.contents = contents
-            self._forget_at(spec.name, keep=set(contents))
+            if belief.contents != contents:
+                # Seen with the contents it was believed to hold, nothing is believed
+                # there besides them (what is heard or seen there joins the contents, what
+                # leaves is dropped from them): nothing to forget (256 agents a tick).
+                belief.contents = contents
+                self._forget_at(spec.name, keep=set(contents))
             for o in contents:
                 self._see(o, spec.name, "furniture")
 

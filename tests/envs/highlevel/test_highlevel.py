@@ -157,6 +157,34 @@ def test_memory_never_reveals_unseen_things(seed):
             break
 
 
+def test_objects_believed_on_furniture_are_among_its_believed_contents():
+    # a memory skips forgetting at furniture seen with the contents it believed it
+    # held, which holds only while every object believed there is among them: checked
+    # after every tick of a planner team whose members hear, grab and put objects
+    from orgteams.organizations.rounds.runner import TeamRunner
+    from orgteams.organizations.spec.library import load_organization
+    from orgteams.run import build_team
+
+    org = load_organization("shared")
+    env = HighLevelEnv(layout="generated:32:0", task="prepare_afternoon_tea", num_agents=8)
+    checked = {"beliefs": 0, "heard": 0}
+
+    def check(*_):
+        for agent in env.possible_agents:
+            mem = env.memory(agent)
+            for obj, b in mem.objects.items():
+                seen = mem.furniture.get(b.location)  # heard of, maybe never seen
+                contents = None if seen is None else seen.contents
+                if contents is not None:
+                    assert obj in contents, (agent, obj, b, contents)
+                    checked["beliefs"] += 1
+                    checked["heard"] += b.source == "heard"
+
+    env.on_tick = check
+    TeamRunner(env, org, build_team("planner", 8, org), max_rounds=40).run(seed=1)
+    assert checked["beliefs"] > 200 and checked["heard"] > 20, checked
+
+
 def test_every_round_runs_at_least_one_tick():
     env = HighLevelEnv(layout="studio", num_agents=1)
     env.reset(seed=0)
