@@ -300,9 +300,10 @@ class _Obstacles:
     def among(self, cells: frozenset[int]) -> set[int]:
         """The obstacles' cells among ``cells`` (a walker's goals)."""
         taken = cells & self._at.keys()
-        if len(taken) > 8:  # a crowded room, the roomy cells: one set operation
-            return taken & self.keys()
-        return {c for c in taken if c in self}
+        if len(taken) > 8 or self._yielding is None:  # a crowded room, the roomy
+            return taken & self.keys()  # cells: one set operation
+        here, gives_way, lower = self._here, self._yielding.gives_way, self._lower
+        return {c for c in taken if c != here and not gives_way(c, lower)}
 
 
 class LazyMap:
@@ -371,6 +372,8 @@ class Walker:
     cell after :data:`STUCK_SHUFFLE` ticks, which breaks the remaining deadlocks.
     """
 
+    _dist: list[int] | None = None  # the map of all the goals (_full_map)
+
     def __init__(self, nav: Navigator, agent: int, goals: frozenset[int]):
         self.nav, self.agent, self.goals = nav, agent, goals
         self.detour: LazyMap | None = None
@@ -380,7 +383,14 @@ class Walker:
 
     def remaining(self, state: HouseholdState) -> int:
         """Shortest walking distance left, ignoring agents (``INF`` when unreachable)."""
-        return self.nav.distance_map(self.goals)[state.agent_pos[self.agent]]
+        return self._full_map()[state.agent_pos[self.agent]]
+
+    def _full_map(self) -> list[int]:
+        """The navigator's distance map of all the goals, kept from the first ask (the
+        same values, without its cache's lookup twice a tick)."""
+        if self._dist is None:
+            self._dist = self.nav.distance_map(self.goals)
+        return self._dist
 
     def next_action(self, state: HouseholdState, yielding: Yielding = NOBODY) -> int:
         """The next primitive action: 0 (wait or arrived) or -1 (no path can ever exist).
@@ -410,7 +420,7 @@ class Walker:
             self.detour = None
         # the map of all goals is shared (and kept); one without occupied goal cells is
         # read near here only
-        dist = nav.distance_map(goals) if goals == self.goals else nav.lazy_map(goals)
+        dist = self._full_map() if goals is self.goals else nav.lazy_map(goals)
         if dist[here] >= INF:
             return -1
         best = [(d, n) for d, n in nav.neighbours[here] if dist[n] == dist[here] - 1]
