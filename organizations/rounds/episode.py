@@ -64,6 +64,8 @@ class RoundHooks:
         message: Every routed message (the window overlay draws them).
         phase: ``(state, "communicate" | "act")`` when a phase starts.
         stage: After every communicate stage (the live window redraws).
+        role: ``(state, agent)`` right after ``agent`` was granted the role it chose
+            (:meth:`EpisodeState.grant_role`; the window redraws that one badge).
         called: ``(state, decision record)`` for each member's decision, in the order
             the calls finished, before any of them is used (the stop on failed model
             calls counts them here; a hook that raises
@@ -82,6 +84,7 @@ class RoundHooks:
     message: list[Callable[[TeamMessage], None]] = field(default_factory=list)
     phase: list[Callable[[EpisodeState, str], None]] = field(default_factory=list)
     stage: list[StateHook] = field(default_factory=list)
+    role: list[Callable[[EpisodeState, str], None]] = field(default_factory=list)
     called: list[Callable[[EpisodeState, Any], None]] = field(default_factory=list)
     decided: list[Callable[[EpisodeState, list[Any]], None]] = field(default_factory=list)
     actions: list[Callable[[EpisodeState, dict[str, ActionId]], None]] = field(
@@ -103,7 +106,8 @@ class EpisodeState:
         hooks: Subscribers.
         round: The current decision round (0-based).
         removed: Agents a shock removed (they stay in the env, idle).
-        roles: Self-chosen roles granted so far.
+        roles: Self-chosen roles granted so far (granted with :meth:`grant_role`, which
+            tells the ``role`` hooks).
         placed: Goal objects each agent placed (``most_progress`` leadership).
         progress: Goal units done after each round (index 0: the start).
         duplicates: ``decisions`` and ``duplicated`` counts of new decisions.
@@ -184,6 +188,13 @@ class EpisodeState:
         (None for none, also when the organization's role is empty)."""
         assigned = self.resolved.role_of(agent)
         return self.roles.get(agent) if assigned == SELF_CHOSEN else assigned or None
+
+    def grant_role(self, agent: str, role: str) -> None:
+        """Grant ``agent`` the role it chose (its claim was settled in its favour) and
+        tell the ``role`` hooks."""
+        self.roles[agent] = role
+        for hook in self.hooks.role:
+            hook(self, agent)
 
     def shared_history(self) -> SharedHistory | None:
         """What members decide from under a ``from_history`` protocol (``shared``): the

@@ -203,7 +203,7 @@ async def communicate_phase(state: EpisodeState, speakers: list[str] | None = No
                 if role is None:
                     state.event("claim_refused", agent=agent, role=claims[agent])
                 else:
-                    state.roles[agent] = role
+                    state.grant_role(agent, role)
         if stage.acts:  # after its role was granted: it acts in the role it chose
             outputs += await _act_in_turn(state, si, stage, abstained, outputs, stages, inbox)
         for hook in state.hooks.stage:
