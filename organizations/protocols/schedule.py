@@ -101,8 +101,9 @@ def schedule(
     Raises:
         ValueError: An agent is not in the team.
     """
-    order = [a for a in resolved.team if a in set(agents)]
-    unknown = [a for a in agents if a not in resolved.team]
+    speaking, team = set(agents), set(resolved.team)  # 256 agents: no scans of either
+    order = [a for a in resolved.team if a in speaking]
+    unknown = [a for a in agents if a not in team]
     if unknown:
         raise ValueError(f"schedule(): agents not in the team: {', '.join(unknown)}")
     org = resolved.organization

@@ -205,7 +205,8 @@ async def communicate_phase(state: EpisodeState, speakers: list[str] | None = No
                 else:
                     state.grant_role(agent, role)
         if stage.acts:  # after its role was granted: it acts in the role it chose
-            outputs += await _act_in_turn(state, si, stage, abstained, outputs, stages, inbox)
+            outputs += await _act_in_turn(state, si, stage, abstained, outputs, stages, inbox,
+                                          team)
         for hook in state.hooks.stage:
             hook(state)
         si += 1
@@ -233,12 +234,14 @@ def _deliver(state: EpisodeState, inbox: dict[str, list[TeamMessage]]) -> None:
 
 async def _act_in_turn(state: EpisodeState, si: int, stage: Stage, abstained: set[str],
                        outputs: list[TeamMessage], stages: list[Stage],
-                       inbox: dict[str, list[TeamMessage]]) -> list[TeamMessage]:
+                       inbox: dict[str, list[TeamMessage]], team: dict[str, str]
+                       ) -> list[TeamMessage]:
     """The speakers of an ``acts`` stage decide their actions now, each seeing what it
     saw when it spoke; returns their chosen actions as public outputs (kind ``action``).
 
     What was delivered to them so far is delivered before they decide (the rest of the
-    round's messages come at the end of the phase).
+    round's messages come at the end of the phase). ``team``: the phase's id -> name
+    copy, shared by its contexts.
     """
     env = state.env
     deciders = [a for a in stage.speakers if a not in abstained and _may_act(state, a)]
@@ -246,7 +249,8 @@ async def _act_in_turn(state: EpisodeState, si: int, stage: Stage, abstained: se
         _deliver(state, {a: inbox[a]})
         inbox[a] = []
     visible = {a: visible_outputs(stages, si, a, outputs) for a in deciders}
-    actions, chosen = await decide_actions(state, abstained, deciders, visible)
+    actions, chosen = await decide_actions(state, abstained, deciders, visible, team=team) \
+        if deciders else ({}, {})  # one stage a speaker (sequential): often nobody to ask
     for hook in state.hooks.decided:
         hook(state, [d.record for d in chosen.values()])
     state.check_stop()
@@ -341,7 +345,8 @@ def _route(state: EpisodeState, si: int, stage: Stage, agent: str, d: Communicat
 
 async def decide_actions(state: EpisodeState, abstained: set[str] = frozenset(),
                          deciders: list[str] | None = None,
-                         visible: dict[str, list[TeamMessage]] | None = None
+                         visible: dict[str, list[TeamMessage]] | None = None, *,
+                         team: dict[str, str] | None = None
                          ) -> tuple[dict[str, ActionId], dict[str, ActDecision]]:
     """Ask the deciders, concurrently, for one action each; an unavailable one becomes
     the safe action (the decision record says so).
@@ -352,6 +357,9 @@ async def decide_actions(state: EpisodeState, abstained: set[str] = frozenset(),
         deciders: Who decides (default: active members that need a decision or act
             every round).
         visible: This round's outputs each decider may see (``sequential``).
+        team: Agent id -> display name, the copy the contexts share (default: a copy
+            of the roster's; ``sequential`` asks once per speaker and shares its
+            communicate phase's copy).
 
     Returns:
         ``(actions, decisions)`` by agent id.
@@ -359,7 +367,8 @@ async def decide_actions(state: EpisodeState, abstained: set[str] = frozenset(),
     env = state.env
     if deciders is None:
         deciders = [a for a in state.active() if a not in abstained and _may_act(state, a)]
-    team = dict(state.roster.by_id)  # one copy per phase, shared by the contexts
+    if team is None:
+        team = dict(state.roster.by_id)  # one copy per phase, shared by the contexts
     history = state.shared_history()
     ctxs = {a: ActContext(state.round, a, state.roster.name(a), team,
                           state.resolved.instruction_for(a), state.role(a),
