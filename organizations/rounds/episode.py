@@ -39,7 +39,7 @@ from orgteams.agents.view import MemberView
 from orgteams.envs.highlevel.highlevel_env import HighLevelEnv
 from orgteams.envs.highlevel.space import ActionId
 from orgteams.organizations.protocols.facts import PROTOCOL_FACTS
-from orgteams.organizations.protocols.schedule import leader_for_round
+from orgteams.organizations.protocols.schedule import Inboxes, leader_for_round
 from orgteams.organizations.rounds.episode_log import EventLine
 from orgteams.organizations.rounds.phases import act_phase, communicate_phase
 from orgteams.organizations.rounds.status import EpisodeStopped
@@ -157,7 +157,7 @@ class EpisodeState:
     should_stop: Callable[[], str | None] | None = None
     stop_reason: str | None = None
     early_actions: dict[str, tuple[ActionId, ActDecision]] = field(default_factory=dict)
-    undelivered: dict[str, list[TeamMessage]] | None = None
+    undelivered: Inboxes | None = None
     outcomes: list[RoundOutcome] = field(default_factory=list)
     patterns: tuple[EpisodePattern, ...] = ()
     round_tick: int = 0

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, replace
 from functools import partial
 from typing import TYPE_CHECKING
@@ -37,6 +37,7 @@ from orgteams.agents.shared_context import action_output
 from orgteams.envs.highlevel.space import ActionId, is_primitive
 from orgteams.organizations.protocols.facts import PROTOCOL_FACTS
 from orgteams.organizations.protocols.schedule import (
+    Inboxes,
     RoundOutputs,
     Stage,
     record_election,
@@ -153,7 +154,7 @@ async def communicate_phase(state: EpisodeState, speakers: list[str] | None = No
         # succession: elect - the team elects the removed leader's successor first
         stages.insert(0, Stage(tuple(active), "none_this_round", "vote"))
     outputs = RoundOutputs(state.team)  # keeps what each agent may see
-    inbox: dict[str, list[TeamMessage]] = {a: [] for a in state.team}
+    inbox = Inboxes(state.team)  # messages by receiver, delivered at the end of the phase
     abstained: set[str] = set()
     state.abstained = abstained
     team = dict(state.roster.by_id)  # one copy per phase, shared by the contexts
@@ -226,15 +227,19 @@ def deliver_held(state: EpisodeState) -> None:
         state.undelivered = None
 
 
-def _deliver(state: EpisodeState, inbox: dict[str, list[TeamMessage]]) -> None:
-    for agent, messages in inbox.items():
+def _deliver(state: EpisodeState, inbox: Inboxes, agents: Sequence[str] | None = None
+             ) -> None:
+    """Each of ``agents`` (default: the team, in team order) receives what was routed
+    to it and not yet delivered."""
+    for agent in state.team if agents is None else agents:
+        messages = inbox.take(agent)
         if messages and agent not in state.removed and agent in state.members:
             state.members[agent].receive(messages)  # a player beside the team has none
 
 
 async def _act_in_turn(state: EpisodeState, si: int, stage: Stage, abstained: set[str],
                        outputs: list[TeamMessage], stages: list[Stage],
-                       inbox: dict[str, list[TeamMessage]], team: dict[str, str]
+                       inbox: Inboxes, team: dict[str, str]
                        ) -> list[TeamMessage]:
     """The speakers of an ``acts`` stage decide their actions now, each seeing what it
     saw when it spoke; returns their chosen actions as public outputs (kind ``action``).
@@ -245,9 +250,7 @@ async def _act_in_turn(state: EpisodeState, si: int, stage: Stage, abstained: se
     """
     env = state.env
     deciders = [a for a in stage.speakers if a not in abstained and _may_act(state, a)]
-    for a in deciders:
-        _deliver(state, {a: inbox[a]})
-        inbox[a] = []
+    _deliver(state, inbox, deciders)
     visible = {a: visible_outputs(stages, si, a, outputs) for a in deciders}
     actions, chosen = await decide_actions(state, abstained, deciders, visible, team=team) \
         if deciders else ({}, {})  # one stage a speaker (sequential): often nobody to ask
@@ -309,7 +312,7 @@ def _budget(d: CommunicateDecision, ctx: CommunicateContext,
 
 
 def _route(state: EpisodeState, si: int, stage: Stage, agent: str, d: CommunicateDecision,
-           ctx: CommunicateContext, inbox: dict[str, list[TeamMessage]]) -> list[TeamMessage]:
+           ctx: CommunicateContext, inbox: Inboxes) -> list[TeamMessage]:
     """Stamp, route and record one speaker's turn (message tokens counted with the
     episode's tokenizer); returns what later stages may see."""
     recording = bool(state.hooks.record)  # lines cost: build them only for a reader
@@ -332,8 +335,7 @@ def _route(state: EpisodeState, si: int, stage: Stage, agent: str, d: Communicat
         out = replace(m, sender=agent, round=state.round, stage=si, delivered=tuple(delivered),
                       role=d.role, abstained=d.abstain)
         said.append(out)
-        for b in delivered:
-            inbox[b].append(out)
+        inbox.add(out, delivered)
         if recording:
             state.emit(MessageLine.sent(d.record, out, **turn, first=i == 0,
                                         dropped=list(dropped),
