@@ -64,8 +64,9 @@ class RoundHooks:
         message: Every routed message (the window overlay draws them).
         phase: ``(state, "communicate" | "act")`` when a phase starts.
         stage: After every communicate stage (the live window redraws).
-        role: ``(state, agent)`` right after ``agent`` was granted the role it chose
-            (:meth:`EpisodeState.grant_role`; the window redraws that one badge).
+        role: ``(state, agent)`` right after ``agent`` was granted a role it chose
+            other than the one it held (:meth:`EpisodeState.grant_role`; the window
+            redraws that one badge).
         called: ``(state, decision record)`` for each member's decision, in the order
             the calls finished, before any of them is used (the stop on failed model
             calls counts them here; a hook that raises
@@ -190,8 +191,11 @@ class EpisodeState:
         return self.roles.get(agent) if assigned == SELF_CHOSEN else assigned or None
 
     def grant_role(self, agent: str, role: str) -> None:
-        """Grant ``agent`` the role it chose (its claim was settled in its favour) and
-        tell the ``role`` hooks."""
+        """Grant ``agent`` the role it chose (its claim was settled in its favour) and,
+        unless it held that role already (most claims of a round after the first), tell
+        the ``role`` hooks."""
+        if self.roles.get(agent) == role:
+            return
         self.roles[agent] = role
         for hook in self.hooks.role:
             hook(self, agent)
