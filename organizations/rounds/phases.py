@@ -47,6 +47,7 @@ from orgteams.organizations.protocols.schedule import (
     visible_outputs,
 )
 from orgteams.organizations.rounds.status import EpisodeStopped
+from orgteams.organizations.spec.organization import SELF_CHOSEN
 
 if TYPE_CHECKING:  # the loop (episode.py) calls the phases; they only read its state
     from orgteams.organizations.rounds.episode import EpisodeState
@@ -121,21 +122,29 @@ def _at_once(calls: list) -> list:
     return results
 
 
-def _context(state: EpisodeState, agent: str, stage: Stage, visible: list[TeamMessage],
-             team: dict[str, str]) -> CommunicateContext:
-    r, org = state.resolved, state.organization
-    assigned = r.role_of(agent)
-    return CommunicateContext(
-        round=state.round, agent=agent, name=state.roster.name(agent),
-        team=team, instruction=r.instruction_for(agent),
-        role=state.role(agent), allow_abstain=org.allow_abstain,
-        self_chosen_roles=org.self_chosen_roles or assigned == "self-chosen",
-        can_message=[b for b in r.receivers_of(agent) if b not in state.removed]
-        if state.removed else list(r.receivers_of(agent)),  # 255 names, 256 times a round
-        visible_this_round=visible, stage_kind=stage.kind,
-        candidates=state.active() if stage.kind == "vote" else None,
-        removed=tuple(sorted(state.removed)), history=state.shared_history(),
-        rules=r.member_rules(agent), tokenizer=state.tokenizer)
+def _contexts(state: EpisodeState, stages: list[Stage], si: int, outputs: RoundOutputs,
+              team: dict[str, str]) -> dict[str, CommunicateContext]:
+    """What each speaker of ``stages[si]`` is told. What is the same for all of them (the
+    removed, the shared history, a vote's candidates) is made once for the stage: a
+    256-agent stage made 256 of each."""
+    r, org, stage = state.resolved, state.organization, stages[si]
+    removed, history = tuple(sorted(state.removed)), state.shared_history()
+    candidates = state.active() if stage.kind == "vote" else None
+    ctxs = {}
+    for agent in stage.speakers:
+        can_message = r.receivers_of(agent)  # 255 names, 256 times a round
+        ctxs[agent] = CommunicateContext(
+            round=state.round, agent=agent, name=state.roster.name(agent),
+            team=team, instruction=r.instruction_for(agent),
+            role=state.role(agent), allow_abstain=org.allow_abstain,
+            self_chosen_roles=org.self_chosen_roles or r.role_of(agent) == SELF_CHOSEN,
+            can_message=[b for b in can_message if b not in state.removed]
+            if state.removed else list(can_message),
+            visible_this_round=visible_outputs(stages, si, agent, outputs),
+            stage_kind=stage.kind, candidates=None if candidates is None else list(candidates),
+            removed=removed, history=history, rules=r.member_rules(agent),
+            tokenizer=state.tokenizer)
+    return ctxs
 
 
 async def communicate_phase(state: EpisodeState, speakers: list[str] | None = None
@@ -165,8 +174,7 @@ async def communicate_phase(state: EpisodeState, speakers: list[str] | None = No
     si = 0
     while si < len(stages):
         stage = stages[si]
-        ctxs = {a: _context(state, a, stage, visible_outputs(stages, si, a, outputs), team)
-                for a in stage.speakers}
+        ctxs = _contexts(state, stages, si, outputs, team)
         decisions = await _all(state, list(stage.speakers),
                                (state.members[a].communicate(ctxs[a], view)
                                 for a in stage.speakers),
