@@ -237,8 +237,11 @@ class Inboxes:
         """The messages routed to ``agent`` since it last took them, in the order routed."""
         start = self._taken.get(agent, 0)
         self._taken[agent] = len(self._to_all)
+        to_some = self._to_some.pop(agent, ())
+        if not to_some and agent not in self._sent:  # nothing to merge or cut out
+            return self._to_all[start:]
         heard, at = [], start
-        for before, message in self._to_some.pop(agent, ()):
+        for before, message in to_some:
             heard += self._to_all_but(agent, at, before)
             heard.append(message)
             at = before
