@@ -22,9 +22,12 @@ import os
 import subprocess
 import sys
 import time
+from pathlib import Path
 
-from harness import cores_and_load, parser, run_local
-from llm_latency import decision_prompt, raw_rates
+# harness.py is shared by every folder's scripts: benchmarks/, one folder up, goes on the path.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from harness import cores_and_load, parser, run_local  # noqa: E402
+from llm_latency import decision_prompt, raw_rates  # noqa: E402
 
 
 def _competitor() -> subprocess.Popen:

@@ -12,13 +12,17 @@ through); "failed seeds" lists the seeds that ran into the step limit.
 from __future__ import annotations
 
 import statistics as st
-
-from harness import markdown_row, markdown_rule, parser
+import sys
+from pathlib import Path
 
 from orgteams.agents.records import ActionLine
 from orgteams.organizations import load_organization
 from orgteams.organizations.rounds.episode_summary import EpisodeSummary
 from orgteams.run import run_episode
+
+# harness.py is shared by every folder's scripts: benchmarks/, one folder up, goes on the path.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from harness import markdown_row, markdown_rule, parser  # noqa: E402
 
 
 def _episode(org: str, seed: int, shock: str | None) -> tuple[EpisodeSummary, int]:

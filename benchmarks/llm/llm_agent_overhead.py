@@ -18,12 +18,16 @@ from __future__ import annotations
 
 import asyncio
 import statistics
+import sys
 import time
-
-from harness import parser
+from pathlib import Path
 
 from orgteams.agents import CommunicateContext, LLMAgent, ScriptedBackend
 from orgteams.envs.highlevel.highlevel_env import HighLevelEnv
+
+# harness.py is shared by every folder's scripts: benchmarks/, one folder up, goes on the path.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from harness import parser  # noqa: E402
 
 TEAM = {"agent_0": "Alice", "agent_1": "Bob", "agent_2": "Charlie"}
 

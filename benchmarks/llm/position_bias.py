@@ -29,7 +29,9 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from harness import cores_and_load, parser, run_local
+# harness.py is shared by every folder's scripts: benchmarks/, one folder up, goes on the path.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from harness import cores_and_load, parser, run_local  # noqa: E402
 
 LEGACY_ACT = (
     '{% include "_situation.j2" %}\n\nChoose your next action from the list above.\n\n'

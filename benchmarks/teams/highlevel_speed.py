@@ -14,14 +14,18 @@ cached per layout, so only the first episode on a layout computes most of them;
 
 from __future__ import annotations
 
+import sys
 import time
-
-from harness import markdown_row, markdown_rule, parser
+from pathlib import Path
 
 from orgteams.agents.planner.planner import PlannerAgent
 from orgteams.envs.core.navigation import Navigator, Walker
 from orgteams.envs.highlevel.highlevel_env import HighLevelEnv
 from orgteams.organizations.rounds.planner_team import run_team
+
+# harness.py is shared by every folder's scripts: benchmarks/, one folder up, goes on the path.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from harness import markdown_row, markdown_rule, parser  # noqa: E402
 
 LAYOUTS = ("studio", "house", "generated:32:0")
 

@@ -29,10 +29,21 @@ median and range over pairs, :func:`harness.paired_ratio`).
 
 from __future__ import annotations
 
+import sys
 import time
+from pathlib import Path
 
 import numpy as np
-from harness import (
+
+from orgteams.envs.highlevel.highlevel_env import HighLevelEnv
+from orgteams.envs.household import HouseholdEnv
+from orgteams.organizations.rounds.runner import TeamRunner
+from orgteams.organizations.spec.library import load_organization
+from orgteams.run import build_team
+
+# harness.py is shared by every folder's scripts: benchmarks/, one folder up, goes on the path.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from harness import (  # noqa: E402
     cores_and_load,
     cpu_slice,
     load_average,
@@ -42,12 +53,6 @@ from harness import (
     parser,
     random_steps,
 )
-
-from orgteams.envs.highlevel.highlevel_env import HighLevelEnv
-from orgteams.envs.household import HouseholdEnv
-from orgteams.organizations.rounds.runner import TeamRunner
-from orgteams.organizations.spec.library import load_organization
-from orgteams.run import build_team
 
 PROTOCOLS = ("sequential", "shared", "coordinator", "leader")
 """Organizations by name: the self-organizing paper's three protocols and ``leader``

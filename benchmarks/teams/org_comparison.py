@@ -16,11 +16,15 @@ organizations whose (ticks, sent per tick) means are equal (there should be none
 from __future__ import annotations
 
 import statistics as st
-
-from harness import parser
+import sys
+from pathlib import Path
 
 from orgteams.organizations.rounds.episode_summary import EpisodeSummary
 from orgteams.run import run_episode
+
+# harness.py is shared by every folder's scripts: benchmarks/, one folder up, goes on the path.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from harness import parser  # noqa: E402
 
 ORGS = ("none", "decentralized", "leader", "leader_with_correction", "elected_leader",
         "dual_leader", "chain", "pyramid", "dynamic", "coordinator", "broadcast", "shared",

@@ -35,13 +35,15 @@ import resource
 import sys
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 import numpy as np
 
 from orgteams.envs import household_v0
 from orgteams.envs.core.actions import NUM_ACTIONS
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+# harness.py is shared by every folder's scripts: benchmarks/, one folder up, goes on the path.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from harness import parser  # noqa: E402
 from vector_throughput import AGENTS, LAYOUT, TABLES, TASK, measure  # noqa: E402
 

@@ -35,14 +35,11 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 import time
 from collections.abc import Callable
 
 import numpy as np
-
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from vector_throughput import vector_step_fn  # noqa: E402
+from vector_throughput import vector_step_fn
 
 N, AGENTS, LAYOUT, TASK = 1024, 3, "apartment", "prepare_afternoon_tea"
 

@@ -25,9 +25,12 @@ import asyncio
 import statistics
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
-from harness import cores_and_load, load_average, parser, run_local
+# harness.py is shared by every folder's scripts: benchmarks/, one folder up, goes on the path.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from harness import cores_and_load, load_average, parser, run_local  # noqa: E402
 
 GEN_PROMPT = [{"role": "user", "content": "Tell a long story about a robot that tidies a house."}]
 

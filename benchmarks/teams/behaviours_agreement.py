@@ -12,14 +12,17 @@ every prediction. A progress bar on stderr counts the LLM's messages.
 from __future__ import annotations
 
 import json
+import sys
 import time
 from collections import Counter
 from pathlib import Path
 
-from harness import parser
-
 from orgteams.cli.progress import Progress
 from orgteams.experiments.behaviours import LLMClassifier, agreement, classify_rule, load_labelled
+
+# harness.py is shared by every folder's scripts: benchmarks/, one folder up, goes on the path.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from harness import parser  # noqa: E402
 
 
 def _report(items: list[dict], predicted: list[str | None]) -> dict:

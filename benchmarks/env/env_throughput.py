@@ -15,14 +15,19 @@ Run: ``python benchmarks/env_throughput.py [--seconds 2]``.
 
 from __future__ import annotations
 
+import sys
 import timeit
 from collections.abc import Callable
+from pathlib import Path
 
 import numpy as np
-from harness import paired_ratio, parser, random_steps, take_turns
 
 from orgteams.envs import household_v0
 from orgteams.envs.core.actions import NUM_ACTIONS
+
+# harness.py is shared by every folder's scripts: benchmarks/, one folder up, goes on the path.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from harness import paired_ratio, parser, random_steps, take_turns  # noqa: E402
 
 BIG_LAYOUT = "generated:32:0"
 TASK = "prepare_afternoon_tea"

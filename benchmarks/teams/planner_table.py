@@ -20,9 +20,9 @@ import json
 import math
 import re
 import statistics
+import sys
 import time
-
-from harness import markdown_row, markdown_rule, parser
+from pathlib import Path
 
 from orgteams.agents.planner.planner import PlannerAgent
 from orgteams.assets import asset_dir
@@ -30,6 +30,10 @@ from orgteams.envs import list_tasks
 from orgteams.envs.highlevel.highlevel_env import HighLevelEnv
 from orgteams.organizations.rounds.planner_team import everyone_hears_everyone, run_team
 from orgteams.organizations.spec.library import load_organization
+
+# harness.py is shared by every folder's scripts: benchmarks/, one folder up, goes on the path.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from harness import markdown_row, markdown_rule, parser  # noqa: E402
 
 LAYOUTS = ("studio", "apartment", "house")
 LIMIT_FACTOR = 3

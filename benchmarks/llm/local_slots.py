@@ -27,8 +27,11 @@ from __future__ import annotations
 import statistics
 import sys
 import time
+from pathlib import Path
 
-from harness import cores_and_load, load_average, parser, run_local
+# harness.py is shared by every folder's scripts: benchmarks/, one folder up, goes on the path.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from harness import cores_and_load, load_average, parser, run_local  # noqa: E402
 
 
 def play(slots: int, org: str, rounds: int, seed: int) -> dict[str, float]:
