@@ -10,7 +10,7 @@ time of ``env.unwrapped.describe(agent)``. Our envs and the peers take turns in 
 CPU-time slices and each reports its best slice, so the ratios hold up on a noisy
 shared machine. Nothing is asserted: it measures.
 
-Run: ``python benchmarks/env_throughput.py [--seconds 2]``.
+Run: ``python benchmarks/env/env_throughput.py [--seconds 2]``.
 """
 
 from __future__ import annotations

@@ -27,7 +27,7 @@ and per CPU second; XLA spreads a step over every core, numpy uses one):
   households, ``copy=True`` (the default) and ``copy=False``, one ``step`` per call,
   households spread over the episode (``vector_throughput.vector_step_fn``).
 
-Nothing is asserted: it measures. ``python benchmarks/jax_throughput.py [--seconds 2]
+Nothing is asserted: it measures. ``python benchmarks/env/jax_throughput.py [--seconds 2]
 [--rounds 6]``. GPU: not measured here (run it where JAX sees one).
 """
 

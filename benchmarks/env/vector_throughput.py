@@ -29,7 +29,7 @@ long run, not all at once. Nothing is asserted: it measures.
 ``--jax`` adds ``backend="jax"`` rows (on this machine's CPU; XLA uses every core,
 and CPU time counts them all).
 
-Run: ``python benchmarks/vector_throughput.py [--seconds 2] [--sizes 1,64,1024,4096]
+Run: ``python benchmarks/env/vector_throughput.py [--seconds 2] [--sizes 1,64,1024,4096]
 [--jax]``.
 """
 

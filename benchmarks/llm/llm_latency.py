@@ -14,7 +14,7 @@ One run, one server (the package's ``LocalServer``, default threads), side by si
    the backend's default compact JSON grammar: the server then lets the model put
    whitespace between tokens, and the completion tokens show what that costs.
 
-    python benchmarks/llm_latency.py [--decisions 4] [--calls 3]
+    python benchmarks/llm/llm_latency.py [--decisions 4] [--calls 3]
 
 Needs the ``local`` extra and the model file (README command 1).
 """

@@ -17,7 +17,7 @@ three concurrent calls), and prints:
   prompt it held instead of evaluating them again;
 * the server's mean busy slots per decode step (1.0 = no batching happened).
 
-    python benchmarks/local_slots.py [--rounds 1] [--org shared] [--slots 1,3] [--repeats 1]
+    python benchmarks/llm/local_slots.py [--rounds 1] [--org shared] [--slots 1,3] [--repeats 1]
 
 Needs the ``local`` extra and the model file (README command 1).
 """

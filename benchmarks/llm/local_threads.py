@@ -11,7 +11,7 @@ Each setting runs idle and then beside a competing process (one Python busy loop
 when the runner, a window or another job shares the cores). The machine's load
 average is printed: on a shared machine, "idle" means "with nothing of ours beside it".
 
-    python benchmarks/local_threads.py [--calls 3] [--settings 1:passive,2:passive,2:active]
+    python benchmarks/llm/local_threads.py [--calls 3] [--settings 1:passive,2:passive,2:active]
 
 Needs the ``local`` extra and the model file (README command 1).
 """

@@ -14,7 +14,7 @@ It prints, per setup, how often each option position (A, B, C...) was chosen, th
 share of A against the share a uniform choice would give, and how many distinct
 actions were chosen.
 
-    python benchmarks/position_bias.py [--seeds 10] [--setups before,after]
+    python benchmarks/llm/position_bias.py [--seeds 10] [--setups before,after]
 
 Needs the ``local`` extra and the model file (README command 1).
 """

@@ -8,7 +8,7 @@ at doubling sizes and prints the time per million characters and the ratio of ea
 time to the previous one (2 for linear, 4 for quadratic); the old pattern alone is
 timed the same way at smaller sizes, side by side.
 
-    python benchmarks/scrub_scaling.py [--max-chars 2000000]
+    python benchmarks/llm/scrub_scaling.py [--max-chars 2000000]
 """
 
 from __future__ import annotations

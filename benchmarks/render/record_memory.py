@@ -1,6 +1,6 @@
 """Peak memory and time of recording an episode to GIF and MP4, before and after streaming.
 
-    python benchmarks/record_memory.py [--ticks 570] [--layout house] [--agents 8]
+    python benchmarks/render/record_memory.py [--ticks 570] [--layout house] [--agents 8]
 
 Each row runs in its own process (so peak memory is that row's alone) and draws the
 same frames: the reset state and every tick of a random-policy episode on the layout,

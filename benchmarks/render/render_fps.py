@@ -6,7 +6,7 @@ with a message overlay, as a recorded episode would draw it. The static layer
 
 Usage::
 
-    python benchmarks/render_fps.py [--frames 300] [--fov]
+    python benchmarks/render/render_fps.py [--frames 300] [--fov]
 
 Target: the studio at 60+ frames per second on a 2-core machine.
 """

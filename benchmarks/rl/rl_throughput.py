@@ -25,7 +25,7 @@ other jobs count less):
   loop's if the learner's arithmetic ran at this machine's matmul rate with nothing
   else (``learner_bound.py``).
 
-Run: ``python benchmarks/rl_throughput.py [--seconds 2] [--train-steps 8192]``
+Run: ``python benchmarks/rl/rl_throughput.py [--seconds 2] [--train-steps 8192]``
 (needs the ``rl`` extra for the training rows; they are skipped without it).
 """
 

@@ -7,7 +7,7 @@ held or claimed by a teammate; "without" turns abstention off from round 0
 abstention rate and the mid-task / end-of-task abstentions (agent-rounds; older
 versions lack them, ``-``) and the ratio of mean ticks with to without abstention.
 
-    python benchmarks/abstention.py [--seeds 5] [--agents 5] [--layout house]
+    python benchmarks/teams/abstention.py [--seeds 5] [--agents 5] [--layout house]
 """
 
 from __future__ import annotations

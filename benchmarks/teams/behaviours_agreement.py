@@ -1,7 +1,7 @@
 """Agreement of the behaviour classifiers with the hand-labelled sample.
 
-    python benchmarks/behaviours_agreement.py              # rule-based only
-    python benchmarks/behaviours_agreement.py --llm local  # and the embedded model
+    python benchmarks/teams/behaviours_agreement.py              # rule-based only
+    python benchmarks/teams/behaviours_agreement.py --llm local  # and the embedded model
 
 Prints accuracy, Cohen's kappa, fallbacks and a confusion table (truth -> predicted) of
 each classifier on ``assets/behaviours/labelled.yaml``, side by side in one run, overall

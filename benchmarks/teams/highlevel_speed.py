@@ -1,6 +1,6 @@
 """Decision rounds per second of 3 planners on the high-level env, and planning's share.
 
-    python benchmarks/highlevel_speed.py [--seconds 3]
+    python benchmarks/teams/highlevel_speed.py [--seconds 3]
 
 For each layout (``studio``, ``house``, ``generated:32:0``) it runs complete episodes
 of 3 :class:`PlannerAgent` s (``run_team``: communicate, act, step) for about

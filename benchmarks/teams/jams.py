@@ -6,7 +6,7 @@ row the successes, mean ticks (sd) and how many walks gave up "could not reach .
 blocked for 26 ticks" in all (a doorway or corridor jam the walk could not get
 through); "failed seeds" lists the seeds that ran into the step limit.
 
-    python benchmarks/jams.py [--seeds 40] [--orgs leader,pyramid,none]
+    python benchmarks/teams/jams.py [--seeds 40] [--orgs leader,pyramid,none]
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ already pursues), abstention rate and leader tenure, with Welch's t-test against
 ``none``; the tokenizer is printed with the table, and the last line lists the pairs of
 organizations whose (ticks, sent per tick) means are equal (there should be none).
 
-    python benchmarks/org_comparison.py [--seeds 20] [--task ...] [--layout ...]
+    python benchmarks/teams/org_comparison.py [--seeds 20] [--task ...] [--layout ...]
 """
 
 from __future__ import annotations

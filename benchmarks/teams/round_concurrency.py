@@ -8,7 +8,7 @@ and its act phase, of the slowest call in each (under ``sequential`` and
 ``batched_sequential`` each stage's act calls are a step of their own: they decide in
 turn). Prints that ratio per protocol.
 
-    python benchmarks/round_concurrency.py [--agents 6] [--rounds 3] [--latency 0.2]
+    python benchmarks/teams/round_concurrency.py [--agents 6] [--rounds 3] [--latency 0.2]
 """
 
 from __future__ import annotations

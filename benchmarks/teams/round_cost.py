@@ -1,8 +1,8 @@
 """What one decision round costs as the team grows: planner teams under ``leader``.
 
-    python benchmarks/round_cost.py [--sizes 8 16 32 64 128 256] [--rounds 20]
-                                    [--layout generated:32:0] [--organization leader]
-                                    [--repeats 3]
+    python benchmarks/teams/round_cost.py [--sizes 8 16 32 64 128 256] [--rounds 20]
+                                          [--layout generated:32:0] [--organization leader]
+                                          [--repeats 3]
 
 Per team size, episodes of ``--rounds`` rounds after a first one (seed 0) on the
 round loop (:class:`~orgteams.organizations.rounds.runner.TeamRunner`, log kept in memory,

@@ -1,8 +1,8 @@
 """A planner team's decision round against the env's own tick, at 8, 64 and 256 agents.
 
-    python benchmarks/scale_rounds.py [--sizes 8 64 256] [--protocols sequential shared
-                                       coordinator leader] [--rounds 10] [--pairs 3]
-                                       [--layout generated:32:0]
+    python benchmarks/teams/scale_rounds.py [--sizes 8 64 256] [--protocols sequential shared
+                                             coordinator leader] [--rounds 10] [--pairs 3]
+                                             [--layout generated:32:0]
 
 Issue #28 asks that a planner round at 256 agents cost at most 10x the env's own tick
 for those agents. Per team size, side by side in one run, ``--pairs`` times in turn

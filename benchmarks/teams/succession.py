@@ -6,7 +6,7 @@ mean ticks (sd) and the successions recorded; ``next`` and ``elect`` record one 
 episode where agent_0 still held a seat (an election may have passed it on), ``none``
 none.
 
-    python benchmarks/succession.py [--seeds 10] [--layout house] [--round 5] [--orgs pyramid]
+    python benchmarks/teams/succession.py [--seeds 10] [--layout house] [--round 5] [--orgs pyramid]
 """
 
 from __future__ import annotations
