@@ -151,8 +151,8 @@ class RoundOutputs(list):
 
     :func:`visible_outputs` then reads those instead of testing every output's
     receivers: under ``sequential`` at 256 agents every speaker would scan hundreds of
-    outputs, each delivered to 255 agents. Outputs are sorted so when first read after
-    they were said: a round whose stages see nothing of it (``shared``: 256 messages to
+    outputs, each delivered to 255 agents. Outputs are sorted into those when next read,
+    not when said: a round whose stages see nothing of it (``shared``: 256 messages to
     everyone) never pays for it.
     """
 
@@ -219,13 +219,13 @@ class Inboxes:
         self._others = len(team) - 1
         self._to_all: list[TeamMessage] = []  # those to every member but the sender
         self._sent: dict[str, list[int]] = {}  # sender -> places of its own in _to_all
-        self._to_some: dict[str, list[tuple[int, TeamMessage]]] = {}  # receiver ->
-        # (how many of _to_all were routed before it, message), for the other messages
-        self._taken: dict[str, int] = {}  # receiver -> how many of _to_all it has seen
+        # receiver -> the other messages to it: (how many of _to_all came before, message)
+        self._to_some: dict[str, list[tuple[int, TeamMessage]]] = {}
+        self._taken: dict[str, int] = {}  # receiver -> how many of _to_all it has taken
 
     def add(self, message: TeamMessage, delivered: Sequence[str]) -> None:
-        """Route ``message`` to ``delivered``: members other than its sender, each once
-        (as :func:`route` gives them)."""
+        """Route ``message`` to ``delivered``: members of the team other than its sender,
+        each once (as :func:`route` gives them; their count says whether it is to all)."""
         if len(delivered) == self._others:
             self._sent.setdefault(message.sender, []).append(len(self._to_all))
             self._to_all.append(message)

@@ -68,12 +68,12 @@ from orgteams.organizations.spec.organization import Organization
 from orgteams.organizations.spec.resolved import ResolvedOrganization
 
 _gc_lock = threading.Lock()
-_gc_state: dict[str, Any] = {"episodes": 0, "freezing": False,  # episodes playing; whether
-                             "threshold": None}  # they freeze; the thresholds they replaced
+# episodes playing; whether they freeze; the collector's thresholds before they did
+_gc_state: dict[str, Any] = {"episodes": 0, "freezing": False, "threshold": None}
 YOUNG_THRESHOLD = 20_000
 """The cyclic collector's first threshold while episodes freeze their rounds (Python's
-default: 700): more allocations than a 256-agent round keeps (about 10,000 records,
-messages and decisions, each young collection walking all of those still young)."""
+default: 700): above what a 256-agent round keeps (about 10,000 new records, messages
+and decisions), so young collections seldom run before the round's end freezes them."""
 
 
 @contextmanager
@@ -89,9 +89,8 @@ def _frozen_rounds() -> Iterator[None]:
     objects of its own before is left alone (nothing is frozen or unfrozen here).
 
     While they freeze, young collections wait for :data:`YOUNG_THRESHOLD` allocations
-    (the thresholds are put back with the unfreeze): at 700 a 256-agent round ran about
-    ten of them, each walking the round's young objects again (5-8% of the round),
-    where now the round's end freezes them first.
+    (the thresholds are put back with the unfreeze): at 700 a 256-agent round ran 11 to
+    18 of them, each walking what the round had made so far (5-8% of the round).
     """
     with _gc_lock:
         if _gc_state["episodes"] == 0:
