@@ -132,7 +132,7 @@ def _room_order(planner: PlannerAgent, env: MemberView, agent: str,
              and not room_explored(planner, env, r)]
     if not rooms:
         return None
-    return min(rooms, key=lambda r: (planner._room_dist(env, agent, r), r))
+    return planner._nearest_room(env, agent, rooms)
 
 
 def lead(planner: PlannerAgent, env: MemberView, reach: list[str] | None = None) -> None:
