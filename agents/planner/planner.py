@@ -170,7 +170,9 @@ class PlannerAgent:
         self._apply_heard(env)
         self._announce(env)
         if self.role == "leader" and self.rules.assigns:  # to its own reports only
-            lead(self, env, [a for a in self.rules.reports if reach is None or a in reach])
+            reachable = None if reach is None else set(reach)  # 255 names at 256 agents
+            lead(self, env, [a for a in self.rules.reports
+                             if reachable is None or a in reachable])
         self.abstaining = self.rules.may_abstain and env.needs_decision(self.agent_id) \
             and not self._useful(env)
         if env.needs_decision(self.agent_id) and not self.abstaining:
