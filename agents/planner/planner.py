@@ -88,13 +88,13 @@ class PlannerAgent:
             c = m.content
             kind = m.kind
             if kind == "status":  # most of what a big team hears: first, and done
-                doing, _, target = str(c.get("doing", "")).partition(":")
+                doing, target = m.doing
                 if doing == "grab":
                     intents[m.sender] = target
                 else:
                     intents.pop(m.sender, None)
                 continue
-            by = str(c.get("for") or c.get("by") or m.sender)  # a peer leader's relay
+            by = m.speaks_for  # a peer leader's relay, else the sender
             if kind == "claim" and "object" in c:  # the next most (claims seen, shared)
                 tick = int(c.get("tick", 0))
                 obj = c["object"]
