@@ -75,7 +75,7 @@ class Navigator:
         self._maps: OrderedDict[frozenset[int], list[int]] = OrderedDict()
         self._lazy: OrderedDict[frozenset[int], LazyMap] = OrderedDict()
         self.bfs_calls = 0  # distance maps computed (cache misses), for benchmarks
-        self._at: tuple[HouseholdState, dict[int, int] | None] | None = None  # occupants
+        self._at: tuple[HouseholdState, dict[int, int] | None] | None = None  # obstacles
         self._unreached = [INF] * (h * w)  # a fresh distance map, copied
 
     # ---- distance maps ----
@@ -192,15 +192,17 @@ class Navigator:
                 return self._enter(state, d, n)
         return WAIT
 
-    def occupants(self, state: HouseholdState, agent: int, here: int,
-                  yielding: frozenset[int]) -> dict[int, int] | _Occupants:
-        """Cell -> index of the agent on it, for every agent but ``agent`` (standing on
-        ``here``) and those on ``yielding`` cells: a :class:`Walker`'s obstacles.
+    def obstacles(self, state: HouseholdState, agent: int, here: int, yielding: Yielding,
+                  lower: bool) -> _Obstacles:
+        """The agents a :class:`Walker` of ``agent`` (standing on ``here``) walks around:
+        every other agent but those that give way to it (``yielding``, the outranked
+        ones too where ``lower``), as cell -> agent index.
 
         Every walker of a tick asks on the same world (256 of them in a crowd): the
-        cells of all agents are mapped once per world and each walker takes its own
-        out of that map (C set operations, not a loop over 256 agents). Where two agents
-        share a cell, the plain loop decides."""
+        cells of all agents are mapped once per world, and a walker asks about the few
+        cells it reads (beside it, its goals) instead of taking its obstacles out of
+        that map (for each of 256 walkers, sets of 256 cells). Where two agents share a
+        cell, the plain loop decides."""
         cached = self._at
         if cached is None or cached[0] is not state:
             pos = state.agent_pos
@@ -208,11 +210,10 @@ class Navigator:
             cached = self._at = (state, at if len(at) == len(pos) else None)
         at = cached[1]
         if at is None:
-            return {p: i for i, p in enumerate(state.agent_pos)
-                    if i != agent and p not in yielding}
-        cells = at.keys() - yielding
-        cells.discard(here)
-        return _Occupants(at, cells)
+            cells = yielding.cells(lower)
+            return _Obstacles({p: i for i, p in enumerate(state.agent_pos)
+                               if i != agent and p not in cells}, here, None, lower)
+        return _Obstacles(at, here, yielding, lower)
 
     def walker(self, agent: int, goals: frozenset[int]) -> Walker:
         """A stateful walk of ``agent`` to ``goals`` (see :class:`Walker`)."""
@@ -233,25 +234,75 @@ class Navigator:
         raise ValueError(f"cell {cell} is not next to cell {here}")
 
 
-class _Occupants:
-    """:meth:`Navigator.occupants` as a walker reads it (``n in occupant``,
-    ``occupant[n]``, ``occupant.keys()``), on the map of every agent's cell."""
+class Yielding:
+    """Who a walking agent may walk into (they will be pushed aside, so it walks on):
+    agents on ``waiting`` cells, and, while it has not been stuck long, the outranked
+    (lower priority) ones on ``lower`` cells.
 
-    __slots__ = ("_at", "_cells")
+    A :class:`Walker` asks cell by cell (:meth:`gives_way`) about the few cells it
+    reads, and for all the cells (:meth:`cells`) only for a detour. This form holds the
+    two sets; the crowd's view of a tick answers from its own tables without building
+    them (:class:`~orgteams.envs.highlevel.crowding.Crowd` does, for 256 walkers a tick).
+    """
 
-    def __init__(self, at: dict[int, int], cells: set[int]) -> None:
-        self._at, self._cells = at, cells
+    __slots__ = ("lower", "waiting")
+
+    def __init__(self, waiting: frozenset[int] = frozenset(),
+                 lower: frozenset[int] = frozenset()) -> None:
+        self.waiting, self.lower = waiting, lower
+
+    def gives_way(self, cell: int, lower: bool) -> bool:
+        """Whether the agent on ``cell`` steps aside (the outranked ones too if ``lower``)."""
+        return cell in self.waiting or (lower and cell in self.lower)
+
+    def cells(self, lower: bool) -> frozenset[int]:
+        """The cells of every agent that steps aside (the outranked ones too if ``lower``)."""
+        return self.waiting | self.lower if lower else self.waiting
+
+
+NOBODY = Yielding()  # nobody steps aside: every other agent is walked around
+
+
+class _Obstacles:
+    """:meth:`Navigator.obstacles` as a walker reads it (``n in occupant``,
+    ``occupant[n]``, ``occupant.keys()``, :meth:`among`): on the map of every agent's
+    cell, asking ``yielding`` about a cell when it is read (``yielding`` None: ``at``
+    holds the obstacles only)."""
+
+    __slots__ = ("_at", "_here", "_keys", "_lower", "_yielding")
+
+    def __init__(self, at: dict[int, int], here: int, yielding: Yielding | None,
+                 lower: bool) -> None:
+        self._at, self._here, self._yielding, self._lower = at, here, yielding, lower
+        self._keys: set[int] | None = None
 
     def __contains__(self, cell: int) -> bool:
-        return cell in self._cells
+        if self._yielding is None:
+            return cell in self._at
+        return cell in self._at and cell != self._here \
+            and not self._yielding.gives_way(cell, self._lower)
 
     def __getitem__(self, cell: int) -> int:
-        if cell not in self._cells:
+        if cell not in self:
             raise KeyError(cell)
         return self._at[cell]
 
     def keys(self) -> set[int]:
-        return self._cells
+        """Every obstacle's cell (built when first asked: a detour's blocked cells)."""
+        if self._keys is None:
+            if self._yielding is None:
+                self._keys = set(self._at)
+            else:
+                self._keys = self._at.keys() - self._yielding.cells(self._lower)
+                self._keys.discard(self._here)
+        return self._keys
+
+    def among(self, cells: frozenset[int]) -> set[int]:
+        """The obstacles' cells among ``cells`` (a walker's goals)."""
+        taken = cells & self._at.keys()
+        if len(taken) > 8:  # a crowded room, the roomy cells: one set operation
+            return taken & self.keys()
+        return {c for c in taken if c in self}
 
 
 class LazyMap:
@@ -331,13 +382,12 @@ class Walker:
         """Shortest walking distance left, ignoring agents (``INF`` when unreachable)."""
         return self.nav.distance_map(self.goals)[state.agent_pos[self.agent]]
 
-    def next_action(self, state: HouseholdState, yielding: frozenset[int] = frozenset(),
-                    pushable: frozenset[int] = frozenset()) -> int:
+    def next_action(self, state: HouseholdState, yielding: Yielding = NOBODY) -> int:
         """The next primitive action: 0 (wait or arrived) or -1 (no path can ever exist).
 
-        Agents on ``yielding`` cells (waiting) and, unless this agent has been stuck
-        a long time, on ``pushable`` cells (lower priority) are walked into: the env
-        pushes them aside (:class:`~orgteams.envs.highlevel.crowding.Crowd` does).
+        Agents that ``yielding`` says wait and, unless this agent has been stuck a long
+        time, the outranked ones (lower priority) are walked into: the env pushes them
+        aside (:class:`~orgteams.envs.highlevel.crowding.Crowd` does).
         """
         nav, agent = self.nav, self.agent
         here = state.agent_pos[agent]
@@ -348,10 +398,9 @@ class Walker:
         if self._pause > 0:
             self._pause -= 1
             return WAIT
-        if pushable and self.stuck < 2 * STUCK_SHUFFLE:
-            yielding = yielding | pushable
-        occupant = nav.occupants(state, agent, here, yielding)
-        goals = self.goals - occupant.keys() or self.goals
+        occupant = nav.obstacles(state, agent, here, yielding, self.stuck < 2 * STUCK_SHUFFLE)
+        taken = occupant.among(self.goals)
+        goals = self.goals - taken if taken and len(taken) < len(self.goals) else self.goals
         if self.detour is not None:
             d = self.detour
             step = next(((dd, n) for dd, n in nav.neighbours[here]
@@ -400,4 +449,4 @@ class Walker:
         return WAIT
 
 
-__all__ = ["INF", "MAX_CACHED_MAPS", "Navigator", "Walker"]
+__all__ = ["INF", "MAX_CACHED_MAPS", "NOBODY", "Navigator", "Walker", "Yielding"]

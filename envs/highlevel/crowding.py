@@ -26,6 +26,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from orgteams.envs.core.actions import Verb, encode
+from orgteams.envs.core.navigation import Yielding
 from orgteams.envs.core.state import is_walkable
 
 if TYPE_CHECKING:
@@ -98,6 +99,15 @@ class Crowd:
     def plans_end(self) -> None:
         """The plans of this tick have advanced: back to asking every teammate."""
         self._tick = None
+
+    def giving_way(self, agent: str) -> Yielding:
+        """Who ``agent`` may walk into now, as its walker asks (:class:`Yielding`): the
+        :meth:`yielding_cells`, from the tick's view cell by cell while the plans advance.
+        """
+        view = self._tick
+        if view is not None and view.world is self.env.base.world and agent in view.rank:
+            return _ViewYielding(view, agent)
+        return Yielding(*self.yielding_cells(agent))
 
     def yielding_cells(self, agent: str) -> tuple[frozenset[int], frozenset[int]]:
         """Cells of waiting teammates, and of lower-priority (higher index) ones.
@@ -208,7 +218,7 @@ class Crowd:
                 if not asked:
                     view = self._tick = _TickView.of(self)
                     asked = True
-                act = walker.next_action(world, *self.yielding_cells(agent))
+                act = walker.next_action(world, self.giving_way(agent))
                 joint[agent] = max(act, 0)
         finally:
             self._tick = None
@@ -305,6 +315,7 @@ class _TickView:
         self.agents = sorted(env.agents, key=index.__getitem__)
         self.rank = {a: i for i, a in enumerate(self.agents)}
         self.cell = {a: world.agent_pos[index[a]] for a in self.agents}
+        self.at = {c: a for a, c in self.cell.items()}  # of() saw one agent a cell
         self.by_rank = [-1] * len(self.agents)  # a pushable agent's cell, else -1
         self.waiting: set[int] = set()  # cells of pushable agents that wait
         tick = world.tick
@@ -384,3 +395,46 @@ class _TickView:
         if gives_way in self.cell:  # it gives way to that one: it does not outrank it
             lower.discard(self.cell[gives_way])
         return waiting, frozenset(lower)
+
+
+class _ViewYielding(Yielding):
+    """:meth:`_TickView.yielding_cells` of one agent, asked cell by cell as its walker
+    reads a few cells (not the sets of all 256 teammates' cells built for each of them):
+    the same answers, by the same rules."""
+
+    __slots__ = ("_agent", "_evacuates", "_given_way", "_gives_way", "_mine", "_rank", "_view",
+                 "_walks")
+
+    def __init__(self, view: _TickView, agent: str) -> None:
+        self._view, self._agent = view, agent
+        self._mine, self._rank = view.cell[agent], view.rank[agent]
+        self._evacuates = agent in view.evacuating
+        self._gives_way = view.gives_way.get(agent)
+        self._given_way = view.given_way.get(agent, ())
+        r = view._runners[agent]
+        self._walks = not r.idle and r.status == "running" and r.action.kind != "wait"
+
+    def gives_way(self, cell: int, lower: bool) -> bool:
+        view = self._view
+        if cell == self._mine:
+            return False
+        if cell in view.waiting:
+            return True
+        b = view.at.get(cell) if lower else None
+        if b is None:
+            return False
+        rank = view.rank[b]
+        movable = view.by_rank[rank] != -1  # pushable, not evacuating
+        if self._evacuates:
+            # it outranks evacuating members of higher index and those giving way to it
+            return (b in view.evacuating and rank > self._rank) \
+                or (movable and b in self._given_way)
+        if b == self._gives_way:  # it gives way to that one: it does not outrank it
+            return False
+        # pushable ones of higher index or giving way to it; evacuating ones while it walks
+        return (movable and (rank > self._rank or b in self._given_way)) \
+            or (self._walks and b in view.evacuating)
+
+    def cells(self, lower: bool) -> frozenset[int]:
+        waiting, outranked = self._view.yielding_cells(self._agent)
+        return waiting | outranked if lower else waiting

@@ -203,7 +203,8 @@ class HighLevelEnv(ParallelEnv):
         if self.nav is None or self.nav.layout is not world.scene.layout:
             self.nav = Navigator(world.scene.layout)  # this env's, kept across its episodes
         self.agents = list(self.base.agents)
-        self._memories = {a: AgentMemory(world.scene, i, self.possible_agents)
+        index = {a: i for i, a in enumerate(self.possible_agents)}  # one for the team
+        self._memories = {a: AgentMemory(world.scene, i, self.possible_agents, index)
                           for i, a in enumerate(self.possible_agents)}
         for mem in self._memories.values():
             mem.update(world)
@@ -396,7 +397,26 @@ class HighLevelEnv(ParallelEnv):
 
     def is_available(self, agent: str, action: str) -> bool:
         """Whether ``action`` (an id) is one of :meth:`available_actions` of ``agent``."""
-        return action in self._available_by_id(agent)
+        if not isinstance(action, str):
+            return action in self._available_by_id(agent)
+        # The one id is looked up in the memory by the rules _available_now lists them
+        # by: the round loop asks this of every decider, whose memory changed since the
+        # last tick, and listing its actions (about 100) to find one cost more.
+        mem = self._memories[agent]
+        kind, _, target = action.partition(":")
+        if not target:
+            return action == "wait" or (action == "continue"
+                                        and self._runners[agent].status == "running")
+        if kind == "explore" or kind == "goto":
+            return target in mem.rooms
+        if kind == "check" or kind == "put":
+            seen = mem.furniture.get(target)
+            return seen is not None and (seen.is_container if kind == "check" else bool(mem.held))
+        if kind == "grab":
+            belief = mem.objects.get(target)
+            return belief is not None and belief.kind == "furniture" \
+                and target in self.base.world.scene.objects
+        return False
 
     def _known_available(self, agent: str) -> list:
         """``[memory, its version, scene, running, actions, actions by id or None]``
@@ -456,14 +476,15 @@ class HighLevelEnv(ParallelEnv):
             if isinstance(ident, str) and ident.startswith(PRIMITIVE):
                 chosen[agent] = self._primitive(agent, ident)
                 continue
-            available = self._available_by_id(agent)
-            if ident not in available:
+            if not self.is_available(agent, ident):
+                available = self._available_by_id(agent)
                 raise ValueError(
                     f"{agent}: unknown or unavailable action {ident!r}."
                     f"{did_you_mean(str(ident), available)} Valid ids for {agent}: "
                     f"{', '.join(available)}")
             if ident != "continue":
-                chosen[agent] = available[ident]
+                kind, _, target = ident.partition(":")
+                chosen[agent] = HighLevelAction.make(kind, target)
         return chosen
 
     def _slot_id(self, agent: str, slot: Any) -> str:

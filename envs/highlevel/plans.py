@@ -115,7 +115,7 @@ class Walk(Plan):
             if self.since_best > STUCK_LIMIT:
                 raise PlanFailed(f"could not reach {self.what}: blocked for "
                                  f"{self.since_best} ticks")
-        act = self.walker.next_action(world, *self.env.crowd.yielding_cells(self.agent))
+        act = self.walker.next_action(world, self.env.crowd.giving_way(self.agent))
         if act < 0:
             raise PlanFailed(f"no path to {self.what}")
         return act

@@ -55,7 +55,10 @@ class ObjectBelief:
 class AgentMemory:
     """Beliefs of one agent (index ``agent``) about one episode's ``scene``."""
 
-    def __init__(self, scene: Scene, agent: int, agent_names: list[str] | None = None):
+    def __init__(self, scene: Scene, agent: int, agent_names: list[str] | None = None,
+                 agent_index: dict[str, int] | None = None):
+        """``agent_index``: agent name -> index in ``agent_names``, which a team's
+        memories may share (else built here when first needed)."""
         self.scene = scene
         self.agent = agent
         self.agent_names = agent_names or [f"agent_{i}" for i in range(scene.num_agents)]
@@ -70,7 +73,7 @@ class AgentMemory:
         self.room = ""  # the room the agent is in ("" in a doorway)
         self._furniture_type = {f.name: f.type for f in lay.furniture}
         self.version = 0  # counts updates and notes: what was derived from it is stale
-        self._index: dict[str, int] | None = None  # agent name -> index
+        self._index = agent_index  # agent name -> index
 
     # ---- updates ----
     def update(self, state: HouseholdState, holders: list[int] | None = None) -> None:
@@ -138,8 +141,12 @@ class AgentMemory:
         belief.open, belief.last_seen = is_open, state.tick
         if is_open:
             contents = tuple(scene.objects[o] for o in state.contents[f])
-            belief.contents = contents
-            self._forget_at(spec.name, keep=set(contents))
+            if belief.contents != contents:
+                # Seen with the contents it was believed to hold, nothing is believed
+                # there besides them (what is heard or seen there joins the contents, what
+                # leaves is dropped from them): nothing to forget (256 agents a tick).
+                belief.contents = contents
+                self._forget_at(spec.name, keep=set(contents))
             for o in contents:
                 self._see(o, spec.name, "furniture")
 
@@ -168,7 +175,7 @@ class AgentMemory:
             raise ValueError(f"unknown object {obj!r}")
         if location in self._furniture_type:
             kind = "furniture"
-        elif location in self.agent_names:
+        elif location in self._agent_index():  # not the list: 256 names in a crowd
             kind = "agent"
         else:
             raise ValueError(f"unknown location {location!r}: expected a furniture or agent name")
