@@ -169,6 +169,22 @@ class TeamMessage:
                 ident = _SAID_IDS[key] = _Said(key)
         return ident
 
+    @cached_property
+    def speaks_for(self) -> str:
+        """Whom it speaks for: the teammate a leader's claim is ``for`` (the report it
+        ordered), the reporter of a report relayed ``by`` a leader, else its sender.
+        Read once per message: each of 256 planners reads every claim."""
+        c = self.content
+        return str(c.get("for") or c.get("by") or self.sender)
+
+    @cached_property
+    def doing(self) -> tuple[str, str]:
+        """The action a ``status`` says its sender does, as ``(kind, target)``
+        (``("grab", "cupcake_2")``; ``("", "")`` when it says none). Read once per
+        message: each of 256 planners reads 255 status reports a round."""
+        kind, _, target = str(self.content.get("doing", "")).partition(":")
+        return kind, target
+
     def addressed_to(self, agent: str) -> bool:
         """Whether the speaker addressed ``agent`` (``"everyone"`` addresses all)."""
         return self.receivers == EVERYONE or agent in self.receivers

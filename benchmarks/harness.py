@@ -1,8 +1,10 @@
 """What the benchmarks share: their command line, the machine's load, rates measured side
 by side, paired ratios and markdown table rows. Nothing here asserts: it measures.
 
-Each benchmark runs as a script (``python benchmarks/NAME.py``), so this folder is first
-on ``sys.path`` and ``from harness import ...`` works from any working directory.
+Each benchmark runs as a script (``python benchmarks/GROUP/NAME.py``, GROUP the folder of
+what it measures), so its own folder is first on ``sys.path`` (it imports its neighbours
+by name); the line above its ``from harness import ...`` puts this folder, one up, on
+``sys.path`` too, so the import works from any working directory.
 """
 
 from __future__ import annotations

@@ -250,7 +250,7 @@ class Learner:
 def raw_rate(envs: int, ticks: int, seed: int = 0, valid: bool = True) -> float:
     """The core's agent-steps per CPU second at ``envs`` households under uniform
     random valid actions (the same env settings as the learner's); ``valid=False``:
-    uniform random action ids, invalid ones included (``benchmarks/rl_throughput.py``'s
+    uniform random action ids, invalid ones included (``benchmarks/rl/rl_throughput.py``'s
     raw core: a failed action changes nothing, so the core has less to rewrite)."""
     env = household_v0.vector_env(envs, seed=seed, copy=False, obs_dtype=np.uint8, **EASY)
     rng = np.random.default_rng(seed)

@@ -23,12 +23,12 @@ batching), each in its own slot with its own ``n_ctx`` tokens of context and its
 prompt cache; a request goes to the slot whose cached prompt it shares most with. A
 pool gives its server one slot per local member (:func:`default_slots`), so the
 agents that speak in the same stage are decoded together and each keeps its long
-static prefix evaluated between its calls. ``benchmarks/local_slots.py`` measures a
+static prefix evaluated between its calls. ``benchmarks/llm/local_slots.py`` measures a
 round with 1 slot and with one per agent, and the prompt-cache hit rate.
 
 Threads: llama.cpp's OpenMP threads busy-wait between tasks by default. On a small
 machine shared with the runner, a window or other jobs, a busy-waiting thread that
-loses its core stalls the others (``benchmarks/local_threads.py``; numbers in
+loses its core stalls the others (``benchmarks/llm/local_threads.py``; numbers in
 ``benchmarks/README.md``). So the server runs all cores with
 ``OMP_WAIT_POLICY=passive`` (and no polling in llama.cpp's own thread pool); both are
 options (``n_threads``, ``omp_wait_policy``; environment: ``ORGTEAMS_LOCAL_THREADS``,

@@ -66,7 +66,7 @@ class BackendPool:
     server, closes response caches and drops the tokenizer's counts.
 
     The server decodes the requests of agents that speak at once together, in parallel
-    slots (``benchmarks/local_slots.py``): by default one slot per ``local`` member of
+    slots (``benchmarks/llm/local_slots.py``): by default one slot per ``local`` member of
     the largest team built with the pool (:func:`~orgteams.run.build_team` announces them through
     :meth:`expect_local_members` before the server starts), capped by
     :func:`~orgteams.agents.backends.local.default_slots`; ``ORGTEAMS_LOCAL_SLOTS`` or

@@ -100,13 +100,19 @@ def needed_for(planner: PlannerAgent, env: MemberView, agent: str) -> dict[str, 
     return need
 
 
-def _grab_order(planner: PlannerAgent, env: MemberView, agent: str) -> str | None:
-    """The nearest object the goal needs that nobody carries, claimed or was ordered."""
+def _carried(env: MemberView) -> set[str]:
+    """Every object some agent carries, read from the world in one pass."""
+    world, index = env.world, env.agent_index
+    hands, names = world.hands, world.scene.objects
+    return {names[o] for a in env.agents for o in hands[index[a]]}
+
+
+def _grab_order(planner: PlannerAgent, env: MemberView, agent: str,
+                carried: set[str]) -> str | None:
+    """The nearest object the goal needs that nobody carries (``carried``), claimed or
+    was ordered."""
     mem = env.memory(planner.agent_id)
     need = needed_for(planner, env, agent)
-    world, index = env.world, env.agent_index  # what each one holds, in one pass
-    hands, names = world.hands, world.scene.objects
-    carried = {names[o] for a in env.agents for o in hands[index[a]]}
     cands = [o for o, b in mem.objects.items()
              if b.kind == "furniture" and o not in carried
              and need.get(o.rpartition("_")[0], 0) > 0
@@ -132,7 +138,7 @@ def _room_order(planner: PlannerAgent, env: MemberView, agent: str,
              and not room_explored(planner, env, r)]
     if not rooms:
         return None
-    return min(rooms, key=lambda r: (planner._room_dist(env, agent, r), r))
+    return planner._nearest_room(env, agent, rooms)
 
 
 def lead(planner: PlannerAgent, env: MemberView, reach: list[str] | None = None) -> None:
@@ -140,11 +146,13 @@ def lead(planner: PlannerAgent, env: MemberView, reach: list[str] | None = None)
     ended = free_stale(planner, env)
     tick = env.world.tick
     mem = env.memory(planner.agent_id)
+    reachable = None if reach is None else set(reach)  # up to 255 names at 256 agents
     team = [a for a in env.agents if a != planner.agent_id and env.needs_decision(a)
-            and (reach is None or a in reach)]
+            and (reachable is None or a in reachable)]
+    carried = _carried(env)  # hands change only when the env steps: once for all orders
     for agent in team:
         held = _held(env, agent)
-        obj = _grab_order(planner, env, agent) if len(held) < 2 else None
+        obj = _grab_order(planner, env, agent, carried) if len(held) < 2 else None
         if obj is not None:
             planner.assigned[obj] = agent
             planner.assigned_at[obj] = tick

@@ -81,25 +81,26 @@ class PlannerAgent:
     def receive(self, messages: list[TeamMessage]) -> None:
         """Take in teammates' messages (applied to the env memory at the next call)."""
         me = self.agent_id
+        intents, claims = self.intents, self.claims  # a 256-agent team: hundreds a round
         for m in messages:
             if m.sender == me or (m.receivers != EVERYONE and me not in m.receivers):
                 continue  # its own, or not addressed to it
             c = m.content
             kind = m.kind
             if kind == "status":  # most of what a big team hears: first, and done
-                doing, _, target = str(c.get("doing", "")).partition(":")
+                doing, target = m.doing
                 if doing == "grab":
-                    self.intents[m.sender] = target
+                    intents[m.sender] = target
                 else:
-                    self.intents.pop(m.sender, None)
+                    intents.pop(m.sender, None)
                 continue
-            by = str(c.get("for") or c.get("by") or m.sender)  # a peer leader's relay
+            by = m.speaks_for  # a peer leader's relay, else the sender
             if kind == "claim" and "object" in c:  # the next most (claims seen, shared)
                 tick = int(c.get("tick", 0))
-                mine = self.claims.get(c["object"])
-                if mine is None or mine[0] != me or (tick, _index(by)) < (
-                        mine[1], _index(me)):
-                    self.claims[c["object"]] = (by, tick)
+                obj = c["object"]
+                mine = claims.get(obj)
+                if mine is None or mine[0] != me or (tick, _index(by)) < (mine[1], _index(me)):
+                    claims[obj] = (by, tick)
                 continue
             if m.kind == "claim" and "room" in c:
                 self.room_claims[by] = c["room"]
@@ -169,7 +170,9 @@ class PlannerAgent:
         self._apply_heard(env)
         self._announce(env)
         if self.role == "leader" and self.rules.assigns:  # to its own reports only
-            lead(self, env, [a for a in self.rules.reports if reach is None or a in reach])
+            reachable = None if reach is None else set(reach)  # 255 names at 256 agents
+            lead(self, env, [a for a in self.rules.reports
+                             if reachable is None or a in reachable])
         self.abstaining = self.rules.may_abstain and env.needs_decision(self.agent_id) \
             and not self._useful(env)
         if env.needs_decision(self.agent_id) and not self.abstaining:
@@ -205,8 +208,9 @@ class PlannerAgent:
         if self.rules.assign_work == "leader" and boss is not None and (
                 to is None or boss in to):
             # its leader assigns rooms and knows only what it is told: which ones are done
-            for room in mem.rooms:
-                if room not in self._rooms_reported and mem.room_explored(room):
+            for room in mem.rooms:  # a room not seen yet is not explored: asked first
+                if room not in self._rooms_reported and room in mem.rooms_seen \
+                        and mem.room_explored(room):
                     self._rooms_reported.add(room)
                     self._say("done", room=room)
 
@@ -387,10 +391,13 @@ class PlannerAgent:
         here = world.agent_pos[env.agent_index[agent]]
         return env.nav.distance(here, env.nav.furniture_goal(f))
 
-    def _room_dist(self, env: MemberView, agent: str, room: str) -> int:
-        world = env.world
+    def _nearest_room(self, env: MemberView, agent: str, rooms: list[str]) -> str:
+        """The room of ``rooms`` nearest to ``agent`` (ties: the first by name); where it
+        stands is read once for all of them (a big house has dozens)."""
+        world, nav = env.world, env.nav
         here = world.agent_pos[env.agent_index[agent]]
-        return env.nav.distance(here, env.nav.room_goal(world.scene.layout.rooms.index(room)))
+        order = world.scene.layout.rooms
+        return min(rooms, key=lambda r: (nav.distance(here, nav.room_goal(order.index(r))), r))
 
     # ---- choices ----
     def _from_assignment(self, env: MemberView, valid: set[str]) -> str | None:
@@ -453,7 +460,7 @@ class PlannerAgent:
         free = [r for r in rooms if r not in others] or rooms
         if not free:
             return None
-        return f"explore:{min(free, key=lambda r: (self._room_dist(env, me, r), r))}"
+        return f"explore:{self._nearest_room(env, me, free)}"
 
 
 __all__ = ["PlannerAgent", "ROLES"]

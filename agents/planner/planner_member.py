@@ -192,12 +192,11 @@ class PlannerMember(MemberBase):
         inbox = self._fresh_structured(ctx.visible_this_round) + self._fresh(
             _known_choices(ctx), observed=True)
         heard = self.planner.communicate(env, inbox, ctx.can_message)  # updates its claims
-        said = self._by_rules([replace(m, round=ctx.round) for m in heard], rules, env, ctx)
+        said = self._by_rules(heard, rules, env, ctx)
         if not ctx.can_message and said:  # nobody to tell: silent, and the record says so
             record.notes.append(f"no teammate may be messaged: {len(said)} message(s) not "
                                 "said: " + ", ".join(m.kind for m in said))
             said = []
-        said = [replace(m, text=render(m.kind, m.content, m.text, ctx.team)) for m in said]
         spent = self._spent if self._spent[0] == ctx.round else (ctx.round, 0, 0)
         said, over = within_budget(said, rules, lambda m: ctx.count_tokens(m.text), spent[1:])
         self._spent = (ctx.round, spent[1] + len(said),
@@ -217,26 +216,30 @@ class PlannerMember(MemberBase):
                   ctx: CommunicateContext) -> list[TeamMessage]:
         """The planner's messages as the rules allow: claims only when claiming, reports
         by ``report_when`` to ``report_to``, a status every round when the rules ask,
-        most important first."""
+        most important first; each stamped with the round and its text rendered with
+        the team's names, in one copy (a 256-agent team says hundreds a round)."""
         to = rules.report_to if rules.report_to is not None else EVERYONE
+        round, names = ctx.round, ctx.team
         out = []
         for m in messages:
             if m.kind in ("claim", "release") and not rules.claims:
                 continue
+            receivers = m.receivers
             if m.kind in REPORTS:
                 if rules.report_when not in REPORTS[m.kind]:
                     continue
                 if "by" not in m.content:  # a relay to peer leaders keeps its receivers
-                    m = replace(m, receivers=to)
-            out.append(m)
+                    receivers = to
+            out.append(replace(m, receivers=receivers, round=round,
+                               text=render(m.kind, m.content, m.text, names)))
         if rules.report_when == "every_round":
             doing = self.planner.status(env)
             if self._status != (ctx.round, doing):  # once a round, again if it changed
                 self._status = (ctx.round, doing)
                 held = tuple(sorted(env.memory(self.agent_id).held))
-                out.append(replace(TeamMessage.structured(
-                    self.agent_id, to, "status", {"doing": doing, "holding": held}),
-                    round=ctx.round))
+                content = {"doing": doing, "holding": held}
+                out.append(TeamMessage(self.agent_id, to, render("status", content), "status",
+                                       round, content=content))
         return sorted(out, key=priority)
 
     def _role(self, env: MemberView, abstain: bool) -> str:

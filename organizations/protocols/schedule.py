@@ -101,8 +101,9 @@ def schedule(
     Raises:
         ValueError: An agent is not in the team.
     """
-    order = [a for a in resolved.team if a in set(agents)]
-    unknown = [a for a in agents if a not in resolved.team]
+    speaking, team = set(agents), set(resolved.team)  # 256 agents: no scans of either
+    order = [a for a in resolved.team if a in speaking]
+    unknown = [a for a in agents if a not in team]
     if unknown:
         raise ValueError(f"schedule(): agents not in the team: {', '.join(unknown)}")
     org = resolved.organization
@@ -150,7 +151,9 @@ class RoundOutputs(list):
 
     :func:`visible_outputs` then reads those instead of testing every output's
     receivers: under ``sequential`` at 256 agents every speaker would scan hundreds of
-    outputs, each delivered to 255 agents.
+    outputs, each delivered to 255 agents. Outputs are sorted into those when next read,
+    not when said: a round whose stages see nothing of it (``shared``: 256 messages to
+    everyone) never pays for it.
     """
 
     def __init__(self, team: Sequence[str]) -> None:
@@ -159,22 +162,15 @@ class RoundOutputs(list):
         self._public: list[TeamMessage] = []
         self._at: list[int] = []  # the public ones' places in the round
         self._private: dict[str, list[int]] = {}  # member -> places of its other ones
+        self._sorted = 0  # outputs sorted into those so far
         self.last_stage = -1  # the latest stage any output was said in
         self.in_stage_order = True  # no output said in an earlier stage than one before it
 
     def append(self, o: TeamMessage) -> None:
-        at = len(self)
         super().append(o)
         if o.stage < self.last_stage:
             self.in_stage_order = False
         self.last_stage = max(self.last_stage, o.stage)
-        reach = None if o.delivered is None else {o.sender, *o.delivered}
-        if reach is None or len(reach) >= len(self._team) and self._team <= reach:
-            self._public.append(o)
-            self._at.append(at)
-            return
-        for a in reach & self._team:
-            self._private.setdefault(a, []).append(at)
 
     def extend(self, outputs: Iterable[TeamMessage]) -> None:
         for o in outputs:
@@ -184,15 +180,83 @@ class RoundOutputs(list):
         self.extend(outputs)
         return self
 
+    def _sort_new(self) -> None:
+        """Sort the outputs said since the last read into public and per member."""
+        for at in range(self._sorted, len(self)):
+            o = self[at]
+            reach = None if o.delivered is None else {o.sender, *o.delivered}
+            if reach is None or len(reach) >= len(self._team) and self._team <= reach:
+                self._public.append(o)
+                self._at.append(at)
+                continue
+            for a in reach & self._team:
+                self._private.setdefault(a, []).append(at)
+        self._sorted = len(self)
+
     def seen_by(self, agent: str) -> list[TeamMessage] | None:
         """The outputs ``agent`` may see, in the order said (None: not of the team).
         Do not change the list."""
         if agent not in self._team:
             return None
+        if self._sorted < len(self):
+            self._sort_new()
         mine = self._private.get(agent)
         if not mine:
             return self._public
         return [self[i] for i in sorted(self._at + mine)]
+
+
+class Inboxes:
+    """A round's routed messages by receiver, each receiver's in the order routed, until
+    it takes them.
+
+    A message delivered to every member but its sender is kept once, not put in 255
+    lists (under ``shared`` at 256 agents each says something to everyone: 65,000
+    appends a round); a receiver's messages are cut from those when it takes them.
+    """
+
+    def __init__(self, team: Sequence[str]) -> None:
+        self._others = len(team) - 1
+        self._to_all: list[TeamMessage] = []  # those to every member but the sender
+        self._sent: dict[str, list[int]] = {}  # sender -> places of its own in _to_all
+        # receiver -> the other messages to it: (how many of _to_all came before, message)
+        self._to_some: dict[str, list[tuple[int, TeamMessage]]] = {}
+        self._taken: dict[str, int] = {}  # receiver -> how many of _to_all it has taken
+
+    def add(self, message: TeamMessage, delivered: Sequence[str]) -> None:
+        """Route ``message`` to ``delivered``: members of the team other than its sender,
+        each once (as :func:`route` gives them; their count says whether it is to all)."""
+        if len(delivered) == self._others:
+            self._sent.setdefault(message.sender, []).append(len(self._to_all))
+            self._to_all.append(message)
+            return
+        for b in delivered:
+            self._to_some.setdefault(b, []).append((len(self._to_all), message))
+
+    def take(self, agent: str) -> list[TeamMessage]:
+        """The messages routed to ``agent`` since it last took them, in the order routed."""
+        start = self._taken.get(agent, 0)
+        self._taken[agent] = len(self._to_all)
+        to_some = self._to_some.pop(agent, ())
+        if not to_some and agent not in self._sent:  # nothing to merge or cut out
+            return self._to_all[start:]
+        heard, at = [], start
+        for before, message in to_some:
+            heard += self._to_all_but(agent, at, before)
+            heard.append(message)
+            at = before
+        heard += self._to_all_but(agent, at, len(self._to_all))
+        return heard
+
+    def _to_all_but(self, agent: str, start: int, stop: int) -> list[TeamMessage]:
+        """``_to_all[start:stop]`` less ``agent``'s own, as slices around them."""
+        out, at = [], start
+        for i in self._sent.get(agent, ()):
+            if start <= i < stop:
+                out += self._to_all[at:i]
+                at = i + 1
+        out += self._to_all[at:stop]
+        return out
 
 
 def visible_outputs(

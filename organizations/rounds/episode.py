@@ -39,7 +39,7 @@ from orgteams.agents.view import MemberView
 from orgteams.envs.highlevel.highlevel_env import HighLevelEnv
 from orgteams.envs.highlevel.space import ActionId
 from orgteams.organizations.protocols.facts import PROTOCOL_FACTS
-from orgteams.organizations.protocols.schedule import leader_for_round
+from orgteams.organizations.protocols.schedule import Inboxes, leader_for_round
 from orgteams.organizations.rounds.episode_log import EventLine
 from orgteams.organizations.rounds.phases import act_phase, communicate_phase
 from orgteams.organizations.rounds.status import EpisodeStopped
@@ -64,6 +64,9 @@ class RoundHooks:
         message: Every routed message (the window overlay draws them).
         phase: ``(state, "communicate" | "act")`` when a phase starts.
         stage: After every communicate stage (the live window redraws).
+        role: ``(state, agent)`` right after ``agent`` was granted a role it chose
+            other than the one it held (:meth:`EpisodeState.grant_role`; the window
+            redraws that one badge).
         called: ``(state, decision record)`` for each member's decision, in the order
             the calls finished, before any of them is used (the stop on failed model
             calls counts them here; a hook that raises
@@ -82,6 +85,7 @@ class RoundHooks:
     message: list[Callable[[TeamMessage], None]] = field(default_factory=list)
     phase: list[Callable[[EpisodeState, str], None]] = field(default_factory=list)
     stage: list[StateHook] = field(default_factory=list)
+    role: list[Callable[[EpisodeState, str], None]] = field(default_factory=list)
     called: list[Callable[[EpisodeState, Any], None]] = field(default_factory=list)
     decided: list[Callable[[EpisodeState, list[Any]], None]] = field(default_factory=list)
     actions: list[Callable[[EpisodeState, dict[str, ActionId]], None]] = field(
@@ -103,7 +107,8 @@ class EpisodeState:
         hooks: Subscribers.
         round: The current decision round (0-based).
         removed: Agents a shock removed (they stay in the env, idle).
-        roles: Self-chosen roles granted so far.
+        roles: Self-chosen roles granted so far (granted with :meth:`grant_role`, which
+            tells the ``role`` hooks).
         placed: Goal objects each agent placed (``most_progress`` leadership).
         progress: Goal units done after each round (index 0: the start).
         duplicates: ``decisions`` and ``duplicated`` counts of new decisions.
@@ -153,7 +158,7 @@ class EpisodeState:
     should_stop: Callable[[], str | None] | None = None
     stop_reason: str | None = None
     early_actions: dict[str, tuple[ActionId, ActDecision]] = field(default_factory=dict)
-    undelivered: dict[str, list[TeamMessage]] | None = None
+    undelivered: Inboxes | None = None
     outcomes: list[RoundOutcome] = field(default_factory=list)
     patterns: tuple[EpisodePattern, ...] = ()
     round_tick: int = 0
@@ -184,6 +189,16 @@ class EpisodeState:
         (None for none, also when the organization's role is empty)."""
         assigned = self.resolved.role_of(agent)
         return self.roles.get(agent) if assigned == SELF_CHOSEN else assigned or None
+
+    def grant_role(self, agent: str, role: str) -> None:
+        """Grant ``agent`` the role it chose (its claim was settled in its favour) and,
+        unless it held that role already (most claims of a round after the first), tell
+        the ``role`` hooks."""
+        if self.roles.get(agent) == role:
+            return
+        self.roles[agent] = role
+        for hook in self.hooks.role:
+            hook(self, agent)
 
     def shared_history(self) -> SharedHistory | None:
         """What members decide from under a ``from_history`` protocol (``shared``): the

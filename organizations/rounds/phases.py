@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, replace
 from functools import partial
 from typing import TYPE_CHECKING
@@ -37,6 +37,7 @@ from orgteams.agents.shared_context import action_output
 from orgteams.envs.highlevel.space import ActionId, is_primitive
 from orgteams.organizations.protocols.facts import PROTOCOL_FACTS
 from orgteams.organizations.protocols.schedule import (
+    Inboxes,
     RoundOutputs,
     Stage,
     record_election,
@@ -46,6 +47,7 @@ from orgteams.organizations.protocols.schedule import (
     visible_outputs,
 )
 from orgteams.organizations.rounds.status import EpisodeStopped
+from orgteams.organizations.spec.organization import SELF_CHOSEN
 
 if TYPE_CHECKING:  # the loop (episode.py) calls the phases; they only read its state
     from orgteams.organizations.rounds.episode import EpisodeState
@@ -120,21 +122,29 @@ def _at_once(calls: list) -> list:
     return results
 
 
-def _context(state: EpisodeState, agent: str, stage: Stage, visible: list[TeamMessage],
-             team: dict[str, str]) -> CommunicateContext:
-    r, org = state.resolved, state.organization
-    assigned = r.role_of(agent)
-    return CommunicateContext(
-        round=state.round, agent=agent, name=state.roster.name(agent),
-        team=team, instruction=r.instruction_for(agent),
-        role=state.role(agent), allow_abstain=org.allow_abstain,
-        self_chosen_roles=org.self_chosen_roles or assigned == "self-chosen",
-        can_message=[b for b in r.receivers_of(agent) if b not in state.removed]
-        if state.removed else list(r.receivers_of(agent)),  # 255 names, 256 times a round
-        visible_this_round=visible, stage_kind=stage.kind,
-        candidates=state.active() if stage.kind == "vote" else None,
-        removed=tuple(sorted(state.removed)), history=state.shared_history(),
-        rules=r.member_rules(agent), tokenizer=state.tokenizer)
+def _contexts(state: EpisodeState, stages: list[Stage], si: int, outputs: RoundOutputs,
+              team: dict[str, str]) -> dict[str, CommunicateContext]:
+    """What each speaker of ``stages[si]`` is told. What is the same for all of them (the
+    removed, the shared history, a vote's candidates) is made once for the stage: a
+    256-agent stage made 256 of each."""
+    r, org, stage = state.resolved, state.organization, stages[si]
+    removed, history = tuple(sorted(state.removed)), state.shared_history()
+    candidates = state.active() if stage.kind == "vote" else None
+    ctxs = {}
+    for agent in stage.speakers:
+        can_message = r.receivers_of(agent)  # 255 names, 256 times a round
+        ctxs[agent] = CommunicateContext(
+            round=state.round, agent=agent, name=state.roster.name(agent),
+            team=team, instruction=r.instruction_for(agent),
+            role=state.role(agent), allow_abstain=org.allow_abstain,
+            self_chosen_roles=org.self_chosen_roles or r.role_of(agent) == SELF_CHOSEN,
+            can_message=[b for b in can_message if b not in state.removed]
+            if state.removed else list(can_message),
+            visible_this_round=visible_outputs(stages, si, agent, outputs),
+            stage_kind=stage.kind, candidates=None if candidates is None else list(candidates),
+            removed=removed, history=history, rules=r.member_rules(agent),
+            tokenizer=state.tokenizer)
+    return ctxs
 
 
 async def communicate_phase(state: EpisodeState, speakers: list[str] | None = None
@@ -153,7 +163,7 @@ async def communicate_phase(state: EpisodeState, speakers: list[str] | None = No
         # succession: elect - the team elects the removed leader's successor first
         stages.insert(0, Stage(tuple(active), "none_this_round", "vote"))
     outputs = RoundOutputs(state.team)  # keeps what each agent may see
-    inbox: dict[str, list[TeamMessage]] = {a: [] for a in state.team}
+    inbox = Inboxes(state.team)  # messages by receiver, delivered at the end of the phase
     abstained: set[str] = set()
     state.abstained = abstained
     team = dict(state.roster.by_id)  # one copy per phase, shared by the contexts
@@ -164,8 +174,7 @@ async def communicate_phase(state: EpisodeState, speakers: list[str] | None = No
     si = 0
     while si < len(stages):
         stage = stages[si]
-        ctxs = {a: _context(state, a, stage, visible_outputs(stages, si, a, outputs), team)
-                for a in stage.speakers}
+        ctxs = _contexts(state, stages, si, outputs, team)
         decisions = await _all(state, list(stage.speakers),
                                (state.members[a].communicate(ctxs[a], view)
                                 for a in stage.speakers),
@@ -203,9 +212,10 @@ async def communicate_phase(state: EpisodeState, speakers: list[str] | None = No
                 if role is None:
                     state.event("claim_refused", agent=agent, role=claims[agent])
                 else:
-                    state.roles[agent] = role
+                    state.grant_role(agent, role)
         if stage.acts:  # after its role was granted: it acts in the role it chose
-            outputs += await _act_in_turn(state, si, stage, abstained, outputs, stages, inbox)
+            outputs += await _act_in_turn(state, si, stage, abstained, outputs, stages, inbox,
+                                          team)
         for hook in state.hooks.stage:
             hook(state)
         si += 1
@@ -225,28 +235,33 @@ def deliver_held(state: EpisodeState) -> None:
         state.undelivered = None
 
 
-def _deliver(state: EpisodeState, inbox: dict[str, list[TeamMessage]]) -> None:
-    for agent, messages in inbox.items():
+def _deliver(state: EpisodeState, inbox: Inboxes, agents: Sequence[str] | None = None
+             ) -> None:
+    """Each of ``agents`` (default: the team, in team order) receives what was routed
+    to it and not yet delivered."""
+    for agent in state.team if agents is None else agents:
+        messages = inbox.take(agent)
         if messages and agent not in state.removed and agent in state.members:
             state.members[agent].receive(messages)  # a player beside the team has none
 
 
 async def _act_in_turn(state: EpisodeState, si: int, stage: Stage, abstained: set[str],
                        outputs: list[TeamMessage], stages: list[Stage],
-                       inbox: dict[str, list[TeamMessage]]) -> list[TeamMessage]:
+                       inbox: Inboxes, team: dict[str, str]
+                       ) -> list[TeamMessage]:
     """The speakers of an ``acts`` stage decide their actions now, each seeing what it
     saw when it spoke; returns their chosen actions as public outputs (kind ``action``).
 
     What was delivered to them so far is delivered before they decide (the rest of the
-    round's messages come at the end of the phase).
+    round's messages come at the end of the phase). ``team``: the phase's id -> name
+    copy, shared by its contexts.
     """
     env = state.env
     deciders = [a for a in stage.speakers if a not in abstained and _may_act(state, a)]
-    for a in deciders:
-        _deliver(state, {a: inbox[a]})
-        inbox[a] = []
+    _deliver(state, inbox, deciders)
     visible = {a: visible_outputs(stages, si, a, outputs) for a in deciders}
-    actions, chosen = await decide_actions(state, abstained, deciders, visible)
+    actions, chosen = await decide_actions(state, abstained, deciders, visible, team=team) \
+        if deciders else ({}, {})  # one stage a speaker (sequential): often nobody to ask
     for hook in state.hooks.decided:
         hook(state, [d.record for d in chosen.values()])
     state.check_stop()
@@ -305,7 +320,7 @@ def _budget(d: CommunicateDecision, ctx: CommunicateContext,
 
 
 def _route(state: EpisodeState, si: int, stage: Stage, agent: str, d: CommunicateDecision,
-           ctx: CommunicateContext, inbox: dict[str, list[TeamMessage]]) -> list[TeamMessage]:
+           ctx: CommunicateContext, inbox: Inboxes) -> list[TeamMessage]:
     """Stamp, route and record one speaker's turn (message tokens counted with the
     episode's tokenizer); returns what later stages may see."""
     recording = bool(state.hooks.record)  # lines cost: build them only for a reader
@@ -328,8 +343,7 @@ def _route(state: EpisodeState, si: int, stage: Stage, agent: str, d: Communicat
         out = replace(m, sender=agent, round=state.round, stage=si, delivered=tuple(delivered),
                       role=d.role, abstained=d.abstain)
         said.append(out)
-        for b in delivered:
-            inbox[b].append(out)
+        inbox.add(out, delivered)
         if recording:
             state.emit(MessageLine.sent(d.record, out, **turn, first=i == 0,
                                         dropped=list(dropped),
@@ -341,7 +355,8 @@ def _route(state: EpisodeState, si: int, stage: Stage, agent: str, d: Communicat
 
 async def decide_actions(state: EpisodeState, abstained: set[str] = frozenset(),
                          deciders: list[str] | None = None,
-                         visible: dict[str, list[TeamMessage]] | None = None
+                         visible: dict[str, list[TeamMessage]] | None = None, *,
+                         team: dict[str, str] | None = None
                          ) -> tuple[dict[str, ActionId], dict[str, ActDecision]]:
     """Ask the deciders, concurrently, for one action each; an unavailable one becomes
     the safe action (the decision record says so).
@@ -352,6 +367,9 @@ async def decide_actions(state: EpisodeState, abstained: set[str] = frozenset(),
         deciders: Who decides (default: active members that need a decision or act
             every round).
         visible: This round's outputs each decider may see (``sequential``).
+        team: Agent id -> display name, the copy the contexts share (default: a copy
+            of the roster's; ``sequential`` asks once per speaker and shares its
+            communicate phase's copy).
 
     Returns:
         ``(actions, decisions)`` by agent id.
@@ -359,7 +377,8 @@ async def decide_actions(state: EpisodeState, abstained: set[str] = frozenset(),
     env = state.env
     if deciders is None:
         deciders = [a for a in state.active() if a not in abstained and _may_act(state, a)]
-    team = dict(state.roster.by_id)  # one copy per phase, shared by the contexts
+    if team is None:
+        team = dict(state.roster.by_id)  # one copy per phase, shared by the contexts
     history = state.shared_history()
     ctxs = {a: ActContext(state.round, a, state.roster.name(a), team,
                           state.resolved.instruction_for(a), state.role(a),

@@ -6,7 +6,7 @@ with ``communicate(env, inbox)``, ``act(env)`` and ``agent_id``, such as
 :func:`~orgteams.organizations.rounds.episode.play_rounds` under a plain organization
 (protocol ``free``, all channels, no instruction): each round every agent speaks in
 team order, hearing at once what earlier speakers said, then every agent acts. It is
-the organization-free baseline of ``benchmarks/planner_table.py`` and the source of
+the organization-free baseline of ``benchmarks/teams/planner_table.py`` and the source of
 demonstrations (:mod:`orgteams.experiments.demos`). :func:`everyone_hears_everyone` keeps that
 plain organization but takes another one's topology and rules (the planner table's
 leader column: the named ``leader``'s, under which agent_0 assigns work).

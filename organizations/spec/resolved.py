@@ -123,7 +123,10 @@ class ResolvedOrganization:
 
     def role_of(self, agent: str) -> str:
         """The role of ``agent`` (``"self-chosen"`` when agents pick their own)."""
-        return self.roster.role(self._known(agent))  # type: ignore[return-value]
+        roles = self.roster.roles_by_id  # one lookup: asked several times per agent a round
+        if agent not in roles:
+            self._known(agent)  # raises: an unknown agent, and the team
+        return roles[agent]  # type: ignore[return-value]
 
     def display_name(self, agent: str) -> str:
         """The team's display name of ``agent`` (by default ``agent_2`` is Charlie)."""

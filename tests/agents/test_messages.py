@@ -74,3 +74,21 @@ def test_said_id_is_one_object_for_equal_things_said_while_any_is_kept():
     # content that cannot be hashed: said itself (a reader's set refuses it, as before)
     odd = M("agent_1", EVERYONE, "x", "found", content={"object": ["a", "list"]})
     assert odd.said_id == odd.said
+
+
+def test_speaks_for_and_doing_read_what_planners_take_from_a_message():
+    claim = TeamMessage.structured("agent_0", ("agent_1",), "claim",
+                                   {"object": "cupcake_2", "tick": 3, "for": "agent_4"})
+    relay = TeamMessage.structured("agent_0", ("agent_1",), "found",
+                                   {"object": "apple_1", "location": "fridge", "by": "agent_5"})
+    own = TeamMessage.structured("agent_0", EVERYONE, "claim", {"room": "kitchen"})
+    assert (claim.speaks_for, relay.speaks_for, own.speaks_for) == (
+        "agent_4", "agent_5", "agent_0")
+    status = TeamMessage.structured("agent_2", EVERYONE, "status",
+                                    {"doing": "grab:cupcake_2", "holding": ()})
+    idle = TeamMessage.structured("agent_2", EVERYONE, "status", {"doing": "wait"})
+    assert (status.doing, idle.doing, own.doing) == (
+        ("grab", "cupcake_2"), ("wait", ""), ("", ""))
+    # a copy with other content reads its own content, not the original's cached reading
+    assert dataclasses.replace(status, content={"doing": "explore:kitchen"}).doing == (
+        "explore", "kitchen")

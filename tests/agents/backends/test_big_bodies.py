@@ -8,7 +8,7 @@ length, error details keep :data:`MAX_DETAIL_CHARS`, and ``raw`` leaves the text
 
 The time limits are "must finish" guards with generous slack for a busy machine
 (``GUARD`` seconds; these take well under a second here), not performance claims:
-benchmarks/scrub_scaling.py measures the scaling.
+benchmarks/llm/scrub_scaling.py measures the scaling.
 """
 
 from __future__ import annotations

@@ -59,8 +59,9 @@ def test_a_leader_team_solves_tasks():
 
 
 def _planner_table():
-    """benchmarks/planner_table.py as a module (benchmarks/ is not a package)."""
-    return load_script(Path(__file__).resolve().parents[3] / "benchmarks" / "planner_table.py")
+    """benchmarks/teams/planner_table.py as a module (benchmarks/ is not a package)."""
+    return load_script(Path(__file__).resolve().parents[3] / "benchmarks" / "teams"
+                       / "planner_table.py")
 
 
 def test_planner_table_leader_column_is_led_and_its_orders_are_followed():

@@ -1,6 +1,6 @@
 """A planner leader (``agents/planner/lead.py``): what it orders, and what it does not.
 
-Each test is one cause of the led teams of ``benchmarks/planner_table.py`` being 1.40x
+Each test is one cause of the led teams of ``benchmarks/teams/planner_table.py`` being 1.40x
 slower than self-claiming ones (benchmarks/README.md); each failed on the leader
 before the fix.
 """

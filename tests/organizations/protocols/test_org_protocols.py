@@ -20,7 +20,7 @@ from orgteams.organizations import (
     tally,
     visible_outputs,
 )
-from orgteams.organizations.protocols.schedule import RoundOutputs
+from orgteams.organizations.protocols.schedule import Inboxes, RoundOutputs
 
 
 def turn(stage, agent, text, delivered=None):
@@ -69,6 +69,29 @@ def test_round_outputs_show_each_agent_what_a_scan_of_every_output_shows():
     for si in range(len(stages)):
         for a in T5:
             assert visible_outputs(stages, si, a, indexed) == visible_outputs(stages, si, a, outs)
+
+
+def test_inboxes_give_each_receiver_what_lists_by_receiver_give():
+    # Messages to everyone else are kept once; each receiver still takes what it was
+    # sent, in the order routed, also mixed with messages to some and taken mid-round.
+    rng = random.Random(1)
+    for _ in range(20):
+        inboxes, lists = Inboxes(T5), {a: [] for a in T5}
+        for i in range(rng.randint(0, 30)):
+            sender = rng.choice(T5)
+            others = [b for b in T5 if b != sender]
+            delivered = rng.choice([others, rng.sample(others, rng.randint(1, 3))])
+            message = turn(0, sender, f"{sender} {i}", tuple(delivered))
+            inboxes.add(message, delivered)
+            for b in delivered:
+                lists[b].append(message)
+            if rng.random() < 0.2:  # a speaker of sequential takes its own before acting
+                a = rng.choice(T5)
+                assert inboxes.take(a) == lists[a]
+                lists[a] = []
+        for a in T5:
+            assert inboxes.take(a) == lists[a]
+            assert inboxes.take(a) == []
 
 
 def test_sequential_messages_keeps_the_concurrent_act_phase():

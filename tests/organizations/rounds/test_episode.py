@@ -184,3 +184,35 @@ def test_members_that_decide_at_once_are_run_in_order_without_tasks():
     with pytest.raises(RuntimeError, match="Sleeper.act awaited, but its member "
                                            "decides_at_once"):
         asyncio.run(play_rounds(state, 1))
+
+
+def test_role_badges_follow_grants_in_any_order_new_resolutions_and_replacements():
+    # The window's badges are redrawn one at a time as roles are granted: a new badge
+    # before others, a new resolution (a switch) and badges someone else replaced are
+    # drawn in full; after each, they are every agent's role now, in team order.
+    from orgteams.organizations.rounds.runner import _subscribe_overlay
+
+    state = _state(4, org="sequential")  # self-chosen roles
+    _subscribe_overlay(state.hooks, state.env)
+    overlay = state.env.overlay
+
+    def badges():
+        assert list(overlay.roles.items()) == [
+            (a, r) for a in state.team if (r := state.role(a))]
+        return dict(overlay.roles)
+
+    state.hooks.phase[0](state, "communicate")
+    assert badges() == {}
+    state.grant_role("agent_2", "cook")
+    state.grant_role("agent_3", "scout")  # after the last badge
+    state.grant_role("agent_0", "cleaner")  # before the others
+    state.grant_role("agent_2", "runner")  # in place
+    assert badges() == {"agent_0": "cleaner", "agent_2": "runner", "agent_3": "scout"}
+    overlay.roles = {"agent_1": "drawn by someone else"}
+    state.grant_role("agent_1", "fetcher")
+    assert badges() == {"agent_0": "cleaner", "agent_1": "fetcher", "agent_2": "runner",
+                        "agent_3": "scout"}
+    state.switch(load_organization("leader"))  # roles assigned now: redrawn at the stage
+    state.hooks.stage[0](state)
+    assert badges() == {"agent_0": "leader", "agent_1": "member", "agent_2": "member",
+                        "agent_3": "member"}

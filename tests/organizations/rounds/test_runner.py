@@ -281,13 +281,19 @@ def test_rounds_are_frozen_out_of_the_garbage_collector_only_while_the_episode_p
     # over the growing records were a fifth of a 256-agent round), unfrozen at the end
     import gc
 
-    frozen = []
+    from orgteams.organizations.rounds.runner import YOUNG_THRESHOLD
+
+    frozen, thresholds, before = [], [], gc.get_threshold()
     runner, _ = make("shared", rounds=3)
-    runner.on_round = lambda r, lines: frozen.append(gc.get_freeze_count())
+    runner.on_round = lambda r, lines: (frozen.append(gc.get_freeze_count()),
+                                        thresholds.append(gc.get_threshold()))
     gc.unfreeze()
     runner.run(seed=0)
     assert len(frozen) == 3 and min(frozen) > 0
     assert gc.get_freeze_count() == 0
+    # young collections wait for more allocations while it freezes, as set before after
+    assert thresholds == [(max(before[0], YOUNG_THRESHOLD), *before[1:])] * 3
+    assert gc.get_threshold() == before
     # a process that froze objects of its own is left alone: nothing frozen or unfrozen
     # (the count only drops, as frozen objects are freed)
     gc.freeze()
@@ -296,6 +302,7 @@ def test_rounds_are_frozen_out_of_the_garbage_collector_only_while_the_episode_p
     try:
         runner.run(seed=0)
         assert len(frozen) == 3 and max(frozen) <= mine
+        assert set(thresholds[3:]) == {before} and gc.get_threshold() == before
         assert 0 < gc.get_freeze_count() <= mine
     finally:
         gc.unfreeze()

@@ -1,7 +1,7 @@
 """Agreement of the behaviour classifiers with the hand-labelled sample.
 
-    python benchmarks/behaviours_agreement.py              # rule-based only
-    python benchmarks/behaviours_agreement.py --llm local  # and the embedded model
+    python benchmarks/teams/behaviours_agreement.py              # rule-based only
+    python benchmarks/teams/behaviours_agreement.py --llm local  # and the embedded model
 
 Prints accuracy, Cohen's kappa, fallbacks and a confusion table (truth -> predicted) of
 each classifier on ``assets/behaviours/labelled.yaml``, side by side in one run, overall
@@ -12,14 +12,17 @@ every prediction. A progress bar on stderr counts the LLM's messages.
 from __future__ import annotations
 
 import json
+import sys
 import time
 from collections import Counter
 from pathlib import Path
 
-from harness import parser
-
 from orgteams.cli.progress import Progress
 from orgteams.experiments.behaviours import LLMClassifier, agreement, classify_rule, load_labelled
+
+# harness.py is shared by every folder's scripts: benchmarks/, one folder up, goes on the path.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from harness import parser  # noqa: E402
 
 
 def _report(items: list[dict], predicted: list[str | None]) -> dict:

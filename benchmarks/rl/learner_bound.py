@@ -16,8 +16,14 @@ float32 (``4 * D * (1 + 2 * n_epochs)``).
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
 import numpy as np
-from harness import cpu_slice
+
+# harness.py is shared by every folder's scripts: benchmarks/, one folder up, goes on the path.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from harness import cpu_slice  # noqa: E402
 
 
 def forward_macs(policy, observation_space) -> int:

@@ -11,7 +11,7 @@ Each setting runs idle and then beside a competing process (one Python busy loop
 when the runner, a window or another job shares the cores). The machine's load
 average is printed: on a shared machine, "idle" means "with nothing of ours beside it".
 
-    python benchmarks/local_threads.py [--calls 3] [--settings 1:passive,2:passive,2:active]
+    python benchmarks/llm/local_threads.py [--calls 3] [--settings 1:passive,2:passive,2:active]
 
 Needs the ``local`` extra and the model file (README command 1).
 """
@@ -22,9 +22,12 @@ import os
 import subprocess
 import sys
 import time
+from pathlib import Path
 
-from harness import cores_and_load, parser, run_local
-from llm_latency import decision_prompt, raw_rates
+# harness.py is shared by every folder's scripts: benchmarks/, one folder up, goes on the path.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from harness import cores_and_load, parser, run_local  # noqa: E402
+from llm_latency import decision_prompt, raw_rates  # noqa: E402
 
 
 def _competitor() -> subprocess.Popen:

@@ -8,15 +8,15 @@ and its act phase, of the slowest call in each (under ``sequential`` and
 ``batched_sequential`` each stage's act calls are a step of their own: they decide in
 turn). Prints that ratio per protocol.
 
-    python benchmarks/round_concurrency.py [--agents 6] [--rounds 3] [--latency 0.2]
+    python benchmarks/teams/round_concurrency.py [--agents 6] [--rounds 3] [--latency 0.2]
 """
 
 from __future__ import annotations
 
+import sys
 import time
 from collections import defaultdict
-
-from harness import parser
+from pathlib import Path
 
 from orgteams.agents.backends import ScriptedBackend
 from orgteams.agents.llm.llm_agent import LLMAgent
@@ -25,6 +25,10 @@ from orgteams.envs.highlevel.highlevel_env import HighLevelEnv
 from orgteams.organizations import load_organization
 from orgteams.organizations.protocols.facts import PROTOCOL_FACTS
 from orgteams.organizations.rounds.runner import TeamRunner
+
+# harness.py is shared by every folder's scripts: benchmarks/, one folder up, goes on the path.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from harness import parser  # noqa: E402
 
 ORGS = ("shared", "broadcast", "claim_shared", "batched_sequential", "coordinator",
         "sequential", "leader", "none")

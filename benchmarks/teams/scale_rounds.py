@@ -1,8 +1,8 @@
 """A planner team's decision round against the env's own tick, at 8, 64 and 256 agents.
 
-    python benchmarks/scale_rounds.py [--sizes 8 64 256] [--protocols sequential shared
-                                       coordinator leader] [--rounds 10] [--pairs 3]
-                                       [--layout generated:32:0]
+    python benchmarks/teams/scale_rounds.py [--sizes 8 64 256] [--protocols sequential shared
+                                             coordinator leader] [--rounds 10] [--pairs 3]
+                                             [--layout generated:32:0]
 
 Issue #28 asks that a planner round at 256 agents cost at most 10x the env's own tick
 for those agents. Per team size, side by side in one run, ``--pairs`` times in turn
@@ -29,10 +29,21 @@ median and range over pairs, :func:`harness.paired_ratio`).
 
 from __future__ import annotations
 
+import sys
 import time
+from pathlib import Path
 
 import numpy as np
-from harness import (
+
+from orgteams.envs.highlevel.highlevel_env import HighLevelEnv
+from orgteams.envs.household import HouseholdEnv
+from orgteams.organizations.rounds.runner import TeamRunner
+from orgteams.organizations.spec.library import load_organization
+from orgteams.run import build_team
+
+# harness.py is shared by every folder's scripts: benchmarks/, one folder up, goes on the path.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from harness import (  # noqa: E402
     cores_and_load,
     cpu_slice,
     load_average,
@@ -42,12 +53,6 @@ from harness import (
     parser,
     random_steps,
 )
-
-from orgteams.envs.highlevel.highlevel_env import HighLevelEnv
-from orgteams.envs.household import HouseholdEnv
-from orgteams.organizations.rounds.runner import TeamRunner
-from orgteams.organizations.spec.library import load_organization
-from orgteams.run import build_team
 
 PROTOCOLS = ("sequential", "shared", "coordinator", "leader")
 """Organizations by name: the self-organizing paper's three protocols and ``leader``

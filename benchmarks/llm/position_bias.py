@@ -14,7 +14,7 @@ It prints, per setup, how often each option position (A, B, C...) was chosen, th
 share of A against the share a uniform choice would give, and how many distinct
 actions were chosen.
 
-    python benchmarks/position_bias.py [--seeds 10] [--setups before,after]
+    python benchmarks/llm/position_bias.py [--seeds 10] [--setups before,after]
 
 Needs the ``local`` extra and the model file (README command 1).
 """
@@ -29,7 +29,9 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from harness import cores_and_load, parser, run_local
+# harness.py is shared by every folder's scripts: benchmarks/, one folder up, goes on the path.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from harness import cores_and_load, parser, run_local  # noqa: E402
 
 LEGACY_ACT = (
     '{% include "_situation.j2" %}\n\nChoose your next action from the list above.\n\n'

@@ -17,7 +17,7 @@ three concurrent calls), and prints:
   prompt it held instead of evaluating them again;
 * the server's mean busy slots per decode step (1.0 = no batching happened).
 
-    python benchmarks/local_slots.py [--rounds 1] [--org shared] [--slots 1,3] [--repeats 1]
+    python benchmarks/llm/local_slots.py [--rounds 1] [--org shared] [--slots 1,3] [--repeats 1]
 
 Needs the ``local`` extra and the model file (README command 1).
 """
@@ -27,8 +27,11 @@ from __future__ import annotations
 import statistics
 import sys
 import time
+from pathlib import Path
 
-from harness import cores_and_load, load_average, parser, run_local
+# harness.py is shared by every folder's scripts: benchmarks/, one folder up, goes on the path.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from harness import cores_and_load, load_average, parser, run_local  # noqa: E402
 
 
 def play(slots: int, org: str, rounds: int, seed: int) -> dict[str, float]:

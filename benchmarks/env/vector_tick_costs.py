@@ -24,7 +24,7 @@ memory back to its host, the second is the expensive one). Nothing is asserted: 
 measures. ``NUMPY_MADVISE_HUGEPAGE=0`` in the environment
 shows the copies with 4 KB pages (what a host without free huge pages gives).
 
-Run: ``python benchmarks/vector_tick_costs.py [--seconds 2] [--sizes 1024,4096]
+Run: ``python benchmarks/env/vector_tick_costs.py [--seconds 2] [--sizes 1024,4096]
 [--refault]``.
 """
 
@@ -35,13 +35,15 @@ import resource
 import sys
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 import numpy as np
 
 from orgteams.envs import household_v0
 from orgteams.envs.core.actions import NUM_ACTIONS
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+# harness.py is shared by every folder's scripts: benchmarks/, one folder up, goes on the path.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from harness import parser  # noqa: E402
 from vector_throughput import AGENTS, LAYOUT, TABLES, TASK, measure  # noqa: E402
 

@@ -1,6 +1,6 @@
 """Decision rounds per second of 3 planners on the high-level env, and planning's share.
 
-    python benchmarks/highlevel_speed.py [--seconds 3]
+    python benchmarks/teams/highlevel_speed.py [--seconds 3]
 
 For each layout (``studio``, ``house``, ``generated:32:0``) it runs complete episodes
 of 3 :class:`PlannerAgent` s (``run_team``: communicate, act, step) for about
@@ -14,14 +14,18 @@ cached per layout, so only the first episode on a layout computes most of them;
 
 from __future__ import annotations
 
+import sys
 import time
-
-from harness import markdown_row, markdown_rule, parser
+from pathlib import Path
 
 from orgteams.agents.planner.planner import PlannerAgent
 from orgteams.envs.core.navigation import Navigator, Walker
 from orgteams.envs.highlevel.highlevel_env import HighLevelEnv
 from orgteams.organizations.rounds.planner_team import run_team
+
+# harness.py is shared by every folder's scripts: benchmarks/, one folder up, goes on the path.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from harness import markdown_row, markdown_rule, parser  # noqa: E402
 
 LAYOUTS = ("studio", "house", "generated:32:0")
 

@@ -6,7 +6,7 @@ with a message overlay, as a recorded episode would draw it. The static layer
 
 Usage::
 
-    python benchmarks/render_fps.py [--frames 300] [--fov]
+    python benchmarks/render/render_fps.py [--frames 300] [--fov]
 
 Target: the studio at 60+ frames per second on a 2-core machine.
 """
@@ -15,17 +15,22 @@ from __future__ import annotations
 
 import os
 import platform
+import sys
 import time
+from pathlib import Path
 
 os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
 os.environ.setdefault("SDL_AUDIODRIVER", "dummy")
 
 import numpy as np  # noqa: E402
-from harness import parser  # noqa: E402
 
 from orgteams.agents.messages import TeamMessage  # noqa: E402
 from orgteams.envs import household_v0  # noqa: E402
 from orgteams.envs.render.renderer import attach_renderer  # noqa: E402
+
+# harness.py is shared by every folder's scripts: benchmarks/, one folder up, goes on the path.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from harness import parser  # noqa: E402
 
 LAYOUTS = ("studio", "apartment", "house", "generated:32:0")
 TARGET_FPS = {"studio": 60}

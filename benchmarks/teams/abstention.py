@@ -7,16 +7,20 @@ held or claimed by a teammate; "without" turns abstention off from round 0
 abstention rate and the mid-task / end-of-task abstentions (agent-rounds; older
 versions lack them, ``-``) and the ratio of mean ticks with to without abstention.
 
-    python benchmarks/abstention.py [--seeds 5] [--agents 5] [--layout house]
+    python benchmarks/teams/abstention.py [--seeds 5] [--agents 5] [--layout house]
 """
 
 from __future__ import annotations
 
 import statistics as st
-
-from harness import cores_and_load, parser
+import sys
+from pathlib import Path
 
 from orgteams.run import run_episode
+
+# harness.py is shared by every folder's scripts: benchmarks/, one folder up, goes on the path.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from harness import cores_and_load, parser  # noqa: E402
 
 CONDITIONS = {"none": [], "priority": ["priority:put_fridge@5"]}
 

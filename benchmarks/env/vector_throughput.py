@@ -29,15 +29,15 @@ long run, not all at once. Nothing is asserted: it measures.
 ``--jax`` adds ``backend="jax"`` rows (on this machine's CPU; XLA uses every core,
 and CPU time counts them all).
 
-Run: ``python benchmarks/vector_throughput.py [--seconds 2] [--sizes 1,64,1024,4096]
+Run: ``python benchmarks/env/vector_throughput.py [--seconds 2] [--sizes 1,64,1024,4096]
 [--jax]``.
 """
 
 from __future__ import annotations
 
-import os
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from statistics import median
 
 import numpy as np
@@ -45,7 +45,8 @@ import numpy as np
 from orgteams.envs import household_v0
 from orgteams.envs.core.actions import NUM_ACTIONS
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+# harness.py is shared by every folder's scripts: benchmarks/, one folder up, goes on the path.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from harness import paired_ratio, parser, random_steps, take_turns  # noqa: E402
 
 LAYOUT, TASK, AGENTS = "apartment", "prepare_afternoon_tea", 3

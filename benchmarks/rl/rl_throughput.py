@@ -25,7 +25,7 @@ other jobs count less):
   loop's if the learner's arithmetic ran at this machine's matmul rate with nothing
   else (``learner_bound.py``).
 
-Run: ``python benchmarks/rl_throughput.py [--seconds 2] [--train-steps 8192]``
+Run: ``python benchmarks/rl/rl_throughput.py [--seconds 2] [--train-steps 8192]``
 (needs the ``rl`` extra for the training rows; they are skipped without it).
 """
 
@@ -43,9 +43,12 @@ from orgteams.envs.core.actions import NUM_ACTIONS
 from orgteams.envs.core.dynamics import transition
 from orgteams.envs.core.masks import MaskCache, mask_rows
 
-sys.path.insert(0, str(Path(__file__).parent))
-sys.path.insert(0, str(Path(__file__).parents[1] / "examples"))
+# harness.py is shared by every folder's scripts: benchmarks/, one folder up, goes on the path.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from harness import parser, random_steps, take_turns  # noqa: E402
+
+# The training rows measure examples/train_ppo.py's loop: examples/ goes on the path too.
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples"))
 
 EASY = {"layout": "studio", "task": "put_dishwasher_easy", "num_agents": 2, "units": 1,
         "full_observability": True, "view_radius": 5, "reward_shaping": "subgoals"}

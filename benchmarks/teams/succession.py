@@ -6,17 +6,21 @@ mean ticks (sd) and the successions recorded; ``next`` and ``elect`` record one 
 episode where agent_0 still held a seat (an election may have passed it on), ``none``
 none.
 
-    python benchmarks/succession.py [--seeds 10] [--layout house] [--round 5] [--orgs pyramid]
+    python benchmarks/teams/succession.py [--seeds 10] [--layout house] [--round 5] [--orgs pyramid]
 """
 
 from __future__ import annotations
 
 import statistics as st
-
-from harness import markdown_row, markdown_rule, parser
+import sys
+from pathlib import Path
 
 from orgteams.organizations import load_organization
 from orgteams.run import run_episode
+
+# harness.py is shared by every folder's scripts: benchmarks/, one folder up, goes on the path.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from harness import markdown_row, markdown_rule, parser  # noqa: E402
 
 CASES = (("leader", ("next", "none")), ("pyramid", ("next", "none")),
          ("elected_leader", ("elect", "none")))

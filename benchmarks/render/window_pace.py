@@ -11,7 +11,7 @@ seed, same ticks), side by side in one process.
 
 Usage (a real display, or ``SDL_VIDEODRIVER=dummy`` for the same code without one)::
 
-    python benchmarks/window_pace.py [--ticks 40] [--fps 10] [--agents 3,9,32,64]
+    python benchmarks/render/window_pace.py [--ticks 40] [--fps 10] [--agents 3,9,32,64]
 """
 
 from __future__ import annotations

@@ -6,19 +6,23 @@ row the successes, mean ticks (sd) and how many walks gave up "could not reach .
 blocked for 26 ticks" in all (a doorway or corridor jam the walk could not get
 through); "failed seeds" lists the seeds that ran into the step limit.
 
-    python benchmarks/jams.py [--seeds 40] [--orgs leader,pyramid,none]
+    python benchmarks/teams/jams.py [--seeds 40] [--orgs leader,pyramid,none]
 """
 
 from __future__ import annotations
 
 import statistics as st
-
-from harness import markdown_row, markdown_rule, parser
+import sys
+from pathlib import Path
 
 from orgteams.agents.records import ActionLine
 from orgteams.organizations import load_organization
 from orgteams.organizations.rounds.episode_summary import EpisodeSummary
 from orgteams.run import run_episode
+
+# harness.py is shared by every folder's scripts: benchmarks/, one folder up, goes on the path.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from harness import markdown_row, markdown_rule, parser  # noqa: E402
 
 
 def _episode(org: str, seed: int, shock: str | None) -> tuple[EpisodeSummary, int]:

@@ -14,7 +14,7 @@ One run, one server (the package's ``LocalServer``, default threads), side by si
    the backend's default compact JSON grammar: the server then lets the model put
    whitespace between tokens, and the completion tokens show what that costs.
 
-    python benchmarks/llm_latency.py [--decisions 4] [--calls 3]
+    python benchmarks/llm/llm_latency.py [--decisions 4] [--calls 3]
 
 Needs the ``local`` extra and the model file (README command 1).
 """
@@ -25,9 +25,12 @@ import asyncio
 import statistics
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
-from harness import cores_and_load, load_average, parser, run_local
+# harness.py is shared by every folder's scripts: benchmarks/, one folder up, goes on the path.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from harness import cores_and_load, load_average, parser, run_local  # noqa: E402
 
 GEN_PROMPT = [{"role": "user", "content": "Tell a long story about a robot that tidies a house."}]
 

@@ -1,8 +1,8 @@
 """What one decision round costs as the team grows: planner teams under ``leader``.
 
-    python benchmarks/round_cost.py [--sizes 8 16 32 64 128 256] [--rounds 20]
-                                    [--layout generated:32:0] [--organization leader]
-                                    [--repeats 3]
+    python benchmarks/teams/round_cost.py [--sizes 8 16 32 64 128 256] [--rounds 20]
+                                          [--layout generated:32:0] [--organization leader]
+                                          [--repeats 3]
 
 Per team size, episodes of ``--rounds`` rounds after a first one (seed 0) on the
 round loop (:class:`~orgteams.organizations.rounds.runner.TeamRunner`, log kept in memory,
@@ -17,15 +17,19 @@ ticks and plans) and the rest, the round loop's own cost per agent, with its rat
 
 from __future__ import annotations
 
+import sys
 import time
-
-from harness import parser
+from pathlib import Path
 
 from orgteams.agents.records import DecisionLine, MessageLine
 from orgteams.envs.highlevel.highlevel_env import HighLevelEnv
 from orgteams.organizations.rounds.runner import TeamRunner
 from orgteams.organizations.spec.library import load_organization
 from orgteams.run import build_team
+
+# harness.py is shared by every folder's scripts: benchmarks/, one folder up, goes on the path.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from harness import parser  # noqa: E402
 
 
 def measure(n: int, rounds: int, layout: str, organization: str, task: str) -> dict:

@@ -10,19 +10,24 @@ time of ``env.unwrapped.describe(agent)``. Our envs and the peers take turns in 
 CPU-time slices and each reports its best slice, so the ratios hold up on a noisy
 shared machine. Nothing is asserted: it measures.
 
-Run: ``python benchmarks/env_throughput.py [--seconds 2]``.
+Run: ``python benchmarks/env/env_throughput.py [--seconds 2]``.
 """
 
 from __future__ import annotations
 
+import sys
 import timeit
 from collections.abc import Callable
+from pathlib import Path
 
 import numpy as np
-from harness import paired_ratio, parser, random_steps, take_turns
 
 from orgteams.envs import household_v0
 from orgteams.envs.core.actions import NUM_ACTIONS
+
+# harness.py is shared by every folder's scripts: benchmarks/, one folder up, goes on the path.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from harness import paired_ratio, parser, random_steps, take_turns  # noqa: E402
 
 BIG_LAYOUT = "generated:32:0"
 TASK = "prepare_afternoon_tea"

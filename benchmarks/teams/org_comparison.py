@@ -10,17 +10,21 @@ already pursues), abstention rate and leader tenure, with Welch's t-test against
 ``none``; the tokenizer is printed with the table, and the last line lists the pairs of
 organizations whose (ticks, sent per tick) means are equal (there should be none).
 
-    python benchmarks/org_comparison.py [--seeds 20] [--task ...] [--layout ...]
+    python benchmarks/teams/org_comparison.py [--seeds 20] [--task ...] [--layout ...]
 """
 
 from __future__ import annotations
 
 import statistics as st
-
-from harness import parser
+import sys
+from pathlib import Path
 
 from orgteams.organizations.rounds.episode_summary import EpisodeSummary
 from orgteams.run import run_episode
+
+# harness.py is shared by every folder's scripts: benchmarks/, one folder up, goes on the path.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from harness import parser  # noqa: E402
 
 ORGS = ("none", "decentralized", "leader", "leader_with_correction", "elected_leader",
         "dual_leader", "chain", "pyramid", "dynamic", "coordinator", "broadcast", "shared",

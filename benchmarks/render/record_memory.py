@@ -1,6 +1,6 @@
 """Peak memory and time of recording an episode to GIF and MP4, before and after streaming.
 
-    python benchmarks/record_memory.py [--ticks 570] [--layout house] [--agents 8]
+    python benchmarks/render/record_memory.py [--ticks 570] [--layout house] [--agents 8]
 
 Each row runs in its own process (so peak memory is that row's alone) and draws the
 same frames: the reset state and every tick of a random-policy episode on the layout,
@@ -35,7 +35,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from harness import parser
+# harness.py is shared by every folder's scripts: benchmarks/, one folder up, goes on the path.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from harness import parser  # noqa: E402
 
 os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
 os.environ.setdefault("SDL_AUDIODRIVER", "dummy")

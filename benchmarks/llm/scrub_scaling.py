@@ -8,17 +8,21 @@ at doubling sizes and prints the time per million characters and the ratio of ea
 time to the previous one (2 for linear, 4 for quadratic); the old pattern alone is
 timed the same way at smaller sizes, side by side.
 
-    python benchmarks/scrub_scaling.py [--max-chars 2000000]
+    python benchmarks/llm/scrub_scaling.py [--max-chars 2000000]
 """
 
 from __future__ import annotations
 
 import re
+import sys
 import time
-
-from harness import parser
+from pathlib import Path
 
 from orgteams.agents.backends.redact import scrub_text
+
+# harness.py is shared by every folder's scripts: benchmarks/, one folder up, goes on the path.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from harness import parser  # noqa: E402
 
 OLD_URL = re.compile(r"[a-zA-Z][a-zA-Z0-9+.-]*://[^\s\"'<>]+")
 SHAPES = {"word without ://": "a", "many URLs": "http://u:p@h/?key=v ",

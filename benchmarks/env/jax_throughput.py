@@ -27,7 +27,7 @@ and per CPU second; XLA spreads a step over every core, numpy uses one):
   households, ``copy=True`` (the default) and ``copy=False``, one ``step`` per call,
   households spread over the episode (``vector_throughput.vector_step_fn``).
 
-Nothing is asserted: it measures. ``python benchmarks/jax_throughput.py [--seconds 2]
+Nothing is asserted: it measures. ``python benchmarks/env/jax_throughput.py [--seconds 2]
 [--rounds 6]``. GPU: not measured here (run it where JAX sees one).
 """
 
@@ -35,14 +35,11 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 import time
 from collections.abc import Callable
 
 import numpy as np
-
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from vector_throughput import vector_step_fn  # noqa: E402
+from vector_throughput import vector_step_fn
 
 N, AGENTS, LAYOUT, TASK = 1024, 3, "apartment", "prepare_afternoon_tea"
 
