@@ -413,17 +413,20 @@ class Walker:
         goals = self.goals - taken if taken and len(taken) < len(self.goals) else self.goals
         if self.detour is not None:
             d = self.detour
-            step = next(((dd, n) for dd, n in nav.neighbours[here]
-                         if d[here] < INF and d[n] == d[here] - 1 and n not in occupant), None)
+            around = d[here]  # read once: a lazy map's cells are method calls
+            step = None if around >= INF else next(
+                ((dd, n) for dd, n in nav.neighbours[here] if d[n] == around - 1
+                 and n not in occupant), None)
             if step is not None:
                 return nav._enter(state, *step)
             self.detour = None
         # the map of all goals is shared (and kept); one without occupied goal cells is
         # read near here only
         dist = self._full_map() if goals is self.goals else nav.lazy_map(goals)
-        if dist[here] >= INF:
+        to_go = dist[here]  # read once: a lazy map's cells are method calls
+        if to_go >= INF:
             return -1
-        best = [(d, n) for d, n in nav.neighbours[here] if dist[n] == dist[here] - 1]
+        best = [(d, n) for d, n in nav.neighbours[here] if dist[n] == to_go - 1]
         for d, n in best:
             if n not in occupant:
                 return nav._enter(state, d, n)
@@ -432,24 +435,25 @@ class Walker:
         if yields or self.stuck >= STUCK_SHUFFLE:
             detour = nav.lazy_map(goals, blocked=occupant.keys())
             # A short detour is taken at once; a long one only after waiting a while.
-            if detour[here] < INF and (detour[here] <= dist[here] + DETOUR_SLACK
-                                       or self.stuck >= 2 * STUCK_SHUFFLE):
+            around = detour[here]
+            if around < INF and (around <= to_go + DETOUR_SLACK
+                                 or self.stuck >= 2 * STUCK_SHUFFLE):
                 self.detour = detour
                 for d, n in nav.neighbours[here]:
-                    if detour[n] == detour[here] - 1:
+                    if detour[n] == around - 1:
                         return nav._enter(state, d, n)
             if self.stuck < STUCK_SHUFFLE:
                 # Yield into a pocket: sideways, else off the blocker's line (a doorway
                 # beside a corridor too), else straight back, floor before doorway.
                 back = 2 * here - min(n for _, n in best if n in occupant)
                 free = [(d, n) for d, n in nav.neighbours[here]
-                        if n not in occupant and dist[n] >= dist[here] and (
+                        if n not in occupant and dist[n] >= to_go and (
                             nav.is_floor[n] or state.door_open[state.scene.door_at[n]])]
-                free.sort(key=lambda dn: (dist[dn[1]] > dist[here], dn[1] == back,
+                free.sort(key=lambda dn: (dist[dn[1]] > to_go, dn[1] == back,
                                           not nav.is_floor[dn[1]]))
             else:
                 free = [(d, n) for d, n in nav.neighbours[here]
-                        if n not in occupant and nav.is_floor[n] and dist[n] >= dist[here]]
+                        if n not in occupant and nav.is_floor[n] and dist[n] >= to_go]
                 free.sort(key=lambda dn: dist[dn[1]])
             if free and (yields or self.stuck >= STUCK_SHUFFLE):
                 # Step aside, off the way (sideways before backwards).
