@@ -92,3 +92,90 @@ def test_speaks_for_and_doing_read_what_planners_take_from_a_message():
     # a copy with other content reads its own content, not the original's cached reading
     assert dataclasses.replace(status, content={"doing": "explore:kitchen"}).doing == (
         "explore", "kitchen")
+
+
+def _plain_unseen(messages, seen, skip, structured):
+    """The reader's filter message by message, as planners did it before broadcasts."""
+    out = []
+    for m in messages:
+        if m.kind in skip or (structured and not m.content):
+            continue
+        if m.said_id not in seen:
+            seen.add(m.said_id)
+            out.append(m)
+    return out
+
+
+def _random_message(rng, senders, unhashable=0.0):
+    kind = rng.choice(["claim", "release", "status", "found", "text", "action", "done"])
+    n = rng.randrange(10_000)
+    content = rng.choice([{}, {"object": f"cup_{n}"}, {"doing": f"grab:cup_{n}", "holding": ()},
+                          {"object": f"cup_{n}", "tick": rng.randrange(2)}])
+    if rng.random() < unhashable:
+        content = {"holding": [f"cup_{rng.randrange(2)}"]}  # cannot be hashed
+    return TeamMessage(rng.choice(senders), rng.choice([EVERYONE, ("r1",)]), "said", kind,
+                       round=rng.randrange(3), content=content)
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_unseen_reads_a_broadcast_cut_as_the_plain_loop_does(seed):
+    """A reader's cut of a broadcast gives what the message-by-message filter gives
+    (same messages, same objects, same order, same said_ids marked seen, the same
+    error for content that cannot be hashed), whatever it heard before, with repeats
+    within the broadcast, skipped kinds and the broadcast growing between cuts."""
+    import random
+
+    from orgteams.agents.messages import Broadcast, Heard, unseen
+
+    rng = random.Random(seed)
+    senders = [f"a{i}" for i in range(rng.randrange(2, 7))]
+    # a third of the broadcasts say something twice or cannot hash a content: read
+    # message by message; the others are read from their keys
+    repeats, unhashable = (0.3, 0.03) if seed % 3 == 0 else (0.0, 0.0)
+    pool = [_random_message(rng, senders, unhashable) for _ in range(30)]
+    broadcast = Broadcast()
+    readers = {s: set() for s in senders + ["r1"]}
+    for _ in range(12):
+        for _ in range(rng.randrange(0, 12)):
+            broadcast.append(rng.choice(pool) if rng.random() < repeats
+                             else _random_message(rng, senders, unhashable))
+        for reader, seen in readers.items():
+            # heard before: in earlier cuts, elsewhere, or some of this broadcast
+            for m in rng.sample(pool + broadcast, rng.randrange(0, 12)):
+                try:
+                    seen.add(m.said_id)
+                except TypeError:
+                    pass
+            start = rng.randrange(0, len(broadcast) + 1)
+            stop = rng.randrange(start, len(broadcast) + 1)
+            without = reader if rng.random() < 0.8 else None
+            places = [i for i, m in enumerate(broadcast) if m.sender == without]
+            cut = Heard.cut(broadcast, start, stop, without, places)
+            plain = [m for m in broadcast[start:stop] if m.sender != without]
+            assert list(cut) == plain
+            skip = rng.choice([(), ("claim", "release"), frozenset(("text", "action"))])
+            structured = rng.random() < 0.5
+            mine = set(seen)
+            try:
+                expected = _plain_unseen(plain, mine, skip, structured)
+            except TypeError:
+                with pytest.raises(TypeError, match="unhashable type"):
+                    unseen(cut, seen, skip, structured)
+                assert seen == mine
+                continue
+            got = unseen(cut, seen, skip, structured)
+            assert [id(m) for m in got] == [id(m) for m in expected]
+            assert seen == mine
+
+
+def test_a_changed_cut_is_read_as_a_plain_list_and_a_broadcast_only_grows():
+    from orgteams.agents.messages import Broadcast, Heard, unseen
+
+    a = TeamMessage("a1", EVERYONE, "x", "status", content={"doing": "wait"})
+    b = TeamMessage("a2", EVERYONE, "y", "status", content={"doing": "wait"})
+    cut = Heard.cut(Broadcast([a, b]), 0, 2)
+    cut.pop()  # no longer what the broadcast holds there
+    assert cut.source is None and unseen(cut, set()) == [a]
+    with pytest.raises(TypeError, match=re.escape(
+            "a Broadcast is only appended to: its readers' cuts index into it")):
+        Broadcast([a])[0] = b
