@@ -45,7 +45,7 @@ from typing import Any, Literal
 from orgteams.envs.core.limits import MESSAGE_MAX_CHARS
 
 __all__ = ["EVERYONE", "MESSAGE_KINDS", "MESSAGE_MAX_CHARS", "Broadcast", "Everyone", "Heard",
-           "Receivers", "TeamMessage", "render", "unseen"]
+           "Receivers", "Seen", "TeamMessage", "render", "unseen"]
 
 EVERYONE = "everyone"  # the one spelling of "every other team member"
 Everyone = Literal["everyone"]
@@ -213,8 +213,12 @@ class TeamMessage:
 # round before; filtering them one by one in Python, reader by reader, was a quarter of
 # a round. The messages many readers are handed alike are kept once (a Broadcast);
 # what every reader derives alike from them (which pass a filter, their said_id, whose
-# they are) is computed once per Broadcast, and each reader's part is one C-level pass
-# over those keys against its own set of what it heard (:func:`unseen`).
+# they are, which of them an earlier broadcast said too) is computed once per
+# Broadcast, and each reader looks up in its own set of what it heard only the said_ids
+# its latest cut did not already cover (:func:`unseen`): a lookup in one of 256 sets of
+# thousands is a cache miss, so the fewer the better.
+
+_NOWHERE = float("inf")  # the place in an earlier broadcast of a said_id it did not say
 
 
 class Broadcast(list):
@@ -222,7 +226,7 @@ class Broadcast(list):
     (a round's messages to everyone, the outputs every speaker may see, the shared
     history's claims). Readers are handed :class:`Heard` cuts of it."""
 
-    __slots__ = ("_keys",)
+    __slots__ = ("__weakref__", "_keys")
 
     def __init__(self, messages: Iterable[TeamMessage] = ()) -> None:
         super().__init__(messages)
@@ -248,12 +252,13 @@ class Broadcast(list):
 class _Keys:
     """What every reader of a :class:`Broadcast` derives alike under one filter (kinds
     skipped; ``structured``: content-less ones skipped too): the said_id of each message
-    that passes, in order, its place in the broadcast, its message, and each sender's
-    said_ids. ``exact`` is False once a said_id cannot be hashed or is said twice:
-    then :func:`unseen` reads such a broadcast message by message (the same answer,
-    including the error an unhashable one raises)."""
+    that passes, in order, its place in the broadcast, its message, its index, and
+    each sender's said_ids. ``exact`` is False once a said_id cannot be hashed or is
+    said twice: then :func:`unseen` reads such a broadcast message by message (the
+    same answer, including the error an unhashable one raises)."""
 
-    __slots__ = ("done", "exact", "keys", "message", "own", "places", "skip", "structured")
+    __slots__ = ("done", "exact", "index", "keys", "message", "own", "places", "since",
+                 "skip", "structured")
 
     def __init__(self, skip: frozenset[str], structured: bool) -> None:
         self.skip, self.structured = skip, structured
@@ -262,7 +267,11 @@ class _Keys:
         self.keys: list[object] = []
         self.places: list[int] = []
         self.message: dict[object, TeamMessage] = {}
+        self.index: dict[object, int] = {}
         self.own: dict[str, set[object]] = {}
+        # id of an earlier broadcast -> (it, weakly; how many keys of this one were
+        # compared with it; those keys' indexes sorted by their index in it; those indexes)
+        self.since: dict[int, tuple] = {}
 
     def extend(self, broadcast: Broadcast) -> None:
         skip, structured, message = self.skip, self.structured, self.message
@@ -279,10 +288,71 @@ class _Keys:
                 self.exact = False
                 break
             message[key] = m
+            self.index[key] = len(self.keys)
             self.keys.append(key)
             self.places.append(at)
             self.own.setdefault(m.sender, set()).add(key)
         self.done = len(broadcast)
+
+    def uncovered(self, first: int, last: int, earlier: Broadcast, before: _Keys,
+                  low: int, high: int) -> list[int] | None:
+        """The indexes in ``[first, last)`` of this broadcast's keys that are not keys
+        ``[low, high)`` of ``earlier`` (whose keys are ``before``), ascending; keys
+        said after a comparison was made count as not covered (a superset: a reader
+        looks them up). None: none of them is a key of ``earlier``, all are uncovered."""
+        if before is self:
+            return [*range(first, min(last, low)), *range(max(first, high), last)]
+        cached = self.since.get(id(earlier))
+        if cached is None or cached[0]() is not earlier or 2 * cached[1] < len(self.keys):
+            # compared once per pair of broadcasts for all readers, again when this one
+            # doubled since (a growing round: the comparison stays amortized linear)
+            index = before.index
+            where = [index.get(k, _NOWHERE) for k in self.keys]
+            order = sorted(range(len(where)), key=where.__getitem__)
+            where = [where[i] for i in order]
+            cached = self.since[id(earlier)] = (
+                weakref.ref(earlier), len(where), order, where,
+                bisect_left(where, _NOWHERE))  # how many it said too
+        _, compared, order, where, common = cached
+        if not common:
+            return None
+        lo, hi = bisect_left(where, low, 0, common), bisect_left(where, high, 0, common)
+        out = sorted(order[:lo] + order[hi:]) if lo or hi < compared else []
+        out = out[bisect_left(out, first):bisect_left(out, last)]
+        if last > compared:
+            out += range(max(first, compared), last)
+        return out
+
+
+class Seen(set):
+    """A reader's said_ids heard (a set), which also remembers, per filter, the latest
+    :class:`Heard` cut :func:`unseen` took in whole: all of that cut's said_ids but
+    those ``without`` said are in the set. Anything that removes from the set forgets
+    those cuts (a new episode clears it)."""
+
+    __slots__ = ("cuts",)
+
+    def __init__(self, said: Iterable[object] = ()) -> None:
+        super().__init__(said)
+        # (kinds skipped, structured) -> (broadcast, its _Keys, first, last, without)
+        self.cuts: dict[tuple, tuple] = {}
+
+
+def _forgets_cuts(name: str):
+    change = getattr(set, name)
+
+    def changed(self: Seen, *args):
+        self.cuts.clear()
+        return change(self, *args)
+
+    changed.__name__ = name
+    return changed
+
+
+for _name in ("clear", "discard", "remove", "pop", "difference_update",
+              "intersection_update", "symmetric_difference_update", "__isub__", "__iand__",
+              "__ixor__"):
+    setattr(Seen, _name, _forgets_cuts(_name))
 
 
 class Heard(list):
@@ -338,24 +408,35 @@ def unseen(messages: list[TeamMessage], seen: set, skip: Collection[str] = (),
     their said_ids to ``seen``.
 
     A :class:`Heard` cut is answered from its broadcast's keys, computed once for all
-    readers: the keys of the cut not in ``seen`` (one C-level pass), less those
-    ``without`` said, are the first of each in order because the broadcast says each
-    once (``exact``); else, and for any other list, message by message.
+    readers (when it says each once, ``exact``): its keys not in ``seen``, less those
+    ``without`` said, are the first of each, in order. With ``seen`` a :class:`Seen`
+    whose latest cut (same filter, same ``without``) covers some of them, only the
+    others are looked up: every key of that cut but its reader's own is in ``seen``
+    already. Any other list is read message by message.
     """
     if type(messages) is Heard and messages.source is not None:
-        keys = messages.source.keys_for(frozenset(skip), structured)
+        source, filter_ = messages.source, (frozenset(skip), structured)
+        keys = source.keys_for(*filter_)
         if keys.exact:
-            places, stop = keys.places, messages.stop
+            places, stop, without = keys.places, messages.stop, messages.without
             first = bisect_left(places, messages.start) if messages.start else 0
             last = len(places) if stop >= keys.done else bisect_left(places, stop, first)
-            cut = keys.keys if first == 0 and last == len(places) else keys.keys[first:last]
+            cuts = seen.cuts if type(seen) is Seen else None
+            latest = cuts.get(filter_) if cuts else None
+            index = keys.uncovered(first, last, *latest[:4]) \
+                if latest is not None and latest[4] == without else None
+            if index is not None:
+                cut = list(map(keys.keys.__getitem__, index))
+            else:
+                cut = keys.keys if first == 0 and last == len(places) else keys.keys[first:last]
             new = list(filterfalse(seen.__contains__, cut))
-            if not new:
-                return []
-            own = keys.own.get(messages.without) if messages.without is not None else None
-            if own:
-                new = list(filterfalse(own.__contains__, new))
-            seen.update(new)
+            if new:
+                own = keys.own.get(without) if without is not None else None
+                if own:
+                    new = list(filterfalse(own.__contains__, new))
+                seen.update(new)
+            if cuts is not None:
+                cuts[filter_] = (source, keys, first, last, without)
             return list(map(keys.message.__getitem__, new))
     out = []
     for m in messages:

@@ -34,7 +34,7 @@ from orgteams.agents.member import (
     TeamMessage,
 )
 from orgteams.agents.member_rules import MemberRules, choose_vote, within_budget
-from orgteams.agents.messages import EVERYONE, render, unseen
+from orgteams.agents.messages import EVERYONE, Seen, render, unseen
 from orgteams.agents.planner.planner import PlannerAgent
 from orgteams.agents.shared_context import RoundOutcome, as_claims
 from orgteams.agents.view import MemberView
@@ -124,7 +124,7 @@ class PlannerMember(MemberBase):
     def __init__(self, agent_id: str, leader: bool = False):
         self.agent_id = agent_id
         self.planner = PlannerAgent(agent_id, role="leader" if leader else "member")
-        self._seen: set[object] = set()  # said_id of every message it took in
+        self._seen = Seen()  # said_id of every message it took in, and its latest cuts
         self._status: tuple[int, str] | None = None  # (round, status) last reported
         self._spent = (-1, 0, 0)  # (round, messages, tokens) sent that round
 
