@@ -7,7 +7,7 @@ import random
 
 from orgteams.envs.core.actions import Verb, encode
 from orgteams.envs.core.layout import load_layout
-from orgteams.envs.core.navigation import INF, MAX_CACHED_MAPS, LazyMap, Navigator
+from orgteams.envs.core.navigation import INF, MAX_CACHED_MAPS, FewerGoals, LazyMap, Navigator
 from orgteams.envs.highlevel.highlevel_env import HighLevelEnv
 
 
@@ -40,6 +40,28 @@ def test_a_lazy_map_reads_as_the_full_map_in_any_order_of_reads():
         near = rng.sample(cells, 5)  # a walker's first reads, then everything
         assert [lazy[c] for c in near + cells] == [full[c] for c in near + cells]
     assert INF in full and full.count(0) > 0  # walls and goals both read
+
+
+def test_a_map_of_fewer_goals_reads_as_their_own_map_in_any_order_of_reads():
+    # A walker's goals minus the cells agents take: read off the map of all its goals
+    # where a way down it ends on a free goal, else grown; the values must not differ.
+    nav = Navigator(load_layout("generated:32:0"))
+    rng = random.Random(1)
+    cells = list(range(len(nav.walkable)))
+    rooms = list(nav.room_cells) + list(nav.furniture_cells)
+    grown = 0
+    for trial in range(60):
+        goals = frozenset(rng.choice(rooms) if trial % 3 else rng.sample(cells, rng.randint(1, 30)))
+        taken = frozenset(rng.sample(sorted(goals), rng.randint(0, len(goals) - 1)))
+        fewer = goals - taken
+        full = nav.distance_map(goals)
+        own = nav._bfs(fewer, blocked=())
+        dist = FewerGoals(nav, full, fewer)
+        near = [c for c in rng.sample(cells, 40) if nav.walkable[c]][:5]  # a walker's reads
+        assert [dist[c] for c in near] == [own[c] for c in near]
+        grown += dist._lazy is not None
+        assert [dist[c] for c in cells] == own
+    assert 10 < grown < 50  # a walker's reads went both ways: off the full map, and grown
 
 
 def test_lazy_maps_without_blocked_cells_are_cached_and_bounded():
