@@ -34,11 +34,15 @@ with everyone hearing everyone.
 from __future__ import annotations
 
 from collections import Counter
+from typing import TYPE_CHECKING
 
 from orgteams.agents.member_rules import MemberRules
 from orgteams.agents.messages import EVERYONE, TeamMessage
 from orgteams.agents.planner.lead import ROOM, lead
 from orgteams.agents.view import MemberView
+
+if TYPE_CHECKING:
+    from orgteams.envs.observe.memory import AgentMemory
 
 ROLES = ("member", "leader")
 
@@ -76,6 +80,9 @@ class PlannerAgent:
         # whose order or claim its latest decision depended on: {agent: "order" | "claim"}
         self.depends_on: dict[str, str] = {}
         self._intent_depends: dict[str, str] = {}
+        self._explored: tuple = (None, -1, frozenset())  # (memory, version, rooms explored)
+        self._layout_indexes: tuple = (None, {}, {})  # (layout, furniture, rooms by name)
+        self._wanted: tuple = (None, set(), frozenset())  # (scene, classes, their objects)
 
     # ---- messages ----
     def receive(self, messages: list[TeamMessage]) -> None:
@@ -200,9 +207,12 @@ class PlannerAgent:
 
     def _announce(self, env: MemberView) -> None:
         mem = env.memory(self.agent_id)
-        wanted = self._wanted_classes(env)
-        for obj, b in mem.objects.items():
-            if (b.source == "seen" and b.kind == "furniture" and obj.rpartition("_")[0] in wanted
+        wanted = self._wanted_objects(env, mem)
+        # the goal's objects it knows of, in the order it learnt of them: found by their
+        # names at once, not by reading each of the hundreds of beliefs of a big house
+        for obj in [o for o in mem.objects if o in wanted] if wanted else ():
+            b = mem.objects[obj]
+            if (b.source == "seen" and b.kind == "furniture"
                     and (obj, b.location) not in self._announced):
                 self._announced.add((obj, b.location))
                 self.found_by[self.agent_id] += 1
@@ -211,9 +221,9 @@ class PlannerAgent:
         if self.rules.assign_work == "leader" and boss is not None and (
                 to is None or boss in to):
             # its leader assigns rooms and knows only what it is told: which ones are done
-            for room in mem.rooms:  # a room not seen yet is not explored: asked first
-                if room not in self._rooms_reported and room in mem.rooms_seen \
-                        and mem.room_explored(room):
+            new = self._explored_rooms(mem) - self._rooms_reported
+            for room in mem.rooms if new else ():  # in the floor plan's order
+                if room in new and room not in self._rooms_reported:
                     self._rooms_reported.add(room)
                     self._say("done", room=room)
 
@@ -267,27 +277,28 @@ class PlannerAgent:
         """``{agent: "claim"}`` when, with teammates' claims and chosen actions ignored,
         it would have chosen a target ``agent`` claimed; else ``{}``."""
         me = self.agent_id
-        others = ({o: c for o, c in self.claims.items() if c[0] != me},
-                  {a: r for a, r in self.room_claims.items() if a != me},
-                  {a: t for a, t in self.intents.items() if a != me})
-        if not any(others):
+        claims, room_claims, intents = self.claims, self.room_claims, self.intents
+        # whether any teammate claimed or chose anything, read without copying the
+        # team's claims (256 of them, each deciding agent every round)
+        if not (len(room_claims) > (me in room_claims) or len(intents) > (me in intents)
+                or any(c[0] != me for c in claims.values())):
             return {}
-        kept = (self.claims, self.room_claims, self.intents)
-        self.claims = {o: c for o, c in self.claims.items() if c[0] == me}
-        self.room_claims = {a: r for a, r in self.room_claims.items() if a == me}
+        self.claims = {o: c for o, c in claims.items() if c[0] == me}
+        self.room_claims = {me: room_claims[me]} if me in room_claims else {}
         self.intents = {}
         try:
             free = self._own_choice(env, valid)
         finally:
-            self.claims, self.room_claims, self.intents = kept
+            self.claims, self.room_claims, self.intents = claims, room_claims, intents
         if free == choice:
             return {}
         kind, _, target = free.partition(":")
         if kind == "grab":
-            who = others[0].get(target, (None,))[0] or next(
-                (a for a, t in others[2].items() if t == target), None)
+            owner = claims.get(target, (None,))[0]
+            who = (owner if owner != me else None) or next(
+                (a for a, t in intents.items() if a != me and t == target), None)
         elif kind == "explore":
-            who = next((a for a, r in others[1].items() if r == target), None)
+            who = next((a for a, r in room_claims.items() if a != me and r == target), None)
         else:
             who = None
         return {who: "claim"} if who is not None else {}
@@ -327,6 +338,19 @@ class PlannerAgent:
                 del self.claims[obj]
                 self._say("release", object=obj)
 
+    def _explored_rooms(self, mem: AgentMemory) -> frozenset[str]:
+        """The rooms ``mem`` holds explored (:meth:`AgentMemory.room_explored`), found in
+        one pass over its furniture and kept while its ``version`` stands: asking each
+        of a house's dozens of rooms scanned all the furniture once per room, and a
+        planner asks several times a round (a leader once per report it orders)."""
+        known, version, rooms = self._explored
+        if known is not mem or version != mem.version:
+            closed = {b.room for b in mem.furniture.values()
+                      if b.is_container and b.contents is None}
+            rooms = frozenset(r for r in mem.rooms_seen if r not in closed)
+            self._explored = (mem, mem.version, rooms)
+        return rooms
+
     # ---- goal bookkeeping ----
     def _goal(self, env: MemberView):
         world = env.world
@@ -335,6 +359,18 @@ class PlannerAgent:
     def _wanted_classes(self, env: MemberView) -> set[str]:
         goal, progress = self._goal(env)
         return {p.cls for p, have in zip(goal, progress) if have < p.count}
+
+    def _wanted_objects(self, env: MemberView, mem: AgentMemory) -> frozenset[str]:
+        """The objects of ``mem``'s scene (every object it can know of) whose class the
+        goal still wants (:meth:`_wanted_classes`), kept while those stand."""
+        wanted = self._wanted_classes(env)
+        scene = mem.scene
+        known, classes, objects = self._wanted
+        if known is not scene or classes != wanted:
+            objects = frozenset(o for o, cls in zip(scene.objects, scene.object_class)
+                                if cls in wanted)
+            self._wanted = (scene, wanted, objects)
+        return objects
 
     def _target_of(self, env: MemberView, obj: str) -> str:
         cls = obj.rpartition("_")[0]
@@ -379,18 +415,35 @@ class PlannerAgent:
         mem = env.memory(self.agent_id)
         need = self._remaining(env)
         out = []
+        others = None  # what teammates' statuses say they grab, made once when first asked
         for obj, b in mem.objects.items():
             cls = obj.rpartition("_")[0]
             if (b.kind == "furniture" and need.get(cls, 0) > 0 and not self._on_target(env, obj)
                     and self.claims.get(obj, (me,))[0] == me
-                    and self.assigned.get(obj, me) == me
-                    and all(t != obj for a, t in self.intents.items() if a != me)):
-                out.append(obj)
+                    and self.assigned.get(obj, me) == me):
+                if others is None:  # under shared: 256 intents, asked of every object
+                    others = {t for a, t in self.intents.items() if a != me}
+                if obj not in others:
+                    out.append(obj)
         return sorted(out)
+
+    def _indexes(self, layout) -> tuple[dict[str, int], dict[str, int]]:
+        """The layout's furniture and rooms by name -> index (the first of a name), made
+        once per layout: a decision looked each one up by scanning the layout's list,
+        once per candidate object or room (a big house has hundreds of pieces)."""
+        known, furniture, rooms = self._layout_indexes
+        if known is not layout:
+            furniture, rooms = {}, {}
+            for i, f in enumerate(layout.furniture):
+                furniture.setdefault(f.name, i)
+            for i, r in enumerate(layout.rooms):
+                rooms.setdefault(r, i)
+            self._layout_indexes = (layout, furniture, rooms)
+        return furniture, rooms
 
     def _dist(self, env: MemberView, agent: str, furniture: str) -> int:
         world = env.world
-        f = next(i for i, x in enumerate(world.scene.layout.furniture) if x.name == furniture)
+        f = self._indexes(world.scene.layout)[0][furniture]
         here = world.agent_pos[env.agent_index[agent]]
         return env.nav.distance(here, env.nav.furniture_goal(f))
 
@@ -399,8 +452,8 @@ class PlannerAgent:
         stands is read once for all of them (a big house has dozens)."""
         world, nav = env.world, env.nav
         here = world.agent_pos[env.agent_index[agent]]
-        order = world.scene.layout.rooms
-        return min(rooms, key=lambda r: (nav.distance(here, nav.room_goal(order.index(r))), r))
+        index = self._indexes(world.scene.layout)[1]
+        return min(rooms, key=lambda r: (nav.distance(here, nav.room_goal(index[r])), r))
 
     # ---- choices ----
     def _from_assignment(self, env: MemberView, valid: set[str]) -> str | None:
@@ -417,7 +470,7 @@ class PlannerAgent:
         owner = self.claims.get(target, (self.agent_id,))[0]
         if kind == "grab" and owner != self.agent_id:
             return self._correct(a, f"{owner} has it")
-        if kind == "explore" and mem.room_explored(target):
+        if kind == "explore" and target in self._explored_rooms(mem):
             return self._correct(a, "explored already")
         return a["action"]
 
@@ -457,9 +510,19 @@ class PlannerAgent:
     def _explore(self, env: MemberView, valid: set[str]) -> str | None:
         me = self.agent_id
         mem = env.memory(me)
-        others = {r for a, r in self.room_claims.items() if a != me}
-        others |= {k[len(ROOM):] for k, a in self.assigned.items() if k.startswith(ROOM)}
-        rooms = [r for r in mem.rooms if not mem.room_explored(r) and f"explore:{r}" in valid]
+        explored = self._explored_rooms(mem)
+        rooms = [r for r in mem.rooms if r not in explored and f"explore:{r}" in valid]
+        if not rooms:
+            return None
+        # the rooms others claimed: every claim's room, less its own unless another
+        # claims it too (256 claims: their values at once, not a loop over the pairs)
+        claims = self.room_claims
+        others = set(claims.values())
+        mine = claims.get(me)
+        if mine is not None and list(claims.values()).count(mine) == 1:
+            others.discard(mine)
+        if self.assigned:
+            others |= {k[len(ROOM):] for k in self.assigned if k.startswith(ROOM)}
         free = [r for r in rooms if r not in others] or rooms
         if not free:
             return None
