@@ -33,6 +33,7 @@ INF = 1 << 30
 STUCK_SHUFFLE = 3  # blocked ticks before an agent steps aside to break a deadlock
 DETOUR_SLACK = 8  # extra cells a detour may cost to be taken without waiting first
 MAX_CACHED_MAPS = 512  # distance maps kept per layout (targets are rooms and furniture)
+AMONG_CELL_BY_CELL = 48  # obstacles among a walker's goals asked about one by one, up to
 WAIT = 0
 
 
@@ -313,8 +314,12 @@ class _Obstacles:
     def among(self, cells: frozenset[int]) -> set[int]:
         """The obstacles' cells among ``cells`` (a walker's goals)."""
         taken = cells & self._at.keys()
-        if len(taken) > 8 or self._yielding is None:  # a crowded room, the roomy
-            return taken & self.keys()  # cells: one set operation
+        # Cell by cell unless there are many (the roomy cells of a crowd) or all the
+        # obstacles' cells are known already: finding those asks about every teammate
+        # (256 in a crowd), a few dozen asks cost less.
+        if len(taken) > AMONG_CELL_BY_CELL or self._yielding is None \
+                or self._keys is not None:
+            return taken & self.keys()
         here, gives_way, lower = self._here, self._yielding.gives_way, self._lower
         return {c for c in taken if c != here and not gives_way(c, lower)}
 
