@@ -74,6 +74,7 @@ class Navigator:
             and sum(self.is_floor[n] for _, n in self.neighbours[c]) >= 3)
         self._maps: OrderedDict[frozenset[int], list[int]] = OrderedDict()
         self._lazy: OrderedDict[frozenset[int], LazyMap] = OrderedDict()
+        self._nearest: OrderedDict[frozenset[int], list] = OrderedDict()
         self.bfs_calls = 0  # distance maps computed (cache misses), for benchmarks
         self._at: tuple[HouseholdState, dict[int, int] | None] | None = None  # obstacles
         self._unreached = [INF] * (h * w)  # a fresh distance map, copied
@@ -91,6 +92,33 @@ class Navigator:
         if len(self._maps) > MAX_CACHED_MAPS:
             self._maps.popitem(last=False)
         return dist
+
+    def nearest_goals(self, goals: frozenset[int]) -> list[frozenset[int] | None]:
+        """Per cell, the goal cells nearest to it (at its :meth:`distance_map` distance;
+        None where no goal can be reached), kept in an LRU dict like the maps.
+
+        They are the goals at the ends of the ways down the map from the cell (each step
+        one cell closer): a walker whose nearest goals are not all taken by agents is as
+        far from the free goals as from all of them (:class:`FewerGoals`)."""
+        near = self._nearest.get(goals)
+        if near is not None:
+            self._nearest.move_to_end(goals)
+            return near
+        dist = self.distance_map(goals)
+        near = [None] * len(dist)
+        adjacent = self._adjacent
+        for d, c in sorted((d, c) for c, d in enumerate(dist) if d < INF):
+            if d == 0:
+                near[c] = frozenset((c,))
+                continue
+            down = [near[n] for n in adjacent[c] if dist[n] == d - 1]
+            union = down[0].union(*down[1:]) if len(down) > 1 else down[0]
+            # one frozenset object per distinct set: most cells share a neighbour's
+            near[c] = next((x for x in down if x == union), union)
+        self._nearest[goals] = near
+        if len(self._nearest) > MAX_CACHED_MAPS:
+            self._nearest.popitem(last=False)
+        return near
 
     def lazy_map(self, goals: Iterable[int], blocked: Iterable[int] = ()) -> LazyMap:
         """:meth:`distance_map` (``blocked``: cells never entered), computed only as far
@@ -359,6 +387,53 @@ class LazyMap:
         return dist[cell]
 
 
+class FewerGoals:
+    """The distance map a :class:`Walker` reads this tick: of its goals less the ones
+    other agents take (``occupant``, its obstacles), or of all of them when none or all
+    are taken, as ``dist[cell]`` (a walker reads five cells: where it stands, beside it).
+
+    A cell is as far from the free goals as from all of them when one of its nearest
+    goals (:meth:`Navigator.nearest_goals`) is free: the full map answers, after a look
+    at those few goal cells. Only where every nearest goal is taken are the taken goals
+    found (:meth:`_Obstacles.among`) and the lazy map of the free ones grown. A crowd of
+    256 walkers would otherwise find its taken goals, and make a new set of goals and a
+    new lazy map, for most of them every tick (the taken cells move)."""
+
+    __slots__ = ("_all", "_full", "_goals", "_map", "_near", "_nav", "_occupant")
+
+    def __init__(self, nav: Navigator, full: list[int], near: list[frozenset[int] | None],
+                 goals: frozenset[int], occupant: _Obstacles) -> None:
+        self._nav, self._full, self._near, self._all = nav, full, near, goals
+        self._occupant = occupant
+        self._goals: frozenset[int] | None = None  # found when first needed
+        self._map: list[int] | LazyMap | None = None
+
+    def __getitem__(self, cell: int) -> int:
+        d = self._full[cell]
+        if d >= INF:
+            return d
+        occupant = self._occupant
+        for g in self._near[cell]:
+            if g not in occupant:
+                return d
+        if self._map is None:
+            self.goals()
+        return self._map[cell]
+
+    def goals(self) -> frozenset[int]:
+        """The goals this map is of: all the walker's goals less the taken ones, or all
+        of them (the same object) when none or all are taken."""
+        if self._goals is None:
+            goals = self._all
+            taken = self._occupant.among(goals)
+            if taken and len(taken) < len(goals):
+                self._goals = goals - taken
+                self._map = self._nav.lazy_map(self._goals)
+            else:
+                self._goals, self._map = goals, self._full
+        return self._goals
+
+
 class Walker:
     """One agent walking to a set of goal cells, tick by tick, without oscillating.
 
@@ -373,6 +448,7 @@ class Walker:
     """
 
     _dist: list[int] | None = None  # the map of all the goals (_full_map)
+    _near: list[frozenset[int] | None] | None = None  # their nearest goals, per cell
 
     def __init__(self, nav: Navigator, agent: int, goals: frozenset[int]):
         self.nav, self.agent, self.goals = nav, agent, goals
@@ -409,8 +485,6 @@ class Walker:
             self._pause -= 1
             return WAIT
         occupant = nav.obstacles(state, agent, here, yielding, self.stuck < 2 * STUCK_SHUFFLE)
-        taken = occupant.among(self.goals)
-        goals = self.goals - taken if taken and len(taken) < len(self.goals) else self.goals
         if self.detour is not None:
             d = self.detour
             around = d[here]  # read once: a lazy map's cells are method calls
@@ -420,9 +494,11 @@ class Walker:
             if step is not None:
                 return nav._enter(state, *step)
             self.detour = None
-        # the map of all goals is shared (and kept); one without occupied goal cells is
-        # read near here only
-        dist = self._full_map() if goals is self.goals else nav.lazy_map(goals)
+        # the map of the goals nobody takes (else of all): read off the map of all the
+        # goals (shared and kept) where one of a cell's nearest goals is free
+        if self._near is None:
+            self._near = nav.nearest_goals(self.goals)
+        dist = FewerGoals(nav, self._full_map(), self._near, self.goals, occupant)
         to_go = dist[here]  # read once: a lazy map's cells are method calls
         if to_go >= INF:
             return -1
@@ -433,7 +509,7 @@ class Walker:
         blockers = [occupant[n] for _, n in best if n in occupant]
         yields = agent > min(blockers)
         if yields or self.stuck >= STUCK_SHUFFLE:
-            detour = nav.lazy_map(goals, blocked=occupant.keys())
+            detour = nav.lazy_map(dist.goals(), blocked=occupant.keys())
             # A short detour is taken at once; a long one only after waiting a while.
             around = detour[here]
             if around < INF and (around <= to_go + DETOUR_SLACK
@@ -463,4 +539,4 @@ class Walker:
         return WAIT
 
 
-__all__ = ["INF", "MAX_CACHED_MAPS", "NOBODY", "Navigator", "Walker", "Yielding"]
+__all__ = ["INF", "MAX_CACHED_MAPS", "NOBODY", "FewerGoals", "Navigator", "Walker", "Yielding"]

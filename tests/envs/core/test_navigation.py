@@ -7,7 +7,15 @@ import random
 
 from orgteams.envs.core.actions import Verb, encode
 from orgteams.envs.core.layout import load_layout
-from orgteams.envs.core.navigation import INF, MAX_CACHED_MAPS, LazyMap, Navigator
+from orgteams.envs.core.navigation import (
+    INF,
+    MAX_CACHED_MAPS,
+    FewerGoals,
+    LazyMap,
+    Navigator,
+    Yielding,
+    _Obstacles,
+)
 from orgteams.envs.highlevel.highlevel_env import HighLevelEnv
 
 
@@ -40,6 +48,59 @@ def test_a_lazy_map_reads_as_the_full_map_in_any_order_of_reads():
         near = rng.sample(cells, 5)  # a walker's first reads, then everything
         assert [lazy[c] for c in near + cells] == [full[c] for c in near + cells]
     assert INF in full and full.count(0) > 0  # walls and goals both read
+
+
+def _goal_sets(nav: Navigator, rng: random.Random, trial: int) -> frozenset[int]:
+    """A room's cells, a piece of furniture's, or cells anywhere (some on walls)."""
+    if trial % 3 == 0:
+        return frozenset(rng.sample(range(len(nav.walkable)), rng.randint(1, 30)))
+    return rng.choice(list(nav.room_cells) + list(nav.furniture_cells))
+
+
+def test_a_cells_nearest_goals_are_the_goals_at_its_distance():
+    nav = Navigator(load_layout("generated:32:0"))
+    rng = random.Random(2)
+    cells = [c for c in range(len(nav.walkable)) if nav.walkable[c]]
+    for trial in range(30):
+        goals = _goal_sets(nav, rng, trial)
+        dist, near = nav.distance_map(goals), nav.nearest_goals(goals)
+        assert nav.nearest_goals(goals) is near  # kept
+        for c in rng.sample(cells, 20):
+            from_c = nav._bfs(frozenset((c,)), blocked=())
+            at_distance = {g for g in goals if from_c[g] == dist[c] < INF}
+            assert (near[c] is None) == (dist[c] >= INF) and set(near[c] or ()) == at_distance
+
+
+def test_a_walkers_map_of_its_free_goals_reads_as_the_map_of_the_goals_it_heads_for():
+    # A walker heads for its goals less those other agents take (all of them when none
+    # or all are taken); the map is read off the map of all its goals where a cell's
+    # nearest goals are not all taken, else grown: the values must not differ.
+    nav = Navigator(load_layout("generated:32:0"))
+    rng = random.Random(1)
+    cells = list(range(len(nav.walkable)))
+    floor = [c for c in cells if nav.walkable[c]]
+    grown = off_full = 0
+    for trial in range(300):
+        goals = _goal_sets(nav, rng, trial)
+        near_goals = [g for g in goals if nav.walkable[g]]
+        crowd = rng.sample(near_goals, rng.randint(0, len(near_goals))) \
+            + rng.sample(floor, rng.randint(0, 300))
+        here = rng.choice(floor)
+        at = {c: i for i, c in enumerate([here] + crowd)}
+        yielding = Yielding(frozenset(c for c in at if rng.random() < 0.2),
+                            frozenset(c for c in at if rng.random() < 0.3))
+        occupant = _Obstacles(at, here, None if trial % 5 == 0 else yielding, trial % 2 == 0)
+        taken = occupant.among(goals)
+        heads_for = goals - taken if taken and len(taken) < len(goals) else goals
+        own = nav._bfs(heads_for, blocked=())
+        dist = FewerGoals(nav, nav.distance_map(goals), nav.nearest_goals(goals), goals,
+                          occupant)
+        reads = [here] + [n for _, n in nav.neighbours[here]]  # a walker's reads
+        assert [dist[c] for c in reads] == [own[c] for c in reads]
+        grown += isinstance(dist._map, LazyMap)
+        off_full += dist._map is None
+        assert [dist[c] for c in cells] == own and dist.goals() == heads_for
+    assert grown > 30 and off_full > 30  # a walker's reads went both ways
 
 
 def test_lazy_maps_without_blocked_cells_are_cached_and_bounded():
