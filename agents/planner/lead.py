@@ -51,8 +51,7 @@ def _held(env: MemberView, agent: str) -> tuple[str, ...]:
 
 def room_explored(planner: PlannerAgent, env: MemberView, room: str) -> bool:
     """``planner`` explored ``room`` itself or heard that a teammate did."""
-    return room in planner.explored or room in planner._explored_rooms(
-        env.memory(planner.agent_id))
+    return room in planner.explored or env.memory(planner.agent_id).room_explored(room)
 
 
 def free_stale(planner: PlannerAgent, env: MemberView) -> dict[str, str]:
@@ -114,53 +113,32 @@ def _grab_order(planner: PlannerAgent, env: MemberView, agent: str,
     was ordered."""
     mem = env.memory(planner.agent_id)
     need = needed_for(planner, env, agent)
-    cands = []
-    others = None  # what the others' statuses say they grab: made once, when first asked
-    for o, b in mem.objects.items():
-        if (b.kind == "furniture" and o not in carried
-                and need.get(o.rpartition("_")[0], 0) > 0
-                and o not in planner._placed and not planner._on_target(env, o)
-                and planner.claims.get(o, (agent,))[0] == agent
-                and planner.assigned.get(o, agent) == agent):
-            if others is None:
-                others = {t for a, t in planner.intents.items() if a != agent}
-            if o not in others:
-                cands.append(o)
+    cands = [o for o, b in mem.objects.items()
+             if b.kind == "furniture" and o not in carried
+             and need.get(o.rpartition("_")[0], 0) > 0
+             and o not in planner._placed and not planner._on_target(env, o)
+             and planner.claims.get(o, (agent,))[0] == agent
+             and planner.assigned.get(o, agent) == agent
+             and all(t != o for a, t in planner.intents.items() if a != agent)]
     if not cands:
         return None
     return min(cands, key=lambda o: (planner._dist(env, agent, mem.objects[o].location), o))
 
 
 def _room_order(planner: PlannerAgent, env: MemberView, agent: str,
-                ended: str | None, claimers: dict[str, list[str]] | None = None
-                ) -> str | None:
+                ended: str | None) -> str | None:
     """The nearest room nobody explored, claimed or was sent to, other than ``ended``:
     the room whose exploration ``agent`` just ended (explored, or it failed: its report
-    says which a round later, after the leader has spoken). ``claimers``: room -> the
-    agents claiming it (:func:`_claimers`), when the caller made it for many orders."""
+    says which a round later, after the leader has spoken)."""
     mem = env.memory(planner.agent_id)
-    if claimers is None:
-        claimers = _claimers(planner)
-    assigned = planner.assigned
-
-    def taken(room: str) -> bool:  # sent to or claimed by someone else
-        return assigned.get(ROOM + room, agent) != agent or any(
-            a != agent for a in claimers.get(room, ()))
-
-    rooms = [r for r in mem.rooms if r != ended and not taken(r)
+    taken = {k[len(ROOM):] for k, who in planner.assigned.items()
+             if k.startswith(ROOM) and who != agent}
+    taken |= {r for a, r in planner.room_claims.items() if a != agent}
+    rooms = [r for r in mem.rooms if r not in taken and r != ended
              and not room_explored(planner, env, r)]
     if not rooms:
         return None
     return planner._nearest_room(env, agent, rooms)
-
-
-def _claimers(planner: PlannerAgent) -> dict[str, list[str]]:
-    """Room -> the agents whose claim is on it, in the order heard: a leader of 255
-    reports asks whether a room is taken once per room and report, not once per claim."""
-    out: dict[str, list[str]] = {}
-    for a, r in planner.room_claims.items():
-        out.setdefault(r, []).append(a)
-    return out
 
 
 def lead(planner: PlannerAgent, env: MemberView, reach: list[str] | None = None) -> None:
@@ -172,7 +150,6 @@ def lead(planner: PlannerAgent, env: MemberView, reach: list[str] | None = None)
     team = [a for a in env.agents if a != planner.agent_id and env.needs_decision(a)
             and (reachable is None or a in reachable)]
     carried = _carried(env)  # hands change only when the env steps: once for all orders
-    claimers = _claimers(planner)  # room claims change only when messages come: once too
     for agent in team:
         held = _held(env, agent)
         obj = _grab_order(planner, env, agent, carried) if len(held) < 2 else None
@@ -185,7 +162,7 @@ def lead(planner: PlannerAgent, env: MemberView, reach: list[str] | None = None)
             _tell_peers(planner, object=obj, target=planner._target_of(env, obj), tick=tick,
                         **{"for": agent})
             continue
-        room = None if held else _room_order(planner, env, agent, ended.get(agent), claimers)
+        room = None if held else _room_order(planner, env, agent, ended.get(agent))
         if room is not None:
             planner.assigned[ROOM + room] = agent
             planner.assigned_at[ROOM + room] = tick

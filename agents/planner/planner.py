@@ -82,7 +82,6 @@ class PlannerAgent:
         self._intent_depends: dict[str, str] = {}
         self._explored: tuple = (None, -1, frozenset())  # (memory, version, rooms explored)
         self._layout_indexes: tuple = (None, {}, {})  # (layout, furniture, rooms by name)
-        self._wanted: tuple = (None, set(), frozenset())  # (scene, classes, their objects)
 
     # ---- messages ----
     def receive(self, messages: list[TeamMessage]) -> None:
@@ -207,12 +206,9 @@ class PlannerAgent:
 
     def _announce(self, env: MemberView) -> None:
         mem = env.memory(self.agent_id)
-        wanted = self._wanted_objects(env, mem)
-        # the goal's objects it knows of, in the order it learnt of them: found by their
-        # names at once, not by reading each of the hundreds of beliefs of a big house
-        for obj in [o for o in mem.objects if o in wanted] if wanted else ():
-            b = mem.objects[obj]
-            if (b.source == "seen" and b.kind == "furniture"
+        wanted = self._wanted_classes(env)
+        for obj, b in mem.objects.items():
+            if (b.source == "seen" and b.kind == "furniture" and obj.rpartition("_")[0] in wanted
                     and (obj, b.location) not in self._announced):
                 self._announced.add((obj, b.location))
                 self.found_by[self.agent_id] += 1
@@ -221,9 +217,9 @@ class PlannerAgent:
         if self.rules.assign_work == "leader" and boss is not None and (
                 to is None or boss in to):
             # its leader assigns rooms and knows only what it is told: which ones are done
-            new = self._explored_rooms(mem) - self._rooms_reported
-            for room in mem.rooms if new else ():  # in the floor plan's order
-                if room in new and room not in self._rooms_reported:
+            for room in mem.rooms:  # a room not seen yet is not explored: asked first
+                if room not in self._rooms_reported and room in mem.rooms_seen \
+                        and mem.room_explored(room):
                     self._rooms_reported.add(room)
                     self._say("done", room=room)
 
@@ -340,9 +336,9 @@ class PlannerAgent:
 
     def _explored_rooms(self, mem: AgentMemory) -> frozenset[str]:
         """The rooms ``mem`` holds explored (:meth:`AgentMemory.room_explored`), found in
-        one pass over its furniture and kept while its ``version`` stands: asking each
-        of a house's dozens of rooms scanned all the furniture once per room, and a
-        planner asks several times a round (a leader once per report it orders)."""
+        one pass over its furniture and kept while its ``version`` stands: a decision
+        asked it of each of a house's dozens of rooms (each scanning all the furniture),
+        twice (its own choice, and the one :meth:`_deferred_to` compares it with)."""
         known, version, rooms = self._explored
         if known is not mem or version != mem.version:
             closed = {b.room for b in mem.furniture.values()
@@ -359,18 +355,6 @@ class PlannerAgent:
     def _wanted_classes(self, env: MemberView) -> set[str]:
         goal, progress = self._goal(env)
         return {p.cls for p, have in zip(goal, progress) if have < p.count}
-
-    def _wanted_objects(self, env: MemberView, mem: AgentMemory) -> frozenset[str]:
-        """The objects of ``mem``'s scene (every object it can know of) whose class the
-        goal still wants (:meth:`_wanted_classes`), kept while those stand."""
-        wanted = self._wanted_classes(env)
-        scene = mem.scene
-        known, classes, objects = self._wanted
-        if known is not scene or classes != wanted:
-            objects = frozenset(o for o, cls in zip(scene.objects, scene.object_class)
-                                if cls in wanted)
-            self._wanted = (scene, wanted, objects)
-        return objects
 
     def _target_of(self, env: MemberView, obj: str) -> str:
         cls = obj.rpartition("_")[0]
@@ -415,16 +399,13 @@ class PlannerAgent:
         mem = env.memory(self.agent_id)
         need = self._remaining(env)
         out = []
-        others = None  # what teammates' statuses say they grab, made once when first asked
         for obj, b in mem.objects.items():
             cls = obj.rpartition("_")[0]
             if (b.kind == "furniture" and need.get(cls, 0) > 0 and not self._on_target(env, obj)
                     and self.claims.get(obj, (me,))[0] == me
-                    and self.assigned.get(obj, me) == me):
-                if others is None:  # under shared: 256 intents, asked of every object
-                    others = {t for a, t in self.intents.items() if a != me}
-                if obj not in others:
-                    out.append(obj)
+                    and self.assigned.get(obj, me) == me
+                    and all(t != obj for a, t in self.intents.items() if a != me)):
+                out.append(obj)
         return sorted(out)
 
     def _indexes(self, layout) -> tuple[dict[str, int], dict[str, int]]:
@@ -470,7 +451,7 @@ class PlannerAgent:
         owner = self.claims.get(target, (self.agent_id,))[0]
         if kind == "grab" and owner != self.agent_id:
             return self._correct(a, f"{owner} has it")
-        if kind == "explore" and target in self._explored_rooms(mem):
+        if kind == "explore" and mem.room_explored(target):
             return self._correct(a, "explored already")
         return a["action"]
 

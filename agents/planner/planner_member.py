@@ -191,8 +191,9 @@ class PlannerMember(MemberBase):
             said = []
         spent = self._spent if self._spent[0] == ctx.round else (ctx.round, 0, 0)
         said, over = within_budget(said, rules, lambda m: ctx.count_tokens(m.text), spent[1:])
-        self._spent = (ctx.round, spent[1] + len(said),
-                       spent[2] + sum(ctx.count_tokens(m.text) for m in said))
+        self._spent = (ctx.round, spent[1] + len(said),  # tokens matter only under a budget
+                       spent[2] + (sum(ctx.count_tokens(m.text) for m in said)
+                                   if rules.max_tokens is not None else 0))
         abstain = self.planner.abstaining and ctx.allow_abstain
         role = self._role(env, abstain) if ctx.self_chosen_roles else ctx.role
         record.parsed = {"messages": [_parsed(m) for m in said], "abstain": abstain,
