@@ -90,7 +90,7 @@ class AgentMemory:
         cell = state.agent_pos[self.agent]
         view = scene.view_of_cell[cell]
         visible = scene.view_rooms(view)
-        room = int(scene.room_of_cell[cell])
+        room = scene.room_of_cell_list[cell]  # an int of a list: 256 memories a tick
         self.room = lay.rooms[room] if room >= 0 else ""
         self.held = tuple(names[o] for o in state.hands[self.agent])
         for o in self.held:
