@@ -121,12 +121,16 @@ def choose_vote(rules: MemberRules, me: str, candidates: Sequence[str], round_in
 def within_budget(items: Sequence[T], rules: MemberRules, tokens: Callable[[T], int],
                   spent: tuple[int, int] = (0, 0)) -> tuple[list[T], list[T]]:
     """Split ``items`` (most important first) into ``(kept, dropped)`` under the budget,
-    ``spent`` (messages, tokens) being what was already sent this round."""
+    ``spent`` (messages, tokens) being what was already sent this round. ``tokens`` is
+    asked only under a token budget: without one no count can change what is kept (a
+    256-agent team says hundreds of messages a round)."""
+    if rules.max_messages is None and rules.max_tokens is None:
+        return list(items), []
     kept: list[T] = []
     dropped: list[T] = []
     sent, used = spent
     for item in items:
-        n = tokens(item)
+        n = tokens(item) if rules.max_tokens is not None else 0
         if (rules.max_messages is not None and sent + len(kept) >= rules.max_messages) or (
                 rules.max_tokens is not None and used + n > rules.max_tokens):
             dropped.append(item)

@@ -35,15 +35,17 @@ from __future__ import annotations
 
 import threading
 import weakref
-from collections.abc import Mapping
+from bisect import bisect_left
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
+from itertools import filterfalse
 from typing import Any, Literal
 
 from orgteams.envs.core.limits import MESSAGE_MAX_CHARS
 
-__all__ = ["EVERYONE", "MESSAGE_KINDS", "MESSAGE_MAX_CHARS", "Everyone", "Receivers", "TeamMessage",
-           "render"]
+__all__ = ["EVERYONE", "MESSAGE_KINDS", "MESSAGE_MAX_CHARS", "Broadcast", "Everyone", "Heard",
+           "Receivers", "Seen", "TeamMessage", "render", "unseen"]
 
 EVERYONE = "everyone"  # the one spelling of "every other team member"
 Everyone = Literal["everyone"]
@@ -204,3 +206,250 @@ class TeamMessage:
     def receivers_json(self) -> list[str] | str:
         """``receivers`` as the log writes them: a list of ids, or ``"everyone"``."""
         return self.receivers if isinstance(self.receivers, str) else list(self.receivers)
+
+
+# Message intake at team scale. Under ``shared`` each of 256 planners is handed the
+# 255 others' messages a round, three in four of them repeats of what it heard the
+# round before; filtering them one by one in Python, reader by reader, was a quarter of
+# a round. The messages many readers are handed alike are kept once (a Broadcast);
+# what every reader derives alike from them (which pass a filter, their said_id, whose
+# they are, which of them an earlier broadcast said too) is computed once per
+# Broadcast, and each reader looks up in its own set of what it heard only the said_ids
+# its latest cut did not already cover (:func:`unseen`): a lookup in one of 256 sets of
+# thousands is a cache miss, so the fewer the better.
+
+_NOWHERE = float("inf")  # the place in an earlier broadcast of a said_id it did not say
+
+
+class Broadcast(list):
+    """Messages handed alike to many readers, in the order said, only ever appended to
+    (a round's messages to everyone, the outputs every speaker may see, the shared
+    history's claims). Readers are handed :class:`Heard` cuts of it."""
+
+    __slots__ = ("__weakref__", "_keys")
+
+    def __init__(self, messages: Iterable[TeamMessage] = ()) -> None:
+        super().__init__(messages)
+        self._keys: dict[tuple, _Keys] = {}  # (kinds skipped, structured) -> its keys
+
+    def _refuse(self, *args, **kwargs):
+        raise TypeError("a Broadcast is only appended to: its readers' cuts index into it")
+
+    __setitem__ = __delitem__ = insert = pop = remove = clear = sort = reverse = _refuse
+    __imul__ = _refuse
+
+    def keys_for(self, skip: frozenset[str], structured: bool) -> _Keys:
+        """The said_ids of its messages that pass the filter, indexed once for all
+        readers (extended to what was appended since)."""
+        keys = self._keys.get((skip, structured))
+        if keys is None:
+            keys = self._keys[skip, structured] = _Keys(skip, structured)
+        if keys.done < len(self):
+            keys.extend(self)
+        return keys
+
+
+class _Keys:
+    """What every reader of a :class:`Broadcast` derives alike under one filter (kinds
+    skipped; ``structured``: content-less ones skipped too): the said_id of each message
+    that passes, in order, its place in the broadcast, its message, its index, and
+    each sender's said_ids. ``exact`` is False once a said_id cannot be hashed or is
+    said twice: then :func:`unseen` reads such a broadcast message by message (the
+    same answer, including the error an unhashable one raises)."""
+
+    __slots__ = ("done", "exact", "index", "keys", "message", "own", "places", "since",
+                 "skip", "structured")
+
+    def __init__(self, skip: frozenset[str], structured: bool) -> None:
+        self.skip, self.structured = skip, structured
+        self.done = 0  # messages of the broadcast indexed so far
+        self.exact = True
+        self.keys: list[object] = []
+        self.places: list[int] = []
+        self.message: dict[object, TeamMessage] = {}
+        self.index: dict[object, int] = {}
+        self.own: dict[str, set[object]] = {}
+        # id of an earlier broadcast -> (it, weakly; how many keys of this one were
+        # compared with it; those keys' indexes sorted by their index in it; those indexes)
+        self.since: dict[int, tuple] = {}
+
+    def extend(self, broadcast: Broadcast) -> None:
+        skip, structured, message = self.skip, self.structured, self.message
+        for at in range(self.done, len(broadcast)):
+            m = broadcast[at]
+            if m.kind in skip or (structured and not m.content):
+                continue
+            key = m.said_id
+            try:
+                repeat = key in message
+            except TypeError:  # content that cannot be hashed
+                repeat = True
+            if repeat:
+                self.exact = False
+                break
+            message[key] = m
+            self.index[key] = len(self.keys)
+            self.keys.append(key)
+            self.places.append(at)
+            self.own.setdefault(m.sender, set()).add(key)
+        self.done = len(broadcast)
+
+    def uncovered(self, first: int, last: int, earlier: Broadcast, before: _Keys,
+                  low: int, high: int) -> list[int] | None:
+        """The indexes in ``[first, last)`` of this broadcast's keys that are not keys
+        ``[low, high)`` of ``earlier`` (whose keys are ``before``), ascending; keys
+        said after a comparison was made count as not covered (a superset: a reader
+        looks them up). None: all of them, or most (then all are looked up)."""
+        if before is self:
+            return [*range(first, min(last, low)), *range(max(first, high), last)]
+        cached = self.since.get(id(earlier))
+        if cached is None or cached[0]() is not earlier or 2 * cached[1] < len(self.keys):
+            # compared once per pair of broadcasts for all readers, again when this one
+            # doubled since (a growing round: the comparison stays amortized linear)
+            index = before.index
+            where = [index.get(k, _NOWHERE) for k in self.keys]
+            order = sorted(range(len(where)), key=where.__getitem__)
+            where = [where[i] for i in order]
+            cached = self.since[id(earlier)] = (
+                weakref.ref(earlier), len(where), order, where,
+                bisect_left(where, _NOWHERE))  # how many it said too
+        _, compared, order, where, common = cached
+        if not common:
+            return None
+        lo, hi = bisect_left(where, low, 0, common), bisect_left(where, high, 0, common)
+        if 2 * (hi - lo) < min(last, compared) - first:
+            return None  # most are uncovered: looking all up beats sorting the rest
+        out = sorted(order[:lo] + order[hi:]) if lo or hi < compared else []
+        out = out[bisect_left(out, first):bisect_left(out, last)]
+        if last > compared:
+            out += range(max(first, compared), last)
+        return out
+
+
+class Seen(set):
+    """A reader's said_ids heard (a set), which also remembers, per filter, the latest
+    :class:`Heard` cut :func:`unseen` took in whole: all of that cut's said_ids but
+    those ``without`` said are in the set. Anything that removes from the set forgets
+    those cuts (a new episode clears it)."""
+
+    __slots__ = ("cuts",)
+
+    def __init__(self, said: Iterable[object] = ()) -> None:
+        super().__init__(said)
+        # (kinds skipped, structured) -> (broadcast, its _Keys, first, last, without)
+        self.cuts: dict[tuple, tuple] = {}
+
+
+def _forgets_cuts(name: str):
+    change = getattr(set, name)
+
+    def changed(self: Seen, *args):
+        self.cuts.clear()
+        return change(self, *args)
+
+    changed.__name__ = name
+    return changed
+
+
+for _name in ("clear", "discard", "remove", "pop", "difference_update",
+              "intersection_update", "symmetric_difference_update", "__isub__", "__iand__",
+              "__ixor__"):
+    setattr(Seen, _name, _forgets_cuts(_name))
+
+
+class Heard(list):
+    """What one reader is handed of a :class:`Broadcast`: ``source[start:stop]`` less
+    the messages ``without`` sent, in order. A plain list to every reader;
+    :func:`unseen` reads the source's shared keys instead. Changing the list forgets
+    where it was cut from (then it is read message by message)."""
+
+    __slots__ = ("source", "start", "stop", "without")
+
+    def __init__(self, messages: Iterable[TeamMessage] = ()) -> None:
+        super().__init__(messages)
+        self.source: Broadcast | None = None
+        self.start = self.stop = 0
+        self.without: str | None = None
+
+    @classmethod
+    def cut(cls, source: Broadcast, start: int, stop: int, without: str | None = None,
+            places: Sequence[int] = ()) -> Heard:
+        """``source[start:stop]`` less the messages at ``places`` (ascending): those of
+        ``without``, all of them, as the caller keeps them (:class:`Inboxes` does)."""
+        heard = cls()
+        at = start
+        for i in places:
+            if start <= i < stop:
+                list.extend(heard, source[at:i])
+                at = i + 1
+        list.extend(heard, source[at:stop])
+        heard.source, heard.start, heard.stop, heard.without = source, start, stop, without
+        return heard
+
+
+def _forgets(name: str):
+    change = getattr(list, name)
+
+    def changed(self: Heard, *args):
+        self.source = None
+        return change(self, *args)
+
+    changed.__name__ = name
+    return changed
+
+
+for _name in ("__setitem__", "__delitem__", "__iadd__", "__imul__", "append", "extend",
+              "insert", "pop", "remove", "clear", "sort", "reverse"):
+    setattr(Heard, _name, _forgets(_name))
+
+
+def unseen(messages: list[TeamMessage], seen: set, skip: Collection[str] = (),
+           structured: bool = False) -> list[TeamMessage]:
+    """``messages`` of no kind in ``skip`` (and, ``structured``, with content) whose
+    :attr:`~TeamMessage.said_id` is not in ``seen``, the first of each, in order; adds
+    their said_ids to ``seen``.
+
+    A :class:`Heard` cut is answered from its broadcast's keys, computed once for all
+    readers (when it says each once, ``exact``): its keys not in ``seen``, less those
+    ``without`` said, are the first of each, in order. With ``seen`` a :class:`Seen`
+    whose latest cut (same filter) covers some of them, only the others are looked up:
+    every key of that cut but those its ``without`` said is in ``seen`` already. Any
+    other list is read message by message.
+    """
+    if type(messages) is Heard and messages.source is not None:
+        source, filter_ = messages.source, (frozenset(skip), structured)
+        keys = source.keys_for(*filter_)
+        if keys.exact:
+            places, stop, without = keys.places, messages.stop, messages.without
+            first = bisect_left(places, messages.start) if messages.start else 0
+            last = len(places) if stop >= keys.done else bisect_left(places, stop, first)
+            cuts = seen.cuts if type(seen) is Seen else None
+            latest = cuts.get(filter_) if cuts else None
+            index = None if latest is None else keys.uncovered(first, last, *latest[:4])
+            if index is not None and latest[4] is not None and latest[4] != without:
+                # that cut left out its reader's own, this one does not: look them up
+                index = sorted({*index, *(i for i in map(keys.index.__getitem__,
+                                                         keys.own.get(latest[4], ()))
+                                          if first <= i < last)})
+            if index is not None:
+                cut = list(map(keys.keys.__getitem__, index))
+            else:
+                cut = keys.keys if first == 0 and last == len(places) else keys.keys[first:last]
+            new = list(filterfalse(seen.__contains__, cut))
+            if new:
+                own = keys.own.get(without) if without is not None else None
+                if own:
+                    new = list(filterfalse(own.__contains__, new))
+                seen.update(new)
+            if cuts is not None:
+                cuts[filter_] = (source, keys, first, last, without)
+            return list(map(keys.message.__getitem__, new))
+    out = []
+    for m in messages:
+        if m.kind in skip or (structured and not m.content):
+            continue
+        key = m.said_id
+        if key not in seen:
+            seen.add(key)
+            out.append(m)
+    return out

@@ -34,11 +34,15 @@ with everyone hearing everyone.
 from __future__ import annotations
 
 from collections import Counter
+from typing import TYPE_CHECKING
 
 from orgteams.agents.member_rules import MemberRules
 from orgteams.agents.messages import EVERYONE, TeamMessage
 from orgteams.agents.planner.lead import ROOM, lead
 from orgteams.agents.view import MemberView
+
+if TYPE_CHECKING:
+    from orgteams.envs.observe.memory import AgentMemory
 
 ROLES = ("member", "leader")
 
@@ -76,16 +80,21 @@ class PlannerAgent:
         # whose order or claim its latest decision depended on: {agent: "order" | "claim"}
         self.depends_on: dict[str, str] = {}
         self._intent_depends: dict[str, str] = {}
+        self._explored: tuple = (None, -1, frozenset())  # (memory, version, rooms explored)
+        self._layout_indexes: tuple = (None, {}, {})  # (layout, furniture, rooms by name)
 
     # ---- messages ----
     def receive(self, messages: list[TeamMessage]) -> None:
         """Take in teammates' messages (applied to the env memory at the next call)."""
         me = self.agent_id
-        intents, claims = self.intents, self.claims  # a 256-agent team: hundreds a round
+        # a 256-agent team hands each planner hundreds a round: what the loop reads of
+        # itself is read once (nothing in it changes its rules, nor which dicts it uses)
+        intents, claims, room_claims = self.intents, self.claims, self.room_claims
+        found_by, heard, rules = self.found_by, self._heard, self.rules
+        relays = rules.assigns and rules.peers  # a leader relaying its reports' reports
         for m in messages:
             if m.sender == me or (m.receivers != EVERYONE and me not in m.receivers):
                 continue  # its own, or not addressed to it
-            c = m.content
             kind = m.kind
             if kind == "status":  # most of what a big team hears: first, and done
                 doing, target = m.doing
@@ -94,6 +103,7 @@ class PlannerAgent:
                 else:
                     intents.pop(m.sender, None)
                 continue
+            c = m.content
             by = m.speaks_for  # a peer leader's relay, else the sender
             if kind == "claim" and "object" in c:  # the next most (claims seen, shared)
                 tick = int(c.get("tick", 0))
@@ -102,41 +112,40 @@ class PlannerAgent:
                 if mine is None or mine[0] != me or (tick, _index(by)) < (mine[1], _index(me)):
                     claims[obj] = (by, tick)
                 continue
-            if m.kind == "claim" and "room" in c:
-                self.room_claims[by] = c["room"]
-            elif m.kind == "release":
-                if "object" in c and self.claims.get(c["object"], ("",))[0] == m.sender:
-                    del self.claims[c["object"]]
+            if kind == "found":  # the next most: every goal object seen is reported
+                found_by[by] += 1
+            elif kind == "claim" and "room" in c:
+                room_claims[by] = c["room"]
+            elif kind == "release":
+                if "object" in c and claims.get(c["object"], ("",))[0] == m.sender:
+                    del claims[c["object"]]
                     self.assigned.pop(c["object"], None)
-                if "room" in c and self.room_claims.get(m.sender) == c["room"]:
-                    del self.room_claims[m.sender]
-            elif m.kind == "done" and "room" in c:
+                if "room" in c and room_claims.get(m.sender) == c["room"]:
+                    del room_claims[m.sender]
+            elif kind == "done" and "room" in c:
                 self.explored.add(c["room"])
-            elif m.kind == "done":
-                self.claims.pop(c["object"], None)
+            elif kind == "done":
+                claims.pop(c["object"], None)
                 self.assigned.pop(c["object"], None)
                 if c["object"] not in self._placed:
                     self.placed_by[by] += 1
                 self._placed.add(c["object"])
-            elif m.kind == "found":
-                self.found_by[by] += 1
-            elif m.kind == "assign" and c.get("agent") == self.agent_id and (
-                    self.rules.boss is None or m.sender == self.rules.boss):
+            elif kind == "assign" and c.get("agent") == me and (
+                    rules.boss is None or m.sender == rules.boss):
                 # only its own leader's orders: an order from another tier or the other
                 # half's leader is not one it takes (orders never skip or cross tiers)
                 self.assignment, self.assigner = dict(c), m.sender
-            elif m.kind == "correct" and "action" in c:
+            elif kind == "correct" and "action" in c:
                 target = c["action"].partition(":")[2]
                 key = f"room:{target}" if c["action"].startswith("explore:") else target
                 if self.assigned.get(key) == m.sender:
                     del self.assigned[key]  # the member told why it will not do it
-            if m.kind in ("found", "done") and m.sender in self.rules.reports \
-                    and self.rules.assigns and self.rules.peers:
+            if relays and kind in ("found", "done") and m.sender in rules.reports:
                 # what its reports tell it, the other leaders hear from it: leaders
                 # coordinate by messages (never orders), each knowing what both halves found
-                self._say(m.kind, self.rules.peers, **{**c, "by": m.sender})
-            if m.kind in ("found", "assign", "done"):  # what _apply_heard notes
-                self._heard.append(m)
+                self._say(kind, rules.peers, **{**c, "by": m.sender})
+            if kind in ("found", "assign", "done"):  # what _apply_heard notes
+                heard.append(m)
 
     def _apply_heard(self, env: MemberView) -> None:
         mem = env.memory(self.agent_id)
@@ -264,27 +273,28 @@ class PlannerAgent:
         """``{agent: "claim"}`` when, with teammates' claims and chosen actions ignored,
         it would have chosen a target ``agent`` claimed; else ``{}``."""
         me = self.agent_id
-        others = ({o: c for o, c in self.claims.items() if c[0] != me},
-                  {a: r for a, r in self.room_claims.items() if a != me},
-                  {a: t for a, t in self.intents.items() if a != me})
-        if not any(others):
+        claims, room_claims, intents = self.claims, self.room_claims, self.intents
+        # whether any teammate claimed or chose anything, read without copying the
+        # team's claims (256 of them, each deciding agent every round)
+        if not (len(room_claims) > (me in room_claims) or len(intents) > (me in intents)
+                or any(c[0] != me for c in claims.values())):
             return {}
-        kept = (self.claims, self.room_claims, self.intents)
-        self.claims = {o: c for o, c in self.claims.items() if c[0] == me}
-        self.room_claims = {a: r for a, r in self.room_claims.items() if a == me}
+        self.claims = {o: c for o, c in claims.items() if c[0] == me}
+        self.room_claims = {me: room_claims[me]} if me in room_claims else {}
         self.intents = {}
         try:
             free = self._own_choice(env, valid)
         finally:
-            self.claims, self.room_claims, self.intents = kept
+            self.claims, self.room_claims, self.intents = claims, room_claims, intents
         if free == choice:
             return {}
         kind, _, target = free.partition(":")
         if kind == "grab":
-            who = others[0].get(target, (None,))[0] or next(
-                (a for a, t in others[2].items() if t == target), None)
+            owner = claims.get(target, (None,))[0]
+            who = (owner if owner != me else None) or next(
+                (a for a, t in intents.items() if a != me and t == target), None)
         elif kind == "explore":
-            who = next((a for a, r in others[1].items() if r == target), None)
+            who = next((a for a, r in room_claims.items() if a != me and r == target), None)
         else:
             who = None
         return {who: "claim"} if who is not None else {}
@@ -323,6 +333,19 @@ class PlannerAgent:
                     and self._last_action == f"grab:{obj}"):
                 del self.claims[obj]
                 self._say("release", object=obj)
+
+    def _explored_rooms(self, mem: AgentMemory) -> frozenset[str]:
+        """The rooms ``mem`` holds explored (:meth:`AgentMemory.room_explored`), found in
+        one pass over its furniture and kept while its ``version`` stands: a decision
+        asked it of each of a house's dozens of rooms (each scanning all the furniture),
+        twice (its own choice, and the one :meth:`_deferred_to` compares it with)."""
+        known, version, rooms = self._explored
+        if known is not mem or version != mem.version:
+            closed = {b.room for b in mem.furniture.values()
+                      if b.is_container and b.contents is None}
+            rooms = frozenset(r for r in mem.rooms_seen if r not in closed)
+            self._explored = (mem, mem.version, rooms)
+        return rooms
 
     # ---- goal bookkeeping ----
     def _goal(self, env: MemberView):
@@ -385,9 +408,23 @@ class PlannerAgent:
                 out.append(obj)
         return sorted(out)
 
+    def _indexes(self, layout) -> tuple[dict[str, int], dict[str, int]]:
+        """The layout's furniture and rooms by name -> index (the first of a name), made
+        once per layout: a decision looked each one up by scanning the layout's list,
+        once per candidate object or room (a big house has hundreds of pieces)."""
+        known, furniture, rooms = self._layout_indexes
+        if known is not layout:
+            furniture, rooms = {}, {}
+            for i, f in enumerate(layout.furniture):
+                furniture.setdefault(f.name, i)
+            for i, r in enumerate(layout.rooms):
+                rooms.setdefault(r, i)
+            self._layout_indexes = (layout, furniture, rooms)
+        return furniture, rooms
+
     def _dist(self, env: MemberView, agent: str, furniture: str) -> int:
         world = env.world
-        f = next(i for i, x in enumerate(world.scene.layout.furniture) if x.name == furniture)
+        f = self._indexes(world.scene.layout)[0][furniture]
         here = world.agent_pos[env.agent_index[agent]]
         return env.nav.distance(here, env.nav.furniture_goal(f))
 
@@ -396,8 +433,8 @@ class PlannerAgent:
         stands is read once for all of them (a big house has dozens)."""
         world, nav = env.world, env.nav
         here = world.agent_pos[env.agent_index[agent]]
-        order = world.scene.layout.rooms
-        return min(rooms, key=lambda r: (nav.distance(here, nav.room_goal(order.index(r))), r))
+        index = self._indexes(world.scene.layout)[1]
+        return min(rooms, key=lambda r: (nav.distance(here, nav.room_goal(index[r])), r))
 
     # ---- choices ----
     def _from_assignment(self, env: MemberView, valid: set[str]) -> str | None:
@@ -454,9 +491,19 @@ class PlannerAgent:
     def _explore(self, env: MemberView, valid: set[str]) -> str | None:
         me = self.agent_id
         mem = env.memory(me)
-        others = {r for a, r in self.room_claims.items() if a != me}
-        others |= {k[len(ROOM):] for k, a in self.assigned.items() if k.startswith(ROOM)}
-        rooms = [r for r in mem.rooms if not mem.room_explored(r) and f"explore:{r}" in valid]
+        explored = self._explored_rooms(mem)
+        rooms = [r for r in mem.rooms if r not in explored and f"explore:{r}" in valid]
+        if not rooms:
+            return None
+        # the rooms others claimed: every claim's room, less its own unless another
+        # claims it too (256 claims: their values at once, not a loop over the pairs)
+        claims = self.room_claims
+        others = set(claims.values())
+        mine = claims.get(me)
+        if mine is not None and list(claims.values()).count(mine) == 1:
+            others.discard(mine)
+        if self.assigned:
+            others |= {k[len(ROOM):] for k in self.assigned if k.startswith(ROOM)}
         free = [r for r in rooms if r not in others] or rooms
         if not free:
             return None

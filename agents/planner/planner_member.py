@@ -34,7 +34,7 @@ from orgteams.agents.member import (
     TeamMessage,
 )
 from orgteams.agents.member_rules import MemberRules, choose_vote, within_budget
-from orgteams.agents.messages import EVERYONE, render
+from orgteams.agents.messages import EVERYONE, Seen, render, unseen
 from orgteams.agents.planner.planner import PlannerAgent
 from orgteams.agents.shared_context import RoundOutcome, as_claims
 from orgteams.agents.view import MemberView
@@ -124,7 +124,7 @@ class PlannerMember(MemberBase):
     def __init__(self, agent_id: str, leader: bool = False):
         self.agent_id = agent_id
         self.planner = PlannerAgent(agent_id, role="leader" if leader else "member")
-        self._seen: set[object] = set()  # said_id of every message it took in
+        self._seen = Seen()  # said_id of every message it took in, and its latest cuts
         self._status: tuple[int, str] | None = None  # (round, status) last reported
         self._spent = (-1, 0, 0)  # (round, messages, tokens) sent that round
 
@@ -160,17 +160,9 @@ class PlannerMember(MemberBase):
     def _unseen(self, messages: list[TeamMessage], skip, structured: bool = False
                 ) -> list[TeamMessage]:
         """``messages`` of no kind in ``skip`` (and, ``structured``, with content) not
-        seen before, in order; marks them seen."""
-        out = []
-        seen = self._seen
-        for m in messages:
-            if m.kind in skip or (structured and not m.content):
-                continue
-            key = m.said_id
-            if key not in seen:
-                seen.add(key)
-                out.append(m)
-        return out
+        seen before, in order; marks them seen (:func:`unseen`: a cut of a broadcast
+        is read from keys the team's readers share)."""
+        return unseen(messages, self._seen, skip, structured)
 
     def receive(self, messages: list[TeamMessage]) -> None:
         """Hands the structured messages delivered to this member to its planner."""
@@ -199,8 +191,9 @@ class PlannerMember(MemberBase):
             said = []
         spent = self._spent if self._spent[0] == ctx.round else (ctx.round, 0, 0)
         said, over = within_budget(said, rules, lambda m: ctx.count_tokens(m.text), spent[1:])
-        self._spent = (ctx.round, spent[1] + len(said),
-                       spent[2] + sum(ctx.count_tokens(m.text) for m in said))
+        self._spent = (ctx.round, spent[1] + len(said),  # tokens matter only under a budget
+                       spent[2] + (sum(ctx.count_tokens(m.text) for m in said)
+                                   if rules.max_tokens is not None else 0))
         abstain = self.planner.abstaining and ctx.allow_abstain
         role = self._role(env, abstain) if ctx.self_chosen_roles else ctx.role
         record.parsed = {"messages": [_parsed(m) for m in said], "abstain": abstain,

@@ -48,7 +48,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from orgteams.agents.member import StageKind
-from orgteams.agents.messages import EVERYONE, Receivers, TeamMessage
+from orgteams.agents.messages import EVERYONE, Broadcast, Heard, Receivers, TeamMessage
 from orgteams.organizations.spec.resolved import ResolvedOrganization
 
 Sees = Literal["all_prior", "none_this_round", "intentions", "plan", "claims"]
@@ -212,12 +212,15 @@ class Inboxes:
 
     A message delivered to every member but its sender is kept once, not put in 255
     lists (under ``shared`` at 256 agents each says something to everyone: 65,000
-    appends a round); a receiver's messages are cut from those when it takes them.
+    appends a round); a receiver's messages are cut from those when it takes them, as
+    a :class:`~orgteams.agents.messages.Heard` cut of that one
+    :class:`~orgteams.agents.messages.Broadcast`, so that what every receiver derives
+    alike from it (which it heard before) is derived once.
     """
 
     def __init__(self, team: Sequence[str]) -> None:
         self._others = len(team) - 1
-        self._to_all: list[TeamMessage] = []  # those to every member but the sender
+        self._to_all = Broadcast()  # those to every member but the sender
         self._sent: dict[str, list[int]] = {}  # sender -> places of its own in _to_all
         # receiver -> the other messages to it: (how many of _to_all came before, message)
         self._to_some: dict[str, list[tuple[int, TeamMessage]]] = {}
@@ -238,8 +241,9 @@ class Inboxes:
         start = self._taken.get(agent, 0)
         self._taken[agent] = len(self._to_all)
         to_some = self._to_some.pop(agent, ())
-        if not to_some and agent not in self._sent:  # nothing to merge or cut out
-            return self._to_all[start:]
+        if not to_some:  # a cut of the broadcast, less its own
+            return Heard.cut(self._to_all, start, len(self._to_all), agent,
+                             self._sent.get(agent, ()))
         heard, at = [], start
         for before, message in to_some:
             heard += self._to_all_but(agent, at, before)

@@ -32,6 +32,7 @@ from orgteams.agents.member import (
     safe_action,
 )
 from orgteams.agents.member_rules import within_budget
+from orgteams.agents.messages import EVERYONE
 from orgteams.agents.records import ActionLine, DecisionLine, MessageLine
 from orgteams.agents.shared_context import action_output
 from orgteams.envs.highlevel.space import ActionId, is_primitive
@@ -291,13 +292,25 @@ def _drop_undeliverable(state: EpisodeState, agent: str, d: CommunicateDecision)
     decision record says what was dropped."""
     if not d.messages:
         return
-    reach = [any(b not in state.removed for b in route(agent, m.receivers, state.resolved)[0])
-             for m in d.messages]
+    reach = [_reaches(state, agent, m.receivers) for m in d.messages]
     if not all(reach):
         gone = [m.kind for m, ok in zip(d.messages, reach) if not ok]
         d.messages = [m for m, ok in zip(d.messages, reach) if ok]
         d.record.notes.append(f"undeliverable: {len(gone)} message(s) no teammate can "
                               "receive not sent: " + ", ".join(gone))
+
+
+def _reaches(state: EpisodeState, agent: str, receivers) -> bool:
+    """Whether a message of ``agent`` to ``receivers`` reaches anyone not removed (as
+    :func:`route` delivers it). To everyone, the resolution's own tuple is read, not a
+    copy of it: under ``shared`` at 256 agents every member says something to everyone,
+    each a copy of 255 names."""
+    if receivers == EVERYONE:
+        delivered = state.resolved.to_everyone(agent)[0]  # an unknown sender raises
+    else:
+        delivered = route(agent, receivers, state.resolved)[0]
+    removed = state.removed
+    return any(b not in removed for b in delivered) if removed else bool(delivered)
 
 
 def _budget(d: CommunicateDecision, ctx: CommunicateContext,
@@ -337,7 +350,12 @@ def _route(state: EpisodeState, si: int, stage: Stage, agent: str, d: Communicat
                             abstained=d.abstain)]
     said = []
     for i, m in enumerate(d.messages):
-        delivered, dropped = route(agent, m.receivers, state.resolved)
+        if m.receivers == EVERYONE and not state.removed:
+            # the resolution's tuples as they are (route copies them): immutable, and
+            # every message of a 256-agent team to everyone would copy 255 names twice
+            delivered, dropped = state.resolved.to_everyone(agent)
+        else:
+            delivered, dropped = route(agent, m.receivers, state.resolved)
         if state.removed:
             delivered = [b for b in delivered if b not in state.removed]
         out = replace(m, sender=agent, round=state.round, stage=si, delivered=tuple(delivered),

@@ -418,11 +418,21 @@ def _subscribe_overlay(hooks: RoundHooks, env: HighLevelEnv) -> None:
         overlay.caption = f"round {state.round} - {name}"
         show_roles(state)
 
+    marked: list = [None, set()]  # the phase's abstainers' set, and those of it marked
+
     def stage(state: EpisodeState) -> None:
         show_roles(state)
-        # every abstainer so far this round, set in one call (a Python loop over them
-        # after each of 256 stages grew with the square of the team)
-        overlay.markers.update(dict.fromkeys(state.abstained, "abstained"))
+        # every abstainer so far this round is marked: the new ones since the last
+        # stage, in one call (marking all of them after each of 256 stages grew with
+        # the square of the team). A phase's set only grows, and nothing else writes
+        # markers during a phase (shocks write theirs at the round's start)
+        abstained = state.abstained
+        if abstained is not marked[0]:
+            marked[:] = abstained, set()
+        if len(abstained) != len(marked[1]):
+            new = abstained - marked[1]
+            overlay.markers.update(dict.fromkeys(new, "abstained"))
+            marked[1] |= new
         if env.render_mode == "human":
             env.render()
 

@@ -92,3 +92,106 @@ def test_speaks_for_and_doing_read_what_planners_take_from_a_message():
     # a copy with other content reads its own content, not the original's cached reading
     assert dataclasses.replace(status, content={"doing": "explore:kitchen"}).doing == (
         "explore", "kitchen")
+
+
+def _plain_unseen(messages, seen, skip, structured):
+    """The reader's filter message by message, as planners did it before broadcasts."""
+    out = []
+    for m in messages:
+        if m.kind in skip or (structured and not m.content):
+            continue
+        if m.said_id not in seen:
+            seen.add(m.said_id)
+            out.append(m)
+    return out
+
+
+def _random_message(rng, senders, unhashable=0.0):
+    kind = rng.choice(["claim", "release", "status", "found", "text", "action", "done"])
+    n = rng.randrange(10_000)
+    content = rng.choice([{}, {"object": f"cup_{n}"}, {"doing": f"grab:cup_{n}", "holding": ()},
+                          {"object": f"cup_{n}", "tick": rng.randrange(2)}])
+    if rng.random() < unhashable:
+        content = {"holding": [f"cup_{rng.randrange(2)}"]}  # cannot be hashed
+    return TeamMessage(rng.choice(senders), rng.choice([EVERYONE, ("r1",)]), "said", kind,
+                       round=rng.randrange(3), content=content)
+
+
+@pytest.mark.parametrize("seed", range(60))
+def test_unseen_reads_a_broadcast_cut_as_the_plain_loop_does(seed):
+    """A reader's cut of a broadcast gives what the message-by-message filter gives
+    (same messages, same objects, same order, same said_ids marked seen, the same
+    error for content that cannot be hashed), whatever it heard before: with repeats
+    within a broadcast and across broadcasts (rounds), skipped kinds, broadcasts
+    growing between cuts, readers cutting older broadcasts or others' cuts, and said_ids
+    removed from what a reader heard."""
+    import random
+
+    from orgteams.agents.messages import Broadcast, Heard, Seen, unseen
+
+    rng = random.Random(seed)
+    senders = [f"a{i}" for i in range(rng.randrange(2, 7))]
+    # a third of the broadcasts say something twice or cannot hash a content: read
+    # message by message; the others are read from their keys
+    repeats, unhashable = (0.3, 0.03) if seed % 3 == 0 else (0.0, 0.0)
+    pool = [_random_message(rng, senders, unhashable) for _ in range(30)]
+    readers = {s: (Seen(), set()) for s in senders + ["r1"]}
+    broadcasts = []
+    exact = 0
+    for _ in range(8):  # rounds
+        broadcasts.append(Broadcast())
+        last = [] if rng.random() < 0.3 else list(broadcasts[-2] if len(broadcasts) > 1 else [])
+        for _ in range(3):
+            for _ in range(rng.randrange(0, 10)):
+                said = rng.choice(pool) if rng.random() < repeats else (
+                    rng.choice(last) if last and rng.random() < 0.6  # said again: a repeat
+                    else _random_message(rng, senders, unhashable))
+                broadcasts[-1].append(said)
+            for reader, (seen, mine) in readers.items():
+                # heard before: elsewhere, or some of the broadcasts; or forgotten
+                for m in rng.sample(pool + broadcasts[-1], rng.randrange(0, 4)):
+                    try:
+                        seen.add(m.said_id)
+                        mine.add(m.said_id)
+                    except TypeError:
+                        pass
+                if mine and rng.random() < 0.05:
+                    gone = rng.choice(sorted(mine, key=id))
+                    seen.discard(gone)
+                    mine.discard(gone)
+                broadcast = rng.choice(broadcasts) if rng.random() < 0.2 else broadcasts[-1]
+                start = rng.randrange(0, len(broadcast) + 1) if rng.random() < 0.4 else 0
+                stop = rng.randrange(start, len(broadcast) + 1) if rng.random() < 0.4 \
+                    else len(broadcast)
+                without = reader if rng.random() < 0.9 else rng.choice([None, *senders])
+                places = [i for i, m in enumerate(broadcast) if m.sender == without]
+                cut = Heard.cut(broadcast, start, stop, without, places)
+                plain = [m for m in broadcast[start:stop] if m.sender != without]
+                assert list(cut) == plain
+                skip = rng.choice([(), ("claim", "release"), frozenset(("text", "action"))])
+                structured = rng.random() < 0.5
+                try:
+                    expected = _plain_unseen(plain, mine, skip, structured)
+                except TypeError:
+                    with pytest.raises(TypeError, match="unhashable type"):
+                        unseen(cut, seen, skip, structured)
+                    assert seen == mine
+                    continue
+                got = unseen(cut, seen, skip, structured)
+                exact += broadcast.keys_for(frozenset(skip), structured).exact
+                assert [id(m) for m in got] == [id(m) for m in expected]
+                assert seen == mine
+    assert exact or seed % 3 == 0  # the keys were read, not only the messages
+
+
+def test_a_changed_cut_is_read_as_a_plain_list_and_a_broadcast_only_grows():
+    from orgteams.agents.messages import Broadcast, Heard, unseen
+
+    a = TeamMessage("a1", EVERYONE, "x", "status", content={"doing": "wait"})
+    b = TeamMessage("a2", EVERYONE, "y", "status", content={"doing": "wait"})
+    cut = Heard.cut(Broadcast([a, b]), 0, 2)
+    cut.pop()  # no longer what the broadcast holds there
+    assert cut.source is None and unseen(cut, set()) == [a]
+    with pytest.raises(TypeError, match=re.escape(
+            "a Broadcast is only appended to: its readers' cuts index into it")):
+        Broadcast([a])[0] = b

@@ -118,6 +118,36 @@ def test_remove_shock_idles_the_agent_and_substitute_swaps_the_member():
     assert env.base.overlay.markers["agent_1"] == "idle"
 
 
+def test_abstainers_are_marked_after_every_stage_and_a_removed_agent_stays_idle():
+    # sequential at 12 planners in a studio: one stage per speaker, many abstain; after
+    # each stage the overlay marks exactly every agent that abstained so far (a removed
+    # agent idle)
+    from orgteams.run import build_team
+
+    org = load_organization("sequential")
+    env = HighLevelEnv(layout="studio", task="prepare_afternoon_tea", num_agents=12)
+    runner = TeamRunner(env, org, build_team("planner", 12, org), max_rounds=8,
+                        shocks=[Shock(3, "remove", "agent_5")])
+    ever: set[str] = set()
+    checked = []
+
+    def check(state):
+        ever.update(state.abstained)
+        markers = env.base.overlay.markers
+        assert {a for a, m in markers.items() if m == "abstained"} == ever - {"agent_5"}
+        assert all(markers.get(a) == "abstained" for a in state.abstained)
+        checked.append(len(state.abstained))
+
+    def on_round(r, lines):
+        if r == 0:
+            runner.state.hooks.stage.append(check)
+
+    runner.on_round = on_round
+    runner.run(seed=0)
+    assert env.base.overlay.markers["agent_5"] == "idle"
+    assert len(checked) > 50 and max(checked) >= 3  # stages of rounds 1-7, some abstaining
+
+
 def test_shock_parse_and_errors():
     assert Shock.parse("remove:agent_1@5") == Shock(5, "remove", "agent_1")
     assert Shock.parse("substitute:agent_0=planner@2") == Shock(2, "substitute", "agent_0",

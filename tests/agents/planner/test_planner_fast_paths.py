@@ -1,0 +1,160 @@
+"""The planner's fast paths for big teams decide exactly as the plain code they replace.
+
+At 256 agents a planner's decision read the team's claims and its whole memory several
+times over; the planner now keeps what it derived while its source stands (explored
+rooms per memory version, the layout's indexes) and reads the team's claims once. Each
+test replays real episodes' states, then states shaken at random (claims, room claims,
+statuses and orders of random teammates, the planner itself among them), through both
+the fast path and the plain code as it was (``_plain_*`` below), and compares the
+answers.
+"""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from orgteams.agents.planner.lead import ROOM
+from orgteams.agents.planner.planner import PlannerAgent
+from orgteams.envs.highlevel.highlevel_env import HighLevelEnv
+from orgteams.organizations.rounds.runner import TeamRunner
+from orgteams.organizations.spec.library import load_organization
+from orgteams.run import build_team
+
+
+# ---- the plain code, as it was before the fast paths ----
+def _plain_explored(mem) -> set[str]:
+    return {r for r in mem.rooms if mem.room_explored(r)}
+
+
+def _plain_explore(p: PlannerAgent, env, valid: set[str]) -> str | None:
+    me = p.agent_id
+    mem = env.memory(me)
+    others = {r for a, r in p.room_claims.items() if a != me}
+    others |= {k[len(ROOM):] for k, a in p.assigned.items() if k.startswith(ROOM)}
+    rooms = [r for r in mem.rooms if not mem.room_explored(r) and f"explore:{r}" in valid]
+    free = [r for r in rooms if r not in others] or rooms
+    if not free:
+        return None
+    here = env.world.agent_pos[env.agent_index[me]]
+    order, nav = env.world.scene.layout.rooms, env.nav
+    return "explore:" + min(free, key=lambda r: (
+        nav.distance(here, nav.room_goal(order.index(r))), r))
+
+
+def _plain_dist(env, agent: str, furniture: str) -> int:
+    world = env.world
+    f = next(i for i, x in enumerate(world.scene.layout.furniture) if x.name == furniture)
+    return env.nav.distance(world.agent_pos[env.agent_index[agent]], env.nav.furniture_goal(f))
+
+
+def _plain_deferred_to(p: PlannerAgent, env, valid: set[str], choice: str) -> dict[str, str]:
+    me = p.agent_id
+    others = ({o: c for o, c in p.claims.items() if c[0] != me},
+              {a: r for a, r in p.room_claims.items() if a != me},
+              {a: t for a, t in p.intents.items() if a != me})
+    if not any(others):
+        return {}
+    kept = (p.claims, p.room_claims, p.intents)
+    p.claims = {o: c for o, c in p.claims.items() if c[0] == me}
+    p.room_claims = {a: r for a, r in p.room_claims.items() if a == me}
+    p.intents = {}
+    try:
+        free = p._own_choice(env, valid)
+    finally:
+        p.claims, p.room_claims, p.intents = kept
+    if free == choice:
+        return {}
+    kind, _, target = free.partition(":")
+    if kind == "grab":
+        who = others[0].get(target, (None,))[0] or next(
+            (a for a, t in others[2].items() if t == target), None)
+    elif kind == "explore":
+        who = next((a for a, r in others[1].items() if r == target), None)
+    else:
+        who = None
+    return {who: "claim"} if who is not None else {}
+
+
+# ---- the states compared ----
+def _shake(p: PlannerAgent, env, rng: random.Random) -> None:
+    """Random claims, room claims, statuses and (a leader's) orders of random teammates,
+    the planner itself among them, on objects and rooms it knows."""
+    mem = env.memory(p.agent_id)
+    agents = list(env.agents)
+    objects = list(mem.objects) or list(env.world.scene.objects)
+    rooms = list(mem.rooms)
+    for _ in range(rng.randint(0, 12)):
+        p.claims[rng.choice(objects)] = (rng.choice(agents), rng.randint(0, 30))
+    for _ in range(rng.randint(0, 12)):
+        p.room_claims[rng.choice(agents)] = rng.choice(rooms)
+    for _ in range(rng.randint(0, 6)):
+        p.intents[rng.choice(agents)] = rng.choice(objects)
+    for _ in range(rng.randint(0, 6)):
+        key = rng.choice([rng.choice(objects), ROOM + rng.choice(rooms)])
+        p.assigned[key] = rng.choice(agents)
+    if rng.random() < 0.5:
+        p.room_claims[p.agent_id] = rng.choice(rooms)
+
+
+def _check(p: PlannerAgent, env, rng: random.Random) -> int:
+    """Compare every fast path with its plain code on ``p``'s state now; returns how
+    many decisions were compared."""
+    me = p.agent_id
+    mem = env.memory(me)
+    assert set(p._explored_rooms(mem)) == _plain_explored(mem)
+    for f in list(mem.furniture)[:5]:
+        assert p._dist(env, me, f) == _plain_dist(env, me, f)
+    valid = {a.id for a in env.available_actions(me)}
+    assert p._explore(env, valid) == _plain_explore(p, env, valid)
+    choice = p._own_choice(env, valid)
+    assert p._deferred_to(env, valid, choice) == _plain_deferred_to(p, env, valid, choice)
+    return 1
+
+
+@pytest.mark.parametrize("org_name", ["leader", "shared", "sequential"])
+def test_fast_paths_decide_as_the_plain_code_in_episodes_and_shaken_states(org_name):
+    org = load_organization(org_name)
+    env = HighLevelEnv(layout="generated:32:0", task="prepare_afternoon_tea", num_agents=24)
+    rng = random.Random(f"fast-paths-{org_name}")
+    compared = []
+
+    def on_round(r, lines):
+        view = runner.state.view
+        for member in runner.state.members.values():
+            p = member.planner
+            if rng.random() < 0.25:  # the real state, then (on a copy) shaken ones
+                compared.append(_check(p, view, rng))
+                saved = (dict(p.claims), dict(p.room_claims), dict(p.intents), dict(p.assigned))
+                for _ in range(3):
+                    _shake(p, view, rng)
+                    compared.append(_check(p, view, rng))
+                p.claims, p.room_claims, p.intents, p.assigned = saved
+
+    runner = TeamRunner(env, org, build_team("planner", 24, org), max_rounds=12,
+                        on_round=on_round)
+    result = runner.run(seed=0)
+    assert result.summary.rounds == 12
+    assert len(compared) > 100  # states of every kind were compared, not a handful
+
+
+def test_cached_explored_rooms_follow_the_memory_as_it_changes():
+    """A memory that learns (a room seen, a container opened, a note heard) bumps its
+    version: the cached rooms are derived again, never read stale."""
+    env = HighLevelEnv(layout="generated:32:0", task="prepare_afternoon_tea", num_agents=4)
+    env.reset(seed=1)
+    p = PlannerAgent("agent_0")
+    mem = env.memory("agent_0")
+    before = p._explored_rooms(mem)
+    assert set(before) == _plain_explored(mem)
+    assert p._explored_rooms(mem) is before  # nothing changed: the same answer, kept
+    rng = random.Random(0)
+    for _ in range(40):
+        env.step({a: rng.choice([x.id for x in env.available_actions(a)])
+                  for a in env.agents if env.needs_decision(a)})
+        assert set(p._explored_rooms(mem)) == _plain_explored(mem)
+    other = HighLevelEnv(layout="generated:32:0", task="prepare_afternoon_tea", num_agents=4)
+    other.reset(seed=2)  # another memory at the same version: derived for it
+    assert set(p._explored_rooms(other.memory("agent_0"))) == \
+        _plain_explored(other.memory("agent_0"))
