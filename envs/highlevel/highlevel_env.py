@@ -286,7 +286,11 @@ class HighLevelEnv(ParallelEnv):
                     r = self._runners[a]
                     if r.status == "running":
                         r.advance()
-                        self.crowd.advanced(a)
+                        if r.status != "running":
+                            # the crowd's view reads a runner's status (and its action and
+                            # idleness, which a step leaves as they were): one still
+                            # running reads as before, so 256 walkers tell it nothing
+                            self.crowd.advanced(a)
             finally:
                 self.crowd.plans_end()
             if not self.base.agents or not live:
