@@ -272,7 +272,8 @@ class HighLevelEnv(ParallelEnv):
             total_reward += next(iter(rew.values()), 0.0)
             world = self.base.world
             for a, info in infos.items():
-                events[a].extend(dict(e, tick=world.tick) for e in info["events"])
+                if info["events"]:  # most of 256 agents have none this tick
+                    events[a].extend(dict(e, tick=world.tick) for e in info["events"])
             if self.on_tick is not None:
                 self.on_tick(before, joint, world, infos)
             if on_tick is not None:
