@@ -82,7 +82,7 @@ from orgteams.envs.highlevel.plans import PLAN_TICK_LIMIT, PLANS, STUCK_LIMIT, P
 from orgteams.envs.highlevel.slots import OptionSlots, slot_features
 from orgteams.envs.highlevel.space import PRIMITIVE, ActionId, AvailableActions
 from orgteams.envs.household import TEXT_SPACE_LENGTH, HouseholdEnv
-from orgteams.envs.observe.memory import AgentMemory
+from orgteams.envs.observe.memory import AgentMemory, Sight, Views, update_all
 from orgteams.envs.render.overlay import Overlay
 from orgteams.errors import did_you_mean
 
@@ -157,6 +157,7 @@ class HighLevelEnv(ParallelEnv):
             self._act_spaces = {a: AvailableActions(self, a) for a in self.possible_agents}
         self.nav: Navigator | None = None  # the layout's shortest paths, from reset() on
         self._memories: dict[str, AgentMemory] = {}
+        self._views: Views | None = None  # the scene's views, as the memories read them
         self._runners: dict[str, Runner] = {}
         # agent -> [its memory, memory version, scene, running, actions, by id]: a round
         # asks for an agent's actions several times (members, the loop, step's check)
@@ -206,8 +207,9 @@ class HighLevelEnv(ParallelEnv):
         index = {a: i for i, a in enumerate(self.possible_agents)}  # one for the team
         self._memories = {a: AgentMemory(world.scene, i, self.possible_agents, index)
                           for i, a in enumerate(self.possible_agents)}
-        for mem in self._memories.values():
-            mem.update(world)
+        # one Views an episode, one Sight a tick, for all the team's memories (memory.py)
+        self._views = Views(world.scene, self.possible_agents)
+        update_all(self._memories.values(), world, Sight(world, self._views))
         self._runners = {a: Runner() for a in self.possible_agents}
         self._available.clear()
         self.crowd.reset()
@@ -278,9 +280,7 @@ class HighLevelEnv(ParallelEnv):
                 self.on_tick(before, joint, world, infos)
             if on_tick is not None:
                 on_tick(before, joint, world, infos)
-            holders = [a for a, h in enumerate(world.hands) if h]
-            for mem in self._memories.values():
-                mem.update(world, holders)
+            update_all(self._memories.values(), world, Sight(world, self._views))
             self.crowd.plans_start()
             try:
                 for a in live:

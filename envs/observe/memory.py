@@ -14,6 +14,7 @@ until the agent looks at the table again (or hears otherwise).
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from orgteams.envs.core.state import HouseholdState, Scene
@@ -38,7 +39,7 @@ class FurnitureBelief:
                 "last_seen": self.last_seen}
 
 
-@dataclass
+@dataclass(frozen=True)
 class ObjectBelief:
     """Where an object was last seen (or heard to be)."""
 
@@ -50,6 +51,191 @@ class ObjectBelief:
     def to_dict(self) -> dict:
         return {"location": self.location, "kind": self.kind, "tick": self.tick,
                 "source": self.source}
+
+
+class Views:
+    """A scene's views as the memories read them, worked out once per episode: each
+    view's room names and furniture, and from which views an agent at a cell is seen
+    (the env's visibility rule: an agent in a view's rooms, or in the view's doorway)."""
+
+    def __init__(self, scene: Scene, agent_names: list[str]):
+        lay = scene.layout
+        self.scene, self.agent_names = scene, agent_names
+        count = len(lay.rooms) + len(lay.doors)
+        self.rooms = [scene.view_rooms(v) for v in range(count)]
+        self.room_names = [tuple(lay.rooms[r] for r in rooms) for rooms in self.rooms]
+        self.furniture = [tuple(f for r in rooms for f in scene.furniture_in_room[r])
+                          for rooms in self.rooms]
+        with_room: list[list[int]] = [[] for _ in lay.rooms]
+        for v, rooms in enumerate(self.rooms):
+            for r in rooms:
+                with_room[r].append(v)
+        self._with_room = with_room
+        self._seen_from: dict[int, tuple[int, ...]] = {}
+
+    def seen_from(self, cell: int) -> tuple[int, ...]:
+        """The views from which an agent standing at ``cell`` is seen."""
+        views = self._seen_from.get(cell)
+        if views is None:
+            room = self.scene.room_of_cell_list[cell]
+            views = set(self._with_room[room]) if room >= 0 else set()
+            views.add(self.scene.view_of_cell[cell])
+            views = self._seen_from[cell] = tuple(sorted(views))
+        return views
+
+    def shows(self, view: int, cell: int) -> bool:
+        """Whether an agent standing at ``cell`` is seen from ``view``."""
+        return view in self.seen_from(cell)
+
+
+class Sight:
+    """What each view shows in one ``state``, worked out once for all the memories
+    updated on it: a 256-agent team's memories stand in a few dozen views, and each
+    would otherwise name the same furniture's contents and the same holders' objects.
+
+    It only reads ``state`` (the memories record what it lists as the plain rule would
+    per memory: tests/envs/observe/test_memory.py compares them on random states), and
+    the :class:`ObjectBelief` it hands every memory that sees an object at one place
+    is one frozen value, so sharing it shares no state.
+    """
+
+    def __init__(self, state: HouseholdState, views: Views):
+        self.state, self.views = state, views
+        self.holders = [a for a, h in enumerate(state.hands) if h]  # index order
+        # view -> the holders seen from it, in index order: a few holders, each seen
+        # from a few views, rather than every view asking after every holder
+        in_view: dict[int, list[int]] = {}
+        pos = state.agent_pos
+        for a in self.holders:
+            for v in views.seen_from(pos[a]):
+                in_view.setdefault(v, []).append(a)
+        self.in_view = in_view
+        self._furniture: dict[int, tuple] = {}
+        # view -> its furniture as seen now (furniture()), made when a memory there
+        # first asks
+        self.seen_in: dict[int, list[tuple]] = {}
+        self._holding: dict[int, tuple[str, set[str], ObjectBelief]] = {}
+
+    def furniture(self, f: int) -> tuple:
+        """``(f, name, open, contents, their set, the belief each is seen with)`` of
+        furniture ``f``; contents (and the rest) None where it is closed."""
+        seen = self._furniture.get(f)
+        if seen is None:
+            state = self.state
+            name = state.scene.layout.furniture[f].name
+            if state.container_open[f]:
+                inside = state.contents[f]
+                names = state.scene.objects
+                contents = tuple(names[o] for o in inside) if inside else ()
+                seen = (f, name, True, contents, set(contents),
+                        ObjectBelief(name, "furniture", state.tick, "seen"))
+            else:
+                seen = (f, name, False, None, None, None)
+            self._furniture[f] = seen
+        return seen
+
+    def holding(self, agent: int) -> tuple[str, set[str], ObjectBelief]:
+        """``agent``'s name, the names of the objects it holds, and the belief each is
+        seen with."""
+        held = self._holding.get(agent)
+        if held is None:
+            state = self.state
+            names = state.scene.objects
+            name = self.views.agent_names[agent]
+            held = self._holding[agent] = (
+                name, {names[o] for o in state.hands[agent]},
+                ObjectBelief(name, "agent", state.tick, "seen"))
+        return held
+
+    def new_belief(self, f: int) -> FurnitureBelief:
+        """A fresh belief on furniture ``f``, first seen now (each memory owns its own)."""
+        scene, state = self.state.scene, self.state
+        spec = scene.layout.furniture[f]
+        return FurnitureBelief(spec.name, spec.type, scene.layout.rooms[spec.room],
+                               scene.is_container[f], state.container_open[f], None,
+                               state.tick)
+
+
+def update_all(memories: Iterable[AgentMemory], state: HouseholdState, sight: Sight) -> None:
+    """Record in each of ``memories`` what its agent observes in ``state`` (the env's
+    visibility rule), in their order; ``sight``: a :class:`Sight` of ``state``.
+
+    One loop over a team's memories rather than a call per memory: 256 memories a
+    tick, each seeing a few pieces of furniture, so what is the same for all (the
+    state's lists, the scene's tables, each view's furniture) is looked up once.
+    """
+    scene = state.scene
+    views = sight.views
+    view_of, room_of, room_names = scene.view_of_cell, scene.room_of_cell_list, scene.layout.rooms
+    names = scene.objects
+    pos, hands_of = state.agent_pos, state.hands
+    tick = state.tick
+    in_view = sight.in_view
+    seen_in = sight.seen_in
+    for mem in memories:
+        mem.version += 1
+        mem.tick = tick
+        me = mem.agent
+        cell = pos[me]
+        view = view_of[cell]
+        room = room_of[cell]
+        mem.room = room_names[room] if room >= 0 else ""
+        hands = hands_of[me]
+        objects = mem.objects
+        if hands:  # most hold nothing
+            mem.held = tuple(names[o] for o in hands)
+            for o in mem.held:
+                mem._see(o, mem.name, "agent")
+        else:
+            mem.held = ()
+        # Only agents in view that hold something, or that it believes hold something,
+        # change what it knows (an empty-handed agent nothing is believed on is
+        # forgotten at and seen with nothing): those, in index order, not all 256 of a
+        # crowd 256 times a tick. Beliefs on agents not yet looked at only go (another
+        # agent is seen holding the object), so the candidates are taken once, here.
+        believed = None
+        if objects:
+            for b in objects.values():
+                if b.kind == "agent":
+                    if believed is None:
+                        believed = set()
+                    believed.add(b.location)
+        if believed is None:  # the usual case: the holders in view
+            for a in in_view.get(view, ()):
+                if a != me:
+                    name, keep, belief = sight.holding(a)
+                    mem._forget_at(name, keep=keep)
+                    for o in keep:
+                        objects[o] = belief
+        else:
+            index = mem._agent_index()
+            for a in sorted(set(sight.holders).union(index[n] for n in believed)):
+                if a != me and views.shows(view, pos[a]):
+                    name, keep, belief = sight.holding(a)
+                    mem._forget_at(name, keep=keep)
+                    for o in keep:
+                        objects[o] = belief
+        rooms_seen = mem.rooms_seen
+        for r in views.room_names[view]:
+            rooms_seen[r] = tick
+        furniture = mem.furniture
+        seen = seen_in.get(view)
+        if seen is None:
+            seen = seen_in[view] = [sight.furniture(f) for f in views.furniture[view]]
+        for f, name, is_open, contents, keep, belief in seen:
+            fb = furniture.get(name)
+            if fb is None:
+                fb = furniture[name] = sight.new_belief(f)
+            fb.open, fb.last_seen = is_open, tick
+            if is_open:
+                if fb.contents != contents:
+                    # Seen with the contents it was believed to hold, nothing is believed
+                    # there besides them (what is heard or seen there joins the contents,
+                    # what leaves is dropped from them): nothing to forget (256 agents a tick).
+                    fb.contents = contents
+                    mem._forget_at(name, keep=keep)
+                for o in contents:
+                    objects[o] = belief
 
 
 class AgentMemory:
@@ -74,83 +260,25 @@ class AgentMemory:
         self._furniture_type = {f.name: f.type for f in lay.furniture}
         self.version = 0  # counts updates and notes: what was derived from it is stale
         self._index = agent_index  # agent name -> index
+        self._views: Views | None = None  # made when first updated alone
 
     # ---- updates ----
-    def update(self, state: HouseholdState, holders: list[int] | None = None) -> None:
+    def update(self, state: HouseholdState, sight: Sight | None = None) -> None:
         """Record what the agent observes in ``state`` (the env's visibility rule).
 
-        ``holders``: the indices of the agents holding something in ``state``, in
-        order, where the caller updates many memories on one state (else found here).
+        ``sight``: a :class:`Sight` of ``state``, where the caller updates many memories
+        on one state (see :func:`update_all`; else made here for this one).
         """
-        self.version += 1
-        scene = self.scene
-        lay = scene.layout
-        names = scene.objects
-        self.tick = state.tick
-        cell = state.agent_pos[self.agent]
-        view = scene.view_of_cell[cell]
-        visible = scene.view_rooms(view)
-        room = scene.room_of_cell_list[cell]  # an int of a list: 256 memories a tick
-        self.room = lay.rooms[room] if room >= 0 else ""
-        hands = state.hands[self.agent]
-        self.held = tuple(names[o] for o in hands) if hands else ()  # most hold nothing
-        for o in self.held:
-            self._see(o, self.name, "agent")
-        # Only agents in view that hold something, or that it believes hold something,
-        # change what it knows (an empty-handed agent nothing is believed on is
-        # forgotten at and seen with nothing): those, in index order, not all 256 of a
-        # crowd 256 times a tick. Beliefs on agents not yet looked at only go (another
-        # agent is seen holding the object), so the candidates are taken once, here.
-        if holders is None:
-            holders = [a for a, h in enumerate(state.hands) if h]
-        look = set(holders)
-        index = None
-        for b in self.objects.values():
-            if b.kind == "agent":
-                if index is None:
-                    index = self._agent_index()
-                look.add(index[b.location])
-        look.discard(self.agent)
-        room_of, view_of = scene.room_of_cell_list, scene.view_of_cell  # ints: 256 agents
-        pos = state.agent_pos
-        for a in sorted(look):
-            c = pos[a]
-            if room_of[c] in visible or view_of[c] == view:
-                held = {names[o] for o in state.hands[a]}
-                self._forget_at(self.agent_names[a], keep=held)
-                for o in held:
-                    self._see(o, self.agent_names[a], "agent")
-        for r in visible:
-            self.rooms_seen[lay.rooms[r]] = state.tick
-            for f in scene.furniture_in_room[r]:
-                self._see_furniture(state, f)
+        if sight is None:
+            if self._views is None:
+                self._views = Views(self.scene, self.agent_names)
+            sight = Sight(state, self._views)
+        update_all((self,), state, sight)
 
     def _agent_index(self) -> dict[str, int]:
         if self._index is None:  # built when first needed (a crowd has 256 memories)
             self._index = {n: i for i, n in enumerate(self.agent_names)}
         return self._index
-
-    def _see_furniture(self, state: HouseholdState, f: int) -> None:
-        scene = self.scene
-        spec = scene.layout.furniture[f]
-        is_open = state.container_open[f]
-        belief = self.furniture.get(spec.name)
-        if belief is None:
-            belief = self.furniture[spec.name] = FurnitureBelief(
-                spec.name, spec.type, scene.layout.rooms[spec.room], scene.is_container[f],
-                is_open, None, state.tick)
-        belief.open, belief.last_seen = is_open, state.tick
-        if is_open:
-            inside = state.contents[f]
-            contents = tuple(scene.objects[o] for o in inside) if inside else ()
-            if belief.contents != contents:
-                # Seen with the contents it was believed to hold, nothing is believed
-                # there besides them (what is heard or seen there joins the contents, what
-                # leaves is dropped from them): nothing to forget (256 agents a tick).
-                belief.contents = contents
-                self._forget_at(spec.name, keep=set(contents))
-            for o in contents:
-                self._see(o, spec.name, "furniture")
 
     def _see(self, obj: str, location: str, kind: str) -> None:
         self.objects[obj] = ObjectBelief(location, kind, self.tick, "seen")
@@ -236,4 +364,4 @@ class AgentMemory:
                 "objects": {k: v.to_dict() for k, v in self.objects.items()}}
 
 
-__all__ = ["AgentMemory", "FurnitureBelief", "ObjectBelief"]
+__all__ = ["AgentMemory", "FurnitureBelief", "ObjectBelief", "Sight", "Views", "update_all"]
