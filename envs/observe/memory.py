@@ -10,6 +10,10 @@ in view. A closed container keeps its last observed contents as a belief.
 
 Beliefs can be stale: an object seen on the kitchen table stays believed there
 until the agent looks at the table again (or hears otherwise).
+
+A team's memories are updated together by :func:`update_all` on one :class:`Sight`
+of the tick's state: what each view shows is worked out once for all of them
+(a 256-agent team stands in a few dozen views).
 """
 
 from __future__ import annotations
