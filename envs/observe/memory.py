@@ -204,21 +204,21 @@ def update_all(memories: Iterable[AgentMemory], state: HouseholdState, sight: Si
                     if believed is None:
                         believed = set()
                     believed.add(b.location)
-        if believed is None:  # the usual case: the holders in view
-            for a in in_view.get(view, ()):
-                if a != me:
-                    name, keep, belief = sight.holding(a)
-                    mem._forget_at(name, keep=keep)
-                    for o in keep:
-                        objects[o] = belief
-        else:
+        look = in_view.get(view, ())  # the holders in view, in index order
+        if believed is not None:
+            # and those believed to hold something that now hold nothing, where in view
+            # (a believed holder still holding is among the holders in view, or out of it)
             index = mem._agent_index()
-            for a in sorted(set(sight.holders).union(index[n] for n in believed)):
-                if a != me and views.shows(view, pos[a]):
-                    name, keep, belief = sight.holding(a)
-                    mem._forget_at(name, keep=keep)
-                    for o in keep:
-                        objects[o] = belief
+            gone = [a for a in map(index.__getitem__, believed)
+                    if not hands_of[a] and views.shows(view, pos[a])]
+            if gone:
+                look = sorted([*look, *gone])
+        for a in look:
+            if a != me:
+                name, keep, belief = sight.holding(a)
+                mem._forget_at(name, keep=keep)
+                for o in keep:
+                    objects[o] = belief
         rooms_seen = mem.rooms_seen
         for r in views.room_names[view]:
             rooms_seen[r] = tick
