@@ -51,6 +51,7 @@ def _index(agent: str) -> int:
     return int(agent.rpartition("_")[2])
 
 
+_wanted: tuple = (None, (), frozenset())  # (goal, progress, classes it still wants)
 _CLASSES: dict[str, str] = {}
 """Object name -> its class (the name less its ``_n``), kept for the first
 :data:`_CLASSES_KEPT` names met (a scene has a few hundred objects)."""
@@ -362,9 +363,16 @@ class PlannerAgent:
         world = env.world
         return world.scene.goal, world.progress
 
-    def _wanted_classes(self, env: MemberView) -> set[str]:
+    def _wanted_classes(self, env: MemberView) -> frozenset[str]:
         goal, progress = self._goal(env)
-        return {p.cls for p, have in zip(goal, progress) if have < p.count}
+        global _wanted
+        known = _wanted  # one read: episodes in other threads replace it
+        if known[0] is not goal or known[1] != progress:
+            # every planner of a team asks it each round of the same goal and progress:
+            # derived once for all of them (the goal is an immutable tuple)
+            known = _wanted = (goal, tuple(progress), frozenset(
+                p.cls for p, have in zip(goal, progress) if have < p.count))
+        return known[2]
 
     def _target_of(self, env: MemberView, obj: str) -> str:
         cls = obj.rpartition("_")[0]

@@ -2,11 +2,11 @@
 
 At 256 agents a planner's decision read the team's claims and its whole memory several
 times over; the planner now keeps what it derived while its source stands (explored
-rooms per memory version, the layout's indexes, object classes) and reads the team's
-claims once. Each test replays real episodes' states, then states shaken at random
-(claims, room claims, statuses and orders of random teammates, the planner itself
-among them), through both the fast path and the plain code as it was (``_plain_*``
-below), and compares the answers.
+rooms per memory version, the layout's indexes, object classes, the classes the goal
+still wants) and reads the team's claims once. Each test replays real episodes' states,
+then states shaken at random (claims, room claims, statuses and orders of random
+teammates, the planner itself among them), through both the fast path and the plain
+code as it was (``_plain_*`` below), and compares the answers.
 """
 
 from __future__ import annotations
@@ -130,6 +130,8 @@ def _check(p: PlannerAgent, env, rng: random.Random) -> int:
     for f in list(mem.furniture)[:5]:
         assert p._dist(env, me, f) == _plain_dist(env, me, f)
     assert p._remaining(env) == _plain_remaining(p, env)
+    goal, progress = p._goal(env)
+    assert p._wanted_classes(env) == {g.cls for g, have in zip(goal, progress) if have < g.count}
     valid = {a.id for a in env.available_actions(me)}
     assert p._explore(env, valid) == _plain_explore(p, env, valid)
     choice = p._own_choice(env, valid)
@@ -183,3 +185,31 @@ def test_cached_explored_rooms_follow_the_memory_as_it_changes():
     other.reset(seed=2)  # another memory at the same version: derived for it
     assert set(p._explored_rooms(other.memory("agent_0"))) == \
         _plain_explored(other.memory("agent_0"))
+
+
+def _studio_progress_checked(seed: int) -> set[tuple[int, ...]]:
+    """Plays the studio with 4 planners to the end, checking every planner's wanted
+    classes against the plain set each round; returns the progress values seen."""
+    org = load_organization("shared")
+    env = HighLevelEnv(layout="studio", task="prepare_afternoon_tea", num_agents=4)
+    seen = set()
+
+    def on_round(r, lines):
+        view = runner.state.view
+        goal, progress = view.world.scene.goal, view.world.progress
+        plain = {g.cls for g, have in zip(goal, progress) if have < g.count}
+        for member in runner.state.members.values():
+            assert member.planner._wanted_classes(view) == plain
+        seen.add(tuple(progress))
+
+    runner = TeamRunner(env, org, build_team("planner", 4, org), max_rounds=60,
+                        on_round=on_round)
+    assert runner.run(seed=seed).summary.success
+    return seen
+
+
+def test_the_wanted_classes_follow_the_progress_and_the_goal():
+    """Kept once for a team's goal and progress: derived again as objects are placed
+    (the studio's planners finish the task) and in another episode (another goal)."""
+    assert len(_studio_progress_checked(0)) > 2  # the progress changed as it went
+    assert len(_studio_progress_checked(1)) > 2
