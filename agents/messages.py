@@ -299,7 +299,7 @@ class _Keys:
         """The indexes in ``[first, last)`` of this broadcast's keys that are not keys
         ``[low, high)`` of ``earlier`` (whose keys are ``before``), ascending; keys
         said after a comparison was made count as not covered (a superset: a reader
-        looks them up). None: none of them is a key of ``earlier``, all are uncovered."""
+        looks them up). None: all of them, or most (then all are looked up)."""
         if before is self:
             return [*range(first, min(last, low)), *range(max(first, high), last)]
         cached = self.since.get(id(earlier))
@@ -317,6 +317,8 @@ class _Keys:
         if not common:
             return None
         lo, hi = bisect_left(where, low, 0, common), bisect_left(where, high, 0, common)
+        if 2 * (hi - lo) < min(last, compared) - first:
+            return None  # most are uncovered: looking all up beats sorting the rest
         out = sorted(order[:lo] + order[hi:]) if lo or hi < compared else []
         out = out[bisect_left(out, first):bisect_left(out, last)]
         if last > compared:
@@ -410,9 +412,9 @@ def unseen(messages: list[TeamMessage], seen: set, skip: Collection[str] = (),
     A :class:`Heard` cut is answered from its broadcast's keys, computed once for all
     readers (when it says each once, ``exact``): its keys not in ``seen``, less those
     ``without`` said, are the first of each, in order. With ``seen`` a :class:`Seen`
-    whose latest cut (same filter, same ``without``) covers some of them, only the
-    others are looked up: every key of that cut but its reader's own is in ``seen``
-    already. Any other list is read message by message.
+    whose latest cut (same filter) covers some of them, only the others are looked up:
+    every key of that cut but those its ``without`` said is in ``seen`` already. Any
+    other list is read message by message.
     """
     if type(messages) is Heard and messages.source is not None:
         source, filter_ = messages.source, (frozenset(skip), structured)
@@ -423,8 +425,12 @@ def unseen(messages: list[TeamMessage], seen: set, skip: Collection[str] = (),
             last = len(places) if stop >= keys.done else bisect_left(places, stop, first)
             cuts = seen.cuts if type(seen) is Seen else None
             latest = cuts.get(filter_) if cuts else None
-            index = keys.uncovered(first, last, *latest[:4]) \
-                if latest is not None and latest[4] == without else None
+            index = None if latest is None else keys.uncovered(first, last, *latest[:4])
+            if index is not None and latest[4] is not None and latest[4] != without:
+                # that cut left out its reader's own, this one does not: look them up
+                index = sorted({*index, *(i for i in map(keys.index.__getitem__,
+                                                         keys.own.get(latest[4], ()))
+                                          if first <= i < last)})
             if index is not None:
                 cut = list(map(keys.keys.__getitem__, index))
             else:

@@ -101,11 +101,14 @@ class PlannerAgent:
     def receive(self, messages: list[TeamMessage]) -> None:
         """Take in teammates' messages (applied to the env memory at the next call)."""
         me = self.agent_id
-        intents, claims = self.intents, self.claims  # a 256-agent team: hundreds a round
+        # a 256-agent team hands each planner hundreds a round: what the loop reads of
+        # itself is read once (nothing in it changes its rules, nor which dicts it uses)
+        intents, claims, room_claims = self.intents, self.claims, self.room_claims
+        found_by, heard, rules = self.found_by, self._heard, self.rules
+        relays = rules.assigns and rules.peers  # a leader relaying its reports' reports
         for m in messages:
             if m.sender == me or (m.receivers != EVERYONE and me not in m.receivers):
                 continue  # its own, or not addressed to it
-            c = m.content
             kind = m.kind
             if kind == "status":  # most of what a big team hears: first, and done
                 doing, target = m.doing
@@ -114,6 +117,7 @@ class PlannerAgent:
                 else:
                     intents.pop(m.sender, None)
                 continue
+            c = m.content
             by = m.speaks_for  # a peer leader's relay, else the sender
             if kind == "claim" and "object" in c:  # the next most (claims seen, shared)
                 tick = int(c.get("tick", 0))
@@ -122,41 +126,40 @@ class PlannerAgent:
                 if mine is None or mine[0] != me or (tick, _index(by)) < (mine[1], _index(me)):
                     claims[obj] = (by, tick)
                 continue
-            if m.kind == "claim" and "room" in c:
-                self.room_claims[by] = c["room"]
-            elif m.kind == "release":
-                if "object" in c and self.claims.get(c["object"], ("",))[0] == m.sender:
-                    del self.claims[c["object"]]
+            if kind == "found":  # the next most: every goal object seen is reported
+                found_by[by] += 1
+            elif kind == "claim" and "room" in c:
+                room_claims[by] = c["room"]
+            elif kind == "release":
+                if "object" in c and claims.get(c["object"], ("",))[0] == m.sender:
+                    del claims[c["object"]]
                     self.assigned.pop(c["object"], None)
-                if "room" in c and self.room_claims.get(m.sender) == c["room"]:
-                    del self.room_claims[m.sender]
-            elif m.kind == "done" and "room" in c:
+                if "room" in c and room_claims.get(m.sender) == c["room"]:
+                    del room_claims[m.sender]
+            elif kind == "done" and "room" in c:
                 self.explored.add(c["room"])
-            elif m.kind == "done":
-                self.claims.pop(c["object"], None)
+            elif kind == "done":
+                claims.pop(c["object"], None)
                 self.assigned.pop(c["object"], None)
                 if c["object"] not in self._placed:
                     self.placed_by[by] += 1
                 self._placed.add(c["object"])
-            elif m.kind == "found":
-                self.found_by[by] += 1
-            elif m.kind == "assign" and c.get("agent") == self.agent_id and (
-                    self.rules.boss is None or m.sender == self.rules.boss):
+            elif kind == "assign" and c.get("agent") == me and (
+                    rules.boss is None or m.sender == rules.boss):
                 # only its own leader's orders: an order from another tier or the other
                 # half's leader is not one it takes (orders never skip or cross tiers)
                 self.assignment, self.assigner = dict(c), m.sender
-            elif m.kind == "correct" and "action" in c:
+            elif kind == "correct" and "action" in c:
                 target = c["action"].partition(":")[2]
                 key = f"room:{target}" if c["action"].startswith("explore:") else target
                 if self.assigned.get(key) == m.sender:
                     del self.assigned[key]  # the member told why it will not do it
-            if m.kind in ("found", "done") and m.sender in self.rules.reports \
-                    and self.rules.assigns and self.rules.peers:
+            if relays and kind in ("found", "done") and m.sender in rules.reports:
                 # what its reports tell it, the other leaders hear from it: leaders
                 # coordinate by messages (never orders), each knowing what both halves found
-                self._say(m.kind, self.rules.peers, **{**c, "by": m.sender})
-            if m.kind in ("found", "assign", "done"):  # what _apply_heard notes
-                self._heard.append(m)
+                self._say(kind, rules.peers, **{**c, "by": m.sender})
+            if kind in ("found", "assign", "done"):  # what _apply_heard notes
+                heard.append(m)
 
     def _apply_heard(self, env: MemberView) -> None:
         mem = env.memory(self.agent_id)

@@ -33,6 +33,7 @@ INF = 1 << 30
 STUCK_SHUFFLE = 3  # blocked ticks before an agent steps aside to break a deadlock
 DETOUR_SLACK = 8  # extra cells a detour may cost to be taken without waiting first
 MAX_CACHED_MAPS = 512  # distance maps kept per layout (targets are rooms and furniture)
+AMONG_CELL_BY_CELL = 48  # obstacles among a walker's goals asked about one by one, up to
 WAIT = 0
 
 
@@ -74,7 +75,7 @@ class Navigator:
             and sum(self.is_floor[n] for _, n in self.neighbours[c]) >= 3)
         self._maps: OrderedDict[frozenset[int], list[int]] = OrderedDict()
         self._lazy: OrderedDict[frozenset[int], LazyMap] = OrderedDict()
-        self._nearest: OrderedDict[frozenset[int], list] = OrderedDict()
+        self._nearest: OrderedDict[frozenset[int], NearestGoals] = OrderedDict()
         self.bfs_calls = 0  # distance maps computed (cache misses), for benchmarks
         self._at: tuple[HouseholdState, dict[int, int] | None] | None = None  # obstacles
         self._unreached = [INF] * (h * w)  # a fresh distance map, copied
@@ -93,29 +94,14 @@ class Navigator:
             self._maps.popitem(last=False)
         return dist
 
-    def nearest_goals(self, goals: frozenset[int]) -> list[frozenset[int] | None]:
-        """Per cell, the goal cells nearest to it (at its :meth:`distance_map` distance;
-        None where no goal can be reached), kept in an LRU dict like the maps.
-
-        They are the goals at the ends of the ways down the map from the cell (each step
-        one cell closer): a walker whose nearest goals are not all taken by agents is as
-        far from the free goals as from all of them (:class:`FewerGoals`)."""
+    def nearest_goals(self, goals: frozenset[int]) -> NearestGoals:
+        """Per cell, the goal cells nearest to it (:class:`NearestGoals`), kept in an LRU
+        dict like the maps."""
         near = self._nearest.get(goals)
         if near is not None:
             self._nearest.move_to_end(goals)
             return near
-        dist = self.distance_map(goals)
-        near = [None] * len(dist)
-        adjacent = self._adjacent
-        for d, c in sorted((d, c) for c, d in enumerate(dist) if d < INF):
-            if d == 0:
-                near[c] = frozenset((c,))
-                continue
-            down = [near[n] for n in adjacent[c] if dist[n] == d - 1]
-            union = down[0].union(*down[1:]) if len(down) > 1 else down[0]
-            # one frozenset object per distinct set: most cells share a neighbour's
-            near[c] = next((x for x in down if x == union), union)
-        self._nearest[goals] = near
+        near = self._nearest[goals] = NearestGoals(self, goals)
         if len(self._nearest) > MAX_CACHED_MAPS:
             self._nearest.popitem(last=False)
         return near
@@ -328,8 +314,12 @@ class _Obstacles:
     def among(self, cells: frozenset[int]) -> set[int]:
         """The obstacles' cells among ``cells`` (a walker's goals)."""
         taken = cells & self._at.keys()
-        if len(taken) > 8 or self._yielding is None:  # a crowded room, the roomy
-            return taken & self.keys()  # cells: one set operation
+        # Cell by cell unless there are many (the roomy cells of a crowd) or all the
+        # obstacles' cells are known already: finding those asks about every teammate
+        # (256 in a crowd), a few dozen asks cost less.
+        if len(taken) > AMONG_CELL_BY_CELL or self._yielding is None \
+                or self._keys is not None:
+            return taken & self.keys()
         here, gives_way, lower = self._here, self._yielding.gives_way, self._lower
         return {c for c in taken if c != here and not gives_way(c, lower)}
 
@@ -387,6 +377,53 @@ class LazyMap:
         return dist[cell]
 
 
+class NearestGoals:
+    """The goal cells nearest to each cell (``near[cell]``, at the cell's
+    :meth:`Navigator.distance_map` distance; None where no goal can be reached),
+    found as cells are read: they are the goals at the ends of the ways down the map
+    from the cell (each step one cell closer), the union of its downhill neighbours'.
+
+    A walker whose nearest goals are not all taken by agents is as far from the free
+    goals as from all of them (:class:`FewerGoals`); it reads a few cells near where it
+    stands, so only the ways down from those are followed."""
+
+    __slots__ = ("_adjacent", "_dist", "_near")
+
+    def __init__(self, nav: Navigator, goals: frozenset[int]):
+        self._dist = nav.distance_map(goals)
+        self._near: list[frozenset[int] | None] = [None] * len(self._dist)
+        self._adjacent = nav._adjacent
+
+    def __getitem__(self, cell: int) -> frozenset[int] | None:
+        near = self._near
+        found = near[cell]
+        if found is not None or self._dist[cell] >= INF:
+            return found
+        dist, adjacent = self._dist, self._adjacent
+        stack = [cell]  # depth first: a cell once the cells below it are known
+        while stack:
+            c = stack[-1]
+            if near[c] is not None:
+                stack.pop()
+                continue
+            d = dist[c] - 1
+            if d < 0:  # a goal
+                near[c] = frozenset((c,))
+                stack.pop()
+                continue
+            down = [n for n in adjacent[c] if dist[n] == d]
+            unknown = [n for n in down if near[n] is None]
+            if unknown:
+                stack += unknown
+                continue
+            stack.pop()
+            sets = [near[n] for n in down]
+            union = sets[0].union(*sets[1:]) if len(sets) > 1 else sets[0]
+            # one frozenset object per distinct set: most cells share a neighbour's
+            near[c] = next((x for x in sets if x == union), union)
+        return near[cell]
+
+
 class FewerGoals:
     """The distance map a :class:`Walker` reads this tick: of its goals less the ones
     other agents take (``occupant``, its obstacles), or of all of them when none or all
@@ -401,7 +438,7 @@ class FewerGoals:
 
     __slots__ = ("_all", "_full", "_goals", "_map", "_near", "_nav", "_occupant")
 
-    def __init__(self, nav: Navigator, full: list[int], near: list[frozenset[int] | None],
+    def __init__(self, nav: Navigator, full: list[int], near: NearestGoals,
                  goals: frozenset[int], occupant: _Obstacles) -> None:
         self._nav, self._full, self._near, self._all = nav, full, near, goals
         self._occupant = occupant
@@ -448,7 +485,7 @@ class Walker:
     """
 
     _dist: list[int] | None = None  # the map of all the goals (_full_map)
-    _near: list[frozenset[int] | None] | None = None  # their nearest goals, per cell
+    _near: NearestGoals | None = None  # their nearest goals, per cell
 
     def __init__(self, nav: Navigator, agent: int, goals: frozenset[int]):
         self.nav, self.agent, self.goals = nav, agent, goals
@@ -539,4 +576,5 @@ class Walker:
         return WAIT
 
 
-__all__ = ["INF", "MAX_CACHED_MAPS", "NOBODY", "FewerGoals", "Navigator", "Walker", "Yielding"]
+__all__ = ["INF", "MAX_CACHED_MAPS", "NOBODY", "FewerGoals", "Navigator", "NearestGoals", "Walker",
+           "Yielding"]

@@ -462,10 +462,11 @@ class HighLevelEnv(ParallelEnv):
     # ---- internals: choosing and running plans ----
     def _validate(self, actions: dict[str, str]) -> dict[str, HighLevelAction]:
         chosen = {}
+        live = set(self.agents)  # not the list: 256 agents each looked up in 256
         for agent, ident in actions.items():
             if agent not in self._runners:
                 raise ValueError(f"unknown agent {agent!r}; agents are {self.possible_agents}")
-            if agent not in self.agents:
+            if agent not in live:
                 continue
             if isinstance(ident, HighLevelAction):
                 ident = ident.id

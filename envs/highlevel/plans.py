@@ -84,8 +84,13 @@ class Runner:
         try:
             if self.ticks >= PLAN_TICK_LIMIT:
                 raise PlanFailed(f"gave up {self.action.id} after {self.ticks} ticks")
-            self.pending = next(self.plan)
+            plan = self.plan
+            self.pending = next(plan)
             self.ticks += 1
+            if type(plan) is Deferred:
+                # built and stepped: its plan is stepped directly from now on, as the
+                # Deferred would (two calls fewer per agent a tick, 256 in a crowd)
+                self.plan = plan.sub
         except StopIteration:
             self.status, self.pending, self.plan = "done", 0, None
         except PlanFailed as exc:

@@ -103,6 +103,29 @@ def test_a_walkers_map_of_its_free_goals_reads_as_the_map_of_the_goals_it_heads_
     assert grown > 30 and off_full > 30  # a walker's reads went both ways
 
 
+def test_obstacles_among_goals_cell_by_cell_are_those_of_all_obstacles(monkeypatch):
+    # _Obstacles.among asks about a few cells one by one, and takes many out of the set
+    # of every obstacle: both give the same cells
+    from orgteams.envs.core import navigation
+
+    nav = Navigator(load_layout("generated:32:0"))
+    rng = random.Random(3)
+    floor = [c for c in range(len(nav.walkable)) if nav.walkable[c]]
+    for trial in range(200):
+        goals = _goal_sets(nav, rng, trial)
+        crowd = rng.sample(sorted(goals), rng.randint(0, len(goals))) \
+            + rng.sample(floor, rng.randint(0, 300))
+        here = rng.choice(crowd or floor)
+        at = {c: i for i, c in enumerate([here] + crowd)}
+        yielding = Yielding(frozenset(c for c in at if rng.random() < 0.2),
+                            frozenset(c for c in at if rng.random() < 0.3))
+        answers = []
+        for one_by_one in (0, len(nav.walkable)):
+            monkeypatch.setattr(navigation, "AMONG_CELL_BY_CELL", one_by_one)
+            answers.append(_Obstacles(at, here, yielding, trial % 2 == 0).among(goals))
+        assert answers[0] == answers[1]
+
+
 def test_lazy_maps_without_blocked_cells_are_cached_and_bounded():
     nav = Navigator(load_layout("house"))
     goal = nav.furniture_goal(0)
