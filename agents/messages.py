@@ -409,41 +409,40 @@ def unseen(messages: list[TeamMessage], seen: set, skip: Collection[str] = (),
     :attr:`~TeamMessage.said_id` is not in ``seen``, the first of each, in order; adds
     their said_ids to ``seen``.
 
-    A :class:`Heard` cut is answered from its broadcast's keys, computed once for all
-    readers (when it says each once, ``exact``): its keys not in ``seen``, less those
-    ``without`` said, are the first of each, in order. With ``seen`` a :class:`Seen`
-    whose latest cut (same filter) covers some of them, only the others are looked up:
-    every key of that cut but those its ``without`` said is in ``seen`` already. Any
-    other list is read message by message.
+    A :class:`Heard` cut read into a :class:`Seen` whose latest cut (same filter)
+    covers most of it is answered from its broadcast's keys, computed once for all
+    readers (when it says each once, ``exact``): only the keys that cut did not cover
+    are looked up (every key of that cut but those its ``without`` said is in ``seen``
+    already), and those not in ``seen``, less the ones ``without`` said, are the first
+    of each, in order. Anything else is read message by message: when most of a cut
+    is new (every status changed, every claim new), looking each up as it comes is
+    cheaper than the keys (measured); the cut is remembered all the same.
     """
-    if type(messages) is Heard and messages.source is not None:
+    if type(messages) is Heard and messages.source is not None and type(seen) is Seen:
         source, filter_ = messages.source, (frozenset(skip), structured)
         keys = source.keys_for(*filter_)
         if keys.exact:
             places, stop, without = keys.places, messages.stop, messages.without
             first = bisect_left(places, messages.start) if messages.start else 0
             last = len(places) if stop >= keys.done else bisect_left(places, stop, first)
-            cuts = seen.cuts if type(seen) is Seen else None
-            latest = cuts.get(filter_) if cuts else None
+            cuts = seen.cuts
+            latest = cuts.get(filter_)
             index = None if latest is None else keys.uncovered(first, last, *latest[:4])
-            if index is not None and latest[4] is not None and latest[4] != without:
-                # that cut left out its reader's own, this one does not: look them up
-                index = sorted({*index, *(i for i in map(keys.index.__getitem__,
-                                                         keys.own.get(latest[4], ()))
-                                          if first <= i < last)})
+            # once this call returns, every key of this cut but those without said is seen
+            cuts[filter_] = (source, keys, first, last, without)
             if index is not None:
-                cut = list(map(keys.keys.__getitem__, index))
-            else:
-                cut = keys.keys if first == 0 and last == len(places) else keys.keys[first:last]
-            new = list(filterfalse(seen.__contains__, cut))
-            if new:
-                own = keys.own.get(without) if without is not None else None
-                if own:
-                    new = list(filterfalse(own.__contains__, new))
-                seen.update(new)
-            if cuts is not None:
-                cuts[filter_] = (source, keys, first, last, without)
-            return list(map(keys.message.__getitem__, new))
+                if latest[4] is not None and latest[4] != without:
+                    # that cut left out its reader's own, this one does not: look them up
+                    index = sorted({*index, *(i for i in map(keys.index.__getitem__,
+                                                             keys.own.get(latest[4], ()))
+                                              if first <= i < last)})
+                new = list(filterfalse(seen.__contains__, map(keys.keys.__getitem__, index)))
+                if new:
+                    own = keys.own.get(without) if without is not None else None
+                    if own:
+                        new = list(filterfalse(own.__contains__, new))
+                    seen.update(new)
+                return list(map(keys.message.__getitem__, new))
     out = []
     for m in messages:
         if m.kind in skip or (structured and not m.content):

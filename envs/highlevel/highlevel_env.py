@@ -272,7 +272,8 @@ class HighLevelEnv(ParallelEnv):
             total_reward += next(iter(rew.values()), 0.0)
             world = self.base.world
             for a, info in infos.items():
-                events[a].extend(dict(e, tick=world.tick) for e in info["events"])
+                if info["events"]:  # most of 256 agents have none this tick
+                    events[a].extend(dict(e, tick=world.tick) for e in info["events"])
             if self.on_tick is not None:
                 self.on_tick(before, joint, world, infos)
             if on_tick is not None:
@@ -286,7 +287,11 @@ class HighLevelEnv(ParallelEnv):
                     r = self._runners[a]
                     if r.status == "running":
                         r.advance()
-                        self.crowd.advanced(a)
+                        if r.status != "running":
+                            # the crowd's view reads a runner's status (and its action and
+                            # idleness, which a step leaves as they were): one still
+                            # running reads as before, so 256 walkers tell it nothing
+                            self.crowd.advanced(a)
             finally:
                 self.crowd.plans_end()
             if not self.base.agents or not live:

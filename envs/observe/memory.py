@@ -90,9 +90,10 @@ class AgentMemory:
         cell = state.agent_pos[self.agent]
         view = scene.view_of_cell[cell]
         visible = scene.view_rooms(view)
-        room = int(scene.room_of_cell[cell])
+        room = scene.room_of_cell_list[cell]  # an int of a list: 256 memories a tick
         self.room = lay.rooms[room] if room >= 0 else ""
-        self.held = tuple(names[o] for o in state.hands[self.agent])
+        hands = state.hands[self.agent]
+        self.held = tuple(names[o] for o in hands) if hands else ()  # most hold nothing
         for o in self.held:
             self._see(o, self.name, "agent")
         # Only agents in view that hold something, or that it believes hold something,
@@ -140,7 +141,8 @@ class AgentMemory:
                 is_open, None, state.tick)
         belief.open, belief.last_seen = is_open, state.tick
         if is_open:
-            contents = tuple(scene.objects[o] for o in state.contents[f])
+            inside = state.contents[f]
+            contents = tuple(scene.objects[o] for o in inside) if inside else ()
             if belief.contents != contents:
                 # Seen with the contents it was believed to hold, nothing is believed
                 # there besides them (what is heard or seen there joins the contents, what
