@@ -51,6 +51,20 @@ def _index(agent: str) -> int:
     return int(agent.rpartition("_")[2])
 
 
+_wanted: tuple = (None, (), frozenset())  # (goal, progress, classes it still wants)
+_CLASSES: dict[str, str] = {}
+"""Object name -> its class (the name less its ``_n``), kept for the first
+:data:`_CLASSES_KEPT` names met (a scene has a few hundred objects)."""
+_CLASSES_KEPT = 1 << 16
+
+
+def _class_of(obj: str) -> str:
+    cls = obj.rpartition("_")[0]
+    if len(_CLASSES) < _CLASSES_KEPT:
+        _CLASSES[obj] = cls
+    return cls
+
+
 class PlannerAgent:
     """Scripted expert. ``act(env)`` returns a high-level action id."""
 
@@ -352,9 +366,16 @@ class PlannerAgent:
         world = env.world
         return world.scene.goal, world.progress
 
-    def _wanted_classes(self, env: MemberView) -> set[str]:
+    def _wanted_classes(self, env: MemberView) -> frozenset[str]:
         goal, progress = self._goal(env)
-        return {p.cls for p, have in zip(goal, progress) if have < p.count}
+        global _wanted
+        known = _wanted  # one read: episodes in other threads replace it
+        if known[0] is not goal or known[1] != progress:
+            # every planner of a team asks it each round of the same goal and progress:
+            # derived once for all of them (the goal is an immutable tuple)
+            known = _wanted = (goal, tuple(progress), frozenset(
+                p.cls for p, have in zip(goal, progress) if have < p.count))
+        return known[2]
 
     def _target_of(self, env: MemberView, obj: str) -> str:
         cls = obj.rpartition("_")[0]
@@ -382,15 +403,23 @@ class PlannerAgent:
             cls = obj.rpartition("_")[0]
             if cls in need:
                 need[cls] -= 1
-        for obj, (who, _) in self.claims.items():
-            cls = obj.rpartition("_")[0]
-            if who != self.agent_id and cls in need and obj not in self._placed:
-                need[cls] -= 1
+        # the team's claims and orders, each object's class read from a table (asked of
+        # every planner each round: a 256-agent team's claims, each split by name)
+        me, placed, claims, classes = self.agent_id, self._placed, self.claims, _CLASSES
+        for obj, (who, _) in claims.items():
+            if who != me and obj not in placed:
+                cls = classes.get(obj)
+                if cls is None:
+                    cls = _class_of(obj)
+                if cls in need:
+                    need[cls] -= 1
         for obj, who in self.assigned.items():
-            cls = obj.rpartition("_")[0]
-            if who != self.agent_id and cls in need and obj not in self.claims \
-                    and not obj.startswith(ROOM):
-                need[cls] -= 1
+            if who != me and obj not in claims and not obj.startswith(ROOM):
+                cls = classes.get(obj)
+                if cls is None:
+                    cls = _class_of(obj)
+                if cls in need:
+                    need[cls] -= 1
         return need
 
     def _candidates(self, env: MemberView) -> list[str]:

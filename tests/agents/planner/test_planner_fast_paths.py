@@ -2,11 +2,11 @@
 
 At 256 agents a planner's decision read the team's claims and its whole memory several
 times over; the planner now keeps what it derived while its source stands (explored
-rooms per memory version, the layout's indexes) and reads the team's claims once. Each
-test replays real episodes' states, then states shaken at random (claims, room claims,
-statuses and orders of random teammates, the planner itself among them), through both
-the fast path and the plain code as it was (``_plain_*`` below), and compares the
-answers.
+rooms per memory version, the layout's indexes, object classes, the classes the goal
+still wants) and reads the team's claims once. Each test replays real episodes' states,
+then states shaken at random (claims, room claims, statuses and orders of random
+teammates, the planner itself among them), through both the fast path and the plain
+code as it was (``_plain_*`` below), and compares the answers.
 """
 
 from __future__ import annotations
@@ -49,6 +49,27 @@ def _plain_dist(env, agent: str, furniture: str) -> int:
     return env.nav.distance(world.agent_pos[env.agent_index[agent]], env.nav.furniture_goal(f))
 
 
+def _plain_remaining(p: PlannerAgent, env) -> dict[str, int]:
+    goal, progress = p._goal(env)
+    need: dict[str, int] = {}
+    for pred, have in zip(goal, progress):
+        need[pred.cls] = need.get(pred.cls, 0) + pred.count - have
+    for obj in env.memory(p.agent_id).held:
+        cls = obj.rpartition("_")[0]
+        if cls in need:
+            need[cls] -= 1
+    for obj, (who, _) in p.claims.items():
+        cls = obj.rpartition("_")[0]
+        if who != p.agent_id and cls in need and obj not in p._placed:
+            need[cls] -= 1
+    for obj, who in p.assigned.items():
+        cls = obj.rpartition("_")[0]
+        if who != p.agent_id and cls in need and obj not in p.claims \
+                and not obj.startswith(ROOM):
+            need[cls] -= 1
+    return need
+
+
 def _plain_deferred_to(p: PlannerAgent, env, valid: set[str], choice: str) -> dict[str, str]:
     me = p.agent_id
     others = ({o: c for o, c in p.claims.items() if c[0] != me},
@@ -80,7 +101,7 @@ def _plain_deferred_to(p: PlannerAgent, env, valid: set[str], choice: str) -> di
 # ---- the states compared ----
 def _shake(p: PlannerAgent, env, rng: random.Random) -> None:
     """Random claims, room claims, statuses and (a leader's) orders of random teammates,
-    the planner itself among them, on objects and rooms it knows."""
+    the planner itself among them, on objects and rooms it knows; some objects placed."""
     mem = env.memory(p.agent_id)
     agents = list(env.agents)
     objects = list(mem.objects) or list(env.world.scene.objects)
@@ -96,6 +117,8 @@ def _shake(p: PlannerAgent, env, rng: random.Random) -> None:
         p.assigned[key] = rng.choice(agents)
     if rng.random() < 0.5:
         p.room_claims[p.agent_id] = rng.choice(rooms)
+    for _ in range(rng.randint(0, 3)):  # placed as heard, claimed or not
+        p._placed.add(rng.choice(list(p.claims) or objects))
 
 
 def _check(p: PlannerAgent, env, rng: random.Random) -> int:
@@ -106,6 +129,9 @@ def _check(p: PlannerAgent, env, rng: random.Random) -> int:
     assert set(p._explored_rooms(mem)) == _plain_explored(mem)
     for f in list(mem.furniture)[:5]:
         assert p._dist(env, me, f) == _plain_dist(env, me, f)
+    assert p._remaining(env) == _plain_remaining(p, env)
+    goal, progress = p._goal(env)
+    assert p._wanted_classes(env) == {g.cls for g, have in zip(goal, progress) if have < g.count}
     valid = {a.id for a in env.available_actions(me)}
     assert p._explore(env, valid) == _plain_explore(p, env, valid)
     choice = p._own_choice(env, valid)
@@ -126,11 +152,12 @@ def test_fast_paths_decide_as_the_plain_code_in_episodes_and_shaken_states(org_n
             p = member.planner
             if rng.random() < 0.25:  # the real state, then (on a copy) shaken ones
                 compared.append(_check(p, view, rng))
-                saved = (dict(p.claims), dict(p.room_claims), dict(p.intents), dict(p.assigned))
+                saved = (dict(p.claims), dict(p.room_claims), dict(p.intents), dict(p.assigned),
+                         set(p._placed))
                 for _ in range(3):
                     _shake(p, view, rng)
                     compared.append(_check(p, view, rng))
-                p.claims, p.room_claims, p.intents, p.assigned = saved
+                p.claims, p.room_claims, p.intents, p.assigned, p._placed = saved
 
     runner = TeamRunner(env, org, build_team("planner", 24, org), max_rounds=12,
                         on_round=on_round)
@@ -158,3 +185,31 @@ def test_cached_explored_rooms_follow_the_memory_as_it_changes():
     other.reset(seed=2)  # another memory at the same version: derived for it
     assert set(p._explored_rooms(other.memory("agent_0"))) == \
         _plain_explored(other.memory("agent_0"))
+
+
+def _studio_progress_checked(seed: int) -> set[tuple[int, ...]]:
+    """Plays the studio with 4 planners to the end, checking every planner's wanted
+    classes against the plain set each round; returns the progress values seen."""
+    org = load_organization("shared")
+    env = HighLevelEnv(layout="studio", task="prepare_afternoon_tea", num_agents=4)
+    seen = set()
+
+    def on_round(r, lines):
+        view = runner.state.view
+        goal, progress = view.world.scene.goal, view.world.progress
+        plain = {g.cls for g, have in zip(goal, progress) if have < g.count}
+        for member in runner.state.members.values():
+            assert member.planner._wanted_classes(view) == plain
+        seen.add(tuple(progress))
+
+    runner = TeamRunner(env, org, build_team("planner", 4, org), max_rounds=60,
+                        on_round=on_round)
+    assert runner.run(seed=seed).summary.success
+    return seen
+
+
+def test_the_wanted_classes_follow_the_progress_and_the_goal():
+    """Kept once for a team's goal and progress: derived again as objects are placed
+    (the studio's planners finish the task) and in another episode (another goal)."""
+    assert len(_studio_progress_checked(0)) > 2  # the progress changed as it went
+    assert len(_studio_progress_checked(1)) > 2
