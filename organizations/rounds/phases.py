@@ -300,15 +300,19 @@ def _drop_undeliverable(state: EpisodeState, agent: str, d: CommunicateDecision)
                               "receive not sent: " + ", ".join(gone))
 
 
-def _reaches(state: EpisodeState, agent: str, receivers) -> bool:
-    """Whether a message of ``agent`` to ``receivers`` reaches anyone not removed (as
-    :func:`route` delivers it). To everyone, the resolution's own tuple is read, not a
-    copy of it: under ``shared`` at 256 agents every member says something to everyone,
-    each a copy of 255 names."""
+def _routed(state: EpisodeState, agent: str, receivers) -> tuple[Sequence[str], Sequence[str]]:
+    """:func:`route` of a message of ``agent`` to ``receivers``, ``(delivered, dropped)``,
+    read only: to everyone, the resolution's own tuples, not copies of them (under
+    ``shared`` at 256 agents every member says something to everyone, each a copy of
+    255 names, twice)."""
     if receivers == EVERYONE:
-        delivered = state.resolved.to_everyone(agent)[0]  # an unknown sender raises
-    else:
-        delivered = route(agent, receivers, state.resolved)[0]
+        return state.resolved.to_everyone(agent)  # an unknown sender raises
+    return route(agent, receivers, state.resolved)
+
+
+def _reaches(state: EpisodeState, agent: str, receivers) -> bool:
+    """Whether a message of ``agent`` to ``receivers`` reaches anyone not removed."""
+    delivered = _routed(state, agent, receivers)[0]
     removed = state.removed
     return any(b not in removed for b in delivered) if removed else bool(delivered)
 
@@ -350,12 +354,7 @@ def _route(state: EpisodeState, si: int, stage: Stage, agent: str, d: Communicat
                             abstained=d.abstain)]
     said = []
     for i, m in enumerate(d.messages):
-        if m.receivers == EVERYONE and not state.removed:
-            # the resolution's tuples as they are (route copies them): immutable, and
-            # every message of a 256-agent team to everyone would copy 255 names twice
-            delivered, dropped = state.resolved.to_everyone(agent)
-        else:
-            delivered, dropped = route(agent, m.receivers, state.resolved)
+        delivered, dropped = _routed(state, agent, m.receivers)
         if state.removed:
             delivered = [b for b in delivered if b not in state.removed]
         out = replace(m, sender=agent, round=state.round, stage=si, delivered=tuple(delivered),
