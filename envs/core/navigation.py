@@ -387,12 +387,26 @@ class NearestGoals:
     goals as from all of them (:class:`FewerGoals`); it reads a few cells near where it
     stands, so only the ways down from those are followed."""
 
-    __slots__ = ("_adjacent", "_dist", "_near")
+    __slots__ = ("_adjacent", "_dist", "_down", "_near", "_neighbours")
 
     def __init__(self, nav: Navigator, goals: frozenset[int]):
         self._dist = nav.distance_map(goals)
         self._near: list[frozenset[int] | None] = [None] * len(self._dist)
         self._adjacent = nav._adjacent
+        self._neighbours = nav.neighbours
+        self._down: list[tuple[tuple[int, int], ...] | None] = [None] * len(self._dist)
+
+    def downhill(self, cell: int) -> tuple[tuple[int, int], ...]:
+        """The ``(direction, neighbour)`` pairs of ``cell`` one step closer to the goals,
+        in :attr:`Navigator.neighbours` order (kept: every walker of these goals that
+        stands there reads them)."""
+        down = self._down[cell]
+        if down is None:
+            dist = self._dist
+            d = dist[cell] - 1
+            down = self._down[cell] = tuple((dd, n) for dd, n in self._neighbours[cell]
+                                            if dist[n] == d)
+        return down
 
     def __getitem__(self, cell: int) -> frozenset[int] | None:
         near = self._near
@@ -535,6 +549,45 @@ class Walker:
         # goals (shared and kept) where one of a cell's nearest goals is free
         if self._near is None:
             self._near = nav.nearest_goals(self.goals)
+        step = self._downhill_step(state, here, occupant)
+        if step is not None:
+            return step
+        return self._around(state, here, occupant)
+
+    def _downhill_step(self, state: HouseholdState, here: int, occupant: _Obstacles
+                       ) -> int | None:
+        """The step :meth:`_around` takes when the way is free, or None where it may
+        not be (``here``'s nearest goals all taken, or every step down blocked).
+
+        Most of a crowd's 256 walkers walk on unhindered every tick; this reads the
+        map of all the goals, not the map of the free ones (:class:`FewerGoals`), and
+        only the cells one step closer (``here``'s downhill neighbours), as exactly:
+        where one of ``here``'s nearest goals is free the free goals are as near as all
+        of them (``to_go``); a neighbour is one step closer to the free goals iff it is
+        one step closer to all of them and one of its own nearest goals is free (else
+        the free ones lie farther), and no other neighbour is (the map changes by at
+        most one a step, and the free goals are never nearer than all). The first such
+        free neighbour, in the neighbours' order, is the step :meth:`_around` takes."""
+        near = self._near
+        nearest = near[here]
+        if nearest is None:
+            return None
+        for g in nearest:
+            if g not in occupant:
+                break
+        else:
+            return None
+        for d, n in near.downhill(here):
+            if n in occupant:
+                continue
+            for g in near[n]:
+                if g not in occupant:
+                    return self.nav._enter(state, d, n)
+        return None
+
+    def _around(self, state: HouseholdState, here: int, occupant: _Obstacles) -> int:
+        """The step toward the free goals, around the agents in the way (or aside)."""
+        nav, agent = self.nav, self.agent
         dist = FewerGoals(nav, self._full_map(), self._near, self.goals, occupant)
         to_go = dist[here]  # read once: a lazy map's cells are method calls
         if to_go >= INF:

@@ -103,6 +103,40 @@ def test_a_walkers_map_of_its_free_goals_reads_as_the_map_of_the_goals_it_heads_
     assert grown > 30 and off_full > 30  # a walker's reads went both ways
 
 
+def test_a_walkers_free_step_down_is_the_step_its_map_of_free_goals_takes():
+    # Walker._downhill_step reads the map of all the goals and only the cells one step
+    # down; where it answers, the plain way (the map of the free goals, every
+    # neighbour read, _around) takes the same step, and leaves the walker as it was
+    env = HighLevelEnv(layout="generated:32:0", num_agents=2)
+    env.reset(seed=0)
+    state, nav = env.base.world, env.nav
+    rng = random.Random(4)
+    floor = [c for c in range(len(nav.walkable)) if nav.walkable[c]]
+    answered = declined = 0
+    for trial in range(600):
+        goals = _goal_sets(nav, rng, trial)
+        near_goals = [g for g in goals if nav.walkable[g]]
+        crowd = rng.sample(near_goals, rng.randint(0, len(near_goals))) \
+            + rng.sample(floor, rng.randint(0, 300))
+        here = rng.choice([c for c in floor if c not in goals])
+        at = {c: i for i, c in enumerate([here] + crowd)}
+        yielding = Yielding(frozenset(c for c in at if rng.random() < 0.2),
+                            frozenset(c for c in at if rng.random() < 0.3))
+        occupant = _Obstacles(at, here, None if trial % 5 == 0 else yielding, trial % 2 == 0)
+        fast, plain = nav.walker(7, goals), nav.walker(7, goals)
+        for w in (fast, plain):
+            w.stuck = trial % 8
+            w._near = nav.nearest_goals(goals)
+        step = fast._downhill_step(state, here, occupant)
+        if step is None:
+            declined += 1
+            continue
+        answered += 1
+        assert step == plain._around(state, here, occupant)
+        assert (plain.detour, plain._pause) == (None, 0)
+    assert answered > 100 and declined > 100  # both ways, many times
+
+
 def test_obstacles_among_goals_cell_by_cell_are_those_of_all_obstacles(monkeypatch):
     # _Obstacles.among asks about a few cells one by one, and takes many out of the set
     # of every obstacle: both give the same cells
