@@ -333,16 +333,19 @@ class LazyMap:
     Most maps of a crowded tick serve one walker or a few: goals minus the cells other
     agents stand on, and detours around them; the agents that ask stand near their
     goals, so only a few layers are ever grown. Blocked cells (a detour's: the 255
-    others of a crowd) are looked up as the map grows, not marked up front.
+    others of a crowd) hold -1 from the start (read as ``INF``), so growing a layer
+    asks nothing but the map itself (a blocked map is made for dozens of walkers a
+    tick, and grown over a hundred cells each).
     """
 
-    __slots__ = ("_adjacent", "_blocked", "_d", "_dist", "_frontier")
+    __slots__ = ("_adjacent", "_d", "_dist", "_frontier")
 
     def __init__(self, nav: Navigator, goals: Iterable[int], blocked: Iterable[int] = ()):
         walkable = nav.walkable
         self._dist = dist = nav._unreached.copy()
-        self._blocked = blocked = frozenset(blocked)  # never entered; read as INF
-        self._frontier = [g for g in goals if walkable[g] and g not in blocked]
+        for b in blocked:
+            dist[b] = -1  # never entered; read as INF
+        self._frontier = [g for g in goals if walkable[g] and dist[g] == INF]
         for g in self._frontier:
             dist[g] = 0
         self._adjacent = nav._adjacent
@@ -350,29 +353,20 @@ class LazyMap:
 
     def __getitem__(self, cell: int) -> int:
         dist = self._dist
-        if dist[cell] != INF:
-            return dist[cell]
-        blocked = self._blocked
-        if cell in blocked:
-            return INF
+        found = dist[cell]
+        if found != INF:
+            return found if found >= 0 else INF
         adjacent = self._adjacent
         while dist[cell] == INF and self._frontier:
             self._d += 1
             layer = []
             grow = layer.append
             d = self._d
-            if blocked:
-                for c in self._frontier:
-                    for n in adjacent[c]:
-                        if dist[n] == INF and n not in blocked:
-                            dist[n] = d
-                            grow(n)
-            else:
-                for c in self._frontier:
-                    for n in adjacent[c]:
-                        if dist[n] == INF:
-                            dist[n] = d
-                            grow(n)
+            for c in self._frontier:
+                for n in adjacent[c]:
+                    if dist[n] == INF:
+                        dist[n] = d
+                        grow(n)
             self._frontier = layer
         return dist[cell]
 
@@ -467,9 +461,13 @@ class FewerGoals:
         for g in self._near[cell]:
             if g not in occupant:
                 return d
-        if self._map is None:
-            self.goals()
-        return self._map[cell]
+        dist = self._map
+        if dist is None:
+            # made when first read, not with goals(): a detour asks for the goals only
+            goals = self.goals()
+            dist = self._map = self._full if goals is self._all \
+                else self._nav.lazy_map(goals)
+        return dist[cell]
 
     def goals(self) -> frozenset[int]:
         """The goals this map is of: all the walker's goals less the taken ones, or all
@@ -477,11 +475,7 @@ class FewerGoals:
         if self._goals is None:
             goals = self._all
             taken = self._occupant.among(goals)
-            if taken and len(taken) < len(goals):
-                self._goals = goals - taken
-                self._map = self._nav.lazy_map(self._goals)
-            else:
-                self._goals, self._map = goals, self._full
+            self._goals = goals - taken if taken and len(taken) < len(goals) else goals
         return self._goals
 
 
@@ -585,14 +579,43 @@ class Walker:
                     return self.nav._enter(state, d, n)
         return None
 
+    def _steps_down(self, here: int, occupant: _Obstacles, dist: FewerGoals
+                    ) -> tuple[int, list[tuple[int, int]]]:
+        """``here``'s distance to the free goals (``dist[here]``) and the ``(direction,
+        neighbour)`` pairs one step closer to them (``dist[n] == dist[here] - 1``), in
+        the neighbours' order.
+
+        Where one of ``here``'s nearest goals is free, as :meth:`_downhill_step` reads
+        them: off the map of all the goals, without growing the map of the free ones
+        (a blocked walker of a crowd, dozens a tick, would grow one for cells it does
+        not step to). Else off ``dist``, every neighbour read."""
+        near = self._near
+        nearest = near[here]
+        if nearest is not None:
+            for g in nearest:
+                if g not in occupant:
+                    break
+            else:
+                nearest = None
+        if nearest is None:
+            to_go = dist[here]  # read once: a lazy map's cells are method calls
+            return to_go, [(d, n) for d, n in self.nav.neighbours[here]
+                           if dist[n] == to_go - 1]
+        best = []
+        for d, n in near.downhill(here):
+            for g in near[n]:
+                if g not in occupant:
+                    best.append((d, n))
+                    break
+        return self._full_map()[here], best
+
     def _around(self, state: HouseholdState, here: int, occupant: _Obstacles) -> int:
         """The step toward the free goals, around the agents in the way (or aside)."""
         nav, agent = self.nav, self.agent
         dist = FewerGoals(nav, self._full_map(), self._near, self.goals, occupant)
-        to_go = dist[here]  # read once: a lazy map's cells are method calls
+        to_go, best = self._steps_down(here, occupant, dist)
         if to_go >= INF:
             return -1
-        best = [(d, n) for d, n in nav.neighbours[here] if dist[n] == to_go - 1]
         for d, n in best:
             if n not in occupant:
                 return nav._enter(state, d, n)

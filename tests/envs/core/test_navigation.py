@@ -104,9 +104,10 @@ def test_a_walkers_map_of_its_free_goals_reads_as_the_map_of_the_goals_it_heads_
 
 
 def test_a_walkers_free_step_down_is_the_step_its_map_of_free_goals_takes():
-    # Walker._downhill_step reads the map of all the goals and only the cells one step
-    # down; where it answers, the plain way (the map of the free goals, every
-    # neighbour read, _around) takes the same step, and leaves the walker as it was
+    # Walker._downhill_step and _steps_down read the map of all the goals and only the
+    # cells one step down where they can: the steps down are those the map of the free
+    # goals has, every neighbour read; where _downhill_step answers, the plain way
+    # (_around) takes the same step, and leaves the walker as it was
     env = HighLevelEnv(layout="generated:32:0", num_agents=2)
     env.reset(seed=0)
     state, nav = env.base.world, env.nav
@@ -127,6 +128,12 @@ def test_a_walkers_free_step_down_is_the_step_its_map_of_free_goals_takes():
         for w in (fast, plain):
             w.stuck = trial % 8
             w._near = nav.nearest_goals(goals)
+        plain_map = FewerGoals(nav, nav.distance_map(goals), nav.nearest_goals(goals), goals,
+                               occupant)
+        to_go = plain_map[here]
+        assert fast._steps_down(here, occupant, FewerGoals(
+            nav, nav.distance_map(goals), nav.nearest_goals(goals), goals, occupant)) == (
+            to_go, [(d, n) for d, n in nav.neighbours[here] if plain_map[n] == to_go - 1])
         step = fast._downhill_step(state, here, occupant)
         if step is None:
             declined += 1
