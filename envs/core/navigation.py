@@ -22,6 +22,7 @@ cost per tick is a few list lookups.
 
 from __future__ import annotations
 
+from array import array
 from collections import OrderedDict
 from collections.abc import Iterable
 
@@ -35,6 +36,7 @@ DETOUR_SLACK = 8  # extra cells a detour may cost to be taken without waiting fi
 MAX_CACHED_MAPS = 512  # distance maps kept per layout (targets are rooms and furniture)
 AMONG_CELL_BY_CELL = 48  # obstacles among a walker's goals asked about one by one, up to
 WAIT = 0
+UNREACHED, BLOCKED = -2, -1  # a LazyMap's cells not reached yet, and never entered
 
 
 class Navigator:
@@ -78,7 +80,7 @@ class Navigator:
         self._nearest: OrderedDict[frozenset[int], NearestGoals] = OrderedDict()
         self.bfs_calls = 0  # distance maps computed (cache misses), for benchmarks
         self._at: tuple[HouseholdState, dict[int, int] | None] | None = None  # obstacles
-        self._unreached = [INF] * (h * w)  # a fresh distance map, copied
+        self._unreached = array("i", [UNREACHED]) * (h * w)  # a fresh LazyMap's, copied
 
     # ---- distance maps ----
     def distance_map(self, goals: Iterable[int]) -> list[int]:
@@ -333,8 +335,8 @@ class LazyMap:
     Most maps of a crowded tick serve one walker or a few: goals minus the cells other
     agents stand on, and detours around them; the agents that ask stand near their
     goals, so only a few layers are ever grown. Blocked cells (a detour's: the 255
-    others of a crowd) hold -1 from the start (read as ``INF``), so growing a layer
-    asks nothing but the map itself (a blocked map is made for dozens of walkers a
+    others of a crowd) hold :data:`BLOCKED` from the start (read as ``INF``), so growing
+    a layer asks nothing but the map itself (a blocked map is made for dozens of walkers a
     tick, and grown over a hundred cells each).
     """
 
@@ -342,10 +344,13 @@ class LazyMap:
 
     def __init__(self, nav: Navigator, goals: Iterable[int], blocked: Iterable[int] = ()):
         walkable = nav.walkable
-        self._dist = dist = nav._unreached.copy()
+        # An array of small ints, not a list: a crowded tick makes dozens of these maps
+        # of every cell, and the garbage collector traverses each list (not an array)
+        # of them, every cell, at each of the several collections a tick it survives.
+        self._dist = dist = nav._unreached[:]
         for b in blocked:
-            dist[b] = -1  # never entered; read as INF
-        self._frontier = [g for g in goals if walkable[g] and dist[g] == INF]
+            dist[b] = BLOCKED
+        self._frontier = [g for g in goals if walkable[g] and dist[g] == UNREACHED]
         for g in self._frontier:
             dist[g] = 0
         self._adjacent = nav._adjacent
@@ -354,21 +359,24 @@ class LazyMap:
     def __getitem__(self, cell: int) -> int:
         dist = self._dist
         found = dist[cell]
-        if found != INF:
-            return found if found >= 0 else INF
+        if found >= 0:
+            return found
+        if found == BLOCKED:
+            return INF
         adjacent = self._adjacent
-        while dist[cell] == INF and self._frontier:
+        while dist[cell] == UNREACHED and self._frontier:
             self._d += 1
             layer = []
             grow = layer.append
             d = self._d
             for c in self._frontier:
                 for n in adjacent[c]:
-                    if dist[n] == INF:
+                    if dist[n] == UNREACHED:
                         dist[n] = d
                         grow(n)
             self._frontier = layer
-        return dist[cell]
+        found = dist[cell]
+        return found if found >= 0 else INF
 
 
 class NearestGoals:
