@@ -389,7 +389,7 @@ class NearestGoals:
     goals as from all of them (:class:`FewerGoals`); it reads a few cells near where it
     stands, so only the ways down from those are followed."""
 
-    __slots__ = ("_adjacent", "_dist", "_down", "_near", "_neighbours")
+    __slots__ = ("_adjacent", "_dist", "_down", "_near", "_neighbours", "_second")
 
     def __init__(self, nav: Navigator, goals: frozenset[int]):
         self._dist = nav.distance_map(goals)
@@ -397,6 +397,44 @@ class NearestGoals:
         self._adjacent = nav._adjacent
         self._neighbours = nav.neighbours
         self._down: list[tuple[tuple[int, int], ...] | None] = [None] * len(self._dist)
+        self._second: list[frozenset[int] | None] = [None] * len(self._dist)
+
+    def second(self, cell: int) -> frozenset[int] | None:
+        """The goal cells one step farther from ``cell`` than its nearest ones (None
+        where no goal can be reached), found as cells are read: those a neighbour one
+        step closer has one step farther than its nearest, and those nearest to a
+        neighbour as far, less ``cell``'s nearest.
+
+        A walker whose nearest goals are all taken (an agent on the cell beyond a
+        doorway) is one step farther from the free goals where one of these is free:
+        read here, instead of growing the map of the free goals out to it."""
+        second = self._second
+        found = second[cell]
+        if found is not None or self._dist[cell] >= INF:
+            return found
+        dist, adjacent = self._dist, self._adjacent
+        stack = [cell]  # depth first: a cell once the cells below it are known
+        while stack:
+            c = stack[-1]
+            if second[c] is not None:
+                stack.pop()
+                continue
+            d = dist[c]
+            down = [n for n in adjacent[c] if dist[n] == d - 1]
+            unknown = [n for n in down if second[n] is None]
+            if unknown:
+                stack += unknown
+                continue
+            stack.pop()
+            ring = set()
+            for n in down:
+                ring |= second[n]
+            for n in adjacent[c]:
+                if dist[n] == d:
+                    ring |= self[n]
+            ring -= self[c]
+            second[c] = frozenset(ring)
+        return second[cell]
 
     def downhill(self, cell: int) -> tuple[tuple[int, int], ...]:
         """The ``(direction, neighbour)`` pairs of ``cell`` one step closer to the goals,
@@ -604,18 +642,54 @@ class Walker:
                 if g not in occupant:
                     break
             else:
-                nearest = None
-        if nearest is None:
-            to_go = dist[here]  # read once: a lazy map's cells are method calls
-            return to_go, [(d, n) for d, n in self.nav.neighbours[here]
-                           if dist[n] == to_go - 1]
+                return self._steps_around_taken(here, occupant, dist)
+            best = []
+            for d, n in near.downhill(here):
+                for g in near[n]:
+                    if g not in occupant:
+                        best.append((d, n))
+                        break
+            return self._full_map()[here], best
+        return self._steps_down_plain(here, dist)
+
+    def _steps_down_plain(self, here: int, dist: FewerGoals
+                          ) -> tuple[int, list[tuple[int, int]]]:
+        """:meth:`_steps_down` off ``dist``, every neighbour read."""
+        to_go = dist[here]  # read once: a lazy map's cells are method calls
+        return to_go, [(d, n) for d, n in self.nav.neighbours[here] if dist[n] == to_go - 1]
+
+    def _steps_around_taken(self, here: int, occupant: _Obstacles, dist: FewerGoals
+                            ) -> tuple[int, list[tuple[int, int]]]:
+        """:meth:`_steps_down` where ``here``'s nearest goals are all taken.
+
+        Where one of the goals a step farther (:meth:`NearestGoals.second`) is free, the
+        free goals are one step farther than all of them (``to_go``), and a neighbour is
+        one step closer to them iff it is one step closer to all the goals and one of
+        its own goals a step farther is free (its nearest are among ``here``'s, all
+        taken), or as far as ``here`` from all the goals and one of its nearest is free.
+        Else off ``dist``, every neighbour read."""
+        near = self._near
+        for g in near.second(here):
+            if g not in occupant:
+                break
+        else:
+            return self._steps_down_plain(here, dist)
+        full = self._full_map()
+        level = full[here]
         best = []
-        for d, n in near.downhill(here):
-            for g in near[n]:
+        for d, n in self.nav.neighbours[here]:
+            away = full[n]
+            if away == level - 1:
+                ring = near.second(n)
+            elif away == level:
+                ring = near[n]
+            else:
+                continue
+            for g in ring:
                 if g not in occupant:
                     best.append((d, n))
                     break
-        return self._full_map()[here], best
+        return level + 1, best
 
     def _around(self, state: HouseholdState, here: int, occupant: _Obstacles) -> int:
         """The step toward the free goals, around the agents in the way (or aside)."""

@@ -71,6 +71,20 @@ def test_a_cells_nearest_goals_are_the_goals_at_its_distance():
             assert (near[c] is None) == (dist[c] >= INF) and set(near[c] or ()) == at_distance
 
 
+def test_a_cells_goals_a_step_farther_are_the_goals_at_its_distance_plus_one():
+    nav = Navigator(load_layout("generated:32:0"))
+    rng = random.Random(6)
+    cells = [c for c in range(len(nav.walkable)) if nav.walkable[c]]
+    for trial in range(30):
+        goals = _goal_sets(nav, rng, trial)
+        dist, near = nav.distance_map(goals), nav.nearest_goals(goals)
+        for c in rng.sample(cells, 20):
+            from_c = nav._bfs(frozenset((c,)), blocked=())
+            farther = {g for g in goals if from_c[g] == dist[c] + 1 < INF}
+            assert (near.second(c) is None) == (dist[c] >= INF)
+            assert set(near.second(c) or ()) == farther
+
+
 def test_a_walkers_map_of_its_free_goals_reads_as_the_map_of_the_goals_it_heads_for():
     # A walker heads for its goals less those other agents take (all of them when none
     # or all are taken); the map is read off the map of all its goals where a cell's
@@ -113,8 +127,8 @@ def test_a_walkers_free_step_down_is_the_step_its_map_of_free_goals_takes():
     state, nav = env.base.world, env.nav
     rng = random.Random(4)
     floor = [c for c in range(len(nav.walkable)) if nav.walkable[c]]
-    answered = declined = 0
-    for trial in range(600):
+    answered = declined = farther = 0
+    for trial in range(1500):
         goals = _goal_sets(nav, rng, trial)
         near_goals = [g for g in goals if nav.walkable[g]]
         crowd = rng.sample(near_goals, rng.randint(0, len(near_goals))) \
@@ -128,6 +142,9 @@ def test_a_walkers_free_step_down_is_the_step_its_map_of_free_goals_takes():
         for w in (fast, plain):
             w.stuck = trial % 8
             w._near = nav.nearest_goals(goals)
+        near = nav.nearest_goals(goals)
+        if near[here] and all(g in occupant for g in near[here]):
+            farther += any(g not in occupant for g in near.second(here))
         plain_map = FewerGoals(nav, nav.distance_map(goals), nav.nearest_goals(goals), goals,
                                occupant)
         to_go = plain_map[here]
@@ -142,6 +159,7 @@ def test_a_walkers_free_step_down_is_the_step_its_map_of_free_goals_takes():
         assert step == plain._around(state, here, occupant)
         assert (plain.detour, plain._pause) == (None, 0)
     assert answered > 100 and declined > 100  # both ways, many times
+    assert farther > 50  # steps down read off the goals a step farther too
 
 
 def test_obstacles_among_goals_cell_by_cell_are_those_of_all_obstacles(monkeypatch):
