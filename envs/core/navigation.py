@@ -626,10 +626,11 @@ class Walker:
         return None
 
     def _steps_down(self, here: int, occupant: _Obstacles, dist: FewerGoals
-                    ) -> tuple[int, list[tuple[int, int]]]:
-        """``here``'s distance to the free goals (``dist[here]``) and the ``(direction,
+                    ) -> tuple[int, list[tuple[int, int]], bool]:
+        """``here``'s distance to the free goals (``dist[here]``), the ``(direction,
         neighbour)`` pairs one step closer to them (``dist[n] == dist[here] - 1``), in
-        the neighbours' order.
+        the neighbours' order, and whether they were read off the map of all the goals
+        (then :meth:`_beside` reads the neighbours so too).
 
         Where one of ``here``'s nearest goals is free, as :meth:`_downhill_step` reads
         them: off the map of all the goals, without growing the map of the free ones
@@ -649,17 +650,18 @@ class Walker:
                     if g not in occupant:
                         best.append((d, n))
                         break
-            return self._full_map()[here], best
+            return self._full_map()[here], best, True
         return self._steps_down_plain(here, dist)
 
     def _steps_down_plain(self, here: int, dist: FewerGoals
-                          ) -> tuple[int, list[tuple[int, int]]]:
+                          ) -> tuple[int, list[tuple[int, int]], bool]:
         """:meth:`_steps_down` off ``dist``, every neighbour read."""
         to_go = dist[here]  # read once: a lazy map's cells are method calls
-        return to_go, [(d, n) for d, n in self.nav.neighbours[here] if dist[n] == to_go - 1]
+        return to_go, [(d, n) for d, n in self.nav.neighbours[here]
+                       if dist[n] == to_go - 1], False
 
     def _steps_around_taken(self, here: int, occupant: _Obstacles, dist: FewerGoals
-                            ) -> tuple[int, list[tuple[int, int]]]:
+                            ) -> tuple[int, list[tuple[int, int]], bool]:
         """:meth:`_steps_down` where ``here``'s nearest goals are all taken.
 
         Where one of the goals a step farther (:meth:`NearestGoals.second`) is free, the
@@ -689,13 +691,37 @@ class Walker:
                 if g not in occupant:
                     best.append((d, n))
                     break
-        return level + 1, best
+        return level + 1, best, True
+
+    def _beside(self, n: int, to_go: int, best: list[tuple[int, int]],
+                occupant: _Obstacles, dist: FewerGoals) -> int:
+        """``dist[n]`` for a neighbour ``n`` of the walker's cell, where
+        :meth:`_steps_down` read ``to_go`` and ``best`` off the map of all the goals
+        (some goals free, some taken): read so too where it can be.
+
+        A neighbour is at most one step nearer or farther than the walker; not one of
+        ``best``, it is ``to_go`` from the free goals iff one of its goals that far is
+        free: its nearest, or those a step farther (the next ring is not kept: the
+        map is read there). A blocked walker of a crowd reads its neighbours to step
+        aside, and would grow the map of its free goals out to each of them."""
+        for _, m in best:
+            if m == n:
+                return to_go - 1
+        off = to_go - self._full_map()[n]
+        if off < 0:
+            return to_go + 1
+        if off > 1:
+            return dist[n]
+        for g in (self._near[n] if off == 0 else self._near.second(n)):
+            if g not in occupant:
+                return to_go
+        return to_go + 1
 
     def _around(self, state: HouseholdState, here: int, occupant: _Obstacles) -> int:
         """The step toward the free goals, around the agents in the way (or aside)."""
         nav, agent = self.nav, self.agent
         dist = FewerGoals(nav, self._full_map(), self._near, self.goals, occupant)
-        to_go, best = self._steps_down(here, occupant, dist)
+        to_go, best, off_full = self._steps_down(here, occupant, dist)
         if to_go >= INF:
             return -1
         for d, n in best:
@@ -713,19 +739,24 @@ class Walker:
                 for d, n in nav.neighbours[here]:
                     if detour[n] == around - 1:
                         return nav._enter(state, d, n)
+            if off_full:  # read the neighbours as the steps down were
+                def beside(n: int) -> int:
+                    return self._beside(n, to_go, best, occupant, dist)
+            else:
+                beside = dist.__getitem__
             if self.stuck < STUCK_SHUFFLE:
                 # Yield into a pocket: sideways, else off the blocker's line (a doorway
                 # beside a corridor too), else straight back, floor before doorway.
                 back = 2 * here - min(n for _, n in best if n in occupant)
                 free = [(d, n) for d, n in nav.neighbours[here]
-                        if n not in occupant and dist[n] >= to_go and (
+                        if n not in occupant and beside(n) >= to_go and (
                             nav.is_floor[n] or state.door_open[state.scene.door_at[n]])]
-                free.sort(key=lambda dn: (dist[dn[1]] > to_go, dn[1] == back,
+                free.sort(key=lambda dn: (beside(dn[1]) > to_go, dn[1] == back,
                                           not nav.is_floor[dn[1]]))
             else:
                 free = [(d, n) for d, n in nav.neighbours[here]
-                        if n not in occupant and nav.is_floor[n] and dist[n] >= to_go]
-                free.sort(key=lambda dn: dist[dn[1]])
+                        if n not in occupant and nav.is_floor[n] and beside(n) >= to_go]
+                free.sort(key=lambda dn: beside(dn[1]))
             if free and (yields or self.stuck >= STUCK_SHUFFLE):
                 # Step aside, off the way (sideways before backwards).
                 self._pause = 2 if self.stuck >= STUCK_SHUFFLE else 0

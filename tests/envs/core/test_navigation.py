@@ -118,16 +118,17 @@ def test_a_walkers_map_of_its_free_goals_reads_as_the_map_of_the_goals_it_heads_
 
 
 def test_a_walkers_free_step_down_is_the_step_its_map_of_free_goals_takes():
-    # Walker._downhill_step and _steps_down read the map of all the goals and only the
-    # cells one step down where they can: the steps down are those the map of the free
-    # goals has, every neighbour read; where _downhill_step answers, the plain way
-    # (_around) takes the same step, and leaves the walker as it was
+    # Walker._downhill_step, _steps_down and _beside read the map of all the goals (and
+    # the goals nearest and a step farther) where they can: the steps down and the
+    # neighbours' distances are those of the map of the free goals, every neighbour
+    # read; where _downhill_step answers, the plain way (_around) takes the same step,
+    # and leaves the walker as it was
     env = HighLevelEnv(layout="generated:32:0", num_agents=2)
     env.reset(seed=0)
     state, nav = env.base.world, env.nav
     rng = random.Random(4)
     floor = [c for c in range(len(nav.walkable)) if nav.walkable[c]]
-    answered = declined = farther = 0
+    answered = declined = farther = read_beside = 0
     for trial in range(1500):
         goals = _goal_sets(nav, rng, trial)
         near_goals = [g for g in goals if nav.walkable[g]]
@@ -148,9 +149,16 @@ def test_a_walkers_free_step_down_is_the_step_its_map_of_free_goals_takes():
         plain_map = FewerGoals(nav, nav.distance_map(goals), nav.nearest_goals(goals), goals,
                                occupant)
         to_go = plain_map[here]
-        assert fast._steps_down(here, occupant, FewerGoals(
-            nav, nav.distance_map(goals), nav.nearest_goals(goals), goals, occupant)) == (
+        dist = FewerGoals(nav, nav.distance_map(goals), nav.nearest_goals(goals), goals,
+                          occupant)
+        got, best, off_full = fast._steps_down(here, occupant, dist)
+        assert (got, best) == (
             to_go, [(d, n) for d, n in nav.neighbours[here] if plain_map[n] == to_go - 1])
+        if off_full:  # the neighbours read as the steps down were
+            beside = [fast._beside(n, to_go, best, occupant, dist)
+                      for _, n in nav.neighbours[here]]
+            assert beside == [plain_map[n] for _, n in nav.neighbours[here]]
+            read_beside += 1
         step = fast._downhill_step(state, here, occupant)
         if step is None:
             declined += 1
@@ -160,6 +168,7 @@ def test_a_walkers_free_step_down_is_the_step_its_map_of_free_goals_takes():
         assert (plain.detour, plain._pause) == (None, 0)
     assert answered > 100 and declined > 100  # both ways, many times
     assert farther > 50  # steps down read off the goals a step farther too
+    assert read_beside > 500
 
 
 def test_obstacles_among_goals_cell_by_cell_are_those_of_all_obstacles(monkeypatch):
