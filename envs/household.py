@@ -226,15 +226,20 @@ class HouseholdEnv(ParallelEnv):
         rewards = self._reward(before, world, events, done)
         agents = self.agents
         masks = self._current_masks(before, events)
+        rich = self.rich_infos
+        # the events list made with each info (not added after: 256 agents a tick)
         if masks is None or not self._mask_in_info:
-            infos = {a: {"tick": tick, "is_success": done, **EVENT_COUNTS} for a in agents}
+            if rich:
+                infos = {a: {"tick": tick, "is_success": done, **EVENT_COUNTS, "events": []}
+                         for a in agents}
+            else:
+                infos = {a: {"tick": tick, "is_success": done, **EVENT_COUNTS} for a in agents}
+        elif rich:
+            infos = {a: {"tick": tick, "is_success": done, **EVENT_COUNTS, "action_mask": m,
+                         "events": []} for a, m in zip(agents, masks)}
         else:
             infos = {a: {"tick": tick, "is_success": done, **EVENT_COUNTS, "action_mask": m}
                      for a, m in zip(agents, masks)}
-        rich = self.rich_infos
-        if rich:
-            for info in infos.values():
-                info["events"] = []
         self._stats["r"] += rewards
         if events:
             names = self.possible_agents

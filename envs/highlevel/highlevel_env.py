@@ -264,10 +264,13 @@ class HighLevelEnv(ParallelEnv):
         total_reward, elapsed = 0.0, 0
         terms = truncs = {a: False for a in self.agents}
         live = [a for a in self.agents if not self._runners[a].idle]
+        runners = self._runners
         while True:
             before = self.base.world
-            joint = {a: (r.pending if r.status == "running" and not r.idle else 0)
-                     for a, r in ((a, self._runners[a]) for a in self.agents)}
+            joint = {}
+            for a in self.agents:  # a loop, not a generator in a comprehension: 256 agents
+                r = runners[a]
+                joint[a] = r.pending if r.status == "running" and not r.idle else 0
             self.crowd.before_tick(joint)
             _, rew, terms, truncs, infos = self.base.step(joint)
             elapsed += 1
