@@ -34,6 +34,7 @@ with everyone hearing everyone.
 from __future__ import annotations
 
 from collections import Counter
+from itertools import islice
 from typing import TYPE_CHECKING
 
 from orgteams.agents.member_rules import MemberRules
@@ -96,6 +97,9 @@ class PlannerAgent:
         self._intent_depends: dict[str, str] = {}
         self._explored: tuple = (None, -1, frozenset())  # (memory, version, rooms explored)
         self._layout_indexes: tuple = (None, {}, {})  # (layout, furniture, rooms by name)
+        # (memory, how many rooms it had seen, room -> index in its rooms, the rooms seen
+        # and not reported yet): see _explored_unreported
+        self._unreported: tuple = (None, 0, {}, set())
 
     # ---- messages ----
     def receive(self, messages: list[TeamMessage]) -> None:
@@ -220,7 +224,8 @@ class PlannerAgent:
 
     def _announce(self, env: MemberView) -> None:
         mem = env.memory(self.agent_id)
-        wanted = self._wanted_classes(env)
+        # most of a 256-agent team know no object yet: the goal is read only if one does
+        wanted = self._wanted_classes(env) if mem.objects else frozenset()
         for obj, b in mem.objects.items():
             if (b.source == "seen" and b.kind == "furniture" and obj.rpartition("_")[0] in wanted
                     and (obj, b.location) not in self._announced):
@@ -231,11 +236,32 @@ class PlannerAgent:
         if self.rules.assign_work == "leader" and boss is not None and (
                 to is None or boss in to):
             # its leader assigns rooms and knows only what it is told: which ones are done
-            for room in mem.rooms:  # a room not seen yet is not explored: asked first
-                if room not in self._rooms_reported and room in mem.rooms_seen \
-                        and mem.room_explored(room):
-                    self._rooms_reported.add(room)
-                    self._say("done", room=room)
+            for room in self._explored_unreported(mem):
+                self._rooms_reported.add(room)
+                self._say("done", room=room)
+
+    def _explored_unreported(self, mem: AgentMemory) -> list[str]:
+        """The rooms of ``mem.rooms`` seen and explored but not reported yet, in that
+        order. Each of a 256-agent team asked it of every room of the house every round;
+        only the rooms seen and not reported can be (a room not seen is not explored),
+        and ``mem.rooms_seen`` only grows (rooms are added, never taken out), so those
+        are kept (``_unreported``) and the rooms newly seen added when its size changes.
+        tests/agents/planner/test_planner.py compares it with asking every room."""
+        known, count, order, pending = self._unreported
+        seen = mem.rooms_seen
+        if known is not mem:  # a memory it has not read before: every room seen is new
+            order = {r: i for i, r in reversed(list(enumerate(mem.rooms)))}  # first index
+            known, count, pending = mem, 0, set()
+        if len(seen) != count:
+            pending.update(r for r in islice(seen, count, None)
+                           if r in order and r not in self._rooms_reported)
+            count = len(seen)
+        self._unreported = (known, count, order, pending)
+        if not pending:
+            return []
+        done = sorted((r for r in pending if mem.room_explored(r)), key=order.__getitem__)
+        pending.difference_update(done)
+        return done
 
     # ---- acting ----
     def act(self, env: MemberView) -> str:

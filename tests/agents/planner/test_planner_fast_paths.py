@@ -213,3 +213,30 @@ def test_the_wanted_classes_follow_the_progress_and_the_goal():
     (the studio's planners finish the task) and in another episode (another goal)."""
     assert len(_studio_progress_checked(0)) > 2  # the progress changed as it went
     assert len(_studio_progress_checked(1)) > 2
+
+
+def test_rooms_to_report_explored_are_those_a_scan_of_every_room_finds():
+    """A member under a leader reports each room it has explored once: the rooms it
+    keeps as seen and not reported give what asking every room of the house gave, as
+    random walkers see rooms and open containers, with calls skipped for a while (several
+    rooms at once) and the planner moved to other memories and back."""
+    env = HighLevelEnv(layout="generated:32:0", task="prepare_afternoon_tea", num_agents=6)
+    env.reset(seed=3)
+    rng = random.Random(3)
+    planners = [PlannerAgent(a) for a in env.agents]
+    reported = []
+    for _ in range(150):
+        env.step({a: rng.choice([x.id for x in env.available_actions(a)])
+                  for a in env.agents if env.needs_decision(a)})
+        for p in planners:
+            if rng.random() < 0.3:
+                continue  # not asked this tick: what it learns is found at the next call
+            agent = p.agent_id if rng.random() < 0.9 else rng.choice(env.agents)
+            mem = env.memory(agent)
+            plain = [r for r in mem.rooms if r not in p._rooms_reported
+                     and r in mem.rooms_seen and mem.room_explored(r)]
+            done = p._explored_unreported(mem)
+            assert done == plain
+            p._rooms_reported.update(done)  # as _announce does
+            reported.append(len(done))
+    assert sum(reported) > 30 and max(reported) > 1  # rooms were reported, some together
