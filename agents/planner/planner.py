@@ -43,6 +43,8 @@ from orgteams.agents.planner.lead import ROOM, lead
 from orgteams.agents.view import MemberView
 
 if TYPE_CHECKING:
+    from orgteams.envs.core.layout import Layout
+    from orgteams.envs.core.navigation import Navigator
     from orgteams.envs.observe.memory import AgentMemory
 
 ROLES = ("member", "leader")
@@ -64,6 +66,24 @@ def _class_of(obj: str) -> str:
     if len(_CLASSES) < _CLASSES_KEPT:
         _CLASSES[obj] = cls
     return cls
+
+
+_rooms: tuple = (None, None, {})  # (navigator, layout, every room's distance map by name)
+
+
+def _room_maps(nav: Navigator, layout: Layout, index: dict[str, int]) -> dict[str, list[int]]:
+    """Every room of ``layout`` (``index``: room name -> its first index) by name -> its
+    walking distance map (:meth:`Navigator.distance_map`), made once for a team: each
+    decision of a 256-agent team, and a leader's every order, measures the way to each
+    of a house's dozens of rooms. A map is the navigator's distance from every cell on
+    the static grid, never changed (its cache may drop one and make it again, equal), so
+    reading a kept one gives what asking the navigator gives."""
+    global _rooms
+    known = _rooms  # one read: episodes in other threads replace it
+    if known[0] is not nav or known[1] is not layout:
+        known = _rooms = (nav, layout, {r: nav.distance_map(nav.room_goal(i))
+                                        for r, i in index.items()})
+    return known[2]
 
 
 class PlannerAgent:
@@ -97,6 +117,7 @@ class PlannerAgent:
         self._intent_depends: dict[str, str] = {}
         self._explored: tuple = (None, -1, frozenset())  # (memory, version, rooms explored)
         self._layout_indexes: tuple = (None, {}, {})  # (layout, furniture, rooms by name)
+        self._furniture_maps: tuple = (None, None, {})  # (nav, layout, maps by name): _dist
         # (memory, how many rooms it had seen, room -> index in its rooms, the rooms seen
         # and not reported yet): see _explored_unreported
         self._unreported: tuple = (None, 0, {}, set())
@@ -478,18 +499,30 @@ class PlannerAgent:
         return furniture, rooms
 
     def _dist(self, env: MemberView, agent: str, furniture: str) -> int:
-        world = env.world
-        f = self._indexes(world.scene.layout)[0][furniture]
-        here = world.agent_pos[env.agent_index[agent]]
-        return env.nav.distance(here, env.nav.furniture_goal(f))
+        """Walking distance from ``agent`` to ``furniture``, from the furniture's distance
+        map (:meth:`Navigator.distance_map`) kept after its first use while the navigator
+        and layout stand: a map is the navigator's distance from every cell on the
+        static grid, never changed (its cache may drop one and make it again, equal)."""
+        world, nav = env.world, env.nav
+        layout = world.scene.layout
+        known_nav, known_layout, maps = self._furniture_maps
+        if known_nav is not nav or known_layout is not layout:
+            maps = {}
+            self._furniture_maps = (nav, layout, maps)
+        dist = maps.get(furniture)
+        if dist is None:
+            f = self._indexes(layout)[0][furniture]
+            dist = maps[furniture] = nav.distance_map(nav.furniture_goal(f))
+        return dist[world.agent_pos[env.agent_index[agent]]]
 
     def _nearest_room(self, env: MemberView, agent: str, rooms: list[str]) -> str:
         """The room of ``rooms`` nearest to ``agent`` (ties: the first by name); where it
-        stands is read once for all of them (a big house has dozens)."""
-        world, nav = env.world, env.nav
+        stands is read once for all of them (a big house has dozens), each room's
+        distance from the team's room maps (:func:`_room_maps`)."""
+        world = env.world
         here = world.agent_pos[env.agent_index[agent]]
-        index = self._indexes(world.scene.layout)[1]
-        return min(rooms, key=lambda r: (nav.distance(here, nav.room_goal(index[r])), r))
+        maps = _room_maps(env.nav, world.scene.layout, self._indexes(world.scene.layout)[1])
+        return min([(maps[r][here], r) for r in rooms])[1]
 
     # ---- choices ----
     def _from_assignment(self, env: MemberView, valid: set[str]) -> str | None:

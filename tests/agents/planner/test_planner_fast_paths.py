@@ -240,3 +240,28 @@ def test_rooms_to_report_explored_are_those_a_scan_of_every_room_finds():
             p._rooms_reported.update(done)  # as _announce does
             reported.append(len(done))
     assert sum(reported) > 30 and max(reported) > 1  # rooms were reported, some together
+
+
+def test_room_distances_kept_for_a_team_follow_the_house_asked_about():
+    """The rooms' distance maps are kept once for whichever house was asked last: two
+    episodes in other houses asked in turn each get their own house's nearest room."""
+    envs = [HighLevelEnv(layout=layout, task="prepare_afternoon_tea", num_agents=3)
+            for layout in ("generated:32:0", "studio", "generated:12:1")]
+    rng = random.Random(5)
+    for env in envs:
+        env.reset(seed=0)
+    planners = {id(env): PlannerAgent("agent_1") for env in envs}
+    switches, last = 0, None
+    for _ in range(60):
+        env = rng.choice(envs)
+        switches, last = switches + (last is not env), env
+        env.step({a: rng.choice([x.id for x in env.available_actions(a)])
+                  for a in env.agents if env.needs_decision(a)})
+        rooms = rng.sample(list(env.world.scene.layout.rooms),
+                           rng.randint(1, len(env.world.scene.layout.rooms)))
+        agent = rng.choice(env.agents)
+        here = env.world.agent_pos[env.agent_index[agent]]
+        order, nav = env.world.scene.layout.rooms, env.nav
+        plain = min(rooms, key=lambda r: (nav.distance(here, nav.room_goal(order.index(r))), r))
+        assert planners[id(env)]._nearest_room(env, agent, rooms) == plain
+    assert switches > 20  # the houses were asked in turn, not one after another
