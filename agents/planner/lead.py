@@ -83,10 +83,7 @@ def needed_for(planner: PlannerAgent, env: MemberView, agent: str) -> dict[str, 
     """Units of each goal class still needed if ``agent`` is given a new order: the
     goal minus what the leader holds, what anyone claims (``agent`` only what it holds:
     its other claims end with its order) and what others were ordered to grab."""
-    goal, progress = planner._goal(env)
-    need: dict[str, int] = {}
-    for p, have in zip(goal, progress):
-        need[p.cls] = need.get(p.cls, 0) + p.count - have
+    need = dict(planner._goal_need(env))  # the team's, copied
     mine = set(_held(env, agent))
     counted = set(env.memory(planner.agent_id).held)
     counted |= {o for o, (who, _) in planner.claims.items()

@@ -54,7 +54,9 @@ def _index(agent: str) -> int:
     return int(agent.rpartition("_")[2])
 
 
-_wanted: tuple = (None, (), frozenset())  # (goal, progress, classes it still wants)
+_wanted: tuple = (None, (), frozenset(), {})
+"""(goal, progress, classes it still wants, units each class still needs): one read,
+replaced whole (:meth:`PlannerAgent._wanted_classes`); the dict is never changed."""
 _CLASSES: dict[str, str] = {}
 """Object name -> its class (the name less its ``_n``), kept for the first
 :data:`_CLASSES_KEPT` names met (a scene has a few hundred objects)."""
@@ -84,6 +86,22 @@ def _room_maps(nav: Navigator, layout: Layout, index: dict[str, int]) -> dict[st
         known = _rooms = (nav, layout, {r: nav.distance_map(nav.room_goal(i))
                                         for r, i in index.items()})
     return known[2]
+
+
+def _goal_needs(world) -> tuple:
+    """:data:`_wanted` for ``world``'s goal and progress. Every planner of a team asks it
+    each round of the same goal and progress: derived once for all of them (the goal is
+    an immutable tuple, the progress a tuple of counts)."""
+    global _wanted
+    goal, progress = world.scene.goal, world.progress
+    known = _wanted  # one read: episodes in other threads replace it
+    if known[0] is not goal or known[1] != progress:
+        need: dict[str, int] = {}
+        for p, have in zip(goal, progress):
+            need[p.cls] = need.get(p.cls, 0) + p.count - have
+        known = _wanted = (goal, tuple(progress), frozenset(
+            p.cls for p, have in zip(goal, progress) if have < p.count), need)
+    return known
 
 
 class PlannerAgent:
@@ -215,15 +233,16 @@ class PlannerAgent:
         sets ``abstaining``.
         """
         self.receive(inbox)
-        self._apply_heard(env)
+        if self._heard:  # most of a 256-agent team hear nothing it notes, most rounds
+            self._apply_heard(env)
         self._announce(env)
         if self.role == "leader" and self.rules.assigns:  # to its own reports only
             reachable = None if reach is None else set(reach)  # 255 names at 256 agents
             lead(self, env, [a for a in self.rules.reports
                              if reachable is None or a in reachable])
-        self.abstaining = self.rules.may_abstain and env.needs_decision(self.agent_id) \
-            and not self._useful(env)
-        if env.needs_decision(self.agent_id) and not self.abstaining:
+        decides = env.needs_decision(self.agent_id)  # asked once: nothing here steps the env
+        self.abstaining = self.rules.may_abstain and decides and not self._useful(env)
+        if decides and not self.abstaining:
             self._intent = self._decide(env, claim=True)
             self._intent_depends = self.depends_on
         out, self._outbox = self._outbox, []
@@ -245,18 +264,23 @@ class PlannerAgent:
 
     def _announce(self, env: MemberView) -> None:
         mem = env.memory(self.agent_id)
-        # most of a 256-agent team know no object yet: the goal is read only if one does
-        wanted = self._wanted_classes(env) if mem.objects else frozenset()
-        for obj, b in mem.objects.items():
-            if (b.source == "seen" and b.kind == "furniture" and obj.rpartition("_")[0] in wanted
-                    and (obj, b.location) not in self._announced):
-                self._announced.add((obj, b.location))
-                self.found_by[self.agent_id] += 1
-                self._say("found", object=obj, location=b.location, tick=b.tick)
-        to, boss = self.rules.report_to, self.rules.boss
-        if self.rules.assign_work == "leader" and boss is not None and (
-                to is None or boss in to):
+        objects = mem.objects
+        if objects:  # most of a 256-agent team know no object yet: the goal is not read
+            wanted = self._wanted_classes(env)
+            for obj, b in objects.items():
+                if (b.source == "seen" and b.kind == "furniture"
+                        and obj.rpartition("_")[0] in wanted
+                        and (obj, b.location) not in self._announced):
+                    self._announced.add((obj, b.location))
+                    self.found_by[self.agent_id] += 1
+                    self._say("found", object=obj, location=b.location, tick=b.tick)
+        rules = self.rules
+        to, boss = rules.report_to, rules.boss
+        if rules.assign_work == "leader" and boss is not None and (to is None or boss in to):
             # its leader assigns rooms and knows only what it is told: which ones are done
+            known, count, _, pending = self._unreported
+            if not pending and known is mem and count == len(mem.rooms_seen):
+                return  # no room seen since it last asked, none seen left unexplored
             for room in self._explored_unreported(mem):
                 self._rooms_reported.add(room)
                 self._say("done", room=room)
@@ -287,7 +311,8 @@ class PlannerAgent:
     # ---- acting ----
     def act(self, env: MemberView) -> str:
         """The high-level action id for this round (``continue`` while a plan runs)."""
-        self._apply_heard(env)
+        if self._heard:
+            self._apply_heard(env)
         me = self.agent_id
         self.depends_on = {}
         if not env.needs_decision(me):
@@ -414,15 +439,12 @@ class PlannerAgent:
         return world.scene.goal, world.progress
 
     def _wanted_classes(self, env: MemberView) -> frozenset[str]:
-        goal, progress = self._goal(env)
-        global _wanted
-        known = _wanted  # one read: episodes in other threads replace it
-        if known[0] is not goal or known[1] != progress:
-            # every planner of a team asks it each round of the same goal and progress:
-            # derived once for all of them (the goal is an immutable tuple)
-            known = _wanted = (goal, tuple(progress), frozenset(
-                p.cls for p, have in zip(goal, progress) if have < p.count))
-        return known[2]
+        return _goal_needs(env.world)[2]
+
+    def _goal_need(self, env: MemberView) -> dict[str, int]:
+        """Units each goal class still needs (the goal less its progress), to be read only:
+        the same for the whole team (:func:`_goal_needs`)."""
+        return _goal_needs(env.world)[3]
 
     def _target_of(self, env: MemberView, obj: str) -> str:
         cls = obj.rpartition("_")[0]
@@ -442,10 +464,7 @@ class PlannerAgent:
     def _remaining(self, env: MemberView) -> dict[str, int]:
         """Units each class still needs after what is held, claimed by others and (a
         leader) ordered to others and not yet claimed."""
-        goal, progress = self._goal(env)
-        need: dict[str, int] = {}
-        for p, have in zip(goal, progress):
-            need[p.cls] = need.get(p.cls, 0) + p.count - have
+        need = dict(self._goal_need(env))  # the team's, copied
         for obj in env.memory(self.agent_id).held:
             cls = obj.rpartition("_")[0]
             if cls in need:
