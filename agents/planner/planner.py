@@ -264,12 +264,12 @@ class PlannerAgent:
 
     def _announce(self, env: MemberView) -> None:
         mem = env.memory(self.agent_id)
-        objects = mem.objects
-        if objects:  # most of a 256-agent team know no object yet: the goal is not read
-            wanted = self._wanted_classes(env)
-            for obj, b in objects.items():
-                if (b.source == "seen" and b.kind == "furniture"
-                        and obj.rpartition("_")[0] in wanted
+        wanted = None  # the goal is read only for an object seen (few of a big team's)
+        for obj, b in mem.objects.items():
+            if b.source == "seen" and b.kind == "furniture":
+                if wanted is None:
+                    wanted = self._wanted_classes(env)
+                if (obj.rpartition("_")[0] in wanted
                         and (obj, b.location) not in self._announced):
                     self._announced.add((obj, b.location))
                     self.found_by[self.agent_id] += 1
@@ -304,7 +304,8 @@ class PlannerAgent:
         self._unreported = (known, count, order, pending)
         if not pending:
             return []
-        done = sorted((r for r in pending if mem.room_explored(r)), key=order.__getitem__)
+        explored = self._explored_rooms(mem)  # kept for its decision this tick too
+        done = sorted((r for r in pending if r in explored), key=order.__getitem__)
         pending.difference_update(done)
         return done
 

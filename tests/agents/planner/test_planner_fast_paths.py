@@ -15,6 +15,8 @@ import random
 
 import pytest
 
+import orgteams.agents.planner.lead as lead_module
+import orgteams.agents.planner.planner as planner_module
 from orgteams.agents.planner.lead import ROOM
 from orgteams.agents.planner.planner import PlannerAgent
 from orgteams.envs.highlevel.highlevel_env import HighLevelEnv
@@ -265,3 +267,84 @@ def test_room_distances_kept_for_a_team_follow_the_house_asked_about():
         plain = min(rooms, key=lambda r: (nav.distance(here, nav.room_goal(order.index(r))), r))
         assert planners[id(env)]._nearest_room(env, agent, rooms) == plain
     assert switches > 20  # the houses were asked in turn, not one after another
+
+
+def _plain_room_order(p: PlannerAgent, env, agent: str, ended: str | None) -> str | None:
+    mem = env.memory(p.agent_id)
+    taken = {k[len(ROOM):] for k, who in p.assigned.items()
+             if k.startswith(ROOM) and who != agent}
+    taken |= {r for a, r in p.room_claims.items() if a != agent}
+    rooms = [r for r in mem.rooms if r not in taken and r != ended
+             and not lead_module.room_explored(p, env, r)]
+    if not rooms:
+        return None
+    order, nav = env.world.scene.layout.rooms, env.nav
+    here = env.world.agent_pos[env.agent_index[agent]]
+    return min(rooms, key=lambda r: (nav.distance(here, nav.room_goal(order.index(r))), r))
+
+
+def _plain_lead(p: PlannerAgent, env, reach: list[str]) -> None:
+    """lead() as it was: each order's rooms taken and explored asked of every claim and
+    every room."""
+    ended = lead_module.free_stale(p, env)
+    tick = env.world.tick
+    mem = env.memory(p.agent_id)
+    team = [a for a in env.agents if a != p.agent_id and env.needs_decision(a) and a in reach]
+    carried = lead_module._carried(env)
+    for agent in team:
+        held = lead_module._held(env, agent)
+        obj = lead_module._grab_order(p, env, agent, carried) if len(held) < 2 else None
+        if obj is not None:
+            p.assigned[obj], p.assigned_at[obj] = agent, tick
+            b = mem.objects[obj]
+            p._say("assign", (agent,), agent=agent, action=f"grab:{obj}",
+                   target=p._target_of(env, obj), location=b.location, tick=b.tick)
+            lead_module._tell_peers(p, object=obj, target=p._target_of(env, obj), tick=tick,
+                                    **{"for": agent})
+            continue
+        room = None if held else _plain_room_order(p, env, agent, ended.get(agent))
+        if room is not None:
+            p.assigned[ROOM + room], p.assigned_at[ROOM + room] = agent, tick
+            p._say("assign", (agent,), agent=agent, action=f"explore:{room}")
+            lead_module._tell_peers(p, room=room, **{"for": agent})
+
+
+@pytest.mark.parametrize("org_name", ["leader", "dual_leader"])
+def test_a_leaders_orders_are_those_of_the_plain_code_in_episodes_and_shaken_claims(
+        org_name, monkeypatch):
+    """Each round the leader orders its reports twice from the same state, through the
+    plain code and through lead() (rooms claimed counted once, rooms explored asked once
+    per round), the second time with random teammates' room claims added (several on one
+    room, the ordered agent's own among them); the orders and all it keeps agree."""
+    org = load_organization(org_name)
+    env = HighLevelEnv(layout="generated:32:0", task="prepare_afternoon_tea", num_agents=24)
+    rng = random.Random(f"lead-{org_name}")
+    real_lead = planner_module.lead
+    compared = []
+
+    def state(p):
+        return (dict(p.assigned), dict(p.assigned_at), list(p._outbox), dict(p.room_claims))
+
+    def checked_lead(p, view, reach=None):
+        for shaken in (False, True):
+            saved = state(p)
+            if shaken:
+                rooms = list(view.memory(p.agent_id).rooms)
+                for a in rng.sample(list(view.agents), rng.randint(1, len(view.agents))):
+                    p.room_claims[a] = rng.choice(rooms[:6])  # collisions on a few rooms
+            before = state(p)
+            _plain_lead(p, view, list(reach or view.agents))
+            plain = state(p)
+            p.assigned, p.assigned_at, p._outbox, p.room_claims = (
+                dict(before[0]), dict(before[1]), list(before[2]), dict(before[3]))
+            real_lead(p, view, reach)
+            assert state(p) == plain
+            compared.append(len(plain[2]) - len(before[2]))
+            if shaken:  # back to the episode's own state, then its real orders
+                p.assigned, p.assigned_at, p._outbox, p.room_claims = saved
+        real_lead(p, view, reach)
+
+    monkeypatch.setattr(planner_module, "lead", checked_lead)
+    runner = TeamRunner(env, org, build_team("planner", 24, org), max_rounds=12)
+    runner.run(seed=0)
+    assert len(compared) > 10 and sum(compared) > 20  # rounds with orders were compared
