@@ -325,9 +325,11 @@ class PlannerAgent:
         if self.abstaining:
             return "wait"
         intent, self._intent = self._intent, None
-        valid = {a.id for a in env.available_actions(me)}
         kind, _, target = (intent or "").partition(":")
-        if intent in valid and (kind != "grab" or self.claims.get(target, ("",))[0] == me):
+        # the one id asked of the env (is_available answers as its list of actions does),
+        # not that list made into a set for each decider of a 256-agent team
+        if intent is not None and env.is_available(me, intent) and (
+                kind != "grab" or self.claims.get(target, ("",))[0] == me):
             action = intent  # what this agent announced; nobody outranked its claim
             self.depends_on = self._intent_depends
         else:
