@@ -260,7 +260,26 @@ class PlannerAgent:
         some goal unit still needs someone (not done, held or claimed by others)."""
         if env.memory(self.agent_id).held or self.assignment is not None:
             return True
-        return any(n > 0 for n in self._remaining(env).values())
+        # :meth:`_remaining` with nothing held, asked only whether a unit is left: the
+        # classes the goal still needs, each crossed off once others' claims and orders
+        # cover it (most of a 256-agent team abstain, asking it every round)
+        left = {c: n for c, n in self._goal_need(env).items() if n > 0}
+        me, placed, claims, classes = self.agent_id, self._placed, self.claims, _CLASSES
+        taken = [o for o, (who, _) in claims.items() if who != me and o not in placed]
+        taken += [o for o, who in self.assigned.items()
+                  if who != me and o not in claims and not o.startswith(ROOM)]
+        for obj in taken:
+            if not left:
+                return False
+            cls = classes.get(obj)
+            if cls is None:
+                cls = _class_of(obj)
+            n = left.get(cls)
+            if n == 1:
+                del left[cls]
+            elif n is not None:
+                left[cls] = n - 1
+        return bool(left)
 
     def _announce(self, env: MemberView) -> None:
         mem = env.memory(self.agent_id)

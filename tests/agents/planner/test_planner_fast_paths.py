@@ -132,6 +132,8 @@ def _check(p: PlannerAgent, env, rng: random.Random) -> int:
     for f in list(mem.furniture)[:5]:
         assert p._dist(env, me, f) == _plain_dist(env, me, f)
     assert p._remaining(env) == _plain_remaining(p, env)
+    assert p._useful(env) == (bool(mem.held) or p.assignment is not None or any(
+        n > 0 for n in _plain_remaining(p, env).values()))
     goal, progress = p._goal(env)
     assert p._wanted_classes(env) == {g.cls for g, have in zip(goal, progress) if have < g.count}
     valid = {a.id for a in env.available_actions(me)}
@@ -348,3 +350,30 @@ def test_a_leaders_orders_are_those_of_the_plain_code_in_episodes_and_shaken_cla
     runner = TeamRunner(env, org, build_team("planner", 24, org), max_rounds=12)
     runner.run(seed=0)
     assert len(compared) > 10 and sum(compared) > 20  # rounds with orders were compared
+
+
+def test_whether_a_planner_is_useful_is_what_the_units_left_say():
+    """An abstaining planner asks only whether any goal unit is left for it: on random
+    claims, orders and placed objects (mostly of the goal's classes, so that every unit
+    is often covered), it answers as the plain count of the units left does."""
+    env = HighLevelEnv(layout="generated:32:0", task="prepare_afternoon_tea", num_agents=8)
+    env.reset(seed=2)
+    rng = random.Random(11)
+    scene = env.world.scene
+    goal_classes = {g.cls for g in scene.goal}
+    wanted = [o for o in scene.objects if o.rpartition("_")[0] in goal_classes]
+    answers = []
+    for _ in range(600):
+        p = PlannerAgent(rng.choice(env.agents))
+        pool = wanted if rng.random() < 0.9 else list(scene.objects)
+        for _ in range(rng.randint(0, 14)):
+            p.claims[rng.choice(pool)] = (rng.choice(env.agents), rng.randint(0, 9))
+        for _ in range(rng.randint(0, 5)):
+            key = rng.choice([rng.choice(pool), ROOM + rng.choice(scene.layout.rooms)])
+            p.assigned[key] = rng.choice(env.agents)
+        for _ in range(rng.randint(0, 3)):
+            p._placed.add(rng.choice(pool))
+        plain = any(n > 0 for n in _plain_remaining(p, env).values())
+        assert p._useful(env) == plain
+        answers.append(plain)
+    assert answers.count(True) > 50 and answers.count(False) > 50
