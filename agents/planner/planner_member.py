@@ -240,7 +240,8 @@ class PlannerMember(MemberBase):
                 content = {"doing": doing, "holding": held}
                 out.append(TeamMessage(self.agent_id, to, render("status", content), "status",
                                        round, content=content))
-        return sorted(out, key=priority)
+        # one message (a status, most of a 256-agent team's turns) is in order already
+        return sorted(out, key=priority) if len(out) > 1 else out
 
     def _role(self, env: MemberView, abstain: bool) -> str:
         """Its self-chosen role, from what it will do (:data:`ROLE_VOCABULARY`)."""
