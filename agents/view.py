@@ -96,6 +96,10 @@ class MemberView:
         """The high-level actions ``agent`` may choose now."""
         return self._env.available_actions(agent)
 
+    def is_available(self, agent: str, action: str) -> bool:
+        """Whether ``action`` (an id) is one of :meth:`available_actions` of ``agent``."""
+        return self._env.is_available(agent, action)
+
     def needs_decision(self, agent: str) -> bool:
         """Whether ``agent``'s plan ended (it must choose a new action)."""
         return self._env.needs_decision(agent)

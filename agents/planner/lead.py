@@ -32,6 +32,8 @@ watching its team would; what they know reaches it only through their reports.
 
 from __future__ import annotations
 
+from collections import Counter
+from collections.abc import Container
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -83,10 +85,7 @@ def needed_for(planner: PlannerAgent, env: MemberView, agent: str) -> dict[str, 
     """Units of each goal class still needed if ``agent`` is given a new order: the
     goal minus what the leader holds, what anyone claims (``agent`` only what it holds:
     its other claims end with its order) and what others were ordered to grab."""
-    goal, progress = planner._goal(env)
-    need: dict[str, int] = {}
-    for p, have in zip(goal, progress):
-        need[p.cls] = need.get(p.cls, 0) + p.count - have
+    need = dict(planner._goal_need(env))  # the team's, copied
     mine = set(_held(env, agent))
     counted = set(env.memory(planner.agent_id).held)
     counted |= {o for o, (who, _) in planner.claims.items()
@@ -125,17 +124,21 @@ def _grab_order(planner: PlannerAgent, env: MemberView, agent: str,
     return min(cands, key=lambda o: (planner._dist(env, agent, mem.objects[o].location), o))
 
 
-def _room_order(planner: PlannerAgent, env: MemberView, agent: str,
-                ended: str | None) -> str | None:
+def _room_order(planner: PlannerAgent, env: MemberView, agent: str, ended: str | None,
+                claimed: Counter[str], explored: Container[str]) -> str | None:
     """The nearest room nobody explored, claimed or was sent to, other than ``ended``:
     the room whose exploration ``agent`` just ended (explored, or it failed: its report
-    says which a round later, after the leader has spoken)."""
+    says which a round later, after the leader has spoken). ``claimed``: how many
+    teammates claim each room; ``explored``: the rooms :func:`room_explored` holds
+    explored (the leader's, asked once for all its orders of a round)."""
     mem = env.memory(planner.agent_id)
     taken = {k[len(ROOM):] for k, who in planner.assigned.items()
              if k.startswith(ROOM) and who != agent}
-    taken |= {r for a, r in planner.room_claims.items() if a != agent}
-    rooms = [r for r in mem.rooms if r not in taken and r != ended
-             and not room_explored(planner, env, r)]
+    # rooms someone other than ``agent`` claims: read from the counts, not from each of
+    # a 256-agent team's claims once per order
+    own = planner.room_claims.get(agent)
+    taken.update(r for r, n in claimed.items() if n > (r == own))
+    rooms = [r for r in mem.rooms if r not in taken and r != ended and r not in explored]
     if not rooms:
         return None
     return planner._nearest_room(env, agent, rooms)
@@ -150,6 +153,9 @@ def lead(planner: PlannerAgent, env: MemberView, reach: list[str] | None = None)
     team = [a for a in env.agents if a != planner.agent_id and env.needs_decision(a)
             and (reachable is None or a in reachable)]
     carried = _carried(env)  # hands change only when the env steps: once for all orders
+    # nor do room claims or what is explored while it orders (only ``assigned`` grows)
+    claimed = Counter(planner.room_claims.values())
+    explored = planner.explored | planner._explored_rooms(mem)
     for agent in team:
         held = _held(env, agent)
         obj = _grab_order(planner, env, agent, carried) if len(held) < 2 else None
@@ -162,7 +168,8 @@ def lead(planner: PlannerAgent, env: MemberView, reach: list[str] | None = None)
             _tell_peers(planner, object=obj, target=planner._target_of(env, obj), tick=tick,
                         **{"for": agent})
             continue
-        room = None if held else _room_order(planner, env, agent, ended.get(agent))
+        room = None if held else _room_order(planner, env, agent, ended.get(agent), claimed,
+                                             explored)
         if room is not None:
             planner.assigned[ROOM + room] = agent
             planner.assigned_at[ROOM + room] = tick

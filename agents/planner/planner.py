@@ -34,6 +34,7 @@ with everyone hearing everyone.
 from __future__ import annotations
 
 from collections import Counter
+from itertools import islice
 from typing import TYPE_CHECKING
 
 from orgteams.agents.member_rules import MemberRules
@@ -42,6 +43,8 @@ from orgteams.agents.planner.lead import ROOM, lead
 from orgteams.agents.view import MemberView
 
 if TYPE_CHECKING:
+    from orgteams.envs.core.layout import Layout
+    from orgteams.envs.core.navigation import Navigator
     from orgteams.envs.observe.memory import AgentMemory
 
 ROLES = ("member", "leader")
@@ -51,7 +54,9 @@ def _index(agent: str) -> int:
     return int(agent.rpartition("_")[2])
 
 
-_wanted: tuple = (None, (), frozenset())  # (goal, progress, classes it still wants)
+_wanted: tuple = (None, (), frozenset(), {})
+"""(goal, progress, classes it still wants, units each class still needs): one read,
+replaced whole (:meth:`PlannerAgent._wanted_classes`); the dict is never changed."""
 _CLASSES: dict[str, str] = {}
 """Object name -> its class (the name less its ``_n``), kept for the first
 :data:`_CLASSES_KEPT` names met (a scene has a few hundred objects)."""
@@ -63,6 +68,40 @@ def _class_of(obj: str) -> str:
     if len(_CLASSES) < _CLASSES_KEPT:
         _CLASSES[obj] = cls
     return cls
+
+
+_rooms: tuple = (None, None, {})  # (navigator, layout, every room's distance map by name)
+
+
+def _room_maps(nav: Navigator, layout: Layout, index: dict[str, int]) -> dict[str, list[int]]:
+    """Every room of ``layout`` (``index``: room name -> its first index) by name -> its
+    walking distance map (:meth:`Navigator.distance_map`), made once for a team: each
+    decision of a 256-agent team, and a leader's every order, measures the way to each
+    of a house's dozens of rooms. A map is the navigator's distance from every cell on
+    the static grid, never changed (its cache may drop one and make it again, equal), so
+    reading a kept one gives what asking the navigator gives."""
+    global _rooms
+    known = _rooms  # one read: episodes in other threads replace it
+    if known[0] is not nav or known[1] is not layout:
+        known = _rooms = (nav, layout, {r: nav.distance_map(nav.room_goal(i))
+                                        for r, i in index.items()})
+    return known[2]
+
+
+def _goal_needs(world) -> tuple:
+    """:data:`_wanted` for ``world``'s goal and progress. Every planner of a team asks it
+    each round of the same goal and progress: derived once for all of them (the goal is
+    an immutable tuple, the progress a tuple of counts)."""
+    global _wanted
+    goal, progress = world.scene.goal, world.progress
+    known = _wanted  # one read: episodes in other threads replace it
+    if known[0] is not goal or known[1] != progress:
+        need: dict[str, int] = {}
+        for p, have in zip(goal, progress):
+            need[p.cls] = need.get(p.cls, 0) + p.count - have
+        known = _wanted = (goal, tuple(progress), frozenset(
+            p.cls for p, have in zip(goal, progress) if have < p.count), need)
+    return known
 
 
 class PlannerAgent:
@@ -96,6 +135,10 @@ class PlannerAgent:
         self._intent_depends: dict[str, str] = {}
         self._explored: tuple = (None, -1, frozenset())  # (memory, version, rooms explored)
         self._layout_indexes: tuple = (None, {}, {})  # (layout, furniture, rooms by name)
+        self._furniture_maps: tuple = (None, None, {})  # (nav, layout, maps by name): _dist
+        # (memory, how many rooms it had seen, room -> index in its rooms, the rooms seen
+        # and not reported yet): see _explored_unreported
+        self._unreported: tuple = (None, 0, {}, set())
 
     # ---- messages ----
     def receive(self, messages: list[TeamMessage]) -> None:
@@ -190,15 +233,16 @@ class PlannerAgent:
         sets ``abstaining``.
         """
         self.receive(inbox)
-        self._apply_heard(env)
+        if self._heard:  # most of a 256-agent team hear nothing it notes, most rounds
+            self._apply_heard(env)
         self._announce(env)
         if self.role == "leader" and self.rules.assigns:  # to its own reports only
             reachable = None if reach is None else set(reach)  # 255 names at 256 agents
             lead(self, env, [a for a in self.rules.reports
                              if reachable is None or a in reachable])
-        self.abstaining = self.rules.may_abstain and env.needs_decision(self.agent_id) \
-            and not self._useful(env)
-        if env.needs_decision(self.agent_id) and not self.abstaining:
+        decides = env.needs_decision(self.agent_id)  # asked once: nothing here steps the env
+        self.abstaining = self.rules.may_abstain and decides and not self._useful(env)
+        if decides and not self.abstaining:
             self._intent = self._decide(env, claim=True)
             self._intent_depends = self.depends_on
         out, self._outbox = self._outbox, []
@@ -216,31 +260,79 @@ class PlannerAgent:
         some goal unit still needs someone (not done, held or claimed by others)."""
         if env.memory(self.agent_id).held or self.assignment is not None:
             return True
-        return any(n > 0 for n in self._remaining(env).values())
+        # :meth:`_remaining` with nothing held, asked only whether a unit is left: the
+        # classes the goal still needs, each crossed off once others' claims and orders
+        # cover it (most of a 256-agent team abstain, asking it every round)
+        left = {c: n for c, n in self._goal_need(env).items() if n > 0}
+        me, placed, claims, classes = self.agent_id, self._placed, self.claims, _CLASSES
+        taken = [o for o, (who, _) in claims.items() if who != me and o not in placed]
+        taken += [o for o, who in self.assigned.items()
+                  if who != me and o not in claims and not o.startswith(ROOM)]
+        for obj in taken:
+            if not left:
+                return False
+            cls = classes.get(obj)
+            if cls is None:
+                cls = _class_of(obj)
+            n = left.get(cls)
+            if n == 1:
+                del left[cls]
+            elif n is not None:
+                left[cls] = n - 1
+        return bool(left)
 
     def _announce(self, env: MemberView) -> None:
         mem = env.memory(self.agent_id)
-        wanted = self._wanted_classes(env)
+        wanted = None  # the goal is read only for an object seen (few of a big team's)
         for obj, b in mem.objects.items():
-            if (b.source == "seen" and b.kind == "furniture" and obj.rpartition("_")[0] in wanted
-                    and (obj, b.location) not in self._announced):
-                self._announced.add((obj, b.location))
-                self.found_by[self.agent_id] += 1
-                self._say("found", object=obj, location=b.location, tick=b.tick)
-        to, boss = self.rules.report_to, self.rules.boss
-        if self.rules.assign_work == "leader" and boss is not None and (
-                to is None or boss in to):
+            if b.source == "seen" and b.kind == "furniture":
+                if wanted is None:
+                    wanted = self._wanted_classes(env)
+                if (obj.rpartition("_")[0] in wanted
+                        and (obj, b.location) not in self._announced):
+                    self._announced.add((obj, b.location))
+                    self.found_by[self.agent_id] += 1
+                    self._say("found", object=obj, location=b.location, tick=b.tick)
+        rules = self.rules
+        to, boss = rules.report_to, rules.boss
+        if rules.assign_work == "leader" and boss is not None and (to is None or boss in to):
             # its leader assigns rooms and knows only what it is told: which ones are done
-            for room in mem.rooms:  # a room not seen yet is not explored: asked first
-                if room not in self._rooms_reported and room in mem.rooms_seen \
-                        and mem.room_explored(room):
-                    self._rooms_reported.add(room)
-                    self._say("done", room=room)
+            known, count, _, pending = self._unreported
+            if not pending and known is mem and count == len(mem.rooms_seen):
+                return  # no room seen since it last asked, none seen left unexplored
+            for room in self._explored_unreported(mem):
+                self._rooms_reported.add(room)
+                self._say("done", room=room)
+
+    def _explored_unreported(self, mem: AgentMemory) -> list[str]:
+        """The rooms of ``mem.rooms`` seen and explored but not reported yet, in that
+        order. Each of a 256-agent team asked it of every room of the house every round;
+        only the rooms seen and not reported can be (a room not seen is not explored),
+        and ``mem.rooms_seen`` only grows (rooms are added, never taken out), so those
+        are kept (``_unreported``) and the rooms newly seen added when its size changes.
+        tests/agents/planner/test_planner.py compares it with asking every room."""
+        known, count, order, pending = self._unreported
+        seen = mem.rooms_seen
+        if known is not mem:  # a memory it has not read before: every room seen is new
+            order = {r: i for i, r in reversed(list(enumerate(mem.rooms)))}  # first index
+            known, count, pending = mem, 0, set()
+        if len(seen) != count:
+            pending.update(r for r in islice(seen, count, None)
+                           if r in order and r not in self._rooms_reported)
+            count = len(seen)
+        self._unreported = (known, count, order, pending)
+        if not pending:
+            return []
+        explored = self._explored_rooms(mem)  # kept for its decision this tick too
+        done = sorted((r for r in pending if r in explored), key=order.__getitem__)
+        pending.difference_update(done)
+        return done
 
     # ---- acting ----
     def act(self, env: MemberView) -> str:
         """The high-level action id for this round (``continue`` while a plan runs)."""
-        self._apply_heard(env)
+        if self._heard:
+            self._apply_heard(env)
         me = self.agent_id
         self.depends_on = {}
         if not env.needs_decision(me):
@@ -252,9 +344,11 @@ class PlannerAgent:
         if self.abstaining:
             return "wait"
         intent, self._intent = self._intent, None
-        valid = {a.id for a in env.available_actions(me)}
         kind, _, target = (intent or "").partition(":")
-        if intent in valid and (kind != "grab" or self.claims.get(target, ("",))[0] == me):
+        # the one id asked of the env (is_available answers as its list of actions does),
+        # not that list made into a set for each decider of a 256-agent team
+        if intent is not None and env.is_available(me, intent) and (
+                kind != "grab" or self.claims.get(target, ("",))[0] == me):
             action = intent  # what this agent announced; nobody outranked its claim
             self.depends_on = self._intent_depends
         else:
@@ -367,15 +461,12 @@ class PlannerAgent:
         return world.scene.goal, world.progress
 
     def _wanted_classes(self, env: MemberView) -> frozenset[str]:
-        goal, progress = self._goal(env)
-        global _wanted
-        known = _wanted  # one read: episodes in other threads replace it
-        if known[0] is not goal or known[1] != progress:
-            # every planner of a team asks it each round of the same goal and progress:
-            # derived once for all of them (the goal is an immutable tuple)
-            known = _wanted = (goal, tuple(progress), frozenset(
-                p.cls for p, have in zip(goal, progress) if have < p.count))
-        return known[2]
+        return _goal_needs(env.world)[2]
+
+    def _goal_need(self, env: MemberView) -> dict[str, int]:
+        """Units each goal class still needs (the goal less its progress), to be read only:
+        the same for the whole team (:func:`_goal_needs`)."""
+        return _goal_needs(env.world)[3]
 
     def _target_of(self, env: MemberView, obj: str) -> str:
         cls = obj.rpartition("_")[0]
@@ -395,10 +486,7 @@ class PlannerAgent:
     def _remaining(self, env: MemberView) -> dict[str, int]:
         """Units each class still needs after what is held, claimed by others and (a
         leader) ordered to others and not yet claimed."""
-        goal, progress = self._goal(env)
-        need: dict[str, int] = {}
-        for p, have in zip(goal, progress):
-            need[p.cls] = need.get(p.cls, 0) + p.count - have
+        need = dict(self._goal_need(env))  # the team's, copied
         for obj in env.memory(self.agent_id).held:
             cls = obj.rpartition("_")[0]
             if cls in need:
@@ -452,18 +540,30 @@ class PlannerAgent:
         return furniture, rooms
 
     def _dist(self, env: MemberView, agent: str, furniture: str) -> int:
-        world = env.world
-        f = self._indexes(world.scene.layout)[0][furniture]
-        here = world.agent_pos[env.agent_index[agent]]
-        return env.nav.distance(here, env.nav.furniture_goal(f))
+        """Walking distance from ``agent`` to ``furniture``, from the furniture's distance
+        map (:meth:`Navigator.distance_map`) kept after its first use while the navigator
+        and layout stand: a map is the navigator's distance from every cell on the
+        static grid, never changed (its cache may drop one and make it again, equal)."""
+        world, nav = env.world, env.nav
+        layout = world.scene.layout
+        known_nav, known_layout, maps = self._furniture_maps
+        if known_nav is not nav or known_layout is not layout:
+            maps = {}
+            self._furniture_maps = (nav, layout, maps)
+        dist = maps.get(furniture)
+        if dist is None:
+            f = self._indexes(layout)[0][furniture]
+            dist = maps[furniture] = nav.distance_map(nav.furniture_goal(f))
+        return dist[world.agent_pos[env.agent_index[agent]]]
 
     def _nearest_room(self, env: MemberView, agent: str, rooms: list[str]) -> str:
         """The room of ``rooms`` nearest to ``agent`` (ties: the first by name); where it
-        stands is read once for all of them (a big house has dozens)."""
-        world, nav = env.world, env.nav
+        stands is read once for all of them (a big house has dozens), each room's
+        distance from the team's room maps (:func:`_room_maps`)."""
+        world = env.world
         here = world.agent_pos[env.agent_index[agent]]
-        index = self._indexes(world.scene.layout)[1]
-        return min(rooms, key=lambda r: (nav.distance(here, nav.room_goal(index[r])), r))
+        maps = _room_maps(env.nav, world.scene.layout, self._indexes(world.scene.layout)[1])
+        return min([(maps[r][here], r) for r in rooms])[1]
 
     # ---- choices ----
     def _from_assignment(self, env: MemberView, valid: set[str]) -> str | None:

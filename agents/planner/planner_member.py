@@ -190,7 +190,11 @@ class PlannerMember(MemberBase):
                                 "said: " + ", ".join(m.kind for m in said))
             said = []
         spent = self._spent if self._spent[0] == ctx.round else (ctx.round, 0, 0)
-        said, over = within_budget(said, rules, lambda m: ctx.count_tokens(m.text), spent[1:])
+        if rules.max_messages is None and rules.max_tokens is None:
+            over: list[TeamMessage] = []  # no budget (most teams): all of it is said
+        else:
+            said, over = within_budget(said, rules, lambda m: ctx.count_tokens(m.text),
+                                       spent[1:])
         self._spent = (ctx.round, spent[1] + len(said),  # tokens matter only under a budget
                        spent[2] + (sum(ctx.count_tokens(m.text) for m in said)
                                    if rules.max_tokens is not None else 0))
@@ -211,6 +215,9 @@ class PlannerMember(MemberBase):
         by ``report_when`` to ``report_to``, a status every round when the rules ask,
         most important first; each stamped with the round and its text rendered with
         the team's names, in one copy (a 256-agent team says hundreds a round)."""
+        every_round = rules.report_when == "every_round"
+        if not messages and not every_round:
+            return []  # nothing to say (most of a 256-agent team, most rounds)
         to = rules.report_to if rules.report_to is not None else EVERYONE
         round, names = ctx.round, ctx.team
         out = []
@@ -225,7 +232,7 @@ class PlannerMember(MemberBase):
                     receivers = to
             out.append(replace(m, receivers=receivers, round=round,
                                text=render(m.kind, m.content, m.text, names)))
-        if rules.report_when == "every_round":
+        if every_round:
             doing = self.planner.status(env)
             if self._status != (ctx.round, doing):  # once a round, again if it changed
                 self._status = (ctx.round, doing)
@@ -233,7 +240,8 @@ class PlannerMember(MemberBase):
                 content = {"doing": doing, "holding": held}
                 out.append(TeamMessage(self.agent_id, to, render("status", content), "status",
                                        round, content=content))
-        return sorted(out, key=priority)
+        # one message (a status, most of a 256-agent team's turns) is in order already
+        return sorted(out, key=priority) if len(out) > 1 else out
 
     def _role(self, env: MemberView, abstain: bool) -> str:
         """Its self-chosen role, from what it will do (:data:`ROLE_VOCABULARY`)."""

@@ -15,6 +15,8 @@ import random
 
 import pytest
 
+import orgteams.agents.planner.lead as lead_module
+import orgteams.agents.planner.planner as planner_module
 from orgteams.agents.planner.lead import ROOM
 from orgteams.agents.planner.planner import PlannerAgent
 from orgteams.envs.highlevel.highlevel_env import HighLevelEnv
@@ -130,6 +132,8 @@ def _check(p: PlannerAgent, env, rng: random.Random) -> int:
     for f in list(mem.furniture)[:5]:
         assert p._dist(env, me, f) == _plain_dist(env, me, f)
     assert p._remaining(env) == _plain_remaining(p, env)
+    assert p._useful(env) == (bool(mem.held) or p.assignment is not None or any(
+        n > 0 for n in _plain_remaining(p, env).values()))
     goal, progress = p._goal(env)
     assert p._wanted_classes(env) == {g.cls for g, have in zip(goal, progress) if have < g.count}
     valid = {a.id for a in env.available_actions(me)}
@@ -213,3 +217,163 @@ def test_the_wanted_classes_follow_the_progress_and_the_goal():
     (the studio's planners finish the task) and in another episode (another goal)."""
     assert len(_studio_progress_checked(0)) > 2  # the progress changed as it went
     assert len(_studio_progress_checked(1)) > 2
+
+
+def test_rooms_to_report_explored_are_those_a_scan_of_every_room_finds():
+    """A member under a leader reports each room it has explored once: the rooms it
+    keeps as seen and not reported give what asking every room of the house gave, as
+    random walkers see rooms and open containers, with calls skipped for a while (several
+    rooms at once) and the planner moved to other memories and back."""
+    env = HighLevelEnv(layout="generated:32:0", task="prepare_afternoon_tea", num_agents=6)
+    env.reset(seed=3)
+    rng = random.Random(3)
+    planners = [PlannerAgent(a) for a in env.agents]
+    reported = []
+    for _ in range(150):
+        env.step({a: rng.choice([x.id for x in env.available_actions(a)])
+                  for a in env.agents if env.needs_decision(a)})
+        for p in planners:
+            if rng.random() < 0.3:
+                continue  # not asked this tick: what it learns is found at the next call
+            agent = p.agent_id if rng.random() < 0.9 else rng.choice(env.agents)
+            mem = env.memory(agent)
+            plain = [r for r in mem.rooms if r not in p._rooms_reported
+                     and r in mem.rooms_seen and mem.room_explored(r)]
+            done = p._explored_unreported(mem)
+            assert done == plain
+            p._rooms_reported.update(done)  # as _announce does
+            reported.append(len(done))
+    assert sum(reported) > 30 and max(reported) > 1  # rooms were reported, some together
+
+
+def test_room_distances_kept_for_a_team_follow_the_house_asked_about():
+    """The rooms' distance maps are kept once for whichever house was asked last: two
+    episodes in other houses asked in turn each get their own house's nearest room."""
+    envs = [HighLevelEnv(layout=layout, task="prepare_afternoon_tea", num_agents=3)
+            for layout in ("generated:32:0", "studio", "generated:12:1")]
+    rng = random.Random(5)
+    for env in envs:
+        env.reset(seed=0)
+    planners = {id(env): PlannerAgent("agent_1") for env in envs}
+    switches, last = 0, None
+    for _ in range(60):
+        env = rng.choice(envs)
+        switches, last = switches + (last is not env), env
+        env.step({a: rng.choice([x.id for x in env.available_actions(a)])
+                  for a in env.agents if env.needs_decision(a)})
+        rooms = rng.sample(list(env.world.scene.layout.rooms),
+                           rng.randint(1, len(env.world.scene.layout.rooms)))
+        agent = rng.choice(env.agents)
+        here = env.world.agent_pos[env.agent_index[agent]]
+        order, nav = env.world.scene.layout.rooms, env.nav
+        plain = min(rooms, key=lambda r: (nav.distance(here, nav.room_goal(order.index(r))), r))
+        assert planners[id(env)]._nearest_room(env, agent, rooms) == plain
+    assert switches > 20  # the houses were asked in turn, not one after another
+
+
+def _plain_room_order(p: PlannerAgent, env, agent: str, ended: str | None) -> str | None:
+    mem = env.memory(p.agent_id)
+    taken = {k[len(ROOM):] for k, who in p.assigned.items()
+             if k.startswith(ROOM) and who != agent}
+    taken |= {r for a, r in p.room_claims.items() if a != agent}
+    rooms = [r for r in mem.rooms if r not in taken and r != ended
+             and not lead_module.room_explored(p, env, r)]
+    if not rooms:
+        return None
+    order, nav = env.world.scene.layout.rooms, env.nav
+    here = env.world.agent_pos[env.agent_index[agent]]
+    return min(rooms, key=lambda r: (nav.distance(here, nav.room_goal(order.index(r))), r))
+
+
+def _plain_lead(p: PlannerAgent, env, reach: list[str]) -> None:
+    """lead() as it was: each order's rooms taken and explored asked of every claim and
+    every room."""
+    ended = lead_module.free_stale(p, env)
+    tick = env.world.tick
+    mem = env.memory(p.agent_id)
+    team = [a for a in env.agents if a != p.agent_id and env.needs_decision(a) and a in reach]
+    carried = lead_module._carried(env)
+    for agent in team:
+        held = lead_module._held(env, agent)
+        obj = lead_module._grab_order(p, env, agent, carried) if len(held) < 2 else None
+        if obj is not None:
+            p.assigned[obj], p.assigned_at[obj] = agent, tick
+            b = mem.objects[obj]
+            p._say("assign", (agent,), agent=agent, action=f"grab:{obj}",
+                   target=p._target_of(env, obj), location=b.location, tick=b.tick)
+            lead_module._tell_peers(p, object=obj, target=p._target_of(env, obj), tick=tick,
+                                    **{"for": agent})
+            continue
+        room = None if held else _plain_room_order(p, env, agent, ended.get(agent))
+        if room is not None:
+            p.assigned[ROOM + room], p.assigned_at[ROOM + room] = agent, tick
+            p._say("assign", (agent,), agent=agent, action=f"explore:{room}")
+            lead_module._tell_peers(p, room=room, **{"for": agent})
+
+
+@pytest.mark.parametrize("org_name", ["leader", "dual_leader"])
+def test_a_leaders_orders_are_those_of_the_plain_code_in_episodes_and_shaken_claims(
+        org_name, monkeypatch):
+    """Each round the leader orders its reports twice from the same state, through the
+    plain code and through lead() (rooms claimed counted once, rooms explored asked once
+    per round), the second time with random teammates' room claims added (several on one
+    room, the ordered agent's own among them); the orders and all it keeps agree."""
+    org = load_organization(org_name)
+    env = HighLevelEnv(layout="generated:32:0", task="prepare_afternoon_tea", num_agents=24)
+    rng = random.Random(f"lead-{org_name}")
+    real_lead = planner_module.lead
+    compared = []
+
+    def state(p):
+        return (dict(p.assigned), dict(p.assigned_at), list(p._outbox), dict(p.room_claims))
+
+    def checked_lead(p, view, reach=None):
+        for shaken in (False, True):
+            saved = state(p)
+            if shaken:
+                rooms = list(view.memory(p.agent_id).rooms)
+                for a in rng.sample(list(view.agents), rng.randint(1, len(view.agents))):
+                    p.room_claims[a] = rng.choice(rooms[:6])  # collisions on a few rooms
+            before = state(p)
+            _plain_lead(p, view, list(reach or view.agents))
+            plain = state(p)
+            p.assigned, p.assigned_at, p._outbox, p.room_claims = (
+                dict(before[0]), dict(before[1]), list(before[2]), dict(before[3]))
+            real_lead(p, view, reach)
+            assert state(p) == plain
+            compared.append(len(plain[2]) - len(before[2]))
+            if shaken:  # back to the episode's own state, then its real orders
+                p.assigned, p.assigned_at, p._outbox, p.room_claims = saved
+        real_lead(p, view, reach)
+
+    monkeypatch.setattr(planner_module, "lead", checked_lead)
+    runner = TeamRunner(env, org, build_team("planner", 24, org), max_rounds=12)
+    runner.run(seed=0)
+    assert len(compared) > 10 and sum(compared) > 20  # rounds with orders were compared
+
+
+def test_whether_a_planner_is_useful_is_what_the_units_left_say():
+    """An abstaining planner asks only whether any goal unit is left for it: on random
+    claims, orders and placed objects (mostly of the goal's classes, so that every unit
+    is often covered), it answers as the plain count of the units left does."""
+    env = HighLevelEnv(layout="generated:32:0", task="prepare_afternoon_tea", num_agents=8)
+    env.reset(seed=2)
+    rng = random.Random(11)
+    scene = env.world.scene
+    goal_classes = {g.cls for g in scene.goal}
+    wanted = [o for o in scene.objects if o.rpartition("_")[0] in goal_classes]
+    answers = []
+    for _ in range(600):
+        p = PlannerAgent(rng.choice(env.agents))
+        pool = wanted if rng.random() < 0.9 else list(scene.objects)
+        for _ in range(rng.randint(0, 14)):
+            p.claims[rng.choice(pool)] = (rng.choice(env.agents), rng.randint(0, 9))
+        for _ in range(rng.randint(0, 5)):
+            key = rng.choice([rng.choice(pool), ROOM + rng.choice(scene.layout.rooms)])
+            p.assigned[key] = rng.choice(env.agents)
+        for _ in range(rng.randint(0, 3)):
+            p._placed.add(rng.choice(pool))
+        plain = any(n > 0 for n in _plain_remaining(p, env).values())
+        assert p._useful(env) == plain
+        answers.append(plain)
+    assert answers.count(True) > 50 and answers.count(False) > 50
