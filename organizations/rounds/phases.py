@@ -48,7 +48,6 @@ from orgteams.organizations.protocols.schedule import (
     visible_outputs,
 )
 from orgteams.organizations.rounds.status import EpisodeStopped
-from orgteams.organizations.spec.organization import SELF_CHOSEN
 
 if TYPE_CHECKING:  # the loop (episode.py) calls the phases; they only read its state
     from orgteams.organizations.rounds.episode import EpisodeState
@@ -127,23 +126,25 @@ def _contexts(state: EpisodeState, stages: list[Stage], si: int, outputs: RoundO
               team: dict[str, str]) -> dict[str, CommunicateContext]:
     """What each speaker of ``stages[si]`` is told. What is the same for all of them (the
     removed, the shared history, a vote's candidates) is made once for the stage: a
-    256-agent stage made 256 of each."""
-    r, org, stage = state.resolved, state.organization, stages[si]
-    removed, history = tuple(sorted(state.removed)), state.shared_history()
+    256-agent stage made 256 of each; what the organization tells each speaker (its
+    name, instruction, receivers, rules) is read from :meth:`EpisodeState.agent_facts`,
+    kept until the organization is resolved anew."""
+    org, stage = state.organization, stages[si]
+    removed, history = state.sorted_removed(), state.shared_history()
     candidates = state.active() if stage.kind == "vote" else None
+    facts, fact = state.agent_facts(), state.agent_fact
     ctxs = {}
     for agent in stage.speakers:
-        can_message = r.receivers_of(agent)  # 255 names, 256 times a round
+        f = facts.get(agent) or fact(agent)
         ctxs[agent] = CommunicateContext(
-            round=state.round, agent=agent, name=state.roster.name(agent),
-            team=team, instruction=r.instruction_for(agent),
-            role=state.role(agent), allow_abstain=org.allow_abstain,
-            self_chosen_roles=org.self_chosen_roles or r.role_of(agent) == SELF_CHOSEN,
-            can_message=[b for b in can_message if b not in state.removed]
-            if state.removed else list(can_message),
+            round=state.round, agent=agent, name=f.name,
+            team=team, instruction=f.instruction,
+            role=state.role_in(f, agent), allow_abstain=org.allow_abstain,
+            self_chosen_roles=f.self_chosen_roles,
+            can_message=list(f.can_message),  # its own list: a member may change it
             visible_this_round=visible_outputs(stages, si, agent, outputs),
             stage_kind=stage.kind, candidates=None if candidates is None else list(candidates),
-            removed=removed, history=history, rules=r.member_rules(agent),
+            removed=removed, history=history, rules=f.rules,
             tokenizer=state.tokenizer)
     return ctxs
 
@@ -304,10 +305,26 @@ def _routed(state: EpisodeState, agent: str, receivers) -> tuple[Sequence[str], 
     """:func:`route` of a message of ``agent`` to ``receivers``, ``(delivered, dropped)``,
     read only: to everyone, the resolution's own tuples, not copies of them (under
     ``shared`` at 256 agents every member says something to everyone, each a copy of
-    255 names, twice)."""
+    255 names, twice); to named receivers, kept per resolution
+    (:meth:`~orgteams.organizations.rounds.episode.EpisodeState.routes`: at 256 agents
+    hundreds of reports a round go to the same leader). A route is a function of the
+    sender, the receivers and the resolution alone, so a kept one is the one
+    :func:`route` gives; the cache is emptied when it grows past
+    :data:`_ROUTES_KEPT` (receivers named in ever new ways)."""
     if receivers == EVERYONE:
         return state.resolved.to_everyone(agent)  # an unknown sender raises
-    return route(agent, receivers, state.resolved)
+    routes = state.routes()
+    key = (agent, receivers)
+    got = routes.get(key)
+    if got is None:
+        delivered, dropped = route(agent, receivers, state.resolved)
+        if len(routes) >= _ROUTES_KEPT:
+            routes.clear()
+        got = routes[key] = (tuple(delivered), tuple(dropped))
+    return got
+
+
+_ROUTES_KEPT = 4096  # named-receiver routes kept per resolution (a team of 256: ~600)
 
 
 def _reaches(state: EpisodeState, agent: str, receivers) -> bool:
@@ -339,32 +356,43 @@ def _budget(d: CommunicateDecision, ctx: CommunicateContext,
 def _route(state: EpisodeState, si: int, stage: Stage, agent: str, d: CommunicateDecision,
            ctx: CommunicateContext, inbox: Inboxes) -> list[TeamMessage]:
     """Stamp, route and record one speaker's turn (message tokens counted with the
-    episode's tokenizer); returns what later stages may see."""
+    episode's tokenizer); returns what later stages may see.
+
+    Every speaker of a 256-agent round passes here (under ``leader_first`` and
+    ``sequential`` once per stage), so lines and stamped messages are made with their
+    constructors, field by field, not copied with :func:`dataclasses.replace` (what
+    made them before, and what a message of a subclass still gets)."""
     recording = bool(state.hooks.record)  # lines cost: build them only for a reader
-    allow = state.organization.allow_abstain
-    turn = {"round": state.round, "agent": agent, "tick": state.env.ticks, "stage": si,
-            "kind": stage.kind,
-            "role": d.role or ctx.role, "abstained": d.abstain if allow else None,
-            "vote": d.vote, "thoughts": d.thoughts}
+    rnd, role = state.round, d.role or ctx.role
+    abstained = d.abstain if state.organization.allow_abstain else None
     if not d.messages:
         if recording:
-            state.emit(MessageLine(phase="communicate", call=d.record, message_tokens=0,
-                                   **turn))
-        return [TeamMessage(agent, (), round=state.round, stage=si, role=d.role,
-                            abstained=d.abstain)]
+            state.emit(MessageLine(round=rnd, agent=agent, phase="communicate", call=d.record,
+                                   tick=state.env.ticks, kind=stage.kind, thoughts=d.thoughts,
+                                   stage=si, role=role, abstained=abstained, vote=d.vote,
+                                   message_tokens=0))
+        return [TeamMessage(agent, (), round=rnd, stage=si, role=d.role, abstained=d.abstain)]
     said = []
+    removed = state.removed
     for i, m in enumerate(d.messages):
         delivered, dropped = _routed(state, agent, m.receivers)
-        if state.removed:
-            delivered = [b for b in delivered if b not in state.removed]
-        out = replace(m, sender=agent, round=state.round, stage=si, delivered=tuple(delivered),
-                      role=d.role, abstained=d.abstain)
+        if removed:
+            delivered = [b for b in delivered if b not in removed]
+        if type(m) is TeamMessage:  # what replace() makes, without its field walk
+            out = TeamMessage(agent, m.receivers, m.text, m.kind, rnd, si, m.content,
+                              tuple(delivered), d.role, d.abstain)
+        else:
+            out = replace(m, sender=agent, round=rnd, stage=si, delivered=tuple(delivered),
+                          role=d.role, abstained=d.abstain)
         said.append(out)
         inbox.add(out, delivered)
         if recording:
-            state.emit(MessageLine.sent(d.record, out, **turn, first=i == 0,
-                                        dropped=list(dropped),
-                                        message_tokens=state.tokenizer.count(m.text)))
+            line = dict(round=rnd, agent=agent, tick=state.env.ticks, stage=si,
+                        kind=stage.kind, role=role, abstained=abstained, vote=d.vote,
+                        thoughts=d.thoughts, dropped=list(dropped),
+                        message_tokens=state.tokenizer.count(m.text))
+            state.emit(MessageLine(call=d.record, message=out, phase="communicate", **line)
+                       if i == 0 else MessageLine.sent(d.record, out, first=False, **line))
         for hook in state.hooks.message:
             hook(out)
     return said
@@ -396,11 +424,12 @@ async def decide_actions(state: EpisodeState, abstained: set[str] = frozenset(),
         deciders = [a for a in state.active() if a not in abstained and _may_act(state, a)]
     if team is None:
         team = dict(state.roster.by_id)  # one copy per phase, shared by the contexts
-    history = state.shared_history()
-    ctxs = {a: ActContext(state.round, a, state.roster.name(a), team,
-                          state.resolved.instruction_for(a), state.role(a),
-                          visible_this_round=(visible or {}).get(a, []), history=history)
-            for a in deciders}
+    history, facts, fact = state.shared_history(), state.agent_facts(), state.agent_fact
+    ctxs = {}
+    for a in deciders:
+        f = facts.get(a) or fact(a)
+        ctxs[a] = ActContext(state.round, a, f.name, team, f.instruction, state.role_in(f, a),
+                             visible_this_round=(visible or {}).get(a, []), history=history)
     decisions = await _all(state, deciders,
                            (state.members[a].act(state.view, state.round, ctxs[a])
                             for a in deciders), partial(ActionLine, phase="act"))
