@@ -35,6 +35,7 @@ from orgteams.agents.member_rules import within_budget
 from orgteams.agents.messages import EVERYONE
 from orgteams.agents.records import ActionLine, DecisionLine, MessageLine
 from orgteams.agents.shared_context import action_output
+from orgteams.envs.highlevel.highlevel_env import HighLevelAction
 from orgteams.envs.highlevel.space import ActionId, is_primitive
 from orgteams.organizations.protocols.facts import PROTOCOL_FACTS
 from orgteams.organizations.protocols.schedule import (
@@ -271,12 +272,23 @@ async def _act_in_turn(state: EpisodeState, si: int, stage: Stage, abstained: se
     for a in deciders:
         state.early_actions[a] = (actions[a], chosen[a])
         if actions[a] != "continue":
-            # its label: the chosen action is one offered to it (or a primitive, never
-            # offered: its id), and an id has one label whoever is offered it
-            label = next((x.label for x in env.available_actions(a) if x.id == actions[a]),
-                         actions[a])
-            out.append(action_output(a, actions[a], label, state.round, si))
+            out.append(action_output(a, actions[a], _label(env, a, actions[a]), state.round,
+                                     si))
     return out
+
+
+def _label(env, agent: str, action: ActionId) -> str:
+    """The label of ``agent``'s chosen ``action``: that of the action offered to it with
+    this id, else (a primitive, never offered) the id itself.
+
+    An offered action is ``HighLevelAction.make(kind, target)`` of its id's kind and
+    target, so its label is read from the id (an id has one label whoever is offered
+    it) once :meth:`~HighLevelEnv.is_available` says it is offered: listing the ~100
+    offered actions to find it cost more than the rest of a ``sequential`` turn."""
+    if not env.is_available(agent, action):
+        return action
+    kind, _, target = action.partition(":")
+    return HighLevelAction.make(kind, target).label
 
 
 def _may_act(state: EpisodeState, agent: str) -> bool:

@@ -35,3 +35,25 @@ def test_whether_a_message_reaches_anyone_is_what_route_delivers_less_the_remove
         with pytest.raises(ValueError, match="unknown agent 'agent_99'"):
             _reaches(SimpleNamespace(resolved=resolved, removed=set(), routes=lambda: routes),
                      "agent_99", unknown)
+
+
+def test_a_chosen_actions_label_is_that_of_the_action_offered_with_its_id():
+    # _label reads it from the id; the plain rule looks it up among the offered actions
+    from orgteams.envs.highlevel.highlevel_env import HighLevelEnv
+    from orgteams.envs.highlevel.space import ActionId
+    from orgteams.organizations.rounds.phases import _label
+
+    env = HighLevelEnv(layout="studio", task="prepare_afternoon_tea", num_agents=3)
+    env.reset(seed=3)
+    rng = random.Random(3)
+    checked = 0
+    for _ in range(12):
+        every = sorted({x.id for a in env.agents for x in env.available_actions(a)})
+        for a in env.agents:
+            offered = env.available_actions(a)
+            for ident in every + ["primitive:3", "grab:nothing_9", "explore:attic", "wait"]:
+                plain = next((x.label for x in offered if x.id == ident), ident)
+                assert _label(env, a, ActionId(ident)) == plain
+                checked += 1
+        env.step({a: rng.choice(env.available_actions(a)).id for a in env.agents})
+    assert checked > 500
