@@ -109,7 +109,7 @@ class AgentFacts(NamedTuple):
             the one granted (:attr:`EpisodeState.roles`), read when asked.
         self_chosen_roles: It chooses (or claims) its own role.
         can_message: Whom it may message, removed members left out, in team order
-            (shared by its contexts: copy before changing).
+            (every context of the agent is given this one tuple).
         rules: The organization's rules as it is told them.
     """
 

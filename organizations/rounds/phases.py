@@ -142,7 +142,7 @@ def _contexts(state: EpisodeState, stages: list[Stage], si: int, outputs: RoundO
             team=team, instruction=f.instruction,
             role=state.role_in(f, agent), allow_abstain=org.allow_abstain,
             self_chosen_roles=f.self_chosen_roles,
-            can_message=list(f.can_message),  # its own list: a member may change it
+            can_message=f.can_message,
             visible_this_round=visible_outputs(stages, si, agent, outputs),
             stage_kind=stage.kind, candidates=None if candidates is None else list(candidates),
             removed=removed, history=history, rules=f.rules,

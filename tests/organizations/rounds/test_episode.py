@@ -225,7 +225,8 @@ def _plain_facts(state, agent):
     r = state.resolved
     return (state.roster.name(agent), r.instruction_for(agent), state.role(agent),
             state.organization.self_chosen_roles or r.role_of(agent) == SELF_CHOSEN,
-            [b for b in r.receivers_of(agent) if b not in state.removed], r.member_rules(agent),
+            tuple(b for b in r.receivers_of(agent) if b not in state.removed),
+            r.member_rules(agent),
             tuple(sorted(state.removed)))
 
 
@@ -235,17 +236,17 @@ def test_kept_agent_facts_follow_leader_changes_grants_and_removals():
     def facts(agent):
         f = state.agent_fact(agent)
         return (f.name, f.instruction, state.role_in(f, agent), f.self_chosen_roles,
-                list(f.can_message), f.rules, state.sorted_removed())
+                f.can_message, f.rules, state.sorted_removed())
 
     before = facts("agent_1")
     assert before == _plain_facts(state, "agent_1") and before[5].boss == "agent_0"
     state.set_leaders(["agent_2"])  # a new resolution: agent_1 reports to agent_2 now
     assert facts("agent_1") == _plain_facts(state, "agent_1") != before
     assert facts("agent_1")[5].boss == "agent_2" and "Charlie" in facts("agent_1")[1]
-    assert before[4] == ["agent_0", "agent_2", "agent_3"]
+    assert before[4] == ("agent_0", "agent_2", "agent_3")
     state.remove("agent_2")  # its seat taken (succession: next)
     assert facts("agent_1") == _plain_facts(state, "agent_1")
-    assert facts("agent_1")[4] == ["agent_0", "agent_3"]
+    assert facts("agent_1")[4] == ("agent_0", "agent_3")
     assert state.sorted_removed() == ("agent_2",)
     state.switch(load_organization("sequential"))  # self-chosen roles: read when asked
     assert facts("agent_3")[2] is None
