@@ -521,8 +521,9 @@ def _record_abstention(state: EpisodeState, abstained: set[str], aside: list[str
     for p, have in zip(scene.goal, world.progress):
         need[p.cls] += p.count - have
     covered: set[str] = set()
+    stepping_aside = set(aside)  # a set: at 256 agents a hundred may step aside
     for a in state.active():
-        if a in aside:
+        if a in stepping_aside:
             continue  # it steps aside: what it holds waits with it
         covered.update(scene.objects[o] for o in world.hands[env.agent_index[a]])
         act = actions.get(a)
@@ -533,7 +534,8 @@ def _record_abstention(state: EpisodeState, abstained: set[str], aside: list[str
             covered.add(act.target)
     for name in covered:
         need[name.rpartition("_")[0]] -= 1
-    left = sum(n for cls, n in need.items() if n > 0 and cls in {p.cls for p in scene.goal})
+    goal = {p.cls for p in scene.goal}
+    left = sum(n for cls, n in need.items() if n > 0 and cls in goal)
     who = [a for a in state.team if a in abstained]
     state.mid_task_abstained = set(who) if left else set()
     state.event("abstention", agents=who, mid_task=left > 0, units_unattended=left)
