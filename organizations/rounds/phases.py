@@ -492,16 +492,16 @@ async def act_phase(state: EpisodeState, abstained: set[str]) -> None:
     finally:
         for agent in aside:
             env.set_idle(agent, False)
+    recording, placed, none = bool(state.hooks.record), state.placed, {}
     for agent, d in chosen.items():
-        info = infos.get(agent, {})
-        events = info.get("events", [])
-        state.placed[agent] += sum(1 for e in events if e.get("type") == "placed")
-        if state.hooks.record:
+        info = infos.get(agent, none)
+        kinds = [e.get("type") for e in info.get("events", ())]
+        placed[agent] += kinds.count("placed")  # a Counter: every decider gets a key
+        if recording:
             state.emit(ActionLine(round=state.round, agent=agent, phase="act", call=d.record,
                                   tick=env.ticks, action=actions[agent],
                                   thoughts=d.thoughts, status=info.get("status"),
-                                  failure_reason=info.get("failure_reason"),
-                                  events=[e.get("type") for e in events],
+                                  failure_reason=info.get("failure_reason"), events=kinds,
                                   ticks_elapsed=info.get("ticks_elapsed")))
     for hook in state.hooks.decided:
         hook(state, [d.record for a, d in chosen.items() if a not in early])
@@ -545,11 +545,11 @@ def _count_duplicates(state: EpisodeState, actions: dict[str, ActionId]) -> None
     """Count new decisions whose target another agent already pursues (duplicated work)."""
     env, pursuing = state.env, {}
     for a in state.active():
-        current = env.current(a)
         act = actions.get(a)
         if act and act not in ("continue", "wait"):
-            pursuing[a] = (act.kind, act.target)
-        elif current is not None and act != "wait":
+            kind, _, target = act.partition(":")  # its kind and target, in one split
+            pursuing[a] = (kind, target)
+        elif act != "wait" and (current := env.current(a)) is not None:
             pursuing[a] = (current.kind, current.target)
     targets = Counter(t for t in pursuing.values() if t[0] in TRACKED)
     new = [a for a, act in actions.items() if act not in ("continue", "wait")]
