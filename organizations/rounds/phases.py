@@ -35,7 +35,7 @@ from orgteams.agents.member_rules import within_budget
 from orgteams.agents.messages import EVERYONE
 from orgteams.agents.records import ActionLine, DecisionLine, MessageLine
 from orgteams.agents.shared_context import action_output
-from orgteams.envs.highlevel.highlevel_env import HighLevelAction
+from orgteams.envs.highlevel.highlevel_env import HighLevelAction, HighLevelEnv
 from orgteams.envs.highlevel.space import ActionId, is_primitive
 from orgteams.organizations.protocols.facts import PROTOCOL_FACTS
 from orgteams.organizations.protocols.schedule import (
@@ -277,7 +277,7 @@ async def _act_in_turn(state: EpisodeState, si: int, stage: Stage, abstained: se
     return out
 
 
-def _label(env, agent: str, action: ActionId) -> str:
+def _label(env: HighLevelEnv, agent: str, action: ActionId) -> str:
     """The label of ``agent``'s chosen ``action``: that of the action offered to it with
     this id, else (a primitive, never offered) the id itself.
 
