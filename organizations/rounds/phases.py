@@ -58,7 +58,7 @@ __all__ = ["act_phase", "communicate_phase", "decide_actions", "deliver_held"]
 TRACKED = ("grab", "explore", "check")  # kinds whose targets two agents should not share
 
 
-async def _all(state: EpisodeState, agents: list[str], calls,
+async def _all(state: EpisodeState, agents: Sequence[str], calls,
                unused: Callable[..., DecisionLine]) -> list:
     """The members' decisions, asked concurrently (one call is awaited without a task).
 
@@ -174,27 +174,30 @@ async def communicate_phase(state: EpisodeState, speakers: list[str] | None = No
     for member in state.members.values():
         member.observe(view)
     spent: dict[str, tuple[int, int]] = {}  # messages and tokens each sent this round
+    members, allow = state.members, org.allow_abstain
     si = 0
-    while si < len(stages):
+    while si < len(stages):  # leader_first, sequential at 256 agents: 256 stages a round
         stage = stages[si]
+        speakers = stage.speakers
         ctxs = _contexts(state, stages, si, outputs, team)
-        decisions = await _all(state, list(stage.speakers),
-                               (state.members[a].communicate(ctxs[a], view)
-                                for a in stage.speakers),
+        decisions = await _all(state, speakers,
+                               [members[a].communicate(ctxs[a], view) for a in speakers],
                                partial(MessageLine, phase="communicate", stage=si,
                                        kind=stage.kind))
         state.check_stop()  # e.g. a person's window closed while they were asked
         votes, claims = {}, {}
-        for agent, d in zip(stage.speakers, decisions):
-            if d.abstain and org.allow_abstain:
+        for agent, d in zip(speakers, decisions):
+            ctx = ctxs[agent]
+            if d.abstain and allow:
                 abstained.add(agent)
-            if d.role and (org.self_chosen_roles or ctxs[agent].self_chosen_roles):
+            if d.role and (org.self_chosen_roles or ctx.self_chosen_roles):
                 claims[agent] = d.role
             if stage.kind == "vote" and d.vote in active:
                 votes[agent] = d.vote
-            _drop_undeliverable(state, agent, d)
-            _budget(d, ctxs[agent], spent)
-            outputs += _route(state, si, stage, agent, d, ctxs[agent], inbox)
+            if d.messages:
+                _drop_undeliverable(state, agent, d)
+                _budget(d, ctx, spent)
+            outputs += _route(state, si, stage, agent, d, ctx, inbox)
         for hook in state.hooks.decided:
             hook(state, [d.record for d in decisions])
         if stage.kind == "vote" and (votes or state.succession_vote is not None):
