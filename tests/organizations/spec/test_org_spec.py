@@ -189,3 +189,17 @@ def test_updated_validates():
     msg = "organization 'leader': field 'protocol': unknown protocol 'sequental'."
     with pytest.raises(ValueError, match=re.escape(msg)):
         base.updated(protocol="sequental")
+
+
+@pytest.mark.parametrize("name", ["leader", "pyramid", "chain", "dynamic", "coordinator"])
+def test_a_teams_instructions_and_reports_are_those_of_the_plain_lookups(name):
+    # build renders every instruction from names and reports kept for the resolution,
+    # with the fragments read once; each agent rendered alone, its reports scanned
+    from orgteams.agents.team import Team
+
+    resolved = load_organization(name).resolve(Team.of_size(11))
+    for r in (resolved, resolved.with_removed("agent_4")):
+        names = {a: r.display_name(a) for a in r.team}  # the team's own, looked up each
+        for a in r.team:
+            assert r.instructions[a] == r._render_instruction(a, names)
+            assert r.members_of(a) == [b for b in r.team if r.reports_to[b] == a]
