@@ -170,6 +170,8 @@ class ResolvedOrganization:
 
     @cached_property
     def _receivers(self) -> dict[str, tuple[str, ...]]:
+        if self.organization.channels == "all":  # every other member: no pair looked up
+            return {a: tuple(b for b in self.team if b != a) for a in self.team}
         allowed = self._allowed
         return {a: tuple(b for b in self.team if (a, b) in allowed) for a in self.team}
 
@@ -185,6 +187,8 @@ class ResolvedOrganization:
 
     @cached_property
     def _to_everyone(self) -> dict[str, tuple[tuple[str, ...], tuple[str, ...]]]:
+        if self.organization.channels == "all":  # each reaches every other member
+            return {a: (self._receivers[a], ()) for a in self.team}
         allowed = self._allowed
         out = {}
         for a in self.team:
@@ -195,7 +199,10 @@ class ResolvedOrganization:
 
     def can_message(self, sender: str, receiver: str) -> bool:
         """Whether ``sender`` may message ``receiver`` under the organization's channels."""
-        return (self._known(sender), self._known(receiver)) in self._allowed
+        pair = (self._known(sender), self._known(receiver))
+        if self.organization.channels == "all":  # not the 65,000 pairs of a 256-agent team
+            return sender != receiver
+        return pair in self._allowed
 
     def instruction_for(self, agent: str, names: dict[str, str] | None = None) -> str:
         """The organization prompt for ``agent``: the rendered instruction, rules, abstention.
