@@ -16,6 +16,7 @@ belief of where things are lives in the env (``env.memory(agent)``).
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
@@ -97,7 +98,9 @@ class CommunicateContext(_Who):
             :class:`ActContext`); ``role`` is None when the agent chooses its own.
         allow_abstain: The agent may abstain from this round.
         self_chosen_roles: The agent chooses (or claims) its own role.
-        can_message: Agent ids this agent may message.
+        can_message: Agent ids this agent may message, in team order (a tuple: the
+            round loop gives every context of an agent the same one, kept until the
+            organization is resolved anew; 255 names each at 256 agents).
         visible_this_round: Earlier turns of this round the protocol lets it see (a
             silent turn has empty ``text``; ``role`` and ``abstained`` say how the
             speaker stood).
@@ -114,7 +117,7 @@ class CommunicateContext(_Who):
 
     allow_abstain: bool = False
     self_chosen_roles: bool = False
-    can_message: list[str] = field(default_factory=list)
+    can_message: Sequence[str] = ()
     visible_this_round: list[TeamMessage] = field(default_factory=list)
     stage_kind: StageKind = "message"
     candidates: list[str] | None = None

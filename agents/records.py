@@ -67,8 +67,8 @@ class StepRecord:
     parsed: dict[str, Any] | None = None
     fallback: str | None = None
     error: str | None = None
-    usage: Usage = field(default_factory=Usage)
-    cached_usage: Usage = field(default_factory=Usage)
+    usage: Usage = Usage()  # frozen: one shared zero, replaced by += (not changed)
+    cached_usage: Usage = Usage()
     cached_calls: int = 0
     latency: float = 0.0
     retries: int = 0

@@ -21,10 +21,11 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from orgteams.agents.llm.tokens import Tokenizer, default_tokenizer
 from orgteams.agents.member import ActDecision, TeamMember
+from orgteams.agents.member_rules import MemberRules
 from orgteams.agents.messages import TeamMessage
 from orgteams.agents.records import DecisionLine
 from orgteams.agents.shared_context import (
@@ -47,8 +48,8 @@ from orgteams.organizations.spec.organization import SELF_CHOSEN, Organization
 from orgteams.organizations.spec.resolved import ResolvedOrganization
 from orgteams.organizations.spec.succession import succession_event, successor_of
 
-__all__ = ["EpisodeState", "RoundHooks", "check_member", "check_members", "play_rounds",
-           "update_leadership"]
+__all__ = ["AgentFacts", "EpisodeState", "RoundHooks", "check_member", "check_members",
+           "play_rounds", "update_leadership"]
 
 StateHook = Callable[["EpisodeState"], None]
 
@@ -93,6 +94,32 @@ class RoundHooks:
     round_start: list[StateHook] = field(default_factory=list)
     round_end: list[StateHook] = field(default_factory=list)
     tick: list[Callable[..., None]] = field(default_factory=list)
+
+
+class AgentFacts(NamedTuple):
+    """What the organization in force tells one agent, the same in every context it is
+    given until the organization is resolved anew or a member is removed
+    (:meth:`EpisodeState.agent_facts`).
+
+    Attributes:
+        name: Its display name.
+        instruction: Its rendered organization prompt.
+        role: Its assigned role (None: none, or one it chooses).
+        chooses_role: Its role is one it chooses (:data:`SELF_CHOSEN`): its role now is
+            the one granted (:attr:`EpisodeState.roles`), read when asked.
+        self_chosen_roles: It chooses (or claims) its own role.
+        can_message: Whom it may message, removed members left out, in team order
+            (every context of the agent is given this one tuple).
+        rules: The organization's rules as it is told them.
+    """
+
+    name: str
+    instruction: str
+    role: str | None
+    chooses_role: bool
+    self_chosen_roles: bool
+    can_message: tuple[str, ...]
+    rules: MemberRules
 
 
 @dataclass
@@ -166,6 +193,10 @@ class EpisodeState:
     succession_vote: dict[str, Any] | None = None
     acts_outside: frozenset[str] = frozenset()
     view: MemberView = field(init=False, repr=False)
+    # agent_facts()' cache: (resolution, organization, removed set, its size, it sorted,
+    # facts by agent, routes by (sender, receivers)), made anew when any of the first
+    # four changed
+    _facts: tuple | None = field(default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         self.view = MemberView(self.env)
@@ -189,6 +220,66 @@ class EpisodeState:
         (None for none, also when the organization's role is empty)."""
         assigned = self.resolved.role_of(agent)
         return self.roles.get(agent) if assigned == SELF_CHOSEN else assigned or None
+
+    def role_in(self, fact: AgentFacts, agent: str) -> str | None:
+        """:meth:`role` of ``agent`` read from its ``fact`` (:meth:`agent_fact`)."""
+        return self.roles.get(agent) if fact.chooses_role else fact.role
+
+    def agent_facts(self) -> dict[str, AgentFacts]:
+        """Each agent's :class:`AgentFacts` under the organization in force, filled as
+        agents are asked for (:meth:`agent_fact`); do not mutate.
+
+        They are what every context of every round tells an agent: at 256 agents,
+        looking each up again (its receivers less the removed: 255 names) for each of
+        256 speakers a round cost more than the loop's other work per speaker. They are
+        made anew whenever they could change: the organization resolved anew (a leader
+        change, an election, a removal, a switch all replace :attr:`resolved`), another
+        organization, or a member removed. A granted role is read when asked
+        (:attr:`AgentFacts.chooses_role`), never kept.
+        """
+        return self._facts_now()[5]
+
+    def agent_fact(self, agent: str) -> AgentFacts:
+        """``agent``'s :class:`AgentFacts` (see :meth:`agent_facts`).
+
+        Raises:
+            ValueError: ``agent`` is not on the team.
+        """
+        facts = self._facts_now()[5]
+        fact = facts.get(agent)
+        if fact is None:
+            r, org = self.resolved, self.organization
+            receivers = r.receivers_of(agent)  # raises for an unknown agent
+            assigned = r.role_of(agent)
+            fact = facts[agent] = AgentFacts(
+                name=self.roster.name(agent), instruction=r.instruction_for(agent),
+                role=None if assigned == SELF_CHOSEN else assigned or None,
+                chooses_role=assigned == SELF_CHOSEN,
+                self_chosen_roles=org.self_chosen_roles or assigned == SELF_CHOSEN,
+                can_message=tuple(b for b in receivers if b not in self.removed)
+                if self.removed else receivers,
+                rules=r.member_rules(agent))
+        return fact
+
+    def sorted_removed(self) -> tuple[str, ...]:
+        """The removed agents, sorted (what contexts tell members; kept with
+        :meth:`agent_facts`)."""
+        return self._facts_now()[4]
+
+    def _facts_now(self) -> tuple:
+        cache, removed = self._facts, self.removed
+        if (cache is None or cache[0] is not self.resolved or cache[1] is not self.organization
+                or cache[2] is not removed or cache[3] != len(removed)):  # it only grows
+            cache = self._facts = (self.resolved, self.organization, removed, len(removed),
+                                   tuple(sorted(removed)), {}, {})
+        return cache
+
+    def routes(self) -> dict[tuple[str, Any], tuple[tuple[str, ...], tuple[str, ...]]]:
+        """The round loop's routes of messages to named receivers under the organization
+        in force: ``(sender, receivers) -> (delivered, dropped)`` (see
+        :func:`~orgteams.organizations.rounds.phases._routed`), dropped with
+        :meth:`agent_facts`."""
+        return self._facts_now()[6]
 
     def grant_role(self, agent: str, role: str) -> None:
         """Grant ``agent`` the role it chose (its claim was settled in its favour) and,

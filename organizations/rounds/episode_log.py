@@ -317,6 +317,10 @@ def parse_line(data: dict[str, Any]) -> LogLine:
     return UnknownLine(data, f"unknown record kind {kind!r}")
 
 
+_KEPT = (DecisionLine, EventLine)  # the lines EpisodeLog.records keeps (a tuple: made once,
+# not a union per line; a 256-agent round writes over 500)
+
+
 class EpisodeLog:
     """The one writer of episode logs: ``<path>.partial`` while the episode runs, ``path``
     after :meth:`close` (the folder is created; an older file at ``path`` is replaced).
@@ -346,7 +350,7 @@ class EpisodeLog:
     def write(self, line: LogLine) -> None:
         """Append ``line`` (its ``to_dict()``) to the file, flushed per round; keep it in
         :attr:`records` too when it is a decision or event line."""
-        if isinstance(line, DecisionLine | EventLine):
+        if isinstance(line, _KEPT):
             self.records.append(line)
         if self._fh is not None:
             self._fh.write(json.dumps(line_dict(line), default=_default) + "\n")

@@ -35,6 +35,7 @@ from orgteams.agents.member_rules import within_budget
 from orgteams.agents.messages import EVERYONE
 from orgteams.agents.records import ActionLine, DecisionLine, MessageLine
 from orgteams.agents.shared_context import action_output
+from orgteams.envs.highlevel.highlevel_env import HighLevelAction, HighLevelEnv
 from orgteams.envs.highlevel.space import ActionId, is_primitive
 from orgteams.organizations.protocols.facts import PROTOCOL_FACTS
 from orgteams.organizations.protocols.schedule import (
@@ -48,7 +49,6 @@ from orgteams.organizations.protocols.schedule import (
     visible_outputs,
 )
 from orgteams.organizations.rounds.status import EpisodeStopped
-from orgteams.organizations.spec.organization import SELF_CHOSEN
 
 if TYPE_CHECKING:  # the loop (episode.py) calls the phases; they only read its state
     from orgteams.organizations.rounds.episode import EpisodeState
@@ -58,7 +58,7 @@ __all__ = ["act_phase", "communicate_phase", "decide_actions", "deliver_held"]
 TRACKED = ("grab", "explore", "check")  # kinds whose targets two agents should not share
 
 
-async def _all(state: EpisodeState, agents: list[str], calls,
+async def _all(state: EpisodeState, agents: Sequence[str], calls,
                unused: Callable[..., DecisionLine]) -> list:
     """The members' decisions, asked concurrently (one call is awaited without a task).
 
@@ -127,23 +127,25 @@ def _contexts(state: EpisodeState, stages: list[Stage], si: int, outputs: RoundO
               team: dict[str, str]) -> dict[str, CommunicateContext]:
     """What each speaker of ``stages[si]`` is told. What is the same for all of them (the
     removed, the shared history, a vote's candidates) is made once for the stage: a
-    256-agent stage made 256 of each."""
-    r, org, stage = state.resolved, state.organization, stages[si]
-    removed, history = tuple(sorted(state.removed)), state.shared_history()
+    256-agent stage made 256 of each; what the organization tells each speaker (its
+    name, instruction, receivers, rules) is read from :meth:`EpisodeState.agent_facts`,
+    kept until the organization is resolved anew."""
+    org, stage = state.organization, stages[si]
+    removed, history = state.sorted_removed(), state.shared_history()
     candidates = state.active() if stage.kind == "vote" else None
+    facts, fact = state.agent_facts(), state.agent_fact
     ctxs = {}
     for agent in stage.speakers:
-        can_message = r.receivers_of(agent)  # 255 names, 256 times a round
+        f = facts.get(agent) or fact(agent)
         ctxs[agent] = CommunicateContext(
-            round=state.round, agent=agent, name=state.roster.name(agent),
-            team=team, instruction=r.instruction_for(agent),
-            role=state.role(agent), allow_abstain=org.allow_abstain,
-            self_chosen_roles=org.self_chosen_roles or r.role_of(agent) == SELF_CHOSEN,
-            can_message=[b for b in can_message if b not in state.removed]
-            if state.removed else list(can_message),
+            round=state.round, agent=agent, name=f.name,
+            team=team, instruction=f.instruction,
+            role=state.role_in(f, agent), allow_abstain=org.allow_abstain,
+            self_chosen_roles=f.self_chosen_roles,
+            can_message=f.can_message,
             visible_this_round=visible_outputs(stages, si, agent, outputs),
             stage_kind=stage.kind, candidates=None if candidates is None else list(candidates),
-            removed=removed, history=history, rules=r.member_rules(agent),
+            removed=removed, history=history, rules=f.rules,
             tokenizer=state.tokenizer)
     return ctxs
 
@@ -172,27 +174,30 @@ async def communicate_phase(state: EpisodeState, speakers: list[str] | None = No
     for member in state.members.values():
         member.observe(view)
     spent: dict[str, tuple[int, int]] = {}  # messages and tokens each sent this round
+    members, allow = state.members, org.allow_abstain
     si = 0
-    while si < len(stages):
+    while si < len(stages):  # leader_first, sequential at 256 agents: 256 stages a round
         stage = stages[si]
+        speakers = stage.speakers
         ctxs = _contexts(state, stages, si, outputs, team)
-        decisions = await _all(state, list(stage.speakers),
-                               (state.members[a].communicate(ctxs[a], view)
-                                for a in stage.speakers),
+        decisions = await _all(state, speakers,
+                               [members[a].communicate(ctxs[a], view) for a in speakers],
                                partial(MessageLine, phase="communicate", stage=si,
                                        kind=stage.kind))
         state.check_stop()  # e.g. a person's window closed while they were asked
         votes, claims = {}, {}
-        for agent, d in zip(stage.speakers, decisions):
-            if d.abstain and org.allow_abstain:
+        for agent, d in zip(speakers, decisions):
+            ctx = ctxs[agent]
+            if d.abstain and allow:
                 abstained.add(agent)
-            if d.role and (org.self_chosen_roles or ctxs[agent].self_chosen_roles):
+            if d.role and (org.self_chosen_roles or ctx.self_chosen_roles):
                 claims[agent] = d.role
             if stage.kind == "vote" and d.vote in active:
                 votes[agent] = d.vote
-            _drop_undeliverable(state, agent, d)
-            _budget(d, ctxs[agent], spent)
-            outputs += _route(state, si, stage, agent, d, ctxs[agent], inbox)
+            if d.messages:
+                _drop_undeliverable(state, agent, d)
+                _budget(d, ctx, spent)
+            outputs += _route(state, si, stage, agent, d, ctx, inbox)
         for hook in state.hooks.decided:
             hook(state, [d.record for d in decisions])
         if stage.kind == "vote" and (votes or state.succession_vote is not None):
@@ -270,12 +275,23 @@ async def _act_in_turn(state: EpisodeState, si: int, stage: Stage, abstained: se
     for a in deciders:
         state.early_actions[a] = (actions[a], chosen[a])
         if actions[a] != "continue":
-            # its label: the chosen action is one offered to it (or a primitive, never
-            # offered: its id), and an id has one label whoever is offered it
-            label = next((x.label for x in env.available_actions(a) if x.id == actions[a]),
-                         actions[a])
-            out.append(action_output(a, actions[a], label, state.round, si))
+            out.append(action_output(a, actions[a], _label(env, a, actions[a]), state.round,
+                                     si))
     return out
+
+
+def _label(env: HighLevelEnv, agent: str, action: ActionId) -> str:
+    """The label of ``agent``'s chosen ``action``: that of the action offered to it with
+    this id, else (a primitive, never offered) the id itself.
+
+    An offered action is ``HighLevelAction.make(kind, target)`` of its id's kind and
+    target, so its label is read from the id (an id has one label whoever is offered
+    it) once :meth:`~HighLevelEnv.is_available` says it is offered: listing the ~100
+    offered actions to find it cost more than the rest of a ``sequential`` turn."""
+    if not env.is_available(agent, action):
+        return action
+    kind, _, target = action.partition(":")
+    return HighLevelAction.make(kind, target).label
 
 
 def _may_act(state: EpisodeState, agent: str) -> bool:
@@ -304,10 +320,26 @@ def _routed(state: EpisodeState, agent: str, receivers) -> tuple[Sequence[str], 
     """:func:`route` of a message of ``agent`` to ``receivers``, ``(delivered, dropped)``,
     read only: to everyone, the resolution's own tuples, not copies of them (under
     ``shared`` at 256 agents every member says something to everyone, each a copy of
-    255 names, twice)."""
+    255 names, twice); to named receivers, kept per resolution
+    (:meth:`~orgteams.organizations.rounds.episode.EpisodeState.routes`: at 256 agents
+    hundreds of reports a round go to the same leader). A route is a function of the
+    sender, the receivers and the resolution alone, so a kept one is the one
+    :func:`route` gives; the cache is emptied when it grows past
+    :data:`_ROUTES_KEPT` (receivers named in ever new ways)."""
     if receivers == EVERYONE:
         return state.resolved.to_everyone(agent)  # an unknown sender raises
-    return route(agent, receivers, state.resolved)
+    routes = state.routes()
+    key = (agent, receivers)
+    got = routes.get(key)
+    if got is None:
+        delivered, dropped = route(agent, receivers, state.resolved)
+        if len(routes) >= _ROUTES_KEPT:
+            routes.clear()
+        got = routes[key] = (tuple(delivered), tuple(dropped))
+    return got
+
+
+_ROUTES_KEPT = 4096  # named-receiver routes kept per resolution (a team of 256: ~600)
 
 
 def _reaches(state: EpisodeState, agent: str, receivers) -> bool:
@@ -339,32 +371,43 @@ def _budget(d: CommunicateDecision, ctx: CommunicateContext,
 def _route(state: EpisodeState, si: int, stage: Stage, agent: str, d: CommunicateDecision,
            ctx: CommunicateContext, inbox: Inboxes) -> list[TeamMessage]:
     """Stamp, route and record one speaker's turn (message tokens counted with the
-    episode's tokenizer); returns what later stages may see."""
+    episode's tokenizer); returns what later stages may see.
+
+    Every speaker of a 256-agent round passes here (under ``leader_first`` and
+    ``sequential`` once per stage), so lines and stamped messages are made with their
+    constructors, field by field, not copied with :func:`dataclasses.replace` (what
+    made them before, and what a message of a subclass still gets)."""
     recording = bool(state.hooks.record)  # lines cost: build them only for a reader
-    allow = state.organization.allow_abstain
-    turn = {"round": state.round, "agent": agent, "tick": state.env.ticks, "stage": si,
-            "kind": stage.kind,
-            "role": d.role or ctx.role, "abstained": d.abstain if allow else None,
-            "vote": d.vote, "thoughts": d.thoughts}
+    rnd, role = state.round, d.role or ctx.role
+    abstained = d.abstain if state.organization.allow_abstain else None
     if not d.messages:
         if recording:
-            state.emit(MessageLine(phase="communicate", call=d.record, message_tokens=0,
-                                   **turn))
-        return [TeamMessage(agent, (), round=state.round, stage=si, role=d.role,
-                            abstained=d.abstain)]
+            state.emit(MessageLine(round=rnd, agent=agent, phase="communicate", call=d.record,
+                                   tick=state.env.ticks, kind=stage.kind, thoughts=d.thoughts,
+                                   stage=si, role=role, abstained=abstained, vote=d.vote,
+                                   message_tokens=0))
+        return [TeamMessage(agent, (), round=rnd, stage=si, role=d.role, abstained=d.abstain)]
     said = []
+    removed = state.removed
     for i, m in enumerate(d.messages):
         delivered, dropped = _routed(state, agent, m.receivers)
-        if state.removed:
-            delivered = [b for b in delivered if b not in state.removed]
-        out = replace(m, sender=agent, round=state.round, stage=si, delivered=tuple(delivered),
-                      role=d.role, abstained=d.abstain)
+        if removed:
+            delivered = [b for b in delivered if b not in removed]
+        if type(m) is TeamMessage:  # what replace() makes, without its field walk
+            out = TeamMessage(agent, m.receivers, m.text, m.kind, rnd, si, m.content,
+                              tuple(delivered), d.role, d.abstain)
+        else:
+            out = replace(m, sender=agent, round=rnd, stage=si, delivered=tuple(delivered),
+                          role=d.role, abstained=d.abstain)
         said.append(out)
         inbox.add(out, delivered)
         if recording:
-            state.emit(MessageLine.sent(d.record, out, **turn, first=i == 0,
-                                        dropped=list(dropped),
-                                        message_tokens=state.tokenizer.count(m.text)))
+            line = dict(round=rnd, agent=agent, tick=state.env.ticks, stage=si,
+                        kind=stage.kind, role=role, abstained=abstained, vote=d.vote,
+                        thoughts=d.thoughts, dropped=list(dropped),
+                        message_tokens=state.tokenizer.count(m.text))
+            state.emit(MessageLine(call=d.record, message=out, phase="communicate", **line)
+                       if i == 0 else MessageLine.sent(d.record, out, first=False, **line))
         for hook in state.hooks.message:
             hook(out)
     return said
@@ -396,11 +439,12 @@ async def decide_actions(state: EpisodeState, abstained: set[str] = frozenset(),
         deciders = [a for a in state.active() if a not in abstained and _may_act(state, a)]
     if team is None:
         team = dict(state.roster.by_id)  # one copy per phase, shared by the contexts
-    history = state.shared_history()
-    ctxs = {a: ActContext(state.round, a, state.roster.name(a), team,
-                          state.resolved.instruction_for(a), state.role(a),
-                          visible_this_round=(visible or {}).get(a, []), history=history)
-            for a in deciders}
+    history, facts, fact = state.shared_history(), state.agent_facts(), state.agent_fact
+    ctxs = {}
+    for a in deciders:
+        f = facts.get(a) or fact(a)
+        ctxs[a] = ActContext(state.round, a, f.name, team, f.instruction, state.role_in(f, a),
+                             visible_this_round=(visible or {}).get(a, []), history=history)
     decisions = await _all(state, deciders,
                            (state.members[a].act(state.view, state.round, ctxs[a])
                             for a in deciders), partial(ActionLine, phase="act"))
@@ -451,16 +495,16 @@ async def act_phase(state: EpisodeState, abstained: set[str]) -> None:
     finally:
         for agent in aside:
             env.set_idle(agent, False)
+    recording, placed, none = bool(state.hooks.record), state.placed, {}
     for agent, d in chosen.items():
-        info = infos.get(agent, {})
-        events = info.get("events", [])
-        state.placed[agent] += sum(1 for e in events if e.get("type") == "placed")
-        if state.hooks.record:
+        info = infos.get(agent, none)
+        kinds = [e.get("type") for e in info.get("events", ())]
+        placed[agent] += kinds.count("placed")  # a Counter: every decider gets a key
+        if recording:
             state.emit(ActionLine(round=state.round, agent=agent, phase="act", call=d.record,
                                   tick=env.ticks, action=actions[agent],
                                   thoughts=d.thoughts, status=info.get("status"),
-                                  failure_reason=info.get("failure_reason"),
-                                  events=[e.get("type") for e in events],
+                                  failure_reason=info.get("failure_reason"), events=kinds,
                                   ticks_elapsed=info.get("ticks_elapsed")))
     for hook in state.hooks.decided:
         hook(state, [d.record for a, d in chosen.items() if a not in early])
@@ -480,8 +524,9 @@ def _record_abstention(state: EpisodeState, abstained: set[str], aside: list[str
     for p, have in zip(scene.goal, world.progress):
         need[p.cls] += p.count - have
     covered: set[str] = set()
+    stepping_aside = set(aside)  # a set: at 256 agents a hundred may step aside
     for a in state.active():
-        if a in aside:
+        if a in stepping_aside:
             continue  # it steps aside: what it holds waits with it
         covered.update(scene.objects[o] for o in world.hands[env.agent_index[a]])
         act = actions.get(a)
@@ -492,7 +537,8 @@ def _record_abstention(state: EpisodeState, abstained: set[str], aside: list[str
             covered.add(act.target)
     for name in covered:
         need[name.rpartition("_")[0]] -= 1
-    left = sum(n for cls, n in need.items() if n > 0 and cls in {p.cls for p in scene.goal})
+    goal = {p.cls for p in scene.goal}
+    left = sum(n for cls, n in need.items() if n > 0 and cls in goal)
     who = [a for a in state.team if a in abstained]
     state.mid_task_abstained = set(who) if left else set()
     state.event("abstention", agents=who, mid_task=left > 0, units_unattended=left)
@@ -502,11 +548,11 @@ def _count_duplicates(state: EpisodeState, actions: dict[str, ActionId]) -> None
     """Count new decisions whose target another agent already pursues (duplicated work)."""
     env, pursuing = state.env, {}
     for a in state.active():
-        current = env.current(a)
         act = actions.get(a)
         if act and act not in ("continue", "wait"):
-            pursuing[a] = (act.kind, act.target)
-        elif current is not None and act != "wait":
+            kind, _, target = act.partition(":")  # its kind and target, in one split
+            pursuing[a] = (kind, target)
+        elif act != "wait" and (current := env.current(a)) is not None:
             pursuing[a] = (current.kind, current.target)
     targets = Counter(t for t in pursuing.values() if t[0] in TRACKED)
     new = [a for a, act in actions.items() if act not in ("continue", "wait")]

@@ -106,7 +106,9 @@ class ResolvedOrganization:
         top = tuple(a for _, agents in tiers[:-1] for a in agents)
         resolved = cls(org, tuple(team), tuple(tiers), top, reports_to, graph,
                        roster.with_roles(roles), removed=removed)
-        resolved.instructions.update({a: resolved._render_instruction(a) for a in team})
+        fragments: dict[str, str] = {}  # read once for the team, when an instruction needs them
+        resolved.instructions.update({a: resolved._render_instruction(a, fragments=fragments)
+                                      for a in team})
         return resolved
 
     # ------------------------------------------------------------------ queries
@@ -135,7 +137,18 @@ class ResolvedOrganization:
     def members_of(self, leader: str) -> list[str]:
         """Agents that report directly to ``leader``, in team order."""
         self._known(leader)
-        return [a for a in self.team if self.reports_to[a] == leader]
+        return list(self._reports.get(leader, ()))
+
+    @cached_property
+    def _reports(self) -> dict[str, tuple[str, ...]]:
+        # each leader's reports, in team order, from one pass over the team: resolving a
+        # 256-agent team asks members_of of every agent (instructions, rules), a pass each
+        out: dict[str, list[str]] = {}
+        for a in self.team:
+            boss = self.reports_to[a]
+            if boss is not None:
+                out.setdefault(boss, []).append(a)
+        return {boss: tuple(agents) for boss, agents in out.items()}
 
     @cached_property
     def _allowed(self) -> frozenset[tuple[str, str]]:
@@ -157,6 +170,8 @@ class ResolvedOrganization:
 
     @cached_property
     def _receivers(self) -> dict[str, tuple[str, ...]]:
+        if self.organization.channels == "all":  # every other member: no pair looked up
+            return {a: tuple(b for b in self.team if b != a) for a in self.team}
         allowed = self._allowed
         return {a: tuple(b for b in self.team if (a, b) in allowed) for a in self.team}
 
@@ -172,6 +187,8 @@ class ResolvedOrganization:
 
     @cached_property
     def _to_everyone(self) -> dict[str, tuple[tuple[str, ...], tuple[str, ...]]]:
+        if self.organization.channels == "all":  # each reaches every other member
+            return {a: (self._receivers[a], ()) for a in self.team}
         allowed = self._allowed
         out = {}
         for a in self.team:
@@ -182,7 +199,10 @@ class ResolvedOrganization:
 
     def can_message(self, sender: str, receiver: str) -> bool:
         """Whether ``sender`` may message ``receiver`` under the organization's channels."""
-        return (self._known(sender), self._known(receiver)) in self._allowed
+        pair = (self._known(sender), self._known(receiver))
+        if self.organization.channels == "all":  # not the 65,000 pairs of a 256-agent team
+            return sender != receiver
+        return pair in self._allowed
 
     def instruction_for(self, agent: str, names: dict[str, str] | None = None) -> str:
         """The organization prompt for ``agent``: the rendered instruction, rules, abstention.
@@ -197,7 +217,11 @@ class ResolvedOrganization:
             return self.instructions[known]
         return self._render_instruction(known, names)
 
-    def _render_instruction(self, agent: str, names: dict[str, str] | None = None) -> str:
+    def _render_instruction(self, agent: str, names: dict[str, str] | None = None,
+                            fragments: dict[str, str] | None = None) -> str:
+        """``fragments``: the organizations' fragments as read for this team (filled on
+        first need; :meth:`build` shares one across the team: a YAML read per agent was
+        half of resolving a 256-agent team), else read now."""
         org = self.organization
         if org.instruction_format == "plain":  # a model's text: never a template
             text = substitute_fields(org.instruction, self._context(agent, names)).strip()
@@ -208,7 +232,14 @@ class ResolvedOrganization:
                            elections=org.leadership_rule == "election",
                            has_leader=bool(self.top_leaders),
                            leads=agent in self.top_leaders)
-        frag = _fragments() if rules or org.allow_abstain else {}  # a YAML read
+        frag: dict[str, str] = {}
+        if rules or org.allow_abstain:  # a YAML read: once for the team when shared
+            if fragments is None:
+                frag = _fragments()
+            else:
+                if not fragments:
+                    fragments.update(_fragments())
+                frag = fragments
         if rules:
             parts.append("\n".join([frag["rules_header"], *(f"- {r}" for r in rules)]))
         if org.allow_abstain:
@@ -350,15 +381,24 @@ class ResolvedOrganization:
             )
         return [a for a in self.team if self.roles[a] == name]
 
+    @cached_property
+    def _display_names(self) -> dict[str, str]:
+        return {a: self.display_name(a) for a in self.team}
+
     def _context(self, agent: str, names: dict[str, str] | None = None) -> dict[str, Any]:
         org = self.organization
 
-        def name(a: str) -> str:
-            return (names or {}).get(a) or self.display_name(a)
+        if names:
+            def name(a: str) -> str:
+                return names.get(a) or self.display_name(a)
+        else:  # the team's names (resolving a 256-agent team names each agent 256 times)
+            name = self._display_names.__getitem__
 
         boss = self.reports_to[self._known(agent)]
-        chain = [b for b in self.team  # the links next to it (a removed one's closed over)
-                 if self.graph.has_edge(agent, b) or self.graph.has_edge(b, agent)]
+        chain: list[str] = []
+        if org.topology.kind == "chain":  # the links next to it (a removed one's closed over)
+            near = {*self.graph.successors(agent), *self.graph.predecessors(agent)}
+            chain = [b for b in self.team if b in near]
         top = self.tiers[0][1] if self.tiers else ()
         return {
             "me": name(agent),
@@ -372,7 +412,7 @@ class ResolvedOrganization:
             "boss": name(boss) if boss else None,
             "reports": [name(a) for a in self.members_of(agent)],
             "tiers": [(role, [name(a) for a in agents]) for role, agents in self.tiers],
-            "neighbours": [name(a) for a in chain] if org.topology.kind == "chain" else [],
+            "neighbours": [name(a) for a in chain],
             "mission": org.mission,
             "rules": list(org.rules.notes),
             "allow_abstain": org.allow_abstain,

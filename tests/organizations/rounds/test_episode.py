@@ -13,6 +13,8 @@ from orgteams.organizations import load_organization
 from orgteams.organizations.rounds.episode import EpisodeState, play_rounds
 from orgteams.organizations.rounds.episode_log import line_dict
 from orgteams.organizations.rounds.planner_team import run_team
+from orgteams.organizations.rounds.shocks import Shock
+from orgteams.organizations.spec.organization import SELF_CHOSEN
 
 
 def _state(n=3, org="leader"):
@@ -216,3 +218,75 @@ def test_role_badges_follow_grants_in_any_order_new_resolutions_and_replacements
     state.hooks.stage[0](state)
     assert badges() == {"agent_0": "leader", "agent_1": "member", "agent_2": "member",
                         "agent_3": "member"}
+
+
+def _plain_facts(state, agent):
+    """What the contexts told ``agent`` before the round loop kept its facts."""
+    r = state.resolved
+    return (state.roster.name(agent), r.instruction_for(agent), state.role(agent),
+            state.organization.self_chosen_roles or r.role_of(agent) == SELF_CHOSEN,
+            tuple(b for b in r.receivers_of(agent) if b not in state.removed),
+            r.member_rules(agent),
+            tuple(sorted(state.removed)))
+
+
+def test_kept_agent_facts_follow_leader_changes_grants_and_removals():
+    state = _state(4, org="leader")
+
+    def facts(agent):
+        f = state.agent_fact(agent)
+        return (f.name, f.instruction, state.role_in(f, agent), f.self_chosen_roles,
+                f.can_message, f.rules, state.sorted_removed())
+
+    before = facts("agent_1")
+    assert before == _plain_facts(state, "agent_1") and before[5].boss == "agent_0"
+    state.set_leaders(["agent_2"])  # a new resolution: agent_1 reports to agent_2 now
+    assert facts("agent_1") == _plain_facts(state, "agent_1") != before
+    assert facts("agent_1")[5].boss == "agent_2" and "Charlie" in facts("agent_1")[1]
+    assert before[4] == ("agent_0", "agent_2", "agent_3")
+    state.remove("agent_2")  # its seat taken (succession: next)
+    assert facts("agent_1") == _plain_facts(state, "agent_1")
+    assert facts("agent_1")[4] == ("agent_0", "agent_3")
+    assert state.sorted_removed() == ("agent_2",)
+    state.switch(load_organization("sequential"))  # self-chosen roles: read when asked
+    assert facts("agent_3")[2] is None
+    state.grant_role("agent_3", "scout")
+    assert facts("agent_3") == _plain_facts(state, "agent_3") and facts("agent_3")[2] == "scout"
+    with pytest.raises(ValueError, match="unknown agent 'agent_9'"):
+        state.agent_fact("agent_9")
+
+
+@pytest.mark.parametrize("org, shocks", [("leader", ["remove:agent_0@2"]),
+                                         ("sequential", ["remove:agent_3@3"]),
+                                         ("dynamic", [])])
+def test_every_context_tells_what_the_organization_says_when_it_is_given(org, shocks):
+    # The running episode's contexts, checked against the facts looked up again when
+    # each member is asked: across hand-overs, removals and granted roles.
+    from orgteams.organizations.rounds.runner import TeamRunner
+
+    told: list = []
+
+    class Checked(PlannerMember):
+        async def communicate(self, ctx, env):
+            state = runner.state
+            assert (ctx.name, ctx.instruction, ctx.role, ctx.self_chosen_roles,
+                    ctx.can_message, ctx.rules, ctx.removed) == _plain_facts(state, ctx.agent)
+            told.append((ctx.agent, ctx.role, ctx.rules.leaders, tuple(ctx.can_message)))
+            return await super().communicate(ctx, env)
+
+        async def act(self, env, round, ctx=None):
+            plain = _plain_facts(runner.state, ctx.agent)
+            assert (ctx.name, ctx.instruction, ctx.role) == plain[:3]
+            return await super().act(env, round, ctx)
+
+    env = HighLevelEnv(layout="studio", task="prepare_afternoon_tea", num_agents=5)
+    members = {a: Checked(a) for a in env.possible_agents}
+    runner = TeamRunner(env, load_organization(org), members, max_rounds=8,
+                        shocks=[Shock.parse(s) for s in shocks])
+    runner.run(seed=1)
+    assert len(told) > 20
+    if org == "leader":  # the leader removed: agent_1 leads, nobody messages agent_0
+        assert {t[2] for t in told} == {("agent_0",), ("agent_1",)}
+        assert not any("agent_0" in t[3] for t in told if t[2] == ("agent_1",))
+    if org == "sequential":  # roles granted as claimed, told from the next stage on
+        assert len({t[1] for t in told}) > 2

@@ -9,7 +9,7 @@ import pytest
 
 from orgteams.agents.messages import EVERYONE
 from orgteams.organizations.protocols.schedule import route
-from orgteams.organizations.rounds.phases import _reaches
+from orgteams.organizations.rounds.phases import _reaches, _routed
 from orgteams.organizations.spec.library import load_organization
 
 TEAM = [f"agent_{i}" for i in range(9)]
@@ -19,13 +19,41 @@ TEAM = [f"agent_{i}" for i in range(9)]
 def test_whether_a_message_reaches_anyone_is_what_route_delivers_less_the_removed(name):
     resolved = load_organization(name).resolve(TEAM)
     rng = random.Random(name)
+    routes: dict = {}  # kept across the draws, as an episode keeps them per resolution
     for _ in range(400):
         removed = set(rng.sample(TEAM, rng.choice([0, 0, 1, 3, 8])))
-        state = SimpleNamespace(resolved=resolved, removed=removed)
+        state = SimpleNamespace(resolved=resolved, removed=removed, routes=lambda: routes)
         agent = rng.choice(TEAM)
-        receivers = rng.choice([EVERYONE, tuple(rng.sample(TEAM + ["agent_99"],
-                                                           rng.randint(0, 4)))])
-        plain = any(b not in removed for b in route(agent, receivers, resolved)[0])
-        assert _reaches(state, agent, receivers) == plain
-    with pytest.raises(ValueError, match="unknown agent 'agent_99'"):
-        _reaches(SimpleNamespace(resolved=resolved, removed=set()), "agent_99", EVERYONE)
+        receivers = rng.choice([EVERYONE, tuple(rng.choices(TEAM[:4] + ["agent_99"],
+                                                            k=rng.randint(0, 4)))])
+        delivered, dropped = route(agent, receivers, resolved)
+        assert list(_routed(state, agent, receivers)[0]) == delivered
+        assert list(_routed(state, agent, receivers)[1]) == dropped
+        assert _reaches(state, agent, receivers) == any(b not in removed for b in delivered)
+    assert len(routes) > 10  # named receivers were routed from the kept routes too
+    for unknown in (EVERYONE, ("agent_1",)):
+        with pytest.raises(ValueError, match="unknown agent 'agent_99'"):
+            _reaches(SimpleNamespace(resolved=resolved, removed=set(), routes=lambda: routes),
+                     "agent_99", unknown)
+
+
+def test_a_chosen_actions_label_is_that_of_the_action_offered_with_its_id():
+    # _label reads it from the id; the plain rule looks it up among the offered actions
+    from orgteams.envs.highlevel.highlevel_env import HighLevelEnv
+    from orgteams.envs.highlevel.space import ActionId
+    from orgteams.organizations.rounds.phases import _label
+
+    env = HighLevelEnv(layout="studio", task="prepare_afternoon_tea", num_agents=3)
+    env.reset(seed=3)
+    rng = random.Random(3)
+    checked = 0
+    for _ in range(12):
+        every = sorted({x.id for a in env.agents for x in env.available_actions(a)})
+        for a in env.agents:
+            offered = env.available_actions(a)
+            for ident in every + ["primitive:3", "grab:nothing_9", "explore:attic", "wait"]:
+                plain = next((x.label for x in offered if x.id == ident), ident)
+                assert _label(env, a, ActionId(ident)) == plain
+                checked += 1
+        env.step({a: rng.choice(env.available_actions(a)).id for a in env.agents})
+    assert checked > 500

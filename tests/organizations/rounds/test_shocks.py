@@ -232,7 +232,7 @@ def test_regulation_change_from_a_library_organization_changes_the_channels():
     TeamRunner(env, org, members, max_rounds=2,
                shocks=[Shock.parse("regulate:channels=chain@1")]).run(seed=0)
     reach = [c.can_message for c in members["agent_0"].comm]
-    assert reach[0] == ["agent_1", "agent_2", "agent_3"] and reach[1] == ["agent_1"]
+    assert reach[0] == ("agent_1", "agent_2", "agent_3") and reach[1] == ("agent_1",)
 
 
 def test_bad_regulation_is_one_line_before_the_episode():

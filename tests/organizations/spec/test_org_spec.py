@@ -189,3 +189,35 @@ def test_updated_validates():
     msg = "organization 'leader': field 'protocol': unknown protocol 'sequental'."
     with pytest.raises(ValueError, match=re.escape(msg)):
         base.updated(protocol="sequental")
+
+
+@pytest.mark.parametrize("name", ["leader", "pyramid", "chain", "dynamic", "coordinator"])
+def test_a_teams_instructions_and_reports_are_those_of_the_plain_lookups(name):
+    # build renders every instruction from names and reports kept for the resolution,
+    # with the fragments read once; each agent rendered alone, its reports scanned
+    from orgteams.agents.team import Team
+
+    resolved = load_organization(name).resolve(Team.of_size(11))
+    for r in (resolved, resolved.with_removed("agent_4")):
+        names = {a: r.display_name(a) for a in r.team}  # the team's own, looked up each
+        for a in r.team:
+            assert r.instructions[a] == r._render_instruction(a, names)
+            assert r.members_of(a) == [b for b in r.team if r.reports_to[b] == a]
+
+
+@pytest.mark.parametrize("name", ["shared", "leader", "chain", "pyramid", "coordinator"])
+def test_who_may_message_whom_is_what_the_allowed_pairs_say(name):
+    # channels "all" are answered without the pairs (a 256-agent team has 65,000)
+    from orgteams.agents.team import Team
+
+    resolved = load_organization(name).resolve(Team.of_size(7))
+    for r in (resolved, resolved.with_removed("agent_2")):
+        allowed = r._allowed
+        for a in r.team:
+            others = [b for b in r.team if b != a]
+            assert r.receivers_of(a) == tuple(b for b in r.team if (a, b) in allowed)
+            assert r.to_everyone(a) == (tuple(b for b in others if (a, b) in allowed),
+                                        tuple(b for b in others if (a, b) not in allowed))
+            assert [r.can_message(a, b) for b in r.team] == [(a, b) in allowed for b in r.team]
+    with pytest.raises(ValueError, match="unknown agent 'agent_9'"):
+        resolved.can_message("agent_0", "agent_9")
