@@ -159,7 +159,8 @@ class RoundOutputs(list):
     def __init__(self, team: Sequence[str]) -> None:
         super().__init__()
         self._team = frozenset(team)
-        self._public: list[TeamMessage] = []
+        # handed out as Heard cuts: what its 256 readers derive alike is derived once
+        self._public = Broadcast()
         self._at: list[int] = []  # the public ones' places in the round
         self._private: dict[str, list[int]] = {}  # member -> places of its other ones
         self._sorted = 0  # outputs sorted into those so far
@@ -287,6 +288,8 @@ def visible_outputs(
             k = len(mine)
             while k and mine[k - 1].stage >= stage_index:
                 k -= 1
+            if mine is outputs._public:  # a cut: its readers share its keys (unseen)
+                return Heard.cut(mine, 0, k)
             return mine[:k]
         return [o for o in mine if o.stage < stage_index
                 and (kind is None or stages[o.stage].kind == kind)]
