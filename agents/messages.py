@@ -285,7 +285,7 @@ class Broadcast(list):
     def derived(self, kind: str, derive: Callable[[TeamMessage], Any]) -> list:
         """``derive(m)`` of each of its messages of ``kind``, as :meth:`places_of` lists
         them, made once per message for all readers (extended to what was appended
-        since)."""
+        since): every reader gets the same values, so none may change them."""
         places = self.places_of(kind)
         made = self._derived.setdefault((kind, derive), [])
         if len(made) < len(places):
@@ -452,7 +452,8 @@ def of_kind(messages: list[TeamMessage], kind: str,
             derive: Callable[[TeamMessage], Any] | None = None) -> list:
     """The messages of ``kind`` among ``messages``, in order; with ``derive``,
     ``derive(m)`` of each of them instead (``derive`` is a pure function: the same
-    value for the same message, whoever asks).
+    value for the same message, whoever asks; a cut's readers share the values, so
+    none may change them).
 
     A :class:`Heard` cut is answered from its broadcast's index by kind and its
     derived values, made once per message for all readers: under ``sequential`` each

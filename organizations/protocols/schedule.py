@@ -153,7 +153,10 @@ class RoundOutputs(list):
     receivers: under ``sequential`` at 256 agents every speaker would scan hundreds of
     outputs, each delivered to 255 agents. Outputs are sorted into those when next read,
     not when said: a round whose stages see nothing of it (``shared``: 256 messages to
-    everyone) never pays for it.
+    everyone) never pays for it. The public ones are a
+    :class:`~orgteams.agents.messages.Broadcast`: a member that may see only those is
+    handed a :class:`~orgteams.agents.messages.Heard` cut of it (a list like any other),
+    whose filtering and search by kind its readers share.
     """
 
     def __init__(self, team: Sequence[str]) -> None:
@@ -272,7 +275,8 @@ def visible_outputs(
     Only turns of earlier stages count (same-stage speakers are concurrent), and of
     those only turns delivered to ``agent`` (``delivered`` None: public) or written by
     it, filtered by ``sees`` (the kind of the stage a turn was said in). ``outputs``
-    may be a :class:`RoundOutputs` (the same answer, faster).
+    may be a :class:`RoundOutputs` (the same answer, faster; under ``all_prior`` a
+    :class:`~orgteams.agents.messages.Heard` cut, the same list).
     """
     if not 0 <= stage_index < len(stages):
         raise ValueError(f"stage_index {stage_index} out of range for {len(stages)} stages")
