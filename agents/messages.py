@@ -36,16 +36,15 @@ from __future__ import annotations
 import threading
 import weakref
 from bisect import bisect_left
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import cached_property
 from itertools import filterfalse
 from typing import Any, Literal
 
 from orgteams.envs.core.limits import MESSAGE_MAX_CHARS
 
 __all__ = ["EVERYONE", "MESSAGE_KINDS", "MESSAGE_MAX_CHARS", "Broadcast", "Everyone", "Heard",
-           "Receivers", "Seen", "TeamMessage", "render", "unseen"]
+           "Receivers", "Seen", "TeamMessage", "of_kind", "render", "unseen"]
 
 EVERYONE = "everyone"  # the one spelling of "every other team member"
 Everyone = Literal["everyone"]
@@ -54,6 +53,26 @@ MESSAGE_KINDS = ("claim", "release", "found", "assign", "done", "status", "corre
                  "action")
 # "action": not a message but an agent's chosen action shown to later agents of a
 # sequential round (orgteams.agents.shared_context); never delivered, no tokens.
+
+
+class _kept:
+    """A value of a (frozen) message computed on first read and kept in its
+    ``__dict__``: :func:`functools.cached_property` without its lock (Python 3.11 takes
+    one lock for every message's first read; a 256-agent team's readers first read
+    hundreds of new messages a round). Two threads reading one message at once
+    compute equal values; either is kept."""
+
+    def __init__(self, compute: Callable[[Any], Any]) -> None:
+        self.compute, self.name, self.__doc__ = compute, compute.__name__, compute.__doc__
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    def __get__(self, message: Any, owner: type | None = None) -> Any:
+        if message is None:
+            return self
+        value = message.__dict__[self.name] = self.compute(message)
+        return value
 
 
 class _Said:
@@ -147,14 +166,14 @@ class TeamMessage:
             raise ValueError(f"message kind {kind!r} must be one of {', '.join(MESSAGE_KINDS)}")
         return cls(sender, receivers, render(kind, content), kind, content=dict(content))
 
-    @cached_property
+    @_kept
     def said(self) -> tuple:
         """What was said, whoever it reached and whenever: sender, kind and content (its
         items sorted); the same for a repeat. Computed once per message, which a
         256-agent team hands to hundreds of readers."""
         return (self.sender, self.kind, tuple(sorted(self.content.items())))
 
-    @cached_property
+    @_kept
     def said_id(self) -> object:
         """:attr:`said` as one object for all equal ones while any of them is kept: it
         hashes and compares by identity, so a reader's set of what it heard finds a
@@ -171,7 +190,7 @@ class TeamMessage:
                 ident = _SAID_IDS[key] = _Said(key)
         return ident
 
-    @cached_property
+    @_kept
     def speaks_for(self) -> str:
         """Whom it speaks for: the teammate a leader's claim is ``for`` (the report it
         ordered), the reporter of a report relayed ``by`` a leader, else its sender.
@@ -179,7 +198,7 @@ class TeamMessage:
         c = self.content
         return str(c.get("for") or c.get("by") or self.sender)
 
-    @cached_property
+    @_kept
     def doing(self) -> tuple[str, str]:
         """The action a ``status`` says its sender does, as ``(kind, target)``
         (``("grab", "cupcake_2")``; ``("", "")`` when it says none). Read once per
@@ -218,6 +237,7 @@ class TeamMessage:
 # its latest cut did not already cover (:func:`unseen`): a lookup in one of 256 sets of
 # thousands is a cache miss, so the fewer the better.
 
+_FEW = 32  # keys of a cut looked up without asking which an earlier cut covered
 _NOWHERE = float("inf")  # the place in an earlier broadcast of a said_id it did not say
 
 
@@ -226,11 +246,15 @@ class Broadcast(list):
     (a round's messages to everyone, the outputs every speaker may see, the shared
     history's claims). Readers are handed :class:`Heard` cuts of it."""
 
-    __slots__ = ("__weakref__", "_keys")
+    __slots__ = ("__weakref__", "_derived", "_keys", "_kinds", "_kinds_done")
 
     def __init__(self, messages: Iterable[TeamMessage] = ()) -> None:
         super().__init__(messages)
         self._keys: dict[tuple, _Keys] = {}  # (kinds skipped, structured) -> its keys
+        self._kinds: dict[str, list[int]] = {}  # kind -> places of its messages
+        self._kinds_done = 0  # messages indexed by kind so far
+        # (kind, derive) -> derive(m) of its messages of that kind, as places_of lists them
+        self._derived: dict[tuple[str, Callable], list] = {}
 
     def _refuse(self, *args, **kwargs):
         raise TypeError("a Broadcast is only appended to: its readers' cuts index into it")
@@ -247,6 +271,26 @@ class Broadcast(list):
         if keys.done < len(self):
             keys.extend(self)
         return keys
+
+    def places_of(self, kind: str) -> Sequence[int]:
+        """The places of its messages of ``kind``, ascending, indexed once for all
+        readers (extended to what was appended since)."""
+        if self._kinds_done < len(self):
+            kinds = self._kinds
+            for at in range(self._kinds_done, len(self)):
+                kinds.setdefault(self[at].kind, []).append(at)
+            self._kinds_done = len(self)
+        return self._kinds.get(kind, ())
+
+    def derived(self, kind: str, derive: Callable[[TeamMessage], Any]) -> list:
+        """``derive(m)`` of each of its messages of ``kind``, as :meth:`places_of` lists
+        them, made once per message for all readers (extended to what was appended
+        since): every reader gets the same values, so none may change them."""
+        places = self.places_of(kind)
+        made = self._derived.setdefault((kind, derive), [])
+        if len(made) < len(places):
+            made += map(derive, map(self.__getitem__, places[len(made):]))
+        return made
 
 
 class _Keys:
@@ -376,8 +420,9 @@ class Heard(list):
             places: Sequence[int] = ()) -> Heard:
         """``source[start:stop]`` less the messages at ``places`` (ascending): those of
         ``without``, all of them, as the caller keeps them (:class:`Inboxes` does)."""
-        heard = cls()
-        at = start
+        # made without __init__ (its defaults are set below): 256 readers a round are
+        # handed a cut, under sequential twice each
+        heard, at = list.__new__(cls), start
         for i in places:
             if start <= i < stop:
                 list.extend(heard, source[at:i])
@@ -403,6 +448,33 @@ for _name in ("__setitem__", "__delitem__", "__iadd__", "__imul__", "append", "e
     setattr(Heard, _name, _forgets(_name))
 
 
+def of_kind(messages: list[TeamMessage], kind: str,
+            derive: Callable[[TeamMessage], Any] | None = None) -> list:
+    """The messages of ``kind`` among ``messages``, in order; with ``derive``,
+    ``derive(m)`` of each of them instead (``derive`` is a pure function: the same
+    value for the same message, whoever asks; a cut's readers share the values, so
+    none may change them).
+
+    A :class:`Heard` cut is answered from its broadcast's index by kind and its
+    derived values, made once per message for all readers: under ``sequential`` each
+    of 256 speakers is handed every earlier output of the round and looks for the few
+    chosen actions among them. A cut holds ``source[start:stop]`` less the messages
+    ``without`` sent, so those are its messages of ``kind``.
+    """
+    if type(messages) is Heard and messages.source is not None:
+        source, without = messages.source, messages.without
+        places = source.places_of(kind)
+        first = bisect_left(places, messages.start)
+        last = bisect_left(places, messages.stop, first)
+        found = source.derived(kind, derive)[first:last] if derive is not None else \
+            list(map(source.__getitem__, places[first:last]))
+        if without is None:
+            return found
+        return [v for v, at in zip(found, places[first:last]) if source[at].sender != without]
+    found = [m for m in messages if m.kind == kind]
+    return found if derive is None else list(map(derive, found))
+
+
 def unseen(messages: list[TeamMessage], seen: set, skip: Collection[str] = (),
            structured: bool = False) -> list[TeamMessage]:
     """``messages`` of no kind in ``skip`` (and, ``structured``, with content) whose
@@ -414,9 +486,9 @@ def unseen(messages: list[TeamMessage], seen: set, skip: Collection[str] = (),
     readers (when it says each once, ``exact``): only the keys that cut did not cover
     are looked up (every key of that cut but those its ``without`` said is in ``seen``
     already), and those not in ``seen``, less the ones ``without`` said, are the first
-    of each, in order. Anything else is read message by message: when most of a cut
-    is new (every status changed, every claim new), looking each up as it comes is
-    cheaper than the keys (measured); the cut is remembered all the same.
+    of each, in order. A cut that no such cut covers (every status changed, every
+    claim new) is read from the keys too, all of them looked up. Anything else (a
+    plain list, a broadcast that says something twice) is read message by message.
     """
     if type(messages) is Heard and messages.source is not None and type(seen) is Seen:
         source, filter_ = messages.source, (frozenset(skip), structured)
@@ -427,15 +499,23 @@ def unseen(messages: list[TeamMessage], seen: set, skip: Collection[str] = (),
             last = len(places) if stop >= keys.done else bisect_left(places, stop, first)
             cuts = seen.cuts
             latest = cuts.get(filter_)
-            index = None if latest is None else keys.uncovered(first, last, *latest[:4])
+            # a few keys are looked up at once: finding which an earlier cut covered
+            # costs more (most cuts of a round under sequential, leader_first or
+            # coordinator: a dozen claims among hundreds of silent turns and actions)
+            index = None if latest is None or last - first <= _FEW \
+                else keys.uncovered(first, last, *latest[:4])
             # once this call returns, every key of this cut but those without said is seen
             cuts[filter_] = (source, keys, first, last, without)
+            if index is None:
+                # none covers most of it, or few: look up every key of the cut (in C,
+                # and none of what does not pass the filter)
+                index = range(first, last)
+            elif latest[4] is not None and latest[4] != without:
+                # that cut left out its reader's own, this one does not: look them up
+                index = sorted({*index, *(i for i in map(keys.index.__getitem__,
+                                                         keys.own.get(latest[4], ()))
+                                          if first <= i < last)})
             if index is not None:
-                if latest[4] is not None and latest[4] != without:
-                    # that cut left out its reader's own, this one does not: look them up
-                    index = sorted({*index, *(i for i in map(keys.index.__getitem__,
-                                                             keys.own.get(latest[4], ()))
-                                              if first <= i < last)})
                 new = list(filterfalse(seen.__contains__, map(keys.keys.__getitem__, index)))
                 if new:
                     own = keys.own.get(without) if without is not None else None

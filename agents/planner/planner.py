@@ -162,17 +162,19 @@ class PlannerAgent:
                 continue
             c = m.content
             by = m.speaks_for  # a peer leader's relay, else the sender
-            if kind == "claim" and "object" in c:  # the next most (claims seen, shared)
-                tick = int(c.get("tick", 0))
-                obj = c["object"]
-                mine = claims.get(obj)
-                if mine is None or mine[0] != me or (tick, _index(by)) < (mine[1], _index(me)):
-                    claims[obj] = (by, tick)
+            if kind == "claim":  # the next most (claims seen, shared; rooms explored)
+                if "object" in c:
+                    tick = int(c.get("tick", 0))
+                    obj = c["object"]
+                    mine = claims.get(obj)
+                    if mine is None or mine[0] != me or \
+                            (tick, _index(by)) < (mine[1], _index(me)):
+                        claims[obj] = (by, tick)
+                elif "room" in c:  # 256 explorers' claims: nothing more is done with one
+                    room_claims[by] = c["room"]
                 continue
             if kind == "found":  # the next most: every goal object seen is reported
                 found_by[by] += 1
-            elif kind == "claim" and "room" in c:
-                room_claims[by] = c["room"]
             elif kind == "release":
                 if "object" in c and claims.get(c["object"], ("",))[0] == m.sender:
                     del claims[c["object"]]

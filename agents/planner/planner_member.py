@@ -34,7 +34,7 @@ from orgteams.agents.member import (
     TeamMessage,
 )
 from orgteams.agents.member_rules import MemberRules, choose_vote, within_budget
-from orgteams.agents.messages import EVERYONE, Seen, render, unseen
+from orgteams.agents.messages import EVERYONE, Seen, of_kind, render, unseen
 from orgteams.agents.planner.planner import PlannerAgent
 from orgteams.agents.shared_context import RoundOutcome, as_claims
 from orgteams.agents.view import MemberView
@@ -77,12 +77,24 @@ def _known_choices(ctx: CommunicateContext) -> list[TeamMessage]:
     """What the protocol shows of others' actions, as claims: earlier agents' chosen
     actions this round (``sequential``) and the latest round of the shared history
     (``shared``)."""
-    chosen = {m.sender: m.content["action"] for m in ctx.visible_this_round
-              if m.kind == "action"}
-    out = as_claims(chosen, ctx.agent, tick=-1)  # decided before this agent, this round
+    me = ctx.agent
+    chosen = of_kind(ctx.visible_this_round, "action", _chosen_claims)
+    if len({sender for sender, _ in chosen}) == len(chosen):
+        # each chosen action's claims, made once for the round's 256 readers (the same
+        # messages as_claims makes of them all: one action a sender, in the order chosen)
+        out = [c for sender, claims in chosen if sender != me for c in claims]
+    else:  # a sender chose twice: its latest action, where it chose first
+        out = as_claims({m.sender: m.content["action"]
+                         for m in of_kind(ctx.visible_this_round, "action")}, me, tick=-1)
     if ctx.history is not None and ctx.history.rounds:
         out += [m for m in _history_claims(ctx.history.rounds[-1]) if m.sender != ctx.agent]
     return out
+
+
+def _chosen_claims(action: TeamMessage) -> tuple[str, list[TeamMessage]]:
+    """A chosen action (an ``action`` output) as its sender's claims, decided before
+    the reader this round (:func:`as_claims`, whose "" is nobody: the sender's own)."""
+    return action.sender, as_claims({action.sender: action.content["action"]}, "", tick=-1)
 
 
 _last_claims: tuple = (None, [])  # (a round of the shared history, its claims)

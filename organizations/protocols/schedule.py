@@ -153,13 +153,17 @@ class RoundOutputs(list):
     receivers: under ``sequential`` at 256 agents every speaker would scan hundreds of
     outputs, each delivered to 255 agents. Outputs are sorted into those when next read,
     not when said: a round whose stages see nothing of it (``shared``: 256 messages to
-    everyone) never pays for it.
+    everyone) never pays for it. The public ones are a
+    :class:`~orgteams.agents.messages.Broadcast`: a member that may see only those is
+    handed a :class:`~orgteams.agents.messages.Heard` cut of it (a list like any other),
+    whose filtering and search by kind its readers share.
     """
 
     def __init__(self, team: Sequence[str]) -> None:
         super().__init__()
         self._team = frozenset(team)
-        self._public: list[TeamMessage] = []
+        # handed out as Heard cuts: what its 256 readers derive alike is derived once
+        self._public = Broadcast()
         self._at: list[int] = []  # the public ones' places in the round
         self._private: dict[str, list[int]] = {}  # member -> places of its other ones
         self._sorted = 0  # outputs sorted into those so far
@@ -271,7 +275,8 @@ def visible_outputs(
     Only turns of earlier stages count (same-stage speakers are concurrent), and of
     those only turns delivered to ``agent`` (``delivered`` None: public) or written by
     it, filtered by ``sees`` (the kind of the stage a turn was said in). ``outputs``
-    may be a :class:`RoundOutputs` (the same answer, faster).
+    may be a :class:`RoundOutputs` (the same answer, faster; under ``all_prior`` a
+    :class:`~orgteams.agents.messages.Heard` cut, the same list).
     """
     if not 0 <= stage_index < len(stages):
         raise ValueError(f"stage_index {stage_index} out of range for {len(stages)} stages")
@@ -287,6 +292,8 @@ def visible_outputs(
             k = len(mine)
             while k and mine[k - 1].stage >= stage_index:
                 k -= 1
+            if mine is outputs._public:  # a cut: its readers share its keys (unseen)
+                return Heard.cut(mine, 0, k)
             return mine[:k]
         return [o for o in mine if o.stage < stage_index
                 and (kind is None or stages[o.stage].kind == kind)]

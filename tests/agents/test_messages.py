@@ -106,6 +106,10 @@ def _plain_unseen(messages, seen, skip, structured):
     return out
 
 
+def _said_by(m):
+    return m.sender, m.kind
+
+
 def _random_message(rng, senders, unhashable=0.0):
     kind = rng.choice(["claim", "release", "status", "found", "text", "action", "done"])
     n = rng.randrange(10_000)
@@ -124,10 +128,11 @@ def test_unseen_reads_a_broadcast_cut_as_the_plain_loop_does(seed):
     error for content that cannot be hashed), whatever it heard before: with repeats
     within a broadcast and across broadcasts (rounds), skipped kinds, broadcasts
     growing between cuts, readers cutting older broadcasts or others' cuts, and said_ids
-    removed from what a reader heard."""
+    removed from what a reader heard. Its messages of a kind (and values derived from
+    them) are those of the plain list."""
     import random
 
-    from orgteams.agents.messages import Broadcast, Heard, Seen, unseen
+    from orgteams.agents.messages import Broadcast, Heard, Seen, of_kind, unseen
 
     rng = random.Random(seed)
     senders = [f"a{i}" for i in range(rng.randrange(2, 7))]
@@ -168,6 +173,11 @@ def test_unseen_reads_a_broadcast_cut_as_the_plain_loop_does(seed):
                 cut = Heard.cut(broadcast, start, stop, without, places)
                 plain = [m for m in broadcast[start:stop] if m.sender != without]
                 assert list(cut) == plain
+                kind = rng.choice(["claim", "status", "action"])  # read from its index
+                assert [id(m) for m in of_kind(cut, kind)] == \
+                    [id(m) for m in plain if m.kind == kind]
+                assert of_kind(cut, kind, _said_by) == [_said_by(m) for m in plain
+                                                        if m.kind == kind]
                 skip = rng.choice([(), ("claim", "release"), frozenset(("text", "action"))])
                 structured = rng.random() < 0.5
                 try:

@@ -1,5 +1,6 @@
 """Turn-taking schedules, visibility, routing, claims, elections and leader hand-over."""
 
+import dataclasses
 import random
 import re
 
@@ -273,3 +274,106 @@ def test_protocol_facts_are_the_one_registry():
     with pytest.raises(ValueError, match=re.escape(
             "protocol 'coordinator' with leadership_rule 'fixed' needs a leader")):
         Organization(name="x", protocol="coordinator")
+
+
+def _plain_unseen(messages, seen, skip, structured):
+    """A reader's filter message by message, as planners read a plain list."""
+    out = []
+    for m in messages:
+        if m.kind in skip or (structured and not m.content):
+            continue
+        if m.said_id not in seen:
+            seen.add(m.said_id)
+            out.append(m)
+    return out
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_a_speakers_view_of_a_growing_round_reads_as_the_plain_list(seed):
+    """Under all_prior each speaker is handed every earlier output of the round (a cut
+    of the round's public outputs): it is the list a scan gives, element for element,
+    to any list use (an LLM member's), and a planner's reading of it (unseen, of_kind,
+    with derived values) gives what the plain loop gives over that list, as it grows
+    stage by stage, mixed with private outputs, with messages delivered between
+    stages (Inboxes cuts), repeats from earlier rounds and said_ids forgotten."""
+    from orgteams.agents.messages import Heard, Seen, of_kind, unseen
+    from orgteams.agents.shared_context import action_output
+
+    rng = random.Random(seed)
+    team = tuple(f"agent_{i}" for i in range(8))
+    stages = [Stage((a,), "all_prior", "message", acts=True) for a in team]
+    readers = {a: (Seen(), set()) for a in team}
+    earlier: list[TeamMessage] = []
+    derived = 0
+    for round_ in range(4):
+        outs, indexed, inbox = [], RoundOutputs(team), Inboxes(team)
+        for si, speaker in enumerate(team):
+            for a in team:  # what it would be handed at this stage, and its reading
+                view, plain = (visible_outputs(stages, si, a, indexed),
+                               visible_outputs(stages, si, a, outs))
+                assert view == plain and len(view) == len(plain) and view[:] == plain[:]
+                assert [id(m) for m in view] == [id(m) for m in plain]
+                seen, mine = readers[a]
+                if rng.random() < 0.05 and mine:  # forgotten: the cuts are forgotten too
+                    gone = rng.choice(sorted(mine, key=id))
+                    seen.discard(gone)
+                    mine.discard(gone)
+                skip = rng.choice([frozenset(("text", "action")), ("claim", "release"), ()])
+                structured = rng.random() < 0.7
+                expected = _plain_unseen(plain, mine, skip, structured)
+                assert [id(m) for m in unseen(view, seen, skip, structured)] == \
+                    [id(m) for m in expected]
+                assert seen == mine
+                actions = [m for m in plain if m.kind == "action"]
+                assert [id(m) for m in of_kind(view, "action")] == [id(m) for m in actions]
+                got = of_kind(view, "action", _sender_and_action)
+                assert got == [_sender_and_action(m) for m in actions]
+                derived += type(view) is Heard and view.source is not None
+                if a == speaker and rng.random() < 0.3:  # a list use: changed, then plain
+                    view.append(plain[0] if plain else TeamMessage(a, ()))
+                    assert getattr(view, "source", None) is None
+                    assert of_kind(view, "action") == [m for m in view if m.kind == "action"]
+            said = []
+            for _ in range(rng.choice([0, 0, 1, 2])):  # silent, or messages to all or some
+                others = [b for b in team if b != speaker]
+                to = rng.choice([others, others, rng.sample(others, 2)])
+                content = rng.choice([{"room": f"room_{rng.randrange(3)}"},
+                                      {"object": f"cup_{rng.randrange(4)}"}, {}])
+                m = TeamMessage(speaker, "everyone", "said", rng.choice(["claim", "found", "text"]),
+                                round=round_, stage=si, content=content,
+                                delivered=tuple(to))
+                if earlier and rng.random() < 0.2:  # said again, as in an earlier round
+                    m = dataclasses.replace(rng.choice(earlier), stage=si, delivered=tuple(to))
+                said.append(m)
+                inbox.add(m, to)
+            if not said:
+                said.append(TeamMessage(speaker, (), round=round_, stage=si))
+            outs += said
+            indexed += said
+            if rng.random() < 0.8:  # its chosen action, public
+                chosen = action_output(speaker, rng.choice(["grab:cup_1", "explore:room_0",
+                                                            "wait"]), "label", round_, si)
+                outs.append(chosen)
+                indexed.append(chosen)
+            if rng.random() < 0.5:  # delivered before it acts (sequential)
+                _read_inbox(inbox, speaker, readers[speaker], rng)
+            earlier += [m for m in said if m.content]
+        for a in team:  # the rest, at the end of the phase
+            _read_inbox(inbox, a, readers[a], rng)
+    assert derived  # the cuts were read from their broadcast's index
+
+
+def _sender_and_action(m):
+    return m.sender, m.content["action"]
+
+
+def _read_inbox(inbox, agent, reader, rng):
+    from orgteams.agents.messages import unseen
+
+    seen, mine = reader
+    messages = inbox.take(agent)
+    skip, structured = frozenset(("text", "action")), rng.random() < 0.7
+    expected = _plain_unseen(list(messages), mine, skip, structured)
+    assert [id(m) for m in unseen(messages, seen, skip, structured)] == \
+        [id(m) for m in expected]
+    assert seen == mine

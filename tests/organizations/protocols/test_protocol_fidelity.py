@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
 from doubles import Tracer, fill_reply, records_of
 
 from orgteams.agents import LLMAgent, ScriptedBackend
-from orgteams.agents.member import CommunicateContext
+from orgteams.agents.member import CommunicateContext, TeamMessage
 from orgteams.agents.member_rules import MemberRules
 from orgteams.agents.planner.planner_member import PlannerMember
 from orgteams.agents.records import ActionLine, MessageLine
@@ -187,3 +188,35 @@ def test_shared_llm_prompt_shows_the_history():
     TeamRunner(env, load_organization("shared"), members, max_rounds=2).run(seed=1)
     last = backend.calls[-1][-1]["content"]
     assert "Team history:" in last and "Round 0: Alice " in last
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_a_sequential_planner_knows_earlier_choices_as_the_plain_rule_says(seed):
+    """The claims a planner makes of earlier agents' chosen actions (each action's
+    claims made once for all readers of the round's outputs) are the plain rule's:
+    every earlier sender's latest action, where it first chose, as claims, its own
+    left out; a sender that chose twice, silent turns and messages mixed in."""
+    import random
+
+    from orgteams.agents.planner.planner_member import _known_choices
+    from orgteams.agents.shared_context import as_claims
+    from orgteams.organizations.protocols.schedule import RoundOutputs, Stage, visible_outputs
+
+    rng = random.Random(seed)
+    team = tuple(f"agent_{i}" for i in range(6))
+    stages = [Stage((a,), "all_prior", "message", acts=True) for a in team]
+    outputs = RoundOutputs(team)
+    for si, speaker in enumerate(team):
+        for a in team:
+            visible = visible_outputs(stages, si, a, outputs)
+            ctx = CommunicateContext(0, a, a, {b: b for b in team}, visible_this_round=visible)
+            chosen = {m.sender: m.content["action"] for m in visible if m.kind == "action"}
+            plain = as_claims(chosen, a, tick=-1)
+            got = _known_choices(ctx)
+            assert [(m.sender, m.receivers, m.kind, m.text, m.content) for m in got] == \
+                [(m.sender, m.receivers, m.kind, m.text, m.content) for m in plain]
+        outputs.append(TeamMessage(speaker, (), round=0, stage=si))
+        for _ in range(rng.choice([0, 1, 1, 2])):  # twice: as a speaker that chose again
+            outputs.append(action_output(speaker, rng.choice(
+                ["grab:cup_1", "grab:cup_2", "explore:kitchen", "wait", "continue"]),
+                "label", 0, si))
