@@ -11,6 +11,7 @@ written for the model to read and act on.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -194,7 +195,7 @@ def parse_communicate(
     parsed: Any,
     spec: ReplySpec,
     team: dict[str, str],
-    can_message: list[str],
+    can_message: Sequence[str],
     candidates: list[str] | None = None,
     *,
     sender: str = "",
@@ -270,7 +271,7 @@ def parse_communicate(
 
 
 def _messages(items: list[OutgoingText], schema: dict[str, Any], names: dict[str, str],
-              can_message: list[str], notes: list[str], sender: str, round: int
+              can_message: Sequence[str], notes: list[str], sender: str, round: int
               ) -> list[TeamMessage]:
     """One message from ``sender`` in ``round`` per item with text. A message
     that names no teammate the agent may message is dropped and noted when another one
@@ -306,7 +307,7 @@ def _assignments(given: dict[str, str], schema: dict[str, Any], names: dict[str,
     return out
 
 
-def _receivers(given: list[str], names: dict[str, str], can_message: list[str],
+def _receivers(given: list[str], names: dict[str, str], can_message: Sequence[str],
                notes: list[str]) -> Receivers:
     if any(r.strip().casefold() in (EVERYONE, "all") for r in given):
         return EVERYONE

@@ -34,6 +34,7 @@ with everyone hearing everyone.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Sequence
 from itertools import islice
 from typing import TYPE_CHECKING
 
@@ -224,7 +225,7 @@ class PlannerAgent:
         self._outbox.append(TeamMessage.structured(self.agent_id, receivers, kind, content))
 
     def communicate(self, env: MemberView, inbox: list[TeamMessage],
-                    reach: list[str] | None = None) -> list[TeamMessage]:
+                    reach: Sequence[str] | None = None) -> list[TeamMessage]:
         """Read ``inbox``; return this agent's messages for this round.
 
         ``reach``: the agents this one may message (None: everyone); a leader assigns
