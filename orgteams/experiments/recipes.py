@@ -221,6 +221,10 @@ def run_experiment(name: str, *, backend: str | None = None, seeds: int | None =
     else:
         table = _run_reflect(name, recipe, backend, seeds, out_dir, progress, budget)
     table.setdefault("caption", recipe.get("caption"))  # what its planner version shows
+    if table.get("caption"):  # ... which these rows are not when other members played
+        note = _caption_note(recipe, table, backend)
+        if note is not None:
+            table["caption_note"] = note
     table.setdefault("tokenizer", _tokenizers(table))  # which counter made its token columns
     (out_dir / "table.json").write_text(json.dumps(table, indent=2, default=str) + "\n",
                                         encoding="utf-8")
@@ -790,6 +794,31 @@ def _cell(value: Any) -> str:
     return "-" if value is None else str(value)
 
 
+def _specs(backends: Any) -> set[str]:
+    """Member specs of backend strings (one spec, or a comma list with one per agent)."""
+    return {p.strip() for b in backends or [] for p in str(b).split(",") if p.strip()}
+
+
+def _caption_note(recipe: dict[str, Any], table: dict[str, Any],
+                  backend: str | None) -> str | None:
+    """A line saying the caption is about the recipe's own members when this run played
+    others (``--backend``/``--team``), else None: a caption such as "Planner teams ...:
+    they cannot show how LLM members reason" must not head rows a model played."""
+    if recipe["kind"] == "sweep":
+        own = _specs((recipe.get("sweep") or {}).get("backends") or ["planner"])
+        own |= _specs((recipe.get("members") or {}).values())
+        ran = _specs(r.get("backend") for r in table.get("rows") or [])
+    else:
+        own = _specs([recipe.get("backend") or "planner"])
+        ran = _specs([backend or recipe.get("backend") or "planner"])
+    other = ran - own
+    if not other:
+        return None
+    return (f"This run's members ({', '.join(sorted(other))}) are not the recipe's own "
+            f"({', '.join(sorted(own))}): the caption below describes the recipe's own "
+            "version, not what these rows show.")
+
+
 def _tokenizers(table: dict[str, Any]) -> str:
     """The method(s) that counted the table's message tokens: what its rows recorded,
     else this process's counter (the recipes run their episodes in this process)."""
@@ -818,6 +847,8 @@ def _token_line(table: dict[str, Any]) -> str | None:
 def _markdown(table: dict[str, Any]) -> str:
     cols = table["columns"]
     lines = [f"# {table['experiment']}", "", str(table.get("description") or ""), ""]
+    if table.get("caption_note"):
+        lines += [str(table["caption_note"]), ""]
     if table.get("caption"):
         lines += [" ".join(str(table["caption"]).split()), ""]
     if (tokens := _token_line(table)) is not None:

@@ -52,6 +52,7 @@ def test_a_sweep_recipe_writes_spec_table_report_and_plots(tmp_path):
                            progress=False)
     spec = yaml.safe_load((tmp_path / "spec.yaml").read_text())
     assert spec["seeds"] == [0] and spec["backends"] == ["planner"]
+    assert "caption_note" not in table  # the recipe's own members: its caption holds
     assert spec["organizations"] == ["none", "leader", "coordinator", "shared", "broadcast"]
     saved = json.loads((tmp_path / "table.json").read_text())
     assert saved["rows"] == json.loads(json.dumps(table["rows"]))
@@ -422,3 +423,34 @@ def test_a_table_says_how_its_tokens_were_counted_and_when_they_mix():
             ) in mixed.splitlines()
     no_tokens = {**base, "columns": ["organization", "ticks"], "tokenizer": "regex-approx-v1"}
     assert "Message tokens" not in _markdown(no_tokens)
+
+
+def test_a_caption_about_planners_says_so_when_other_members_played(tmp_path):
+    """A recipe's caption says what its planner version shows ("Planners say what their
+    rules make them say ... no planner chooses what to say"); a run with other members
+    (--backend, --team) must not present it as what its rows show."""
+    table = run_experiment("paper1-behaviours", backend="scripted", seeds=1, max_rounds=2,
+                           out=tmp_path, progress=False)
+    note = ("This run's members (scripted) are not the recipe's own (planner): the caption "
+            "below describes the recipe's own version, not what these rows show.")
+    assert {r["backend"] for r in table["rows"]} == {"scripted"}  # what the cells played
+    assert table["caption_note"] == note
+    lines = (tmp_path / "table.md").read_text().splitlines()
+    assert lines.index(note) == lines.index(" ".join(table["caption"].split())) - 2
+    assert json.loads((tmp_path / "table.json").read_text())["caption_note"] == note
+    # the recipe's own members (a model mix's planner and random ones) keep the caption bare
+    mix = run_experiment("paper1-model-mixes", seeds=1, max_rounds=2, out=tmp_path / "mix",
+                         progress=False)
+    assert "caption_note" not in mix
+    assert not (tmp_path / "mix" / "table.md").read_text().startswith("This run's")
+
+
+def test_a_non_sweep_recipes_caption_note_names_the_members_that_played():
+    from orgteams.experiments.recipes import _caption_note
+
+    shocks = load_recipe("paper2-shocks")
+    assert _caption_note(shocks, {"rows": []}, None) is None
+    assert _caption_note(shocks, {"rows": []}, "planner") is None
+    assert _caption_note(shocks, {"rows": []}, "openai:gpt-4o,planner") == (
+        "This run's members (openai:gpt-4o) are not the recipe's own (planner): the caption "
+        "below describes the recipe's own version, not what these rows show.")
