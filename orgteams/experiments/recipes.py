@@ -313,6 +313,14 @@ def _run_sweep(name: str, recipe: dict[str, Any], backend: str | None, seeds: in
     table = {"experiment": name, "kind": "sweep", "description": recipe.get("description"),
              "caption": recipe.get("caption"), "columns": columns, "rows": out_rows,
              "report": str(out / "report.md")}
+    played_all = [s for ok in kept.values() for s in ok]
+    cut = sum(s.stop_reason == "max rounds" for s in played_all)
+    if cut:  # a cut episode is no failure of the team: the columns must say what they compare
+        table["notes"] = [f"{cut} of {len(played_all)} episodes stopped at the round cap "
+                          f"(max_rounds {spec.max_rounds}) before the goal: they count as "
+                          "failed and their ticks are those played by then, so success_rate "
+                          f"and ticks compare the first {spec.max_rounds} rounds where they "
+                          "were cut, not who finishes."]
     if behaviours:
         table.update(role_columns=[*CELL, "role", "messages", *shares], role_rows=role_rows)
     if recipe.get("contrast"):

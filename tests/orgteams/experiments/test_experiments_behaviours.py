@@ -53,6 +53,7 @@ def test_a_sweep_recipe_writes_spec_table_report_and_plots(tmp_path):
     spec = yaml.safe_load((tmp_path / "spec.yaml").read_text())
     assert spec["seeds"] == [0] and spec["backends"] == ["planner"]
     assert "caption_note" not in table  # the recipe's own members: its caption holds
+    assert "notes" not in table  # every episode met its goal: no round-cap note
     assert spec["organizations"] == ["none", "leader", "coordinator", "shared", "broadcast"]
     saved = json.loads((tmp_path / "table.json").read_text())
     assert saved["rows"] == json.loads(json.dumps(table["rows"]))
@@ -134,6 +135,11 @@ def test_max_rounds_replaces_a_sweep_recipes_round_cap(tmp_path, capsys):
     assert sorted(r["cell"]["organization"] for r in rows) == ["coordinator", "sequential"]
     assert all(r["summary"]["rounds"] == 3 and r["summary"]["stop_reason"] == "max rounds"
                for r in rows)
+    # the table says its success and ticks are those of the first 3 rounds, not a failure
+    assert ("2 of 2 episodes stopped at the round cap (max_rounds 3) before the goal: they "
+            "count as failed and their ticks are those played by then, so success_rate and "
+            "ticks compare the first 3 rounds where they were cut, not who finishes."
+            ) in (tmp_path / "table.md").read_text().splitlines()
     capsys.readouterr()
     assert main(["experiment", "paper2-shocks", "--max-rounds", "3", "--out",
                  str(tmp_path / "shocks")]) == 2
