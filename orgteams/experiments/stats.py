@@ -71,11 +71,13 @@ def cohens_d(a: Sequence[float], b: Sequence[float]) -> float | None:
 
 def kruskal(samples: Sequence[Sequence[float]]) -> dict[str, Any]:
     """Kruskal-Wallis H test across groups: ``{"H", "p", "k"}`` (None when undefined:
-    fewer than 2 non-empty groups, or every value equal)."""
+    fewer than 2 non-empty groups, every value equal, or one value per group: then H is
+    k - 1 whatever the values, so its p-value would measure nothing)."""
     stats = scipy_stats()
     groups = [list(x) for x in samples if len(x)]
     out: dict[str, Any] = {"H": None, "p": None, "k": len(groups)}
-    if len(groups) >= 2 and len({v for g in groups for v in g}) > 1:
+    if (len(groups) >= 2 and len({v for g in groups for v in g}) > 1
+            and any(len(g) > 1 for g in groups)):
         res = stats.kruskal(*groups)
         out["H"], out["p"] = finite_or_none(res.statistic), finite_or_none(res.pvalue)
     return out

@@ -329,3 +329,24 @@ def test_leader_tenure_and_self_vote_rate_group_means(tmp_path):
     assert g["self_vote_rate"] == pytest.approx(0.375)  # over the episodes with ballots
     md = (tmp_path / "rep" / "report.md").read_text()
     assert "| RSI | tenure | self-votes |" in md and "| 7.00 | 0.38 |" in md
+
+
+def test_kruskal_wallis_with_one_episode_per_group_is_no_test(tmp_path):
+    """With one seed per organization (or team size) every group is a single value: H is
+    then k - 1 whatever the values (5.00, p 0.42 for 6 sizes in paper2-scaling at --seeds
+    1), so no H or p may be reported as if it measured a difference."""
+    from orgteams.experiments.stats import kruskal
+
+    assert kruskal([[7.0], [5.0], [4.0]]) == {"H": None, "p": None, "k": 3}
+    assert kruskal([[70.0], [5.0], [4.0]]) == {"H": None, "p": None, "k": 3}
+    two = kruskal([[7.0, 6.0], [5.0], [4.0]])  # one group of two: a test, as scipy's
+    ref = stats.kruskal([7.0, 6.0], [5.0], [4.0])
+    assert (two["H"], two["p"]) == (pytest.approx(ref.statistic), pytest.approx(ref.pvalue))
+    one_seed = {org: eps[:1] for org, eps in EPISODES.items()}
+    rep = report(write_results(tmp_path / "results.jsonl", one_seed), tmp_path / "rep",
+                 plots=False)
+    kw = group(rep, "leader")["kruskal_across_organizations"]["ticks"]
+    assert (kw["H"], kw["p"], kw["k"]) == (None, None, 3)
+    assert ("Kruskal-Wallis across organizations: ticks H -, p - (k = 3); "
+            "comm_tokens_per_step H -, p - (k = 3).") in (
+        tmp_path / "rep" / "report.md").read_text().splitlines()
