@@ -239,7 +239,13 @@ def _run_sweep(name: str, recipe: dict[str, Any], backend: str | None, seeds: in
     from orgteams.agents.backends.spend import BudgetReached
     from orgteams.experiments.estimate import estimate_sweep
     from orgteams.experiments.report import report
-    from orgteams.experiments.sweep import played, read_results, run_sweep, sweep_spend
+    from orgteams.experiments.sweep import (
+        check_limits,
+        played,
+        read_results,
+        run_sweep,
+        sweep_spend,
+    )
     from orgteams.experiments.sweep_spec import BUDGET_FIELDS, SweepSpec
 
     budget = budget or NO_BUDGET
@@ -261,6 +267,7 @@ def _run_sweep(name: str, recipe: dict[str, Any], backend: str | None, seeds: in
     data.update({k: budget[k] for k in BUDGET_FIELDS if budget[k] is not None})
     spec = SweepSpec.from_dict(data, source=f"experiment {name}")
     spec.validate()
+    check_limits(spec, out)  # before spec.yaml says what ran
     spend = sweep_spend(spec, out)
     if spend is not None and budget["on_estimate"] is not None:
         budget["on_estimate"](estimate_sweep(spec, out), spend)

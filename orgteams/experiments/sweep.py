@@ -99,6 +99,31 @@ def played(row: dict) -> bool:
             and EpisodeSummary.from_dict(summary).complete)
 
 
+LIMITS = ("max_rounds", "max_ticks")
+"""The spec's episode options that change what a finished episode played (its rows keep
+them as ``limits``): a rerun with others may not count those rows as done."""
+
+
+def check_limits(spec: Any, out: str | Path) -> None:
+    """Refuse a sweep whose round or tick limits differ from those the finished episodes
+    of ``out/results.jsonl`` played (rows written before rows kept them pass).
+
+    Raises:
+        UserError: One line naming the results file and the limits on both sides.
+    """
+    results = Path(out) / "results.jsonl"
+    rows, _ = read_results(results)
+    want = {k: getattr(spec, k) for k in LIMITS}
+    for row in rows:
+        had = row.get("limits")
+        if played(row) and isinstance(had, dict) and {k: had.get(k) for k in LIMITS} != want:
+            def says(d: dict) -> str:
+                return ", ".join(f"{k} {d.get(k)}" for k in LIMITS)
+            raise UserError(f"{results}: its episodes played with {says(had)}; this run "
+                            f"asks {says(want)}, and would count them as done and mix both "
+                            "in one table: use another --out (or the same limits to resume)")
+
+
 def read_results(path: str | Path) -> tuple[list[dict], int]:
     """Rows of a results.jsonl and how many unreadable lines were skipped.
 
@@ -329,6 +354,7 @@ def _run_locked(spec: SweepSpec, out: Path, workers: int, ray_mod: Any, episode_
     ray = ray_mod is not None
     results = out / "results.jsonl"
     _drop_partial_tail(results)
+    check_limits(spec, out)
     rows, _ = read_results(results)
     done = {r.get("key") or cell_key(r["cell"]) for r in rows if played(r)}
     cells = list(spec.cells())
@@ -349,6 +375,7 @@ def _run_locked(spec: SweepSpec, out: Path, workers: int, ray_mod: Any, episode_
                 bar.update({"key": cell_key(cell), "status": "not run (budget reached)"})
                 return
             row = {"key": cell_key(cell), "cell": cell, **outcome,
+                   "limits": {k: getattr(spec, k) for k in LIMITS},
                    "finished_at": datetime.now(timezone.utc).isoformat(timespec="seconds")}
             fh.write(json.dumps(row, default=str) + "\n")
             fh.flush()
@@ -449,5 +476,5 @@ def _run_ray(ray: Any, todo: list[dict], episode_fn: Callable, log_of: Callable,
             write(cell, outcome)
 
 
-__all__ = ["SweepSpec", "cell_key", "parse_seeds", "played", "read_results", "run_cell",
-           "run_sweep", "spec_from_lists"]
+__all__ = ["SweepSpec", "cell_key", "check_limits", "parse_seeds", "played", "read_results",
+           "run_cell", "run_sweep", "spec_from_lists"]

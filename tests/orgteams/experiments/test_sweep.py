@@ -446,3 +446,37 @@ def test_a_serial_sweep_closes_the_backend_pool_its_cells_shared(tmp_path, monke
     out = run_sweep(spec, tmp_path, workers=1, progress=False)
     assert out["ok"] == 2 and sweep_mod._WORKER_POOL == []
     assert closed == [1]  # one pool, one scripted backend shared by both cells, closed once
+
+
+def test_rerun_with_other_round_or_tick_limits_is_refused_not_mixed(tmp_path, capsys):
+    """A rerun into the same folder with --max-rounds 3 counted the uncapped episodes as
+    done and played nothing, so spec.yaml said max_rounds 3 of rows that had none."""
+    from dataclasses import replace
+
+    small = replace(SPEC, organizations=("leader",), seeds=(0,))
+    run_sweep(small, tmp_path, workers=1, progress=False)
+    before = (tmp_path / "results.jsonl").read_text()
+    assert [r["limits"] for r in rows_of(tmp_path)] == [{"max_rounds": None,
+                                                         "max_ticks": None}]
+    assert main(["sweep", "--tasks", "prepare_afternoon_tea", "--layouts", "studio",
+                 "--orgs", "leader", "--agents", "3", "--backend", "planner", "--seeds", "1",
+                 "--max-rounds", "3", "--out", str(tmp_path)]) == 2
+    assert capsys.readouterr().err.strip() == (
+        f"orgteams sweep: error: {tmp_path / 'results.jsonl'}: its episodes played with "
+        "max_rounds None, max_ticks None; this run asks max_rounds 3, max_ticks None, and "
+        "would count them as done and mix both in one table: use another --out (or the "
+        "same limits to resume)")
+    assert (tmp_path / "results.jsonl").read_text() == before  # nothing played or written
+    again = run_sweep(replace(small, seeds=(0, 1)), tmp_path, workers=1, progress=False)
+    assert (again["skipped"], again["ok"]) == (1, 1)  # the same limits resume
+    # an experiment refuses before its spec.yaml says what ran
+    from orgteams.errors import UserError
+    from orgteams.experiments.recipes import run_experiment
+
+    run_experiment("paper1-behaviours", seeds=1, max_rounds=2, out=tmp_path / "e",
+                   progress=False)
+    spec = (tmp_path / "e" / "spec.yaml").read_text()
+    with pytest.raises(UserError, match="this run asks max_rounds 3, max_ticks None"):
+        run_experiment("paper1-behaviours", seeds=1, max_rounds=3, out=tmp_path / "e",
+                       progress=False)
+    assert (tmp_path / "e" / "spec.yaml").read_text() == spec
