@@ -238,11 +238,11 @@ def _run_sweep(name: str, recipe: dict[str, Any], backend: str | None, seeds: in
     """A sweep recipe's table. ``arms``: each arm's member specs per team size."""
     from orgteams.agents.backends.spend import BudgetReached
     from orgteams.experiments.estimate import estimate_sweep
-    from orgteams.experiments.report import report
+    from orgteams.experiments.report import load_rows, report
     from orgteams.experiments.sweep import (
+        cell_key,
         check_limits,
         played,
-        read_results,
         run_sweep,
         sweep_spend,
     )
@@ -278,8 +278,13 @@ def _run_sweep(name: str, recipe: dict[str, Any], backend: str | None, seeds: in
         raise BudgetReached(ran["spend"]["spent_usd"], ran["spend"]["max_cost"],
                             Path(ran["spend"]["ledger"]),
                             f"{ran['skipped'] + ran['ok']} of {ran['cells']} episodes")
-    report(out / "results.jsonl", out, baseline=recipe.get("baseline"), progress=progress)
-    rows, _ = read_results(out / "results.jsonl")
+    # this spec's cells only, the latest row of each (a retried error is no error now;
+    # rows of other seeds or teams played into the same folder are not this table's)
+    keys = {cell_key(c) for c in spec.cells()}
+    report(out / "results.jsonl", out, baseline=recipe.get("baseline"), progress=progress,
+           keys=keys)
+    rows, _ = load_rows(out / "results.jsonl")
+    rows = [r for r in rows if (r.get("key") or cell_key(r["cell"])) in keys]
     metrics = list(recipe.get("metrics") or ["ticks", "comm_tokens_per_step"])
     groups: dict[tuple, list[dict]] = {}
     for row in rows:

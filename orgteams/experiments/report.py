@@ -36,6 +36,7 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
+from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
@@ -111,7 +112,8 @@ def load_rows(results_path: str | Path) -> tuple[list[dict], dict[str, int]]:
 
 
 def report(results_path: str | Path, out_dir: str | Path, baseline: str | None = None,
-           plots: bool = True, progress: bool = False) -> dict[str, Any]:
+           plots: bool = True, progress: bool = False,
+           keys: Collection[str] | None = None) -> dict[str, Any]:
     """Write ``report.md``, ``report.json`` and PNG plots to ``out_dir``; return the JSON.
 
     Args:
@@ -119,6 +121,9 @@ def report(results_path: str | Path, out_dir: str | Path, baseline: str | None =
             present in a context, else the first organization seen there.
         progress: A bar on stderr over the groups (reading their episode logs is the
             long part of a report over many runs).
+        keys: Only these cell keys (an experiment's spec); the file's rows of other
+            cells, from earlier runs into the same folder, are counted as ``other_cells``
+            and left out.
     """
     from orgteams.cli.progress import Progress
     from orgteams.experiments.behaviours import episodes_label_shares
@@ -128,6 +133,11 @@ def report(results_path: str | Path, out_dir: str | Path, baseline: str | None =
     if not results_path.exists():
         raise FileNotFoundError(f"results file not found: {results_path}")
     rows, counts = load_rows(results_path)
+    if keys is not None:
+        mine = [r for r in rows if (r.get("key") or cell_key(r["cell"])) in keys]
+        counts.update(cells=len(mine), error_cells=sum(not played(r) for r in mine),
+                      other_cells=len(rows) - len(mine))
+        rows = mine
     groups: dict[tuple, dict[str, Any]] = {}
     for r in rows:
         c = r["cell"]
@@ -264,7 +274,8 @@ def _markdown(result: dict) -> str:
     lines = ["# Sweep report", "",
              f"Results: `{result['results']}` ({result['cells']} cells, "
              f"{result['error_cells']} failed, {result['unreadable_lines']} unreadable lines "
-             "skipped).", "",
+             "skipped" + (f"; {result['other_cells']} cells of other runs left out"
+                          if result.get("other_cells") else "") + ").", "",
              "Cells: mean ± sd [95% CI, t-distribution] over the n episodes that finished. "
              "Welch's t-test (unequal variances) and Cohen's d (pooled sd) against the "
              "baseline organization, over all episodes; Kruskal-Wallis across all "

@@ -460,3 +460,26 @@ def test_a_non_sweep_recipes_caption_note_names_the_members_that_played():
     assert _caption_note(shocks, {"rows": []}, "openai:gpt-4o,planner") == (
         "This run's members (openai:gpt-4o) are not the recipe's own (planner): the caption "
         "below describes the recipe's own version, not what these rows show.")
+
+
+def test_a_sweep_recipes_table_counts_this_specs_cells_once_each(tmp_path):
+    """A rerun with fewer seeds into the same folder counted the earlier run's other seeds
+    in its n (spec.yaml said seeds [0]), and an error row its retry replaced stayed an
+    error in the table while the report said 0 failed."""
+    run_experiment("paper1-behaviours", seeds=2, max_rounds=2, out=tmp_path, progress=False)
+    path = tmp_path / "results.jsonl"
+    rows = [json.loads(line) for line in path.read_text().splitlines()]
+    first = next(r for r in rows if r["cell"]["seed"] == 0)
+    stale = {**first, "status": "error", "summary": None, "error": "ServerError: boom"}
+    path.write_text(json.dumps(stale) + "\n" + path.read_text())  # retried since: it played
+    table = run_experiment("paper1-behaviours", seeds=1, max_rounds=2, out=tmp_path,
+                           progress=False)
+    assert yaml.safe_load((tmp_path / "spec.yaml").read_text())["seeds"] == [0]
+    assert [(r["n"], r["errors"]) for r in table["rows"]] == [(1, 0)] * 5
+    seed0 = {r["cell"]["organization"]: r["summary"]["ticks"] for r in rows
+             if r["cell"]["seed"] == 0}
+    assert {r["organization"]: r["ticks"] for r in table["rows"]} == seed0
+    assert ("Results: `" + str(path) + "` (5 cells, 0 failed, 0 unreadable lines skipped; "
+            "5 cells of other runs left out).") in (tmp_path / "report.md").read_text()
+    assert [g["n"] for g in json.loads((tmp_path / "report.json").read_text())["groups"]
+            ] == [1] * 5
