@@ -493,10 +493,13 @@ def _print_reflect(out: dict[str, Any], as_json: bool) -> None:
     if as_json:
         _print_json(out)
         return
-    for h in out["history"]:
+    for i, h in enumerate(out["history"]):
+        # a stopped loop's last decision kept the organization it played: nothing plays next
+        last = out.get("stopped") and i == len(out["history"]) - 1
         print(f"iteration {h['iteration']}: {h['organization']} cost {h['cost']:.2f} "
               f"(ticks {h['ticks']}, tokens/step {h['comm_tokens_per_step']:.2f})"
-              + (f" -> {h['next_organization']}" if h["next_organization"] else ""))
+              + (f" -> {h['next_organization']}" if h["next_organization"] and not last
+                 else ""))
     if out.get("stopped"):
         print(out["stopped"])
     best = out["best"]

@@ -143,3 +143,5 @@ def test_the_cli_says_why_the_loop_stopped(tmp_path, capsys, monkeypatch):
     out = capsys.readouterr().out.splitlines()
     assert out[1] == ("stopped after iteration 0: no untried edit is valid (every candidate "
                       "is invalid or behaves as an organization already tried)")
+    # the last iteration names no next organization: none plays (it printed '-> itself')
+    assert out[0].startswith("iteration 0: leader__channels_none cost ") and " -> " not in out[0]
