@@ -207,12 +207,14 @@ def close_worker_pool() -> None:
 def run_cell(cell: dict[str, Any], log_path: str | None, options: dict[str, Any]
              ) -> EpisodeSummary:
     """Run one cell's episode and return its summary (the default ``episode_fn``;
-    ``options``: the spec's :meth:`~SweepSpec.episode_options`, and ``spend``: the
-    sweep's :class:`~orgteams.agents.backends.spend.Spend`, if it has one)."""
+    ``options``: the spec's :meth:`~SweepSpec.episode_options`, ``spend``: the
+    sweep's :class:`~orgteams.agents.backends.spend.Spend`, if it has one, and
+    ``on_tick``: ``(tick, limit)`` after every tick, in-process sweeps' progress)."""
     from orgteams.run import run_episode
 
     result = run_episode(config=cell_config(cell, log_path, options),
-                         pool=_worker_pool(options.get("spend")))
+                         pool=_worker_pool(options.get("spend")),
+                         on_tick=options.get("on_tick"))
     return result.summary
 
 
@@ -256,6 +258,11 @@ class _Progress:
 
     def update(self, row: dict) -> None:
         self.bar.update(self.bar.done + 1, f"{row['key']}: {row['status']}")
+
+    def ticker(self, key: str) -> Callable[[int, int], None]:
+        """``on_tick`` for the cell ``key`` played in this process: its tick of its limit
+        beside the cells done (a model's episode can take many minutes)."""
+        return lambda tick, limit: self.bar.update(self.bar.done, f"{key}: tick {tick}/{limit}")
 
     def close(self) -> None:
         self.bar.close()
@@ -392,7 +399,8 @@ def _run_locked(spec: SweepSpec, out: Path, workers: int, ray_mod: Any, episode_
             elif workers == 1:
                 try:
                     for cell in todo:
-                        write(cell, _execute(episode_fn, cell, log_of(cell), options))
+                        ticking = {**options, "on_tick": bar.ticker(cell_key(cell))}
+                        write(cell, _execute(episode_fn, cell, log_of(cell), ticking))
                 finally:
                     close_worker_pool()  # the sweep's backends end with it
             else:

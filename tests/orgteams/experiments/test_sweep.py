@@ -480,3 +480,17 @@ def test_rerun_with_other_round_or_tick_limits_is_refused_not_mixed(tmp_path, ca
         run_experiment("paper1-behaviours", seeds=1, max_rounds=3, out=tmp_path / "e",
                        progress=False)
     assert (tmp_path / "e" / "spec.yaml").read_text() == spec
+
+
+def test_an_in_process_sweep_shows_the_running_cells_ticks(tmp_path, capsys):
+    """The bar moved only when a cell ended: a model's cell of many minutes (the default
+    one worker with ``local``, every experiment recipe) showed 0% throughout."""
+    from dataclasses import replace
+
+    one = replace(SPEC, organizations=("leader",), seeds=(0,))
+    key = cell_key(next(iter(one.cells())))
+    run_sweep(one, tmp_path, workers=1, progress=True)
+    lines = capsys.readouterr().err.splitlines()  # not a terminal: plain lines
+    limit = rows_of(tmp_path)[0]["summary"]["step_limit"]
+    assert lines[0] == f"sweep {key}: tick 1/{limit}: 0/1"  # while the cell plays
+    assert lines[-1] == f"sweep {key}: ok: 1/1"
