@@ -750,14 +750,15 @@ def _run_shocks(name: str, recipe: dict[str, Any], backend: str | None, seeds: i
            "conditions": {k: list(v) for k, v in spec.shocks.items()},
            "backend": spec.backends[0], "seeds": list(spec.seeds)}
     (out / "spec.yaml").write_text(yaml.safe_dump(ran, sort_keys=False), encoding="utf-8")
-    columns = ["organization", "condition", "n", "success_rate", "ticks", "shocks_applied",
-               "recovered", "not_recovered", "no_baseline", "recovery_rounds",
-               "recovery_ticks"]
+    columns = ["organization", "condition", "n", "errors", "success_rate", "ticks",
+               "shocks_applied", "recovered", "not_recovered", "no_baseline",
+               "recovery_rounds", "recovery_ticks"]
     cells = list(spec.cells())
     options = spec.episode_options()
     spend = _shocks_spend(spec, cells, options, out, budget)
     bar = _Progress(len(cells), progress)
     found: dict[tuple[str, str], list[EpisodeSummary]] = {}
+    errors: dict[tuple[str, str], int] = {}
     with BackendPool(spend=spend) as pool:
         for i, cell in enumerate(cells):
             if spend is not None:  # a shocks recipe keeps no rows: a rerun plays them all
@@ -765,17 +766,27 @@ def _run_shocks(name: str, recipe: dict[str, Any], backend: str | None, seeds: i
             result = run_episode(config=cell_config(cell, None, options), pool=pool)
             if spend is not None and result.summary.stop_reason == MAX_COST:
                 spend.check(f"{i} of {len(cells)} episodes (not kept)")
-            found.setdefault((cell["organization"], cell["shocks"]), []).append(
-                result.summary)
+            group = (cell["organization"], cell["shocks"])
+            kept = found.setdefault(group, [])
+            if result.summary.complete:
+                kept.append(result.summary)
+                status = "ok"
+            else:  # stopped early (its model failed): it did not play, so it is no data
+                from orgteams.organizations.rounds.status import why_stopped
+
+                errors[group] = errors.get(group, 0) + 1
+                status = f"error ({why_stopped(result.summary)})"
             bar.update({"key": f"{cell['organization']}|{cell['shocks']}|{cell['seed']}",
-                        "status": "ok"})
+                        "status": status})
     bar.close()
     rows = []
     for (org, condition), summaries in found.items():
         rec = recovery_summary(summaries) or {}
         rows.append({"organization": org, "condition": condition, "n": len(summaries),
-                     "success_rate": fmean(bool(s.success) for s in summaries),
-                     "ticks": fmean(float(s.ticks) for s in summaries),
+                     "errors": errors.get((org, condition), 0),
+                     "success_rate": (fmean(bool(s.success) for s in summaries)
+                                      if summaries else None),
+                     "ticks": fmean(float(s.ticks) for s in summaries) if summaries else None,
                      "shocks_applied": rec.get("applied", 0),
                      "recovered": rec.get("recovered", 0),
                      "not_recovered": rec.get("not_recovered", 0),

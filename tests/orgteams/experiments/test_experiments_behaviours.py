@@ -483,3 +483,26 @@ def test_a_sweep_recipes_table_counts_this_specs_cells_once_each(tmp_path):
             "5 cells of other runs left out).") in (tmp_path / "report.md").read_text()
     assert [g["n"] for g in json.loads((tmp_path / "report.json").read_text())["groups"]
             ] == [1] * 5
+
+
+def test_shocks_recipe_counts_an_episode_that_did_not_play_as_an_error(tmp_path, monkeypatch,
+                                                                       capsys):
+    """With its model's server down every episode stopped at tick 0 with status error,
+    yet the table averaged them as played (n 1, success 0, ticks 0) and the bar said ok."""
+    from orgteams.experiments.recipes import _run_shocks
+
+    monkeypatch.setenv("ORGTEAMS_BASE_URL", "http://127.0.0.1:9/v1")  # nothing listens
+    monkeypatch.setenv("ORGTEAMS_MAX_RETRIES", "0")
+    recipe = {"task": "prepare_afternoon_tea", "layout": "studio", "agents": 3,
+              "organizations": ["leader"], "conditions": {"none": []}}
+    table = _run_shocks("t", recipe, "openai:dead-shocks-model,planner,planner", 1, tmp_path,
+                        progress=True)
+    assert table["rows"] == [{"organization": "leader", "condition": "none", "n": 0,
+                              "errors": 1, "success_rate": None, "ticks": None,
+                              "shocks_applied": 0, "recovered": 0, "not_recovered": 0,
+                              "no_baseline": 0, "recovery_rounds": None,
+                              "recovery_ticks": None}]
+    assert capsys.readouterr().err.splitlines()[-1].startswith(
+        "sweep leader|none|0: error (3 model calls in a row failed after retries")
+    played = _run_shocks("t", recipe, "planner", 1, tmp_path, progress=False)["rows"][0]
+    assert (played["n"], played["errors"], played["success_rate"]) == (1, 0, 1.0)
