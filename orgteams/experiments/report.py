@@ -93,6 +93,18 @@ def _check_row(row: dict, where: str) -> None:
     if missing:
         raise UserError(f"{where}: field 'cell.{missing[0]}' is missing (rows written by "
                         "orgteams sweep name task, layout, organization, agents, backend, seed)")
+    summary = row.get("summary")
+    if row.get("status") != "ok" or not isinstance(summary, dict):
+        return
+    # what the tables average: a text here was counted ('yes' a success) or dropped unsaid
+    success = summary.get("success")
+    if success is not None and success not in (True, False):
+        raise UserError(f"{where}: field 'summary.success' must be true or false, "
+                        f"got {success!r}")
+    for k in METRICS:
+        v = summary.get(k)
+        if v is not None and (isinstance(v, bool) or not isinstance(v, int | float)):
+            raise UserError(f"{where}: field 'summary.{k}' must be a number, got {v!r}")
 
 
 def load_rows(results_path: str | Path) -> tuple[list[dict], dict[str, int]]:

@@ -350,3 +350,24 @@ def test_kruskal_wallis_with_one_episode_per_group_is_no_test(tmp_path):
     assert ("Kruskal-Wallis across organizations: ticks H -, p - (k = 3); "
             "comm_tokens_per_step H -, p - (k = 3).") in (
         tmp_path / "rep" / "report.md").read_text().splitlines()
+
+
+@pytest.mark.parametrize(("summary", "message"), [
+    ({"success": "yes", "ticks": 40}, "field 'summary.success' must be true or false, got 'yes'"),
+    ({"success": True, "ticks": "many"}, "field 'summary.ticks' must be a number, got 'many'"),
+    ({"success": True, "ticks": 40, "comm_tokens_per_step": [1]},
+     "field 'summary.comm_tokens_per_step' must be a number, got [1]"),
+])
+def test_a_summary_field_the_tables_average_must_be_of_its_kind(tmp_path, capsys, summary,
+                                                                 message):
+    """A hand-edited row's 'success': 'yes' was counted a success and 'ticks': 'many'
+    dropped from the mean without a word; now one line naming the file, row and field."""
+    cell = {"task": "put_fridge", "layout": "studio", "organization": "leader", "agents": 3,
+            "backend": "planner", "seed": 0}
+    path = tmp_path / "results.jsonl"
+    path.write_text(json.dumps({"key": "k", "cell": cell, "status": "ok", "error": None,
+                                "summary": summary}) + "\n")
+    assert main(["report", str(path), "--out", str(tmp_path / "rep")]) == 2
+    assert capsys.readouterr().err.strip() == (
+        f"orgteams report: error: {path}: result row 1: {message}")
+    assert not (tmp_path / "rep").exists()
