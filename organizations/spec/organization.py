@@ -58,6 +58,8 @@ if TYPE_CHECKING:
     from orgteams.organizations.spec.resolved import ResolvedOrganization
 
 LEADERSHIP_RULES: tuple[str, ...] = ("fixed", "election", "round_robin", "most_progress")
+MAX_NAME_CHARS = 100
+"""Longest organization ``name``."""
 _NAMED_FIELDS: dict[str, tuple[str, tuple[str, ...]]] = {
     "protocol": ("protocol", PROTOCOLS), "leadership_rule": ("leadership rule", LEADERSHIP_RULES)}
 """The fields that name one of a known set: (what the error calls it, the known names)."""
@@ -164,6 +166,18 @@ class Organization(BaseModel):
     instruction_format: Literal["jinja", "plain"] = "jinja"
     instruction: str = ""
     _source: str = PrivateAttr(default="")
+
+    @field_validator("name")
+    @classmethod
+    def _plain_name(cls, value: str) -> str:
+        # The name is printed (titles, captions) and is part of folder names (a run's
+        # default log): no path separators, no control characters (a newline, a terminal
+        # escape), not '.' or '..'.
+        if (not 1 <= len(value) <= MAX_NAME_CHARS or value.strip(".") == ""
+                or any(c in "/\\" or not c.isprintable() for c in value)):
+            raise ValueError(f"must be 1 to {MAX_NAME_CHARS} printable characters without "
+                             f"'/' or '\\' (it names files and folders), got {value!r}")
+        return value
 
     @field_validator("protocol", "leadership_rule")
     @classmethod
