@@ -290,3 +290,21 @@ def test_retry_settings_from_the_environment(monkeypatch, fault_server):
     with pytest.raises(BackendConfigError,
                        match=re.escape("$ORGTEAMS_MAX_RETRIES must be a int number, got 'many'")):
         OpenAIBackend("m", base_url=fault_server.base_url)
+
+
+def test_a_reply_nested_past_the_recursion_limit_is_invalid_not_a_crash(fault_server):
+    # json's RecursionError escaped parse_json_reply and ended the run with a traceback
+    fault_server.reply_text = '{"action": ' + "[" * 50_000 + "]" * 50_000 + "}"
+    reply = make(fault_server).complete(MESSAGES, schema=SCHEMA)
+    assert reply.parsed is None and reply.text.startswith('{"action": [[[')
+
+
+def test_a_body_nested_past_the_recursion_limit_is_a_protocol_failure(fault_server):
+    # the SDK's own decoding of the body raised it: a traceback, not a failed request
+    fault_server.mode = "deep_json"
+    with pytest.raises(BackendError) as info:
+        make(fault_server, max_retries=0).complete(MESSAGES, schema=SCHEMA)
+    attempt = info.value.attempts[-1]
+    assert (attempt.kind, attempt.error) == ("protocol", "RecursionError")
+    assert attempt.detail == ("RecursionError: maximum recursion depth exceeded while "
+                              "decoding a JSON array from a unicode string")
