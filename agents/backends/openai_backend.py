@@ -58,6 +58,7 @@ from collections.abc import Coroutine
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from typing import Any, TypeVar
+from urllib.parse import urlsplit
 
 from orgteams.agents.backends import retry
 from orgteams.agents.backends.base import (
@@ -97,6 +98,25 @@ def _env_number(name: str, default: float, kind: type) -> Any:
         raise BackendConfigError(
             f"${name} must be a {kind.__name__} number, got {raw!r}"
         ) from None
+
+
+def _checked_url(url: str | None, names: tuple[str, ...]) -> str | None:
+    """``url`` when it is an http(s) URL with a host (and a port, if any, that is one);
+    the SDK failed each request on anything else ('notaurl', 'ftp://...': "connection
+    failed" after every retry), or raised its own traceback ('http://[::1')."""
+    if url is None:
+        return None
+    try:
+        parts = urlsplit(url)
+        ok = parts.scheme in ("http", "https") and bool(parts.hostname)
+        parts.port  # noqa: B018 - raises ValueError on a port that is not a number
+    except ValueError:
+        ok = False
+    if not ok:
+        where = next((f"${n}" for n in names if os.environ.get(n) == url), "base_url")
+        raise BackendConfigError(f"{where} must be an http(s) URL such as "
+                                 f"http://localhost:8000/v1, got {scrub_url(url)!r}")
+    return url
 
 
 def _run_sync(coro: Coroutine[Any, Any, T]) -> T:
@@ -176,7 +196,8 @@ class OpenAIBackend(ChatBackend):
             raise BackendConfigError(
                 "No model name: pass model=... or set ORGTEAMS_MODEL (e.g. gpt-4o-mini)"
             )
-        base_url = base_url or _env("ORGTEAMS_BASE_URL", "OPENAI_BASE_URL")
+        base_url = _checked_url(base_url or _env("ORGTEAMS_BASE_URL", "OPENAI_BASE_URL"),
+                                ("ORGTEAMS_BASE_URL", "OPENAI_BASE_URL"))
         key = api_key or _env("ORGTEAMS_API_KEY", "OPENAI_API_KEY")
         if not key:
             if base_url is None:

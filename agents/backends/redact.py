@@ -41,6 +41,7 @@ _SECRET_PARAM = re.compile(r"(?i)key|token|secret|passw|auth|sig|credential|sess
 # The scheme is bounded ({0,31}): an unbounded one made every letter of a long text
 # without "://" rescan the rest of its word (quadratic: 675 s for 2 MB).
 _URL = re.compile(r"[a-zA-Z][a-zA-Z0-9+.-]{0,31}://[^\s\"'<>]+")
+_USERINFO = re.compile(r"^([a-zA-Z][a-zA-Z0-9+.-]{0,31}://)[^/?#]*@")
 _TOKEN = r"[A-Za-z0-9._~+/=-]"
 _KEY_LIKE = [
     re.compile(r"\bsk-[A-Za-z0-9_-]{16,}"),  # OpenAI-style keys
@@ -84,8 +85,8 @@ def scrub_url(url: str | None) -> str | None:
         return url
     try:
         parts = urlsplit(url)
-    except ValueError:
-        return scrub_text(url, urls=False)
+    except ValueError:  # 'http://user:pass@[::1': its userinfo goes all the same
+        return scrub_text(_USERINFO.sub(rf"\1{MASK}@", url), urls=False)
     netloc = parts.netloc
     if "@" in netloc:
         netloc = f"{MASK}@{netloc.rsplit('@', 1)[1]}"

@@ -161,6 +161,33 @@ def test_config_errors_are_exact(monkeypatch):
         OpenAIBackend("m", base_url="http://x/v1", structured="grammar")
 
 
+@pytest.mark.parametrize(("env", "line"), [
+    # each of these failed every request ("connection failed" after the retries) or, for
+    # the last, raised httpx's InvalidURL traceback with the password on screen
+    ({"ORGTEAMS_BASE_URL": "notaurl"}, "$ORGTEAMS_BASE_URL must be an http(s) URL such as "
+                                       "http://localhost:8000/v1, got 'notaurl'"),
+    ({"OPENAI_BASE_URL": "ftp://h/v1"}, "$OPENAI_BASE_URL must be an http(s) URL such as "
+                                        "http://localhost:8000/v1, got 'ftp://h/v1'"),
+    ({"ORGTEAMS_BASE_URL": "http://u:pw-secret@[::1"},
+     "$ORGTEAMS_BASE_URL must be an http(s) URL such as http://localhost:8000/v1, got "
+     "'http://***@[::1'"),
+])
+def test_a_base_url_that_is_no_http_url_is_one_line(monkeypatch, env, line):
+    monkeypatch.setenv("ORGTEAMS_BASE_URL", "http://127.0.0.1:1/v1")
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    if "OPENAI_BASE_URL" in env:
+        monkeypatch.delenv("ORGTEAMS_BASE_URL")
+    with pytest.raises(BackendConfigError) as info:
+        OpenAIBackend("m", api_key="k")
+    assert str(info.value).startswith(line)
+
+
+def test_an_http_base_url_with_a_port_or_ipv6_host_is_taken():
+    for url in ("http://localhost:8000/v1", "https://[::1]:8443/v1", "http://h/v1"):
+        assert OpenAIBackend("m", base_url=url, api_key="k").base_url == url
+
+
 def test_config_from_environment(monkeypatch, fault_server):
     monkeypatch.setenv("ORGTEAMS_MODEL", "env-model")
     monkeypatch.setenv("ORGTEAMS_BASE_URL", fault_server.base_url)
