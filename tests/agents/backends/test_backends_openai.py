@@ -335,3 +335,28 @@ def test_a_body_nested_past_the_recursion_limit_is_a_protocol_failure(fault_serv
     assert (attempt.kind, attempt.error) == ("protocol", "RecursionError")
     assert attempt.detail == ("RecursionError: maximum recursion depth exceeded while "
                               "decoding a JSON array from a unicode string")
+
+
+def test_a_body_past_the_cap_is_a_protocol_failure_read_no_further(fault_server, monkeypatch):
+    # the SDK read any body whole: 300 MB took 1 GB of memory per call, a team's in parallel
+    monkeypatch.setattr("orgteams.agents.backends.openai_backend.MAX_BODY_BYTES", 100_000)
+    fault_server.mode, fault_server.big_size = "big_reply", 200_000
+    with pytest.raises(BackendError) as info:
+        make(fault_server, max_retries=0).complete(MESSAGES, schema=SCHEMA)
+    attempt = info.value.attempts[-1]
+    assert (attempt.kind, attempt.error, attempt.detail) == (
+        "protocol", "UnexpectedBody", "UnexpectedBody: a body of more than 100,000 bytes")
+    fault_server.mode = "ok"  # a body within the cap is read as before
+    assert make(fault_server).complete(MESSAGES, schema=SCHEMA).parsed == {"action": "a"}
+
+
+def test_a_compressed_body_is_asked_away_and_refused(fault_server):
+    # a gzip bomb (1 MB on the wire) unpacked to 1 GB in memory before we saw a byte
+    fault_server.mode = "gzip"
+    with pytest.raises(BackendError) as info:
+        make(fault_server, max_retries=0).complete(MESSAGES, schema=SCHEMA)
+    assert fault_server.accept_encodings == ["identity"]
+    attempt = info.value.attempts[-1]
+    assert (attempt.kind, attempt.detail) == (
+        "protocol", "UnexpectedBody: a gzip-encoded body (we ask for identity: unpacked, "
+                    "it has no bound)")
