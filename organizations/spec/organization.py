@@ -47,7 +47,7 @@ from pydantic import (
 )
 
 from orgteams.agents.team import Team
-from orgteams.envs.core.user_files import load_yaml, read_text
+from orgteams.envs.core.user_files import load_yaml, plain_name, read_text
 from orgteams.errors import UserError, did_you_mean, validation_line
 from orgteams.organizations.protocols.facts import PROTOCOL_FACTS, PROTOCOLS
 from orgteams.organizations.spec.rules import Rules
@@ -58,8 +58,6 @@ if TYPE_CHECKING:
     from orgteams.organizations.spec.resolved import ResolvedOrganization
 
 LEADERSHIP_RULES: tuple[str, ...] = ("fixed", "election", "round_robin", "most_progress")
-MAX_NAME_CHARS = 100
-"""Longest organization ``name``."""
 _NAMED_FIELDS: dict[str, tuple[str, tuple[str, ...]]] = {
     "protocol": ("protocol", PROTOCOLS), "leadership_rule": ("leadership rule", LEADERSHIP_RULES)}
 """The fields that name one of a known set: (what the error calls it, the known names)."""
@@ -170,14 +168,7 @@ class Organization(BaseModel):
     @field_validator("name")
     @classmethod
     def _plain_name(cls, value: str) -> str:
-        # The name is printed (titles, captions) and is part of folder names (a run's
-        # default log): no path separators, no control characters (a newline, a terminal
-        # escape), not '.' or '..'.
-        if (not 1 <= len(value) <= MAX_NAME_CHARS or value.strip(".") == ""
-                or any(c in "/\\" or not c.isprintable() for c in value)):
-            raise ValueError(f"must be 1 to {MAX_NAME_CHARS} printable characters without "
-                             f"'/' or '\\' (it names files and folders), got {value!r}")
-        return value
+        return plain_name(value)  # printed, and part of a run's default log folder
 
     @field_validator("protocol", "leadership_rule")
     @classmethod

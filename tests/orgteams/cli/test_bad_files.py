@@ -328,3 +328,16 @@ def test_the_default_log_is_one_new_folder_under_runs_whatever_the_task_path(
     [folder] = (tmp_path / "runs").iterdir()
     assert re.fullmatch(r"\d{8}-\d{6}-\d{6}_my_task_my_team_v1\.2_s0", folder.name)
     assert [p.name for p in folder.iterdir()] == ["episode.jsonl"]
+
+
+@pytest.mark.parametrize(("flag", "asset"), [("--layout", ("layouts", "studio.yaml")),
+                                             ("--task", ("tasks", "put_fridge.yaml"))])
+def test_a_layout_or_task_name_that_is_a_path_is_one_line(capsys, tmp_path, monkeypatch,
+                                                          flag, asset):
+    # orgteams demos wrote '<layout>_<task>_n3_s0.npz' under --out: '../../x' left it
+    text = asset_dir(*asset).read_text(encoding="utf-8")
+    path = tmp_path / "evil.yaml"
+    path.write_text(re.sub(r"(?m)^name: .*$", 'name: "../../x"', text), encoding="utf-8")
+    assert run_fails(capsys, tmp_path, monkeypatch, flag, str(path)) == (
+        f"orgteams run: error: {path}: field 'name': must be 1 to 100 printable characters "
+        "without '/' or '\\' (it names files and folders), got '../../x'")
