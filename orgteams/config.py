@@ -115,6 +115,29 @@ def _positive(value: Any) -> float:
     return value
 
 
+MAX_FPS = 1_000
+"""Most ticks per second of a window or video (a test runs its window at 1,000)."""
+SCALE_RANGE = (0.1, 8.0)
+"""Smallest and largest size factor of a window or video."""
+
+
+def check_fps(value: Any) -> float:
+    """Ticks per second: above 0 and at most :data:`MAX_FPS` (nan, inf and 1e9 made a
+    traceback in the video writer, or a writer that never finished)."""
+    if not 0 < _number(value) <= MAX_FPS:
+        raise FieldProblem(f"must be above 0 and at most {MAX_FPS}", value)
+    return value
+
+
+def check_scale(value: Any) -> float:
+    """A size factor within :data:`SCALE_RANGE` (1e9 ran pygame out of memory, 1e-9 made
+    frames ffmpeg could not store, nan a traceback)."""
+    low, high = SCALE_RANGE
+    if not low <= _number(value) <= high:
+        raise FieldProblem(f"must be from {low} to {high:g}", value)
+    return value
+
+
 def _max_cost(value: Any) -> float | None:
     """A budget: a positive, finite number of USD (None: no budget)."""
     if value is None:
@@ -465,10 +488,10 @@ class EpisodeConfig(_Config):
                           "closing it stops the run)")
     video: _field(str | Path | None, None, Cli("--video")) = Field(
         None, description="record every tick to this .mp4/.gif")
-    fps: _field(float | None, _optional(_positive), Cli("--fps", typed(_float_text,
-                                                                       _positive))) = Field(
+    fps: _field(float | None, _optional(check_fps), Cli("--fps", typed(_float_text,
+                                                                       check_fps))) = Field(
         None, description="ticks per second in the window or video (default: 10)")
-    scale: _field(float, _positive, Cli("--scale", typed(_float_text, _positive))) = Field(
+    scale: _field(float, check_scale, Cli("--scale", typed(_float_text, check_scale))) = Field(
         1.0, description="size factor of the window (it can also be resized) or video")
     log_path: _field(str | Path | None, None, Cli("--log")) = Field(
         "auto", description="JSONL episode log path (default under runs/)")

@@ -14,6 +14,7 @@ cells and recipes build), reusable with changes:
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import replace
 from datetime import datetime
@@ -170,10 +171,21 @@ def check_substitutes(shocks: list[Shock], pool: BackendPool,
             raise type(exc)(f"substitute shock {shock.text()!r}: {exc}") from None
 
 
+def _folder_part(name: str) -> str:
+    """A task or organization as part of one folder name: a YAML path's stem, and only
+    letters, digits, ``_``, ``-`` and ``.`` (a path's ``/`` or ``..`` would leave ``runs/``)."""
+    if name.endswith((".yaml", ".yml")):
+        name = Path(name).stem
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", name).strip("._") or "x"
+
+
 def default_log_path(task: str, organization: str, seed: int | None, root: str | Path = "runs"
                      ) -> Path:
+    """``runs/<time>_<task>_<organization>_s<seed>/episode.jsonl``: one new folder under
+    ``root``, whatever the task and organization are called."""
     stamp = datetime.now().strftime("%Y%m%d-%H%M%S-%f")
-    return Path(root) / f"{stamp}_{task}_{organization}_s{seed}" / "episode.jsonl"
+    part = f"{stamp}_{_folder_part(task)}_{_folder_part(organization)}_s{seed}"
+    return Path(root) / part / "episode.jsonl"
 
 
 def run_episode(config: EpisodeConfig | None = None, *, pool: BackendPool | None = None,

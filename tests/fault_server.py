@@ -12,6 +12,10 @@ Runs stdlib ``http.server`` on 127.0.0.1 in a daemon thread. Set ``server.mode``
   (no content-length: the client reads a cut-off body, as when a server dies mid-reply).
 * ``"non_json"``: HTTP 200 with an HTML page instead of JSON (a proxy's error page).
 * ``"drop"``: close the connection without any response.
+* ``"gzip"``: a normal reply sent gzip-compressed (``content-encoding: gzip``) whatever
+  the request's ``Accept-Encoding``, kept in ``server.accept_encodings``.
+* ``"deep_json"``: HTTP 200 with a JSON body nested 50,000 arrays deep (past Python's
+  recursion limit: decoding it raises ``RecursionError``).
 * ``"invalid_json"``: a well-formed reply whose assistant text is not JSON.
 * ``"reject_json_schema"``: HTTP 500 for ``response_format.type == "json_schema"``
   with llama-cpp-python 0.3.x's own message, normal replies otherwise.
@@ -65,8 +69,8 @@ assistant text is not JSON (``INVALID_TEXT``; the model's fault, not the server'
 INVALID_TEXT = "Sure! I would pick a."
 FLOOD_FAULTS = ("trickle", "big_reply", "big_error")
 """Stalls and floods ``chaos`` mode injects when ``server.faults`` lists them."""
-MODES = ("ok", *CHAOS_FAULTS, "reject_json_schema", "reject_response_format", "echo_auth",
-         "echo_auth_401", "trickle_head", *FLOOD_FAULTS, "chaos")
+MODES = ("ok", *CHAOS_FAULTS, "deep_json", "gzip", "reject_json_schema", "reject_response_format",
+         "echo_auth", "echo_auth_401", "trickle_head", *FLOOD_FAULTS, "chaos")
 LLAMA_CPP_JSON_SCHEMA_ERROR = (
     "1 validation error:\n  {'type': 'literal_error', 'loc': ('body', 'response_format', "
     "'type'), 'msg': \"Input should be 'text' or 'json_object'\", 'input': 'json_schema', "
@@ -135,6 +139,7 @@ class _Handler(BaseHTTPRequestHandler):
             n = len(srv.requests)
             srv.requests.append(body)
             srv.auth_headers.append(self.headers.get("authorization", ""))
+            srv.accept_encodings.append(self.headers.get("accept-encoding", ""))
             if mode in CHAOS_FAULTS or mode in FLOOD_FAULTS:
                 srv.injected.append({"n": n, "fault": mode})
         fmt = body.get("response_format") or {}
@@ -176,6 +181,17 @@ class _Handler(BaseHTTPRequestHandler):
             if mode == "trickle_head":
                 return self._trickle(b"", head + data)
             return self._trickle(head, data)
+        if mode == "gzip":
+            import gzip
+
+            data = gzip.compress(json.dumps(reply).encode())
+            return self._raw(b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n"
+                             b"content-encoding: gzip\r\ncontent-length: %d\r\n\r\n"
+                             % len(data), data)
+        if mode == "deep_json":
+            deep = b'{"choices": ' + b"[" * 50_000 + b"]" * 50_000 + b"}"
+            return self._raw(b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n"
+                             b"content-length: %d\r\n\r\n" % len(deep), deep)
         if mode == "truncated":
             data = json.dumps(reply).encode()
             # HTTP/1.0-style: no content-length, the body ends where the connection does.
@@ -243,6 +259,7 @@ class FaultServer(ThreadingHTTPServer):
         self.lock = threading.Lock()
         self.requests: list[dict[str, Any]] = []
         self.auth_headers: list[str] = []
+        self.accept_encodings: list[str] = []
         self.injected: list[dict[str, Any]] = []
         self.queue: list[str] = []
         self.usage = usage

@@ -204,17 +204,19 @@ def parse_json_reply(text: str) -> dict[str, Any] | None:
 
 def _first_object(text: str, strict: bool) -> dict[str, Any] | None:
     decoder = json.JSONDecoder(strict=strict)
+    # RecursionError: JSON nested past Python's recursion limit ('[' x 50,000) is no
+    # reply of ours, not a crash of the run
     for candidate in [text.strip()] + [m.strip() for m in _FENCE.findall(text)]:
         try:
             value = decoder.decode(candidate)
-        except ValueError:
+        except (ValueError, RecursionError):
             continue
         if isinstance(value, dict):
             return value
     for start in _outer_braces(text):
         try:
             value, _ = decoder.raw_decode(text, start)
-        except ValueError:
+        except (ValueError, RecursionError):
             continue
         if isinstance(value, dict):
             return value

@@ -58,6 +58,7 @@ from collections.abc import Coroutine
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from typing import Any, TypeVar
+from urllib.parse import urlsplit
 
 from orgteams.agents.backends import retry
 from orgteams.agents.backends.base import (
@@ -70,10 +71,10 @@ from orgteams.agents.backends.base import (
 )
 from orgteams.agents.backends.openai_wire import MODES, request_kwargs, to_completion
 from orgteams.agents.backends.redact import Secrets, scrub_url, url_credentials
-from orgteams.agents.backends.retry import DeadlineExceeded, Unsupported
+from orgteams.agents.backends.retry import DeadlineExceeded, UnexpectedBody, Unsupported
 from orgteams.errors import MissingExtraError
 
-__all__ = ["MODES", "OpenAIBackend"]
+__all__ = ["MAX_BODY_BYTES", "MODES", "OpenAIBackend"]
 
 _NO_KEY = "sk-no-key-required"
 T = TypeVar("T")
@@ -97,6 +98,82 @@ def _env_number(name: str, default: float, kind: type) -> Any:
         raise BackendConfigError(
             f"${name} must be a {kind.__name__} number, got {raw!r}"
         ) from None
+
+
+def _checked_url(url: str | None, names: tuple[str, ...]) -> str | None:
+    """``url`` when it is an http(s) URL with a host (and a port, if any, that is one);
+    the SDK failed each request on anything else ('notaurl', 'ftp://...': "connection
+    failed" after every retry), or raised its own traceback ('http://[::1')."""
+    if url is None:
+        return None
+    try:
+        parts = urlsplit(url)
+        ok = parts.scheme in ("http", "https") and bool(parts.hostname)
+        parts.port  # noqa: B018 - raises ValueError on a port that is not a number
+    except ValueError:
+        ok = False
+    if not ok:
+        where = next((f"${n}" for n in names if os.environ.get(n) == url), "base_url")
+        raise BackendConfigError(f"{where} must be an http(s) URL such as "
+                                 f"http://localhost:8000/v1, got {scrub_url(url)!r}")
+    return url
+
+
+MAX_BODY_BYTES = 32 * 1024 * 1024
+"""Largest HTTP response body read from a server (32 MiB, over 300 times the largest
+reply we keep); past it the request fails as ``protocol``."""
+
+
+def _capped_http_client(openai: Any) -> Any:
+    """An HTTP client for the SDK that reads at most :data:`MAX_BODY_BYTES` of a body and
+    asks for it uncompressed, refusing a compressed one; None (the SDK's own client) when
+    the SDK's HTTP module cannot be found.
+
+    The SDK reads a whole body into memory before we see it: a 300 MB body took 1 GB,
+    and a gzip bomb (1 MB on the wire, 1 GB unpacked) the same, at each of a team's calls
+    in parallel.
+    """
+    import importlib
+
+    base = importlib.import_module(f"{openai.__name__}._base_client")
+    http = getattr(base, "httpx2", None) or getattr(base, "httpx", None)
+    if http is None or not hasattr(openai, "DefaultAsyncHttpxClient"):
+        return None
+
+    class CappedStream(http.AsyncByteStream):  # type: ignore[misc,name-defined]
+        def __init__(self, inner: Any) -> None:
+            self._inner = inner
+
+        async def __aiter__(self) -> Any:
+            size = 0
+            async for chunk in self._inner:
+                size += len(chunk)
+                if size > MAX_BODY_BYTES:
+                    raise UnexpectedBody(f"a body of more than {MAX_BODY_BYTES:,} bytes")
+                yield chunk
+
+        async def aclose(self) -> None:
+            await self._inner.aclose()
+
+    class CappedTransport(http.AsyncBaseTransport):  # type: ignore[misc,name-defined]
+        def __init__(self) -> None:
+            self._inner = http.AsyncHTTPTransport()
+
+        async def handle_async_request(self, request: Any) -> Any:
+            response = await self._inner.handle_async_request(request)
+            encoding = response.headers.get("content-encoding", "").strip().lower()
+            if encoding not in ("", "identity"):
+                await response.aclose()
+                raise UnexpectedBody(f"a {encoding}-encoded body (we ask for identity: "
+                                     "unpacked, it has no bound)")
+            response.stream = CappedStream(response.stream)
+            return response
+
+        async def aclose(self) -> None:
+            await self._inner.aclose()
+
+    return openai.DefaultAsyncHttpxClient(transport=CappedTransport(),
+                                          headers={"Accept-Encoding": "identity"})
 
 
 def _run_sync(coro: Coroutine[Any, Any, T]) -> T:
@@ -176,7 +253,8 @@ class OpenAIBackend(ChatBackend):
             raise BackendConfigError(
                 "No model name: pass model=... or set ORGTEAMS_MODEL (e.g. gpt-4o-mini)"
             )
-        base_url = base_url or _env("ORGTEAMS_BASE_URL", "OPENAI_BASE_URL")
+        base_url = _checked_url(base_url or _env("ORGTEAMS_BASE_URL", "OPENAI_BASE_URL"),
+                                ("ORGTEAMS_BASE_URL", "OPENAI_BASE_URL"))
         key = api_key or _env("ORGTEAMS_API_KEY", "OPENAI_API_KEY")
         if not key:
             if base_url is None:
@@ -231,7 +309,8 @@ class OpenAIBackend(ChatBackend):
         # max_retries=0: the SDK must not retry behind our back (see the module docstring).
         return self._openai.AsyncOpenAI(api_key=self.__key, base_url=self.__url,
                                         timeout=self.timeout, max_retries=0,
-                                        default_headers=self.__headers or None)
+                                        default_headers=self.__headers or None,
+                                        http_client=_capped_http_client(self._openai))
 
     def _request(
         self,

@@ -3,11 +3,12 @@
 :func:`scrub_url` blanks a URL's userinfo (``http://user:pass@host`` ->
 ``http://***@host``) and the values of query parameters whose names look secret
 (``?api_key=...``, ``token``, ``sig``...). :func:`scrub_text` does that to every URL in a
-text and masks credential shapes: ``sk-...`` API keys, GitHub/Slack/AWS token shapes,
+text and masks credential shapes: ``sk-...`` API keys, GitHub/Slack/AWS/Google/Hugging
+Face token shapes, JSON web tokens,
 ``Bearer ...`` and ``Token ...`` values, ``Basic ...`` values (base64 of
 ``user:password``), the value of an ``Authorization``, ``Proxy-Authorization``,
 ``api-key`` or ``x-api-key`` header however it is written (``name: value``, JSON,
-a Python dict), and ``api_key=...``/``password: ...`` pairs.
+a Python dict, a list of values), and ``api_key=...``/``password: ...`` pairs.
 :class:`Secrets` also masks what a backend was configured with (an API key, a URL's
 user:password and password) in every form: as written, URL-decoded and in base64
 (standard and URL-safe, alone or at any offset inside a longer base64 string, as in
@@ -40,12 +41,19 @@ _SECRET_PARAM = re.compile(r"(?i)key|token|secret|passw|auth|sig|credential|sess
 # The scheme is bounded ({0,31}): an unbounded one made every letter of a long text
 # without "://" rescan the rest of its word (quadratic: 675 s for 2 MB).
 _URL = re.compile(r"[a-zA-Z][a-zA-Z0-9+.-]{0,31}://[^\s\"'<>]+")
+_USERINFO = re.compile(r"^([a-zA-Z][a-zA-Z0-9+.-]{0,31}://)[^/?#]*@")
 _TOKEN = r"[A-Za-z0-9._~+/=-]"
 _KEY_LIKE = [
     re.compile(r"\bsk-[A-Za-z0-9_-]{16,}"),  # OpenAI-style keys
     re.compile(r"\b(?:ghp|gho|ghu|ghs|ghr|github_pat)_[A-Za-z0-9_]{20,}"),  # GitHub
     re.compile(r"\bxox[abposr]-[A-Za-z0-9-]{10,}"),  # Slack
     re.compile(r"\bAKIA[0-9A-Z]{16}\b"),  # AWS access key ids
+    re.compile(r"\bAIza[0-9A-Za-z_-]{35}"),  # Google API keys (Gemini's OpenAI endpoint)
+    re.compile(r"\bhf_[A-Za-z0-9]{30,}"),  # Hugging Face tokens (its inference router)
+    # JSON web tokens (header.payload.signature, each base64url; the first two "eyJ"); a
+    # token starts a run of base64url ("a-eyJb-eyJc-..." would start one per dash, each
+    # rescanning the rest of the run: quadratic)
+    re.compile(r"(?<![A-Za-z0-9_-])eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"),
     re.compile(rf"(?i)\bBearer[ \t]{{1,8}}{_TOKEN}{{8,}}"),
     # "Token <value>" (Django REST, some gateways): a value with a digit, 12+ long, so
     # prose ("token limitations") stays.
@@ -55,9 +63,11 @@ _KEY_LIKE = [
 # "Basic strategy" does not decode to anything with a colon).
 _BASIC = re.compile(r"(?i)\bBasic[ \t]{1,8}([A-Za-z0-9+/]{4,}={0,2})")
 # A credential header's value as text, JSON or a dict repr shows it:
-# 'Authorization: Basic ...', '"x-api-key": "..."', "'authorization': '...'".
+# 'Authorization: Basic ...', '"x-api-key": "..."', "'authorization': '...'", and as a
+# list of values, as Go's http.Header is dumped: '"Authorization": ["Bearer ..."]'.
 _HEADER = re.compile(
-    r"(?i)\b((?:proxy-)?authorization|x-api-key|api-key)([\"']?[ \t]{0,8}[:=][ \t]{0,8}[\"']?)"
+    r"(?i)\b((?:proxy-)?authorization|x-api-key|api-key)"
+    r"([\"']?[ \t]{0,8}[:=][ \t]{0,8}(?:\[[ \t]{0,8})?[\"']?)"
     r"(?:(?:Basic|Bearer|Token|Digest)[ \t]{1,8})?[^\s\"'&,;)\]}>]+")
 _PAIR = re.compile(r"(?i)\b((?:api[_-]?key|access[_-]?token|secret|password|passwd|token)"
                    r"[\"']?[ \t]{0,8}[=:][ \t]{0,8})([\"']?)[^\s\"'&,;]{4,}")
@@ -75,8 +85,8 @@ def scrub_url(url: str | None) -> str | None:
         return url
     try:
         parts = urlsplit(url)
-    except ValueError:
-        return scrub_text(url, urls=False)
+    except ValueError:  # 'http://user:pass@[::1': its userinfo goes all the same
+        return scrub_text(_USERINFO.sub(rf"\1{MASK}@", url), urls=False)
     netloc = parts.netloc
     if "@" in netloc:
         netloc = f"{MASK}@{netloc.rsplit('@', 1)[1]}"

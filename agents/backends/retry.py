@@ -123,7 +123,11 @@ def classify(exc: Exception, *, label: str, has_format: bool, latency: float, ti
                                  retry_after=retry_after(exc.response.headers)))
         return (record("config", status, detail),
                 BackendConfigError(f"HTTP {status} from {model!r}: {detail}"))
-    if isinstance(exc, json.JSONDecodeError | UnexpectedBody | openai.APIResponseValidationError):
+    # A body nested past Python's recursion limit ('[' x 50,000) fails the SDK's JSON
+    # decoding with a RecursionError: the server's fault, as a JSONDecodeError is.
+    deep_body = isinstance(exc, RecursionError) and "decoding a JSON" in str(exc)
+    if deep_body or isinstance(
+            exc, json.JSONDecodeError | UnexpectedBody | openai.APIResponseValidationError):
         detail = cut(f"{type(exc).__name__}: {exc}")
         return (record("protocol", None, detail),
                 BackendError(f"unreadable reply body ({detail})", kind="protocol"))

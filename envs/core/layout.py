@@ -30,7 +30,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 from orgteams.assets import asset_dir, asset_names
 from orgteams.envs.core.catalog import load_catalog, room_type
 from orgteams.envs.core.limits import MAX_GRID_SIDE
-from orgteams.envs.core.user_files import load_yaml, read_text
+from orgteams.envs.core.user_files import load_yaml, plain_name, read_text
 from orgteams.errors import UserError, unknown_name, validation_line
 
 WALL, FLOOR, DOOR, FURNITURE, OUTSIDE = 0, 1, 2, 3, 4
@@ -55,6 +55,12 @@ class LayoutFile(BaseModel):
     rooms: dict[str, str]
     furniture: dict[str, str] | None = None
     require_rooms: bool = True
+
+    @field_validator("name")
+    @classmethod
+    def _plain_name(cls, value: str | None) -> str | None:
+        # part of file names (orgteams demos: '<layout>_<task>_n3_s0.npz' under --out)
+        return None if value is None else plain_name(value)
 
     @field_validator("grid", mode="before")
     @classmethod

@@ -13,12 +13,12 @@ from pathlib import Path
 from typing import Annotated
 
 import numpy as np
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator
 
 from orgteams.assets import asset_dir, asset_names
 from orgteams.envs.core.catalog import load_catalog
 from orgteams.envs.core.limits import MAX_TICKS
-from orgteams.envs.core.user_files import load_yaml, read_text
+from orgteams.envs.core.user_files import load_yaml, plain_name, read_text
 from orgteams.errors import UserError, unknown_name, validation_line
 
 RELATIONS = ("on", "inside")
@@ -129,6 +129,12 @@ class TaskFile(BaseModel):
     far: bool = False
     default_step_limit: _Limit = 400
     step_limits: dict[str, _Limit] = Field(default_factory=dict)
+
+    @field_validator("name")
+    @classmethod
+    def _plain_name(cls, value: str) -> str:
+        # part of file names (orgteams demos: '<layout>_<task>_n3_s0.npz' under --out)
+        return plain_name(value)
 
 
 def _parse_pred(text, where: str) -> tuple[str, str, str]:

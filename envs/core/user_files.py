@@ -21,7 +21,26 @@ import yaml
 from orgteams.envs.core.limits import MAX_FILE_BYTES, MAX_YAML_DEPTH, MAX_YAML_NODES
 from orgteams.errors import UserError
 
-__all__ = ["check_yaml", "load_yaml", "make_parents", "read_text", "utf8_problem"]
+__all__ = ["MAX_NAME_CHARS", "check_yaml", "load_yaml", "make_parents", "plain_name",
+           "read_text", "utf8_problem"]
+
+MAX_NAME_CHARS = 100
+"""Longest ``name`` of an organization, layout or task file."""
+
+
+def plain_name(value: str) -> str:
+    """The ``name`` field of a person's file, which is printed and becomes part of file
+    and folder names (a run's log folder, a demonstration's file): 1 to
+    :data:`MAX_NAME_CHARS` printable characters, no ``/`` or ``\\``, not ``.`` or ``..``.
+
+    Raises:
+        ValueError: Another name (a pydantic validator's error: the field is named).
+    """
+    if (not 1 <= len(value) <= MAX_NAME_CHARS or value.strip(".") == ""
+            or any(c in "/\\" or not c.isprintable() for c in value)):
+        raise ValueError(f"must be 1 to {MAX_NAME_CHARS} printable characters without "
+                         f"'/' or '\\' (it names files and folders), got {value!r}")
+    return value
 
 # libyaml's event parser is 40x faster than PyYAML's (both iterate, neither recurses);
 # the check only needs events, and stops at the first one past a cap.

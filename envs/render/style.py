@@ -83,6 +83,19 @@ def default_fonts() -> tuple[str | None, str | None]:
     return tuple(str(p) if p.is_file() else None for p in paths)  # type: ignore[return-value]
 
 
+def drawable(text: str) -> str:
+    """``text`` as SDL_ttf can draw it: a NUL (``ValueError: A null character was found
+    in the text``) and a lone surrogate (``UnicodeEncodeError``), both of which a model's
+    JSON reply can carry (``"\\u0000"``, ``"\\ud800"``), become U+FFFD."""
+    if "\x00" in text:
+        text = text.replace("\x00", "\ufffd")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        text = "".join("\ufffd" if "\ud800" <= c <= "\udfff" else c for c in text)
+    return text
+
+
 @dataclass
 class Text:
     """Draws text with cached fonts and cached rendered strings.
@@ -126,12 +139,12 @@ class Text:
         if surf is None:
             if len(self._cache) > 4000:  # bounded: messages change every round
                 self._cache.clear()
-            surf = self.font(size, bold).render(text, True, color)
+            surf = self.font(size, bold).render(drawable(text), True, color)
             self._cache[key] = surf
         return surf
 
     def width(self, text: str, size: int, bold: bool = False) -> int:
-        return self.font(size, bold).size(text)[0]
+        return self.font(size, bold).size(drawable(text))[0]
 
     def wrap(self, text: str, size: int, max_width: int, max_lines: int = 3) -> list[str]:
         """Greedy word wrap; the last line ends in '...' when the text does not fit."""

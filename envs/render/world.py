@@ -27,6 +27,7 @@ from orgteams.envs.render.style import (
     YOU_COLOR,
     Text,
     agent_color,
+    drawable,
     shade,
     text_color_on,
 )
@@ -394,7 +395,7 @@ def place_name_tags(pg: Any, text: Text, state: HouseholdState, cell: int,
     blocked = list(avoid)
     for a in agents:
         x, y = agent_rect(pg, state, a, cell).midtop
-        tw, th = text.font(size, True).size(_tag_name(names, a, overlay))
+        tw, th = text.font(size, True).size(drawable(_tag_name(names, a, overlay)))
         box = pg.Rect(0, 0, tw + 6, th + 2)
         spots = []
         for anchor, at in (("midbottom", (x, y - 1)), ("midtop", (x, y + cell + 1)),

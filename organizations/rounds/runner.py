@@ -235,6 +235,7 @@ class TeamRunner:
             try:
                 with _frozen_rounds():
                     await play_rounds(state, self.max_rounds)
+                failures.check_end()
                 reason = end_reason(bool(env.world.success), not env.agents)
             except EpisodeStopped as stop:
                 status, reason, detail = stop.status, stop.reason, stop.detail

@@ -24,6 +24,11 @@ runs of calls in a row, in the order the calls finish:
   still plays (its ``fallback_rate`` is in the summary and the report), while one that
   never answers validly did not play.
 
+An episode that plays to its end without a single valid reply from its model calls
+(fewer of them than a limit, none valid) is an ``error`` too, with the same reason
+(``invalid replies`` when any call was answered, else ``transport failures``): its
+model did not play, whatever the planners around it did. A limit of None waives it.
+
 Each call already fell back (a recorded ``wait``); playing on would only add more of
 them. The count is exact: the stop fires at the call that reaches the limit; calls of
 the same stage still running then are let finish and are recorded (marked "not
@@ -112,6 +117,7 @@ class CallFailures:
         self.invalid_in_a_row = 0
         self.last_error: str | None = None
         self.last_invalid: str | None = None
+        self.transport_total = self.invalid_total = self.valid_total = 0
 
     def count(self, record: Any) -> None:
         """Count one decision record (a :class:`~orgteams.agents.records.StepRecord`).
@@ -126,14 +132,17 @@ class CallFailures:
         """
         if record.error is not None:
             self.transport_in_a_row += 1
+            self.transport_total += 1
             self.last_error = record.error
         elif record.replies and record.parsed is None:
             self.transport_in_a_row = 0
             self.invalid_in_a_row += 1
+            self.invalid_total += 1
             last = record.errors[-1] if record.errors else record.fallback
             self.last_invalid = _short(str(last))
         elif record.replies:
             self.transport_in_a_row = self.invalid_in_a_row = 0
+            self.valid_total += 1
         if self.transport_limit is not None and self.transport_in_a_row >= self.transport_limit:
             raise EpisodeStopped("error", "transport failures",
                                  f"{self.transport_in_a_row} model calls in a row failed "
@@ -142,3 +151,23 @@ class CallFailures:
             raise EpisodeStopped("error", "invalid replies",
                                  f"{self.invalid_in_a_row} model calls in a row gave no valid "
                                  f"reply (last: {self.last_invalid})")
+
+    def check_end(self) -> None:
+        """At an episode's natural end: it did not play if its model calls never gave a
+        valid reply (fewer calls than a limit, so :meth:`count` never stopped it).
+
+        Raises:
+            EpisodeStopped: ``"error"``, ``invalid replies`` when any call was answered
+                (invalidly), else ``transport failures``; not when that limit is None.
+        """
+        calls = self.transport_total + self.invalid_total
+        if self.valid_total or not calls:
+            return
+        if self.invalid_total and self.invalid_limit is not None:
+            raise EpisodeStopped("error", "invalid replies",
+                                 f"none of the {calls} model calls gave a valid reply "
+                                 f"(last: {self.last_invalid})")
+        if not self.invalid_total and self.transport_limit is not None:
+            raise EpisodeStopped("error", "transport failures",
+                                 f"all {calls} model calls failed after retries "
+                                 f"(last: {self.last_error})")

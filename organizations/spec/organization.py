@@ -47,7 +47,7 @@ from pydantic import (
 )
 
 from orgteams.agents.team import Team
-from orgteams.envs.core.user_files import load_yaml, read_text
+from orgteams.envs.core.user_files import load_yaml, plain_name, read_text
 from orgteams.errors import UserError, did_you_mean, validation_line
 from orgteams.organizations.protocols.facts import PROTOCOL_FACTS, PROTOCOLS
 from orgteams.organizations.spec.rules import Rules
@@ -164,6 +164,11 @@ class Organization(BaseModel):
     instruction_format: Literal["jinja", "plain"] = "jinja"
     instruction: str = ""
     _source: str = PrivateAttr(default="")
+
+    @field_validator("name")
+    @classmethod
+    def _plain_name(cls, value: str) -> str:
+        return plain_name(value)  # printed, and part of a run's default log folder
 
     @field_validator("protocol", "leadership_rule")
     @classmethod

@@ -11,7 +11,9 @@ from __future__ import annotations
 import math
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from orgteams.errors import validation_line
 
 
 class Share(BaseModel):
@@ -26,7 +28,7 @@ class Share(BaseModel):
 class Tier(BaseModel):
     """One level of a hierarchy. Agents fill tiers in team order (agent_0 first).
 
-    ``count`` is a number, ``"rest"`` (every agent not yet placed) or a :class:`Share`;
+    ``count`` is a number (0 or more), ``"rest"`` (every agent not yet placed) or a :class:`Share`;
     ``agents`` names agents explicitly instead. Each agent of a tier reports to one
     agent of the nearest non-empty tier above, in contiguous equal shares
     (6 members under 2 vice leaders: 3 each; the first leaders take the remainder).
@@ -36,6 +38,25 @@ class Tier(BaseModel):
     role: str
     count: int | Literal["rest"] | Share = 1
     agents: list[str] | None = None
+
+    @field_validator("count", mode="before")
+    @classmethod
+    def _check_count(cls, count: object) -> object:
+        # Checked before the union: a negative count would slice from the end (-1 of 6
+        # agents: 5 leaders), and the union's own errors name its three branches.
+        if (isinstance(count, int) and not isinstance(count, bool) and count >= 0) or (
+            count == "rest" or isinstance(count, Share)
+        ):
+            return count
+        if isinstance(count, dict):
+            try:
+                return Share.model_validate(count)
+            except ValidationError as exc:
+                raise ValueError(f"share {validation_line(exc)}") from None
+        raise ValueError(
+            f"must be a number of agents (0 or more), 'rest' or a share such as "
+            f"{{fraction: 0.5}}, got {count!r}"
+        )
 
 
 class Topology(BaseModel):

@@ -26,11 +26,11 @@ from orgteams.cli.commands import (
 from orgteams.cli.options import (
     add_fields,
     argparse_type,
-    positive,
+    checked_number,
     subcommand,
     view_options,
 )
-from orgteams.config import EpisodeConfig, ReflectConfig, int_arg, names
+from orgteams.config import EpisodeConfig, ReflectConfig, check_scale, int_arg, names
 from orgteams.errors import UserError
 
 
@@ -80,7 +80,7 @@ def _play(sub) -> None:
     p.add_argument("--agent", default="agent_0",
                    help="the agent you play: its id or its name (Alice, Bob, ...)")
     p.add_argument("--fps", type=_int_in(1, 240), default=30, help="window frames per second")
-    p.add_argument("--scale", type=positive(float), default=1.0,
+    p.add_argument("--scale", type=checked_number(check_scale), default=1.0,
                    help="size factor of the window (it can also be resized)")
     p.add_argument("--others", default="random",
                    help="who drives the other agents: random (primitive actions), planner, "

@@ -7,7 +7,8 @@ import argparse
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from orgteams.config import Cli
+from orgteams.config import Cli, check_fps, check_scale
+from orgteams.errors import FieldProblem
 
 _NO_DEFAULT = (None, False, [], (), argparse.SUPPRESS)
 """Defaults the help does not show (as :class:`_DefaultsShown`; ``0 == False``)."""
@@ -25,11 +26,23 @@ def positive(kind):
     return parse
 
 
+def checked_number(check: Any) -> Any:
+    """An argparse type: a number that passes a config check (its problem as the error)."""
+    def parse(text: str) -> float:
+        try:
+            return check(float(text))
+        except ValueError as problem:  # FieldProblem, or not a number at all
+            got = f"got {text}" if isinstance(problem, FieldProblem) else f"got {text!r}"
+            why = problem.problem if isinstance(problem, FieldProblem) else "must be a number"
+            raise argparse.ArgumentTypeError(f"{why}, {got}") from None
+    return parse
+
+
 def view_options(p: argparse.ArgumentParser, fps: float = 10, what: str = "ticks") -> None:
     """--fps and --scale of a window or a video."""
-    p.add_argument("--fps", type=positive(float), default=fps,
+    p.add_argument("--fps", type=checked_number(check_fps), default=fps,
                    help=f"{what} per second in the window or video")
-    p.add_argument("--scale", type=positive(float), default=1.0,
+    p.add_argument("--scale", type=checked_number(check_scale), default=1.0,
                    help="size factor of the window (it can also be resized) or video")
 
 

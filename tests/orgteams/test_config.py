@@ -68,8 +68,15 @@ def test_the_same_bad_value_is_the_same_problem_everywhere(capsys, tmp_path, fie
     ("agents", 3000, "3000", f"must be from 1 to {MAX_AGENTS}, got 3000"),
     ("seed", -1, "-1", f"must be from 0 to {MAX_SEED}, got -1"),
     ("temperature", 3, "3", "must be between 0 and 2, got 3"),
-    ("scale", 0, "0", "must be positive, got 0"),
-    ("fps", -2, "-2", "must be positive, got -2"),
+    ("scale", 0, "0", "must be from 0.1 to 8, got 0"),
+    ("fps", -2, "-2", "must be above 0 and at most 1000, got -2"),
+    # nan, inf and huge values passed 'positive': a traceback in the video writer (nan,
+    # 1e-9), pygame out of memory (1e9), a writer that never finished (--fps 1e9)
+    ("scale", float("nan"), "nan", "must be from 0.1 to 8, got nan"),
+    ("scale", 100, "100", "must be from 0.1 to 8, got 100"),
+    ("scale", 0.01, "0.01", "must be from 0.1 to 8, got 0.01"),
+    ("fps", float("inf"), "inf", "must be above 0 and at most 1000, got inf"),
+    ("fps", 5000, "5000", "must be above 0 and at most 1000, got 5000"),
 ])
 def test_python_and_the_run_command_tell_the_same_problem(capsys, field, value, text,
                                                            problem):
@@ -250,3 +257,15 @@ def test_reflect_config_runs_as_its_keywords(tmp_path):
     run = json.loads((tmp_path / "a" / "run.json").read_text())
     assert run["seeds"] == [0] and run["episodes_per_iteration"] == 1
     assert run["critic"] == "heuristic" and run["coordinator"] == "heuristic"
+
+
+@pytest.mark.parametrize(("argv", "line"), [
+    (["replay", "ep.jsonl", "--fps", "nan"],
+     "orgteams replay: error: argument --fps: must be above 0 and at most 1000, got nan"),
+    (["replay", "ep.jsonl", "--scale", "x"],
+     "orgteams replay: error: argument --scale: must be a number, got 'x'"),
+    (["play", "--scale", "100"],
+     "orgteams play: error: argument --scale: must be from 0.1 to 8, got 100"),
+])
+def test_replay_and_play_check_fps_and_scale_as_run_does(capsys, argv, line):
+    assert cli_line(capsys, argv) == line

@@ -161,6 +161,33 @@ def test_config_errors_are_exact(monkeypatch):
         OpenAIBackend("m", base_url="http://x/v1", structured="grammar")
 
 
+@pytest.mark.parametrize(("env", "line"), [
+    # each of these failed every request ("connection failed" after the retries) or, for
+    # the last, raised httpx's InvalidURL traceback with the password on screen
+    ({"ORGTEAMS_BASE_URL": "notaurl"}, "$ORGTEAMS_BASE_URL must be an http(s) URL such as "
+                                       "http://localhost:8000/v1, got 'notaurl'"),
+    ({"OPENAI_BASE_URL": "ftp://h/v1"}, "$OPENAI_BASE_URL must be an http(s) URL such as "
+                                        "http://localhost:8000/v1, got 'ftp://h/v1'"),
+    ({"ORGTEAMS_BASE_URL": "http://u:pw-secret@[::1"},
+     "$ORGTEAMS_BASE_URL must be an http(s) URL such as http://localhost:8000/v1, got "
+     "'http://***@[::1'"),
+])
+def test_a_base_url_that_is_no_http_url_is_one_line(monkeypatch, env, line):
+    monkeypatch.setenv("ORGTEAMS_BASE_URL", "http://127.0.0.1:1/v1")
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    if "OPENAI_BASE_URL" in env:
+        monkeypatch.delenv("ORGTEAMS_BASE_URL")
+    with pytest.raises(BackendConfigError) as info:
+        OpenAIBackend("m", api_key="k")
+    assert str(info.value).startswith(line)
+
+
+def test_an_http_base_url_with_a_port_or_ipv6_host_is_taken():
+    for url in ("http://localhost:8000/v1", "https://[::1]:8443/v1", "http://h/v1"):
+        assert OpenAIBackend("m", base_url=url, api_key="k").base_url == url
+
+
 def test_config_from_environment(monkeypatch, fault_server):
     monkeypatch.setenv("ORGTEAMS_MODEL", "env-model")
     monkeypatch.setenv("ORGTEAMS_BASE_URL", fault_server.base_url)
@@ -290,3 +317,46 @@ def test_retry_settings_from_the_environment(monkeypatch, fault_server):
     with pytest.raises(BackendConfigError,
                        match=re.escape("$ORGTEAMS_MAX_RETRIES must be a int number, got 'many'")):
         OpenAIBackend("m", base_url=fault_server.base_url)
+
+
+def test_a_reply_nested_past_the_recursion_limit_is_invalid_not_a_crash(fault_server):
+    # json's RecursionError escaped parse_json_reply and ended the run with a traceback
+    fault_server.reply_text = '{"action": ' + "[" * 50_000 + "]" * 50_000 + "}"
+    reply = make(fault_server).complete(MESSAGES, schema=SCHEMA)
+    assert reply.parsed is None and reply.text.startswith('{"action": [[[')
+
+
+def test_a_body_nested_past_the_recursion_limit_is_a_protocol_failure(fault_server):
+    # the SDK's own decoding of the body raised it: a traceback, not a failed request
+    fault_server.mode = "deep_json"
+    with pytest.raises(BackendError) as info:
+        make(fault_server, max_retries=0).complete(MESSAGES, schema=SCHEMA)
+    attempt = info.value.attempts[-1]
+    assert (attempt.kind, attempt.error) == ("protocol", "RecursionError")
+    assert attempt.detail == ("RecursionError: maximum recursion depth exceeded while "
+                              "decoding a JSON array from a unicode string")
+
+
+def test_a_body_past_the_cap_is_a_protocol_failure_read_no_further(fault_server, monkeypatch):
+    # the SDK read any body whole: 300 MB took 1 GB of memory per call, a team's in parallel
+    monkeypatch.setattr("orgteams.agents.backends.openai_backend.MAX_BODY_BYTES", 100_000)
+    fault_server.mode, fault_server.big_size = "big_reply", 200_000
+    with pytest.raises(BackendError) as info:
+        make(fault_server, max_retries=0).complete(MESSAGES, schema=SCHEMA)
+    attempt = info.value.attempts[-1]
+    assert (attempt.kind, attempt.error, attempt.detail) == (
+        "protocol", "UnexpectedBody", "UnexpectedBody: a body of more than 100,000 bytes")
+    fault_server.mode = "ok"  # a body within the cap is read as before
+    assert make(fault_server).complete(MESSAGES, schema=SCHEMA).parsed == {"action": "a"}
+
+
+def test_a_compressed_body_is_asked_away_and_refused(fault_server):
+    # a gzip bomb (1 MB on the wire) unpacked to 1 GB in memory before we saw a byte
+    fault_server.mode = "gzip"
+    with pytest.raises(BackendError) as info:
+        make(fault_server, max_retries=0).complete(MESSAGES, schema=SCHEMA)
+    assert fault_server.accept_encodings == ["identity"]
+    attempt = info.value.attempts[-1]
+    assert (attempt.kind, attempt.detail) == (
+        "protocol", "UnexpectedBody: a gzip-encoded body (we ask for identity: unpacked, "
+                    "it has no bound)")

@@ -64,6 +64,15 @@ def assert_no_leak(folder: Path, *texts: str) -> int:
     ("x-api-key: k-0123456789", "x-api-key: ***"),
     ('"api-key": "k-0123456789"', '"api-key": "***"'),
     ('{"password": "hunter22"}', '{"password": "***"}'),
+    # a header dump as Go's http.Header writes it (values are lists): the value leaked
+    ('{"Authorization": ["Bearer abcdefg"], "Accept": ["*/*"]}',
+     '{"Authorization": ["***"], "Accept": ["*/*"]}'),
+    ('{"X-Api-Key": ["rawsecretvalue"]}', '{"X-Api-Key": ["***"]}'),
+    # Google, Hugging Face and JSON web token shapes were kept as written
+    ("key AIzaSyA1234567890abcdefghijklmnopqrstuv.", "key ***."),
+    ("hf_abcdefghijklmnopqrstuvwxyzABCDEF", "***"),
+    ("jwt eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0In0.abcdefghijklmnop", "jwt ***"),
+    ("eyJ is no token, hf_ none, AIza neither.", "eyJ is no token, hf_ none, AIza neither."),
     # prose that merely looks like a scheme stays
     ("Basic strategy: fetch the cups first.", "Basic strategy: fetch the cups first."),
     ("Token limitations apply to long plans.", "Token limitations apply to long plans."),

@@ -19,6 +19,8 @@ def test_scrub_url_masks_userinfo_and_secret_query_values():
     assert scrub_url(f"http://user:{PASSWORD}@host:8000/v1?api_key={QUERY_SECRET}&x=1&token=t"
                      ) == "http://***@host:8000/v1?api_key=***&x=1&token=***"
     assert scrub_url("http://127.0.0.1:8080/v1") == "http://127.0.0.1:8080/v1"
+    # a URL urlsplit cannot read (an unclosed IPv6 bracket) kept its userinfo
+    assert scrub_url(f"http://user:{PASSWORD}@[::1/v1") == "http://***@[::1/v1"
     assert scrub_url(None) is None
 
 

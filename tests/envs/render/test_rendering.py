@@ -126,6 +126,21 @@ def test_long_messages_and_display_names_render():
     env.close()
 
 
+def test_a_message_with_a_nul_or_a_lone_surrogate_draws_as_a_replacement_character():
+    # a model's JSON reply can carry "\u0000": SDL_ttf raised "A null character was found
+    # in the text" in the middle of the episode (window and video alike)
+    frames = []
+    for text in ("fetch \x00 the apples", "fetch \ud800 the apples",
+                 "fetch \ufffd the apples"):
+        env = make_env()
+        env.unwrapped.display_names = ["Al\x00ice", "Bob", "Charlie"]
+        env.unwrapped.overlay.say(TeamMessage("agent_0", ("agent_1",), text, round=1))
+        frames.append(env.render())
+        env.close()
+    np.testing.assert_array_equal(frames[0], frames[2])
+    np.testing.assert_array_equal(frames[1], frames[2])
+
+
 def test_field_of_view_option_changes_the_frame():
     env = make_env()
     plain = env.render()

@@ -28,8 +28,9 @@ def team(backend, n=3):
 
 def runner(backend, tmp_path=None, **kw):
     env = HighLevelEnv(layout="studio", task="prepare_afternoon_tea", num_agents=3)
-    return TeamRunner(env, load_organization("none"), team(backend), max_rounds=3,
-                      log_path=tmp_path / "ep.jsonl" if tmp_path else None, **kw)
+    return TeamRunner(env, load_organization("none"), team(backend),
+                      log_path=tmp_path / "ep.jsonl" if tmp_path else None,
+                      **{"max_rounds": 3, **kw})
 
 
 def test_dead_backend_stops_the_episode_with_status_error(tmp_path):
@@ -290,3 +291,33 @@ def test_cli_run_against_a_model_that_never_answers_json_exits_1(tmp_path, monke
         "orgteams run: episode stopped (error): 2 model calls in a row gave no valid reply "
         "(last: it is not a JSON object)")
     assert list(read_dicts(log))[-1]["stop_reason"] == "invalid replies"
+
+
+def test_an_episode_whose_model_never_answered_validly_is_an_error_under_the_limit(tmp_path):
+    # 6 calls, all invalid: under the limit of 10 in a row, it used to end 'complete'
+    # (a sweep row marked ok, averaged) though the model never played
+    garbage = ScriptedBackend([NOT_JSON], cycle=True)
+    s = runner(garbage, tmp_path, max_rounds=1).run(seed=0).summary.to_dict()
+    assert (s["episode_status"], s["stop_reason"], s["stop_detail"]) == (
+        "error", "invalid replies",
+        "none of the 6 model calls gave a valid reply (last: it is not a JSON object)")
+    assert [r for r in read_dicts(tmp_path / "ep.jsonl") if r.get("type") == "stopped"] == [
+        {"record": "event", "round": 1, "tick": 1, "type": "stopped", "status": "error",
+         "reason": "invalid replies", "detail": s["stop_detail"]}]
+
+
+def test_an_episode_whose_model_calls_all_failed_is_an_error_under_the_limit():
+    dead = ScriptedBackend([BackendError("HTTP 500: boom", kind="http", status=500)], cycle=True)
+    s = runner(dead, max_rounds=1, max_transport_failures=10).run(seed=0).summary
+    assert (s.episode_status, s.stop_reason, s.stop_detail) == (
+        "error", "transport failures",
+        "all 6 model calls failed after retries (last: http: HTTP 500: boom)")
+
+
+def test_one_valid_reply_or_a_waived_limit_keeps_the_episode_complete():
+    ok = {"receivers": ["everyone"], "message": "", "thoughts": ""}
+    once = ScriptedBackend([ok, *[NOT_JSON] * 50])
+    assert runner(once, max_rounds=1).run(seed=0).summary.episode_status == "complete"
+    garbage = ScriptedBackend([NOT_JSON], cycle=True)
+    s = runner(garbage, max_rounds=1, max_invalid_replies=None).run(seed=0).summary
+    assert (s.episode_status, s.stop_reason) == ("complete", "max rounds")

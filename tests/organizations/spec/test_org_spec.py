@@ -221,3 +221,34 @@ def test_who_may_message_whom_is_what_the_allowed_pairs_say(name):
             assert [r.can_message(a, b) for b in r.team] == [(a, b) in allowed for b in r.team]
     with pytest.raises(ValueError, match="unknown agent 'agent_9'"):
         resolved.can_message("agent_0", "agent_9")
+
+
+@pytest.mark.parametrize(
+    ("count", "msg"),
+    [
+        ("-1", "must be a number of agents (0 or more), 'rest' or a share such as "
+               "{fraction: 0.5}, got -1"),
+        ("abc", "must be a number of agents (0 or more), 'rest' or a share such as "
+                "{fraction: 0.5}, got 'abc'"),
+        ("true", "must be a number of agents (0 or more), 'rest' or a share such as "
+                 "{fraction: 0.5}, got True"),
+        ("{fraction: 2}", "share field 'fraction': Input should be less than or equal to 1"),
+    ],
+)
+def test_a_tier_count_that_is_not_a_size_is_one_line(count, msg):
+    # a negative count used to slice from the end: -1 of 6 agents made 5 leaders
+    text = ("name: x\nprotocol: leader_first\ntopology: {kind: tiers, tiers: "
+            f"[{{role: leader, count: {count}}}, {{role: member, count: rest}}]}}\n")
+    with pytest.raises(ValueError) as info:
+        Organization.from_yaml(text)
+    assert str(info.value) == f"<text>: field 'topology.tiers.0.count': {msg}"
+
+
+def test_tier_counts_place_that_many_agents():
+    team = [f"agent_{i}" for i in range(6)]
+    for count, leaders in (("0", ()), ("2", ("agent_0", "agent_1")),
+                           ("{fraction: 0.5}", ("agent_0", "agent_1", "agent_2"))):
+        org = Organization.from_yaml(
+            "name: x\nprotocol: leader_first\ntopology: {kind: tiers, tiers: "
+            f"[{{role: boss, count: {count}}}, {{role: member, count: rest}}]}}\n")
+        assert org.resolve(team).tiers[0] == ("boss", leaders)

@@ -13,6 +13,7 @@ import pytest
 from doubles import read_dicts
 from test_bad_input import one_line, run_fails  # noqa: E402  (tests/cli is on the path)
 
+from orgteams.assets import asset_dir
 from orgteams.cli.main import main
 from orgteams.envs.core.limits import MAX_FILE_BYTES, MAX_YAML_DEPTH, MAX_YAML_NODES
 from orgteams.envs.core.user_files import load_yaml
@@ -301,3 +302,42 @@ def test_an_output_folder_that_is_a_file_is_one_line(capsys, tmp_path, monkeypat
     assert one_line(capsys) == (f"orgteams {argv[0]}: error: {out}: --out must be a folder, "
                                 f"but {blob} is a file")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["blob"]
+
+
+@pytest.mark.parametrize("name", ["../../../escaped", "evil\\x1b[2J", "a\\nb", "..", ""])
+def test_an_organization_name_that_is_a_path_or_has_control_characters_is_one_line(
+        capsys, tmp_path, monkeypatch, name):
+    # '../../../escaped' went into the default log's folder name: the run wrote outside runs/;
+    # a newline or a terminal escape went into the printed summary's title
+    path = tmp_path / "org.yaml"
+    path.write_text(f'name: "{name}"\ninstruction: hi\n')
+    shown = name.encode().decode("unicode_escape")
+    assert run_fails(capsys, tmp_path, monkeypatch, "--org", str(path)) == (
+        f"orgteams run: error: {path}: field 'name': must be 1 to 100 printable characters "
+        f"without '/' or '\\' (it names files and folders), got {shown!r}")
+
+
+def test_the_default_log_is_one_new_folder_under_runs_whatever_the_task_path(
+        capsys, tmp_path, monkeypatch):
+    (tmp_path / "tasks").mkdir()
+    shutil.copy(asset_dir("tasks", "put_fridge.yaml"), tmp_path / "tasks" / "my task.yaml")
+    (tmp_path / "org.yaml").write_text('name: "my team v1.2"\ninstruction: hi\n')
+    monkeypatch.chdir(tmp_path)
+    assert main(["run", "--backend", "planner", "--layout", "studio", "--quiet",
+                 "--max-rounds", "1", "--task", "tasks/my task.yaml", "--org", "org.yaml"]) == 0
+    [folder] = (tmp_path / "runs").iterdir()
+    assert re.fullmatch(r"\d{8}-\d{6}-\d{6}_my_task_my_team_v1\.2_s0", folder.name)
+    assert [p.name for p in folder.iterdir()] == ["episode.jsonl"]
+
+
+@pytest.mark.parametrize(("flag", "asset"), [("--layout", ("layouts", "studio.yaml")),
+                                             ("--task", ("tasks", "put_fridge.yaml"))])
+def test_a_layout_or_task_name_that_is_a_path_is_one_line(capsys, tmp_path, monkeypatch,
+                                                          flag, asset):
+    # orgteams demos wrote '<layout>_<task>_n3_s0.npz' under --out: '../../x' left it
+    text = asset_dir(*asset).read_text(encoding="utf-8")
+    path = tmp_path / "evil.yaml"
+    path.write_text(re.sub(r"(?m)^name: .*$", 'name: "../../x"', text), encoding="utf-8")
+    assert run_fails(capsys, tmp_path, monkeypatch, flag, str(path)) == (
+        f"orgteams run: error: {path}: field 'name': must be 1 to 100 printable characters "
+        "without '/' or '\\' (it names files and folders), got '../../x'")
