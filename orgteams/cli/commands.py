@@ -279,10 +279,16 @@ def cmd_replay(args: argparse.Namespace) -> int:
 
 
 def cmd_demos(args: argparse.Namespace) -> int:
+    from orgteams.envs.core.limits import MAX_SEED
+    from orgteams.errors import UserError
     from orgteams.experiments.demos import collect_demos
 
     _check_out(args.out)
-    out = collect_demos(args.layout, args.task, args.agents, range(args.seeds), args.out)
+    if args.seed + args.seeds - 1 > MAX_SEED:
+        raise UserError(f"--seed {args.seed} with --seeds {args.seeds} goes past the last "
+                        f"seed, {MAX_SEED}")
+    out = collect_demos(args.layout, args.task, args.agents,
+                        range(args.seed, args.seed + args.seeds), args.out)
     if args.json:
         _print_json(out)
     else:

@@ -132,10 +132,11 @@ def _record(sub) -> None:
 
 def _demos(sub) -> None:
     p = subcommand(sub, "demos", "roll out planner teams and save demonstrations")
-    add_fields(p, EpisodeConfig, _WHERE, given_only=False)
+    add_fields(p, EpisodeConfig, _WHERE, given_only=False,
+               help={"seed": "the first episode's seed"})
     _json(p)
     p.add_argument("--seeds", type=_int_in(1, 100_000), default=10,
-                   help="episodes, seeds 0..N-1")
+                   help="episodes: seeds S..S+N-1, S the --seed")
     p.add_argument("--out", required=True, help="folder for the .npz files and index.jsonl")
     p.set_defaults(func=cmd_demos)
 

@@ -166,3 +166,34 @@ def test_help_lists_every_command(capsys):
     commands = list(build_parser()._subparsers._group_actions[0].choices)
     assert "experiment" in commands
     assert f"The orgteams command line: {', '.join(commands)}." in text
+
+
+def test_demos_start_at_the_given_seed(capsys, tmp_path):
+    # --seed was accepted and ignored: `demos --seed 7 --seeds 2` played seeds 0 and 1
+    out = run_json(capsys, "demos", "--layout", "studio", "--task", "put_dishwasher_easy",
+                   "--seed", "7", "--seeds", "2", "--out", str(tmp_path / "demos"))
+    assert [r["seed"] for r in out] == [7, 8]
+    index = [json.loads(line) for line in
+             (tmp_path / "demos" / "index.jsonl").read_text().splitlines()]
+    assert [r["seed"] for r in index] == [7, 8]
+    assert [r["file"] for r in out] == ["studio_put_dishwasher_easy_n3_s7.npz",
+                                        "studio_put_dishwasher_easy_n3_s8.npz"]
+
+
+def test_demos_seeds_past_the_last_seed_are_one_line(capsys, tmp_path):
+    assert main(["demos", "--seed", "4294967295", "--seeds", "2",
+                 "--out", str(tmp_path / "d")]) == 2
+    assert capsys.readouterr().err == ("orgteams demos: error: --seed 4294967295 with --seeds "
+                                       "2 goes past the last seed, 4294967295\n")
+
+
+def test_help_shows_a_default_of_zero():
+    # 0 == False hid --seed's default of 0 from every command's help
+    import argparse
+
+    from orgteams.cli.main import build_parser
+    parser = build_parser()
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    for name in ("run", "play", "record", "reflect"):
+        assert "episode seed (default: 0)" in " ".join(sub.choices[name].format_help().split())
+    assert "(default: 0)" in " ".join(sub.choices["demos"].format_help().split())
