@@ -327,10 +327,11 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     base = SweepSpec.from_yaml(args.spec) if args.spec else None
     episode = {k: getattr(args, k) for k in (*EPISODE_FIELDS, *BUDGET_FIELDS)
                if hasattr(args, k)}
-    spec = spec_from_lists(base, tasks=args.tasks, layouts=args.layouts,
-                           organizations=args.orgs, agents=args.agents,
-                           backends=args.backend, seeds=args.seeds, **episode)
-    spec.validate()
+    lists = {"tasks": args.tasks, "layouts": args.layouts, "organizations": args.orgs,
+             "agents": args.agents, "backends": args.backend, "seeds": args.seeds}
+    spec = spec_from_lists(base, **lists, **episode)
+    spec.validate(source=args.spec or "command line",
+                  flags=[k for k, v in {**lists, **episode}.items() if v is not None])
     spend = sweep_spend(spec, Path(args.out))
     if spend is not None:
         _announce_cost(estimate_sweep(spec, args.out), spend)

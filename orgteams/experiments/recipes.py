@@ -256,7 +256,7 @@ def _run_sweep(name: str, recipe: dict[str, Any], backend: str | None, seeds: in
         data["seeds"] = seeds
     data.update({k: budget[k] for k in BUDGET_FIELDS if budget[k] is not None})
     spec = SweepSpec.from_dict(data, source=f"experiment {name}")
-    spec.validate()
+    spec.validate(source=f"experiment {name}")
     spend = sweep_spend(spec, out)
     if spend is not None and budget["on_estimate"] is not None:
         budget["on_estimate"](estimate_sweep(spec, out), spend)

@@ -126,8 +126,28 @@ def test_a_sweep_spec_past_the_seed_cap_is_one_line(capsys, tmp_path):
     assert not (tmp_path / "out").exists()
     spec.write_text("agents: [3, 3000]\n")
     assert main(["sweep", "--spec", str(spec), "--out", str(tmp_path / "out")]) == 2
-    assert one_line(capsys) == ("orgteams sweep: error: sweep spec field 'agents': a team size "
-                                f"must be from 1 to {MAX_AGENTS}, got 3000")
+    assert one_line(capsys) == (f"orgteams sweep: error: {spec}: sweep spec field 'agents': a "
+                                f"team size must be from 1 to {MAX_AGENTS}, got 3000")
+
+
+def test_a_sweep_spec_field_checked_before_the_run_names_its_file_or_the_flag(capsys,
+                                                                              tmp_path):
+    # names checked before the run (tasks, layouts, organizations, backends) said only
+    # "sweep spec field 'tasks': ...", not which file; a flag over the file is named too
+    spec = tmp_path / "spec.yaml"
+    spec.write_text("tasks: [put_fridge, nosuch]\nbackends: [human]\n")
+    out = str(tmp_path / "out")
+    assert main(["sweep", "--spec", str(spec), "--out", out]) == 2
+    assert one_line(capsys).startswith(
+        f"orgteams sweep: error: {spec}: sweep spec field 'tasks': Unknown task 'nosuch'.")
+    assert main(["sweep", "--spec", str(spec), "--tasks", "put_fridge", "--out", out]) == 2
+    assert one_line(capsys) == (f"orgteams sweep: error: {spec}: sweep spec field 'backends': "
+                                "a sweep cannot wait for a human member; use planner, random, "
+                                "local or openai:<m>")
+    assert main(["sweep", "--spec", str(spec), "--tasks", "put_frige", "--out", out]) == 2
+    assert one_line(capsys).startswith("orgteams sweep: error: command line: sweep spec field "
+                                       "'tasks': Unknown task 'put_frige'.")
+    assert not (tmp_path / "out").exists()
 
 
 def test_a_results_row_without_its_task_is_one_line(capsys, tmp_path):
