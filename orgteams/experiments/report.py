@@ -128,6 +128,9 @@ def report(results_path: str | Path, out_dir: str | Path, baseline: str | None =
     if not results_path.exists():
         raise FileNotFoundError(f"results file not found: {results_path}")
     rows, counts = load_rows(results_path)
+    if not rows:  # else an empty report.md, as if the sweep had measured nothing
+        raise UserError(f"{results_path}: no result rows ({counts['unreadable_lines']} "
+                        "unreadable line(s)); expected the results.jsonl orgteams sweep writes")
     groups: dict[tuple, dict[str, Any]] = {}
     for r in rows:
         c = r["cell"]

@@ -162,6 +162,20 @@ def test_a_results_row_without_its_task_is_one_line(capsys, tmp_path):
         "written by orgteams sweep name task, layout, organization, agents, backend, seed)")
 
 
+@pytest.mark.parametrize(("text", "unreadable"), [
+    ("", 0), ("not json\n", 1), ('{"a": 1}\n', 1), ('{"stop": "budget"}\n', 0)])
+def test_a_results_file_without_rows_is_one_line(capsys, tmp_path, text, unreadable):
+    # it wrote an empty report.md and said "0 groups from 0 cells", exit 0
+    pytest.importorskip("scipy")
+    results = tmp_path / "results.jsonl"
+    results.write_text(text)
+    assert main(["report", str(results), "--out", str(tmp_path / "rep")]) == 2
+    assert one_line(capsys) == (
+        f"orgteams report: error: {results}: no result rows ({unreadable} unreadable line(s)); "
+        "expected the results.jsonl orgteams sweep writes")
+    assert not (tmp_path / "rep").exists()
+
+
 def test_debug_shows_the_traceback_of_a_user_error(capsys):
     assert main(["--debug", "run", "--backend", "planner", "--org", "leadr", "--quiet"]) == 2
     err = capsys.readouterr().err
