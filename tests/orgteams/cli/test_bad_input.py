@@ -176,6 +176,18 @@ def test_a_results_file_without_rows_is_one_line(capsys, tmp_path, text, unreada
     assert not (tmp_path / "rep").exists()
 
 
+@pytest.mark.parametrize(("argv", "line"), [
+    (["--agent", "Zed"], "--agent 'Zed' is not one of the 3 agents: agent_0 to agent_2, or "
+                         "their names (Alice, Bob, Charlie)"),
+    (["--agent", "agent_5", "--agents", "5", "--others", "planner"],
+     "--agent 'agent_5' is not one of the 5 agents: agent_0 to agent_4, or their names "
+     "(Alice, Bob, Charlie, ...)")])
+def test_play_as_an_agent_not_in_the_team_is_one_line(capsys, argv, line):
+    # it said "human_agent 'Zed' is not one of ['agent_0', ...]": a parameter, not the flag
+    assert main(["play", "--layout", "studio", *argv]) == 2
+    assert one_line(capsys) == f"orgteams play: error: {line}"
+
+
 def test_debug_shows_the_traceback_of_a_user_error(capsys):
     assert main(["--debug", "run", "--backend", "planner", "--org", "leadr", "--quiet"]) == 2
     err = capsys.readouterr().err
