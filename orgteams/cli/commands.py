@@ -112,6 +112,10 @@ SUMMARY_ROWS = ("episode_status", "stop_reason", "stop_detail", "success", "tick
 
 
 def _print_summary(summary: EpisodeSummary) -> None:
+    title = (f"{summary.task} on {summary.layout}, {summary.organization} "
+             f"({summary.num_agents} agents)")
+    rows = [(k, f"{v:.3f}" if isinstance(v, float) else str(v))
+            for k, v in ((k, getattr(summary, k)) for k in SUMMARY_ROWS)]
     try:
         from rich.console import Console
         from rich.table import Table
@@ -119,18 +123,17 @@ def _print_summary(summary: EpisodeSummary) -> None:
 
         # Text, not str: rich would read "[local]" in "pip install 'orgteams[local]'" (or
         # any bracket in a name or a path) as markup and drop it.
-        table = Table(title=Text(f"{summary.task} on {summary.layout}, "
-                                 f"{summary.organization} ({summary.num_agents} agents)"))
+        table = Table(title=Text(title))
         table.add_column("metric")
         table.add_column("value", justify="right")
-        for k in SUMMARY_ROWS:
-            v = getattr(summary, k)
-            table.add_row(k, Text(f"{v:.3f}" if isinstance(v, float) else str(v),
-                                  justify="right"))
+        for k, v in rows:
+            table.add_row(k, Text(v, justify="right"))
         Console().print(table)
-    except ImportError:  # rich is in the report extra
-        for k in SUMMARY_ROWS:
-            print(f"{k:>26}: {getattr(summary, k)}")
+    except ImportError:  # rich is in the report extra; the same rows, as plain text
+        width = max(len(k) for k, _ in rows)
+        print(title)
+        for k, v in rows:
+            print(f"{k:>{width}}: {v}")
 
 
 def cmd_run(args: argparse.Namespace) -> int:
