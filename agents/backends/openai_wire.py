@@ -15,6 +15,7 @@ only translates.
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Callable
 from typing import Any
@@ -76,7 +77,9 @@ def request_kwargs(model: str, mode: str, messages: list[ChatMessage],
 def _raw(response: Any, scrub: Callable[[str], str]) -> dict[str, Any]:
     """The wire response as stored: no message content (it is the completion's text),
     every string cut and scrubbed, and only the essentials when the rest is too big."""
-    raw = response.model_dump(mode="json")
+    # warnings=False: a field the SDK did not check (usage "lots") is stored as sent,
+    # without pydantic's warning on the terminal
+    raw = response.model_dump(mode="json", warnings=False)
     for choice in raw.get("choices") or []:
         message = choice.get("message") if isinstance(choice, dict) else None
         if isinstance(message, dict) and message.get("content") is not None:
@@ -90,6 +93,18 @@ def _raw(response: Any, scrub: Callable[[str], str]) -> dict[str, Any]:
                        for c in (raw.get("choices") or [])[:8] if isinstance(c, dict)]
     slim["cut"] = f"raw response of {size:,} characters over the {MAX_RAW_CHARS:,} cap"
     return slim
+
+
+def _token_count(value: Any) -> int:
+    """A token count as the server reported it; 0 for one it did not report or that is
+    no count (text, negative, not finite): the SDK does not check ``usage``, and a
+    server's nonsense must not crash the run or lower its spend. ``raw`` keeps what
+    the server sent."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return 0
+    if isinstance(value, float) and not math.isfinite(value):
+        return 0
+    return max(0, int(value))
 
 
 def to_completion(response: Any, schema: dict[str, Any] | None, model: str,
@@ -116,8 +131,8 @@ def to_completion(response: Any, schema: dict[str, Any] | None, model: str,
         text=text,
         parsed=parse_json_reply(text) if schema is not None else None,
         usage=Usage(
-            prompt_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
-            completion_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
+            prompt_tokens=_token_count(getattr(usage, "prompt_tokens", 0)),
+            completion_tokens=_token_count(getattr(usage, "completion_tokens", 0)),
         ),
         latency=0.0,
         raw=_raw(response, scrub),

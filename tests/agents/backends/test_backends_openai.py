@@ -290,3 +290,21 @@ def test_retry_settings_from_the_environment(monkeypatch, fault_server):
     with pytest.raises(BackendConfigError,
                        match=re.escape("$ORGTEAMS_MAX_RETRIES must be a int number, got 'many'")):
         OpenAIBackend("m", base_url=fault_server.base_url)
+
+
+@pytest.mark.parametrize(("usage", "counted"), [
+    ({"prompt_tokens": 7, "completion_tokens": "x"}, Usage(7, 0)),
+    ({"prompt_tokens": -5, "completion_tokens": 3}, Usage(0, 3)),
+    ({"prompt_tokens": 12.0, "completion_tokens": None}, Usage(12, 0)),
+    ({"prompt_tokens": True, "completion_tokens": [1]}, Usage(0, 0)),
+    ({"prompt_tokens": {"n": 1}}, Usage(0, 0)),
+    ("lots", Usage(0, 0))])
+def test_a_usage_that_is_no_count_is_zero_not_a_crash(fault_server, usage, counted):
+    # completion_tokens "x" was int("x"): a ValueError traceback out of orgteams run;
+    # a negative count lowered the run's spend
+    fault_server.usage_body = usage
+    reply = make(fault_server).complete(MESSAGES, schema=SCHEMA)
+    assert reply.usage == counted
+    assert reply.parsed == {"action": "a"}
+    kept = reply.raw["usage"]  # what the server sent stays in the log
+    assert kept == usage if not isinstance(usage, dict) else {k: kept[k] for k in usage} == usage
