@@ -43,7 +43,8 @@ with orgteams' tokenizer (as the ``scripted`` double counts them), each reply's 
 ``server.usages`` (a priced server: what a run spent is computable from them).
 
 ``server.usage_body``, when set, is sent as every reply's ``usage`` as it is (a server
-reporting nonsense: negative, text, missing counts).
+reporting nonsense: negative, text, missing counts); ``server.choices_body`` likewise
+as its ``choices`` (a choice without a message, a content that is no text).
 
 ``GET /health`` answers 200, as llama.cpp's server does once its model is loaded.
 The local-server tests run it behind a fake ``xllamacpp`` package
@@ -174,6 +175,8 @@ class _Handler(BaseHTTPRequestHandler):
         reply = _chat_response(body.get("model", "fake-model"), text, srv.usage_of(body, text))
         if srv.usage_body is not None:
             reply["usage"] = srv.usage_body
+        if srv.choices_body is not None:
+            reply["choices"] = srv.choices_body
         if mode in ("trickle", "trickle_head"):
             data = json.dumps(reply).encode()
             head = (b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n"
@@ -253,6 +256,7 @@ class FaultServer(ThreadingHTTPServer):
         self.usage = usage
         self.usages: list[tuple[int, int]] = []
         self.usage_body: Any = None
+        self.choices_body: Any = None
         self._rng = random.Random(seed)
         self._turn = 0
         self._thread = threading.Thread(

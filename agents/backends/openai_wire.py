@@ -95,6 +95,28 @@ def _raw(response: Any, scrub: Callable[[str], str]) -> dict[str, Any]:
     return slim
 
 
+def _reply_text(choice: Any) -> str:
+    """The first choice's assistant text: its ``content`` (None: empty), or the text
+    parts of a list of content parts (``[{"type": "text", "text": ...}]``).
+
+    Raises:
+        UnexpectedBody: The choice has no message, or a content that is no text (the
+            SDK does not check them; they were an AttributeError or TypeError deep in
+            the run).
+    """
+    message = getattr(choice, "message", None)
+    if message is None:
+        raise UnexpectedBody(f"not a chat completion: a choice without a message: "
+                             f"{str(choice)[:200]!r}")
+    content = getattr(message, "content", None)
+    if content is None or isinstance(content, str):
+        return content or ""
+    if isinstance(content, list) and all(isinstance(p, dict) for p in content):
+        return "".join(str(p.get("text") or "") for p in content if p.get("type") == "text")
+    raise UnexpectedBody(f"not a chat completion: the message content is a "
+                         f"{type(content).__name__}, not text")
+
+
 def _token_count(value: Any) -> int:
     """A token count as the server reported it; 0 for one it did not report or that is
     no count (text, negative, not finite): the SDK does not check ``usage``, and a
@@ -125,7 +147,7 @@ def to_completion(response: Any, schema: dict[str, Any] | None, model: str,
     choices = getattr(response, "choices", None)
     if not isinstance(choices, list):
         raise UnexpectedBody(f"not a chat completion: {str(response)[:2_000]!r}")
-    text = capped_reply((choices[0].message.content or "") if choices else "", scrub)
+    text = capped_reply(_reply_text(choices[0]) if choices else "", scrub)
     usage = response.usage
     return Completion(
         text=text,

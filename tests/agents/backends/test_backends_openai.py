@@ -308,3 +308,26 @@ def test_a_usage_that_is_no_count_is_zero_not_a_crash(fault_server, usage, count
     assert reply.parsed == {"action": "a"}
     kept = reply.raw["usage"]  # what the server sent stays in the log
     assert kept == usage if not isinstance(usage, dict) else {k: kept[k] for k in usage} == usage
+
+
+@pytest.mark.parametrize(("choices", "error"), [
+    (["hi sk-test"], "a choice without a message: 'hi ***'"),
+    ([{"index": 0}], "a choice without a message: "),
+    ([{"message": {"content": {"action": "a"}}}], "the message content is a dict, not text"),
+    ([{"message": {"content": 7}}], "the message content is a int, not text")])
+def test_a_choice_that_is_no_chat_message_is_a_failed_call_not_a_crash(fault_server, choices,
+                                                                       error):
+    # each was an AttributeError or TypeError traceback out of orgteams run
+    fault_server.choices_body = choices
+    with pytest.raises(BackendError) as info:
+        make(fault_server).complete(MESSAGES, schema=SCHEMA)
+    assert f"not a chat completion: {error}" in str(info.value)
+    assert "sk-test" not in str(info.value)
+
+
+def test_content_parts_are_read_as_their_text(fault_server):
+    fault_server.choices_body = [{"message": {"role": "assistant", "content": [
+        {"type": "text", "text": '{"action": '}, {"type": "image_url", "image_url": {}},
+        {"type": "text", "text": '"b"}'}]}}]
+    reply = make(fault_server).complete(MESSAGES, schema=SCHEMA)
+    assert reply.text == '{"action": "b"}' and reply.parsed == {"action": "b"}
