@@ -309,6 +309,12 @@ def _run_sweep(name: str, recipe: dict[str, Any], backend: str | None, seeds: in
     table = {"experiment": name, "kind": "sweep", "description": recipe.get("description"),
              "caption": recipe.get("caption"), "columns": columns, "rows": out_rows,
              "report": str(out / "report.md")}
+    if spec.max_rounds is not None:  # else a capped run's table reads as whole episodes
+        played_ = [r["summary"] for g in groups.values() for r in g if played(r)]
+        capped = sum(s.get("stop_reason") == "max rounds" for s in played_)
+        table["notes"] = [f"Round cap: at most {spec.max_rounds} rounds per episode; "
+                          f"{capped} of {len(played_)} episodes stopped at it (not "
+                          "successful; their ticks and tokens are of the rounds played)."]
     if behaviours:
         table.update(role_columns=[*CELL, "role", "messages", *shares], role_rows=role_rows)
     if recipe.get("contrast"):

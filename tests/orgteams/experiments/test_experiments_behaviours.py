@@ -133,6 +133,12 @@ def test_max_rounds_replaces_a_sweep_recipes_round_cap(tmp_path, capsys):
     assert sorted(r["cell"]["organization"] for r in rows) == ["coordinator", "sequential"]
     assert all(r["summary"]["rounds"] == 3 and r["summary"]["stop_reason"] == "max rounds"
                for r in rows)
+    # the table said nothing of the cap: success 0 and 3 rounds' ticks read as whole
+    # episodes
+    note = ("Round cap: at most 3 rounds per episode; 2 of 2 episodes stopped at it (not "
+            "successful; their ticks and tokens are of the rounds played).")
+    assert json.loads((tmp_path / "table.json").read_text())["notes"] == [note]
+    assert f"\n\n{note}\n\n| " in (tmp_path / "table.md").read_text()
     capsys.readouterr()
     assert main(["experiment", "paper2-shocks", "--max-rounds", "3", "--out",
                  str(tmp_path / "shocks")]) == 2
