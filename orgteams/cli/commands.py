@@ -374,6 +374,9 @@ def cmd_experiment(args: argparse.Namespace) -> int:
     from orgteams.experiments.recipes import list_experiments, run_experiment
 
     if args.list or not args.name:
+        if args.json:
+            _print_json(dict(list_experiments()))
+            return 0
         for name, description in list_experiments():
             print(f"{name}: {description}")
         return 0
@@ -395,13 +398,16 @@ def cmd_experiment(args: argparse.Namespace) -> int:
             teams[arm.strip()] = composition.strip()
     try:
         table = run_experiment(args.name, backend=args.backend, seeds=args.seeds, out=args.out,
-                               progress=not args.no_progress, teams=teams,
+                               progress=not (args.no_progress or args.json), teams=teams,
                                max_cost=getattr(args, "max_cost", None),
                                price_per_mtok=getattr(args, "price_per_mtok", None),
                                on_estimate=_announce_cost,
                                max_rounds=getattr(args, "max_rounds", None))
     except BudgetReached as stop:  # what finished is kept in the folder
         return _budget_reached("experiment", stop)
+    if args.json:
+        _print_json(table)
+        return 0
     out = args.out or f"runs/experiments/{args.name}"
     print(f"{args.name}: {len(table['rows'])} rows; table {out}/table.md, spec {out}/spec.yaml")
     return 0

@@ -173,6 +173,7 @@ def _experiment(sub) -> None:
                         "model; spec.yaml records it)")
     add_fields(p, EpisodeConfig, ["max_cost", "price_per_mtok"], help=_BUDGET)
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    _json(p)
     p.set_defaults(func=cmd_experiment)
 
 

@@ -197,3 +197,13 @@ def test_help_shows_a_default_of_zero():
     for name in ("run", "play", "record", "reflect"):
         assert "episode seed (default: 0)" in " ".join(sub.choices[name].format_help().split())
     assert "(default: 0)" in " ".join(sub.choices["demos"].format_help().split())
+
+
+def test_experiment_prints_its_table_as_one_json_object(capsys, tmp_path):
+    # docs/cli.md: every command that produces results accepts --json; experiment did not
+    table = run_json(capsys, "experiment", "paper1-organizations", "--seeds", "1",
+                     "--max-rounds", "1", "--out", str(tmp_path / "exp"))
+    assert table == json.loads((tmp_path / "exp" / "table.json").read_text())
+    assert table["experiment"] == "paper1-organizations" and len(table["rows"]) == 12
+    names = run_json(capsys, "experiment", "--list")
+    assert "paper2-shocks" in names and names["paper2-shocks"].startswith("Paper 2:")
