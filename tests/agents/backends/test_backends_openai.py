@@ -287,9 +287,27 @@ def test_retry_settings_from_the_environment(monkeypatch, fault_server):
     backend = OpenAIBackend("m", base_url=fault_server.base_url)
     assert (backend.timeout, backend.max_retries) == (0.5, 0)
     monkeypatch.setenv("ORGTEAMS_MAX_RETRIES", "many")
-    with pytest.raises(BackendConfigError,
-                       match=re.escape("$ORGTEAMS_MAX_RETRIES must be a int number, got 'many'")):
+    with pytest.raises(BackendConfigError) as info:
         OpenAIBackend("m", base_url=fault_server.base_url)
+    assert str(info.value) == "$ORGTEAMS_MAX_RETRIES must be a whole number >= 0, got 'many'"
+
+
+@pytest.mark.parametrize(("name", "raw", "wanted"), [
+    ("ORGTEAMS_MAX_RETRIES", "-1", "a whole number >= 0"),
+    ("ORGTEAMS_MAX_RETRIES", "1.5", "a whole number >= 0"),
+    ("ORGTEAMS_TIMEOUT", "0", "a number of seconds > 0"),
+    ("ORGTEAMS_TIMEOUT", "-3", "a number of seconds > 0"),
+    ("ORGTEAMS_TIMEOUT", "nan", "a number of seconds > 0"),
+    ("ORGTEAMS_TIMEOUT", "inf", "a number of seconds > 0"),
+    ("ORGTEAMS_TIMEOUT", "soon", "a number of seconds > 0")])
+def test_a_bad_retry_setting_in_the_environment_names_its_variable(monkeypatch, fault_server,
+                                                                   name, raw, wanted):
+    # -1 and 0 said "need timeout > 0, max_retries >= 0 and 0 <= backoff <= max_backoff;
+    # got timeout=30.0, max_retries=-1, ...": not which variable
+    monkeypatch.setenv(name, raw)
+    with pytest.raises(BackendConfigError) as info:
+        OpenAIBackend("m", base_url=fault_server.base_url)
+    assert str(info.value) == f"${name} must be {wanted}, got {raw!r}"
 
 
 @pytest.mark.parametrize(("usage", "counted"), [
