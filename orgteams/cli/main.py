@@ -186,17 +186,27 @@ def _list(sub) -> None:
 
 
 def _sweep(sub) -> None:
+    from orgteams.experiments.sweep_spec import SweepSpec
+
     p = subcommand(sub, "sweep", "run many episodes in parallel (resumable)")
     p.add_argument("--spec", default=None, help="YAML sweep spec; flags given override it")
-    p.add_argument("--tasks", default=None, help="comma list of tasks")
-    p.add_argument("--layouts", default=None, help="comma list of layouts")
-    p.add_argument("--orgs", default=None, help="comma list of organizations")
-    p.add_argument("--agents", default=None, help="comma list of team sizes")
+    # the default is the spec's field, else SweepSpec's (argparse's is None: "not given")
+    spec = SweepSpec()
+
+    def listed(field: str) -> str:
+        return f"(default: the spec's, else {','.join(map(str, getattr(spec, field)))})"
+
+    p.add_argument("--tasks", default=None, help=f"comma list of tasks {listed('tasks')}")
+    p.add_argument("--layouts", default=None, help=f"comma list of layouts {listed('layouts')}")
+    p.add_argument("--orgs", default=None,
+                   help=f"comma list of organizations {listed('organizations')}")
+    p.add_argument("--agents", default=None, help=f"comma list of team sizes {listed('agents')}")
     p.add_argument("--backend", action="append", default=None,
                    help="member spec (as for run; a comma list is one team); repeat the "
-                        "flag to sweep over backends")
+                        f"flag to sweep over backends {listed('backends')}")
     p.add_argument("--seeds", default=None,
-                   help="a count N (seeds 0..N-1), a comma list, or a range A-B")
+                   help="a count N (seeds 0..N-1), a comma list, or a range A-B (default: "
+                        f"the spec's, else {len(spec.seeds)})")
     # the episode options a sweep spec shares with orgteams run; given ones override the spec
     add_fields(p, EpisodeConfig, [*_EACH_EPISODE, "cache", "max_transport_failures",
                                   "max_invalid_replies", "max_cost", "price_per_mtok"],

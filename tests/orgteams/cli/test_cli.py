@@ -207,3 +207,25 @@ def test_experiment_prints_its_table_as_one_json_object(capsys, tmp_path):
     assert table["experiment"] == "paper1-organizations" and len(table["rows"]) == 12
     names = run_json(capsys, "experiment", "--list")
     assert "paper2-shocks" in names and names["paper2-shocks"].startswith("Paper 2:")
+
+
+def test_sweep_help_names_the_defaults_a_sweep_without_flags_plays(capsys, tmp_path):
+    # --help said "comma list of tasks" and nothing of what a sweep without the flag plays
+    import argparse
+
+    from orgteams.cli.main import build_parser
+    sub = next(a for a in build_parser()._actions
+               if isinstance(a, argparse._SubParsersAction))
+    text = " ".join(sub.choices["sweep"].format_help().split("options:")[1].split())
+    for flag, default in (("--tasks", "prepare_afternoon_tea"), ("--layouts", "studio"),
+                          ("--orgs", "none,leader"), ("--agents", "3"),
+                          ("--backend", "planner"), ("--seeds", "5")):
+        part = text.split(f"{flag} {flag[2:].upper()}", 1)[1].split(" --", 1)[0]
+        assert part.endswith(f"(default: the spec's, else {default})"), (flag, part)
+    out = run_json(capsys, "sweep", "--out", str(tmp_path / "sw"), "--quiet")
+    rows = [json.loads(line) for line in (tmp_path / "sw" / "results.jsonl").open()]
+    assert out["cells"] == len(rows) == 10
+    assert {(r["cell"]["task"], r["cell"]["layout"], r["cell"]["organization"],
+             r["cell"]["agents"], r["cell"]["backend"]) for r in rows} == {
+        ("prepare_afternoon_tea", "studio", org, 3, "planner") for org in ("none", "leader")}
+    assert sorted({r["cell"]["seed"] for r in rows}) == [0, 1, 2, 3, 4]
