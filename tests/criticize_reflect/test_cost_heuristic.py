@@ -213,3 +213,18 @@ def test_without_a_critique_the_heuristic_coordinator_does_not_diagnose():
     fell_back = HeuristicCoordinator(k=3).propose(
         [Trial(0, leader, 80.0, metrics, failed)], leader, team=team, iteration=1)
     assert [r["changes"] for r in fell_back.candidates] == EDITS["explore"][:3]
+
+
+def test_evaluate_without_scipy_is_one_line_before_any_episode(capsys, tmp_path, monkeypatch):
+    """Without the report extra it played every held-out episode, then ModuleNotFoundError."""
+    import sys
+
+    out = tmp_path / "run"
+    run_reflect("leader", layout="studio", backend="planner", seeds=[0], critic="heuristic",
+                coordinator="heuristic", iterations=1, out_dir=out, episodes_per_iteration=1)
+    played = seeds_played(monkeypatch)
+    monkeypatch.setitem(sys.modules, "scipy", None)  # import scipy raises ImportError
+    assert main(["reflect", "--out", str(out), "--evaluate", "2"]) == 2
+    assert capsys.readouterr().err == ('orgteams reflect: error: reports need scipy and '
+                                       'matplotlib: pip install "orgteams[report]"\n')
+    assert played == [] and not (out / "evaluation").exists()
