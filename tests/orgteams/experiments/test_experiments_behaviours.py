@@ -428,3 +428,18 @@ def test_a_table_says_how_its_tokens_were_counted_and_when_they_mix():
             ) in mixed.splitlines()
     no_tokens = {**base, "columns": ["organization", "ticks"], "tokenizer": "regex-approx-v1"}
     assert "Message tokens" not in _markdown(no_tokens)
+
+
+def test_an_experiment_without_the_report_extra_is_one_line_before_its_episodes(
+        tmp_path, capsys, monkeypatch):
+    """It played the whole sweep, then said the report needs scipy."""
+    import sys
+
+    from orgteams.cli.main import main
+
+    monkeypatch.setitem(sys.modules, "scipy", None)  # import scipy raises ImportError
+    assert main(["experiment", "paper1-organizations", "--seeds", "1", "--out",
+                 str(tmp_path / "exp"), "--no-progress"]) == 2
+    assert capsys.readouterr().err == ('orgteams experiment: error: reports need scipy and '
+                                       'matplotlib: pip install "orgteams[report]"\n')
+    assert not (tmp_path / "exp" / "results.jsonl").exists()
