@@ -69,6 +69,7 @@ def _round_printer(names: dict[str, str] | None = None):
     Alice, Bob...), as in the window and the prompts; ids stay in the log.
     """
 
+    from orgteams.agents.llm.quoting import printable
     from orgteams.agents.records import ActionLine, MessageLine
     from orgteams.agents.team import Team
     from orgteams.organizations.rounds.episode_log import EventLine
@@ -86,10 +87,12 @@ def _round_printer(names: dict[str, str] | None = None):
                 text = r.message.text
                 if r.message.kind == "assign":  # "Bob: explore kitchen", to Bob
                     text = text.removeprefix(f"{to}: ")
-                print(f"  r{round_:<3} {name(r.agent)} -> {to}: {text[:100]}", file=sys.stderr)
+                # model text: escaped, so it cannot drive the terminal (ESC, CR, BEL...)
+                print(f"  r{round_:<3} {name(r.agent)} -> {to}: {printable(text[:100])}",
+                      file=sys.stderr)
             elif isinstance(r, ActionLine):
                 fallback = r.call.fallback
-                extra = f"  [fallback: {fallback}]" if fallback else ""
+                extra = f"  [fallback: {printable(fallback)}]" if fallback else ""
                 print(f"  r{round_:<3} {name(r.agent)} does {r.action} "
                       f"({r.status}, tick {r.tick}){extra}", file=sys.stderr)
             elif isinstance(r, EventLine):
@@ -183,9 +186,10 @@ def cmd_run(args: argparse.Namespace) -> int:
               file=sys.stderr)
         return 1
     if status != "complete":
+        from orgteams.agents.llm.quoting import printable
         from orgteams.organizations.rounds.status import why_stopped
 
-        print(f"orgteams run: episode stopped ({status}): {why_stopped(summary)}",
+        print(f"orgteams run: episode stopped ({status}): {printable(why_stopped(summary))}",
               file=sys.stderr)
         return 1
     return 0

@@ -263,13 +263,15 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     from orgteams.agents.backends.local import LocalServerError
+    from orgteams.agents.llm.quoting import printable
 
     try:
         return args.func(args)
     except (UserError, FileNotFoundError, LocalServerError) as exc:
         if args.debug:
             traceback.print_exc()
-        text = " ".join(str(exc).split())  # one line, whatever the message holds
+        # one line, whatever the message holds (a server's text too: no escape sequences)
+        text = printable(" ".join(str(exc).split()))
         print(f"orgteams {args.command}: error: {text}", file=sys.stderr)
         return 2
     except KeyboardInterrupt as exc:  # Ctrl-C: one line, the shell's usual status for SIGINT

@@ -229,3 +229,45 @@ def test_sweep_help_names_the_defaults_a_sweep_without_flags_plays(capsys, tmp_p
              r["cell"]["agents"], r["cell"]["backend"]) for r in rows} == {
         ("prepare_afternoon_tea", "studio", org, 3, "planner") for org in ("none", "leader")}
     assert sorted({r["cell"]["seed"] for r in rows}) == [0, 1, 2, 3, 4]
+
+
+HOSTILE = "hi\x1b[2J\x1b]0;pwned\x07\nfake line\r\x1b[31mRED"
+ESCAPED = "hi\\x1b[2J\\x1b]0;pwned\\x07\\nfake line\\r\\x1b[31mRED"
+
+
+def test_model_text_cannot_drive_the_terminal(capsys):
+    """A model's message went raw to the terminal: ESC [2J cleared the screen, OSC set the
+    window title, a newline and a carriage return forged a line of ours."""
+    from orgteams.agents.records import decision_line
+    from orgteams.cli.commands import _round_printer
+
+    _round_printer({"agent_0": "Alice", "agent_1": "Bob"})(0, [
+        decision_line({"phase": "communicate", "agent": "agent_0", "round": 0,
+                       "message": HOSTILE, "delivered": ["agent_1"]}),
+        decision_line({"phase": "act", "agent": "agent_1", "round": 0, "action": "wait",
+                       "status": "done", "tick": 1, "fallback": f"invalid reply: {HOSTILE}"})])
+    assert capsys.readouterr().err.splitlines() == [
+        f"  r0   Alice -> Bob: {ESCAPED}",
+        f"  r0   Bob does wait (done, tick 1)  [fallback: invalid reply: {ESCAPED}]"]
+
+
+def test_a_servers_text_in_an_error_line_cannot_drive_the_terminal(capsys, monkeypatch):
+    from orgteams.errors import UserError
+
+    def fails(args):
+        raise UserError(f"HTTP 500 from 'm': {HOSTILE}")
+
+    monkeypatch.setattr("orgteams.cli.commands.cmd_list", fails)
+    monkeypatch.setattr("orgteams.cli.main.cmd_list", fails)
+    assert main(["list"]) == 2
+    assert capsys.readouterr().err == (
+        "orgteams list: error: HTTP 500 from 'm': hi\\x1b[2J\\x1b]0;pwned\\x07 fake line "
+        "\\x1b[31mRED\n")
+
+
+def test_a_person_at_the_terminal_sees_teammates_text_escaped(capsys):
+    from orgteams.agents.human.human_agent import HumanAgent
+
+    HumanAgent("agent_0").output_fn(f"Round 1, Bob said: {HOSTILE}\nActions:")
+    assert capsys.readouterr().out == (
+        "Round 1, Bob said: hi\\x1b[2J\\x1b]0;pwned\\x07\nfake line\\r\\x1b[31mRED\nActions:\n")
