@@ -514,8 +514,12 @@ def _print_reflect(out: dict[str, Any], as_json: bool) -> None:
         _print_json(out)
         return
     for h in out["history"]:
+        # the success rate too: a failed episode costs the step limit, so "cost 576.30
+        # (ticks 22.4 ...)" read as a wrong sum
+        won = "-" if h.get("success") is None else f"{h['success']:.0%}"
         print(f"iteration {h['iteration']}: {h['organization']} cost {h['cost']:.2f} "
-              f"(ticks {h['ticks']}, tokens/step {h['comm_tokens_per_step']:.2f})"
+              f"(success {won}, ticks {h['ticks']}, tokens/step "
+              f"{h['comm_tokens_per_step']:.2f})"
               + (f" -> {h['next_organization']}" if h["next_organization"] else ""))
     if out.get("stopped"):
         print(out["stopped"])

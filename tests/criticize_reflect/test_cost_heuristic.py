@@ -228,3 +228,21 @@ def test_evaluate_without_scipy_is_one_line_before_any_episode(capsys, tmp_path,
     assert capsys.readouterr().err == ('orgteams reflect: error: reports need scipy and '
                                        'matplotlib: pip install "orgteams[report]"\n')
     assert played == [] and not (out / "evaluation").exists()
+
+
+def test_the_reflect_lines_say_how_many_episodes_succeeded(capsys):
+    """``cost 576.30 (ticks 22.4, ...)``: the cost of failed episodes (the step limit)
+    looked like a wrong sum of the numbers beside it."""
+    from orgteams.cli.commands import _print_reflect
+
+    _print_reflect({"history": [
+        {"iteration": 0, "organization": "leader", "cost": 576.3, "success": 0.0,
+         "ticks": 22.4, "comm_tokens_per_step": 6.3, "next_organization": "leader_b"},
+        {"iteration": 1, "organization": "leader_b", "cost": 30.5, "success": 0.8,
+         "ticks": 25.0, "comm_tokens_per_step": 5.5, "next_organization": None}],
+        "best": {"organization": "leader_b", "iteration": 1, "cost": 30.5,
+                 "path": "r/best.yaml"}}, as_json=False)
+    assert capsys.readouterr().out.splitlines() == [
+        "iteration 0: leader cost 576.30 (success 0%, ticks 22.4, tokens/step 6.30) -> leader_b",
+        "iteration 1: leader_b cost 30.50 (success 80%, ticks 25.0, tokens/step 5.50)",
+        "best: leader_b (iteration 1, cost 30.50) saved to r/best.yaml"]
