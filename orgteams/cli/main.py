@@ -8,6 +8,7 @@ JSON object on stdout (the episode summary for ``run``), so scripts can consume 
 from __future__ import annotations
 
 import argparse
+import errno
 import sys
 import traceback
 
@@ -267,9 +268,14 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         return args.func(args)
-    except (UserError, FileNotFoundError, LocalServerError) as exc:
+    except (UserError, FileNotFoundError, LocalServerError, *_PATH_ERRORS) as exc:
+        if isinstance(exc, OSError) and not isinstance(exc, (UserError, FileNotFoundError)) \
+                and not _about_a_path(exc):
+            raise  # an OSError of ours, not of a path the user gave: keep its traceback
         if args.debug:
             traceback.print_exc()
+        if isinstance(exc, OSError) and exc.filename is not None and exc.strerror:
+            exc = f"{exc.filename}: {exc.strerror}"  # not "[Errno 13] Permission denied: ..."
         # one line, whatever the message holds (a server's text too: no escape sequences)
         text = printable(" ".join(str(exc).split()))
         print(f"orgteams {args.command}: error: {text}", file=sys.stderr)
@@ -277,6 +283,17 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt as exc:  # Ctrl-C: one line, the shell's usual status for SIGINT
         print(f"orgteams {args.command}: interrupted (Ctrl-C){_kept(exc)}", file=sys.stderr)
         return 130
+
+
+_PATH_ERRORS = (PermissionError, NotADirectoryError, IsADirectoryError, OSError)
+"""Where an output or input path cannot be used (unwritable folder, read-only or full
+disk): one line naming the path, as a missing file is (it was a traceback)."""
+_PATH_ERRNOS = {errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOSPC, errno.EDQUOT,
+                errno.ENOTDIR, errno.EISDIR, errno.ENAMETOOLONG}
+
+
+def _about_a_path(exc: OSError) -> bool:
+    return exc.filename is not None and exc.errno in _PATH_ERRNOS
 
 
 def _kept(exc: KeyboardInterrupt) -> str:

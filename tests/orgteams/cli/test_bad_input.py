@@ -227,3 +227,29 @@ def test_run_episode_checks_its_limits_too(kwargs, msg):
 
     with pytest.raises(UserError, match=re.escape(msg)):
         run_episode(layout="studio", backend="planner", log_path=None, **kwargs)
+
+
+@pytest.mark.parametrize("exc", [
+    PermissionError(13, "Permission denied", "/data/runs/out"),
+    PermissionError(1, "Operation not permitted", "/sys/out"),
+    OSError(30, "Read-only file system", "/mnt/ro/out"),
+    OSError(28, "No space left on device", "/full/results.jsonl"),
+    FileNotFoundError(2, "No such file or directory", "/proc/out")])
+def test_an_unusable_path_is_one_line_naming_it(capsys, monkeypatch, exc):
+    # an --out folder that cannot be made was a PermissionError traceback (sweep, demos,
+    # report, experiment, reflect, record); a missing one read "[Errno 2] No such file..."
+    def fails(args):
+        raise exc
+
+    monkeypatch.setattr("orgteams.cli.main.cmd_list", fails)
+    assert main(["list"]) == 2
+    assert one_line(capsys) == f"orgteams list: error: {exc.filename}: {exc.strerror}"
+
+
+def test_an_os_error_not_about_a_path_keeps_its_traceback(monkeypatch):
+    def fails(args):
+        raise OSError(32, "Broken pipe")  # ours: no path the user gave
+
+    monkeypatch.setattr("orgteams.cli.main.cmd_list", fails)
+    with pytest.raises(OSError, match="Broken pipe"):
+        main(["list"])
