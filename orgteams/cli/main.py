@@ -257,8 +257,9 @@ def main(argv: list[str] | None = None) -> int:
     """Run the command line; bad input is one line on stderr and exit code 2.
 
     Only user errors get that treatment: :class:`~orgteams.errors.UserError` (a bad
-    name, file or option; a missing extra for a feature asked for), a missing file, an
-    embedded model server that would not start. Anything else is our bug and keeps its
+    name, file or option; a missing extra for a feature asked for), a missing file, a
+    path that cannot be written (:data:`_PATH_ERRNOS`), an embedded model server that
+    would not start. Anything else is our bug and keeps its
     traceback; ``--debug`` shows the traceback of user errors too.
     """
     parser = build_parser()
@@ -268,9 +269,8 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         return args.func(args)
-    except (UserError, FileNotFoundError, LocalServerError, *_PATH_ERRORS) as exc:
-        if isinstance(exc, OSError) and not isinstance(exc, (UserError, FileNotFoundError)) \
-                and not _about_a_path(exc):
+    except (UserError, LocalServerError, OSError) as exc:
+        if isinstance(exc, OSError) and not _about_a_path(exc):
             raise  # an OSError of ours, not of a path the user gave: keep its traceback
         if args.debug:
             traceback.print_exc()
@@ -285,15 +285,17 @@ def main(argv: list[str] | None = None) -> int:
         return 130
 
 
-_PATH_ERRORS = (PermissionError, NotADirectoryError, IsADirectoryError, OSError)
-"""Where an output or input path cannot be used (unwritable folder, read-only or full
-disk): one line naming the path, as a missing file is (it was a traceback)."""
 _PATH_ERRNOS = {errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOSPC, errno.EDQUOT,
                 errno.ENOTDIR, errno.EISDIR, errno.ENAMETOOLONG}
+"""Where a path the user gave cannot be used (an unwritable folder, a read-only or full
+disk): one line naming the path, as a missing file is (it was a traceback)."""
 
 
 def _about_a_path(exc: OSError) -> bool:
-    return exc.filename is not None and exc.errno in _PATH_ERRNOS
+    """A missing file (ours name it in their text), or an OSError naming a path that
+    cannot be used; any other OSError is a bug of ours."""
+    return isinstance(exc, FileNotFoundError) or (exc.filename is not None
+                                                  and exc.errno in _PATH_ERRNOS)
 
 
 def _kept(exc: KeyboardInterrupt) -> str:
