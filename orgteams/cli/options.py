@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -25,7 +26,7 @@ def positive(kind):
     """An argparse type: ``kind`` (int or float) of a value above zero."""
     def parse(text: str):
         value = kind(text)
-        if value <= 0:
+        if not math.isfinite(value) or value <= 0:  # nan, inf: a traceback in the renderer
             raise argparse.ArgumentTypeError(f"must be positive, got {text}")
         return value
     return parse

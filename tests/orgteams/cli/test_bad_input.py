@@ -253,3 +253,18 @@ def test_an_os_error_not_about_a_path_keeps_its_traceback(monkeypatch):
     monkeypatch.setattr("orgteams.cli.main.cmd_list", fails)
     with pytest.raises(OSError, match="Broken pipe"):
         main(["list"])
+
+
+@pytest.mark.parametrize("argv", [
+    ["run", "--scale", "nan"], ["run", "--fps", "inf"], ["record", "--out", "x.png",
+                                                        "--scale", "inf"],
+    ["replay", "x.jsonl", "--fps", "nan"], ["play", "--scale", "nan"]])
+def test_a_scale_or_fps_that_is_no_finite_number_is_one_line(capsys, argv):
+    # nan and inf passed: a ValueError or OverflowError traceback in the renderer
+    flag, value = argv[-2:]
+    assert fails(capsys, argv) == (
+        f"orgteams {argv[0]}: error: argument {flag}: must be positive, got {value}")
+    from orgteams import EpisodeConfig
+
+    with pytest.raises(UserError, match=re.escape(f"{flag[2:]} must be positive, got")):
+        EpisodeConfig(**{flag[2:]: float(value)})
