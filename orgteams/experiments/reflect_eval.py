@@ -168,6 +168,18 @@ def _one(value: str | list[str]) -> list[str]:
 
 def _cells(run: dict, tasks: Sequence[str] | None, layouts: Sequence[str] | None
            ) -> list[tuple[str, str]]:
+    """Every task x layout asked for; an unknown name is one line here (it was a
+    "skipped" row, as a layout that cannot host a task is, and exit 0)."""
+    from orgteams.envs.core.layout import load_layout
+    from orgteams.envs.core.tasks import load_task
+
+    for flag, names, load in (("--eval-tasks", tasks, load_task),
+                              ("--eval-layouts", layouts, load_layout)):
+        for name in names or ():
+            try:
+                load(name)
+            except (UserError, FileNotFoundError) as exc:
+                raise UserError(f"{flag}: {exc}") from None
     return [(t, lay) for t in tasks or _one(run["task"]) for lay in layouts or _one(run["layout"])]
 
 

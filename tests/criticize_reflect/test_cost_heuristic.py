@@ -246,3 +246,19 @@ def test_the_reflect_lines_say_how_many_episodes_succeeded(capsys):
         "iteration 0: leader cost 576.30 (success 0%, ticks 22.4, tokens/step 6.30) -> leader_b",
         "iteration 1: leader_b cost 30.50 (success 80%, ticks 25.0, tokens/step 5.50)",
         "best: leader_b (iteration 1, cost 30.50) saved to r/best.yaml"]
+
+
+@pytest.mark.parametrize(("flag", "name", "problem"), [
+    ("--eval-tasks", "put_frige", "Unknown task 'put_frige'. Did you mean 'put_fridge'?"),
+    ("--eval-layouts", "studo", "Unknown layout 'studo'. Did you mean 'studio'?")])
+def test_evaluate_on_an_unknown_task_or_layout_is_one_line(capsys, tmp_path, monkeypatch,
+                                                           flag, name, problem):
+    """A typo was a "skipped" row (as a layout that cannot host the task is) and exit 0."""
+    out = tmp_path / "run"
+    run_reflect("leader", layout="studio", backend="planner", seeds=[0], critic="heuristic",
+                coordinator="heuristic", iterations=1, out_dir=out, episodes_per_iteration=1)
+    played = seeds_played(monkeypatch)
+    assert main(["reflect", "--out", str(out), "--evaluate", "2", flag, name]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"orgteams reflect: error: {flag}: {problem}") and err.count("\n") == 1
+    assert played == [] and not (out / "evaluation.json").exists()
