@@ -236,8 +236,8 @@ def _run_sweep(name: str, recipe: dict[str, Any], backend: str | None, seeds: in
     """A sweep recipe's table. ``arms``: each arm's member specs per team size."""
     from orgteams.agents.backends.spend import BudgetReached
     from orgteams.experiments.estimate import estimate_sweep
-    from orgteams.experiments.report import report
-    from orgteams.experiments.sweep import played, read_results, run_sweep, sweep_spend
+    from orgteams.experiments.report import load_rows, report
+    from orgteams.experiments.sweep import played, run_sweep, sweep_spend
     from orgteams.experiments.sweep_spec import BUDGET_FIELDS, SweepSpec
 
     budget = budget or NO_BUDGET
@@ -270,7 +270,7 @@ def _run_sweep(name: str, recipe: dict[str, Any], backend: str | None, seeds: in
                             Path(ran["spend"]["ledger"]),
                             f"{ran['skipped'] + ran['ok']} of {ran['cells']} episodes")
     report(out / "results.jsonl", out, baseline=recipe.get("baseline"), progress=progress)
-    rows, _ = read_results(out / "results.jsonl")
+    rows, _ = load_rows(out / "results.jsonl")  # the latest row per cell, as the report
     metrics = list(recipe.get("metrics") or ["ticks", "comm_tokens_per_step"])
     groups: dict[tuple, list[dict]] = {}
     for row in rows:
