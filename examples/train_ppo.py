@@ -27,6 +27,7 @@ import argparse
 import dataclasses
 import json
 import os
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -36,7 +37,14 @@ import numpy as np
 from orgteams.envs import household_v0
 from orgteams.envs.core import TaskSpec, load_task
 from orgteams.envs.vector.flat_buffer import to_uint8
-from orgteams.envs.vector.sb3 import AgentEntries, AgentVecEnv, ScalarAgentVecEnv
+
+try:  # one line naming the extra, not a traceback, when it is missing
+    from orgteams.envs.vector.sb3 import AgentEntries, AgentVecEnv, ScalarAgentVecEnv
+except ImportError as exc:
+    missing = (exc.name or "a module").split(".")[0]  # stable_baselines3, not .common
+    raise SystemExit(f"{Path(sys.argv[0]).name} needs the rl extra ({missing} is "
+                     "not installed): pip install torch --index-url "
+                     "https://download.pytorch.org/whl/cpu && pip install -e \".[rl]\"") from None
 
 
 def easy_task() -> TaskSpec:

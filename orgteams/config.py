@@ -110,7 +110,9 @@ def _number(value: Any) -> float:
 
 
 def _positive(value: Any) -> float:
-    if _number(value) <= 0:
+    """Above zero and finite: nan or inf frames per second or scale were a ValueError or
+    OverflowError traceback in the renderer."""
+    if not math.isfinite(_number(value)) or value <= 0:
         raise FieldProblem("must be positive", value)
     return value
 

@@ -46,6 +46,10 @@ Usage: every reply reports 11 prompt and 5 completion tokens, or with
 with orgteams' tokenizer (as the ``scripted`` double counts them), each reply's in
 ``server.usages`` (a priced server: what a run spent is computable from them).
 
+``server.usage_body``, when set, is sent as every reply's ``usage`` as it is (a server
+reporting nonsense: negative, text, missing counts); ``server.choices_body`` likewise
+as its ``choices`` (a choice without a message, a content that is no text).
+
 ``GET /health`` answers 200, as llama.cpp's server does once its model is loaded.
 The local-server tests run it behind a fake ``xllamacpp`` package
 (``test_backends_local_fake.py``).
@@ -174,6 +178,10 @@ class _Handler(BaseHTTPRequestHandler):
         if mode == "big_reply":
             text += " and so on" * (srv.big_size // 10)
         reply = _chat_response(body.get("model", "fake-model"), text, srv.usage_of(body, text))
+        if srv.usage_body is not None:
+            reply["usage"] = srv.usage_body
+        if srv.choices_body is not None:
+            reply["choices"] = srv.choices_body
         if mode in ("trickle", "trickle_head"):
             data = json.dumps(reply).encode()
             head = (b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n"
@@ -264,6 +272,8 @@ class FaultServer(ThreadingHTTPServer):
         self.queue: list[str] = []
         self.usage = usage
         self.usages: list[tuple[int, int]] = []
+        self.usage_body: Any = None
+        self.choices_body: Any = None
         self._rng = random.Random(seed)
         self._turn = 0
         self._thread = threading.Thread(

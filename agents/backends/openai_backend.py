@@ -52,6 +52,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import math
 import os
 import time
 from collections.abc import Coroutine
@@ -89,15 +90,20 @@ def _env(*names: str) -> str | None:
 
 
 def _env_number(name: str, default: float, kind: type) -> Any:
+    """``$name`` as a float of seconds above 0 (``kind`` float) or a whole number from 0
+    (``kind`` int); a bad value is one line naming the variable."""
     raw = os.environ.get(name)
     if not raw:
         return default
+    wanted = "a number of seconds > 0" if kind is float else "a whole number >= 0"
     try:
-        return kind(raw)
+        value = kind(raw)
     except ValueError:
-        raise BackendConfigError(
-            f"${name} must be a {kind.__name__} number, got {raw!r}"
-        ) from None
+        value = None
+    if value is None or (value <= 0 or not math.isfinite(value) if kind is float
+                         else value < 0):
+        raise BackendConfigError(f"${name} must be {wanted}, got {raw!r}")
+    return value
 
 
 def _checked_url(url: str | None, names: tuple[str, ...]) -> str | None:

@@ -15,6 +15,7 @@ only translates.
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Callable
 from typing import Any
@@ -76,7 +77,9 @@ def request_kwargs(model: str, mode: str, messages: list[ChatMessage],
 def _raw(response: Any, scrub: Callable[[str], str]) -> dict[str, Any]:
     """The wire response as stored: no message content (it is the completion's text),
     every string cut and scrubbed, and only the essentials when the rest is too big."""
-    raw = response.model_dump(mode="json")
+    # warnings=False: a field the SDK did not check (usage "lots") is stored as sent,
+    # without pydantic's warning on the terminal
+    raw = response.model_dump(mode="json", warnings=False)
     for choice in raw.get("choices") or []:
         message = choice.get("message") if isinstance(choice, dict) else None
         if isinstance(message, dict) and message.get("content") is not None:
@@ -90,6 +93,40 @@ def _raw(response: Any, scrub: Callable[[str], str]) -> dict[str, Any]:
                        for c in (raw.get("choices") or [])[:8] if isinstance(c, dict)]
     slim["cut"] = f"raw response of {size:,} characters over the {MAX_RAW_CHARS:,} cap"
     return slim
+
+
+def _reply_text(choice: Any) -> str:
+    """The first choice's assistant text: its ``content`` (None: empty), or the text
+    parts of a list of content parts (``[{"type": "text", "text": ...}]``).
+
+    Raises:
+        UnexpectedBody: The choice has no message, or a content that is no text (the
+            SDK does not check them; they were an AttributeError or TypeError deep in
+            the run).
+    """
+    message = getattr(choice, "message", None)
+    if message is None:
+        raise UnexpectedBody(f"not a chat completion: a choice without a message: "
+                             f"{str(choice)[:200]!r}")
+    content = getattr(message, "content", None)
+    if content is None or isinstance(content, str):
+        return content or ""
+    if isinstance(content, list) and all(isinstance(p, dict) for p in content):
+        return "".join(str(p.get("text") or "") for p in content if p.get("type") == "text")
+    raise UnexpectedBody(f"not a chat completion: the message content is a "
+                         f"{type(content).__name__}, not text")
+
+
+def _token_count(value: Any) -> int:
+    """A token count as the server reported it; 0 for one it did not report or that is
+    no count (text, negative, not finite): the SDK does not check ``usage``, and a
+    server's nonsense must not crash the run or lower its spend. ``raw`` keeps what
+    the server sent."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return 0
+    if isinstance(value, float) and not math.isfinite(value):
+        return 0
+    return max(0, int(value))
 
 
 def to_completion(response: Any, schema: dict[str, Any] | None, model: str,
@@ -110,14 +147,14 @@ def to_completion(response: Any, schema: dict[str, Any] | None, model: str,
     choices = getattr(response, "choices", None)
     if not isinstance(choices, list):
         raise UnexpectedBody(f"not a chat completion: {str(response)[:2_000]!r}")
-    text = capped_reply((choices[0].message.content or "") if choices else "", scrub)
+    text = capped_reply(_reply_text(choices[0]) if choices else "", scrub)
     usage = response.usage
     return Completion(
         text=text,
         parsed=parse_json_reply(text) if schema is not None else None,
         usage=Usage(
-            prompt_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
-            completion_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
+            prompt_tokens=_token_count(getattr(usage, "prompt_tokens", 0)),
+            completion_tokens=_token_count(getattr(usage, "completion_tokens", 0)),
         ),
         latency=0.0,
         raw=_raw(response, scrub),

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING
 
 from orgteams.agents.llm.llm_agent import safe_action
 from orgteams.agents.llm.prompts import Options
+from orgteams.agents.llm.quoting import printable
 from orgteams.agents.llm.schemas import MESSAGE_MAX_CHARS, ROLE_MAX_CHARS
 from orgteams.agents.member import (
     ActContext,
@@ -65,7 +66,8 @@ class HumanAgent(DialogueMember):
     Args:
         agent_id: ``agent_<i>``.
         input_fn: Reads one answer given a prompt (default: :func:`input`).
-        output_fn: Shows one block of text (default: :func:`print`).
+        output_fn: Shows one block of text (default: :func:`print`, with control
+            characters other than line breaks escaped: teammates' text is in it).
         name: Display name (default: the runner's).
         dialogue_window: Latest messages shown.
         max_attempts: Stop re-asking after this many invalid answers and take the safe
@@ -78,7 +80,7 @@ class HumanAgent(DialogueMember):
         self,
         agent_id: str,
         input_fn: InputFn = input,
-        output_fn: Callable[[str], object] = print,
+        output_fn: Callable[[str], object] | None = None,
         *,
         name: str | None = None,
         dialogue_window: int = 12,
@@ -86,7 +88,7 @@ class HumanAgent(DialogueMember):
     ) -> None:
         self.agent_id = agent_id
         self.input_fn = input_fn
-        self.output_fn = output_fn
+        self.output_fn = output_fn if output_fn is not None else _print_to_terminal
         self.name = name
         self.max_attempts = max_attempts
         self.log = DialogueLog(dialogue_window, 20)
@@ -267,6 +269,12 @@ class HumanAgent(DialogueMember):
                 if self.max_attempts is not None and attempts >= self.max_attempts:
                     raise _Closed(f"no valid answer after {attempts} attempt(s)") from None
                 record.retries += 1
+
+
+def _print_to_terminal(text: str) -> None:
+    """The default ``output_fn``: teammates' (models') messages are in ``text``, so its
+    control characters other than line breaks are escaped (no terminal escape sequences)."""
+    print(printable(text, keep="\n"))
 
 
 def _role(answer: str) -> str:

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import json
 
-__all__ = ["MAX_MESSAGE_CHARS", "MAX_ROLE_CHARS", "one_line", "quote_block", "quote_text"]
+__all__ = ["MAX_MESSAGE_CHARS", "MAX_ROLE_CHARS", "one_line", "printable", "quote_block",
+           "quote_text"]
 
 MAX_MESSAGE_CHARS = 600
 """Longest message text kept in a prompt (longer ones are cut, with a marker)."""
@@ -42,3 +43,13 @@ def one_line(text: object, max_chars: int = MAX_ROLE_CHARS) -> str:
 def quote_block(text: str, prefix: str = "> ") -> str:
     """Every line of ``text`` (as ``str.splitlines`` sees lines) behind ``prefix``."""
     return "\n".join(prefix + line for line in text.splitlines())
+
+
+def printable(text: object, keep: str = "") -> str:
+    """``text`` safe to write to a terminal: each character that is not printable (an
+    escape sequence's ESC, a carriage return, a bell, a line break not in ``keep``) as
+    its Python escape (``\\x1b``), so model or server text cannot clear the screen, set
+    the window title or forge a line of ours."""
+    return "".join(c if c.isprintable() or c in keep else c.encode("unicode_escape").decode()
+                   for c in str(text))
+

@@ -118,7 +118,21 @@ def load_yaml(text: str, source: str, *, max_depth: int = MAX_YAML_DEPTH,
         check_yaml(text, source, max_depth=max_depth, max_nodes=max_nodes)
         return yaml.safe_load(text)
     except yaml.YAMLError as exc:
-        raise UserError(f"{source}: not valid YAML: {' '.join(str(exc).split())}") from None
+        raise UserError(f"{source}: not valid YAML: {_yaml_problem(exc)}") from None
+
+
+def _yaml_problem(exc: yaml.YAMLError) -> str:
+    """PyYAML's error on one line: where, what, and what it was parsing (its own text
+    names the file ``"<unicode string>"`` twice and quotes the line with a caret)."""
+    if not isinstance(exc, yaml.MarkedYAMLError) or not exc.problem:
+        return " ".join(str(exc).split())
+    mark, context = exc.problem_mark, exc.context_mark
+    where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
+    during = ""
+    if exc.context:
+        at = f" at line {context.line + 1}, column {context.column + 1}" if context else ""
+        during = f" ({exc.context}{at})"
+    return " ".join(f"{where}{exc.problem}{during}".split())
 
 
 def check_yaml(text: str, source: str, *, max_depth: int = MAX_YAML_DEPTH,

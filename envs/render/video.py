@@ -60,7 +60,10 @@ class _StreamedGif:
 
     def __init__(self, path: Path, fps: float):
         self.path, self.fps, self._exe = path, fps, _ffmpeg()
-        self._tmp = Path(tempfile.mkdtemp(prefix=".frames-", dir=path.parent))
+        try:
+            self._tmp = Path(tempfile.mkdtemp(prefix=".frames-", dir=path.parent))
+        except OSError as exc:  # name the GIF asked for, not our temporary folder
+            raise type(exc)(exc.errno, exc.strerror, str(path)) from None
         self._proc: subprocess.Popen | None = None
 
     def append_data(self, frame: np.ndarray) -> None:
@@ -123,6 +126,10 @@ class VideoRecorder:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         iio = _imageio()
         if suffix == ".mp4":
+            # open it ourselves first: an unwritable path is then an OSError naming it,
+            # not ffmpeg's broken pipe at the first frame
+            with open(self.path, "ab"):
+                pass
             self._writer = iio.get_writer(self.path, format="FFMPEG", mode="I", fps=fps,
                                           codec="libx264", macro_block_size=2,
                                           ffmpeg_log_level="error")

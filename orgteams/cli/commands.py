@@ -69,6 +69,7 @@ def _round_printer(names: dict[str, str] | None = None):
     Alice, Bob...), as in the window and the prompts; ids stay in the log.
     """
 
+    from orgteams.agents.llm.quoting import printable
     from orgteams.agents.records import ActionLine, MessageLine
     from orgteams.agents.team import Team
     from orgteams.organizations.rounds.episode_log import EventLine
@@ -86,10 +87,12 @@ def _round_printer(names: dict[str, str] | None = None):
                 text = r.message.text
                 if r.message.kind == "assign":  # "Bob: explore kitchen", to Bob
                     text = text.removeprefix(f"{to}: ")
-                print(f"  r{round_:<3} {name(r.agent)} -> {to}: {text[:100]}", file=sys.stderr)
+                # model text: escaped, so it cannot drive the terminal (ESC, CR, BEL...)
+                print(f"  r{round_:<3} {name(r.agent)} -> {to}: {printable(text[:100])}",
+                      file=sys.stderr)
             elif isinstance(r, ActionLine):
                 fallback = r.call.fallback
-                extra = f"  [fallback: {fallback}]" if fallback else ""
+                extra = f"  [fallback: {printable(fallback)}]" if fallback else ""
                 print(f"  r{round_:<3} {name(r.agent)} does {r.action} "
                       f"({r.status}, tick {r.tick}){extra}", file=sys.stderr)
             elif isinstance(r, EventLine):
@@ -112,6 +115,10 @@ SUMMARY_ROWS = ("episode_status", "stop_reason", "stop_detail", "success", "tick
 
 
 def _print_summary(summary: EpisodeSummary) -> None:
+    title = (f"{summary.task} on {summary.layout}, {summary.organization} "
+             f"({summary.num_agents} agents)")
+    rows = [(k, f"{v:.3f}" if isinstance(v, float) else str(v))
+            for k, v in ((k, getattr(summary, k)) for k in SUMMARY_ROWS)]
     try:
         from rich.console import Console
         from rich.table import Table
@@ -119,18 +126,17 @@ def _print_summary(summary: EpisodeSummary) -> None:
 
         # Text, not str: rich would read "[local]" in "pip install 'orgteams[local]'" (or
         # any bracket in a name or a path) as markup and drop it.
-        table = Table(title=Text(f"{summary.task} on {summary.layout}, "
-                                 f"{summary.organization} ({summary.num_agents} agents)"))
+        table = Table(title=Text(title))
         table.add_column("metric")
         table.add_column("value", justify="right")
-        for k in SUMMARY_ROWS:
-            v = getattr(summary, k)
-            table.add_row(k, Text(f"{v:.3f}" if isinstance(v, float) else str(v),
-                                  justify="right"))
+        for k, v in rows:
+            table.add_row(k, Text(v, justify="right"))
         Console().print(table)
-    except ImportError:  # rich is in the report extra
-        for k in SUMMARY_ROWS:
-            print(f"{k:>26}: {getattr(summary, k)}")
+    except ImportError:  # rich is in the report extra; the same rows, as plain text
+        width = max(len(k) for k, _ in rows)
+        print(title)
+        for k, v in rows:
+            print(f"{k:>{width}}: {v}")
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -180,9 +186,10 @@ def cmd_run(args: argparse.Namespace) -> int:
               file=sys.stderr)
         return 1
     if status != "complete":
+        from orgteams.agents.llm.quoting import printable
         from orgteams.organizations.rounds.status import why_stopped
 
-        print(f"orgteams run: episode stopped ({status}): {why_stopped(summary)}",
+        print(f"orgteams run: episode stopped ({status}): {printable(why_stopped(summary))}",
               file=sys.stderr)
         return 1
     return 0
@@ -279,10 +286,16 @@ def cmd_replay(args: argparse.Namespace) -> int:
 
 
 def cmd_demos(args: argparse.Namespace) -> int:
+    from orgteams.envs.core.limits import MAX_SEED
+    from orgteams.errors import UserError
     from orgteams.experiments.demos import collect_demos
 
     _check_out(args.out)
-    out = collect_demos(args.layout, args.task, args.agents, range(args.seeds), args.out)
+    if args.seed + args.seeds - 1 > MAX_SEED:
+        raise UserError(f"--seed {args.seed} with --seeds {args.seeds} goes past the last "
+                        f"seed, {MAX_SEED}")
+    out = collect_demos(args.layout, args.task, args.agents,
+                        range(args.seed, args.seed + args.seeds), args.out)
     if args.json:
         _print_json(out)
     else:
@@ -321,10 +334,11 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     base = SweepSpec.from_yaml(args.spec) if args.spec else None
     episode = {k: getattr(args, k) for k in (*EPISODE_FIELDS, *BUDGET_FIELDS)
                if hasattr(args, k)}
-    spec = spec_from_lists(base, tasks=args.tasks, layouts=args.layouts,
-                           organizations=args.orgs, agents=args.agents,
-                           backends=args.backend, seeds=args.seeds, **episode)
-    spec.validate()
+    lists = {"tasks": args.tasks, "layouts": args.layouts, "organizations": args.orgs,
+             "agents": args.agents, "backends": args.backend, "seeds": args.seeds}
+    spec = spec_from_lists(base, **lists, **episode)
+    spec.validate(source=args.spec or "command line",
+                  flags=[k for k, v in {**lists, **episode}.items() if v is not None])
     spend = sweep_spend(spec, Path(args.out))
     if spend is not None:
         _announce_cost(estimate_sweep(spec, args.out), spend)
@@ -364,6 +378,9 @@ def cmd_experiment(args: argparse.Namespace) -> int:
     from orgteams.experiments.recipes import list_experiments, run_experiment
 
     if args.list or not args.name:
+        if args.json:
+            _print_json(dict(list_experiments()))
+            return 0
         for name, description in list_experiments():
             print(f"{name}: {description}")
         return 0
@@ -385,13 +402,16 @@ def cmd_experiment(args: argparse.Namespace) -> int:
             teams[arm.strip()] = composition.strip()
     try:
         table = run_experiment(args.name, backend=args.backend, seeds=args.seeds, out=args.out,
-                               progress=not args.no_progress, teams=teams,
+                               progress=not (args.no_progress or args.json), teams=teams,
                                max_cost=getattr(args, "max_cost", None),
                                price_per_mtok=getattr(args, "price_per_mtok", None),
                                on_estimate=_announce_cost,
                                max_rounds=getattr(args, "max_rounds", None))
     except BudgetReached as stop:  # what finished is kept in the folder
         return _budget_reached("experiment", stop)
+    if args.json:
+        _print_json(table)
+        return 0
     out = args.out or f"runs/experiments/{args.name}"
     print(f"{args.name}: {len(table['rows'])} rows; table {out}/table.md, spec {out}/spec.yaml")
     return 0
@@ -496,8 +516,12 @@ def _print_reflect(out: dict[str, Any], as_json: bool) -> None:
     for i, h in enumerate(out["history"]):
         # a stopped loop's last decision kept the organization it played: nothing plays next
         last = out.get("stopped") and i == len(out["history"]) - 1
+        # the success rate too: a failed episode costs the step limit, so "cost 576.30
+        # (ticks 22.4 ...)" read as a wrong sum
+        won = "-" if h.get("success") is None else f"{h['success']:.0%}"
         print(f"iteration {h['iteration']}: {h['organization']} cost {h['cost']:.2f} "
-              f"(ticks {h['ticks']}, tokens/step {h['comm_tokens_per_step']:.2f})"
+              f"(success {won}, ticks {h['ticks']}, tokens/step "
+              f"{h['comm_tokens_per_step']:.2f})"
               + (f" -> {h['next_organization']}" if h["next_organization"] and not last
                  else ""))
     if out.get("stopped"):

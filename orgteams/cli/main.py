@@ -8,6 +8,7 @@ JSON object on stdout (the episode summary for ``run``), so scripts can consume 
 from __future__ import annotations
 
 import argparse
+import errno
 import sys
 import traceback
 
@@ -132,10 +133,11 @@ def _record(sub) -> None:
 
 def _demos(sub) -> None:
     p = subcommand(sub, "demos", "roll out planner teams and save demonstrations")
-    add_fields(p, EpisodeConfig, _WHERE, given_only=False)
+    add_fields(p, EpisodeConfig, _WHERE, given_only=False,
+               help={"seed": "the first episode's seed"})
     _json(p)
     p.add_argument("--seeds", type=_int_in(1, 100_000), default=10,
-                   help="episodes, seeds 0..N-1")
+                   help="episodes: seeds S..S+N-1, S the --seed")
     p.add_argument("--out", required=True, help="folder for the .npz files and index.jsonl")
     p.set_defaults(func=cmd_demos)
 
@@ -172,6 +174,7 @@ def _experiment(sub) -> None:
                         "model; spec.yaml records it)")
     add_fields(p, EpisodeConfig, ["max_cost", "price_per_mtok"], help=_BUDGET)
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    _json(p)
     p.set_defaults(func=cmd_experiment)
 
 
@@ -184,17 +187,27 @@ def _list(sub) -> None:
 
 
 def _sweep(sub) -> None:
+    from orgteams.experiments.sweep_spec import SweepSpec
+
     p = subcommand(sub, "sweep", "run many episodes in parallel (resumable)")
     p.add_argument("--spec", default=None, help="YAML sweep spec; flags given override it")
-    p.add_argument("--tasks", default=None, help="comma list of tasks")
-    p.add_argument("--layouts", default=None, help="comma list of layouts")
-    p.add_argument("--orgs", default=None, help="comma list of organizations")
-    p.add_argument("--agents", default=None, help="comma list of team sizes")
+    # the default is the spec's field, else SweepSpec's (argparse's is None: "not given")
+    spec = SweepSpec()
+
+    def listed(field: str) -> str:
+        return f"(default: the spec's, else {','.join(map(str, getattr(spec, field)))})"
+
+    p.add_argument("--tasks", default=None, help=f"comma list of tasks {listed('tasks')}")
+    p.add_argument("--layouts", default=None, help=f"comma list of layouts {listed('layouts')}")
+    p.add_argument("--orgs", default=None,
+                   help=f"comma list of organizations {listed('organizations')}")
+    p.add_argument("--agents", default=None, help=f"comma list of team sizes {listed('agents')}")
     p.add_argument("--backend", action="append", default=None,
                    help="member spec (as for run; a comma list is one team); repeat the "
-                        "flag to sweep over backends")
+                        f"flag to sweep over backends {listed('backends')}")
     p.add_argument("--seeds", default=None,
-                   help="a count N (seeds 0..N-1), a comma list, or a range A-B")
+                   help="a count N (seeds 0..N-1), a comma list, or a range A-B (default: "
+                        f"the spec's, else {len(spec.seeds)})")
     # the episode options a sweep spec shares with orgteams run; given ones override the spec
     add_fields(p, EpisodeConfig, [*_EACH_EPISODE, "cache", "max_transport_failures",
                                   "max_invalid_replies", "max_cost", "price_per_mtok"],
@@ -244,25 +257,45 @@ def main(argv: list[str] | None = None) -> int:
     """Run the command line; bad input is one line on stderr and exit code 2.
 
     Only user errors get that treatment: :class:`~orgteams.errors.UserError` (a bad
-    name, file or option; a missing extra for a feature asked for), a missing file, an
-    embedded model server that would not start. Anything else is our bug and keeps its
+    name, file or option; a missing extra for a feature asked for), a missing file, a
+    path that cannot be written (:data:`_PATH_ERRNOS`), an embedded model server that
+    would not start. Anything else is our bug and keeps its
     traceback; ``--debug`` shows the traceback of user errors too.
     """
     parser = build_parser()
     args = parser.parse_args(argv)
     from orgteams.agents.backends.local import LocalServerError
+    from orgteams.agents.llm.quoting import printable
 
     try:
         return args.func(args)
-    except (UserError, FileNotFoundError, LocalServerError) as exc:
+    except (UserError, LocalServerError, OSError) as exc:
+        if isinstance(exc, OSError) and not _about_a_path(exc):
+            raise  # an OSError of ours, not of a path the user gave: keep its traceback
         if args.debug:
             traceback.print_exc()
-        text = " ".join(str(exc).split())  # one line, whatever the message holds
+        if isinstance(exc, OSError) and exc.filename is not None and exc.strerror:
+            exc = f"{exc.filename}: {exc.strerror}"  # not "[Errno 13] Permission denied: ..."
+        # one line, whatever the message holds (a server's text too: no escape sequences)
+        text = printable(" ".join(str(exc).split()))
         print(f"orgteams {args.command}: error: {text}", file=sys.stderr)
         return 2
     except KeyboardInterrupt as exc:  # Ctrl-C: one line, the shell's usual status for SIGINT
         print(f"orgteams {args.command}: interrupted (Ctrl-C){_kept(exc)}", file=sys.stderr)
         return 130
+
+
+_PATH_ERRNOS = {errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOSPC, errno.EDQUOT,
+                errno.ENOTDIR, errno.EISDIR, errno.ENAMETOOLONG}
+"""Where a path the user gave cannot be used (an unwritable folder, a read-only or full
+disk): one line naming the path, as a missing file is (it was a traceback)."""
+
+
+def _about_a_path(exc: OSError) -> bool:
+    """A missing file (ours name it in their text), or an OSError naming a path that
+    cannot be used; any other OSError is a bug of ours."""
+    return isinstance(exc, FileNotFoundError) or (exc.filename is not None
+                                                  and exc.errno in _PATH_ERRNOS)
 
 
 def _kept(exc: KeyboardInterrupt) -> str:

@@ -4,14 +4,21 @@
 from __future__ import annotations
 
 import argparse
+import math
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 from orgteams.config import Cli, check_fps, check_scale
 from orgteams.errors import FieldProblem
 
-_NO_DEFAULT = (None, False, [], (), argparse.SUPPRESS)
-"""Defaults the help does not show (as :class:`_DefaultsShown`; ``0 == False``)."""
+
+def _no_default(value: Any) -> bool:
+    """Defaults the help does not show: none, off, empty. By identity, not ``==``:
+    ``0 == False`` would hide a real default of 0 (``--seed``'s)."""
+    return (value is None or value is False or value is argparse.SUPPRESS
+            or (isinstance(value, list | tuple) and not value))
+
+
 _FLAGS = ("store_true", "store_false", "boolean")
 """Actions of options that take no value: their help says what they do."""
 
@@ -20,7 +27,7 @@ def positive(kind):
     """An argparse type: ``kind`` (int or float) of a value above zero."""
     def parse(text: str):
         value = kind(text)
-        if value <= 0:
+        if not math.isfinite(value) or value <= 0:  # nan, inf: a traceback in the renderer
             raise argparse.ArgumentTypeError(f"must be positive, got {text}")
         return value
     return parse
@@ -81,7 +88,7 @@ def add_fields(p: argparse.ArgumentParser, model: Any, only: Iterable[str] | Non
         default = (defaults or {}).get(name, argparse.SUPPRESS if given_only else field.default)
         shown = field.default if default is argparse.SUPPRESS else default
         text = (help or {}).get(name, field.description or "")
-        if "default" not in text and shown not in _NO_DEFAULT and cli.action not in _FLAGS:
+        if "default" not in text and not _no_default(shown) and cli.action not in _FLAGS:
             text = f"{text} (default: {shown})"
         p.add_argument(cli.flag, dest=name, default=default, help=text, **_kind(cli))
 
@@ -130,7 +137,7 @@ class _DefaultsShown(argparse.HelpFormatter):
 
     def _get_help_string(self, action: argparse.Action) -> str:
         text = action.help or ""
-        if "default" in text or action.required or action.default in _NO_DEFAULT:
+        if "default" in text or action.required or _no_default(action.default):
             return text
         return f"{text} (default: %(default)s)"
 

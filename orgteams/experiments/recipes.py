@@ -48,6 +48,7 @@ import yaml
 
 from orgteams.assets import asset_dir
 from orgteams.errors import UserError, unknown_name
+from orgteams.experiments.stats import scipy_stats
 from orgteams.organizations.rounds.episode_summary import EpisodeSummary
 
 __all__ = ["coordinator_input", "list_experiments", "load_recipe", "run_experiment",
@@ -182,6 +183,7 @@ def run_experiment(name: str, *, backend: str | None = None, seeds: int | None =
               "price_per_mtok": EpisodeConfig.check("price_per_mtok", price_per_mtok),
               "on_estimate": on_estimate}
     recipe = load_recipe(name)
+    scipy_stats()  # every recipe ends in a report: say so before its episodes, not after
     if seeds is not None and seeds < 1:
         raise UserError(f"seeds must be >= 1, got {seeds}")
     if agents is not None and recipe["kind"] != "sweep":
@@ -266,7 +268,7 @@ def _run_sweep(name: str, recipe: dict[str, Any], backend: str | None, seeds: in
         data["seeds"] = seeds
     data.update({k: budget[k] for k in BUDGET_FIELDS if budget[k] is not None})
     spec = SweepSpec.from_dict(data, source=f"experiment {name}")
-    spec.validate()
+    spec.validate(source=f"experiment {name}")
     check_limits(spec, out)  # before spec.yaml says what ran
     spend = sweep_spend(spec, out)
     if spend is not None and budget["on_estimate"] is not None:

@@ -25,6 +25,7 @@ from orgteams.cli.progress import Progress
 from orgteams.config import EpisodeConfig
 from orgteams.criticize_reflect.cost import CostModel
 from orgteams.errors import UserError
+from orgteams.experiments.stats import scipy_stats
 from orgteams.organizations.spec.organization import Organization
 
 __all__ = ["EPISODES", "HELDOUT_OFFSET", "evaluate_reflect", "evaluation_episodes",
@@ -49,8 +50,7 @@ def heldout_seeds(train: Sequence[int], n: int) -> list[int]:
 def paired_comparison(start: Sequence[float], best: Sequence[float]) -> dict[str, Any]:
     """Paired t-test and Wilcoxon signed-rank of ``best - start`` per seed, with Cohen's
     d_z (mean difference over the differences' standard deviation)."""
-    from scipy import stats
-
+    stats = scipy_stats()
     diffs = [b - s for s, b in zip(start, best, strict=True)]
     sd = stdev(diffs) if len(diffs) > 1 else 0.0
     out: dict[str, Any] = {"n": len(diffs), "mean_start": fmean(start),
@@ -168,6 +168,18 @@ def _one(value: str | list[str]) -> list[str]:
 
 def _cells(run: dict, tasks: Sequence[str] | None, layouts: Sequence[str] | None
            ) -> list[tuple[str, str]]:
+    """Every task x layout asked for; an unknown name is one line here (it was a
+    "skipped" row, as a layout that cannot host a task is, and exit 0)."""
+    from orgteams.envs.core.layout import load_layout
+    from orgteams.envs.core.tasks import load_task
+
+    for flag, names, load in (("--eval-tasks", tasks, load_task),
+                              ("--eval-layouts", layouts, load_layout)):
+        for name in names or ():
+            try:
+                load(name)
+            except (UserError, FileNotFoundError) as exc:
+                raise UserError(f"{flag}: {exc}") from None
     return [(t, lay) for t in tasks or _one(run["task"]) for lay in layouts or _one(run["layout"])]
 
 
@@ -236,6 +248,8 @@ def evaluate_reflect(out_dir: str | Path, seeds: int = 20,
     (``evaluation/episodes.jsonl``).
 
     Raises:
+        MissingExtraError: scipy (the ``report`` extra) is not installed, before any
+            episode.
         BudgetReached: ``pool``'s spend reached its budget (``done``: the held-out
             episodes finished, kept for a rerun); the stop is recorded in
             ``evaluation/episodes.jsonl``, ``evaluation.json`` is not written.
@@ -243,6 +257,7 @@ def evaluate_reflect(out_dir: str | Path, seeds: int = 20,
     from orgteams.agents.backends.spend import BudgetReached
 
     out, run, config, start, best = _load(out_dir)
+    scipy_stats()  # before any episode: without the report extra it was a traceback after
     model = CostModel(config["step_weight"], config["token_weight"],
                       config.get("failure_penalty", 0.0))
     train = list(run["seeds"])

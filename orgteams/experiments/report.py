@@ -145,6 +145,9 @@ def report(results_path: str | Path, out_dir: str | Path, baseline: str | None =
     if not results_path.exists():
         raise FileNotFoundError(f"results file not found: {results_path}")
     rows, counts = load_rows(results_path)
+    if not rows:  # else an empty report.md, as if the sweep had measured nothing
+        raise UserError(f"{results_path}: no result rows ({counts['unreadable_lines']} "
+                        "unreadable line(s)); expected the results.jsonl orgteams sweep writes")
     if keys is not None:
         mine = [r for r in rows if (r.get("key") or cell_key(r["cell"])) in keys]
         counts.update(cells=len(mine), error_cells=sum(not played(r) for r in mine),
@@ -186,6 +189,10 @@ def report(results_path: str | Path, out_dir: str | Path, baseline: str | None =
                           "stop_reasons": dict(sorted(Counter(
                               str(e.stop_reason or "not recorded") for e in eps).items())),
                           **{m: describe(_values(eps, m))["mean"] for m in LEADERSHIP},
+                          # the same columns over the successful episodes, for that table
+                          "successful_episodes": {
+                              "rsi": group_rsi(wins),
+                              **{m: describe(_values(wins, m))["mean"] for m in LEADERSHIP}},
                           "tokenizers": sorted({str(e.tokenizer) for e in eps
                                                 if e.tokenizer}),
                           # paper 1 section 4.3: rule-based labels of every message sent
@@ -311,12 +318,14 @@ def _markdown(result: dict) -> str:
                       "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
             for g in gs:
                 n = g["n"] if over == "all_episodes" else g["successes"]
+                # RSI, tenure and self-votes of the episodes this table counts
+                roles = g if over == "all_episodes" else g.get("successful_episodes", {})
                 lines.append(
                     f"| {g['organization']} | {n} | {g['errors']} | "
                     f"{_fmt(g['success_rate'])} | "
                     + " | ".join(_cell(g["metrics"][m][over]) for m in METRICS)
-                    + f" | {_fmt(g.get('rsi'))} | {_fmt(g.get('leader_tenure'))} | "
-                    f"{_fmt(g.get('self_vote_rate'))} |")
+                    + f" | {_fmt(roles.get('rsi'))} | {_fmt(roles.get('leader_tenure'))} | "
+                    f"{_fmt(roles.get('self_vote_rate'))} |")
             lines.append("")
         lines += ["Ended by: " + "; ".join(
             f"{g['organization']} " + (", ".join(f"{k} {v}" for k, v in

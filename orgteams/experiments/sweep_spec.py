@@ -123,14 +123,31 @@ class SweepSpec:
                 cell.update(shocks=cond, shock_list=list(shocks))
             yield cell
 
-    def validate(self) -> None:
-        """Check every name before any episode runs; errors name the spec field."""
+    def validate(self, source: str = "", flags: Iterable[str] = ()) -> None:
+        """Check every name before any episode runs; errors name the spec field.
+
+        Args:
+            source: Where the spec came from (its file, ``command line``, ``experiment
+                NAME``): each error starts with it, as :meth:`from_dict`'s do.
+            flags: Fields the command line gave over the file: their errors name
+                ``command line`` instead.
+        """
+        try:
+            self._validate()
+        except UserError as exc:
+            named = exc.field if isinstance(exc, _FieldError) else None
+            where = "command line" if named in set(flags) else source
+            if not where:
+                raise
+            raise UserError(f"{where}: {exc}") from None
+
+    def _validate(self) -> None:
         from orgteams.envs.core.layout import load_layout
         from orgteams.envs.core.tasks import load_task
 
         for name in ("tasks", "layouts", "organizations", "agents", "backends", "seeds"):
             if not getattr(self, name):
-                raise UserError(f"sweep spec field '{name}': empty list")
+                raise _FieldError(name, "empty list")
         for t in self.tasks:
             _field("tasks", load_task, t)
         for lay in self.layouts:
@@ -177,12 +194,12 @@ class SweepSpec:
             for p in parts:
                 kind, _ = _field("backends", parse_member_spec, p)
                 if kind == "human":
-                    raise UserError("sweep spec field 'backends': a sweep cannot wait for a "
-                                    "human member; use planner, random, local or openai:<m>")
+                    raise _FieldError("backends", "a sweep cannot wait for a human member; use "
+                                   "planner, random, local or openai:<m>")
             bad = [n for n in self.agents if len(parts) not in (1, n)]
             if bad:
-                raise UserError(f"sweep spec field 'backends': {b!r} lists {len(parts)} "
-                                f"members but a team has {bad[0]} agents")
+                raise _FieldError("backends", f"{b!r} lists {len(parts)} members but a team "
+                               f"has {bad[0]} agents")
 
     def episode_options(self) -> dict[str, Any]:
         """What every cell's :class:`~orgteams.config.EpisodeConfig` takes from the spec
@@ -267,11 +284,19 @@ def _shock_conditions(v: Any, source: str) -> dict[str, tuple[str, ...]]:
     return out
 
 
+class _FieldError(UserError):
+    """``sweep spec field 'NAME': TEXT``, knowing its field (``validate`` names its source)."""
+
+    def __init__(self, name: str, text: str) -> None:
+        super().__init__(f"sweep spec field '{name}': {text}")
+        self.field = name.split(".")[0]
+
+
 def _field(name: str, fn: Callable[[Any], Any], value: Any) -> Any:
     try:
         return fn(value)
     except (UserError, FileNotFoundError) as exc:
-        raise UserError(f"sweep spec field '{name}': {exc}") from None
+        raise _FieldError(name, str(exc)) from None
 
 
 def _str_list(v: Any, name: str, source: str) -> tuple[str, ...]:

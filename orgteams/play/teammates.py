@@ -359,8 +359,13 @@ def _name_the_team(play_kwargs: dict[str, Any]) -> None:
     names = play_kwargs.setdefault("display_names", display_names(n))
     agent = play_kwargs.get("human_agent", "agent_0")
     by_name = {name.casefold(): f"agent_{i}" for i, name in enumerate(names)}
-    if agent not in {f"agent_{i}" for i in range(n)} and agent.casefold() in by_name:
-        play_kwargs["human_agent"] = by_name[agent.casefold()]
+    if agent in {f"agent_{i}" for i in range(n)}:
+        return
+    if agent.casefold() not in by_name:  # else the env's "human_agent 'Zed' is not one of"
+        raise UserError(f"--agent {agent!r} is not one of the {n} agents: agent_0 to "
+                        f"agent_{n - 1}, or their names ({', '.join(names[:3])}"
+                        f"{', ...' if n > 3 else ''})")
+    play_kwargs["human_agent"] = by_name[agent.casefold()]
 
 
 def play_with(others: str = "random", *, cache: str | None = None, talk: bool = True,

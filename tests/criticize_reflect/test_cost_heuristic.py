@@ -213,3 +213,52 @@ def test_without_a_critique_the_heuristic_coordinator_does_not_diagnose():
     fell_back = HeuristicCoordinator(k=3).propose(
         [Trial(0, leader, 80.0, metrics, failed)], leader, team=team, iteration=1)
     assert [r["changes"] for r in fell_back.candidates] == EDITS["explore"][:3]
+
+
+def test_evaluate_without_scipy_is_one_line_before_any_episode(capsys, tmp_path, monkeypatch):
+    """Without the report extra it played every held-out episode, then ModuleNotFoundError."""
+    import sys
+
+    out = tmp_path / "run"
+    run_reflect("leader", layout="studio", backend="planner", seeds=[0], critic="heuristic",
+                coordinator="heuristic", iterations=1, out_dir=out, episodes_per_iteration=1)
+    played = seeds_played(monkeypatch)
+    monkeypatch.setitem(sys.modules, "scipy", None)  # import scipy raises ImportError
+    assert main(["reflect", "--out", str(out), "--evaluate", "2"]) == 2
+    assert capsys.readouterr().err == ('orgteams reflect: error: reports need scipy and '
+                                       'matplotlib: pip install "orgteams[report]"\n')
+    assert played == [] and not (out / "evaluation").exists()
+
+
+def test_the_reflect_lines_say_how_many_episodes_succeeded(capsys):
+    """``cost 576.30 (ticks 22.4, ...)``: the cost of failed episodes (the step limit)
+    looked like a wrong sum of the numbers beside it."""
+    from orgteams.cli.commands import _print_reflect
+
+    _print_reflect({"history": [
+        {"iteration": 0, "organization": "leader", "cost": 576.3, "success": 0.0,
+         "ticks": 22.4, "comm_tokens_per_step": 6.3, "next_organization": "leader_b"},
+        {"iteration": 1, "organization": "leader_b", "cost": 30.5, "success": 0.8,
+         "ticks": 25.0, "comm_tokens_per_step": 5.5, "next_organization": None}],
+        "best": {"organization": "leader_b", "iteration": 1, "cost": 30.5,
+                 "path": "r/best.yaml"}}, as_json=False)
+    assert capsys.readouterr().out.splitlines() == [
+        "iteration 0: leader cost 576.30 (success 0%, ticks 22.4, tokens/step 6.30) -> leader_b",
+        "iteration 1: leader_b cost 30.50 (success 80%, ticks 25.0, tokens/step 5.50)",
+        "best: leader_b (iteration 1, cost 30.50) saved to r/best.yaml"]
+
+
+@pytest.mark.parametrize(("flag", "name", "problem"), [
+    ("--eval-tasks", "put_frige", "Unknown task 'put_frige'. Did you mean 'put_fridge'?"),
+    ("--eval-layouts", "studo", "Unknown layout 'studo'. Did you mean 'studio'?")])
+def test_evaluate_on_an_unknown_task_or_layout_is_one_line(capsys, tmp_path, monkeypatch,
+                                                           flag, name, problem):
+    """A typo was a "skipped" row (as a layout that cannot host the task is) and exit 0."""
+    out = tmp_path / "run"
+    run_reflect("leader", layout="studio", backend="planner", seeds=[0], critic="heuristic",
+                coordinator="heuristic", iterations=1, out_dir=out, episodes_per_iteration=1)
+    played = seeds_played(monkeypatch)
+    assert main(["reflect", "--out", str(out), "--evaluate", "2", flag, name]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"orgteams reflect: error: {flag}: {problem}") and err.count("\n") == 1
+    assert played == [] and not (out / "evaluation.json").exists()

@@ -269,3 +269,24 @@ def test_save_frame_writes_png(tmp_path):
     image = iio.imread(path)
     assert image.shape[:2] == make_env().render().shape[:2]
     env.close()
+
+
+@pytest.mark.parametrize("suffix", [".gif", ".mp4"])
+def test_a_video_where_nothing_can_be_written_names_its_path(tmp_path, monkeypatch, suffix):
+    """A GIF's error named our temporary folder (``.frames-ds122w_4``); an MP4 got as far
+    as ffmpeg's broken pipe at the first frame, a traceback."""
+    import builtins
+    import tempfile
+
+    path = tmp_path / f"ep{suffix}"
+    real_open = builtins.open
+
+    def refused(*args, **kwargs):
+        raise PermissionError(13, "Permission denied", str(args[0]))
+
+    monkeypatch.setattr(tempfile, "mkdtemp", lambda **kw: refused(kw["dir"] / ".frames-x"))
+    monkeypatch.setattr(builtins, "open", lambda file, *a, **kw: refused(file)
+                        if str(file) == str(path) else real_open(file, *a, **kw))
+    with pytest.raises(PermissionError) as info:
+        VideoRecorder(path)
+    assert info.value.filename == str(path) and info.value.strerror == "Permission denied"

@@ -100,9 +100,20 @@ def test_load_yaml_within_the_caps_is_safe_load():
     assert load_yaml(text, "x") == {"name": "x", "rules": {"assign_work": "leader"},
                                     "list": [1, [2, [3]]]}
     assert load_yaml("[" * MAX_YAML_DEPTH + "]" * MAX_YAML_DEPTH, "x") is not None
-    with pytest.raises(UserError, match=re.escape("x: not valid YAML: while parsing a flow "
-                                                  "node")):
+    with pytest.raises(UserError) as info:
         load_yaml("a: [\n", "x")
+    # PyYAML's own text named the file "<unicode string>" and quoted the line with a caret
+    assert str(info.value) == ("x: not valid YAML: line 2, column 1: expected the node "
+                               "content, but found '<stream end>' (while parsing a flow node "
+                               "at line 2, column 1)")
+    with pytest.raises(UserError) as info:
+        load_yaml("name: x\nprotocol: [1,2\n", "org.yaml")
+    assert str(info.value) == ("org.yaml: not valid YAML: line 3, column 1: expected ',' or "
+                               "']', but got '<stream end>' (while parsing a flow sequence at "
+                               "line 2, column 11)")
+    with pytest.raises(UserError) as info:
+        load_yaml("a: b\n\tc: d\n", "tab.yaml")
+    assert "<unicode string>" not in str(info.value) and "\n" not in str(info.value)
 
 
 # ---- episode logs ---------------------------------------------------------------------

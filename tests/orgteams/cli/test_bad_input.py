@@ -126,8 +126,28 @@ def test_a_sweep_spec_past_the_seed_cap_is_one_line(capsys, tmp_path):
     assert not (tmp_path / "out").exists()
     spec.write_text("agents: [3, 3000]\n")
     assert main(["sweep", "--spec", str(spec), "--out", str(tmp_path / "out")]) == 2
-    assert one_line(capsys) == ("orgteams sweep: error: sweep spec field 'agents': a team size "
-                                f"must be from 1 to {MAX_AGENTS}, got 3000")
+    assert one_line(capsys) == (f"orgteams sweep: error: {spec}: sweep spec field 'agents': a "
+                                f"team size must be from 1 to {MAX_AGENTS}, got 3000")
+
+
+def test_a_sweep_spec_field_checked_before_the_run_names_its_file_or_the_flag(capsys,
+                                                                              tmp_path):
+    # names checked before the run (tasks, layouts, organizations, backends) said only
+    # "sweep spec field 'tasks': ...", not which file; a flag over the file is named too
+    spec = tmp_path / "spec.yaml"
+    spec.write_text("tasks: [put_fridge, nosuch]\nbackends: [human]\n")
+    out = str(tmp_path / "out")
+    assert main(["sweep", "--spec", str(spec), "--out", out]) == 2
+    assert one_line(capsys).startswith(
+        f"orgteams sweep: error: {spec}: sweep spec field 'tasks': Unknown task 'nosuch'.")
+    assert main(["sweep", "--spec", str(spec), "--tasks", "put_fridge", "--out", out]) == 2
+    assert one_line(capsys) == (f"orgteams sweep: error: {spec}: sweep spec field 'backends': "
+                                "a sweep cannot wait for a human member; use planner, random, "
+                                "local or openai:<m>")
+    assert main(["sweep", "--spec", str(spec), "--tasks", "put_frige", "--out", out]) == 2
+    assert one_line(capsys).startswith("orgteams sweep: error: command line: sweep spec field "
+                                       "'tasks': Unknown task 'put_frige'.")
+    assert not (tmp_path / "out").exists()
 
 
 def test_a_results_row_without_its_task_is_one_line(capsys, tmp_path):
@@ -140,6 +160,32 @@ def test_a_results_row_without_its_task_is_one_line(capsys, tmp_path):
     assert one_line(capsys) == (
         f"orgteams report: error: {results}: result row 1: field 'cell.task' is missing (rows "
         "written by orgteams sweep name task, layout, organization, agents, backend, seed)")
+
+
+@pytest.mark.parametrize(("text", "unreadable"), [
+    ("", 0), ("not json\n", 1), ('{"a": 1}\n', 1), ('{"stop": "budget"}\n', 0)])
+def test_a_results_file_without_rows_is_one_line(capsys, tmp_path, text, unreadable):
+    # it wrote an empty report.md and said "0 groups from 0 cells", exit 0
+    pytest.importorskip("scipy")
+    results = tmp_path / "results.jsonl"
+    results.write_text(text)
+    assert main(["report", str(results), "--out", str(tmp_path / "rep")]) == 2
+    assert one_line(capsys) == (
+        f"orgteams report: error: {results}: no result rows ({unreadable} unreadable line(s)); "
+        "expected the results.jsonl orgteams sweep writes")
+    assert not (tmp_path / "rep").exists()
+
+
+@pytest.mark.parametrize(("argv", "line"), [
+    (["--agent", "Zed"], "--agent 'Zed' is not one of the 3 agents: agent_0 to agent_2, or "
+                         "their names (Alice, Bob, Charlie)"),
+    (["--agent", "agent_5", "--agents", "5", "--others", "planner"],
+     "--agent 'agent_5' is not one of the 5 agents: agent_0 to agent_4, or their names "
+     "(Alice, Bob, Charlie, ...)")])
+def test_play_as_an_agent_not_in_the_team_is_one_line(capsys, argv, line):
+    # it said "human_agent 'Zed' is not one of ['agent_0', ...]": a parameter, not the flag
+    assert main(["play", "--layout", "studio", *argv]) == 2
+    assert one_line(capsys) == f"orgteams play: error: {line}"
 
 
 def test_debug_shows_the_traceback_of_a_user_error(capsys):
@@ -181,3 +227,44 @@ def test_run_episode_checks_its_limits_too(kwargs, msg):
 
     with pytest.raises(UserError, match=re.escape(msg)):
         run_episode(layout="studio", backend="planner", log_path=None, **kwargs)
+
+
+@pytest.mark.parametrize("exc", [
+    PermissionError(13, "Permission denied", "/data/runs/out"),
+    PermissionError(1, "Operation not permitted", "/sys/out"),
+    OSError(30, "Read-only file system", "/mnt/ro/out"),
+    OSError(28, "No space left on device", "/full/results.jsonl"),
+    FileNotFoundError(2, "No such file or directory", "/proc/out")])
+def test_an_unusable_path_is_one_line_naming_it(capsys, monkeypatch, exc):
+    # an --out folder that cannot be made was a PermissionError traceback (sweep, demos,
+    # report, experiment, reflect, record); a missing one read "[Errno 2] No such file..."
+    def fails(args):
+        raise exc
+
+    monkeypatch.setattr("orgteams.cli.main.cmd_list", fails)
+    assert main(["list"]) == 2
+    assert one_line(capsys) == f"orgteams list: error: {exc.filename}: {exc.strerror}"
+
+
+def test_an_os_error_not_about_a_path_keeps_its_traceback(monkeypatch):
+    def fails(args):
+        raise OSError(32, "Broken pipe")  # ours: no path the user gave
+
+    monkeypatch.setattr("orgteams.cli.main.cmd_list", fails)
+    with pytest.raises(OSError, match="Broken pipe"):
+        main(["list"])
+
+
+@pytest.mark.parametrize("argv", [
+    ["run", "--scale", "nan"], ["run", "--fps", "inf"], ["record", "--out", "x.png",
+                                                        "--scale", "inf"],
+    ["replay", "x.jsonl", "--fps", "nan"], ["play", "--scale", "nan"]])
+def test_a_scale_or_fps_that_is_no_finite_number_is_one_line(capsys, argv):
+    # nan and inf passed: a ValueError or OverflowError traceback in the renderer
+    flag, value = argv[-2:]
+    assert fails(capsys, argv) == (
+        f"orgteams {argv[0]}: error: argument {flag}: must be positive, got {value}")
+    from orgteams import EpisodeConfig
+
+    with pytest.raises(UserError, match=re.escape(f"{flag[2:]} must be positive, got")):
+        EpisodeConfig(**{flag[2:]: float(value)})

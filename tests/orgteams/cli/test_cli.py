@@ -166,3 +166,108 @@ def test_help_lists_every_command(capsys):
     commands = list(build_parser()._subparsers._group_actions[0].choices)
     assert "experiment" in commands
     assert f"The orgteams command line: {', '.join(commands)}." in text
+
+
+def test_demos_start_at_the_given_seed(capsys, tmp_path):
+    # --seed was accepted and ignored: `demos --seed 7 --seeds 2` played seeds 0 and 1
+    out = run_json(capsys, "demos", "--layout", "studio", "--task", "put_dishwasher_easy",
+                   "--seed", "7", "--seeds", "2", "--out", str(tmp_path / "demos"))
+    assert [r["seed"] for r in out] == [7, 8]
+    index = [json.loads(line) for line in
+             (tmp_path / "demos" / "index.jsonl").read_text().splitlines()]
+    assert [r["seed"] for r in index] == [7, 8]
+    assert [r["file"] for r in out] == ["studio_put_dishwasher_easy_n3_s7.npz",
+                                        "studio_put_dishwasher_easy_n3_s8.npz"]
+
+
+def test_demos_seeds_past_the_last_seed_are_one_line(capsys, tmp_path):
+    assert main(["demos", "--seed", "4294967295", "--seeds", "2",
+                 "--out", str(tmp_path / "d")]) == 2
+    assert capsys.readouterr().err == ("orgteams demos: error: --seed 4294967295 with --seeds "
+                                       "2 goes past the last seed, 4294967295\n")
+
+
+def test_help_shows_a_default_of_zero():
+    # 0 == False hid --seed's default of 0 from every command's help
+    import argparse
+
+    from orgteams.cli.main import build_parser
+    parser = build_parser()
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    for name in ("run", "play", "record", "reflect"):
+        assert "episode seed (default: 0)" in " ".join(sub.choices[name].format_help().split())
+    assert "(default: 0)" in " ".join(sub.choices["demos"].format_help().split())
+
+
+def test_experiment_prints_its_table_as_one_json_object(capsys, tmp_path):
+    # docs/cli.md: every command that produces results accepts --json; experiment did not
+    table = run_json(capsys, "experiment", "paper1-organizations", "--seeds", "1",
+                     "--max-rounds", "1", "--out", str(tmp_path / "exp"))
+    assert table == json.loads((tmp_path / "exp" / "table.json").read_text())
+    assert table["experiment"] == "paper1-organizations" and len(table["rows"]) == 12
+    names = run_json(capsys, "experiment", "--list")
+    assert "paper2-shocks" in names and names["paper2-shocks"].startswith("Paper 2:")
+
+
+def test_sweep_help_names_the_defaults_a_sweep_without_flags_plays(capsys, tmp_path):
+    # --help said "comma list of tasks" and nothing of what a sweep without the flag plays
+    import argparse
+
+    from orgteams.cli.main import build_parser
+    sub = next(a for a in build_parser()._actions
+               if isinstance(a, argparse._SubParsersAction))
+    text = " ".join(sub.choices["sweep"].format_help().split("options:")[1].split())
+    for flag, default in (("--tasks", "prepare_afternoon_tea"), ("--layouts", "studio"),
+                          ("--orgs", "none,leader"), ("--agents", "3"),
+                          ("--backend", "planner"), ("--seeds", "5")):
+        part = text.split(f"{flag} {flag[2:].upper()}", 1)[1].split(" --", 1)[0]
+        assert part.endswith(f"(default: the spec's, else {default})"), (flag, part)
+    out = run_json(capsys, "sweep", "--out", str(tmp_path / "sw"), "--quiet")
+    rows = [json.loads(line) for line in (tmp_path / "sw" / "results.jsonl").open()]
+    assert out["cells"] == len(rows) == 10
+    assert {(r["cell"]["task"], r["cell"]["layout"], r["cell"]["organization"],
+             r["cell"]["agents"], r["cell"]["backend"]) for r in rows} == {
+        ("prepare_afternoon_tea", "studio", org, 3, "planner") for org in ("none", "leader")}
+    assert sorted({r["cell"]["seed"] for r in rows}) == [0, 1, 2, 3, 4]
+
+
+HOSTILE = "hi\x1b[2J\x1b]0;pwned\x07\nfake line\r\x1b[31mRED"
+ESCAPED = "hi\\x1b[2J\\x1b]0;pwned\\x07\\nfake line\\r\\x1b[31mRED"
+
+
+def test_model_text_cannot_drive_the_terminal(capsys):
+    """A model's message went raw to the terminal: ESC [2J cleared the screen, OSC set the
+    window title, a newline and a carriage return forged a line of ours."""
+    from orgteams.agents.records import decision_line
+    from orgteams.cli.commands import _round_printer
+
+    _round_printer({"agent_0": "Alice", "agent_1": "Bob"})(0, [
+        decision_line({"phase": "communicate", "agent": "agent_0", "round": 0,
+                       "message": HOSTILE, "delivered": ["agent_1"]}),
+        decision_line({"phase": "act", "agent": "agent_1", "round": 0, "action": "wait",
+                       "status": "done", "tick": 1, "fallback": f"invalid reply: {HOSTILE}"})])
+    assert capsys.readouterr().err.splitlines() == [
+        f"  r0   Alice -> Bob: {ESCAPED}",
+        f"  r0   Bob does wait (done, tick 1)  [fallback: invalid reply: {ESCAPED}]"]
+
+
+def test_a_servers_text_in_an_error_line_cannot_drive_the_terminal(capsys, monkeypatch):
+    from orgteams.errors import UserError
+
+    def fails(args):
+        raise UserError(f"HTTP 500 from 'm': {HOSTILE}")
+
+    monkeypatch.setattr("orgteams.cli.commands.cmd_list", fails)
+    monkeypatch.setattr("orgteams.cli.main.cmd_list", fails)
+    assert main(["list"]) == 2
+    assert capsys.readouterr().err == (
+        "orgteams list: error: HTTP 500 from 'm': hi\\x1b[2J\\x1b]0;pwned\\x07 fake line "
+        "\\x1b[31mRED\n")
+
+
+def test_a_person_at_the_terminal_sees_teammates_text_escaped(capsys):
+    from orgteams.agents.human.human_agent import HumanAgent
+
+    HumanAgent("agent_0").output_fn(f"Round 1, Bob said: {HOSTILE}\nActions:")
+    assert capsys.readouterr().out == (
+        "Round 1, Bob said: hi\\x1b[2J\\x1b]0;pwned\\x07\nfake line\\r\\x1b[31mRED\nActions:\n")

@@ -77,3 +77,27 @@ def test_the_record_progress_bar_ends_full_when_the_goal_is_met_early(tmp_path, 
     assert bar[-1] == f"recording {out} tick {ticks}, goal complete: {ticks}/{ticks}"
     limit = run_episode(**KW, log_path=None).summary.step_limit
     assert ticks < limit  # it did end early: the bar would have stopped short of full
+
+
+def test_the_summary_without_rich_is_the_same_rows_aligned(capsys, monkeypatch):
+    """Without rich (command 1's install) the keys overflowed their column of 26
+    (``algebraic_connectivity_binary``), floats printed 16 digits, and no title."""
+    import builtins
+
+    real = builtins.__import__
+
+    def no_rich(name, *args, **kwargs):
+        if name.startswith("rich"):
+            raise ImportError(name)
+        return real(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_rich)
+    _print_summary(EpisodeSummary.from_dict({
+        "task": "prepare_afternoon_tea", "layout": "studio", "organization": "leader",
+        "num_agents": 3, "episode_status": "complete", "comm_tokens_per_step": 61 / 3,
+        "algebraic_connectivity_binary": 1.0}))
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == "prepare_afternoon_tea on studio, leader (3 agents)"
+    assert len({line.index(": ") for line in lines[1:]}) == 1  # one column
+    assert f"{'comm_tokens_per_step':>31}: 20.333" in lines
+    assert "algebraic_connectivity_per_tick: 0.000" in lines

@@ -506,3 +506,34 @@ def test_shocks_recipe_counts_an_episode_that_did_not_play_as_an_error(tmp_path,
         "sweep leader|none|0: error (3 model calls in a row failed after retries")
     played = _run_shocks("t", recipe, "planner", 1, tmp_path, progress=False)["rows"][0]
     assert (played["n"], played["errors"], played["success_rate"]) == (1, 0, 1.0)
+
+
+def test_an_experiment_without_the_report_extra_is_one_line_before_its_episodes(
+        tmp_path, capsys, monkeypatch):
+    """It played the whole sweep, then said the report needs scipy."""
+    import sys
+
+    from orgteams.cli.main import main
+
+    monkeypatch.setitem(sys.modules, "scipy", None)  # import scipy raises ImportError
+    assert main(["experiment", "paper1-organizations", "--seeds", "1", "--out",
+                 str(tmp_path / "exp"), "--no-progress"]) == 2
+    assert capsys.readouterr().err == ('orgteams experiment: error: reports need scipy and '
+                                       'matplotlib: pip install "orgteams[report]"\n')
+    assert not (tmp_path / "exp" / "results.jsonl").exists()
+
+
+def test_a_retried_cell_is_not_counted_as_an_error_in_the_table(tmp_path):
+    """The table read every line of results.jsonl: a cell that failed, then played on the
+    rerun, counted one error beside its episode (the report counted none)."""
+    from orgteams.experiments.recipes import run_experiment
+
+    kw = {"seeds": 1, "max_rounds": 1, "out": tmp_path, "progress": False}
+    run_experiment("paper1-organizations", **kw)
+    results = tmp_path / "results.jsonl"
+    rows = [json.loads(line) for line in results.read_text().splitlines()]
+    rows[0] = {**rows[0], "status": "error", "summary": None, "error": "RuntimeError: boom"}
+    results.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    table = run_experiment("paper1-organizations", **kw)
+    assert len(results.read_text().splitlines()) == 13  # the error row, then its retry
+    assert [(r["n"], r["errors"]) for r in table["rows"]] == [(1, 0)] * 12

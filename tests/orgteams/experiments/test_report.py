@@ -371,3 +371,31 @@ def test_a_summary_field_the_tables_average_must_be_of_its_kind(tmp_path, capsys
     assert capsys.readouterr().err.strip() == (
         f"orgteams report: error: {path}: result row 1: {message}")
     assert not (tmp_path / "rep").exists()
+
+
+def test_the_successful_episodes_table_has_their_own_tenure_and_self_votes(tmp_path):
+    """It showed the group's all-episode tenure and self-votes, even with n = 0."""
+    rows = []
+    for seed, (ok, tenure, self_votes) in enumerate([(True, 10.0, 0.25), (False, 4.0, 1.0),
+                                                     (True, 6.0, 0.5)]):
+        for org in ("elected_leader", "leader"):
+            cell = {"task": "t", "layout": "studio", "organization": org, "agents": 4,
+                    "backend": "planner", "seed": seed}
+            won = ok and org == "elected_leader"  # leader: no successful episode
+            rows.append(json.dumps({"key": f"{org}{seed}", "cell": cell, "status": "ok",
+                                    "summary": {"success": won, "ticks": 20, "rounds": 10,
+                                                "comm_tokens_per_step": 1.0,
+                                                "leader_tenure": tenure,
+                                                "self_vote_rate": self_votes}}))
+    (tmp_path / "results.jsonl").write_text("\n".join(rows) + "\n")
+    rep = report(tmp_path / "results.jsonl", tmp_path / "rep", plots=False)
+    assert group(rep, "elected_leader")["leader_tenure"] == pytest.approx(20 / 3)
+    assert group(rep, "elected_leader")["successful_episodes"] == {
+        "rsi": None, "leader_tenure": pytest.approx(8.0), "self_vote_rate": pytest.approx(0.375)}
+    assert group(rep, "leader")["successful_episodes"] == {
+        "rsi": None, "leader_tenure": None, "self_vote_rate": None}
+    md = (tmp_path / "rep" / "report.md").read_text()
+    every, wins = (md.split("### Successful episodes only")[i] for i in (0, 1))
+    assert "| elected_leader | 3 | 0 | 0.67 |" in every and "| - | 6.67 | 0.58 |" in every
+    assert "| elected_leader | 2 | 0 | 0.67 |" in wins and "| - | 8.00 | 0.38 |" in wins
+    assert "| leader | 0 | 0 | 0.00 | - | - | - | - | - | - | - |" in wins
