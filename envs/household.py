@@ -20,6 +20,7 @@ from pettingzoo import ParallelEnv
 from orgteams.envs.core.actions import NUM_ACTIONS
 from orgteams.envs.core.dynamics import EVENT_TYPES, transition
 from orgteams.envs.core.layout import Layout, load_layout
+from orgteams.envs.core.limits import MAX_GRID_SIDE, MAX_TICKS, check_int
 from orgteams.envs.core.masks import MaskCache, mask_rows
 from orgteams.envs.core.rewards import TeamReward, shaping_level
 from orgteams.envs.core.start import make_episode
@@ -76,7 +77,11 @@ class HouseholdEnv(ParallelEnv):
         ``rich_infos=True`` adds each agent's ``events`` (a list of dicts) to every info
         and the episode's statistics (``episode``) to its last ones: what the team
         layers and the keyboard player read; RL code gets fixed-shape infos without it."""
+        # 0 or None: the task's tick limit (the batched and JAX cores read them alike).
+        if max_ticks is not None:
+            check_int(max_ticks, "max_ticks", 0, MAX_TICKS)
         if max_cycles is not None:
+            check_int(max_cycles, "max_cycles", 0, MAX_TICKS)
             if max_ticks is not None and max_ticks != max_cycles:
                 raise ValueError(f"max_cycles={max_cycles!r} and max_ticks={max_ticks!r} "
                                  "name the same tick limit; give one of them")
@@ -88,8 +93,9 @@ class HouseholdEnv(ParallelEnv):
                              f"got {render_mode!r}")
         if not isinstance(num_agents, int | np.integer) or num_agents < 1:
             raise ValueError(f"num_agents must be a positive integer, got {num_agents!r}")
-        if view_radius < 1:
-            raise ValueError(f"view_radius must be >= 1, got {view_radius}")
+        # A view wider than the largest grid sees nothing more; past it the observation
+        # buffers alone outgrow memory (view_radius=3000: 10 GiB, deep inside numpy).
+        check_int(view_radius, "view_radius", 1, MAX_GRID_SIDE)
         self.layout = layout if isinstance(layout, Layout) else load_layout(layout)
         self.task = task if isinstance(task, TaskSpec) else load_task(task)
         if units is not None:

@@ -284,7 +284,16 @@ def test_step_before_reset():
     ({"render_mode": "gif"}, "render_mode must be None or one of ('human', 'rgb_array', "
                              "'ansi'), got 'gif'"),
     ({"num_agents": 0}, "num_agents must be a positive integer, got 0"),
-    ({"view_radius": 0}, "view_radius must be >= 1, got 0"),
+    ({"view_radius": 0}, "view_radius must be from 1 to 512, got 0"),
+    # Past the largest grid the observation buffers alone outgrew memory (10 GiB at 3000,
+    # deep inside numpy); a string or a float failed at the first comparison or reset.
+    ({"view_radius": 3000}, "view_radius must be from 1 to 512, got 3000"),
+    ({"view_radius": "3"}, "view_radius must be an integer from 1 to 512, got '3'"),
+    ({"view_radius": 2.5}, "view_radius must be an integer from 1 to 512, got 2.5"),
+    # A negative limit ended every episode after one tick, a string failed in step().
+    ({"max_ticks": -1}, "max_ticks must be from 0 to 1000000, got -1"),
+    ({"max_ticks": "10"}, "max_ticks must be an integer from 0 to 1000000, got '10'"),
+    ({"max_cycles": 2.5}, "max_cycles must be an integer from 0 to 1000000, got 2.5"),
 ])
 def test_constructor_validation(kwargs, msg):
     with pytest.raises(ValueError, match=re.escape(msg)):
