@@ -33,6 +33,7 @@ from typing import Any
 
 import numpy as np
 
+from orgteams.cli.options import positive
 from orgteams.envs import household_v0
 from orgteams.envs.core import TaskSpec, load_task
 from orgteams.envs.vector.flat_buffer import to_uint8
@@ -342,15 +343,36 @@ def plot(runs: dict[str, list], path: Path) -> None:
     plt.close(fig)
 
 
+def read_results(path: Path) -> dict:
+    """A run's ``results.json`` for ``--plot``; else exits with one line naming the file
+    and what is wrong with it."""
+    try:
+        run = json.loads(path.read_text())
+    except OSError as e:
+        raise SystemExit(f"{path}: {e.strerror or e}") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise SystemExit(f"{path}: not JSON ({e})") from None
+    fields = ("core", "seed", "copies", "ppo", "curve")
+    missing = [k for k in fields if k not in run] if isinstance(run, dict) else list(fields)
+    if not missing and not (isinstance(run["ppo"], dict) and "n_steps" in run["ppo"]):
+        missing = ["ppo.n_steps"]
+    if missing:
+        raise SystemExit(f"{path}: not a results.json of train_ppo.py (no "
+                         f"{', '.join(missing)})")
+    return run
+
+
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--timesteps", type=int, default=1_500_000)
-    p.add_argument("--copies", type=int, default=8, help="env copies (x agents = SB3 envs)")
+    p.add_argument("--timesteps", type=positive(int), default=1_500_000)
+    p.add_argument("--copies", type=positive(int), default=8,
+                   help="env copies (x agents = SB3 envs)")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--eval-every", type=int, default=100_000)
-    p.add_argument("--episodes", type=int, default=30, help="held-out evaluation episodes")
+    p.add_argument("--eval-every", type=positive(int), default=100_000)
+    p.add_argument("--episodes", type=positive(int), default=30,
+                   help="held-out evaluation episodes")
     p.add_argument("--out", type=Path, default=Path("runs/ppo"))
-    p.add_argument("--threads", type=int, default=1, help="torch threads")
+    p.add_argument("--threads", type=positive(int), default=1, help="torch threads")
     p.add_argument("--net", choices=("cells", "mlp"), default="cells",
                    help="cells: a shared per-cell layer, then 64-unit heads; "
                         "mlp: two 128x128 MLPs")
@@ -360,17 +382,19 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--obs-dtype", choices=OBS_DTYPES, default="float32",
                    help="uint8 (batched core only): the core's raw observations, a quarter "
                         "of the bytes; the same run bit for bit")
-    p.add_argument("--n-steps", type=int, default=256, help="rollout ticks per entry")
-    p.add_argument("--batch-size", type=int, default=512, help="PPO minibatch size")
-    p.add_argument("--n-epochs", type=int, default=4, help="PPO passes over each rollout")
+    p.add_argument("--n-steps", type=positive(int), default=256, help="rollout ticks per entry")
+    p.add_argument("--batch-size", type=positive(int), default=512, help="PPO minibatch size")
+    p.add_argument("--n-epochs", type=positive(int), default=4, help="PPO passes over each rollout")
     p.add_argument("--random", action="store_true", help="only the masked-random baseline")
     p.add_argument("--plot", type=Path, nargs="+", metavar="RESULTS",
                    help="only draw these runs' results.json into --out/curve.png")
-    p.add_argument("--random-passes", type=int, default=10,
+    p.add_argument("--random-passes", type=positive(int), default=10,
                    help="passes of masked random play over the held-out seeds")
     args = p.parse_args(argv)
+    if args.obs_dtype == "uint8" and args.core != "batched":
+        p.error("--obs-dtype uint8 needs --core batched (the scalar path gives float32)")
     if args.plot:
-        runs = [json.loads(path.read_text()) for path in args.plot]
+        runs = [read_results(path) for path in args.plot]
         args.out.mkdir(parents=True, exist_ok=True)
         plot({f"{r['core']}, seed {r['seed']}, {r['copies']} households x "
               f"{r['ppo']['n_steps']} ticks": r["curve"] for r in runs}, args.out / "curve.png")

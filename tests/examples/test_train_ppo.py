@@ -148,3 +148,38 @@ def test_the_command_line_baseline_and_plot(train_ppo, tmp_path, capsys):
         runs.append(str(path))
     train_ppo.main(["--plot", *runs, "--out", str(tmp_path / "fig")])
     assert (tmp_path / "fig" / "curve.png").stat().st_size > 1000
+
+
+@pytest.mark.parametrize("argv, line", [
+    # each failed deep inside the run: min() of no passes, a division by zero episodes,
+    # an index into no env copies, a "-0.0 s" line after 0 agent-steps
+    (["--random", "--random-passes", "0"], "argument --random-passes: must be positive, got 0"),
+    (["--random", "--episodes", "0"], "argument --episodes: must be positive, got 0"),
+    (["--copies", "0"], "argument --copies: must be positive, got 0"),
+    (["--timesteps", "0"], "argument --timesteps: must be positive, got 0"),
+    (["--obs-dtype", "uint8"],
+     "--obs-dtype uint8 needs --core batched (the scalar path gives float32)"),
+])
+def test_bad_counts_are_one_line_before_anything_runs(train_ppo, capsys, argv, line):
+    with pytest.raises(SystemExit) as stop:
+        train_ppo.main(argv)
+    assert stop.value.code == 2
+    assert capsys.readouterr().err.splitlines()[-1].endswith(f": error: {line}")  # prog: argv[0]
+
+
+def test_plot_names_a_file_it_cannot_draw(train_ppo, tmp_path):
+    """--plot read each file with json.loads(path.read_text()) and indexed it: a missing
+    file, a file that is not JSON or not a run's results.json was a traceback."""
+    other = tmp_path / "other.json"
+    other.write_text(json.dumps({"core": "scalar", "seed": 0, "copies": 8, "curve": []}))
+    broken = tmp_path / "broken.json"
+    broken.write_text("{")
+    for path, line in [
+            (tmp_path / "nope.json", f"{tmp_path / 'nope.json'}: No such file or directory"),
+            (broken, f"{broken}: not JSON (Expecting property name enclosed in double "
+                     "quotes: line 1 column 2 (char 1))"),
+            (other, f"{other}: not a results.json of train_ppo.py (no ppo)")]:
+        with pytest.raises(SystemExit) as stop:
+            train_ppo.main(["--plot", str(path), "--out", str(tmp_path / "fig")])
+        assert stop.value.code == line
+    assert not (tmp_path / "fig" / "curve.png").exists()
