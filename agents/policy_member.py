@@ -39,6 +39,7 @@ from orgteams.agents.member import (
 )
 from orgteams.agents.member_rules import choose_vote
 from orgteams.agents.records import DecisionRecord
+from orgteams.envs.core import load_task
 from orgteams.envs.core.actions import NUM_ACTIONS
 from orgteams.envs.highlevel.space import PRIMITIVE
 from orgteams.envs.household import HouseholdEnv
@@ -155,10 +156,17 @@ def load_policy(path: str | Path, seed: int | None = None, deterministic: bool =
                                 "pip install 'orgteams[rl]'") from exc
     import torch
 
+    settings = _settings_beside(path)
     model = Algorithm.load(path, device="cpu")
     rng = np.random.default_rng(seed)
+    shape = getattr(model.observation_space, "shape", None)  # None: a Dict space
 
     def policy(observation: Any, action_mask: np.ndarray) -> int:
+        if shape and np.shape(observation) != shape:  # else a traceback deep inside SB3
+            raise UserError(
+                f"policy {str(path)!r} takes observations of shape {shape}, this run gives "
+                f"{np.shape(observation)}: {path.with_suffix('.json')} must hold the "
+                f"settings it was trained with ({', '.join(OBSERVATION_SETTINGS)})")
         mask = np.asarray(action_mask, dtype=bool)
         tensor, _ = model.policy.obs_to_tensor(observation)
         with torch.no_grad():
@@ -170,17 +178,35 @@ def load_policy(path: str | Path, seed: int | None = None, deterministic: bool =
             return int(np.argmax(np.where(mask, probs + 1e-12, -1.0)))
         return int(rng.choice(len(probs), p=probs / probs.sum()))
 
-    settings: dict[str, Any] = {}
-    beside = path.with_suffix(".json")
-    if beside.is_file():
-        try:
-            loaded = json.loads(beside.read_text(encoding="utf-8"))
-        except ValueError as exc:
-            raise UserError(f"{beside}: not JSON ({exc})") from None
-        if not isinstance(loaded, dict):
-            raise UserError(f"{beside}: expected an object of env settings")
-        settings = dict(loaded.get("setting", loaded))
     return policy, settings
+
+
+def _settings_beside(path: Path) -> dict[str, Any]:
+    """The env settings in the JSON file beside the model (none: ``{}``), their
+    observation settings checked here, so a bad one names the file before the episode."""
+    beside = path.with_suffix(".json")
+    if not beside.is_file():
+        return {}
+    try:
+        loaded = json.loads(beside.read_text(encoding="utf-8"))
+    except ValueError as exc:
+        raise UserError(f"{beside}: not JSON ({exc})") from None
+    if not isinstance(loaded, dict):
+        raise UserError(f"{beside}: expected an object of env settings")
+    settings = dict(loaded.get("setting", loaded))
+    observing = {k: settings[k] for k in OBSERVATION_SETTINGS if k in settings}
+    # units depend on the task, the task's objects on the run's layout: those two are
+    # checked when the member first observes; the task's name and the rest here.
+    task, _ = observing.pop("task", None), observing.pop("units", None)
+    try:
+        if isinstance(task, str):
+            load_task(task)
+        elif task is not None:
+            raise UserError(f"task must be a task name, got {task!r}")
+        HouseholdEnv(**{**DEFAULTS, **observing})
+    except ValueError as exc:  # UserError and the env's own checks
+        raise UserError(f"{beside}: {exc}") from None
+    return settings
 
 
 __all__ = ["OBSERVATION_SETTINGS", "Policy", "PolicyMember", "load_policy"]

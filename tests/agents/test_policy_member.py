@@ -178,3 +178,33 @@ def test_a_saved_maskable_ppo_model_is_a_policy_member_spec(tmp_path):
         probs = model.policy.get_distribution(model.policy.obs_to_tensor(obs)[0],
                                               action_masks=mask).distribution.probs[0]
     assert (probs[~mask.astype(bool)] == 0).all()  # the masked distribution it draws from
+
+
+def test_a_model_whose_settings_do_not_match_the_run_is_one_line(tmp_path):
+    """A model.zip without its model.json (train_ppo.py writes none) or with a bad one:
+    the episode died in SB3 ("Unexpected observation shape (8764,) for Box environment"),
+    or, for a bad value, on a line that did not name the file."""
+    pytest.importorskip("sb3_contrib", reason="needs the rl extra")
+    from sb3_contrib import MaskablePPO
+
+    env = household_v0.single_agent_env("agent_1", "wait", **SETTING, view_radius=3)
+    zipped = tmp_path / "model.zip"
+    MaskablePPO("MlpPolicy", env, n_steps=32, policy_kwargs={"net_arch": [16]}).save(zipped)
+    spec = f"planner,policy:{zipped}"
+    shape = env.observation_space.shape
+    with pytest.raises(UserError, match=re.escape(
+            f"policy {str(zipped)!r} takes observations of shape {shape}, this run gives "
+            f"(8764,): {tmp_path / 'model.json'} must hold the settings it was trained with "
+            "(task, obs_mode, view_radius, full_observability, units, image_scale, "
+            "action_mask_in_obs)")):
+        run_episode(task="put_dishwasher_easy", layout="studio", organization="leader",
+                    agents=2, backend=spec, seed=0, max_ticks=5, log_path=None)
+    for settings, problem in [
+            ({"view_radius": "x"}, "view_radius must be an integer from 1 to 512, got 'x'"),
+            ({"setting": {"obs_mode": "pixels"}},
+             "obs_mode must be one of ('array', 'text', 'flat', 'image'), got 'pixels'"),
+            ({"task": "tea"}, "Unknown task 'tea'."),
+            ({"task": 3}, "task must be a task name, got 3")]:
+        (tmp_path / "model.json").write_text(json.dumps(settings))
+        with pytest.raises(UserError, match=re.escape(f"{tmp_path / 'model.json'}: {problem}")):
+            build_member("agent_1", f"policy:{zipped}")
