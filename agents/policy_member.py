@@ -132,6 +132,9 @@ def load_policy(path: str | Path, seed: int | None = None, deterministic: bool =
     deterministic policy that waits or bumps in some state repeats it forever (the
     ad-hoc example's learner: 0.93 held-out success sampled, 0.33 argmax).
 
+    SB3 unpickles the objects saved in the model (its policy class, spaces, a custom
+    network kept by value): loading one runs code from it. Load only trusted models.
+
     Raises:
         UserError: No such file, or not a model file SB3 saved (one line naming it).
         MissingExtraError: Stable-Baselines3 is not installed (the ``rl`` extra).
