@@ -37,7 +37,7 @@ from orgteams.envs.observe.rl_obs import (
     flat_space,
     image_space,
 )
-from orgteams.envs.observe.text import describe, describe_goal
+from orgteams.envs.observe.text import describe, describe_goal, text_length_bound
 from orgteams.envs.render.ansi import render_ansi
 from orgteams.envs.render.overlay import Overlay
 from orgteams.errors import UserError
@@ -127,6 +127,8 @@ class HouseholdEnv(ParallelEnv):
         self.image_scale = image_scale or default_image_scale(view_radius)
         if self.image_scale < 1:
             raise ValueError(f"image_scale must be >= 1, got {image_scale}")
+        self.text_length = max(TEXT_SPACE_LENGTH, text_length_bound(
+            self.layout, self.task, len(self.possible_agents)))
         space = self._make_obs_space(obs_mode, view_radius)
         if action_mask_in_obs:  # PettingZoo's convention for masked observations
             space = spaces.Dict({"observation": space, "action_mask": spaces.Box(
@@ -365,7 +367,9 @@ class HouseholdEnv(ParallelEnv):
             return flat_space(view_radius, self.task.units[1])
         if obs_mode == "image":
             return image_space(view_radius, self.image_scale)
-        return spaces.Text(TEXT_SPACE_LENGTH, charset=string.printable)
+        # At least TEXT_SPACE_LENGTH; more where a large house or team can write more
+        # (full observability of 83 rooms and 64 agents: 13,749 characters).
+        return spaces.Text(self.text_length, charset=string.printable)
 
     def _indices(self) -> list[int]:
         agents = self.agents

@@ -14,6 +14,7 @@ from orgteams.envs.core.actions import NUM_ACTIONS, Verb, encode
 from orgteams.envs.core.dynamics import EVENT_TYPES
 from orgteams.envs.core.state import HouseholdState
 from orgteams.envs.core.tasks import load_task, task_from_dict
+from orgteams.envs.highlevel import HighLevelEnv
 
 LAYOUTS = list_layouts()
 S = 2  # south
@@ -326,3 +327,26 @@ def test_pettingzoo_render_test_passes():
     from pettingzoo.test import render_test
 
     render_test(functools.partial(household_v0.env, layout="studio", num_agents=2))
+
+
+def test_text_observations_of_a_large_house_are_in_their_space():
+    """The Text space was 8,192 characters for every env: full observability of an
+    83-room house with 64 agents writes 13,749, so observation_space.contains(obs) was
+    False (and the high-level env's space the same)."""
+    env = household_v0.parallel_env(layout="generated:83:1", num_agents=64, obs_mode="text",
+                                    full_observability=True, task="setup_table")
+    space = env.observation_space("agent_0")
+    obs, _ = env.reset(seed=0)
+    rng = np.random.default_rng(0)
+    longest = 0
+    for _ in range(3):
+        assert all(space.contains(o) for o in obs.values())
+        longest = max(longest, *map(len, obs.values()))
+        obs, *_ = env.step({a: int(rng.integers(53)) for a in env.agents})
+    assert longest > 8192
+    assert HighLevelEnv(base=household_v0.parallel_env(
+        layout="generated:83:1", num_agents=64, obs_mode="text")).observation_space(
+        "agent_0").max_length == space.max_length
+    # the usual houses keep the 8,192 of before
+    assert household_v0.parallel_env(obs_mode="text").observation_space(
+        "agent_0").max_length == 8192
