@@ -28,6 +28,7 @@ import dataclasses
 import json
 import os
 import time
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -251,7 +252,12 @@ def train(timesteps: int, out: Path, copies: int = 8, seed: int = 0, eval_every:
             return True
 
     wall = time.time()
-    model.learn(timesteps, callback=Every())
+    with warnings.catch_warnings():
+        # The batched core's observations are read-only (the core recycles them once
+        # dropped); torch warns of "undefined behavior" when SB3 wraps one, though
+        # nothing writes into it.
+        warnings.filterwarnings("ignore", message="The given NumPy array is not writable")
+        model.learn(timesteps, callback=Every())
     cpu = time.process_time() - start_cpu  # evaluations during training included
     final = evaluate()
     curve.append((model.num_timesteps, final, time.process_time() - start_cpu))

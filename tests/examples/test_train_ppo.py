@@ -183,3 +183,17 @@ def test_plot_names_a_file_it_cannot_draw(train_ppo, tmp_path):
             train_ppo.main(["--plot", str(path), "--out", str(tmp_path / "fig")])
         assert stop.value.code == line
     assert not (tmp_path / "fig" / "curve.png").exists()
+
+
+@pytest.mark.slow
+def test_the_batched_core_trains_without_a_read_only_array_warning(tmp_path):
+    """`train_ppo.py --core batched` printed torch's "The given NumPy array is not
+    writable ... undefined behavior" warning: the core's observations are read-only on
+    purpose and nothing writes into them. (A subprocess: torch warns once per process.)"""
+    done = subprocess.run(
+        [sys.executable, str(EXAMPLE), "--core", "batched", "--timesteps", "512",
+         "--copies", "2", "--n-steps", "128", "--batch-size", "128", "--eval-every", "512",
+         "--episodes", "1", "--random-passes", "1", "--out", str(tmp_path)],
+        capture_output=True, text=True, check=True)
+    assert "trained: held-out success" in done.stdout
+    assert "Warning" not in done.stderr, done.stderr
