@@ -163,13 +163,18 @@ def load_policy(path: str | Path, seed: int | None = None, deterministic: bool =
     model = Algorithm.load(path, device="cpu")
     rng = np.random.default_rng(seed)
     shape = getattr(model.observation_space, "shape", None)  # None: a Dict space
+    dtype = getattr(model.observation_space, "dtype", None)
 
     def policy(observation: Any, action_mask: np.ndarray) -> int:
-        if shape and np.shape(observation) != shape:  # else a traceback deep inside SB3
+        # else a traceback deep inside SB3 (shape), or actions from misread inputs (a
+        # model trained on raw uint8 observations given float32 ones: train_ppo.py's
+        # --obs-dtype uint8)
+        if shape and (np.shape(observation) != shape or np.asarray(observation).dtype != dtype):
             raise UserError(
-                f"policy {str(path)!r} takes observations of shape {shape}, this run gives "
-                f"{np.shape(observation)}: {path.with_suffix('.json')} must hold the "
-                f"settings it was trained with ({', '.join(OBSERVATION_SETTINGS)})")
+                f"policy {str(path)!r} takes observations of shape {shape} {dtype}, this run "
+                f"gives {np.shape(observation)} {np.asarray(observation).dtype}: "
+                f"{path.with_suffix('.json')} must hold the settings it was trained with "
+                f"({', '.join(OBSERVATION_SETTINGS)})")
         mask = np.asarray(action_mask, dtype=bool)
         tensor, _ = model.policy.obs_to_tensor(observation)
         with torch.no_grad():

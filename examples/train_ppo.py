@@ -16,7 +16,9 @@ Run (``pip install "orgteams[rl]"``)::
     python examples/train_ppo.py --random                       # the masked-random baseline
 
 It prints the success rate on held-out seeds (never used in training) of masked random
-play and of the trained policy, and writes ``curve.png`` and ``results.json`` into
+play and of the trained policy, and writes ``curve.png``, ``results.json`` and the model
+(``model.zip``, with its observation settings in ``model.json`` unless ``--obs-dtype
+uint8``: ``orgteams run ... --backend planner,policy:runs/ppo/model.zip`` seats it) into
 ``--out``; ``--plot A/results.json B/results.json`` draws runs side by side.
 ``docs/rl-examples.md`` has the reference numbers.
 """
@@ -263,6 +265,11 @@ def train(timesteps: int, out: Path, copies: int = 8, seed: int = 0, eval_every:
     curve.append((model.num_timesteps, final, time.process_time() - start_cpu))
     out.mkdir(parents=True, exist_ok=True)
     model.save(out / "model.zip")
+    if obs_dtype == "float32":  # what a policy member feeds it (orgteams.agents.policy_member)
+        # Its observation settings beside it: `orgteams run --backend
+        # planner,policy:<out>/model.zip` seats it (the task by name: same goals, scale).
+        settings = {k: v.name if isinstance(v, TaskSpec) else v for k, v in env_kwargs.items()}
+        (out / "model.json").write_text(json.dumps(settings, indent=1))
     train_cpu = cpu - eval_cpu[0]
     result = {"setting": env_kwargs, "timesteps": model.num_timesteps, "copies": copies,
               "core": core, "obs_dtype": obs_dtype, "seed": seed, "net": net,

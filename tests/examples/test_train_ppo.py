@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from doubles import load_script
+from doubles import load_script, log_dicts
 
 pytest.importorskip("sb3_contrib", reason="needs the rl extra")
 
@@ -102,6 +102,17 @@ def test_a_short_training_run_writes_its_curve_and_results(train_ppo, tmp_path, 
     assert (tmp_path / "curve.png").stat().st_size > 1000
     assert (tmp_path / "model.zip").exists()
     assert saved["machine"] == train_ppo.machine()
+    # model.json beside a float32 model seats it in a team run (none for raw uint8 ones)
+    assert (tmp_path / "model.json").exists() == (obs_dtype == "float32")
+    if obs_dtype == "float32":
+        from orgteams import run_episode
+
+        team = run_episode(task="put_dishwasher_easy", layout="studio", organization="leader",
+                           agents=2, backend=f"planner,policy:{tmp_path / 'model.zip'}",
+                           seed=0, max_ticks=5, log_path=None)
+        assert team.summary["ticks"] == 5
+        assert sum(r.get("kind") == "action" and r["agent"] == "agent_1" and r["fallback"]
+                   is None for r in log_dicts(team.records)) == 5
 
 
 def test_machine_names_the_libraries_and_cpu_kernels_in_use(train_ppo):
