@@ -39,6 +39,7 @@ from orgteams.agents.member import (
 )
 from orgteams.agents.member_rules import choose_vote
 from orgteams.agents.records import DecisionRecord
+from orgteams.envs.core import load_task
 from orgteams.envs.core.actions import NUM_ACTIONS
 from orgteams.envs.highlevel.space import PRIMITIVE
 from orgteams.envs.household import HouseholdEnv
@@ -131,6 +132,9 @@ def load_policy(path: str | Path, seed: int | None = None, deterministic: bool =
     deterministic policy that waits or bumps in some state repeats it forever (the
     ad-hoc example's learner: 0.93 held-out success sampled, 0.33 argmax).
 
+    SB3 unpickles the objects saved in the model (its policy class, spaces, a custom
+    network kept by value): loading one runs code from it. Load only trusted models.
+
     Raises:
         UserError: No such file, or not a model file SB3 saved (one line naming it).
         MissingExtraError: Stable-Baselines3 is not installed (the ``rl`` extra).
@@ -155,10 +159,22 @@ def load_policy(path: str | Path, seed: int | None = None, deterministic: bool =
                                 "pip install 'orgteams[rl]'") from exc
     import torch
 
+    settings = _settings_beside(path)
     model = Algorithm.load(path, device="cpu")
     rng = np.random.default_rng(seed)
+    shape = getattr(model.observation_space, "shape", None)  # None: a Dict space
+    dtype = getattr(model.observation_space, "dtype", None)
 
     def policy(observation: Any, action_mask: np.ndarray) -> int:
+        # else a traceback deep inside SB3 (shape), or actions from misread inputs (a
+        # model trained on raw uint8 observations given float32 ones: train_ppo.py's
+        # --obs-dtype uint8)
+        if shape and (np.shape(observation) != shape or np.asarray(observation).dtype != dtype):
+            raise UserError(
+                f"policy {str(path)!r} takes observations of shape {shape} {dtype}, this run "
+                f"gives {np.shape(observation)} {np.asarray(observation).dtype}: "
+                f"{path.with_suffix('.json')} must hold the settings it was trained with "
+                f"({', '.join(OBSERVATION_SETTINGS)})")
         mask = np.asarray(action_mask, dtype=bool)
         tensor, _ = model.policy.obs_to_tensor(observation)
         with torch.no_grad():
@@ -170,17 +186,35 @@ def load_policy(path: str | Path, seed: int | None = None, deterministic: bool =
             return int(np.argmax(np.where(mask, probs + 1e-12, -1.0)))
         return int(rng.choice(len(probs), p=probs / probs.sum()))
 
-    settings: dict[str, Any] = {}
-    beside = path.with_suffix(".json")
-    if beside.is_file():
-        try:
-            loaded = json.loads(beside.read_text(encoding="utf-8"))
-        except ValueError as exc:
-            raise UserError(f"{beside}: not JSON ({exc})") from None
-        if not isinstance(loaded, dict):
-            raise UserError(f"{beside}: expected an object of env settings")
-        settings = dict(loaded.get("setting", loaded))
     return policy, settings
+
+
+def _settings_beside(path: Path) -> dict[str, Any]:
+    """The env settings in the JSON file beside the model (none: ``{}``), their
+    observation settings checked here, so a bad one names the file before the episode."""
+    beside = path.with_suffix(".json")
+    if not beside.is_file():
+        return {}
+    try:
+        loaded = json.loads(beside.read_text(encoding="utf-8"))
+    except ValueError as exc:
+        raise UserError(f"{beside}: not JSON ({exc})") from None
+    if not isinstance(loaded, dict):
+        raise UserError(f"{beside}: expected an object of env settings")
+    settings = dict(loaded.get("setting", loaded))
+    observing = {k: settings[k] for k in OBSERVATION_SETTINGS if k in settings}
+    # units depend on the task, the task's objects on the run's layout: those two are
+    # checked when the member first observes; the task's name and the rest here.
+    task, _ = observing.pop("task", None), observing.pop("units", None)
+    try:
+        if isinstance(task, str):
+            load_task(task)
+        elif task is not None:
+            raise UserError(f"task must be a task name, got {task!r}")
+        HouseholdEnv(**{**DEFAULTS, **observing})
+    except ValueError as exc:  # UserError and the env's own checks
+        raise UserError(f"{beside}: {exc}") from None
+    return settings
 
 
 __all__ = ["OBSERVATION_SETTINGS", "Policy", "PolicyMember", "load_policy"]

@@ -20,6 +20,7 @@ from pettingzoo import ParallelEnv
 from orgteams.envs.core.actions import NUM_ACTIONS
 from orgteams.envs.core.dynamics import EVENT_TYPES, transition
 from orgteams.envs.core.layout import Layout, load_layout
+from orgteams.envs.core.limits import MAX_GRID_SIDE, MAX_TICKS, check_int
 from orgteams.envs.core.masks import MaskCache, mask_rows
 from orgteams.envs.core.rewards import TeamReward, shaping_level
 from orgteams.envs.core.start import make_episode
@@ -36,7 +37,7 @@ from orgteams.envs.observe.rl_obs import (
     flat_space,
     image_space,
 )
-from orgteams.envs.observe.text import describe, describe_goal
+from orgteams.envs.observe.text import describe, describe_goal, text_length_bound
 from orgteams.envs.render.ansi import render_ansi
 from orgteams.envs.render.overlay import Overlay
 from orgteams.errors import UserError
@@ -76,7 +77,11 @@ class HouseholdEnv(ParallelEnv):
         ``rich_infos=True`` adds each agent's ``events`` (a list of dicts) to every info
         and the episode's statistics (``episode``) to its last ones: what the team
         layers and the keyboard player read; RL code gets fixed-shape infos without it."""
+        # 0 or None: the task's tick limit (the batched and JAX cores read them alike).
+        if max_ticks is not None:
+            check_int(max_ticks, "max_ticks", 0, MAX_TICKS)
         if max_cycles is not None:
+            check_int(max_cycles, "max_cycles", 0, MAX_TICKS)
             if max_ticks is not None and max_ticks != max_cycles:
                 raise ValueError(f"max_cycles={max_cycles!r} and max_ticks={max_ticks!r} "
                                  "name the same tick limit; give one of them")
@@ -88,8 +93,9 @@ class HouseholdEnv(ParallelEnv):
                              f"got {render_mode!r}")
         if not isinstance(num_agents, int | np.integer) or num_agents < 1:
             raise ValueError(f"num_agents must be a positive integer, got {num_agents!r}")
-        if view_radius < 1:
-            raise ValueError(f"view_radius must be >= 1, got {view_radius}")
+        # A view wider than the largest grid sees nothing more; past it the observation
+        # buffers alone outgrow memory (view_radius=3000: 10 GiB, deep inside numpy).
+        check_int(view_radius, "view_radius", 1, MAX_GRID_SIDE)
         self.layout = layout if isinstance(layout, Layout) else load_layout(layout)
         self.task = task if isinstance(task, TaskSpec) else load_task(task)
         if units is not None:
@@ -121,6 +127,8 @@ class HouseholdEnv(ParallelEnv):
         self.image_scale = image_scale or default_image_scale(view_radius)
         if self.image_scale < 1:
             raise ValueError(f"image_scale must be >= 1, got {image_scale}")
+        self.text_length = max(TEXT_SPACE_LENGTH, text_length_bound(
+            self.layout, self.task, len(self.possible_agents)))
         space = self._make_obs_space(obs_mode, view_radius)
         if action_mask_in_obs:  # PettingZoo's convention for masked observations
             space = spaces.Dict({"observation": space, "action_mask": spaces.Box(
@@ -359,7 +367,9 @@ class HouseholdEnv(ParallelEnv):
             return flat_space(view_radius, self.task.units[1])
         if obs_mode == "image":
             return image_space(view_radius, self.image_scale)
-        return spaces.Text(TEXT_SPACE_LENGTH, charset=string.printable)
+        # At least TEXT_SPACE_LENGTH; more where a large house or team can write more
+        # (full observability of 83 rooms and 64 agents: 13,749 characters).
+        return spaces.Text(self.text_length, charset=string.printable)
 
     def _indices(self) -> list[int]:
         agents = self.agents

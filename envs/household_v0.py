@@ -53,7 +53,7 @@ Rewards
 Termination
     All agents terminate when every goal predicate holds; all are truncated at the
     task's tick limit for the layout (``max_ticks``, or PettingZoo's name
-    ``max_cycles``, overrides it).
+    ``max_cycles``, overrides it; 0 or None keeps the task's).
 
 Infos
     Fixed keys and numbers, so tensor libraries (TorchRL, Tianshou) stack them:

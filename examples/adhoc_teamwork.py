@@ -34,6 +34,7 @@ from typing import Any
 
 import numpy as np
 
+from orgteams.cli.options import positive
 from orgteams.envs import household_v0
 from orgteams.play import make_teammates
 
@@ -194,13 +195,14 @@ def plot(result: dict, path: Path) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--timesteps", type=int, default=600_000)
-    p.add_argument("--copies", type=int, default=8, help="learner envs side by side")
+    p.add_argument("--timesteps", type=positive(int), default=600_000)
+    p.add_argument("--copies", type=positive(int), default=8, help="learner envs side by side")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--eval-every", type=int, default=50_000)
-    p.add_argument("--episodes", type=int, default=30, help="held-out evaluation episodes")
+    p.add_argument("--eval-every", type=positive(int), default=50_000)
+    p.add_argument("--episodes", type=positive(int), default=30,
+                   help="held-out evaluation episodes")
     p.add_argument("--out", type=Path, default=Path("runs/adhoc"))
-    p.add_argument("--threads", type=int, default=1, help="torch threads")
+    p.add_argument("--threads", type=positive(int), default=1, help="torch threads")
     p.add_argument("--baselines-only", action="store_true")
     args = p.parse_args(argv)
     base = baselines(args.episodes, args.seed)

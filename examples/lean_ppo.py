@@ -50,6 +50,7 @@ except ImportError as exc:
 sys.path.insert(0, str(Path(__file__).parent))
 from train_ppo import EASY, machine, play  # noqa: E402
 
+from orgteams.cli.options import positive  # noqa: E402
 from orgteams.envs import household_v0  # noqa: E402
 from orgteams.envs.vector.flat_buffer import to_uint8  # noqa: E402
 
@@ -330,16 +331,19 @@ def train(cfg: Config, timesteps: int, out: Path, seed: int = 0, eval_every: int
 
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--timesteps", type=int, default=3_000_000, help="agent-steps")
+    p.add_argument("--timesteps", type=positive(int), default=3_000_000, help="agent-steps")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", type=Path, default=Path("runs/lean"))
-    p.add_argument("--eval-every", type=int, default=100_000)
+    p.add_argument("--eval-every", type=positive(int), default=100_000)
     p.add_argument("--measure", action="store_true",
                    help="only the raw core's and the lean loop's rates, side by side")
-    p.add_argument("--updates", type=int, default=10, help="--measure: updates per slice")
+    p.add_argument("--updates", type=positive(int), default=10, help="--measure: updates per slice")
     for field in dataclasses.fields(Config):
-        p.add_argument(f"--{field.name.replace('_', '-')}", type=field.type == "float"
-                       and float or int, default=field.default,
+        # counts above zero (0 households or minibatches failed deep in the loop); bf16 a flag
+        kind = (float if field.type == "float" else
+                {"choices": (0, 1), "type": int} if field.name == "bf16" else positive(int))
+        kw = kind if isinstance(kind, dict) else {"type": kind}
+        p.add_argument(f"--{field.name.replace('_', '-')}", **kw, default=field.default,
                        help=f"{field.metadata['help']} (default {field.default})")
     args = p.parse_args(argv)
     torch.set_num_threads(1)  # rates are per CPU second; one thread wastes none

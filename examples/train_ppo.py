@@ -16,7 +16,9 @@ Run (``pip install "orgteams[rl]"``)::
     python examples/train_ppo.py --random                       # the masked-random baseline
 
 It prints the success rate on held-out seeds (never used in training) of masked random
-play and of the trained policy, and writes ``curve.png`` and ``results.json`` into
+play and of the trained policy, and writes ``curve.png``, ``results.json`` and the model
+(``model.zip``, with its observation settings in ``model.json`` unless ``--obs-dtype
+uint8``: ``orgteams run ... --backend planner,policy:runs/ppo/model.zip`` seats it) into
 ``--out``; ``--plot A/results.json B/results.json`` draws runs side by side.
 ``docs/rl-examples.md`` has the reference numbers.
 """
@@ -29,11 +31,13 @@ import json
 import os
 import sys
 import time
+import warnings
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from orgteams.cli.options import positive
 from orgteams.envs import household_v0
 from orgteams.envs.core import TaskSpec, load_task
 from orgteams.envs.vector.flat_buffer import to_uint8
@@ -258,12 +262,22 @@ def train(timesteps: int, out: Path, copies: int = 8, seed: int = 0, eval_every:
             return True
 
     wall = time.time()
-    model.learn(timesteps, callback=Every())
+    with warnings.catch_warnings():
+        # The batched core's observations are read-only (the core recycles them once
+        # dropped); torch warns of "undefined behavior" when SB3 wraps one, though
+        # nothing writes into it.
+        warnings.filterwarnings("ignore", message="The given NumPy array is not writable")
+        model.learn(timesteps, callback=Every())
     cpu = time.process_time() - start_cpu  # evaluations during training included
     final = evaluate()
     curve.append((model.num_timesteps, final, time.process_time() - start_cpu))
     out.mkdir(parents=True, exist_ok=True)
     model.save(out / "model.zip")
+    if obs_dtype == "float32":  # what a policy member feeds it (orgteams.agents.policy_member)
+        # Its observation settings beside it: `orgteams run --backend
+        # planner,policy:<out>/model.zip` seats it (the task by name: same goals, scale).
+        settings = {k: v.name if isinstance(v, TaskSpec) else v for k, v in env_kwargs.items()}
+        (out / "model.json").write_text(json.dumps(settings, indent=1))
     train_cpu = cpu - eval_cpu[0]
     result = {"setting": env_kwargs, "timesteps": model.num_timesteps, "copies": copies,
               "core": core, "obs_dtype": obs_dtype, "seed": seed, "net": net,
@@ -350,15 +364,36 @@ def plot(runs: dict[str, list], path: Path) -> None:
     plt.close(fig)
 
 
+def read_results(path: Path) -> dict:
+    """A run's ``results.json`` for ``--plot``; else exits with one line naming the file
+    and what is wrong with it."""
+    try:
+        run = json.loads(path.read_text())
+    except OSError as e:
+        raise SystemExit(f"{path}: {e.strerror or e}") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise SystemExit(f"{path}: not JSON ({e})") from None
+    fields = ("core", "seed", "copies", "ppo", "curve")
+    missing = [k for k in fields if k not in run] if isinstance(run, dict) else list(fields)
+    if not missing and not (isinstance(run["ppo"], dict) and "n_steps" in run["ppo"]):
+        missing = ["ppo.n_steps"]
+    if missing:
+        raise SystemExit(f"{path}: not a results.json of train_ppo.py (no "
+                         f"{', '.join(missing)})")
+    return run
+
+
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--timesteps", type=int, default=1_500_000)
-    p.add_argument("--copies", type=int, default=8, help="env copies (x agents = SB3 envs)")
+    p.add_argument("--timesteps", type=positive(int), default=1_500_000)
+    p.add_argument("--copies", type=positive(int), default=8,
+                   help="env copies (x agents = SB3 envs)")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--eval-every", type=int, default=100_000)
-    p.add_argument("--episodes", type=int, default=30, help="held-out evaluation episodes")
+    p.add_argument("--eval-every", type=positive(int), default=100_000)
+    p.add_argument("--episodes", type=positive(int), default=30,
+                   help="held-out evaluation episodes")
     p.add_argument("--out", type=Path, default=Path("runs/ppo"))
-    p.add_argument("--threads", type=int, default=1, help="torch threads")
+    p.add_argument("--threads", type=positive(int), default=1, help="torch threads")
     p.add_argument("--net", choices=("cells", "mlp"), default="cells",
                    help="cells: a shared per-cell layer, then 64-unit heads; "
                         "mlp: two 128x128 MLPs")
@@ -368,17 +403,19 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--obs-dtype", choices=OBS_DTYPES, default="float32",
                    help="uint8 (batched core only): the core's raw observations, a quarter "
                         "of the bytes; the same run bit for bit")
-    p.add_argument("--n-steps", type=int, default=256, help="rollout ticks per entry")
-    p.add_argument("--batch-size", type=int, default=512, help="PPO minibatch size")
-    p.add_argument("--n-epochs", type=int, default=4, help="PPO passes over each rollout")
+    p.add_argument("--n-steps", type=positive(int), default=256, help="rollout ticks per entry")
+    p.add_argument("--batch-size", type=positive(int), default=512, help="PPO minibatch size")
+    p.add_argument("--n-epochs", type=positive(int), default=4, help="PPO passes over each rollout")
     p.add_argument("--random", action="store_true", help="only the masked-random baseline")
     p.add_argument("--plot", type=Path, nargs="+", metavar="RESULTS",
                    help="only draw these runs' results.json into --out/curve.png")
-    p.add_argument("--random-passes", type=int, default=10,
+    p.add_argument("--random-passes", type=positive(int), default=10,
                    help="passes of masked random play over the held-out seeds")
     args = p.parse_args(argv)
+    if args.obs_dtype == "uint8" and args.core != "batched":
+        p.error("--obs-dtype uint8 needs --core batched (the scalar path gives float32)")
     if args.plot:
-        runs = [json.loads(path.read_text()) for path in args.plot]
+        runs = [read_results(path) for path in args.plot]
         args.out.mkdir(parents=True, exist_ok=True)
         plot({f"{r['core']}, seed {r['seed']}, {r['copies']} households x "
               f"{r['ppo']['n_steps']} ticks": r["curve"] for r in runs}, args.out / "curve.png")

@@ -81,7 +81,7 @@ from orgteams.envs.highlevel.crowding import Crowd
 from orgteams.envs.highlevel.plans import PLAN_TICK_LIMIT, PLANS, STUCK_LIMIT, PlanFailed, Runner
 from orgteams.envs.highlevel.slots import OptionSlots, slot_features
 from orgteams.envs.highlevel.space import PRIMITIVE, ActionId, AvailableActions
-from orgteams.envs.household import TEXT_SPACE_LENGTH, HouseholdEnv
+from orgteams.envs.household import HouseholdEnv
 from orgteams.envs.observe.memory import AgentMemory, Sight, Views, update_all
 from orgteams.envs.render.overlay import Overlay
 from orgteams.errors import did_you_mean
@@ -149,7 +149,7 @@ class HighLevelEnv(ParallelEnv):
             self._obs_space = self.slots.observation_space(base.observation_space(
                 self.possible_agents[0]))
         else:
-            self._obs_space = spaces.Text(TEXT_SPACE_LENGTH, charset=string.printable)
+            self._obs_space = spaces.Text(base.text_length, charset=string.printable)
         if action_mode == "discrete":
             slot_space = spaces.Discrete(self.slots.n)
             self._act_spaces = {a: slot_space for a in self.possible_agents}

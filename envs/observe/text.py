@@ -8,7 +8,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from orgteams.envs.core.catalog import load_catalog
+from orgteams.envs.core.layout import Layout
 from orgteams.envs.core.state import HouseholdState
+from orgteams.envs.core.tasks import MAX_GOAL_PREDICATES, TaskSpec
 
 
 class _AgentLabels(dict):
@@ -35,6 +38,24 @@ def _furniture_line(state: HouseholdState, f: int) -> str:
     if not objs:
         return name
     return f"{name} (on it: {', '.join(scene.objects[o] for o in objs)})"
+
+
+def text_length_bound(layout: Layout, task: TaskSpec, num_agents: int) -> int:
+    """Most characters :func:`describe` can write on ``layout`` (every room, as with full
+    observability) for ``task``'s objects and ``num_agents`` default-labelled agents:
+    the header, each room's furniture line with every object once, each room's other
+    agents (all of them: those sharing the viewer's view are listed in every room) and
+    every door. The text observation space's length (it must contain every observation)."""
+    rooms = [len(r) for r in layout.rooms]
+    label = len(f"agent_{num_agents - 1}") + 2  # with its ", "
+    objects = task.units[1] + MAX_GOAL_PREDICATES * task.extra_objects + task.distractors
+    names = max(map(len, load_catalog().object_classes)) + 1 + len(str(objects)) + 2
+    header = 60 + label + sum(rooms) + 5 * len(rooms) + 2 * names
+    furniture = sum(len(f.name) + len(" (open, inside: nothing); ") for f in layout.furniture)
+    per_room = sum(len("In the : no furniture.\nAlso in the : .\n") + 2 * r for r in rooms)
+    doors = len("Doors: .") + len(layout.doors) * (len("to the  (closed), ") + max(rooms))
+    return (header + furniture + objects * names + per_room + len(rooms) * num_agents * label
+            + doors)
 
 
 def describe(state: HouseholdState, agent: int, names: list[str] | None = None,

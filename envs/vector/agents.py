@@ -5,7 +5,9 @@
 sub-envs (entry ``i * A + a`` is agent ``a`` of household ``i``), so one policy
 drives every agent (parameter sharing) and Gymnasium's vector wrappers
 (``RecordEpisodeStatistics``, ``NormalizeReward``, ``NumpyToTorch``...) and the code
-written for them (CleanRL's loops) run on it as they are:
+written for them (CleanRL's loops) run on it as they are (``NumpyToTorch``: with the
+``rl`` extra, and under ``NEXT_STEP``: ``SAME_STEP``'s ``final_obs`` is an object array,
+as Gymnasium's own vector envs give it, which that wrapper cannot convert):
 
 * spaces: ``single_observation_space`` / ``single_action_space`` one agent's,
   ``observation_space`` / ``action_space`` the batch's;

@@ -178,3 +178,61 @@ def test_a_saved_maskable_ppo_model_is_a_policy_member_spec(tmp_path):
         probs = model.policy.get_distribution(model.policy.obs_to_tensor(obs)[0],
                                               action_masks=mask).distribution.probs[0]
     assert (probs[~mask.astype(bool)] == 0).all()  # the masked distribution it draws from
+
+
+def test_a_model_whose_settings_do_not_match_the_run_is_one_line(tmp_path):
+    """A model.zip without its model.json (train_ppo.py writes none) or with a bad one:
+    the episode died in SB3 ("Unexpected observation shape (8764,) for Box environment"),
+    or, for a bad value, on a line that did not name the file."""
+    pytest.importorskip("sb3_contrib", reason="needs the rl extra")
+    from sb3_contrib import MaskablePPO
+
+    env = household_v0.single_agent_env("agent_1", "wait", **SETTING, view_radius=3)
+    zipped = tmp_path / "model.zip"
+    MaskablePPO("MlpPolicy", env, n_steps=32, policy_kwargs={"net_arch": [16]}).save(zipped)
+    spec = f"planner,policy:{zipped}"
+    shape = env.observation_space.shape
+    with pytest.raises(UserError, match=re.escape(
+            f"policy {str(zipped)!r} takes observations of shape {shape} float32, this run "
+            f"gives (8764,) float32: {tmp_path / 'model.json'} must hold the settings it was "
+            "trained with "
+            "(task, obs_mode, view_radius, full_observability, units, image_scale, "
+            "action_mask_in_obs)")):
+        run_episode(task="put_dishwasher_easy", layout="studio", organization="leader",
+                    agents=2, backend=spec, seed=0, max_ticks=5, log_path=None)
+    for settings, problem in [
+            ({"view_radius": "x"}, "view_radius must be an integer from 1 to 512, got 'x'"),
+            ({"setting": {"obs_mode": "pixels"}},
+             "obs_mode must be one of ('array', 'text', 'flat', 'image'), got 'pixels'"),
+            ({"task": "tea"}, "Unknown task 'tea'."),
+            ({"task": 3}, "task must be a task name, got 3")]:
+        (tmp_path / "model.json").write_text(json.dumps(settings))
+        with pytest.raises(UserError, match=re.escape(f"{tmp_path / 'model.json'}: {problem}")):
+            build_member("agent_1", f"policy:{zipped}")
+
+
+def test_a_model_of_raw_uint8_observations_is_refused_not_fed_floats(tmp_path):
+    """train_ppo.py --obs-dtype uint8 saves a model of the core's raw uint8 observations,
+    of the same shape as the float32 ones a member builds: it played on misread inputs."""
+    pytest.importorskip("sb3_contrib", reason="needs the rl extra")
+    import gymnasium
+    from gymnasium import spaces
+    from sb3_contrib import MaskablePPO
+
+    setting = {**SETTING, "view_radius": 3}
+    flat = household_v0.single_agent_env("agent_1", "wait", **setting).observation_space
+
+    class RawEnv(gymnasium.Env):  # the raw uint8 observations' space, nothing else
+        observation_space = spaces.Box(0, 255, flat.shape, np.uint8)
+        action_space = spaces.Discrete(53)
+
+    zipped = tmp_path / "model.zip"
+    MaskablePPO("MlpPolicy", RawEnv(), n_steps=32, policy_kwargs={"net_arch": [16]}).save(
+        zipped)
+    (tmp_path / "model.json").write_text(json.dumps(setting))
+    with pytest.raises(UserError, match=re.escape(
+            f"policy {str(zipped)!r} takes observations of shape {flat.shape} uint8, this run "
+            f"gives {flat.shape} float32")):
+        run_episode(task="put_dishwasher_easy", layout="studio", organization="leader",
+                    agents=2, backend=f"planner,policy:{zipped}", seed=0, max_ticks=5,
+                    log_path=None)

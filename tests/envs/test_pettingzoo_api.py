@@ -14,6 +14,7 @@ from orgteams.envs.core.actions import NUM_ACTIONS, Verb, encode
 from orgteams.envs.core.dynamics import EVENT_TYPES
 from orgteams.envs.core.state import HouseholdState
 from orgteams.envs.core.tasks import load_task, task_from_dict
+from orgteams.envs.highlevel import HighLevelEnv
 
 LAYOUTS = list_layouts()
 S = 2  # south
@@ -284,7 +285,16 @@ def test_step_before_reset():
     ({"render_mode": "gif"}, "render_mode must be None or one of ('human', 'rgb_array', "
                              "'ansi'), got 'gif'"),
     ({"num_agents": 0}, "num_agents must be a positive integer, got 0"),
-    ({"view_radius": 0}, "view_radius must be >= 1, got 0"),
+    ({"view_radius": 0}, "view_radius must be from 1 to 512, got 0"),
+    # Past the largest grid the observation buffers alone outgrew memory (10 GiB at 3000,
+    # deep inside numpy); a string or a float failed at the first comparison or reset.
+    ({"view_radius": 3000}, "view_radius must be from 1 to 512, got 3000"),
+    ({"view_radius": "3"}, "view_radius must be an integer from 1 to 512, got '3'"),
+    ({"view_radius": 2.5}, "view_radius must be an integer from 1 to 512, got 2.5"),
+    # A negative limit ended every episode after one tick, a string failed in step().
+    ({"max_ticks": -1}, "max_ticks must be from 0 to 1000000, got -1"),
+    ({"max_ticks": "10"}, "max_ticks must be an integer from 0 to 1000000, got '10'"),
+    ({"max_cycles": 2.5}, "max_cycles must be an integer from 0 to 1000000, got 2.5"),
 ])
 def test_constructor_validation(kwargs, msg):
     with pytest.raises(ValueError, match=re.escape(msg)):
@@ -317,3 +327,26 @@ def test_pettingzoo_render_test_passes():
     from pettingzoo.test import render_test
 
     render_test(functools.partial(household_v0.env, layout="studio", num_agents=2))
+
+
+def test_text_observations_of_a_large_house_are_in_their_space():
+    """The Text space was 8,192 characters for every env: full observability of an
+    83-room house with 64 agents writes 13,749, so observation_space.contains(obs) was
+    False (and the high-level env's space the same)."""
+    env = household_v0.parallel_env(layout="generated:83:1", num_agents=64, obs_mode="text",
+                                    full_observability=True, task="setup_table")
+    space = env.observation_space("agent_0")
+    obs, _ = env.reset(seed=0)
+    rng = np.random.default_rng(0)
+    longest = 0
+    for _ in range(3):
+        assert all(space.contains(o) for o in obs.values())
+        longest = max(longest, *map(len, obs.values()))
+        obs, *_ = env.step({a: int(rng.integers(53)) for a in env.agents})
+    assert longest > 8192
+    assert HighLevelEnv(base=household_v0.parallel_env(
+        layout="generated:83:1", num_agents=64, obs_mode="text")).observation_space(
+        "agent_0").max_length == space.max_length
+    # the usual houses keep the 8,192 of before
+    assert household_v0.parallel_env(obs_mode="text").observation_space(
+        "agent_0").max_length == 8192

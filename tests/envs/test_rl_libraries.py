@@ -93,3 +93,21 @@ def test_tianshou_pettingzoo_env_collects_with_masks():
     assert "action_mask" not in data.info.keys()  # with action_mask_in_obs: the obs only
     ticks = np.asarray(data.info.tick)
     assert ticks.min() == 0 and ticks.max() == 20
+
+
+def test_gymnasiums_numpy_to_torch_wraps_the_agent_vector_env():
+    """The module docstring of envs/vector/agents.py names NumpyToTorch among the vector
+    wrappers that run on it: the rl extra brings what it imports (array-api-compat), and
+    an episode's end and reset come through as tensors."""
+    from gymnasium.wrappers.vector import NumpyToTorch
+
+    env = NumpyToTorch(household_v0.agent_vector_env(2, autoreset_mode="NextStep", **KW))
+    obs, infos = env.reset(seed=0)
+    assert isinstance(obs, torch.Tensor) and obs.shape == (4, env.single_observation_space.shape[0])
+    assert infos["action_mask"].dtype == torch.int8 and infos["action_mask"].shape == (4, 53)
+    for _ in range(KW["max_ticks"]):  # waiting: every household is cut at max_ticks
+        obs, rewards, terms, truncs, infos = env.step(torch.zeros(4, dtype=torch.int64))
+        assert isinstance(rewards, torch.Tensor) and rewards.dtype == torch.float32
+    assert truncs.all() and torch.equal(infos["episode_stats"]["l"], torch.full((4,), 20))
+    obs, _, terms, truncs, infos = env.step(torch.zeros(4, dtype=torch.int64))  # the reset
+    assert not (terms | truncs).any() and torch.equal(infos["tick"], torch.zeros(4))

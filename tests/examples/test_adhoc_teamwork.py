@@ -48,3 +48,15 @@ def test_a_tiny_run_saves_a_model_that_plays_in_an_orgteams_team(adhoc, tmp_path
     assert played.summary["members"]["agent_1"] == f"policy:{tmp_path / 'model.zip'}"
     assert len(acts) == played.summary["ticks"] == 15
     assert all(r["action"].startswith("primitive:") and r["fallback"] is None for r in acts)
+
+
+@pytest.mark.parametrize("argv, line", [
+    # a division by zero episodes, an index into no learner envs
+    (["--baselines-only", "--episodes", "0"], "argument --episodes: must be positive, got 0"),
+    (["--copies", "0"], "argument --copies: must be positive, got 0"),
+])
+def test_bad_counts_are_one_line_before_anything_runs(adhoc, capsys, argv, line):
+    with pytest.raises(SystemExit) as stop:
+        adhoc.main(argv)
+    assert stop.value.code == 2
+    assert capsys.readouterr().err.splitlines()[-1].endswith(f": error: {line}")  # prog: argv[0]

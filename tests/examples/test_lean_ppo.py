@@ -148,3 +148,19 @@ def test_measure_reports_both_rates_and_their_ratio(lean):
     r = lean.measure(tiny(lean, envs=2, ticks=4), slices=1, updates=1)
     assert r["raw"] > 0 and r["lean"] > 0 and r["raw_ids"] > 0
     assert r["ratio"] == pytest.approx(r["raw"] / r["lean"])
+
+
+@pytest.mark.parametrize("argv, line", [
+    # 0 households, minibatches or updates failed deep in the loop (num_envs, a modulo
+    # and a division by zero), 0 timesteps indexed an empty curve
+    (["--envs", "0"], "argument --envs: must be positive, got 0"),
+    (["--minibatches", "0"], "argument --minibatches: must be positive, got 0"),
+    (["--measure", "--updates", "0"], "argument --updates: must be positive, got 0"),
+    (["--timesteps", "0"], "argument --timesteps: must be positive, got 0"),
+    (["--bf16", "2"], "argument --bf16: invalid choice: 2 (choose from 0, 1)"),
+])
+def test_bad_counts_are_one_line_before_anything_runs(lean, capsys, argv, line):
+    with pytest.raises(SystemExit) as stop:
+        lean.main(argv)
+    assert stop.value.code == 2
+    assert capsys.readouterr().err.splitlines()[-1].endswith(f": error: {line}")  # prog: argv[0]

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from doubles import load_script
+from doubles import load_script, log_dicts
 
 pytest.importorskip("sb3_contrib", reason="needs the rl extra")
 
@@ -102,6 +102,17 @@ def test_a_short_training_run_writes_its_curve_and_results(train_ppo, tmp_path, 
     assert (tmp_path / "curve.png").stat().st_size > 1000
     assert (tmp_path / "model.zip").exists()
     assert saved["machine"] == train_ppo.machine()
+    # model.json beside a float32 model seats it in a team run (none for raw uint8 ones)
+    assert (tmp_path / "model.json").exists() == (obs_dtype == "float32")
+    if obs_dtype == "float32":
+        from orgteams import run_episode
+
+        team = run_episode(task="put_dishwasher_easy", layout="studio", organization="leader",
+                           agents=2, backend=f"planner,policy:{tmp_path / 'model.zip'}",
+                           seed=0, max_ticks=5, log_path=None)
+        assert team.summary["ticks"] == 5
+        assert sum(r.get("kind") == "action" and r["agent"] == "agent_1" and r["fallback"]
+                   is None for r in log_dicts(team.records)) == 5
 
 
 def test_machine_names_the_libraries_and_cpu_kernels_in_use(train_ppo):
@@ -148,3 +159,52 @@ def test_the_command_line_baseline_and_plot(train_ppo, tmp_path, capsys):
         runs.append(str(path))
     train_ppo.main(["--plot", *runs, "--out", str(tmp_path / "fig")])
     assert (tmp_path / "fig" / "curve.png").stat().st_size > 1000
+
+
+@pytest.mark.parametrize("argv, line", [
+    # each failed deep inside the run: min() of no passes, a division by zero episodes,
+    # an index into no env copies, a "-0.0 s" line after 0 agent-steps
+    (["--random", "--random-passes", "0"], "argument --random-passes: must be positive, got 0"),
+    (["--random", "--episodes", "0"], "argument --episodes: must be positive, got 0"),
+    (["--copies", "0"], "argument --copies: must be positive, got 0"),
+    (["--timesteps", "0"], "argument --timesteps: must be positive, got 0"),
+    (["--obs-dtype", "uint8"],
+     "--obs-dtype uint8 needs --core batched (the scalar path gives float32)"),
+])
+def test_bad_counts_are_one_line_before_anything_runs(train_ppo, capsys, argv, line):
+    with pytest.raises(SystemExit) as stop:
+        train_ppo.main(argv)
+    assert stop.value.code == 2
+    assert capsys.readouterr().err.splitlines()[-1].endswith(f": error: {line}")  # prog: argv[0]
+
+
+def test_plot_names_a_file_it_cannot_draw(train_ppo, tmp_path):
+    """--plot read each file with json.loads(path.read_text()) and indexed it: a missing
+    file, a file that is not JSON or not a run's results.json was a traceback."""
+    other = tmp_path / "other.json"
+    other.write_text(json.dumps({"core": "scalar", "seed": 0, "copies": 8, "curve": []}))
+    broken = tmp_path / "broken.json"
+    broken.write_text("{")
+    for path, line in [
+            (tmp_path / "nope.json", f"{tmp_path / 'nope.json'}: No such file or directory"),
+            (broken, f"{broken}: not JSON (Expecting property name enclosed in double "
+                     "quotes: line 1 column 2 (char 1))"),
+            (other, f"{other}: not a results.json of train_ppo.py (no ppo)")]:
+        with pytest.raises(SystemExit) as stop:
+            train_ppo.main(["--plot", str(path), "--out", str(tmp_path / "fig")])
+        assert stop.value.code == line
+    assert not (tmp_path / "fig" / "curve.png").exists()
+
+
+@pytest.mark.slow
+def test_the_batched_core_trains_without_a_read_only_array_warning(tmp_path):
+    """`train_ppo.py --core batched` printed torch's "The given NumPy array is not
+    writable ... undefined behavior" warning: the core's observations are read-only on
+    purpose and nothing writes into them. (A subprocess: torch warns once per process.)"""
+    done = subprocess.run(
+        [sys.executable, str(EXAMPLE), "--core", "batched", "--timesteps", "512",
+         "--copies", "2", "--n-steps", "128", "--batch-size", "128", "--eval-every", "512",
+         "--episodes", "1", "--random-passes", "1", "--out", str(tmp_path)],
+        capture_output=True, text=True, check=True)
+    assert "trained: held-out success" in done.stdout
+    assert "Warning" not in done.stderr, done.stderr

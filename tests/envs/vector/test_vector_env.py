@@ -193,6 +193,12 @@ def test_bad_arguments_are_refused():
     with pytest.raises(ValueError, match=re.escape(
             "backend must be one of ('numpy', 'jax'), got 'torch'")):
         household_v0.vector_env(2, backend="torch")
+    with pytest.raises(ValueError, match=re.escape(  # the scalar env's checks, first
+            "view_radius must be from 1 to 512, got 3000")):
+        household_v0.vector_env(2, view_radius=3000)
+    with pytest.raises(ValueError, match=re.escape(
+            "max_ticks must be an integer from 0 to 1000000, got '10'")):
+        household_v0.vector_env(2, max_ticks="10")
 
 
 def test_raw_uint8_observations_are_refused_with_the_jax_backend():

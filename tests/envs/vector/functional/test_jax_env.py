@@ -246,7 +246,7 @@ def test_bad_arguments_get_one_clear_line():
     with pytest.raises(ValueError, match=re.escape(
             "seed must be a non-negative integer, got -1")):
         household_v0.jax_env(seed=-1)
-    with pytest.raises(ValueError, match=re.escape("view_radius must be >= 1, got 0")):
+    with pytest.raises(ValueError, match=re.escape("view_radius must be from 1 to 512, got 0")):
         household_v0.jax_env(view_radius=0)  # the scalar env's own checks
 
 
