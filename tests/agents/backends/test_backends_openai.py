@@ -316,6 +316,7 @@ def test_retry_settings_from_the_environment(monkeypatch, fault_server):
     monkeypatch.setenv("ORGTEAMS_MAX_RETRIES", "many")
     with pytest.raises(BackendConfigError) as info:
         OpenAIBackend("m", base_url=fault_server.base_url)
+    assert str(info.value) == "$ORGTEAMS_MAX_RETRIES must be a whole number >= 0, got 'many'"
 
 
 def test_a_reply_nested_past_the_recursion_limit_is_invalid_not_a_crash(fault_server):
@@ -359,9 +360,6 @@ def test_a_compressed_body_is_asked_away_and_refused(fault_server):
     assert (attempt.kind, attempt.detail) == (
         "protocol", "UnexpectedBody: a gzip-encoded body (we ask for identity: unpacked, "
                     "it has no bound)")
-
-
-    assert str(info.value) == "$ORGTEAMS_MAX_RETRIES must be a whole number >= 0, got 'many'"
 
 
 @pytest.mark.parametrize(("name", "raw", "wanted"), [

@@ -262,9 +262,10 @@ def test_an_os_error_not_about_a_path_keeps_its_traceback(monkeypatch):
 def test_a_scale_or_fps_that_is_no_finite_number_is_one_line(capsys, argv):
     # nan and inf passed: a ValueError or OverflowError traceback in the renderer
     flag, value = argv[-2:]
+    bounds = {"--scale": "must be from 0.1 to 8", "--fps": "must be above 0 and at most 1000"}
     assert fails(capsys, argv) == (
-        f"orgteams {argv[0]}: error: argument {flag}: must be positive, got {value}")
+        f"orgteams {argv[0]}: error: argument {flag}: {bounds[flag]}, got {value}")
     from orgteams import EpisodeConfig
 
-    with pytest.raises(UserError, match=re.escape(f"{flag[2:]} must be positive, got")):
+    with pytest.raises(UserError, match=re.escape(f"{flag[2:]} {bounds[flag]}, got {value}")):
         EpisodeConfig(**{flag[2:]: float(value)})
