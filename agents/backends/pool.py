@@ -12,6 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from orgteams.agents.backends.redact import scrub_text
 from orgteams.envs.core.limits import MAX_AGENTS, check_int
 from orgteams.errors import UserError, unknown_name
 
@@ -29,9 +30,18 @@ def parse_member_spec(spec: str) -> tuple[str, str | None]:
     """Split a member spec: ``"openai:gpt-4o-mini"`` -> ``("openai", "gpt-4o-mini")``.
 
     Raises:
-        UserError: An unknown kind, or a model name on a kind that takes none
-            (``local:foo``: the embedded model is always SmolLM2).
+        UserError: An unknown kind, a model name on a kind that takes none
+            (``local:foo``: the embedded model is always SmolLM2), or a spec holding
+            what looks like a secret (an API key pasted as the model name; the error
+            shows it masked).
     """
+    shown = scrub_text(spec.strip())
+    if shown != spec.strip():
+        # a key pasted where the model goes (openai:sk-...) would be written into every
+        # log line's "model", the summary and a sweep's backend column, and echoed here
+        raise UserError(f"member spec {shown!r}: it holds what looks like a secret (an API "
+                        "key?); a key goes in $ORGTEAMS_API_KEY or $OPENAI_API_KEY, never in "
+                        "the member spec")
     kind, sep, model = spec.strip().partition(":")
     if kind not in MEMBER_KINDS:
         raise unknown_name("member kind", kind, MEMBER_KINDS)

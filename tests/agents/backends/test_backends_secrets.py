@@ -67,3 +67,31 @@ def test_error_messages_scrub_a_key_echoed_by_the_server(fault_server):
     with pytest.raises(BackendError) as info:
         backend.complete([{"role": "user", "content": "x"}])
     assert info.value.reason == "HTTP 500: *** failure"
+
+
+@pytest.mark.parametrize("spec", ["openai:sk-proj-abcdefghijklmnopqrstuvwxyz0123456789",
+                                  "sk-proj-abcdefghijklmnopqrstuvwxyz0123456789"])
+def test_a_key_pasted_as_the_member_spec_is_refused_masked(tmp_path, capsys, spec):
+    """A key typed where the model goes ran the episode with the key as every log line's
+    "model" (and the summary's members, a sweep's backend column); as the kind it was
+    echoed in the error line. Now one line, the key masked, before anything runs."""
+    from orgteams.cli.main import main
+
+    log = tmp_path / "ep.jsonl"
+    assert main(["run", "--backend", spec, "--agents", "2", "--max-rounds", "1",
+                 "--log", str(log), "--quiet"]) == 2
+    err = capsys.readouterr().err
+    shown = "openai:***" if spec.startswith("openai:") else "***"
+    assert err == (f"orgteams run: error: member spec {shown!r}: it holds what looks like a "
+                   "secret (an API key?); a key goes in $ORGTEAMS_API_KEY or "
+                   "$OPENAI_API_KEY, never in the member spec\n")
+    assert not log.exists()
+
+
+def test_model_names_with_slashes_colons_and_dates_are_not_taken_for_keys():
+    from orgteams.agents.backends.pool import parse_member_spec
+
+    for model in ("meta-llama/Llama-3.1-8B-Instruct", "gpt-4o-mini-2024-07-18",
+                  "ft:gpt-4o-mini-2024-07-18:my-org:custom-suffix:9abcDEF1",
+                  "hf.co/bartowski/Llama-3.2-3B-Instruct-GGUF:Q4_K_M"):
+        assert parse_member_spec(f"openai:{model}") == ("openai", model)
