@@ -54,6 +54,7 @@ from orgteams.experiments.sweep import KEY_FIELDS, cell_key, played, read_result
 from orgteams.organizations.rounds.episode_summary import EpisodeSummary
 
 METRICS = ("ticks", "rounds", "comm_tokens_per_step", "fallback_rate")
+MAX_METRIC = 1e12  # no episode counts more ticks or tokens per step; a larger value is an edit
 TESTED = ("ticks", "comm_tokens_per_step")
 CONTEXT = ("task", "layout", "agents", "backend", "shocks")  # shocks: a sweep's condition
 LEADERSHIP = ("leader_tenure", "self_vote_rate")
@@ -105,6 +106,10 @@ def _check_row(row: dict, where: str) -> None:
         v = summary.get(k)
         if v is not None and (isinstance(v, bool) or not isinstance(v, int | float)):
             raise UserError(f"{where}: field 'summary.{k}' must be a number, got {v!r}")
+        if v is not None and not abs(v) <= MAX_METRIC:  # nan, inf, 1e308: a mean of
+            # "nan ± nan" or an OverflowError traceback in the variance
+            raise UserError(f"{where}: field 'summary.{k}' must be a finite number of at "
+                            f"most {MAX_METRIC:g} in size, got {v!r}")
 
 
 def load_rows(results_path: str | Path) -> tuple[list[dict], dict[str, int]]:

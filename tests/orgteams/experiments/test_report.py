@@ -357,6 +357,10 @@ def test_kruskal_wallis_with_one_episode_per_group_is_no_test(tmp_path):
     ({"success": True, "ticks": "many"}, "field 'summary.ticks' must be a number, got 'many'"),
     ({"success": True, "ticks": 40, "comm_tokens_per_step": [1]},
      "field 'summary.comm_tokens_per_step' must be a number, got [1]"),
+    ({"success": True, "ticks": float("nan")},  # was averaged as "nan ± nan"
+     "field 'summary.ticks' must be a finite number of at most 1e+12 in size, got nan"),
+    ({"success": True, "ticks": 1e308},  # was an OverflowError traceback in the variance
+     "field 'summary.ticks' must be a finite number of at most 1e+12 in size, got 1e+308"),
 ])
 def test_a_summary_field_the_tables_average_must_be_of_its_kind(tmp_path, capsys, summary,
                                                                  message):
