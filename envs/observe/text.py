@@ -6,6 +6,8 @@ the same ids the high-level actions and the logs use.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 
 from orgteams.envs.core.catalog import load_catalog
@@ -44,8 +46,8 @@ def text_length_bound(layout: Layout, task: TaskSpec, num_agents: int) -> int:
     """Most characters :func:`describe` can write on ``layout`` (every room, as with full
     observability) for ``task``'s objects and ``num_agents`` default-labelled agents:
     the header, each room's furniture line with every object once, each room's other
-    agents (all of them: those sharing the viewer's view are listed in every room) and
-    every door. The text observation space's length (it must contain every observation)."""
+    agents (counted as all of them in every room: a safe bound) and every door. The
+    text observation space's length (it must contain every observation)."""
     rooms = [len(r) for r in layout.rooms]
     label = len(f"agent_{num_agents - 1}") + 2  # with its ", "
     objects = task.units[1] + MAX_GOAL_PREDICATES * task.extra_objects + task.distractors
@@ -72,7 +74,7 @@ def describe(state: HouseholdState, agent: int, names: list[str] | None = None,
     where = f"in the doorway between the {where}" if len(here) > 1 else f"in the {where}"
     held = ", ".join(scene.objects[o] for o in state.hands[agent]) or "nothing"
     lines = [f"You are {label(agent)}, {where}. You hold: {held}."]
-    others_in = _others_in(state, agent, view)
+    others_in = _others_in(state, agent, view, here)
     for r in rooms:
         furniture = "; ".join(_furniture_line(state, f) for f in scene.furniture_in_room[r])
         lines.append(f"In the {lay.rooms[r]}: {furniture or 'no furniture'}.")
@@ -92,21 +94,24 @@ def describe(state: HouseholdState, agent: int, names: list[str] | None = None,
     return "\n".join(lines)
 
 
-def _others_in(state: HouseholdState, agent: int, view: int):
-    """``others_in(room)``: the other agents in that room or sharing ``view``, by index."""
+def _others_in(state: HouseholdState, agent: int, view: int, here: Sequence[int]):
+    """``others_in(room)``: the other agents in that room, or, for a room of the viewer's
+    own view (``here``), sharing ``view`` (a doorway); by index. With full observability
+    the other rooms list only who is in them (sharing the view listed an agent everywhere)."""
     scene = state.scene
     pos = state.agent_pos
     if len(pos) <= 16:  # few agents: plain Python beats numpy's call overhead
         room_of, view_of = scene.room_of_cell, scene.view_of_cell
         return lambda r: [a for a, c in enumerate(pos)
-                          if a != agent and (room_of[c] == r or view_of[c] == view)]
+                          if a != agent and (room_of[c] == r
+                                             or (view_of[c] == view and r in here))]
     # Many agents: one gather of every agent's room and view, then one comparison per room.
     cells = np.array(pos)
     agent_rooms = scene.room_of_cell[cells]
     same_view = scene.view_array[cells] == view
 
     def others_in(r: int) -> list[int]:
-        seen = (agent_rooms == r) | same_view
+        seen = (agent_rooms == r) | same_view if r in here else agent_rooms == r
         seen[agent] = False
         return np.flatnonzero(seen).tolist()
 

@@ -228,6 +228,21 @@ def test_describe_full_observability_and_doorway(two_rooms, make_state):
         "You hold: nothing.")
 
 
+@pytest.mark.parametrize("crowd", [0, 16])  # up to 16 agents in Python, more with numpy
+def test_full_observability_lists_a_teammate_only_in_its_own_room(two_rooms, make_state,
+                                                                  crowd):
+    # A teammate sharing the viewer's view was listed under every room of the house
+    # ("Also in the living_room: agent_1" with agent_1 in the kitchen beside it).
+    state = make_state(two_rooms, [(1, 2), (2, 2), *[(3, 7)] * crowd])
+    lines = describe(state, 0, full_observability=True).splitlines()
+    living = ", ".join(f"agent_{a}" for a in range(2, 2 + crowd))
+    assert [ln for ln in lines if ln.startswith("Also in")] == [
+        "Also in the kitchen: agent_1.", *([f"Also in the living_room: {living}."] if crowd
+                                          else [])]
+    # what the viewer's own view lists is as before
+    assert describe(state, 0).splitlines()[2] == "Also in the kitchen: agent_1."
+
+
 def test_describe_goal(two_rooms, make_state):
     goal = [Predicate("on", "apple", "kitchen_table", 2)]
     state = make_state(two_rooms, [(2, 2)], goal=goal, contents={"kitchen_table": ["apple_1"]})
