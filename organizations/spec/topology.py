@@ -15,6 +15,23 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from orgteams.errors import validation_line
 
+MAX_ROLE_CHARS = 40  # a role name is said in every prompt and log line of its agents
+
+
+def _role_name(value: str, least: int = 1) -> str:
+    """A role name: one line of ``least`` to :data:`MAX_ROLE_CHARS` printable characters
+    (an organization file is a person's text: a megabyte role would go into every prompt)."""
+    if not least <= len(value) <= MAX_ROLE_CHARS or not value.isprintable():
+        shown = value if len(value) <= MAX_ROLE_CHARS else value[:MAX_ROLE_CHARS] + "..."
+        raise ValueError(f"must be {least} to {MAX_ROLE_CHARS} printable characters on one "
+                         f"line, got {shown!r}")
+    return value
+
+
+def _member_role_name(value: str) -> str:
+    # "" is no role at all (``orgteams play``'s teammates without an organization)
+    return _role_name(value, least=0)
+
 
 class Share(BaseModel):
     """A tier size as a share of the agents not yet placed: ``clamp(floor(fraction * left))``."""
@@ -38,6 +55,8 @@ class Tier(BaseModel):
     role: str
     count: int | Literal["rest"] | Share = 1
     agents: list[str] | None = None
+
+    _role = field_validator("role")(_role_name)
 
     @field_validator("count", mode="before")
     @classmethod
@@ -71,6 +90,8 @@ class Topology(BaseModel):
     kind: Literal["flat", "chain", "tiers"] = "flat"
     tiers: list[Tier] = Field(default_factory=list)
     member_role: str = "member"
+
+    _member_role = field_validator("member_role")(_member_role_name)
 
     @model_validator(mode="after")
     def _check_tiers(self) -> Topology:

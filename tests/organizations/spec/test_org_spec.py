@@ -252,3 +252,24 @@ def test_tier_counts_place_that_many_agents():
             "name: x\nprotocol: leader_first\ntopology: {kind: tiers, tiers: "
             f"[{{role: boss, count: {count}}}, {{role: member, count: rest}}]}}\n")
         assert org.resolve(team).tiers[0] == ("boss", leaders)
+
+
+@pytest.mark.parametrize(("topology", "field", "least"), [
+    ("{kind: tiers, tiers: [{role: ROLE, count: 1}, {role: member, count: rest}]}",
+     "topology.tiers.0.role", 1),
+    ("{kind: flat, member_role: ROLE}", "topology.member_role", 0),  # "": no role
+])
+@pytest.mark.parametrize("role", ["x" * 5000, '"a\\nb"', '""'])
+def test_a_role_name_is_one_short_line(topology, field, least, role):
+    # a role is said in every prompt and log line of its agents: a 5,000-character or
+    # two-line role went into them unchecked
+    protocol = "leader_first" if least else "shared"  # a flat team has no leader
+    text = f"name: x\nprotocol: {protocol}\ntopology: {topology.replace('ROLE', role)}\n"
+    if role == '""' and least == 0:
+        assert Organization.from_yaml(text).topology.member_role == ""
+        return
+    with pytest.raises(ValueError) as info:
+        Organization.from_yaml(text)
+    got = {"x" * 5000: "'" + "x" * 40 + "...'", '"a\\nb"': "'a\\nb'", '""': "''"}[role]
+    assert str(info.value) == (f"<text>: field '{field}': must be {least} to 40 printable "
+                               f"characters on one line, got {got}")
