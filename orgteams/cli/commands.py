@@ -296,10 +296,10 @@ def cmd_demos(args: argparse.Namespace) -> int:
                         f"seed, {MAX_SEED}")
     out = collect_demos(args.layout, args.task, args.agents,
                         range(args.seed, args.seed + args.seeds), args.out)
-    if args.json:
-        _print_json(out)
+    wins = sum(r["success"] for r in out)
+    if args.json:  # one object, as every command's --json (docs/cli.md)
+        _print_json({"demonstrations": out, "successful": wins, "out": str(args.out)})
     else:
-        wins = sum(r["success"] for r in out)
         for r in out:
             print(f"seed {r['seed']}: {r['ticks']} ticks, "
                   f"{'success' if r['success'] else 'goal not met'} -> {r['file']}")

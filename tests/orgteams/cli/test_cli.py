@@ -101,8 +101,12 @@ def test_record_writes_a_video(capsys, tmp_path):
 def test_demos(capsys, tmp_path):
     out = run_json(capsys, "demos", "--layout", "studio", "--task", "put_dishwasher_easy",
                    "--seeds", "1", "--out", str(tmp_path / "demos"))
-    assert (tmp_path / "demos" / "index.jsonl").exists()
-    assert out
+    index = [json.loads(line) for line in
+             (tmp_path / "demos" / "index.jsonl").read_text().splitlines()]
+    # one JSON object, as every command's --json (it printed a bare list)
+    assert out == {"demonstrations": index, "successful": sum(r["success"] for r in index),
+                   "out": str(tmp_path / "demos")}
+    assert [r["seed"] for r in index] == [0]
 
 
 def test_record_a_png_frame(capsys, tmp_path):
@@ -172,6 +176,7 @@ def test_demos_start_at_the_given_seed(capsys, tmp_path):
     # --seed was accepted and ignored: `demos --seed 7 --seeds 2` played seeds 0 and 1
     out = run_json(capsys, "demos", "--layout", "studio", "--task", "put_dishwasher_easy",
                    "--seed", "7", "--seeds", "2", "--out", str(tmp_path / "demos"))
+    out = out["demonstrations"]
     assert [r["seed"] for r in out] == [7, 8]
     index = [json.loads(line) for line in
              (tmp_path / "demos" / "index.jsonl").read_text().splitlines()]
