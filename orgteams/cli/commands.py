@@ -337,8 +337,10 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     lists = {"tasks": args.tasks, "layouts": args.layouts, "organizations": args.orgs,
              "agents": args.agents, "backends": args.backend, "seeds": args.seeds}
     spec = spec_from_lists(base, **lists, **episode)
+    flag_of = {"tasks": "--tasks", "layouts": "--layouts", "organizations": "--orgs",
+               "agents": "--agents", "backends": "--backend", "seeds": "--seeds"}
     spec.validate(source=args.spec or "command line",
-                  flags=[k for k, v in {**lists, **episode}.items() if v is not None])
+                  flags={k: flag_of[k] for k, v in lists.items() if v is not None})
     spend = sweep_spend(spec, Path(args.out))
     if spend is not None:
         _announce_cost(estimate_sweep(spec, args.out), spend)

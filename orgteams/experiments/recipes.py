@@ -268,7 +268,9 @@ def _run_sweep(name: str, recipe: dict[str, Any], backend: str | None, seeds: in
         data["seeds"] = seeds
     data.update({k: budget[k] for k in BUDGET_FIELDS if budget[k] is not None})
     spec = SweepSpec.from_dict(data, source=f"experiment {name}")
-    spec.validate(source=f"experiment {name}")
+    spec.validate(source=f"experiment {name}", flags={
+        **({"backends": "--backend"} if backend is not None else {}),
+        **({"seeds": "--seeds"} if seeds is not None else {})})
     check_limits(spec, out)  # before spec.yaml says what ran
     spend = sweep_spend(spec, out)
     if spend is not None and budget["on_estimate"] is not None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import itertools
 import math
 import re
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
@@ -123,23 +123,26 @@ class SweepSpec:
                 cell.update(shocks=cond, shock_list=list(shocks))
             yield cell
 
-    def validate(self, source: str = "", flags: Iterable[str] = ()) -> None:
+    def validate(self, source: str = "", flags: Mapping[str, str] | None = None) -> None:
         """Check every name before any episode runs; errors name the spec field.
 
         Args:
             source: Where the spec came from (its file, ``command line``, ``experiment
                 NAME``): each error starts with it, as :meth:`from_dict`'s do.
-            flags: Fields the command line gave over the file: their errors name
-                ``command line`` instead.
+            flags: Field -> the flag that gave it over the file or recipe
+                (``{"backends": "--backend"}``): their errors name the flag, as
+                argparse does (``command line: argument --backend: ...``).
         """
         try:
             self._validate()
         except UserError as exc:
             named = exc.field if isinstance(exc, _FieldError) else None
-            where = "command line" if named in set(flags) else source
-            if not where:
+            flag = (flags or {}).get(named) if named is not None else None
+            if flag is not None:
+                raise UserError(f"command line: argument {flag}: {exc.text}") from None
+            if not source:
                 raise
-            raise UserError(f"{where}: {exc}") from None
+            raise UserError(f"{source}: {exc}") from None
 
     def _validate(self) -> None:
         from orgteams.envs.core.layout import load_layout
@@ -289,7 +292,7 @@ class _FieldError(UserError):
 
     def __init__(self, name: str, text: str) -> None:
         super().__init__(f"sweep spec field '{name}': {text}")
-        self.field = name.split(".")[0]
+        self.field, self.text = name.split(".")[0], text
 
 
 def _field(name: str, fn: Callable[[Any], Any], value: Any) -> Any:

@@ -145,9 +145,20 @@ def test_a_sweep_spec_field_checked_before_the_run_names_its_file_or_the_flag(ca
                                 "a sweep cannot wait for a human member; use planner, random, "
                                 "local or openai:<m>")
     assert main(["sweep", "--spec", str(spec), "--tasks", "put_frige", "--out", out]) == 2
-    assert one_line(capsys).startswith("orgteams sweep: error: command line: sweep spec field "
-                                       "'tasks': Unknown task 'put_frige'.")
+    assert one_line(capsys).startswith("orgteams sweep: error: command line: argument "
+                                       "--tasks: Unknown task 'put_frige'.")
+    # a flag is named as argparse names it, in experiment too (not the spec's field)
+    assert main(["sweep", "--backend", "bogus", "--out", out]) == 2
+    assert one_line(capsys) == (
+        "orgteams sweep: error: command line: argument --backend: Unknown member kind "
+        "'bogus'. Known: human, local, openai, planner, policy, random, scripted")
+    assert main(["experiment", "paper1-organizations", "--backend", "bogus", "--out",
+                 str(tmp_path / "exp")]) == 2
+    assert one_line(capsys) == (
+        "orgteams experiment: error: command line: argument --backend: Unknown member kind "
+        "'bogus'. Known: human, local, openai, planner, policy, random, scripted")
     assert not (tmp_path / "out").exists()
+    assert not (tmp_path / "exp" / "results.jsonl").exists()
 
 
 def test_a_results_row_without_its_task_is_one_line(capsys, tmp_path):

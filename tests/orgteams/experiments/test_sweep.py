@@ -178,7 +178,7 @@ def test_cli_sweep_json_and_resume(tmp_path, capsys):
 def test_cli_bad_org_is_one_clear_line(tmp_path, capsys):
     assert main(["sweep", "--orgs", "none,leadr", "--out", str(tmp_path), "--quiet"]) == 2
     err = capsys.readouterr().err
-    assert "orgteams sweep: error: command line: sweep spec field 'organizations'" in err
+    assert "orgteams sweep: error: command line: argument --orgs: Unknown organization" in err
     assert "Traceback" not in err and not (tmp_path / "results.jsonl").exists()
 
 
