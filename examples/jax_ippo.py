@@ -27,21 +27,20 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
-import sys
 import time
 from pathlib import Path
 from typing import Any, NamedTuple
 
 import numpy as np
 
+from orgteams.errors import script_needs_extra
+
 try:  # one line naming the extra, not a traceback, when it is missing
     import jax
     import jax.numpy as jnp
     import optax
 except ImportError as exc:
-    missing = (exc.name or "a module").split(".")[0]  # stable_baselines3, not .common
-    raise SystemExit(f"{Path(sys.argv[0]).name} needs the jax extra ({missing} is "
-                     "not installed): pip install -e \".[jax]\"") from None
+    raise script_needs_extra(exc, "jax") from None
 
 from orgteams.envs import household_v0
 from orgteams.envs.core import load_task

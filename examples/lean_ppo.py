@@ -37,15 +37,14 @@ from typing import Any
 
 import numpy as np
 
+from orgteams.errors import script_needs_extra
+
 try:  # one line naming the extra, not a traceback, when it is missing
     import torch
     from torch import nn
     from torch.nn import functional as F
 except ImportError as exc:
-    missing = (exc.name or "a module").split(".")[0]  # stable_baselines3, not .common
-    raise SystemExit(f"{Path(sys.argv[0]).name} needs the rl extra ({missing} is "
-                     "not installed): pip install torch --index-url "
-                     "https://download.pytorch.org/whl/cpu && pip install -e \".[rl]\"") from None
+    raise script_needs_extra(exc, "rl") from None
 
 sys.path.insert(0, str(Path(__file__).parent))
 from train_ppo import EASY, machine, play  # noqa: E402

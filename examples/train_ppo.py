@@ -29,7 +29,6 @@ import argparse
 import dataclasses
 import json
 import os
-import sys
 import time
 import warnings
 from pathlib import Path
@@ -41,14 +40,12 @@ from orgteams.cli.options import positive
 from orgteams.envs import household_v0
 from orgteams.envs.core import TaskSpec, load_task
 from orgteams.envs.vector.flat_buffer import to_uint8
+from orgteams.errors import script_needs_extra
 
 try:  # one line naming the extra, not a traceback, when it is missing
     from orgteams.envs.vector.sb3 import AgentEntries, AgentVecEnv, ScalarAgentVecEnv
 except ImportError as exc:
-    missing = (exc.name or "a module").split(".")[0]  # stable_baselines3, not .common
-    raise SystemExit(f"{Path(sys.argv[0]).name} needs the rl extra ({missing} is "
-                     "not installed): pip install torch --index-url "
-                     "https://download.pytorch.org/whl/cpu && pip install -e \".[rl]\"") from None
+    raise script_needs_extra(exc, "rl") from None
 
 
 def easy_task() -> TaskSpec:

@@ -15,8 +15,8 @@ import difflib
 from collections.abc import Iterable
 from typing import Any
 
-__all__ = ["FieldProblem", "MissingExtraError", "UserError", "did_you_mean", "unknown_name",
-           "validation_line"]
+__all__ = ["FieldProblem", "MissingExtraError", "UserError", "did_you_mean",
+           "script_needs_extra", "unknown_name", "validation_line"]
 
 
 class UserError(ValueError):
@@ -61,6 +61,25 @@ def did_you_mean(name: str, choices: Iterable[str]) -> str:
     """Return ' Did you mean 'x'?' for the closest choice, or '' when none is close."""
     close = difflib.get_close_matches(name, list(choices), n=1, cutoff=0.5)
     return f" Did you mean {close[0]!r}?" if close else ""
+
+
+_SCRIPT_INSTALL = {  # torch's CPU build first: PyPI's default wheel pulls in CUDA
+    "rl": 'pip install torch --index-url https://download.pytorch.org/whl/cpu && '
+          'pip install -e ".[rl]"',
+    "jax": 'pip install -e ".[jax]"',
+}
+
+
+def script_needs_extra(exc: ImportError, extra: str) -> SystemExit:
+    """The one line an example script exits with when ``extra`` (``rl``, ``jax``) is
+    missing (raise it ``from None``): the script, the extra, the module that failed and
+    how to install it."""
+    import sys
+    from pathlib import Path
+
+    missing = (exc.name or "a module").split(".")[0]  # stable_baselines3, not .common
+    return SystemExit(f"{Path(sys.argv[0]).name} needs the {extra} extra ({missing} is "
+                      f"not installed): {_SCRIPT_INSTALL[extra]}")
 
 
 def unknown_name(kind: str, name: str, choices: Iterable[str]) -> UserError:
