@@ -143,9 +143,16 @@ def cmd_run(args: argparse.Namespace) -> int:
     from orgteams.agents.backends.pool import BackendPool
     from orgteams.cli.options import config_from_args
     from orgteams.config import EpisodeConfig
+    from orgteams.errors import UserError
     from orgteams.run import run_episode
 
     config = config_from_args(EpisodeConfig, args)
+    if args.json and "human" in {b.strip().partition(":")[0]
+                                 for b in str(config.backend).split(",")}:
+        # the person's prompts and answers are on stdout too: no longer one JSON object
+        raise UserError("argument --json: a human member talks on the terminal (stdout), so "
+                        "the output would not be one JSON object; drop --json (the summary "
+                        "is the last line of the episode's log)")
     spend = None
     if config.max_cost is not None or config.price_per_mtok is not None:
         from orgteams.agents.backends.spend import Spend

@@ -280,3 +280,18 @@ def test_a_scale_or_fps_that_is_no_finite_number_is_one_line(capsys, argv):
 
     with pytest.raises(UserError, match=re.escape(f"{flag[2:]} {bounds[flag]}, got {value}")):
         EpisodeConfig(**{flag[2:]: float(value)})
+
+
+@pytest.mark.parametrize("backend", ["human", "planner,human"])
+def test_run_json_with_a_human_member_is_one_line(capsys, tmp_path, backend):
+    # the person's prompts went to stdout beside the summary: not one JSON object (with
+    # stdin closed, hundreds of prompts)
+    log = tmp_path / "ep.jsonl"
+    assert main(["run", "--backend", backend, "--agents", "2", "--json", "--log",
+                 str(log)]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err == (
+        "orgteams run: error: argument --json: a human member talks on the terminal "
+        "(stdout), so the output would not be one JSON object; drop --json (the summary is "
+        "the last line of the episode's log)\n")
+    assert not log.exists()
