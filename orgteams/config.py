@@ -109,14 +109,6 @@ def _number(value: Any) -> float:
     return value
 
 
-def _positive(value: Any) -> float:
-    """Above zero and finite: nan or inf frames per second or scale were a ValueError or
-    OverflowError traceback in the renderer."""
-    if not math.isfinite(_number(value)) or value <= 0:
-        raise FieldProblem("must be positive", value)
-    return value
-
-
 MAX_FPS = 1_000
 """Most ticks per second of a window or video (a test runs its window at 1,000)."""
 SCALE_RANGE = (0.1, 8.0)

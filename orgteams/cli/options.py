@@ -8,8 +8,7 @@ import math
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from orgteams.config import Cli, check_fps, check_scale
-from orgteams.errors import FieldProblem
+from orgteams.config import Cli, check_fps, check_scale, typed
 
 
 def _no_default(value: Any) -> bool:
@@ -33,16 +32,17 @@ def positive(kind):
     return parse
 
 
+def _number_text(text: str) -> float:
+    try:
+        return float(text)
+    except ValueError:
+        raise ValueError(f"must be a number, got {text!r}") from None
+
+
 def checked_number(check: Any) -> Any:
-    """An argparse type: a number that passes a config check (its problem as the error)."""
-    def parse(text: str) -> float:
-        try:
-            return check(float(text))
-        except ValueError as problem:  # FieldProblem, or not a number at all
-            got = f"got {text}" if isinstance(problem, FieldProblem) else f"got {text!r}"
-            why = problem.problem if isinstance(problem, FieldProblem) else "must be a number"
-            raise argparse.ArgumentTypeError(f"{why}, {got}") from None
-    return parse
+    """An argparse type: a number that passes a config check (its problem as the error,
+    showing the text as typed)."""
+    return argparse_type(typed(_number_text, check))
 
 
 def view_options(p: argparse.ArgumentParser, fps: float = 10, what: str = "ticks") -> None:
