@@ -220,3 +220,42 @@ def test_a_sequential_planner_knows_earlier_choices_as_the_plain_rule_says(seed)
             outputs.append(action_output(speaker, rng.choice(
                 ["grab:cup_1", "grab:cup_2", "explore:kitchen", "wait", "continue"]),
                 "label", 0, si))
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_a_shared_planner_takes_in_the_last_rounds_choices_as_the_plain_loop_does(seed):
+    """Under ``shared`` each planner is handed the latest history round's claims as a
+    cut of one list made for the whole team, its own left out: what it takes in of
+    them round after round (repeats dropped, its own never) is what a plain list of
+    the others' claims gives a plain loop, with the team's messages mixed in."""
+    import random
+
+    from orgteams.agents.messages import unseen
+    from orgteams.agents.planner.planner_member import _known_choices
+    from orgteams.agents.shared_context import as_claims
+
+    rng = random.Random(seed)
+    team = tuple(f"agent_{i}" for i in range(40))  # more claims than are looked up at once
+    fast = {a: PlannerMember(a) for a in team}
+    plain = {a: set() for a in team}
+    rounds: list[RoundOutcome] = []
+    for r in range(12):
+        actions = {a: rng.choice(["grab:cup_1", "grab:cup_2", "explore:kitchen",
+                                  "explore:hall", "wait", "put:table"])
+                   for a in team if rng.random() < 0.8}
+        rounds.append(RoundOutcome(r, actions, tick=rng.choice([r, r, r - 1])))
+        history = SharedHistory(tuple(rounds[-3:]))
+        said = [TeamMessage.structured(rng.choice(team), "everyone", "claim",
+                                       {"object": rng.choice(["cup_1", "cup_2"]),
+                                        "tick": rng.choice([r, r - 1])})
+                for _ in range(rng.choice([0, 2]))]
+        for a in rng.sample(team, 8):
+            ctx = CommunicateContext(r, a, a, {b: b for b in team}, history=history)
+            got = _known_choices(ctx)
+            others = as_claims(rounds[-1].actions, a, tick=rounds[-1].tick)
+            assert [(m.sender, m.content) for m in got] == \
+                [(m.sender, m.content) for m in others]
+            mixed = [m for m in said if m.sender != a]  # heard besides (a plain list)
+            assert fast[a]._fresh(mixed) == unseen(mixed, plain[a])
+            assert fast[a]._fresh(got, observed=True) == unseen(others, plain[a])
+            assert fast[a]._seen == plain[a]
