@@ -206,6 +206,29 @@ class TeamMessage:
         kind, _, target = str(self.content.get("doing", "")).partition(":")
         return kind, target
 
+    @_kept
+    def grabs(self) -> str | None:
+        """The object a ``status`` says its sender grabs (:attr:`doing` of kind
+        ``grab``), else None. Read once per message: each of 256 planners takes in
+        the team's changed status reports every round."""
+        kind, target = self.doing
+        return target if kind == "grab" else None
+
+    @_kept
+    def claimed(self) -> tuple[bool, str, Any] | None:
+        """What a ``claim`` claims, as a planner records it: ``(False, object, (whom
+        it speaks for, tick))`` (``tick`` 0 when not said), ``(True, whom it speaks
+        for, room)``, or None when it names neither. Made once per message (the tuple
+        shared by every reader, none changes it): each of 256 planners takes in every
+        claim of a round."""
+        c = self.content
+        if "object" in c:
+            by = self.speaks_for
+            return False, c["object"], (by, int(c.get("tick", 0)))
+        if "room" in c:
+            return True, self.speaks_for, c["room"]
+        return None
+
     def addressed_to(self, agent: str) -> bool:
         """Whether the speaker addressed ``agent`` (``"everyone"`` addresses all)."""
         return self.receivers == EVERYONE or agent in self.receivers

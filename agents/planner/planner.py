@@ -154,26 +154,30 @@ class PlannerAgent:
             if m.sender == me or (m.receivers != EVERYONE and me not in m.receivers):
                 continue  # its own, or not addressed to it
             kind = m.kind
+            # what a status or claim says is read from the message, made once for all
+            # its readers (grabs, claimed): each reader only stores it
             if kind == "status":  # most of what a big team hears: first, and done
-                doing, target = m.doing
-                if doing == "grab":
+                target = m.grabs
+                if target is not None:
                     intents[m.sender] = target
                 else:
                     intents.pop(m.sender, None)
                 continue
+            if kind == "claim":  # the next most (claims seen, shared; rooms explored)
+                claimed = m.claimed
+                if claimed is None:
+                    continue
+                room, key, value = claimed
+                if room:  # 256 explorers' claims: nothing more is done with one
+                    room_claims[key] = value  # whom it speaks for -> the room
+                    continue
+                mine = claims.get(key)  # the object's claim it holds: (by, tick)
+                if mine is None or mine[0] != me or \
+                        (value[1], _index(value[0])) < (mine[1], _index(me)):
+                    claims[key] = value
+                continue
             c = m.content
             by = m.speaks_for  # a peer leader's relay, else the sender
-            if kind == "claim":  # the next most (claims seen, shared; rooms explored)
-                if "object" in c:
-                    tick = int(c.get("tick", 0))
-                    obj = c["object"]
-                    mine = claims.get(obj)
-                    if mine is None or mine[0] != me or \
-                            (tick, _index(by)) < (mine[1], _index(me)):
-                        claims[obj] = (by, tick)
-                elif "room" in c:  # 256 explorers' claims: nothing more is done with one
-                    room_claims[by] = c["room"]
-                continue
             if kind == "found":  # the next most: every goal object seen is reported
                 found_by[by] += 1
             elif kind == "release":

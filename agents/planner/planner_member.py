@@ -196,6 +196,8 @@ class PlannerMember(MemberBase):
         """``messages`` of no kind in ``skip`` (and, ``structured``, with content) not
         seen before, in order; marks them seen (:func:`unseen`: a cut of a broadcast
         is read from keys the team's readers share)."""
+        if not messages and type(messages) is list:
+            return []  # nothing shown (under shared: every planner, every turn)
         return unseen(messages, self._seen, skip, structured)
 
     def receive(self, messages: list[TeamMessage]) -> None:

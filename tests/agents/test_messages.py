@@ -92,6 +92,16 @@ def test_speaks_for_and_doing_read_what_planners_take_from_a_message():
     # a copy with other content reads its own content, not the original's cached reading
     assert dataclasses.replace(status, content={"doing": "explore:kitchen"}).doing == (
         "explore", "kitchen")
+    # what a planner records of a status and a claim, read once for all its readers
+    assert (status.grabs, idle.grabs, own.grabs) == ("cupcake_2", None, None)
+    assert claim.claimed == (False, "cupcake_2", ("agent_4", 3))
+    assert own.claimed == (True, "agent_0", "kitchen")
+    untimed = TeamMessage.structured("agent_3", EVERYONE, "claim", {"object": "cup_1"})
+    assert untimed.claimed == (False, "cup_1", ("agent_3", 0))
+    assert TeamMessage.structured("agent_3", EVERYONE, "claim", {}).claimed is None
+    bad = TeamMessage.structured("agent_3", EVERYONE, "claim", {"object": "x", "tick": "soon"})
+    with pytest.raises(ValueError, match="invalid literal for int"):
+        bad.claimed  # noqa: B018 (a malformed tick stays an error, as int() says it)
 
 
 def _plain_unseen(messages, seen, skip, structured):

@@ -377,3 +377,64 @@ def test_whether_a_planner_is_useful_is_what_the_units_left_say():
         assert p._useful(env) == plain
         answers.append(plain)
     assert answers.count(True) > 50 and answers.count(False) > 50
+
+
+def _plain_receive(p: PlannerAgent, messages) -> None:
+    """What a planner records of statuses and claims, read from each message's content
+    by each reader, as it was before messages kept their reading for all readers."""
+    me = p.agent_id
+    for m in messages:
+        if m.sender == me or (m.receivers != "everyone" and me not in m.receivers):
+            continue
+        c = m.content
+        if m.kind == "status":
+            doing, _, target = str(c.get("doing", "")).partition(":")
+            if doing == "grab":
+                p.intents[m.sender] = target
+            else:
+                p.intents.pop(m.sender, None)
+        elif m.kind == "claim":
+            by = str(c.get("for") or c.get("by") or m.sender)
+            if "object" in c:
+                tick, obj = int(c.get("tick", 0)), c["object"]
+                mine = p.claims.get(obj)
+                if mine is None or mine[0] != me or \
+                        (tick, planner_module._index(by)) < (mine[1], planner_module._index(me)):
+                    p.claims[obj] = (by, tick)
+            elif "room" in c:
+                p.room_claims[by] = c["room"]
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_statuses_and_claims_are_recorded_as_the_plain_reading_of_their_content(seed):
+    """Random statuses and claims (its own, relayed ``for`` another, untimed, rooms,
+    neither, to others only, repeats) are recorded as reading each message's content
+    reader by reader records them, by several readers of the same messages."""
+    from orgteams.agents.messages import EVERYONE, TeamMessage
+
+    rng = random.Random(seed)
+    team = [f"agent_{i}" for i in range(5)]
+    fast = [PlannerAgent(a) for a in team]
+    plain = [PlannerAgent(a) for a in team]
+    for _ in range(30):
+        said = []
+        for _ in range(rng.randrange(12)):
+            sender = rng.choice(team)
+            to = rng.choice([EVERYONE, EVERYONE, tuple(rng.sample(team, 2))])
+            if rng.random() < 0.5:
+                content = {"doing": rng.choice(["grab:cup_1", "grab:cup_2", "wait",
+                                                "explore:hall", "grab"]), "holding": ()}
+                said.append(TeamMessage.structured(sender, to, "status", content))
+                continue
+            content = rng.choice([{"object": rng.choice(["cup_1", "cup_2"]),
+                                   "tick": rng.randrange(4)},
+                                  {"object": "cup_1"}, {"room": rng.choice(["hall", "den"])},
+                                  {}])
+            if rng.random() < 0.3:
+                content["for"] = rng.choice(team)
+            said.append(TeamMessage.structured(sender, to, "claim", content))
+        said += rng.sample(said, len(said) // 3)  # the same messages again
+        for f, p in zip(fast, plain):
+            f.receive(said)
+            _plain_receive(p, said)
+            assert (f.intents, f.claims, f.room_claims) == (p.intents, p.claims, p.room_claims)
