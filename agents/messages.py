@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import threading
 import weakref
+from _weakref import _remove_dead_weakref
 from bisect import bisect_left
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -84,10 +85,19 @@ class _Said:
         self.key = key
 
 
-# said -> its object while anything (a message, a reader's memory) keeps it; an equal
-# value said later gets that same object, or a new one when none is kept any more
-_SAID_IDS: weakref.WeakValueDictionary[tuple, _Said] = weakref.WeakValueDictionary()
+# said -> a weak reference to its object while anything (a message, a reader's memory)
+# keeps it; an equal value said later gets that same object, or a new one when none is
+# kept any more. A plain dict of weak references, each removing its own entry once dead
+# (if the entry is still that dead one: _remove_dead_weakref checks, atomically), not a
+# WeakValueDictionary: its get and set are Python code, and a 256-agent team makes
+# hundreds of new said_ids a round, each asked for by every reader.
+_SAID_IDS: dict[tuple, weakref.ref] = {}
 _SAID_LOCK = threading.Lock()
+
+
+def _said_gone(key: tuple) -> Callable[[weakref.ref], None]:
+    """The callback of ``key``'s weak reference: its entry goes when its object does."""
+    return lambda _: _remove_dead_weakref(_SAID_IDS, key)
 
 
 def render(kind: str, content: Mapping[str, Any], text: str = "",
@@ -180,14 +190,15 @@ class TeamMessage:
         repeat without hashing the content again (each of 256 planners reads 256 status
         reports a round). Content that cannot be hashed gives :attr:`said` itself."""
         key = self.said
-        try:
-            hash(key)
-        except TypeError:
-            return key
         with _SAID_LOCK:  # one object per value, whichever thread asks first
-            ident = _SAID_IDS.get(key)
-            if ident is None:
-                ident = _SAID_IDS[key] = _Said(key)
+            try:
+                ref = _SAID_IDS.get(key)
+            except TypeError:  # content that cannot be hashed
+                return key
+            ident = ref() if ref is not None else None
+            if ident is None:  # never said, or no longer kept
+                ident = _Said(key)
+                _SAID_IDS[key] = weakref.ref(ident, _said_gone(key))
         return ident
 
     @_kept

@@ -71,6 +71,16 @@ def test_said_id_is_one_object_for_equal_things_said_while_any_is_kept():
     gc.collect()
     later = M.structured("agent_1", "everyone", "status", {"doing": "wait", "holding": ()})
     assert later.said_id in heard and other.said_id not in heard
+    # kept by nothing any more: its entry goes with it (the table does not grow with
+    # everything ever said), and an equal value said again gets a new object
+    from orgteams.agents import messages
+
+    key = later.said
+    del heard, later
+    gc.collect()
+    assert key not in messages._SAID_IDS
+    again = M.structured("agent_1", "everyone", "status", {"doing": "wait", "holding": ()})
+    assert again.said_id.key == key and key in messages._SAID_IDS
     # content that cannot be hashed: said itself (a reader's set refuses it, as before)
     odd = M("agent_1", EVERYONE, "x", "found", content={"object": ["a", "list"]})
     assert odd.said_id == odd.said
