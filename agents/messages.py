@@ -33,6 +33,7 @@ text       ``{}``                                            what was said
 
 from __future__ import annotations
 
+import itertools
 import threading
 import weakref
 from _weakref import _remove_dead_weakref
@@ -76,13 +77,20 @@ class _kept:
         return value
 
 
-class _Said:
-    """One value of :attr:`TeamMessage.said` (:attr:`TeamMessage.said_id`)."""
+# the order said_ids are made in: one made after a reader's set last grew is not in it
+# (Seen.grown; read and advanced atomically, whichever thread asks)
+_BORN = itertools.count()
 
-    __slots__ = ("__weakref__", "key")
+
+class _Said:
+    """One value of :attr:`TeamMessage.said` (:attr:`TeamMessage.said_id`), and when
+    it was made (``born``, from :data:`_BORN`)."""
+
+    __slots__ = ("__weakref__", "born", "key")
 
     def __init__(self, key: tuple) -> None:
         self.key = key
+        self.born = next(_BORN)
 
 
 # said -> a weak reference to its object while anything (a message, a reader's memory)
@@ -335,14 +343,15 @@ class _Keys:
     said twice: then :func:`unseen` reads such a broadcast message by message (the
     same answer, including the error an unhashable one raises)."""
 
-    __slots__ = ("done", "exact", "index", "keys", "message", "own", "places", "since",
-                 "skip", "structured")
+    __slots__ = ("born", "done", "exact", "index", "keys", "message", "own", "places",
+                 "since", "skip", "structured")
 
     def __init__(self, skip: frozenset[str], structured: bool) -> None:
         self.skip, self.structured = skip, structured
         self.done = 0  # messages of the broadcast indexed so far
         self.exact = True
         self.keys: list[object] = []
+        self.born: list[int] = []  # each key's born (a said_id that can be hashed)
         self.places: list[int] = []
         self.message: dict[object, TeamMessage] = {}
         self.index: dict[object, int] = {}
@@ -368,6 +377,7 @@ class _Keys:
             message[key] = m
             self.index[key] = len(self.keys)
             self.keys.append(key)
+            self.born.append(key.born)
             self.places.append(at)
             self.own.setdefault(m.sender, set()).add(key)
         self.done = len(broadcast)
@@ -408,12 +418,17 @@ class Seen(set):
     """A reader's said_ids heard (a set), which also remembers, per filter, the latest
     :class:`Heard` cut :func:`unseen` took in whole: all of that cut's said_ids but
     those ``without`` said are in the set. Anything that removes from the set forgets
-    those cuts (a new episode clears it)."""
+    those cuts (a new episode clears it). ``grown``: taken from :data:`_BORN` whenever
+    anything is added, so every said_id it holds was made before it (``born`` less
+    than it): one made later is not in it, which :func:`unseen` knows without a lookup."""
 
-    __slots__ = ("cuts",)
+    __slots__ = ("cuts", "grown")
 
     def __init__(self, said: Iterable[object] = ()) -> None:
-        super().__init__(said)
+        try:
+            super().__init__(said)
+        finally:
+            self.grown = next(_BORN)
         # (kinds skipped, structured) -> (broadcast, its _Keys, first, last, without)
         self.cuts: dict[tuple, tuple] = {}
 
@@ -429,10 +444,25 @@ def _forgets_cuts(name: str):
     return changed
 
 
+def _grows(name: str):
+    change = getattr(Seen, name)
+
+    def changed(self: Seen, *args):
+        try:
+            return change(self, *args)
+        finally:  # also when it stopped part way (content that cannot be hashed)
+            self.grown = next(_BORN)
+
+    changed.__name__ = name
+    return changed
+
+
 for _name in ("clear", "discard", "remove", "pop", "difference_update",
               "intersection_update", "symmetric_difference_update", "__isub__", "__iand__",
               "__ixor__"):
     setattr(Seen, _name, _forgets_cuts(_name))
+for _name in ("add", "update", "__ior__", "symmetric_difference_update", "__ixor__"):
+    setattr(Seen, _name, _grows(_name))
 
 
 class Heard(list):
@@ -550,7 +580,12 @@ def unseen(messages: list[TeamMessage], seen: set, skip: Collection[str] = (),
                                                          keys.own.get(latest[4], ()))
                                           if first <= i < last)})
             if index is not None:
-                new = list(filterfalse(seen.__contains__, map(keys.keys.__getitem__, index)))
+                new = list(map(keys.keys.__getitem__, index))
+                # keys all made after the reader's set last grew are not in it: no
+                # lookup (most of a 256-agent team's round: new claims, changed
+                # statuses; a lookup in one of 256 sets of thousands is a cache miss)
+                if new and min(map(keys.born.__getitem__, index)) < seen.grown:
+                    new = list(filterfalse(seen.__contains__, new))
                 if new:
                     own = keys.own.get(without) if without is not None else None
                     if own:
@@ -558,11 +593,18 @@ def unseen(messages: list[TeamMessage], seen: set, skip: Collection[str] = (),
                     seen.update(new)
                 return list(map(keys.message.__getitem__, new))
     out = []
-    for m in messages:
-        if m.kind in skip or (structured and not m.content):
-            continue
-        key = m.said_id
-        if key not in seen:
-            seen.add(key)
-            out.append(m)
+    grows = type(seen) is Seen
+    # a Seen's own add (set.add and a new ``grown``, once for the whole list, below)
+    add = set.add.__get__(seen) if grows else seen.add
+    try:
+        for m in messages:
+            if m.kind in skip or (structured and not m.content):
+                continue
+            key = m.said_id
+            if key not in seen:
+                add(key)
+                out.append(m)
+    finally:  # also when it stopped part way (content that cannot be hashed)
+        if grows:
+            seen.grown = next(_BORN)
     return out

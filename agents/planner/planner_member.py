@@ -34,15 +34,7 @@ from orgteams.agents.member import (
     TeamMessage,
 )
 from orgteams.agents.member_rules import MemberRules, choose_vote, within_budget
-from orgteams.agents.messages import (
-    EVERYONE,
-    Broadcast,
-    Heard,
-    Seen,
-    of_kind,
-    render,
-    unseen,
-)
+from orgteams.agents.messages import EVERYONE, Seen, of_kind, render, unseen
 from orgteams.agents.planner.planner import PlannerAgent
 from orgteams.agents.shared_context import RoundOutcome, as_claims
 from orgteams.agents.view import MemberView
@@ -95,15 +87,7 @@ def _known_choices(ctx: CommunicateContext) -> list[TeamMessage]:
         out = as_claims({m.sender: m.content["action"]
                          for m in of_kind(ctx.visible_this_round, "action")}, me, tick=-1)
     if ctx.history is not None and ctx.history.rounds:
-        claims, places = _history_claims(ctx.history.rounds[-1])
-        # a cut of the round's one Broadcast of claims, less its own: every reader of a
-        # 256-agent team is handed the same 255 claims a round, which unseen then reads
-        # from keys made once for all of them, not one by one (the same messages, in
-        # the same order, as the list of the others' claims)
-        mine = Heard.cut(claims, 0, len(claims), me, places.get(me, ()))
-        if not out:
-            return mine
-        out += mine
+        out += [m for m in _history_claims(ctx.history.rounds[-1]) if m.sender != ctx.agent]
     return out
 
 
@@ -113,24 +97,18 @@ def _chosen_claims(action: TeamMessage) -> tuple[str, list[TeamMessage]]:
     return action.sender, as_claims({action.sender: action.content["action"]}, "", tick=-1)
 
 
-# (a round of the shared history, its claims, sender -> the places of its claims)
-_last_claims: tuple = (None, Broadcast(), {})
+_last_claims: tuple = (None, [])  # (a round of the shared history, its claims)
 
 
-def _history_claims(last: RoundOutcome) -> tuple[Broadcast, dict[str, list[int]]]:
+def _history_claims(last: RoundOutcome) -> list[TeamMessage]:
     """Every agent's claims of the shared history's round ``last`` (:func:`as_claims`),
-    made once for the team: every agent of a 256-agent team reads the same round. With
-    them, each sender's places among them (a reader's cut leaves its own out)."""
+    made once for the team: every agent of a 256-agent team reads the same round."""
     global _last_claims
-    outcome, claims, places = _last_claims  # one read: episodes in other threads replace it
+    outcome, claims = _last_claims  # one read: episodes in other threads replace it
     if outcome is not last:
-        # "" is nobody: all agents; never appended to once made (readers cut it)
-        claims = Broadcast(as_claims(last.actions, "", tick=last.tick))
-        places = {}
-        for at, m in enumerate(claims):
-            places.setdefault(m.sender, []).append(at)
-        _last_claims = (last, claims, places)
-    return claims, places
+        claims = as_claims(last.actions, "", tick=last.tick)  # "" is nobody: all agents
+        _last_claims = (last, claims)
+    return claims
 
 
 def _forget(planner: PlannerAgent, removed: tuple[str, ...]) -> None:

@@ -224,10 +224,10 @@ def test_a_sequential_planner_knows_earlier_choices_as_the_plain_rule_says(seed)
 
 @pytest.mark.parametrize("seed", range(8))
 def test_a_shared_planner_takes_in_the_last_rounds_choices_as_the_plain_loop_does(seed):
-    """Under ``shared`` each planner is handed the latest history round's claims as a
-    cut of one list made for the whole team, its own left out: what it takes in of
-    them round after round (repeats dropped, its own never) is what a plain list of
-    the others' claims gives a plain loop, with the team's messages mixed in."""
+    """Under ``shared`` each planner is handed the latest history round's claims, made
+    once for the whole team, its own left out: what it takes in of them round after
+    round (repeats dropped, its own never) is what a plain list of the others' claims
+    gives a plain loop, with the team's messages mixed in."""
     import random
 
     from orgteams.agents.messages import unseen
