@@ -387,7 +387,8 @@ class _Keys:
         """The indexes in ``[first, last)`` of this broadcast's keys that are not keys
         ``[low, high)`` of ``earlier`` (whose keys are ``before``), ascending; keys
         said after a comparison was made count as not covered (a superset: a reader
-        looks them up). None: all of them, or most (then all are looked up)."""
+        looks them up). None: all of them, or most (then all are looked up). The list
+        is shared by the readers that ask alike (none may change it)."""
         if before is self:
             return [*range(first, min(last, low)), *range(max(first, high), last)]
         cached = self.since.get(id(earlier))
@@ -400,8 +401,21 @@ class _Keys:
             where = [where[i] for i in order]
             cached = self.since[id(earlier)] = (
                 weakref.ref(earlier), len(where), order, where,
-                bisect_left(where, _NOWHERE))  # how many it said too
-        _, compared, order, where, common = cached
+                bisect_left(where, _NOWHERE),  # how many it said too
+                [(None, None)])  # the latest (first, last, low, high) asked, its answer
+        _, compared, order, where, common, latest = cached
+        asked = (first, last, low, high)
+        if latest[0][0] == asked:
+            # each of 256 readers of a round's messages to everyone, whose latest cut
+            # was the whole of the round before, asks alike: answered once
+            return latest[0][1]
+        out = self._uncovered(first, last, low, high, compared, order, where, common)
+        latest[0] = (asked, out)  # one store: a reader sees a question with its answer
+        return out
+
+    @staticmethod
+    def _uncovered(first: int, last: int, low: int, high: int, compared: int,
+                   order: list[int], where: list, common: int) -> list[int] | None:
         if not common:
             return None
         lo, hi = bisect_left(where, low, 0, common), bisect_left(where, high, 0, common)
