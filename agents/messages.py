@@ -158,6 +158,41 @@ class TeamMessage:
         elif not isinstance(self.receivers, tuple):
             object.__setattr__(self, "receivers", tuple(self.receivers))
 
+    def stamped(self, sender: str, round: int, stage: int, delivered: tuple[str, ...],
+                role: str | None, abstained: bool) -> TeamMessage:
+        """This message as the round loop stamps it: said by ``sender`` in ``round`` and
+        ``stage``, reaching ``delivered``, with the speaker's ``role`` and ``abstained``;
+        its receivers, text, kind and content kept (shared, not copied).
+
+        Equal to ``TeamMessage(sender, self.receivers, ..., abstained)`` (what
+        :func:`dataclasses.replace` made), made without the frozen fields' one
+        ``object.__setattr__`` each and :meth:`__post_init__`'s checks, which this
+        message passed: every speaker of a 256-agent round is stamped, once or twice.
+        Only for this class: a subclass's fields would be lost (:func:`replace` them).
+        """
+        if type(self) is not TeamMessage:
+            raise TypeError(f"stamped() copies a TeamMessage, not a {type(self).__name__}")
+        out = object.__new__(TeamMessage)
+        # the fields in their declared order, as __init__ sets them (vars() and == read
+        # them by field, but a copy should not look different to anyone)
+        out.__dict__.update(sender=sender, receivers=self.receivers, text=self.text,
+                            kind=self.kind, round=round, stage=stage, content=self.content,
+                            delivered=delivered, role=role, abstained=abstained)
+        return out
+
+    @staticmethod
+    def silent_turn(sender: str, round: int, stage: int, role: str | None,
+               abstained: bool) -> TeamMessage:
+        """A silent turn of ``sender`` as the round loop records it (no receivers, no
+        text): equal to ``TeamMessage(sender, (), round=round, stage=stage, role=role,
+        abstained=abstained)``, made as :meth:`stamped` makes its copies (most of a
+        256-agent team's turns, most rounds, are silent)."""
+        out = object.__new__(TeamMessage)
+        out.__dict__.update(sender=sender, receivers=(), text="", kind="text", round=round,
+                            stage=stage, content={}, delivered=None, role=role,
+                            abstained=abstained)
+        return out
+
     @classmethod
     def structured(cls, sender: str, receivers: Receivers, kind: str,
                    content: Mapping[str, Any]) -> TeamMessage:
