@@ -21,8 +21,10 @@ with nothing useful to do abstains; with self-chosen roles it claims one of
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import replace
+from typing import NamedTuple
 
 from orgteams.agents.member import (
     ActContext,
@@ -87,7 +89,8 @@ def _known_choices(ctx: CommunicateContext) -> list[TeamMessage]:
         out = as_claims({m.sender: m.content["action"]
                          for m in of_kind(ctx.visible_this_round, "action")}, me, tick=-1)
     if ctx.history is not None and ctx.history.rounds:
-        out += [m for m in _history_claims(ctx.history.rounds[-1]) if m.sender != ctx.agent]
+        out += [m for m in _history_claims(ctx.history.rounds[-1]).claims
+                if m.sender != ctx.agent]
     return out
 
 
@@ -97,18 +100,33 @@ def _chosen_claims(action: TeamMessage) -> tuple[str, list[TeamMessage]]:
     return action.sender, as_claims({action.sender: action.content["action"]}, "", tick=-1)
 
 
-_last_claims: tuple = (None, [])  # (a round of the shared history, its claims)
+class _RoundClaims(NamedTuple):
+    """A history round's claims (:func:`_history_claims`) and what every reader derives
+    alike from them, made once for the team."""
+
+    claims: list[TeamMessage]
+    keys: list[object]  # each claim's said_id
+    born: float  # the earliest said_id's born (-1: one is not a made said_id)
+    at: dict[str, int] | None  # sender -> the place of its claim; None: one says two
 
 
-def _history_claims(last: RoundOutcome) -> list[TeamMessage]:
+_last_claims: tuple = (None, None)  # (a round of the shared history, its _RoundClaims)
+
+
+def _history_claims(last: RoundOutcome) -> _RoundClaims:
     """Every agent's claims of the shared history's round ``last`` (:func:`as_claims`),
     made once for the team: every agent of a 256-agent team reads the same round."""
     global _last_claims
-    outcome, claims = _last_claims  # one read: episodes in other threads replace it
+    outcome, made = _last_claims  # one read: episodes in other threads replace it
     if outcome is not last:
         claims = as_claims(last.actions, "", tick=last.tick)  # "" is nobody: all agents
-        _last_claims = (last, claims)
-    return claims
+        keys = [m.said_id for m in claims]
+        at = {m.sender: i for i, m in enumerate(claims)}
+        made = _RoundClaims(claims, keys, min((getattr(k, "born", -1) for k in keys),
+                                              default=math.inf),
+                            at if len(at) == len(claims) else None)
+        _last_claims = (last, made)
+    return made
 
 
 def _forget(planner: PlannerAgent, removed: tuple[str, ...]) -> None:
@@ -162,6 +180,27 @@ class PlannerMember(MemberBase):
         protocol showed it (kept even when the rules have no claiming: seen, not said)."""
         return self._unseen(messages, () if observed or self.claims else ("claim", "release"))
 
+    def _fresh_known(self, ctx: CommunicateContext) -> list[TeamMessage]:
+        """:meth:`_fresh` of :func:`_known_choices` (observed). Under ``shared`` (nothing
+        of this round shown: the others' claims of the latest history round) each of
+        256 planners reads the same ~30 claims a round, all of them new: when every one
+        was made after its set of what it heard last grew, none can be in it and each
+        is said once (one a sender), so all the others' are fresh, found without a
+        lookup and without copying the list claim by claim."""
+        history, seen = ctx.history, self._seen
+        if ctx.visible_this_round or history is None or not history.rounds \
+                or type(seen) is not Seen:
+            return self._fresh(_known_choices(ctx), observed=True)
+        claims, keys, born, at = _history_claims(history.rounds[-1])
+        if at is None:
+            return self._fresh(_known_choices(ctx), observed=True)
+        i = at.get(ctx.agent)  # its own claim, left out
+        others = claims[:i] + claims[i + 1:] if i is not None else claims[:]
+        if born < seen.grown:  # some may be in its set: looked up one by one
+            return self._fresh(others, observed=True)
+        seen.update(keys[:i] + keys[i + 1:] if i is not None else keys)
+        return others
+
     def _fresh_structured(self, messages: list[TeamMessage]) -> list[TeamMessage]:
         """The structured messages a planner understands (free text is ignored) among
         ``messages``, as :meth:`_fresh` keeps them, in one pass: under ``shared`` each
@@ -195,8 +234,7 @@ class PlannerMember(MemberBase):
             return CommunicateDecision([], None, False, vote, "", record)
         if ctx.removed:
             _forget(self.planner, ctx.removed)
-        inbox = self._fresh_structured(ctx.visible_this_round) + self._fresh(
-            _known_choices(ctx), observed=True)
+        inbox = self._fresh_structured(ctx.visible_this_round) + self._fresh_known(ctx)
         heard = self.planner.communicate(env, inbox, ctx.can_message)  # updates its claims
         said = self._by_rules(heard, rules, env, ctx)
         if not ctx.can_message and said:  # nobody to tell: silent, and the record says so

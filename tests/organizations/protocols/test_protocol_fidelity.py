@@ -223,11 +223,13 @@ def test_a_sequential_planner_knows_earlier_choices_as_the_plain_rule_says(seed)
 
 
 @pytest.mark.parametrize("seed", range(8))
-def test_a_shared_planner_takes_in_the_last_rounds_choices_as_the_plain_loop_does(seed):
+def test_a_shared_planner_takes_in_the_last_rounds_choices_as_the_plain_loop_does(
+        seed, monkeypatch):
     """Under ``shared`` each planner is handed the latest history round's claims, made
     once for the whole team, its own left out: what it takes in of them round after
-    round (repeats dropped, its own never) is what a plain list of the others' claims
-    gives a plain loop, with the team's messages mixed in."""
+    round (repeats dropped, its own never; all of them, unlooked-up, when all are new)
+    is what a plain list of the others' claims gives a plain loop, with the team's
+    messages mixed in and claims said again in later rounds."""
     import random
 
     from orgteams.agents.messages import unseen
@@ -239,6 +241,11 @@ def test_a_shared_planner_takes_in_the_last_rounds_choices_as_the_plain_loop_doe
     fast = {a: PlannerMember(a) for a in team}
     plain = {a: set() for a in team}
     rounds: list[RoundOutcome] = []
+    taken = {True: 0, False: 0}  # all of them made since it last heard, or looked up
+    plain_loops = []
+    plain_fresh = PlannerMember._fresh
+    monkeypatch.setattr(PlannerMember, "_fresh", lambda self, messages, observed=False: (
+        plain_loops.append(observed) or plain_fresh(self, messages, observed)))
     for r in range(12):
         actions = {a: rng.choice(["grab:cup_1", "grab:cup_2", "explore:kitchen",
                                   "explore:hall", "wait", "put:table"])
@@ -255,7 +262,12 @@ def test_a_shared_planner_takes_in_the_last_rounds_choices_as_the_plain_loop_doe
             others = as_claims(rounds[-1].actions, a, tick=rounds[-1].tick)
             assert [(m.sender, m.content) for m in got] == \
                 [(m.sender, m.content) for m in others]
+            looked_up = len(plain_loops)
+            fresh = fast[a]._fresh_known(ctx)
+            assert [(m.sender, m.kind, m.content) for m in fresh] == \
+                [(m.sender, m.kind, m.content) for m in unseen(others, plain[a])]
+            assert fast[a]._seen == plain[a]
+            taken[len(plain_loops) == looked_up] += 1
             mixed = [m for m in said if m.sender != a]  # heard besides (a plain list)
             assert fast[a]._fresh(mixed) == unseen(mixed, plain[a])
-            assert fast[a]._fresh(got, observed=True) == unseen(others, plain[a])
-            assert fast[a]._seen == plain[a]
+    assert taken[True] and taken[False]
