@@ -220,7 +220,19 @@ class TeamMessage:
         """A structured message whose ``text`` is its rendering (:func:`render`)."""
         if kind not in MESSAGE_KINDS:
             raise ValueError(f"message kind {kind!r} must be one of {', '.join(MESSAGE_KINDS)}")
-        return cls(sender, receivers, render(kind, content), kind, content=dict(content))
+        text = render(kind, content)
+        if cls is not TeamMessage:
+            return cls(sender, receivers, text, kind, content=dict(content))
+        # __post_init__'s checks here, then made unchecked: planners say hundreds of
+        # these a round at 256 agents (claims of every chosen action, under sequential)
+        if isinstance(receivers, str):
+            if receivers != EVERYONE:
+                raise ValueError(f"receivers must be a tuple of agent names or {EVERYONE!r}, "
+                                 f"got {receivers!r}")
+        elif not isinstance(receivers, tuple):
+            receivers = tuple(receivers)
+        return TeamMessage.unchecked(sender, receivers, text, kind, 0, 0, dict(content), None,
+                                     None, False)
 
     @_kept
     def said(self) -> tuple:

@@ -5,7 +5,7 @@ import re
 
 import pytest
 
-from orgteams.agents.messages import EVERYONE, TeamMessage
+from orgteams.agents.messages import EVERYONE, TeamMessage, render
 from orgteams.envs.render.overlay import Overlay
 
 
@@ -273,3 +273,43 @@ def test_stamped_and_silent_equal_the_constructor_on_random_messages():
 
     with pytest.raises(TypeError, match=r"^stamped\(\) copies a TeamMessage, not a Tagged$"):
         Tagged("agent_0", EVERYONE, "hi").stamped("agent_1", 0, 0, (), None, False)
+
+
+def test_structured_equals_the_constructor_and_refuses_as_it_does():
+    """A structured message (made unchecked once its kind and receivers are checked) is
+    the one the constructor makes of its rendering: equal, same hash, same fields in
+    the same order, receivers of any sequence made a tuple, its content a copy; bad
+    kinds and receivers are refused with the constructor's messages; a subclass gets
+    its own class."""
+    import random
+
+    rng = random.Random(11)
+    contents = {"claim": [{"object": "cup_1", "tick": 3}, {"room": "hall"}],
+                "found": [{"object": "apple_1", "location": "fridge"}],
+                "status": [{"doing": "grab:cup_2", "holding": ("x",)}, {"doing": "wait"}],
+                "done": [{"object": "cup_1", "target": "table"}], "release": [{"room": "den"}]}
+    for _ in range(200):
+        kind = rng.choice(sorted(contents))
+        content = dict(rng.choice(contents[kind]))
+        receivers = rng.choice([EVERYONE, ("agent_1",), ["agent_2", "agent_3"], ()])
+        got = TeamMessage.structured("agent_0", receivers, kind, content)
+        want = TeamMessage("agent_0", receivers, render(kind, content), kind,
+                           content=dict(content))
+        assert got == want and hash(got) == hash(want)
+        assert list(vars(got).items()) == list(vars(want).items())
+        assert type(got.receivers) is type(want.receivers)
+        assert got.content == content and got.content is not content
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            got.text = "x"
+    with pytest.raises(ValueError, match=r"^message kind 'shout' must be one of claim, "):
+        TeamMessage.structured("agent_0", EVERYONE, "shout", {})
+    with pytest.raises(ValueError, match=r"^receivers must be a tuple of agent names or "
+                                         r"'everyone', got 'all'$"):
+        TeamMessage.structured("agent_0", "all", "claim", {"room": "hall"})
+
+    @dataclasses.dataclass(frozen=True)
+    class Tagged(TeamMessage):
+        tag: str = "x"
+
+    tagged = Tagged.structured("agent_0", EVERYONE, "claim", {"room": "hall"})
+    assert type(tagged) is Tagged and tagged.tag == "x" and tagged.text == "claim explore hall"

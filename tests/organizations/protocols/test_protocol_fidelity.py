@@ -233,9 +233,13 @@ def test_a_shared_planner_takes_in_the_last_rounds_choices_as_the_plain_loop_doe
     import random
 
     from orgteams.agents.messages import unseen
+    from orgteams.agents.planner import planner_member
     from orgteams.agents.planner.planner_member import _known_choices
     from orgteams.agents.shared_context import as_claims
 
+    # nothing said before this test is kept: what it says is made here (the team's
+    # latest history claims would keep an earlier episode's)
+    monkeypatch.setattr(planner_member, "_last_claims", (None, None))
     rng = random.Random(seed)
     team = tuple(f"agent_{i}" for i in range(40))  # more claims than are looked up at once
     fast = {a: PlannerMember(a) for a in team}
@@ -247,13 +251,13 @@ def test_a_shared_planner_takes_in_the_last_rounds_choices_as_the_plain_loop_doe
     monkeypatch.setattr(PlannerMember, "_fresh", lambda self, messages, observed=False: (
         plain_loops.append(observed) or plain_fresh(self, messages, observed)))
     for r in range(12):
-        actions = {a: rng.choice(["grab:cup_1", "grab:cup_2", "explore:kitchen",
-                                  "explore:hall", "wait", "put:table"])
+        actions = {a: rng.choice(["grab:jug_1", "grab:jug_2", "explore:attic",
+                                  "explore:porch", "wait", "put:table"])
                    for a in team if rng.random() < 0.8}
         rounds.append(RoundOutcome(r, actions, tick=rng.choice([r, r, r - 1])))
         history = SharedHistory(tuple(rounds[-3:]))
         said = [TeamMessage.structured(rng.choice(team), "everyone", "claim",
-                                       {"object": rng.choice(["cup_1", "cup_2"]),
+                                       {"object": rng.choice(["jug_1", "jug_2"]),
                                         "tick": rng.choice([r, r - 1])})
                 for _ in range(rng.choice([0, 2]))]
         for a in rng.sample(team, 8):
