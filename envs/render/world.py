@@ -146,9 +146,23 @@ def icon(pg: Any, text: Text, target, cls: str, rect) -> None:
     glyph = cat.object_glyphs.get(cls, cls[:2])
     if rect.width < 15:
         glyph = glyph[:1]
-    size = max(9, int(rect.width * (0.72 if len(glyph) > 1 else 0.85)))
+    # Wide letters ('wn') at 72% of the tile ran past it into the neighbour's: the size
+    # shrinks to fit, down to 9 px, and then only one letter is kept.
+    size = _fitting(text, glyph, rect.width, 0.72 if len(glyph) > 1 else 0.85)
+    if text.width(glyph, size, bold=True) > rect.width - 2:
+        glyph = glyph[:1]
+        size = _fitting(text, glyph, rect.width, 0.85)
     text.blit(target, glyph, rect.center, size, text_color_on(color), bold=True,
               anchor="center")
+
+
+def _fitting(text: Text, glyph: str, width: int, share: float) -> int:
+    """The font size of ``glyph`` on a tile ``width`` wide: ``share`` of it, less until
+    the bold letters fit inside the tile's outline (9 px at least)."""
+    size = max(9, int(width * share))
+    while size > 9 and text.width(glyph, size, bold=True) > width - 2:
+        size -= 1
+    return size
 
 
 def _more(pg, text: Text, target, rect, n: int) -> None:

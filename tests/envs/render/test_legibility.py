@@ -167,3 +167,26 @@ def test_a_room_name_finds_the_free_stretch_of_a_crowded_row():
     assert _widest_free_run(5, 0, 12, taken) == (5, 8)
     assert _widest_free_run(5, 3, 4, taken) == (3, 2)  # nothing free
     assert _widest_free_run(6, 0, 12, taken) == (0, 12)
+
+
+@pytest.mark.parametrize("width", range(MIN_ICON, 31))
+def test_an_object_icons_letters_stay_inside_the_icon(width):
+    """Two bold letters at 72% of a 15 to 20 px icon were wider than it: on a full
+    coffee table the glyphs of neighbours ran together ('apwn' for apple, wine)."""
+    from orgteams.envs.core.catalog import load_catalog
+    from orgteams.envs.render.style import Text
+    from orgteams.envs.render.world import icon
+
+    pygame.font.init()
+    text = Text(pygame)
+    background = (0, 255, 0)
+    for cls, glyph in load_catalog().object_glyphs.items():
+        surf = pygame.Surface((width + 40, width + 40))
+        surf.fill(background)
+        rect = pygame.Rect(20, 20, width, width)
+        icon(pygame, text, surf, cls, rect)
+        pixels = pygame.surfarray.array3d(surf).transpose(1, 0, 2)
+        outside = np.ones(pixels.shape[:2], bool)
+        outside[rect.top:rect.bottom, rect.left:rect.right] = False
+        spilled = (pixels[outside] != background).any(axis=1)
+        assert not spilled.any(), (cls, glyph, width)
