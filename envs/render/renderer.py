@@ -55,7 +55,7 @@ from orgteams.envs.render.overlay import Overlay
 from orgteams.envs.render.panel import Focus, PanelLayout, draw_help, draw_panel, is_lead
 from orgteams.envs.render.sight import Known, Sight, known_world
 from orgteams.envs.render.style import BACKGROUND, MIN_HEIGHT, PANEL_WIDTH, Text, cell_size_for
-from orgteams.envs.render.window import IDLE_FPS, WATCH_HELP, Playback, Window, guard_x11
+from orgteams.envs.render.window import IDLE_FPS, Playback, Window, guard_x11, watch_help
 from orgteams.envs.render.world import (
     draw_agents,
     draw_dynamic,
@@ -224,6 +224,8 @@ class PygameRenderer:
             return "close"
         self.banner = list(banner or [])
         self._holding, self._choice = can_replay, ""
+        if self.help_lines:  # the help opened during the episode: now R replays it
+            self.help_lines = watch_help(can_replay)
         try:
             while not self.closed and not self._choice:
                 self.pump()
@@ -232,6 +234,8 @@ class PygameRenderer:
                 self._show(self.draw(state, overlay, names), "idle")
         finally:
             self.banner, self._holding = [], False
+            if self.help_lines:
+                self.help_lines = watch_help()
         return self._choice or "close"
 
     def draw(self, state: HouseholdState, overlay: Overlay | None = None,
@@ -397,7 +401,7 @@ class PygameRenderer:
         if event.key in (pg.K_q, pg.K_ESCAPE):
             self.close()
         elif event.key == pg.K_h:
-            self.help_lines = None if self.help_lines else WATCH_HELP
+            self.help_lines = None if self.help_lines else watch_help(self._holding)
         elif event.key == pg.K_r and self._holding:
             self._choice = "replay"
         else:

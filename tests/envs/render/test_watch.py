@@ -92,6 +92,33 @@ def test_h_shows_the_watch_keys(logged, monkeypatch):
     assert shown[0] is None and "Space\tpause / resume" in shown[-1]
 
 
+def test_the_help_lists_r_once_the_episode_can_be_replayed(logged, monkeypatch):
+    """The end banner said "R to replay" but H listed no R."""
+    path, _ = logged
+    during, held = [], []
+    Script(monkeypatch, {2: [key(pygame.K_h)]}, when_holding=[key(pygame.K_r)],
+           then=[key(pygame.K_q)], hold_reads=2)
+    original = PygameRenderer.draw
+
+    def draw(renderer, *args, **kwargs):
+        if renderer.help_lines:
+            (held if renderer.banner else during).append(list(renderer.help_lines))
+        return original(renderer, *args, **kwargs)
+
+    monkeypatch.setattr(PygameRenderer, "draw", draw)
+    replay(path, render="human", fps=1000)
+    replay_key = "R\treplay the episode (it is over)"
+    assert during and held and all(replay_key not in lines for lines in during)
+    assert all(lines[-2:] == [replay_key, "Q / Esc\tclose the window (stops the run)"]
+               for lines in held)
+    # H pressed while the last frame is held lists R too.
+    renderer = PygameRenderer("human")
+    renderer._holding = True
+    renderer.handle_event(key(pygame.K_h))
+    assert replay_key in renderer.help_lines
+    renderer.close()
+
+
 def test_the_last_frame_is_held_until_q(logged, monkeypatch):
     path, result = logged
     script = Script(monkeypatch, when_holding=[key(pygame.K_q)], hold_reads=8)
