@@ -148,6 +148,20 @@ def test_closing_the_replay_window_stops_it(logged, monkeypatch):
     assert out.stopped and out.problem == f"stopped at tick {out.ticks} (window closed)"
 
 
+def test_orgteams_replay_says_once_that_its_window_was_closed(logged, monkeypatch, capsys):
+    """The stop was printed twice: in the replay's line and again on stderr."""
+    from orgteams.cli.main import main
+
+    path, _ = logged
+    Script(monkeypatch, {4: [pygame.event.Event(pygame.QUIT)]})
+    assert main(["replay", str(path), "--fps", "1000"]) == 0
+    out, err = capsys.readouterr()
+    ticks = int(out.split()[1])
+    assert out == (f"replayed {ticks} ticks: replay stopped at tick {ticks} (window closed), "
+                   "not checked\n")
+    assert err == ""
+
+
 def test_scale_sets_the_window_and_the_frames(logged, monkeypatch):
     path, _ = logged
     script = Script(monkeypatch, when_holding=[key(pygame.K_q)], hold_reads=2)
