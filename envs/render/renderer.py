@@ -37,7 +37,7 @@ from __future__ import annotations
 import os
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -88,6 +88,7 @@ class FrameLayout:
     bubbles: BubbleLayout
     panel: PanelLayout
     known: Known | None = None
+    room_names: list = field(default_factory=list)  # where each room's name went
 
 
 def import_pygame():
@@ -262,7 +263,6 @@ class PygameRenderer:
         draw_dynamic(pg, self.text, map_surf, world, cell, known)
         if known is not None:
             draw_veils(pg, map_surf, world, cell, known, self._fov_cache)
-        rooms = draw_room_names(pg, self.text, map_surf, world, cell, self._room_spots, drawn)
         focus = self._focus(world, overlay, drawn)
         focus.known = known
         if overlay is not None:  # a scrolled-back log stays on its messages as new ones come
@@ -279,6 +279,9 @@ class PygameRenderer:
         tagged = self._tagged(world, overlay, drawn, keep, talking, focus.speakers)
         tags = place_name_tags(pg, self.text, world, cell, names, overlay, map_surf.get_rect(),
                                tagged, keep, object_cells(pg, world, cell, drawn), drawn)
+        # Names after tags: a tag pushed beside or below its agent moves the name too.
+        rooms = draw_room_names(pg, self.text, map_surf, world, cell, self._room_spots, drawn,
+                                list(tags.values()))
         if self.show_fov:
             agents = [a for a in (self.fov_agents or range(n)) if 0 <= a < n]
             draw_fov(pg, map_surf, state, cell, agents, self._fov_cache, fog=known is None)
@@ -299,7 +302,8 @@ class PygameRenderer:
             footer.append(f"F: field of view ({'on' if self.show_fov else 'off'})")
         focus.pinned = bubbles.dropped
         panel = draw_panel(pg, self.text, self._panel, state, overlay, names, footer, focus)
-        self.last = FrameLayout(self._map.get_offset(), cell, tags, bubbles, panel, known)
+        self.last = FrameLayout(self._map.get_offset(), cell, tags, bubbles, panel, known,
+                                rooms)
         if self.banner:
             draw_banner(pg, self.text, canvas, self.banner, canvas.get_width() - PANEL_WIDTH)
             self._overdrawn = True

@@ -83,18 +83,24 @@ def room_label_spots(text: Text, layout: Layout, cell: int) -> list[list[tuple]]
 
 
 def draw_room_names(pg: Any, text: Text, surf, state: HouseholdState, cell: int,
-                    spots: list[list[tuple]], agents: list[int] | None = None) -> list:
+                    spots: list[list[tuple]], agents: list[int] | None = None,
+                    tags: list = ()) -> list:
     """Each room's name where no agent (or its name tag) covers it: on its best row, in
     the widest stretch of that row no agent stands on (a one-row storage room full of
     agents still shows its name between them). Returns where the names went (speech
     bubbles keep clear of them). ``agents``: the agents drawn (default all; a hidden
-    agent must not move a name, which would tell where it is)."""
+    agent must not move a name, which would tell where it is); ``tags``: the name tags'
+    boxes (:func:`place_name_tags`), wherever they went."""
     size = max(12, min(20, cell // 2))
     w = state.scene.width
     drawn = range(len(state.agent_pos)) if agents is None else agents
     taken = {divmod(state.agent_pos[a], w) for a in drawn}
-    # A name tag sits on the row above, about three cells wide.
+    # A name tag mostly sits on the row above, about three cells wide...
     taken |= {(r - 1, c + d) for r, c in taken for d in (-1, 0, 1)}
+    # ... but one pushed below or beside its agent covers other cells.
+    for box in tags:
+        taken |= {(r, c) for r in range(box.top // cell, (box.bottom - 1) // cell + 1)
+                  for c in range(box.left // cell, (box.right - 1) // cell + 1)}
     tints = load_catalog().room_colors
     drawn = []
     for i, room_spots in enumerate(spots):

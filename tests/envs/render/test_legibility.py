@@ -190,3 +190,29 @@ def test_an_object_icons_letters_stay_inside_the_icon(width):
         outside[rect.top:rect.bottom, rect.left:rect.right] = False
         spilled = (pixels[outside] != background).any(axis=1)
         assert not spilled.any(), (cls, glyph, width)
+
+
+def test_a_name_tag_pushed_beside_its_agent_does_not_cover_the_room_name():
+    """In `orgteams play` on the studio, Charlie beside the player in the bathroom had its
+    tag pushed to its left (the sink above, the player's tag below), right over the room
+    name ('bathr[Charlie]'): names were placed as if every tag sat above its agent."""
+    env = household_v0.parallel_env(layout="studio", num_agents=3)
+    env.reset(seed=0)
+    world = env.unwrapped.world
+    scene, w = world.scene, world.scene.width
+    bathroom = scene.layout.rooms.index("bathroom")
+    cells = [i for i, r in enumerate(scene.room_of_cell) if r == bathroom and scene.floor[i]]
+    rows = sorted({i // w for i in cells})
+    middle = [i for i in cells if i // w == rows[len(rows) // 2]]
+    alice, charlie = max(middle), max(middle) - 1  # the east end of the middle row
+    bob = next(i for i in range(len(scene.floor)) if scene.floor[i]
+               and scene.room_of_cell[i] not in (bathroom, -1))
+    moved = type(world)(scene, 3, [alice, bob, charlie], world.hands, world.contents,
+                        world.container_open, world.door_open)
+    renderer = PygameRenderer("rgb_array")
+    renderer.draw(moved, Overlay(you="agent_0"), ["Alice", "Bob", "Charlie"])
+    layout = renderer.last
+    assert {0, 2} <= set(layout.tags)
+    label = layout.room_names[bathroom]
+    assert label.collidelist(list(layout.tags.values())) < 0, (label, layout.tags)
+    env.close()
