@@ -111,7 +111,8 @@ class PygameRenderer:
         fps: frame-rate cap of the human window (``render`` sleeps to keep it).
         cell_size: pixels per grid cell; by default chosen from the layout size.
         show_fov: highlight what each agent sees (key F toggles it in the window).
-        fov_agents: agent indices whose view to show; ``None`` means all agents.
+        fov_agents: agent indices whose view to show; ``None`` means all agents, or only
+            the agent under the mouse (or clicked, :attr:`selected`) when there is one.
         font_path: a TTF file; missing or unreadable falls back to pygame's font.
         manage_events: in human mode, read the window's events in ``render``
             (close button, F, and the playback keys of
@@ -283,7 +284,10 @@ class PygameRenderer:
         rooms = draw_room_names(pg, self.text, map_surf, world, cell, self._room_spots, drawn,
                                 list(tags.values()))
         if self.show_fov:
-            agents = [a for a in (self.fov_agents or range(n)) if 0 <= a < n]
+            # Everyone's views at once tint a big team's rooms into a colour soup: the
+            # picked agent's (under the mouse, or clicked) alone when there is one.
+            picked = [focus.selected] if focus.selected is not None else None
+            agents = [a for a in (self.fov_agents or picked or range(n)) if 0 <= a < n]
             draw_fov(pg, map_surf, state, cell, agents, self._fov_cache, fog=known is None)
         bubbles = BubbleLayout()
         if overlay is not None and overlay.latest and self.show_bubbles:

@@ -47,7 +47,7 @@ WATCH_HELP = [  # "key<TAB>what it does": drawn by render_panel.draw_help
     "Space\tpause / resume",
     "N\tnext tick while paused",
     "+ / -\tfaster / slower",
-    "F\tfield of view on / off",
+    "F\tfield of view on / off (the pointed agent's alone)",
     "mouse\tpoint at an agent: named, listed (click keeps it)",
     "wheel\tover the message log: older / newer messages",
     "H\tthis help",

@@ -164,6 +164,23 @@ def test_the_picked_agent_of_a_large_team_is_listed_with_what_it_said_last():
     renderer.close()
 
 
+def test_f_shows_the_picked_agents_field_of_view_alone():
+    """F tinted every agent's view at once: at 256 agents every room a colour soup, and
+    nobody's view could be told apart."""
+    n = 64
+    world, names = world_of(n, "generated:16:0"), display_names(n)
+    everyone = PygameRenderer("rgb_array", show_fov=True)
+    picked = PygameRenderer("rgb_array", show_fov=True)
+    only = PygameRenderer("rgb_array", show_fov=True, fov_agents=[5])
+    all_views = to_array(pygame, everyone.draw(world, Overlay(), names))
+    picked.selected = only.selected = 5
+    frame = to_array(pygame, picked.draw(world, Overlay(), names))
+    assert (frame == to_array(pygame, only.draw(world, Overlay(), names))).all()
+    assert (frame != all_views).any()
+    for r in (everyone, picked, only):
+        r.close()
+
+
 def test_the_overlay_keeps_the_latest_round_with_messages():
     overlay = Overlay()
     overlay.say(TeamMessage("agent_0", "everyone", "a", round=1))
