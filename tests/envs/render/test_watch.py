@@ -162,6 +162,22 @@ def test_orgteams_replay_says_once_that_its_window_was_closed(logged, monkeypatc
     assert err == ""
 
 
+def test_ctrl_c_at_the_replays_held_last_frame_closes_it(logged, monkeypatch, capsys):
+    """Ctrl-C at the held last frame lost the replay's verdict: "interrupted (Ctrl-C)",
+    exit 130, for a replay that had played to its end."""
+    from orgteams.cli.main import main
+
+    def ctrl_c(*_args, **_kwargs):
+        raise KeyboardInterrupt
+
+    path, result = logged
+    monkeypatch.setattr(PygameRenderer, "hold", ctrl_c)
+    assert main(["replay", str(path), "--fps", "1000"]) == 0
+    out, err = capsys.readouterr()
+    assert out.startswith(f"replayed {result.summary.ticks} ticks: ")
+    assert out.endswith(", matches the log\n") and err == ""
+
+
 def test_scale_sets_the_window_and_the_frames(logged, monkeypatch):
     path, _ = logged
     script = Script(monkeypatch, when_holding=[key(pygame.K_q)], hold_reads=2)
