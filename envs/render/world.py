@@ -101,6 +101,8 @@ def draw_room_names(pg: Any, text: Text, surf, state: HouseholdState, cell: int,
     for box in tags:
         taken |= {(r, c) for r in range(box.top // cell, (box.bottom - 1) // cell + 1)
                   for c in range(box.left // cell, (box.right - 1) // cell + 1)}
+    # Furniture inside a row is no room for a name either ('kit[K]en').
+    taken |= _furniture_cells(state.scene.layout)
     tints = load_catalog().room_colors
     drawn = []
     for i, room_spots in enumerate(spots):
@@ -120,6 +122,11 @@ def draw_room_names(pg: Any, text: Text, surf, state: HouseholdState, cell: int,
         drawn.append(text.blit(surf, label, (x, int((row + 0.5) * cell)), size, color,
                                bold=True, anchor="center"))
     return drawn
+
+
+def _furniture_cells(layout: Layout) -> set[tuple[int, int]]:
+    """(row, col) of every furniture cell of ``layout``."""
+    return {(int(r), int(c)) for r, c in np.argwhere(layout.tiles == FURNITURE)}
 
 
 def _widest_free_run(row: int, c0: int, c1: int, taken: set) -> tuple[int, int]:

@@ -216,3 +216,34 @@ def test_a_name_tag_pushed_beside_its_agent_does_not_cover_the_room_name():
     label = layout.room_names[bathroom]
     assert label.collidelist(list(layout.tags.values())) < 0, (label, layout.tags)
     env.close()
+
+
+def test_a_room_name_does_not_cover_furniture_when_the_row_has_room_beside_it():
+    """At 64 agents the kitchen's name sat on its furniture row ('kit[K]en'): a row's
+    furniture counted as free for the name, only agents and tags did not."""
+    from orgteams.envs.core.layout import FURNITURE
+    from orgteams.envs.render.world import draw_room_names
+
+    env = household_v0.parallel_env(layout="house", num_agents=10)
+    env.reset(seed=0)
+    world = env.unwrapped.world
+    scene, w = world.scene, world.scene.width
+    layout = scene.layout
+    # The dining room's rows 2 and 5 crowded (their tags cover rows 1 and 4), row 3
+    # free but for the table at column 14.
+    assert [c for c in range(11, 20) if layout.tiles[3, c] == FURNITURE] == [14]
+    crowd = [row * w + c for row in (2, 5) for c in (11, 13, 15, 17, 19)]
+    moved = type(world)(scene, 0, crowd, world.hands, world.contents, world.container_open,
+                        world.door_open)
+    renderer = PygameRenderer("rgb_array")
+    renderer.draw(moved, None, None)
+    cell = renderer.last.cell
+    names = draw_room_names(renderer.pg, renderer.text, renderer._map, moved, cell,
+                            renderer._room_spots)
+    room = layout.rooms.index("dining_room")
+    table = pygame.Rect(14 * cell, 3 * cell, cell, cell)
+    furniture = [pygame.Rect(c * cell, r * cell, cell, cell)
+                 for r, c in np.argwhere(layout.tiles == FURNITURE)]
+    assert not names[room].colliderect(table), (names[room], table)
+    assert names[room].collidelist(furniture) < 0
+    env.close()
