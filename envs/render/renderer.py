@@ -57,6 +57,7 @@ from orgteams.envs.render.sight import Known, Sight, known_world
 from orgteams.envs.render.style import BACKGROUND, MIN_HEIGHT, PANEL_WIDTH, Text, cell_size_for
 from orgteams.envs.render.window import IDLE_FPS, Playback, Window, guard_x11, watch_help
 from orgteams.envs.render.world import (
+    agent_rect,
     draw_agents,
     draw_dynamic,
     draw_fov,
@@ -89,6 +90,7 @@ class FrameLayout:
     panel: PanelLayout
     known: Known | None = None
     room_names: list = field(default_factory=list)  # where each room's name went
+    banner: Any = None  # the end banner's box (frame pixels), when one is up
 
 
 def import_pygame():
@@ -309,7 +311,12 @@ class PygameRenderer:
         self.last = FrameLayout(self._map.get_offset(), cell, tags, bubbles, panel, known,
                                 rooms)
         if self.banner:
-            draw_banner(pg, self.text, canvas, self.banner, canvas.get_width() - PANEL_WIDTH)
+            ox, oy = self._map.get_offset()
+            below = [r.move(ox, oy) for r in (
+                *(agent_rect(pg, world, a, cell) for a in drawn),
+                *object_cells(pg, world, cell, []))]
+            self.last.banner = draw_banner(pg, self.text, canvas, self.banner,
+                                           canvas.get_width() - PANEL_WIDTH, below)
             self._overdrawn = True
         if self.help_lines:
             draw_help(pg, self.text, canvas, self.help_lines)

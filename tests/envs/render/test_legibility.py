@@ -247,3 +247,33 @@ def test_a_room_name_does_not_cover_furniture_when_the_row_has_room_beside_it():
     assert not names[room].colliderect(table), (names[room], table)
     assert names[room].collidelist(furniture) < 0
     env.close()
+
+
+def test_the_end_banner_goes_where_it_hides_fewer_agents_and_objects():
+    """The end banner always lay across the top of the map, over whatever was there:
+    the last frame's agents and objects on the top rows could not be seen while held."""
+    from orgteams.envs.render.boxes import MARGIN
+
+    env = household_v0.parallel_env(layout="apartment", num_agents=9)  # fills the frame
+    env.reset(seed=0)
+    world = env.unwrapped.world
+    scene, w = world.scene, world.scene.width
+    floor = [i for i in range(len(scene.floor)) if scene.floor[i]]
+    middle = w // 2
+
+    def row_of(cells):  # nine floor cells of one row, nearest the middle of the map
+        return sorted(cells, key=lambda i: abs(i % w - middle))[:9]
+
+    top = row_of([i for i in floor if i // w == min(j // w for j in floor)])
+    bottom = row_of([i for i in floor if i // w == max(j // w for j in floor)])
+    renderer = PygameRenderer("rgb_array")
+    renderer.banner = ["Episode over: goal complete", "tick 84 of 850", "Q to close"]
+    height = None
+    for agents, at_top in ((top, False), (bottom, True)):
+        moved = type(world)(scene, 84, agents, world.hands, world.contents,
+                            world.container_open, world.door_open)
+        height = renderer.draw(moved, None, NAMES).get_height()
+        box = renderer.last.banner
+        assert (box.top == MARGIN) is at_top and (box.bottom == height - MARGIN) is not at_top
+    renderer.close()
+    env.close()
