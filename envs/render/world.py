@@ -108,16 +108,19 @@ def draw_room_names(pg: Any, text: Text, surf, state: HouseholdState, cell: int,
     for i, room_spots in enumerate(spots):
         if not room_spots:
             continue
-        choice = None
+        choice, widest = None, None
         for row, c0, c1, x, label in room_spots:
             need = text.width(label, size, True) + 4
             start, end = _widest_free_run(row, c0, c1, taken)
             if (end - start + 1) * cell >= need:
                 choice = (row, int((start + end + 1) * cell / 2), label)
                 break
-            if choice is None:  # the best row, centred, if nothing is free
-                choice = (row, x, label)
-        row, x, label = choice
+            if widest is None or end - start > widest[0]:
+                widest = (end - start, (row, x, label) if end < start else
+                          (row, int((start + end + 1) * cell / 2), label))
+        # No row free for the whole name: the widest free stretch any row has (the best
+        # row, centred, when none has any), so that it covers as few agents as it can.
+        row, x, label = choice or widest[1]
         color = shade(tints[room_type(state.scene.layout.rooms[i])], 0.62)
         drawn.append(text.blit(surf, label, (x, int((row + 0.5) * cell)), size, color,
                                bold=True, anchor="center"))

@@ -277,3 +277,30 @@ def test_the_end_banner_goes_where_it_hides_fewer_agents_and_objects():
         assert (box.top == MARGIN) is at_top and (box.bottom == height - MARGIN) is not at_top
     renderer.close()
     env.close()
+
+
+def test_a_crowded_room_keeps_its_name_off_the_agents_where_it_can():
+    """With no row free for the whole name, it went to the room's best row, centred, right
+    under an agent ('[2]throom' in `orgteams play` on the studio); it now goes to the
+    widest stretch any row has free."""
+    env = household_v0.parallel_env(layout="studio", num_agents=3)
+    env.reset(seed=0)
+    world = env.unwrapped.world
+    scene, w = world.scene, world.scene.width
+    bathroom = scene.layout.rooms.index("bathroom")
+    cells = [i for i, r in enumerate(scene.room_of_cell) if r == bathroom and scene.floor[i]]
+    rows = sorted({i // w for i in cells})
+    first = min(i % w for i in cells)
+    charlie = rows[len(rows) // 2] * w + first + 1
+    alice = rows[-1] * w + first + 2
+    bob = next(i for i in range(len(scene.floor)) if scene.floor[i]
+               and scene.room_of_cell[i] not in (bathroom, -1))
+    moved = type(world)(scene, 1, [alice, bob, charlie], world.hands, world.contents,
+                        world.container_open, world.door_open)
+    renderer = PygameRenderer("rgb_array")
+    renderer.draw(moved, Overlay(you="agent_0"), ["Alice", "Bob", "Charlie"])
+    label, cell = renderer.last.room_names[bathroom], renderer.last.cell
+    for a in (alice, charlie):
+        r, c = divmod(a, w)
+        assert not label.collidepoint(int((c + 0.5) * cell), int((r + 0.5) * cell)), label
+    env.close()
