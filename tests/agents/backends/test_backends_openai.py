@@ -247,6 +247,26 @@ def test_each_fault_is_retried_and_every_attempt_recorded(fault_server, mode, ca
     assert backend.mode == "json_schema" and backend.downgrades == []
 
 
+@pytest.mark.parametrize("call", ["sync", "async"])
+def test_a_redirect_loop_is_reported_as_redirects(fault_server, call):
+    # "connection failed to ..." though the server answered each POST, with a 307 or 308
+    # back to itself until httpx's limit (20 redirects: 21 requests an attempt)
+    fault_server.mode = "redirect_loop"
+    backend = make(fault_server, max_retries=1)
+    with pytest.raises(BackendError) as info:
+        if call == "sync":
+            backend.complete(MESSAGES, schema=SCHEMA)
+        else:
+            asyncio.run(backend.acomplete(MESSAGES, schema=SCHEMA))
+    assert str(info.value) == (f"too many redirects from {fault_server.base_url} "
+                               "(a 307/308 loop: check the base URL)")
+    assert info.value.kind == "connection"
+    assert [(a.kind, a.error, a.detail) for a in info.value.attempts] == [
+        ("connection", "APIConnectionError",
+         "TooManyRedirects: Exceeded maximum allowed redirects.")] * 2
+    assert len(fault_server.requests) == 2 * 21
+
+
 def test_truncated_body_then_success_keeps_the_failed_attempt(fault_server):
     # The SDK's raw JSONDecodeError used to escape; now it is a retried, recorded fault.
     fault_server.mode = "chaos"
