@@ -26,11 +26,13 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from orgteams.envs.core.actions import Verb, encode
-from orgteams.envs.core.navigation import Yielding
+from orgteams.envs.core.navigation import BLOCKED, INF, RANKED, UNREACHED, RankedMap, Yielding
 from orgteams.envs.core.state import is_walkable
 
 if TYPE_CHECKING:
-    from orgteams.envs.core.navigation import Walker
+    from array import array
+
+    from orgteams.envs.core.navigation import LazyMap, Navigator, Walker
     from orgteams.envs.highlevel.highlevel_env import HighLevelEnv
 
 DEFER_TICKS = 12  # how long an agent gives way to one it could not push aside
@@ -325,6 +327,8 @@ class _TickView:
             self.given_way.setdefault(b, []).append(a)
         # evacuating members (idle: their runners do not change while the plans advance)
         self.evacuating = {a: self.cell[a] for a in self.agents if a in crowd.evacuating}
+        self._ranked: array | None = None  # the detours' table (ranked()), when first asked
+        self._nav = env.nav
         for a in self.agents:
             self.update(crowd, a)
 
@@ -339,7 +343,7 @@ class _TickView:
 
     def update(self, crowd: Crowd, agent: str) -> None:
         """Read ``agent``'s runner again (as :meth:`Crowd._movable` and ``_waiting`` do)."""
-        r = crowd.env._runners[agent]
+        r = self._runners[agent]
         if agent in self.evacuating:
             movable = waits = False  # ranked apart (yielding_cells), never waiting
         elif r.idle:
@@ -350,11 +354,59 @@ class _TickView:
             movable = r.action.kind != "primitive"
             waits = r.action.kind == "wait"
         cell = self.cell[agent]
-        self.by_rank[self.rank[agent]] = cell if movable else -1
+        rank = self.rank[agent]
+        self.by_rank[rank] = cell if movable else -1
         if movable and waits:
             self.waiting.add(cell)
         else:
             self.waiting.discard(cell)  # one agent a cell: nobody else's
+        if self._ranked is not None:
+            self._ranked[cell] = UNREACHED if movable and waits \
+                else RANKED - rank if movable else BLOCKED
+
+    def ranked(self) -> array:
+        """Per cell, who may walk there as :meth:`yielding_cells` says for a walker
+        neither evacuating nor deferring, as a :class:`RankedMap` reads it: free cells
+        and waiting agents' :data:`UNREACHED`, pushable ones' ``RANKED - rank`` (the
+        higher ranks walk into them), the rest (idle obstacles, primitive players,
+        evacuating members) :data:`BLOCKED`. Made when a detour first asks, then kept
+        true by :meth:`update`."""
+        if self._ranked is None:
+            ranked = self._ranked = self._nav._unreached[:]
+            waiting, by_rank = self.waiting, self.by_rank
+            for rank, a in enumerate(self.agents):
+                cell = self.cell[a]
+                ranked[cell] = UNREACHED if cell in waiting \
+                    else RANKED - rank if by_rank[rank] != -1 else BLOCKED
+        return self._ranked
+
+    def detour_map(self, nav: Navigator, agent: str, goals: frozenset[int], lower: bool
+                   ) -> LazyMap | None:
+        """:meth:`_ViewYielding.detour_map` of ``agent`` (None for an evacuating one:
+        it is ranked apart)."""
+        if agent in self.evacuating or nav is not self._nav:
+            return None
+        dist = self.ranked()[:]  # this map's own copy, then the walker's exceptions
+        mine = self.cell[agent]
+        if not lower:  # stuck long: only the waiting step aside
+            dist[mine] = UNREACHED
+            return RankedMap(nav, goals, dist, INF)
+        waiting, cell = self.waiting, self.cell
+        gives_way = self.gives_way.get(agent)
+        for b in self.given_way.get(agent, ()):  # they give way to it: it outranks them
+            if b != gives_way and b in self.rank and self.by_rank[self.rank[b]] != -1:
+                dist[cell[b]] = UNREACHED
+        if self.evacuating:
+            # it outranks evacuating members while it walks, unless it gives way to one
+            r = self._runners[agent]
+            if not r.idle and r.status == "running" and r.action.kind != "wait":
+                for b, c in self.evacuating.items():
+                    if b != gives_way:
+                        dist[c] = UNREACHED
+        if gives_way in cell and cell[gives_way] not in waiting:
+            dist[cell[gives_way]] = BLOCKED  # it gives way to that one: not outranked
+        dist[mine] = UNREACHED
+        return RankedMap(nav, goals, dist, self.rank[agent])
 
     def evacuation(self, crowd: Crowd, agent: str, started: bool) -> None:
         """``agent`` started (or stopped) evacuating (:meth:`Crowd._evacuate`)."""
@@ -438,3 +490,7 @@ class _ViewYielding(Yielding):
     def cells(self, lower: bool) -> frozenset[int]:
         waiting, outranked = self._view.yielding_cells(self._agent)
         return waiting | outranked if lower else waiting
+
+    def detour_map(self, nav: Navigator, goals: frozenset[int], lower: bool
+                   ) -> LazyMap | None:
+        return self._view.detour_map(nav, self._agent, goals, lower)

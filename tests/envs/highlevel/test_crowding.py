@@ -184,3 +184,81 @@ def test_the_tick_view_answers_as_asking_every_teammate_with_members_evacuating(
     assert all(viewed for viewed, _, _ in answers)
     assert sum(evacuating > 0 for _, _, evacuating in answers) > 30  # members evacuating
     assert sum(evacuating > 1 for _, _, evacuating in answers) > 10  # several at once
+
+
+
+def _detours_checked(monkeypatch, env: HighLevelEnv) -> list[tuple[bool, bool, bool, int]]:
+    """Whenever a walker of ``env`` asks who gives way to it, the detour maps it would
+    make (``_Obstacles.detour_map``: outranking and stuck long, to the goals of a room
+    or a piece of furniture drawn at random) are read, cell by cell in a shuffled order,
+    beside the maps blocked on all its obstacles' cells (``_Obstacles.keys``, asking
+    every teammate): (from the tick's view, same values, members evacuating) per map."""
+    import random
+
+    from orgteams.envs.core import navigation
+    from orgteams.envs.highlevel.crowding import Crowd
+
+    made, rng = [], random.Random(5)
+    ask = Crowd.giving_way
+
+    def both(crowd, agent):
+        got = ask(crowd, agent)
+        nav, world = env.nav, env.base.world
+        a = env.base.agent_index[agent]
+        here = world.agent_pos[a]
+        goals = rng.choice(list(nav.room_cells) + list(nav.furniture_cells))
+        cells = list(range(len(nav.walkable)))
+        rng.shuffle(cells)
+        cells = [here, *nav._adjacent[here], *cells[:len(cells) // (1 if rng.random() < 0.1
+                                                                      else 10)]]
+        for lower in (True, False):
+            occupant = nav.obstacles(world, a, here, got, lower)
+            fast = occupant.detour_map(nav, goals)
+            plain = navigation.LazyMap(nav, goals, occupant.keys())
+            made.append((type(fast) is navigation.RankedMap,
+                         [fast[c] for c in cells] == [plain[c] for c in cells],
+                         len(crowd.evacuating)))
+        return got
+
+    monkeypatch.setattr(Crowd, "giving_way", both)
+    return made
+
+
+def test_a_detour_from_the_ticks_view_reads_as_one_blocked_on_every_obstacle(monkeypatch):
+    # a crowd's detours are made from the tick's table of who steps aside for whom
+    # (RankedMap) rather than from the set of every obstacle's cell: the same
+    # distances, in a crowd with pushes and deferrals, outranking others or stuck
+    env = HighLevelEnv(layout="generated:32:0", num_agents=64)
+    made = _detours_checked(monkeypatch, env)
+    env.reset(seed=3)
+    targets = ["explore:living_room", "goto:kitchen", "explore:kitchen"]
+    for _ in range(25):
+        actions = {}
+        for i, a in enumerate(env.agents):
+            if env.needs_decision(a):
+                ids = {x.id for x in env.available_actions(a)}
+                actions[a] = next((t for t in targets[i % 3:] + targets if t in ids), "wait")
+        env.step(actions)
+    assert all(same for _, same, _ in made)
+    assert sum(ranked for ranked, _, _ in made) > 1000
+
+
+def test_a_detour_from_the_ticks_view_with_members_evacuating_reads_as_the_plain_one(
+        monkeypatch):
+    # with removed members evacuating (walked into by working teammates, ranked apart
+    # among themselves: their own detours are made the plain way) the maps agree too
+    from orgteams.organizations.rounds.runner import TeamRunner
+    from orgteams.organizations.rounds.shocks import Shock
+    from orgteams.organizations.spec.library import load_organization
+    from orgteams.run import build_team
+
+    org = load_organization("sequential")
+    env = HighLevelEnv(layout="generated:32:0", task="prepare_afternoon_tea", num_agents=24)
+    made = _detours_checked(monkeypatch, env)
+    TeamRunner(env, org, build_team("planner", 24, org), max_rounds=15,
+               shocks=[Shock.parse(f"remove:agent_{a}@{r}")
+                       for a, r in ((1, 2), (5, 3), (9, 4), (2, 4), (3, 4), (4, 4), (6, 4))]
+               ).run(seed=1)
+    assert all(same for _, same, _ in made)
+    assert sum(ranked and evacuating > 0 for ranked, _, evacuating in made) > 100
+    assert sum(not ranked and evacuating > 0 for ranked, _, evacuating in made) > 10
