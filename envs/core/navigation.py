@@ -452,6 +452,57 @@ class RankedMap(LazyMap):
         found = dist[cell]
         return found if found >= 0 else INF
 
+    def walled_in(self, cell: int) -> bool:
+        """Whether ``self[cell]`` is ``INF``, found by growing the map and a search from
+        ``cell`` a layer each in turn, until the map ends (its goals' part of the grid is
+        done) or the search does (``cell``'s part holds no cell the map reached: no goal)
+        or they meet (False). Exact: ways are the same both directions.
+
+        A crowd's blocked walkers are mostly boxed in by teammates (dozens a tick): the
+        map of each grew over all its goals could reach; this grows the smaller side."""
+        dist = self._dist
+        if dist[cell] >= 0:
+            return False
+        if dist[cell] == BLOCKED:
+            return True
+        adjacent, outranks = self._adjacent, self._outranks
+        seen = {cell}
+        todo = [cell]
+        while True:
+            if not self._frontier:
+                return dist[cell] < 0
+            # one layer of the map (as __getitem__ grows it)
+            self._d += 1
+            layer = []
+            grow = layer.append
+            d = self._d
+            for c in self._frontier:
+                for n in adjacent[c]:
+                    v = dist[n]
+                    if v == UNREACHED or (v <= RANKED and RANKED - v > outranks):
+                        dist[n] = d
+                        grow(n)
+                    elif v <= RANKED:
+                        dist[n] = BLOCKED
+            self._frontier = layer
+            # one layer of the search from the cell, through cells the map may enter
+            ahead = []
+            for c in todo:
+                for n in adjacent[c]:
+                    if n in seen:
+                        continue
+                    seen.add(n)
+                    v = dist[n]
+                    if v >= 0:
+                        return False
+                    if v == UNREACHED or (v <= RANKED and RANKED - v > outranks):
+                        ahead.append(n)
+            if dist[cell] >= 0:
+                return False
+            if not ahead:
+                return True
+            todo = ahead
+
 
 class NearestGoals:
     """The goal cells nearest to each cell (``near[cell]``, at the cell's
@@ -804,9 +855,12 @@ class Walker:
         blockers = [occupant[n] for _, n in best if n in occupant]
         yields = agent > min(blockers)
         if yields or self.stuck >= STUCK_SHUFFLE:
-            detour = occupant.detour_map(nav, dist.goals())
+            # the map of all the goals: its taken ones are blocked, as the free goals' map's
+            # (dist.goals()) are not goals; same values, without finding which are taken
+            detour = occupant.detour_map(nav, self.goals)
             # A short detour is taken at once; a long one only after waiting a while.
-            around = detour[here]
+            around = INF if type(detour) is RankedMap and detour.walled_in(here) \
+                else detour[here]
             if around < INF and (around <= to_go + DETOUR_SLACK
                                  or self.stuck >= 2 * STUCK_SHUFFLE):
                 self.detour = detour

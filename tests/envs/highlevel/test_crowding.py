@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from orgteams.envs.core.actions import Verb, encode
-from orgteams.envs.core.navigation import Navigator
+from orgteams.envs.core.navigation import INF, Navigator
 from orgteams.envs.core.tasks import Predicate
 from orgteams.envs.highlevel.highlevel_env import HighLevelEnv
 
@@ -187,12 +187,14 @@ def test_the_tick_view_answers_as_asking_every_teammate_with_members_evacuating(
 
 
 
-def _detours_checked(monkeypatch, env: HighLevelEnv) -> list[tuple[bool, bool, bool, int]]:
+def _detours_checked(monkeypatch, env: HighLevelEnv) -> list[tuple[bool, bool, int, bool]]:
     """Whenever a walker of ``env`` asks who gives way to it, the detour maps it would
-    make (``_Obstacles.detour_map``: outranking and stuck long, to the goals of a room
-    or a piece of furniture drawn at random) are read, cell by cell in a shuffled order,
-    beside the maps blocked on all its obstacles' cells (``_Obstacles.keys``, asking
-    every teammate): (from the tick's view, same values, members evacuating) per map."""
+    make (``_Obstacles.detour_map`` of all its goals: outranking and stuck long, to the
+    goals of a room or a piece of furniture drawn at random) are asked whether it is
+    walled in (``RankedMap.walled_in``), then read cell by cell in a shuffled order,
+    beside the maps of its free goals blocked on all its obstacles' cells
+    (``_Obstacles.keys``, asking every teammate): (from the tick's view, same answers,
+    members evacuating, walled in) per map."""
     import random
 
     from orgteams.envs.core import navigation
@@ -213,11 +215,16 @@ def _detours_checked(monkeypatch, env: HighLevelEnv) -> list[tuple[bool, bool, b
                                                                       else 10)]]
         for lower in (True, False):
             occupant = nav.obstacles(world, a, here, got, lower)
-            fast = occupant.detour_map(nav, goals)
-            plain = navigation.LazyMap(nav, goals, occupant.keys())
-            made.append((type(fast) is navigation.RankedMap,
-                         [fast[c] for c in cells] == [plain[c] for c in cells],
-                         len(crowd.evacuating)))
+            fast = occupant.detour_map(nav, goals)  # of all the goals, taken ones blocked
+            # the map the walker made before: of its free goals (FewerGoals.goals)
+            taken = occupant.among(goals)
+            free = goals - taken if taken and len(taken) < len(goals) else goals
+            plain = navigation.LazyMap(nav, free, occupant.keys())
+            ranked = type(fast) is navigation.RankedMap
+            walled = fast.walled_in(here) if ranked else plain[here] >= INF
+            made.append((ranked, walled == (plain[here] >= INF)
+                         and [fast[c] for c in cells] == [plain[c] for c in cells],
+                         len(crowd.evacuating), walled))
         return got
 
     monkeypatch.setattr(Crowd, "giving_way", both)
@@ -239,8 +246,10 @@ def test_a_detour_from_the_ticks_view_reads_as_one_blocked_on_every_obstacle(mon
                 ids = {x.id for x in env.available_actions(a)}
                 actions[a] = next((t for t in targets[i % 3:] + targets if t in ids), "wait")
         env.step(actions)
-    assert all(same for _, same, _ in made)
-    assert sum(ranked for ranked, _, _ in made) > 1000
+    assert all(same for _, same, _, _ in made)
+    assert sum(ranked for ranked, _, _, _ in made) > 1000
+    assert sum(ranked and walled for ranked, _, _, walled in made) > 100
+    assert sum(ranked and not walled for ranked, _, _, walled in made) > 100
 
 
 def test_a_detour_from_the_ticks_view_with_members_evacuating_reads_as_the_plain_one(
@@ -259,6 +268,6 @@ def test_a_detour_from_the_ticks_view_with_members_evacuating_reads_as_the_plain
                shocks=[Shock.parse(f"remove:agent_{a}@{r}")
                        for a, r in ((1, 2), (5, 3), (9, 4), (2, 4), (3, 4), (4, 4), (6, 4))]
                ).run(seed=1)
-    assert all(same for _, same, _ in made)
-    assert sum(ranked and evacuating > 0 for ranked, _, evacuating in made) > 100
-    assert sum(not ranked and evacuating > 0 for ranked, _, evacuating in made) > 10
+    assert all(same for _, same, _, _ in made)
+    assert sum(ranked and evacuating > 0 for ranked, _, evacuating, _ in made) > 100
+    assert sum(not ranked and evacuating > 0 for ranked, _, evacuating, _ in made) > 10
