@@ -454,9 +454,11 @@ class RankedMap(LazyMap):
 
     def walled_in(self, cell: int) -> bool:
         """Whether ``self[cell]`` is ``INF``, found by growing the map and a search from
-        ``cell`` a layer each in turn, until the map ends (its goals' part of the grid is
-        done) or the search does (``cell``'s part holds no cell the map reached: no goal)
-        or they meet (False). Exact: ways are the same both directions.
+        ``cell``, a layer at a time of whichever has the fewer cells at its edge, until
+        the map ends (its goals' part of the grid is done) or the search does
+        (``cell``'s part holds no goal: none of its cells is reached) or they meet
+        (False). Exact in any order of layers: ways are the same both directions, and
+        the goals are reached (0) from the start.
 
         A crowd's blocked walkers are mostly boxed in by teammates (dozens a tick): the
         map of each grew over all its goals could reach; this grows the smaller side."""
@@ -471,7 +473,24 @@ class RankedMap(LazyMap):
         while True:
             if not self._frontier:
                 return dist[cell] < 0
-            # one layer of the map (as __getitem__ grows it)
+            if len(todo) <= len(self._frontier):
+                # a layer of the search from the cell, through cells the map may enter
+                ahead = []
+                for c in todo:
+                    for n in adjacent[c]:
+                        if n in seen:
+                            continue
+                        seen.add(n)
+                        v = dist[n]
+                        if v >= 0:
+                            return False
+                        if v == UNREACHED or (v <= RANKED and RANKED - v > outranks):
+                            ahead.append(n)
+                if not ahead:
+                    return True
+                todo = ahead
+                continue
+            # a layer of the map (as __getitem__ grows it)
             self._d += 1
             layer = []
             grow = layer.append
@@ -485,23 +504,8 @@ class RankedMap(LazyMap):
                     elif v <= RANKED:
                         dist[n] = BLOCKED
             self._frontier = layer
-            # one layer of the search from the cell, through cells the map may enter
-            ahead = []
-            for c in todo:
-                for n in adjacent[c]:
-                    if n in seen:
-                        continue
-                    seen.add(n)
-                    v = dist[n]
-                    if v >= 0:
-                        return False
-                    if v == UNREACHED or (v <= RANKED and RANKED - v > outranks):
-                        ahead.append(n)
             if dist[cell] >= 0:
                 return False
-            if not ahead:
-                return True
-            todo = ahead
 
 
 class NearestGoals:
