@@ -25,6 +25,7 @@ from __future__ import annotations
 from array import array
 from collections import OrderedDict
 from collections.abc import Iterable
+from typing import NamedTuple
 
 from orgteams.envs.core.actions import Verb, encode
 from orgteams.envs.core.layout import DIRECTIONS, DOOR, FLOOR, Layout
@@ -276,11 +277,10 @@ class Yielding:
         """The cells of every agent that steps aside (the outranked ones too if ``lower``)."""
         return self.waiting | self.lower if lower else self.waiting
 
-    def detour_map(self, nav: Navigator, goals: frozenset[int], lower: bool
-                   ) -> LazyMap | None:
-        """The map of ``goals`` around every other agent but those that step aside (the
-        :meth:`Navigator.lazy_map` of them, blocked :meth:`_Obstacles.keys`), where this
-        form makes it without those cells; None: it does not (the caller makes it)."""
+    def detour(self, nav: Navigator, goals: frozenset[int], lower: bool
+               ) -> tuple[LazyMap | None, int] | None:
+        """:meth:`_Obstacles.detour`, where this form finds it without the cells of every
+        agent that does not step aside; None: it does not (the caller does)."""
         return None
 
 
@@ -311,15 +311,18 @@ class _Obstacles:
             raise KeyError(cell)
         return self._at[cell]
 
-    def detour_map(self, nav: Navigator, goals: frozenset[int]) -> LazyMap:
-        """``nav.lazy_map(goals, blocked=self.keys())``: the map of a detour around these
-        obstacles (from the crowd's view of the tick without the set of their cells,
-        where it can: :meth:`Yielding.detour_map`)."""
+    def detour(self, nav: Navigator, goals: frozenset[int]) -> tuple[LazyMap | None, int]:
+        """The map of a detour to ``goals`` around these obstacles (the same values as
+        ``nav.lazy_map(goals, blocked=self.keys())``) and what it reads where the walker
+        stands; ``(None, INF)`` where they wall it off from every goal (no map made).
+        From the crowd's view of the tick, without the set of the obstacles' cells,
+        where it can (:meth:`Yielding.detour`)."""
         if self._yielding is not None:
-            found = self._yielding.detour_map(nav, goals, self._lower)
+            found = self._yielding.detour(nav, goals, self._lower)
             if found is not None:
                 return found
-        return nav.lazy_map(goals, blocked=self.keys())
+        detour = nav.lazy_map(goals, blocked=self.keys())
+        return detour, detour[self._here]
 
     def keys(self) -> set[int]:
         """Every obstacle's cell (built when first asked: a detour's blocked cells)."""
@@ -397,6 +400,16 @@ class LazyMap:
         return found if found >= 0 else INF
 
 
+class Pocket(NamedTuple):
+    """A part of the grid walled off by agents: its ``cells``, and the ``walls``, every
+    walkable cell beside them but not among them (agents stand there). A walker
+    standing in the cells, none of whose goals is there, is walled in where every
+    wall blocks it (a way out crosses a wall), whatever the cells inside hold."""
+
+    cells: frozenset[int]
+    walls: tuple[int, ...]
+
+
 class RankedMap(LazyMap):
     """A :class:`LazyMap` blocked where agents of lower rank stand, told apart as the map
     grows: ``dist`` starts as a tick's table of cells (:data:`UNREACHED` where free or an
@@ -452,13 +465,15 @@ class RankedMap(LazyMap):
         found = dist[cell]
         return found if found >= 0 else INF
 
-    def walled_in(self, cell: int) -> bool:
-        """Whether ``self[cell]`` is ``INF``, found by growing the map and a search from
-        ``cell``, a layer at a time of whichever has the fewer cells at its edge, until
-        the map ends (its goals' part of the grid is done) or the search does
-        (``cell``'s part holds no goal: none of its cells is reached) or they meet
-        (False). Exact in any order of layers: ways are the same both directions, and
-        the goals are reached (0) from the start.
+    def walled_in(self, cell: int) -> Pocket | bool:
+        """Whether ``self[cell]`` is ``INF``: the :class:`Pocket` of ``cell`` (its part
+        of the grid, no goal there) where the search from it ended first, else True or
+        False. Found by growing the map and a search from ``cell``, a layer at a time
+        of whichever has the fewer cells at its edge, until the map ends (its goals'
+        part of the grid is done) or the search does (``cell``'s part holds no goal:
+        none of its cells is reached) or they meet (False). Exact in any order of
+        layers: ways are the same both directions, and the goals are reached (0) from
+        the start.
 
         A crowd's blocked walkers are mostly boxed in by teammates (dozens a tick): the
         map of each grew over all its goals could reach; this grows the smaller side."""
@@ -469,6 +484,7 @@ class RankedMap(LazyMap):
             return True
         adjacent, outranks = self._adjacent, self._outranks
         seen = {cell}
+        part = [cell]
         todo = [cell]
         while True:
             if not self._frontier:
@@ -487,7 +503,9 @@ class RankedMap(LazyMap):
                         if v == UNREACHED or (v <= RANKED and RANKED - v > outranks):
                             ahead.append(n)
                 if not ahead:
-                    return True
+                    cells = frozenset(part)
+                    return Pocket(cells, tuple(seen - cells))
+                part += ahead
                 todo = ahead
                 continue
             # a layer of the map (as __getitem__ grows it)
@@ -861,10 +879,8 @@ class Walker:
         if yields or self.stuck >= STUCK_SHUFFLE:
             # the map of all the goals: its taken ones are blocked, as the free goals' map's
             # (dist.goals()) are not goals; same values, without finding which are taken
-            detour = occupant.detour_map(nav, self.goals)
+            detour, around = occupant.detour(nav, self.goals)
             # A short detour is taken at once; a long one only after waiting a while.
-            around = INF if type(detour) is RankedMap and detour.walled_in(here) \
-                else detour[here]
             if around < INF and (around <= to_go + DETOUR_SLACK
                                  or self.stuck >= 2 * STUCK_SHUFFLE):
                 self.detour = detour
@@ -898,4 +914,4 @@ class Walker:
 
 
 __all__ = ["INF", "MAX_CACHED_MAPS", "NOBODY", "FewerGoals", "LazyMap", "Navigator", "NearestGoals",
-           "RankedMap", "Walker", "Yielding"]
+           "Pocket", "RankedMap", "Walker", "Yielding"]

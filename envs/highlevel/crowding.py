@@ -26,7 +26,15 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from orgteams.envs.core.actions import Verb, encode
-from orgteams.envs.core.navigation import BLOCKED, INF, RANKED, UNREACHED, RankedMap, Yielding
+from orgteams.envs.core.navigation import (
+    BLOCKED,
+    INF,
+    RANKED,
+    UNREACHED,
+    Pocket,
+    RankedMap,
+    Yielding,
+)
 from orgteams.envs.core.state import is_walkable
 
 if TYPE_CHECKING:
@@ -328,6 +336,7 @@ class _TickView:
         # evacuating members (idle: their runners do not change while the plans advance)
         self.evacuating = {a: self.cell[a] for a in self.agents if a in crowd.evacuating}
         self._ranked: array | None = None  # the detours' table (ranked()), when first asked
+        self._pockets: dict[int, Pocket] = {}  # cell -> the last pocket found there (detour)
         self._nav = env.nav
         for a in self.agents:
             self.update(crowd, a)
@@ -380,17 +389,23 @@ class _TickView:
                     else RANKED - rank if by_rank[rank] != -1 else BLOCKED
         return self._ranked
 
-    def detour_map(self, nav: Navigator, agent: str, goals: frozenset[int], lower: bool
-                   ) -> LazyMap | None:
-        """:meth:`_ViewYielding.detour_map` of ``agent`` (None for an evacuating one:
-        it is ranked apart)."""
+    def detour(self, nav: Navigator, agent: str, goals: frozenset[int], lower: bool
+               ) -> tuple[LazyMap | None, int] | None:
+        """:meth:`_ViewYielding.detour` of ``agent``, on a :class:`RankedMap` (None for
+        an evacuating agent: it is ranked apart).
+
+        The :class:`Pocket` each walker is found walled in is kept for the tick: a
+        walker standing in one, none of whose goals is there, every wall of which
+        blocks it (by its own rank and exceptions, on the map made for it), is walled
+        in too, without a search. A crowd's jammed walkers (dozens a tick) stand in a
+        few pockets."""
         if agent in self.evacuating or nav is not self._nav:
             return None
         dist = self.ranked()[:]  # this map's own copy, then the walker's exceptions
         mine = self.cell[agent]
         if not lower:  # stuck long: only the waiting step aside
             dist[mine] = UNREACHED
-            return RankedMap(nav, goals, dist, INF)
+            return self._walled_in(nav, goals, dist, INF, mine)
         waiting, cell = self.waiting, self.cell
         gives_way = self.gives_way.get(agent)
         for b in self.given_way.get(agent, ()):  # they give way to it: it outranks them
@@ -406,7 +421,29 @@ class _TickView:
         if gives_way in cell and cell[gives_way] not in waiting:
             dist[cell[gives_way]] = BLOCKED  # it gives way to that one: not outranked
         dist[mine] = UNREACHED
-        return RankedMap(nav, goals, dist, self.rank[agent])
+        return self._walled_in(nav, goals, dist, self.rank[agent], mine)
+
+    def _walled_in(self, nav: Navigator, goals: frozenset[int], dist: array, outranks: int,
+                   here: int) -> tuple[RankedMap | None, int]:
+        """:meth:`detour`'s answer for the walker at ``here``, on its copy of the table
+        (``dist``, ``outranks``: :class:`RankedMap`'s), the map made only if needed."""
+        pocket = self._pockets.get(here)
+        if pocket is not None and pocket.cells.isdisjoint(goals):
+            for c in pocket.walls:
+                v = dist[c]
+                if not (v == BLOCKED or (v <= RANKED and RANKED - v <= outranks)):
+                    break  # it may walk out there
+            else:
+                return None, INF
+        detour = RankedMap(nav, goals, dist, outranks)
+        found = detour.walled_in(here)
+        if found is False:
+            return detour, detour[here]
+        if found is not True:
+            pockets = self._pockets
+            for c in found.cells:
+                pockets[c] = found
+        return None, INF
 
     def evacuation(self, crowd: Crowd, agent: str, started: bool) -> None:
         """``agent`` started (or stopped) evacuating (:meth:`Crowd._evacuate`)."""
@@ -491,6 +528,6 @@ class _ViewYielding(Yielding):
         waiting, outranked = self._view.yielding_cells(self._agent)
         return waiting | outranked if lower else waiting
 
-    def detour_map(self, nav: Navigator, goals: frozenset[int], lower: bool
-                   ) -> LazyMap | None:
-        return self._view.detour_map(nav, self._agent, goals, lower)
+    def detour(self, nav: Navigator, goals: frozenset[int], lower: bool
+               ) -> tuple[LazyMap | None, int] | None:
+        return self._view.detour(nav, self._agent, goals, lower)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from orgteams.envs.core.actions import Verb, encode
-from orgteams.envs.core.navigation import INF, Navigator
+from orgteams.envs.core.navigation import Navigator
 from orgteams.envs.core.tasks import Predicate
 from orgteams.envs.highlevel.highlevel_env import HighLevelEnv
 
@@ -187,47 +187,66 @@ def test_the_tick_view_answers_as_asking_every_teammate_with_members_evacuating(
 
 
 
-def _detours_checked(monkeypatch, env: HighLevelEnv) -> list[tuple[bool, bool, int, bool]]:
-    """Whenever a walker of ``env`` asks who gives way to it, the detour maps it would
-    make (``_Obstacles.detour_map`` of all its goals: outranking and stuck long, to the
-    goals of a room or a piece of furniture drawn at random) are asked whether it is
-    walled in (``RankedMap.walled_in``), then read cell by cell in a shuffled order,
-    beside the maps of its free goals blocked on all its obstacles' cells
-    (``_Obstacles.keys``, asking every teammate): (from the tick's view, same answers,
-    members evacuating, walled in) per map."""
+def _detours_checked(monkeypatch, env: HighLevelEnv) -> list[tuple[bool, bool, int, str]]:
+    """Whenever a walker of ``env`` asks who gives way to it, the detours it would take
+    (``_Obstacles.detour`` to all its goals: outranking and stuck long, to the goals of
+    the kitchen, the living room or a room or piece of furniture drawn at random) are
+    read where it stands, then cell by cell in a shuffled order, beside the maps of its
+    free goals blocked on all its obstacles' cells (``_Obstacles.keys``, asking every
+    teammate): (from the tick's view, same answers, members evacuating, how: "map",
+    "searched" (walled in), "pocket" (walled in a pocket found before)) per detour."""
     import random
 
     from orgteams.envs.core import navigation
     from orgteams.envs.highlevel.crowding import Crowd
 
-    made, rng = [], random.Random(5)
-    ask = Crowd.giving_way
+    made, rng, searched = [], random.Random(5), []
+    ask, search = Crowd.giving_way, navigation.RankedMap.walled_in
+
+    def count(detour, cell):
+        searched.append(cell)
+        return search(detour, cell)
 
     def both(crowd, agent):
         got = ask(crowd, agent)
+        # and a teammate drawn at random, so that pockets found by any rank are asked
+        # about by any other (and by either way of walking)
+        other = rng.choice(env.agents)
+        if other != agent and crowd._tick is not None:
+            check(crowd, other, ask(crowd, other))
+        check(crowd, agent, got)
+        return got
+
+    def check(crowd, agent, got):
         nav, world = env.nav, env.base.world
         a = env.base.agent_index[agent]
         here = world.agent_pos[a]
-        goals = rng.choice(list(nav.room_cells) + list(nav.furniture_cells))
+        rooms = nav.layout.rooms
+        goals = rng.choice([nav.room_cells[rooms.index("kitchen")],
+                            nav.room_cells[rooms.index("living_room")],
+                            rng.choice(list(nav.room_cells) + list(nav.furniture_cells))])
+        if here in goals:
+            return  # a walker there has arrived: it asks for no detour
         cells = list(range(len(nav.walkable)))
         rng.shuffle(cells)
-        cells = [here, *nav._adjacent[here], *cells[:len(cells) // (1 if rng.random() < 0.1
-                                                                      else 10)]]
-        for lower in (True, False):
+        cells = [*nav._adjacent[here], *cells[:len(cells) // (1 if rng.random() < 0.1
+                                                               else 10)]]
+        for lower in rng.sample((True, False), 2):
             occupant = nav.obstacles(world, a, here, got, lower)
-            fast = occupant.detour_map(nav, goals)  # of all the goals, taken ones blocked
+            searched.clear()
+            fast, around = occupant.detour(nav, goals)  # all goals, taken ones blocked
             # the map the walker made before: of its free goals (FewerGoals.goals)
             taken = occupant.among(goals)
             free = goals - taken if taken and len(taken) < len(goals) else goals
             plain = navigation.LazyMap(nav, free, occupant.keys())
-            ranked = type(fast) is navigation.RankedMap
-            walled = fast.walled_in(here) if ranked else plain[here] >= INF
-            made.append((ranked, walled == (plain[here] >= INF)
-                         and [fast[c] for c in cells] == [plain[c] for c in cells],
-                         len(crowd.evacuating), walled))
-        return got
+            how = "map" if fast is not None else "searched" if searched else "pocket"
+            made.append((fast is None or type(fast) is navigation.RankedMap,
+                         around == plain[here] and (
+                             fast is None or [fast[c] for c in cells] == [plain[c] for c in cells]),
+                         len(crowd.evacuating), how))
 
     monkeypatch.setattr(Crowd, "giving_way", both)
+    monkeypatch.setattr(navigation.RankedMap, "walled_in", count)
     return made
 
 
@@ -248,8 +267,9 @@ def test_a_detour_from_the_ticks_view_reads_as_one_blocked_on_every_obstacle(mon
         env.step(actions)
     assert all(same for _, same, _, _ in made)
     assert sum(ranked for ranked, _, _, _ in made) > 1000
-    assert sum(ranked and walled for ranked, _, _, walled in made) > 100
-    assert sum(ranked and not walled for ranked, _, _, walled in made) > 100
+    assert sum(how == "map" for *_, how in made) > 100
+    assert sum(how == "searched" for *_, how in made) > 100
+    assert sum(how == "pocket" for *_, how in made) > 100
 
 
 def test_a_detour_from_the_ticks_view_with_members_evacuating_reads_as_the_plain_one(
