@@ -250,8 +250,14 @@ class PlannerMember(MemberBase):
                 self._status = (ctx.round, doing)
                 held = tuple(sorted(env.memory(self.agent_id).held))
                 content = {"doing": doing, "holding": held}
-                out.append(TeamMessage(self.agent_id, to, render("status", content), "status",
-                                       round, content=content))
+                text = render("status", content)
+                # 256 statuses a round: made unchecked where the receivers are of the
+                # form the constructor keeps (the rules' tuple, or everyone)
+                out.append(TeamMessage.unchecked(self.agent_id, to, text, "status", round, 0,
+                                                 content, None, None, False)
+                           if to == EVERYONE or type(to) is tuple else
+                           TeamMessage(self.agent_id, to, text, "status", round,
+                                       content=content))
         # one message (a status, most of a 256-agent team's turns) is in order already
         return sorted(out, key=priority) if len(out) > 1 else out
 

@@ -386,7 +386,7 @@ def _route(state: EpisodeState, si: int, stage: Stage, agent: str, d: Communicat
                                    tick=state.env.ticks, kind=stage.kind, thoughts=d.thoughts,
                                    stage=si, role=role, abstained=abstained, vote=d.vote,
                                    message_tokens=0))
-        return [TeamMessage(agent, (), round=rnd, stage=si, role=d.role, abstained=d.abstain)]
+        return [TeamMessage.silent_turn(agent, rnd, si, d.role, d.abstain)]
     said = []
     removed = state.removed
     for i, m in enumerate(d.messages):
@@ -394,8 +394,7 @@ def _route(state: EpisodeState, si: int, stage: Stage, agent: str, d: Communicat
         if removed:
             delivered = [b for b in delivered if b not in removed]
         if type(m) is TeamMessage:  # what replace() makes, without its field walk
-            out = TeamMessage(agent, m.receivers, m.text, m.kind, rnd, si, m.content,
-                              tuple(delivered), d.role, d.abstain)
+            out = m.stamped(agent, rnd, si, tuple(delivered), d.role, d.abstain)
         else:
             out = replace(m, sender=agent, round=rnd, stage=si, delivered=tuple(delivered),
                           role=d.role, abstained=d.abstain)

@@ -205,3 +205,46 @@ def test_a_changed_cut_is_read_as_a_plain_list_and_a_broadcast_only_grows():
     with pytest.raises(TypeError, match=re.escape(
             "a Broadcast is only appended to: its readers' cuts index into it")):
         Broadcast([a])[0] = b
+
+
+def test_stamped_and_silent_equal_the_constructor_on_random_messages():
+    """The round loop's stamped copies and silent turns (made without the frozen
+    dataclass's field-by-field init) are the messages the constructor makes: equal,
+    same hash, same fields in the same order, said_id computed afresh for the new
+    sender; a subclass is refused rather than losing its fields."""
+    import dataclasses
+    import random
+
+    rng = random.Random(7)
+    kinds = ["claim", "release", "found", "status", "text", "assign", "done"]
+    for _ in range(300):
+        kind = rng.choice(kinds)
+        receivers = EVERYONE if rng.random() < 0.5 else tuple(
+            f"agent_{i}" for i in rng.sample(range(9), rng.randint(0, 3)))
+        content = {} if kind == "text" else {"object": f"apple_{rng.randint(0, 3)}"}
+        m = TeamMessage(f"agent_{rng.randint(0, 8)}", receivers, f"t{rng.random()}", kind,
+                        content=content)
+        _ = m.said_id  # a kept value of the original must not leak into the copy
+        sender, rnd, stage = f"agent_{rng.randint(0, 8)}", rng.randint(0, 50), rng.randint(0, 9)
+        delivered = tuple(f"agent_{i}" for i in range(rng.randint(0, 4)))
+        role, abstained = rng.choice([None, "scout"]), rng.random() < 0.3
+        want = TeamMessage(sender, m.receivers, m.text, m.kind, rnd, stage, m.content,
+                           delivered, role, abstained)
+        got = m.stamped(sender, rnd, stage, delivered, role, abstained)
+        assert got == want and hash(got) == hash(want)
+        assert list(vars(got).items()) == list(vars(want).items())
+        assert got.said == want.said and got.said_id is want.said_id
+        silent = TeamMessage.silent_turn(sender, rnd, stage, role, abstained)
+        plain = TeamMessage(sender, (), round=rnd, stage=stage, role=role, abstained=abstained)
+        assert silent == plain and list(vars(silent).items()) == list(vars(plain).items())
+        assert silent.content is not TeamMessage.silent_turn(sender, rnd, stage, role,
+                                                        abstained).content
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            got.round = 1
+
+    @dataclasses.dataclass(frozen=True)
+    class Tagged(TeamMessage):
+        tag: str = "x"
+
+    with pytest.raises(TypeError, match=r"^stamped\(\) copies a TeamMessage, not a Tagged$"):
+        Tagged("agent_0", EVERYONE, "hi").stamped("agent_1", 0, 0, (), None, False)
