@@ -36,6 +36,12 @@ class MemberView:
         # A view never changes what it shows.
         raise AttributeError(f"{type(self).__name__} is read-only (cannot set {name!r})")
 
+    def __reduce__(self) -> tuple[type[MemberView], tuple[HighLevelEnv]]:
+        # Pickle rebuilds it through __init__ (its own copy of the env), not by setting
+        # the slot, which __setattr__ refuses: an env with planner teammates is shipped
+        # whole to SubprocVecEnv workers and ray actors.
+        return (type(self), (self._env,))
+
     @property
     def world(self) -> HouseholdState:
         """The current world state (read it; the env replaces it every tick)."""

@@ -30,6 +30,9 @@ Runs stdlib ``http.server`` on 127.0.0.1 in a daemon thread. Set ``server.mode``
 * ``"big_reply"``: a normal reply followed by ``server.big_size`` characters of prose
   (a model that rambles on).
 * ``"big_error"``: HTTP 500 whose message has ``server.big_size`` characters.
+* ``"redirect_loop"``: HTTP 307, then 308, and so on, each back to the same path (a
+  proxy that redirects to itself; 307 and 308 keep the method and body, so the client
+  follows with the POST until its redirect limit).
 * ``"chaos"``: each chat request gets a fault with probability ``server.fault_rate``
   (seeded by ``seed``), else a normal reply; the faults take turns in the order of
   ``server.faults`` (default ``CHAOS_FAULTS``; ``FLOOD_FAULTS`` may be listed too), so
@@ -74,7 +77,7 @@ INVALID_TEXT = "Sure! I would pick a."
 FLOOD_FAULTS = ("trickle", "big_reply", "big_error")
 """Stalls and floods ``chaos`` mode injects when ``server.faults`` lists them."""
 MODES = ("ok", *CHAOS_FAULTS, "deep_json", "gzip", "reject_json_schema", "reject_response_format",
-         "echo_auth", "echo_auth_401", "trickle_head", *FLOOD_FAULTS, "chaos")
+         "echo_auth", "echo_auth_401", "trickle_head", "redirect_loop", *FLOOD_FAULTS, "chaos")
 LLAMA_CPP_JSON_SCHEMA_ERROR = (
     "1 validation error:\n  {'type': 'literal_error', 'loc': ('body', 'response_format', "
     "'type'), 'msg': \"Input should be 'text' or 'json_object'\", 'input': 'json_schema', "
@@ -157,6 +160,12 @@ class _Handler(BaseHTTPRequestHandler):
                                                          f"{auth}"}})
         if mode == "http429":
             return self._send(429, {"error": {"message": "rate limit (injected)"}})
+        if mode == "redirect_loop":
+            self.send_response((307, 308)[n % 2])
+            self.send_header("location", self.path)
+            self.send_header("content-length", "0")
+            self.end_headers()
+            return None
         if mode == "drop":
             self.connection.shutdown(socket.SHUT_RDWR)
             self.close_connection = True

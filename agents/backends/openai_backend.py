@@ -37,8 +37,9 @@ Requests run on an asyncio client, where a request past its deadline is cancelle
 its connection closed; :meth:`OpenAIBackend.complete` runs one on a private event loop.
 A call takes at most ``(max_retries + 1) * timeout`` plus the waits between retries.
 
-Defaults: ``timeout`` 30 s per request, ``max_retries`` 2; ``$ORGTEAMS_TIMEOUT`` and
-``$ORGTEAMS_MAX_RETRIES`` set them for backends built from a spec string.
+Defaults: ``timeout`` 30 s per request, ``max_retries`` 2 (at most 10,
+:data:`MAX_RETRIES`); ``$ORGTEAMS_TIMEOUT`` and ``$ORGTEAMS_MAX_RETRIES`` set them for
+backends built from a spec string.
 
 Secrets: the API key and a base URL's ``user:password`` are held privately; the URL's
 credentials are sent as HTTP Basic auth in place of the key (a header we know and
@@ -89,19 +90,26 @@ def _env(*names: str) -> str | None:
     return None
 
 
+MAX_RETRIES = 10
+"""Most retries of one request (``max_retries``, ``$ORGTEAMS_MAX_RETRIES``): past it a
+dead server held each model call for hours (11 requests of 30 s are already 5.5 min)
+where the agent should take its recorded fallback."""
+
+
 def _env_number(name: str, default: float, kind: type) -> Any:
     """``$name`` as a float of seconds above 0 (``kind`` float) or a whole number from 0
-    (``kind`` int); a bad value is one line naming the variable."""
+    to :data:`MAX_RETRIES` (``kind`` int); a bad value is one line naming the variable."""
     raw = os.environ.get(name)
     if not raw:
         return default
-    wanted = "a number of seconds > 0" if kind is float else "a whole number >= 0"
+    wanted = "a number of seconds > 0" if kind is float \
+        else f"a whole number from 0 to {MAX_RETRIES}"
     try:
         value = kind(raw)
     except ValueError:
         value = None
     if value is None or (value <= 0 or not math.isfinite(value) if kind is float
-                         else value < 0):
+                         else not 0 <= value <= MAX_RETRIES):
         raise BackendConfigError(f"${name} must be {wanted}, got {raw!r}")
     return value
 
@@ -217,7 +225,8 @@ class OpenAIBackend(ChatBackend):
         timeout: Deadline of each HTTP request in seconds, connect to last byte;
             default ``$ORGTEAMS_TIMEOUT``, else 30.
         max_retries: Requests after the first on a transient failure (see the module
-            docstring); default ``$ORGTEAMS_MAX_RETRIES``, else 2.
+            docstring), at most :data:`MAX_RETRIES`; default ``$ORGTEAMS_MAX_RETRIES``,
+            else 2.
         structured: ``"auto"`` or one of :data:`MODES` (see the module docstring).
         backoff: Base seconds of the exponential backoff between retries.
         max_backoff: Longest backoff wait in seconds.
@@ -248,9 +257,11 @@ class OpenAIBackend(ChatBackend):
         timeout = timeout if timeout is not None else _env_number("ORGTEAMS_TIMEOUT", 30.0, float)
         if max_retries is None:
             max_retries = _env_number("ORGTEAMS_MAX_RETRIES", 2, int)
-        if not timeout > 0 or max_retries < 0 or not 0 <= backoff <= max_backoff:
+        if not timeout > 0 or not 0 <= max_retries <= MAX_RETRIES \
+                or not 0 <= backoff <= max_backoff:
             raise BackendConfigError(
-                f"need timeout > 0, max_retries >= 0 and 0 <= backoff <= max_backoff; got "
+                f"need timeout > 0, 0 <= max_retries <= {MAX_RETRIES} and "
+                f"0 <= backoff <= max_backoff; got "
                 f"timeout={timeout}, max_retries={max_retries}, backoff={backoff}, "
                 f"max_backoff={max_backoff}"
             )

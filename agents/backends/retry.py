@@ -110,8 +110,14 @@ def classify(exc: Exception, *, label: str, has_format: bool, latency: float, ti
     if isinstance(exc, openai.APIConnectionError):
         cause = exc.__cause__ or exc.__context__
         detail = cut(f"{type(cause).__name__}: {cause}" if cause else str(exc))
+        # The SDK wraps its HTTP library's redirect limit as a connection error too; the
+        # server answered, so "connection failed" sent people looking at the network.
+        # By name: that library is httpx or httpx2, whichever the SDK's version imports.
+        redirects = any(t.__name__ == "TooManyRedirects" for t in type(cause).__mro__)
+        failed = (f"too many redirects from {where} (a 307/308 loop: check the base URL)"
+                  if redirects else f"connection failed to {where}")
         return (record("connection", None, detail),
-                BackendError(scrub(f"connection failed to {where}"), kind="connection"))
+                BackendError(scrub(failed), kind="connection"))
     if isinstance(exc, openai.APIStatusError):
         status = exc.status_code
         detail = cut(error_detail(exc))

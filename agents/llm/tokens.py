@@ -321,10 +321,25 @@ class Tokenizer:
         self._name: str | None = None
         self._count: Callable[[str], int] | None = None
 
+    def __getstate__(self) -> dict[str, Any]:
+        # A lock cannot be pickled, nor should the shared vocabulary travel: a copy
+        # (an env with planner teammates shipped to a SubprocVecEnv worker or a ray
+        # actor) keeps its method and counts and loads the vocabulary where it lands.
+        state = self.__dict__.copy()
+        del state["_lock"]
+        state["_count"] = None
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._lock = threading.Lock()
+
     def _load(self) -> Callable[[str], int]:
         with self._lock:
             if self._count is None:
-                wanted = self.method or os.environ.get("ORGTEAMS_TOKENIZER") or BPE_NAME
+                # the method already chosen (an unpickled copy) before a new choice
+                wanted = self._name or self.method or os.environ.get("ORGTEAMS_TOKENIZER") \
+                    or BPE_NAME
                 vocabulary = _shared_vocabulary() if wanted != REGEX_NAME else None
                 if vocabulary is not None:
                     self._name, self._count = BPE_NAME, vocabulary.count

@@ -27,6 +27,7 @@ shows the whole house.
 from __future__ import annotations
 
 import itertools
+from typing import Any
 
 import numpy as np
 from gymnasium import spaces
@@ -107,6 +108,19 @@ class ArrayObserver:
         self._goal_progress: tuple[int, ...] | None = None
         self._goal: np.ndarray | None = None
         self._rows = np.zeros((0, HAND_CAPACITY + 3 * MAX_GOAL), np.uint8)
+
+    def __getstate__(self) -> dict[str, Any]:
+        # The buffers are views of their ``_ext`` arrays (the extra zero row); a pickle or
+        # deepcopy would make them separate arrays, so a copied env drew each new layer
+        # where its windows no longer read it (a door opened, the copy showed it shut).
+        state = self.__dict__.copy()
+        del state["_flat_buffer"], state["_layer"]
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._flat_buffer = self._flat_ext[:-1]
+        self._layer = self._layer_ext[:-1]
 
     def static_windows(self) -> tuple[np.ndarray, np.ndarray]:
         """The layout's static part of every observation, for the batched core

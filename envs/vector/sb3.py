@@ -28,7 +28,7 @@ from gymnasium.vector import AutoresetMode
 from stable_baselines3.common.vec_env import VecEnv
 
 from orgteams.envs import household_v0
-from orgteams.envs.vector.env import VectorHouseholdEnv
+from orgteams.envs.vector.env import VECTOR_OBS_MODES, VectorHouseholdEnv
 
 MASK_METHOD = "action_masks"
 
@@ -141,7 +141,8 @@ class ScalarAgentVecEnv(AgentEntries):
     """The scalar path: ``copies`` ``household_v0.parallel_env(**env_kwargs)`` copies
     stepped one by one in Python, every agent one entry (``num_envs = copies *
     agents``; copy ``i`` is seeded ``seed + i``, as household ``i`` of the batched
-    core, so both adapters play the same episodes).
+    core, so both adapters play the same episodes). ``obs_mode`` is ``"flat"`` (the
+    default, as the core's) or ``"image"``.
 
     Episodes restart by themselves (SB3's convention: the finished episode's last
     observation is in ``info["terminal_observation"]``). ``action_masks()`` returns
@@ -149,6 +150,13 @@ class ScalarAgentVecEnv(AgentEntries):
     """
 
     def __init__(self, copies: int = 8, seed: int = 0, **env_kwargs: Any):
+        # The batched core's default and modes: SB3 stacks one array per agent, and
+        # parallel_env's own default ("array", a dict) was stacked as an object array
+        # ("You must use MultiInputPolicy", then nothing MultiInputPolicy could read).
+        obs_mode = env_kwargs.setdefault("obs_mode", "flat")
+        if obs_mode not in VECTOR_OBS_MODES:
+            raise ValueError(f"obs_mode must be one of {VECTOR_OBS_MODES} for "
+                             f"ScalarAgentVecEnv, got {obs_mode!r}")
         self.envs = [household_v0.parallel_env(**env_kwargs) for _ in range(copies)]
         first = self.envs[0]
         self.names = list(first.possible_agents)

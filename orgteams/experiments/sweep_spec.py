@@ -63,6 +63,12 @@ class SweepSpec:
     max_cost: float | None = None
     price_per_mtok: Any = None
 
+    def __post_init__(self) -> None:
+        # Built in Python, ``seeds=20`` is the count this docstring promises (it was a
+        # TypeError deep in validate(): "object of type 'int' has no len()").
+        if isinstance(self.seeds, int | str):
+            object.__setattr__(self, "seeds", parse_seeds(self.seeds, "SweepSpec"))
+
     @classmethod
     def from_dict(cls, data: dict[str, Any], source: str = "<spec>") -> SweepSpec:
         """Build from a mapping (YAML); unknown keys and bad values raise ``UserError``."""
@@ -149,7 +155,10 @@ class SweepSpec:
         from orgteams.envs.core.tasks import load_task
 
         for name in ("tasks", "layouts", "organizations", "agents", "backends", "seeds"):
-            if not getattr(self, name):
+            value = getattr(self, name)
+            if not isinstance(value, list | tuple):  # organizations="leader": 6 letters
+                raise _FieldError(name, f"must be a list, got {value!r}")
+            if not value:
                 raise _FieldError(name, "empty list")
         for t in self.tasks:
             _field("tasks", load_task, t)

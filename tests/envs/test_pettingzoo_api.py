@@ -47,9 +47,31 @@ def test_parallel_api(layout, obs_mode):
 @pytest.mark.filterwarnings("ignore::UserWarning")
 @pytest.mark.parametrize("layout", LAYOUTS)
 def test_aec_api(layout):
-    # Array mode only: PettingZoo's api_test reads ``.dtype`` off every observation,
-    # which a Text observation (a str) does not have.
     api_test(household_v0.env(layout=layout), num_cycles=60)
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+@pytest.mark.parametrize("obs_mode", ["flat", "image"])
+def test_aec_api_of_the_rl_modes(obs_mode):
+    api_test(household_v0.env(layout="studio", obs_mode=obs_mode), num_cycles=60)
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+def test_aec_api_cannot_pass_text_observations():
+    """The limit docs/household.md states: PettingZoo's AEC api_test compares each
+    observation's ``.dtype`` with its space's. A ``Text`` space's dtype is numpy's
+    unsized ``'<U'``; a ``str`` has no ``.dtype`` and a numpy string a sized one, so no
+    non-empty text observation can pass it, whatever the env does. The parallel tests
+    have no such check and pass (test_parallel_api, test_seeding)."""
+    env = household_v0.env(layout="studio", obs_mode="text")
+    with pytest.raises(AttributeError, match=re.escape("'str' object has no attribute 'dtype'")):
+        api_test(env, num_cycles=60)
+    env.reset(seed=0)
+    obs = env.observe(env.agent_selection)
+    space = env.observation_space(env.agent_selection)
+    assert type(obs) is str and space.contains(obs)
+    assert space.dtype == np.dtype("<U")
+    assert np.str_(obs).dtype == np.dtype(f"<U{len(obs)}") != space.dtype
 
 
 @pytest.mark.parametrize("obs_mode", ["array", "text"])

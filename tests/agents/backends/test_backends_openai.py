@@ -247,6 +247,26 @@ def test_each_fault_is_retried_and_every_attempt_recorded(fault_server, mode, ca
     assert backend.mode == "json_schema" and backend.downgrades == []
 
 
+@pytest.mark.parametrize("call", ["sync", "async"])
+def test_a_redirect_loop_is_reported_as_redirects(fault_server, call):
+    # "connection failed to ..." though the server answered each POST, with a 307 or 308
+    # back to itself until httpx's limit (20 redirects: 21 requests an attempt)
+    fault_server.mode = "redirect_loop"
+    backend = make(fault_server, max_retries=1)
+    with pytest.raises(BackendError) as info:
+        if call == "sync":
+            backend.complete(MESSAGES, schema=SCHEMA)
+        else:
+            asyncio.run(backend.acomplete(MESSAGES, schema=SCHEMA))
+    assert str(info.value) == (f"too many redirects from {fault_server.base_url} "
+                               "(a 307/308 loop: check the base URL)")
+    assert info.value.kind == "connection"
+    assert [(a.kind, a.error, a.detail) for a in info.value.attempts] == [
+        ("connection", "APIConnectionError",
+         "TooManyRedirects: Exceeded maximum allowed redirects.")] * 2
+    assert len(fault_server.requests) == 2 * 21
+
+
 def test_truncated_body_then_success_keeps_the_failed_attempt(fault_server):
     # The SDK's raw JSONDecodeError used to escape; now it is a retried, recorded fault.
     fault_server.mode = "chaos"
@@ -316,7 +336,8 @@ def test_retry_settings_from_the_environment(monkeypatch, fault_server):
     monkeypatch.setenv("ORGTEAMS_MAX_RETRIES", "many")
     with pytest.raises(BackendConfigError) as info:
         OpenAIBackend("m", base_url=fault_server.base_url)
-    assert str(info.value) == "$ORGTEAMS_MAX_RETRIES must be a whole number >= 0, got 'many'"
+    assert str(info.value) == ("$ORGTEAMS_MAX_RETRIES must be a whole number from 0 to 10, "
+                               "got 'many'")
 
 
 def test_a_reply_nested_past_the_recursion_limit_is_invalid_not_a_crash(fault_server):
@@ -363,8 +384,11 @@ def test_a_compressed_body_is_asked_away_and_refused(fault_server):
 
 
 @pytest.mark.parametrize(("name", "raw", "wanted"), [
-    ("ORGTEAMS_MAX_RETRIES", "-1", "a whole number >= 0"),
-    ("ORGTEAMS_MAX_RETRIES", "1.5", "a whole number >= 0"),
+    ("ORGTEAMS_MAX_RETRIES", "-1", "a whole number from 0 to 10"),
+    ("ORGTEAMS_MAX_RETRIES", "1.5", "a whole number from 0 to 10"),
+    # no bound: 1000000000 retried a dead server for ever, a call never took its fallback
+    ("ORGTEAMS_MAX_RETRIES", "11", "a whole number from 0 to 10"),
+    ("ORGTEAMS_MAX_RETRIES", "1000000000", "a whole number from 0 to 10"),
     ("ORGTEAMS_TIMEOUT", "0", "a number of seconds > 0"),
     ("ORGTEAMS_TIMEOUT", "-3", "a number of seconds > 0"),
     ("ORGTEAMS_TIMEOUT", "nan", "a number of seconds > 0"),
@@ -419,3 +443,13 @@ def test_content_parts_are_read_as_their_text(fault_server):
         {"type": "text", "text": '"b"}'}]}}]
     reply = make(fault_server).complete(MESSAGES, schema=SCHEMA)
     assert reply.text == '{"action": "b"}' and reply.parsed == {"action": "b"}
+
+
+@pytest.mark.parametrize("retries", [-1, 11])
+def test_max_retries_past_its_bound_is_refused(fault_server, retries):
+    with pytest.raises(BackendConfigError) as info:
+        OpenAIBackend("m", base_url=fault_server.base_url, max_retries=retries)
+    assert str(info.value) == (
+        f"need timeout > 0, 0 <= max_retries <= 10 and 0 <= backoff <= max_backoff; got "
+        f"timeout=30.0, max_retries={retries}, backoff=0.5, max_backoff=8.0")
+    assert OpenAIBackend("m", base_url=fault_server.base_url, max_retries=10).max_retries == 10

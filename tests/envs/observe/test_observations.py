@@ -254,3 +254,34 @@ def test_text_hides_what_the_image_hides(two_rooms, make_state, full):
     state = make_state(two_rooms, [(2, 2)], contents={"fridge": ["apple_1"]})
     assert "apple_1" not in describe(state, 0, full_observability=full)
     assert observe(state, full=full)["image"][..., channel("apple")].sum() == 0
+
+
+@pytest.mark.parametrize("obs_mode", ["array", "flat"])
+def test_a_copied_env_observes_as_the_original(obs_mode):
+    """The observer's buffers are views of its arrays with the extra zero row; a deepcopy
+    (or pickle) made them separate, so the copy drew doors opened after the copy shut."""
+    import copy
+
+    from orgteams.envs import household_v0
+
+    env = household_v0.parallel_env(layout="apartment", num_agents=3, obs_mode=obs_mode)
+    _, infos = env.reset(seed=0)
+    twin = copy.deepcopy(env)
+    rng = np.random.default_rng(0)
+    houses = set()
+    for _ in range(150):
+        actions = {a: int(rng.choice(np.flatnonzero(infos[a]["action_mask"])))
+                   for a in env.agents}
+        first, second = env.step(actions), twin.step(actions)
+        infos = first[4]
+        for a in actions:
+            obs, other = first[0][a], second[0][a]
+            if obs_mode == "array":
+                assert all(np.array_equal(obs[k], other[k]) for k in obs)
+            else:
+                assert np.array_equal(obs, other)
+        w = env.world
+        houses.add(repr((w.door_open, w.container_open, w.contents)))
+        if not env.agents:
+            break
+    assert len(houses) > 3

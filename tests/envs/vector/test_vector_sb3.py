@@ -232,3 +232,20 @@ def test_the_adapter_refuses_a_next_step_core():
             "AgentVecEnv needs a vector env that resets in the same step (SB3's "
             "convention): autoreset_mode=AutoresetMode.SAME_STEP, got NextStep")):
         AgentVecEnv(household_v0.vector_env(2, autoreset_mode="NextStep", **KW))
+
+
+def test_scalar_agent_vec_env_defaults_to_flat_and_refuses_dict_observations():
+    """docs/rl.md's MaskablePPO("MlpPolicy", ...) on ScalarAgentVecEnv(copies, layout=...)
+    failed: parallel_env's default obs_mode, "array", is a dict per agent, stacked into
+    an object array SB3 cannot read."""
+    from sb3_contrib import MaskablePPO
+
+    venv = ScalarAgentVecEnv(2, layout="studio", num_agents=2)
+    assert venv.envs[0].obs_mode == "flat"
+    MaskablePPO("MlpPolicy", venv, n_steps=8, batch_size=16).learn(16)
+    assert ScalarAgentVecEnv(1, layout="studio", obs_mode="image").reset().dtype == np.uint8
+    for mode in ("array", "text"):
+        with pytest.raises(ValueError, match=re.escape(
+                f"obs_mode must be one of ('flat', 'image') for ScalarAgentVecEnv, "
+                f"got {mode!r}")):
+            ScalarAgentVecEnv(1, obs_mode=mode)

@@ -99,6 +99,25 @@ def test_server_gone_for_the_whole_run_records_every_request(tmp_path):
     assert {a["error"] for r in decisions for a in r["attempts"]} == {"APIConnectionError"}
 
 
+def test_a_redirect_loop_stops_the_run_saying_redirects(tmp_path):
+    # The attempts recorded TooManyRedirects, the reason said "connection failed to":
+    # a network problem, where the server answered every request with a 307 or 308.
+    with FaultServer("redirect_loop") as server:
+        backend = OpenAIBackend("fake-model", base_url=server.base_url, api_key="k",
+                                timeout=5.0, max_retries=1, backoff=0.01)
+        result = runner(backend, tmp_path, max_transport_failures=2).run(seed=0)
+        where = server.base_url
+    s = result.summary.to_dict()
+    assert s["episode_status"] == "error"
+    assert s["stop_detail"] == (
+        "2 model calls in a row failed after retries (last: connection: too many redirects "
+        f"from {where} (a 307/308 loop: check the base URL))")
+    assert s["failed_requests_by_kind"] == {"connection": 4}
+    decisions = [r for r in read_dicts(tmp_path / "ep.jsonl") if r.get("phase")]
+    assert {(a["error"], a["detail"]) for r in decisions for a in r["attempts"]} == {
+        ("APIConnectionError", "TooManyRedirects: Exceeded maximum allowed redirects.")}
+
+
 def test_cli_run_against_a_dead_server_exits_1_with_the_reason(tmp_path, monkeypatch, capsys):
     import json
 

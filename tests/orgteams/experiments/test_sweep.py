@@ -16,6 +16,7 @@ import pytest
 
 import orgteams.experiments.sweep as sweep_mod
 from orgteams.cli.main import main
+from orgteams.errors import UserError
 from orgteams.experiments.sweep import SweepSpec, cell_key, read_results, run_sweep
 
 SPEC = SweepSpec(tasks=("prepare_afternoon_tea",), layouts=("studio",),
@@ -143,6 +144,22 @@ def test_yaml_spec_and_unknown_key(tmp_path):
     assert SweepSpec.from_dict({"seeds": 2}).seeds == (0, 1)
 
 
+def test_a_spec_built_in_python_takes_a_seed_count_and_refuses_a_bare_name(tmp_path):
+    # seeds=2, the count the docstring promises, was "object of type 'int' has no len()"
+    spec = SweepSpec(organizations=["leader"], seeds=2, max_rounds=1)
+    assert spec.seeds == (0, 1)
+    assert SweepSpec(seeds="3-4").seeds == (3, 4)
+    run_sweep(spec, tmp_path, workers=1, progress=False)
+    rows, _ = read_results(tmp_path / "results.jsonl")
+    assert sorted(r["summary"]["seed"] for r in rows) == [0, 1]
+    with pytest.raises(UserError) as info:
+        SweepSpec(seeds=0)
+    assert str(info.value) == "SweepSpec: sweep spec field 'seeds': need at least one seed"
+    with pytest.raises(UserError) as info:
+        SweepSpec(organizations="leader").validate()
+    assert str(info.value) == "sweep spec field 'organizations': must be a list, got 'leader'"
+
+
 def test_ray_without_ray_is_a_clear_error(tmp_path, monkeypatch, capsys):
     import builtins
 
@@ -227,7 +244,6 @@ def test_episode_stopped_early_is_an_error_row_retried_next_run(tmp_path):
 
 @pytest.mark.parametrize("name", ["max_transport_failures", "max_invalid_replies"])
 def test_spec_failure_limit_fields(tmp_path, name):
-    from orgteams.errors import UserError
 
     spec = SweepSpec.from_dict({name: 5})
     assert getattr(spec, name) == 5

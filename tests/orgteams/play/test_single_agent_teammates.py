@@ -108,3 +108,33 @@ def test_the_learners_observation_under_teammates_is_the_scalar_envs():
     want, mask = plain.observe("agent_2")
     np.testing.assert_array_equal(obs, want)
     np.testing.assert_array_equal(info["action_mask"], mask)
+
+
+def test_a_pickled_env_with_planner_teammates_steps_as_the_original():
+    """SubprocVecEnv and ray ship the env itself: it failed to pickle (the episode's
+    tokenizer holds a lock, the members' view refused its slot being set), and once it
+    did, the copy drew a door it opened still shut (the observer's buffers are views)."""
+    import pickle
+
+    teammates = make_teammates("planner", organization="leader")
+    env = household_v0.single_agent_env("agent_1", teammates, **KW)
+    env.reset(seed=0)
+    for _ in range(5):
+        env.step(0)
+    copy = pickle.loads(pickle.dumps(env))
+    assert copy.policies["agent_0"] is not teammates
+    rng = np.random.default_rng(0)
+    houses = set()  # what the observer redraws: doors, containers, what lies where
+    while True:
+        action = int(rng.choice(np.flatnonzero(env.action_masks())))
+        first, second = env.step(action), copy.step(action)
+        assert np.array_equal(first[0], second[0])
+        assert first[1:4] == second[1:4]
+        assert first[4].keys() == second[4].keys()
+        assert all(np.array_equal(first[4][k], second[4][k]) for k in first[4])
+        assert copy.base.world == env.base.world
+        world = env.base.world
+        houses.add(repr((world.door_open, world.container_open, world.contents)))
+        if first[2] or first[3]:
+            break
+    assert len(houses) > 3  # the stretch compared redrew the house, not only the agents
