@@ -287,7 +287,11 @@ def replay(log_path: str | Path, *, render: str | None = "human",
             done = episode_outcome(state.tick, state.success, episode.summary,
                                    episode.end is None)
             banner = [f"Replay over: {done}", f"tick {state.tick}", "Q to close, R to replay"]
-            if renderer.hold(state, overlay, names, banner, can_replay=True) != "replay":
+            try:
+                again = renderer.hold(state, overlay, names, banner, can_replay=True)
+            except KeyboardInterrupt:  # at the held last frame: closes it, as Q does
+                again = "close"
+            if again != "replay":
                 break
     finally:
         if recorder is not None:

@@ -371,7 +371,12 @@ def _play(runner: TeamRunner, config: EpisodeConfig, env: HighLevelEnv, recorder
         if recorder is not None:
             recorder.end()
         if config.render == "human" and config.hold:
-            _hold_window(env, result)
+            try:
+                _hold_window(env, result)
+            except KeyboardInterrupt:
+                # The episode is over and logged: Ctrl-C at its held last frame (or its
+                # replay) closes the window, as Q does, not an "interrupted" run.
+                pass
     except KeyboardInterrupt as exc:
         exc.log_path = log_path  # the CLI's "interrupted" line names what was kept
         raise

@@ -25,6 +25,7 @@ from __future__ import annotations
 from array import array
 from collections import OrderedDict
 from collections.abc import Iterable
+from typing import NamedTuple
 
 from orgteams.envs.core.actions import Verb, encode
 from orgteams.envs.core.layout import DIRECTIONS, DOOR, FLOOR, Layout
@@ -37,6 +38,7 @@ MAX_CACHED_MAPS = 512  # distance maps kept per layout (targets are rooms and fu
 AMONG_CELL_BY_CELL = 48  # obstacles among a walker's goals asked about one by one, up to
 WAIT = 0
 UNREACHED, BLOCKED = -2, -1  # a LazyMap's cells not reached yet, and never entered
+RANKED = -3  # a RankedMap's cell RANKED - r holds an agent of rank r: entered iff outranked
 
 
 class Navigator:
@@ -275,6 +277,12 @@ class Yielding:
         """The cells of every agent that steps aside (the outranked ones too if ``lower``)."""
         return self.waiting | self.lower if lower else self.waiting
 
+    def detour(self, nav: Navigator, goals: frozenset[int], lower: bool
+               ) -> tuple[LazyMap | None, int] | None:
+        """:meth:`_Obstacles.detour`, where this form finds it without the cells of every
+        agent that does not step aside; None: it does not (the caller does)."""
+        return None
+
 
 NOBODY = Yielding()  # nobody steps aside: every other agent is walked around
 
@@ -302,6 +310,19 @@ class _Obstacles:
         if cell not in self:
             raise KeyError(cell)
         return self._at[cell]
+
+    def detour(self, nav: Navigator, goals: frozenset[int]) -> tuple[LazyMap | None, int]:
+        """The map of a detour to ``goals`` around these obstacles (the same values as
+        ``nav.lazy_map(goals, blocked=self.keys())``) and what it reads where the walker
+        stands; ``(None, INF)`` where they wall it off from every goal (no map made).
+        From the crowd's view of the tick, without the set of the obstacles' cells,
+        where it can (:meth:`Yielding.detour`)."""
+        if self._yielding is not None:
+            found = self._yielding.detour(nav, goals, self._lower)
+            if found is not None:
+                return found
+        detour = nav.lazy_map(goals, blocked=self.keys())
+        return detour, detour[self._here]
 
     def keys(self) -> set[int]:
         """Every obstacle's cell (built when first asked: a detour's blocked cells)."""
@@ -377,6 +398,132 @@ class LazyMap:
             self._frontier = layer
         found = dist[cell]
         return found if found >= 0 else INF
+
+
+class Pocket(NamedTuple):
+    """A part of the grid walled off by agents: its ``cells``, and the ``walls``, every
+    walkable cell beside them but not among them (agents stand there). A walker
+    standing in the cells, none of whose goals is there, is walled in where every
+    wall blocks it (a way out crosses a wall), whatever the cells inside hold."""
+
+    cells: frozenset[int]
+    walls: tuple[int, ...]
+
+
+class RankedMap(LazyMap):
+    """A :class:`LazyMap` blocked where agents of lower rank stand, told apart as the map
+    grows: ``dist`` starts as a tick's table of cells (:data:`UNREACHED` where free or an
+    agent steps aside, :data:`BLOCKED` where one never does, ``RANKED - r`` where an agent
+    of rank ``r`` stands that steps aside for the higher ranks), copied for this map
+    with the walker's own exceptions; a ranked cell is entered iff ``r > outranks``.
+
+    The same values as the LazyMap blocked on those cells: a 256-agent crowd makes
+    dozens of detour maps a tick, and blocking each one's cells asked after every
+    teammate (and wrote each of the ~255 blocked cells into the map)."""
+
+    __slots__ = ("_outranks",)
+
+    def __init__(self, nav: Navigator, goals: Iterable[int], dist: array, outranks: int):
+        """``dist``: this map's own copy of the table (it is written); ``outranks``: the
+        highest rank whose agents block the walker (``INF``: every ranked one)."""
+        nav.bfs_calls += 1
+        walkable = nav.walkable
+        self._dist, self._outranks = dist, outranks
+        frontier = []
+        for g in goals:
+            if walkable[g]:
+                v = dist[g]
+                if v == UNREACHED or (v <= RANKED and RANKED - v > outranks):
+                    dist[g] = 0
+                    frontier.append(g)
+        self._frontier = frontier
+        self._adjacent = nav._adjacent
+        self._d = 0
+
+    def __getitem__(self, cell: int) -> int:
+        dist = self._dist
+        found = dist[cell]
+        if found >= 0:
+            return found
+        if found == BLOCKED:
+            return INF
+        adjacent, outranks = self._adjacent, self._outranks
+        while dist[cell] <= UNREACHED and self._frontier:
+            self._d += 1
+            layer = []
+            grow = layer.append
+            d = self._d
+            for c in self._frontier:
+                for n in adjacent[c]:
+                    v = dist[n]
+                    if v == UNREACHED or (v <= RANKED and RANKED - v > outranks):
+                        dist[n] = d
+                        grow(n)
+                    elif v <= RANKED:
+                        dist[n] = BLOCKED
+            self._frontier = layer
+        found = dist[cell]
+        return found if found >= 0 else INF
+
+    def walled_in(self, cell: int) -> Pocket | bool:
+        """Whether ``self[cell]`` is ``INF``: the :class:`Pocket` of ``cell`` (its part
+        of the grid, no goal there) where the search from it ended first, else True or
+        False. Found by growing the map and a search from ``cell``, a layer at a time
+        of whichever has the fewer cells at its edge, until the map ends (its goals'
+        part of the grid is done) or the search does (``cell``'s part holds no goal:
+        none of its cells is reached) or they meet (False). Exact in any order of
+        layers: ways are the same both directions, and the goals are reached (0) from
+        the start.
+
+        A crowd's blocked walkers are mostly boxed in by teammates (dozens a tick): the
+        map of each grew over all its goals could reach; this grows the smaller side."""
+        dist = self._dist
+        if dist[cell] >= 0:
+            return False
+        if dist[cell] == BLOCKED:
+            return True
+        adjacent, outranks = self._adjacent, self._outranks
+        seen = {cell}
+        part = [cell]
+        todo = [cell]
+        while True:
+            if not self._frontier:
+                return dist[cell] < 0
+            if len(todo) <= len(self._frontier):
+                # a layer of the search from the cell, through cells the map may enter
+                ahead = []
+                for c in todo:
+                    for n in adjacent[c]:
+                        if n in seen:
+                            continue
+                        seen.add(n)
+                        v = dist[n]
+                        if v >= 0:
+                            return False
+                        if v == UNREACHED or (v <= RANKED and RANKED - v > outranks):
+                            ahead.append(n)
+                if not ahead:
+                    cells = frozenset(part)
+                    return Pocket(cells, tuple(seen - cells))
+                part += ahead
+                todo = ahead
+                continue
+            # a layer of the map (as __getitem__ grows it)
+            self._d += 1
+            layer = []
+            grow = layer.append
+            d = self._d
+            for c in self._frontier:
+                for n in adjacent[c]:
+                    v = dist[n]
+                    if v == UNREACHED or (v <= RANKED and RANKED - v > outranks):
+                        dist[n] = d
+                        grow(n)
+                    elif v <= RANKED:
+                        dist[n] = BLOCKED
+            self._frontier = layer
+            if dist[cell] >= 0:
+                return False
 
 
 class NearestGoals:
@@ -730,9 +877,10 @@ class Walker:
         blockers = [occupant[n] for _, n in best if n in occupant]
         yields = agent > min(blockers)
         if yields or self.stuck >= STUCK_SHUFFLE:
-            detour = nav.lazy_map(dist.goals(), blocked=occupant.keys())
+            # the map of all the goals: its taken ones are blocked, as the free goals' map's
+            # (dist.goals()) are not goals; same values, without finding which are taken
+            detour, around = occupant.detour(nav, self.goals)
             # A short detour is taken at once; a long one only after waiting a while.
-            around = detour[here]
             if around < INF and (around <= to_go + DETOUR_SLACK
                                  or self.stuck >= 2 * STUCK_SHUFFLE):
                 self.detour = detour
@@ -765,5 +913,5 @@ class Walker:
         return WAIT
 
 
-__all__ = ["INF", "MAX_CACHED_MAPS", "NOBODY", "FewerGoals", "Navigator", "NearestGoals", "Walker",
-           "Yielding"]
+__all__ = ["INF", "MAX_CACHED_MAPS", "NOBODY", "FewerGoals", "LazyMap", "Navigator", "NearestGoals",
+           "Pocket", "RankedMap", "Walker", "Yielding"]

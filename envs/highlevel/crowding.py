@@ -26,11 +26,21 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from orgteams.envs.core.actions import Verb, encode
-from orgteams.envs.core.navigation import Yielding
+from orgteams.envs.core.navigation import (
+    BLOCKED,
+    INF,
+    RANKED,
+    UNREACHED,
+    Pocket,
+    RankedMap,
+    Yielding,
+)
 from orgteams.envs.core.state import is_walkable
 
 if TYPE_CHECKING:
-    from orgteams.envs.core.navigation import Walker
+    from array import array
+
+    from orgteams.envs.core.navigation import LazyMap, Navigator, Walker
     from orgteams.envs.highlevel.highlevel_env import HighLevelEnv
 
 DEFER_TICKS = 12  # how long an agent gives way to one it could not push aside
@@ -325,8 +335,31 @@ class _TickView:
             self.given_way.setdefault(b, []).append(a)
         # evacuating members (idle: their runners do not change while the plans advance)
         self.evacuating = {a: self.cell[a] for a in self.agents if a in crowd.evacuating}
-        for a in self.agents:
-            self.update(crowd, a)
+        self._ranked: array | None = None  # the detours' table (ranked()), when first asked
+        self._pockets: dict[int, Pocket] = {}  # cell -> the last pocket found there (detour)
+        self._nav = env.nav
+        # update() of every agent, in one loop (a view is made two or three times a tick
+        # for 256 agents); from empty tables, one agent a cell: nothing to take back
+        runners, evacuating, by_rank, wait = self._runners, self.evacuating, self.by_rank, \
+            self.waiting.add
+        for rank, (a, cell) in enumerate(self.cell.items()):
+            if a in evacuating:
+                continue  # ranked apart (yielding_cells), never waiting
+            r = runners[a]
+            if r.idle:
+                if r.obstacle:
+                    continue
+                waits = True
+            elif r.status != "running":
+                waits = True
+            else:
+                kind = r.action.kind
+                if kind == "primitive":
+                    continue
+                waits = kind == "wait"
+            by_rank[rank] = cell
+            if waits:
+                wait(cell)
 
     @classmethod
     def of(cls, crowd: Crowd) -> _TickView | None:
@@ -339,7 +372,7 @@ class _TickView:
 
     def update(self, crowd: Crowd, agent: str) -> None:
         """Read ``agent``'s runner again (as :meth:`Crowd._movable` and ``_waiting`` do)."""
-        r = crowd.env._runners[agent]
+        r = self._runners[agent]
         if agent in self.evacuating:
             movable = waits = False  # ranked apart (yielding_cells), never waiting
         elif r.idle:
@@ -350,11 +383,87 @@ class _TickView:
             movable = r.action.kind != "primitive"
             waits = r.action.kind == "wait"
         cell = self.cell[agent]
-        self.by_rank[self.rank[agent]] = cell if movable else -1
+        rank = self.rank[agent]
+        self.by_rank[rank] = cell if movable else -1
         if movable and waits:
             self.waiting.add(cell)
         else:
             self.waiting.discard(cell)  # one agent a cell: nobody else's
+        if self._ranked is not None:
+            self._ranked[cell] = UNREACHED if movable and waits \
+                else RANKED - rank if movable else BLOCKED
+
+    def ranked(self) -> array:
+        """Per cell, who may walk there as :meth:`yielding_cells` says for a walker
+        neither evacuating nor deferring, as a :class:`RankedMap` reads it: free cells
+        and waiting agents' :data:`UNREACHED`, pushable ones' ``RANKED - rank`` (the
+        higher ranks walk into them), the rest (idle obstacles, primitive players,
+        evacuating members) :data:`BLOCKED`. Made when a detour first asks, then kept
+        true by :meth:`update`."""
+        if self._ranked is None:
+            ranked = self._ranked = self._nav._unreached[:]
+            waiting, by_rank = self.waiting, self.by_rank
+            for rank, a in enumerate(self.agents):
+                cell = self.cell[a]
+                ranked[cell] = UNREACHED if cell in waiting \
+                    else RANKED - rank if by_rank[rank] != -1 else BLOCKED
+        return self._ranked
+
+    def detour(self, nav: Navigator, agent: str, goals: frozenset[int], lower: bool
+               ) -> tuple[LazyMap | None, int] | None:
+        """:meth:`_ViewYielding.detour` of ``agent``, on a :class:`RankedMap` (None for
+        an evacuating agent: it is ranked apart).
+
+        The :class:`Pocket` each walker is found walled in is kept for the tick: a
+        walker standing in one, none of whose goals is there, every wall of which
+        blocks it (by its own rank and exceptions, on the map made for it), is walled
+        in too, without a search. A crowd's jammed walkers (dozens a tick) stand in a
+        few pockets."""
+        if agent in self.evacuating or nav is not self._nav:
+            return None
+        dist = self.ranked()[:]  # this map's own copy, then the walker's exceptions
+        mine = self.cell[agent]
+        if not lower:  # stuck long: only the waiting step aside
+            dist[mine] = UNREACHED
+            return self._walled_in(nav, goals, dist, INF, mine)
+        waiting, cell = self.waiting, self.cell
+        gives_way = self.gives_way.get(agent)
+        for b in self.given_way.get(agent, ()):  # they give way to it: it outranks them
+            if b != gives_way and b in self.rank and self.by_rank[self.rank[b]] != -1:
+                dist[cell[b]] = UNREACHED
+        if self.evacuating:
+            # it outranks evacuating members while it walks, unless it gives way to one
+            r = self._runners[agent]
+            if not r.idle and r.status == "running" and r.action.kind != "wait":
+                for b, c in self.evacuating.items():
+                    if b != gives_way:
+                        dist[c] = UNREACHED
+        if gives_way in cell and cell[gives_way] not in waiting:
+            dist[cell[gives_way]] = BLOCKED  # it gives way to that one: not outranked
+        dist[mine] = UNREACHED
+        return self._walled_in(nav, goals, dist, self.rank[agent], mine)
+
+    def _walled_in(self, nav: Navigator, goals: frozenset[int], dist: array, outranks: int,
+                   here: int) -> tuple[RankedMap | None, int]:
+        """:meth:`detour`'s answer for the walker at ``here``, on its copy of the table
+        (``dist``, ``outranks``: :class:`RankedMap`'s), the map made only if needed."""
+        pocket = self._pockets.get(here)
+        if pocket is not None and pocket.cells.isdisjoint(goals):
+            for c in pocket.walls:
+                v = dist[c]
+                if not (v == BLOCKED or (v <= RANKED and RANKED - v <= outranks)):
+                    break  # it may walk out there
+            else:
+                return None, INF
+        detour = RankedMap(nav, goals, dist, outranks)
+        found = detour.walled_in(here)
+        if found is False:
+            return detour, detour[here]
+        if found is not True:
+            pockets = self._pockets
+            for c in found.cells:
+                pockets[c] = found
+        return None, INF
 
     def evacuation(self, crowd: Crowd, agent: str, started: bool) -> None:
         """``agent`` started (or stopped) evacuating (:meth:`Crowd._evacuate`)."""
@@ -438,3 +547,7 @@ class _ViewYielding(Yielding):
     def cells(self, lower: bool) -> frozenset[int]:
         waiting, outranked = self._view.yielding_cells(self._agent)
         return waiting | outranked if lower else waiting
+
+    def detour(self, nav: Navigator, goals: frozenset[int], lower: bool
+               ) -> tuple[LazyMap | None, int] | None:
+        return self._view.detour(nav, self._agent, goals, lower)

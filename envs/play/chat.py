@@ -4,9 +4,9 @@
 that the play window draws over the map. Typing comes from TEXTINPUT events (SDL
 text input is on only while the box is open, so the T that opened it is not typed);
 Enter turns the line into a :class:`ChatLine` from the player's agent: to everyone,
-or ``@Name text`` to one teammate (several: ``@Bob @Carol text``) by display name or
-agent id, case-insensitive (the team glue, :mod:`orgteams.play`, makes it a team
-message). Escape cancels. A line is capped at
+or ``@Name text`` to one teammate (several: ``@Bob @Carol text``; ``@Bob: text`` and
+``@Bob, @Carol: text`` too) by display name or agent id, case-insensitive (the team
+glue, :mod:`orgteams.play`, makes it a team message). Escape cancels. A line is capped at
 :data:`~orgteams.envs.core.limits.MESSAGE_MAX_CHARS` characters, as every member's
 message is: typing past it is refused with a note. What was typed is data: it is
 never interpreted beyond the leading ``@names``.
@@ -14,6 +14,7 @@ never interpreted beyond the leading ``@names``.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -25,6 +26,7 @@ from orgteams.errors import did_you_mean
 __all__ = ["CHAT_HELP", "ChatLine", "PlayerChat", "parse_chat"]
 
 CHAT_HELP = ["Enter: send to everyone", "@Name text: to one teammate", "Esc: cancel"]
+_ADDRESS = re.compile(r"@([^\s:,]*)[:,]?")  # one leading @name, its colon or comma
 
 
 @dataclass(frozen=True)
@@ -61,8 +63,9 @@ def parse_chat(line: str, sender: str, names: Mapping[str, str]) -> ChatLine | N
     others = [n for a, n in names.items() if a != sender]
     receivers: list[str] = []
     while text.startswith("@"):
-        word, _, text = text[1:].partition(" ")
-        text = text.strip()
+        # "@Bob text", "@Bob: text", "@Bob, @Carol: text": a colon or comma may end a name.
+        address = _ADDRESS.match(text)
+        word, text = address.group(1), text[address.end():].strip()
         agent = lookup.get(word.casefold())
         if agent is None or agent == sender:
             who = "yourself" if agent == sender else f"nobody called {word!r}"

@@ -68,7 +68,7 @@ HELP_LINES = [  # "key<TAB>what it does": the help box draws two columns
     "P + arrow\tput the selected hand slot",
     "1 - 8\tselect the slot (default 1)",
     "Space or .\twait one tick",
-    "T\twrite to teammates (@Name: to one)",
+    "T\twrite to teammates (@Name text: to one)",
     "F\tfield of view on / off",
     "mouse\tpoint at an agent (click keeps it)",
     "wheel\tover the message log: older / newer messages",

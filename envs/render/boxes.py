@@ -97,13 +97,19 @@ def end_banner(outcome: str, tick: int, limit: int, units_done: int, units_total
             keys]
 
 
-def draw_banner(pg: Any, text: Text, surf, lines: list[str], width: int) -> None:
-    """A box across the top of the map area (the first ``width`` pixels) with ``lines``."""
+def draw_banner(pg: Any, text: Text, surf, lines: list[str], width: int, avoid: list = ()):
+    """A box at the top of the map area (the first ``width`` pixels) with ``lines``, or at
+    its bottom when that hides fewer of ``avoid`` (agents, furniture holding objects: the
+    last frame is what the person looks at). Returns the box."""
     size, pad = 18, 12
     step = text.font(size).get_linesize() + 2
     box = pg.Rect(0, MARGIN, min(width - 2 * MARGIN, max(
         text.width(s, size, True) for s in lines) + 2 * pad), len(lines) * step + 2 * pad)
     box.centerx = width // 2
+    low = box.copy()
+    low.bottom = surf.get_height() - MARGIN
+    if len(low.collidelistall(avoid)) < len(box.collidelistall(avoid)):
+        box = low
     shade = pg.Surface(box.size, pg.SRCALPHA)
     shade.fill((20, 22, 30, 235))
     surf.blit(shade, box)
@@ -111,3 +117,4 @@ def draw_banner(pg: Any, text: Text, surf, lines: list[str], width: int) -> None
     for k, line in enumerate(lines):
         text.blit(surf, line, (box.centerx, box.y + pad + k * step), size,
                   (255, 230, 150) if k == 0 else (235, 235, 240), k == 0, anchor="midtop")
+    return box

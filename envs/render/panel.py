@@ -91,6 +91,8 @@ class PanelLayout:
     listed: list[int] = field(default_factory=list)  # agents with a row in the team list
     messages: list[Speech] = field(default_factory=list)  # shown in the log
     footer: list[str] = field(default_factory=list)  # footer rows as drawn (wrapped)
+    talk_note: list[str] = field(default_factory=list)  # a large team: the note by the matrix
+    said: list[str] = field(default_factory=list)  # a large team: the picked agent's message
 
 
 def draw_panel(pg: Any, text: Text, surf, state: HouseholdState, overlay: Overlay | None,
@@ -131,7 +133,7 @@ def draw_panel(pg: Any, text: Text, surf, state: HouseholdState, overlay: Overla
     bottom = h - PAD - footer_h
     top = cur.y
     if len(state.agent_pos) >= LARGE_TEAM:
-        out.listed = _large_team(cur, state, names, overlay, focus, bottom - MIN_LOG)
+        out.listed = _large_team(cur, state, names, overlay, focus, bottom - MIN_LOG, out)
     else:
         out.listed = _team(cur, state, names, overlay, focus, bottom - MIN_LOG)
     out.sections["team"] = pg.Rect(0, top, w, cur.y - top)
@@ -259,10 +261,35 @@ def is_lead(role: str | None) -> bool:
     return bool(role) and ("lead" in role or role == "coordinator")
 
 
+def role_flows(talk: list[Speech], roles: dict[str, str], n: int) -> list[tuple[str, int]]:
+    """Who messaged whom by role, most messages first: ``("member -> vice leader", 18)``;
+    a message counts once for each role it reached, ``-> all`` when it reached the whole
+    team (a broadcast)."""
+    def role(agent: str) -> str:
+        return (roles.get(agent) or "no role").replace("_", " ")
+
+    flows: dict[str, int] = {}
+    for m in talk:
+        heard = set(m.audience) - {m.sender}
+        if not m.audience or len(heard) >= n - 1:
+            targets = ["all"]
+        else:
+            targets = sorted({role(r) for r in heard})
+        for target in targets:
+            key = f"{role(m.sender)} -> {target}"
+            flows[key] = flows.get(key, 0) + 1
+    return sorted(flows.items(), key=lambda kv: (-kv[1], kv[0]))
+
+
+MAX_FLOWS = 3  # role-to-role flows named beside the matrix
+
+
 def _large_team(cur: _Cursor, state: HouseholdState, names: list[str], overlay,
-                focus: Focus, limit: int) -> list[int]:
-    """A large team: role counts, who messaged whom, then a few agents by name (you, the
-    picked one, leaders, the latest speakers)."""
+                focus: Focus, limit: int, out: PanelLayout | None = None) -> list[int]:
+    """A large team: role counts, who messaged whom (a matrix, and by role in words),
+    then a few agents by name (you, the picked one with what it said last, leaders, the
+    latest speakers)."""
+    out = out if out is not None else PanelLayout()
     n = len(state.agent_pos)
     roles = overlay.roles if overlay is not None else {}
     groups = role_groups(n, roles)
@@ -278,16 +305,22 @@ def _large_team(cur: _Cursor, state: HouseholdState, names: list[str], overlay,
     talk = overlay.this_round if overlay is not None else []
     senders = {m.sender for m in talk}
     if talk:
-        note = (f"round {talk[-1].round}: {len(talk)} message(s) from {len(senders)} of "
-                f"{n}; rows speak, columns hear")
+        note = f"round {talk[-1].round}: {len(talk)} message(s) from {len(senders)} of {n}"
+        if len(groups) > 1:  # by role: what the matrix's cells are too small to say
+            flows = role_flows(talk, roles, n)
+            note += ": " + ", ".join(f"{k} {c}" for k, c in flows[:MAX_FLOWS])
+            if len(flows) > MAX_FLOWS:
+                note += f", {len(flows) - MAX_FLOWS} more"
+        note += "; rows speak, columns hear"
     else:
         note = "no messages yet; rows speak, columns hear"
-    for s in cur.text.wrap(note, SMALL, left, 4):
+    out.talk_note = cur.text.wrap(note, SMALL, left, 6)
+    for s in out.talk_note:
         cur.text.blit(cur.surf, s, (cur.x, y), SMALL, PANEL_MUTED)
         y += SMALL + 3
-    order = [a for _, ids in groups for a in ids]
     talk_matrix(cur.pg, cur.surf, cur.pg.Rect(cur.x + cur.width - TALK_SIDE, top, TALK_SIDE,
-                                              TALK_SIDE), talk, order, focus.selected)
+                                              TALK_SIDE), talk, [ids for _, ids in groups],
+                focus.selected)
     cur.y = max(y, top + TALK_SIDE) + 6
     you = overlay.you if overlay is not None else None
     wanted = [int(you[6:])] if you and you[6:].isdigit() and int(you[6:]) < n else []
@@ -295,26 +328,72 @@ def _large_team(cur: _Cursor, state: HouseholdState, names: list[str], overlay,
         wanted.append(focus.selected)
     wanted += [a for role, ids in groups if is_lead(role) for a in ids[:2]]
     wanted += focus.speakers
-    fit = max(0, min(MAX_LISTED, (limit - cur.y - SMALL - 4) // ROW))
+    said = _said(cur, overlay, names, focus.selected)
+    room = limit - cur.y - SMALL - 4 - len(said) * (SMALL + 2)
+    fit = max(0, min(MAX_LISTED, room // ROW))
     listed = list(dict.fromkeys(wanted))[:fit]
     for a in listed:
         _agent_row(cur, state, names, overlay, a, focus)
+        if a == focus.selected and said:
+            # Bubbles rarely find room in a crowd: what the picked agent said last, on
+            # its row's highlight.
+            cur.pg.draw.rect(cur.surf, (255, 240, 190), (cur.x - 4, cur.y - 3, cur.width + 8,
+                                                         len(said) * (SMALL + 2) + 3),
+                             border_radius=4)
+            for s in said:
+                cur.text.blit(cur.surf, s, (cur.x + 22, cur.y - 3), SMALL, PANEL_TEXT)
+                cur.y += SMALL + 2
+            cur.y += 2
+            out.said = said
     rest = n - len(listed)
     if rest:
         cur.line(f"{rest} more: point at one on the map", SMALL, PANEL_MUTED)
     return listed
 
 
-def talk_matrix(pg: Any, surf, box, talk: list[Speech], order: list[int],
+def _said(cur: _Cursor, overlay, names: list[str], a: int | None) -> list[str]:
+    """Up to two lines: the round, the receivers and the text of what agent ``a`` said
+    last (none when it said nothing)."""
+    m = overlay.latest.get(f"agent_{a}") if overlay is not None and a is not None else None
+    if m is None:
+        return []
+    index = {f"agent_{i}": i for i in range(len(names))}
+    heard = [r for r in m.audience if r != m.sender]
+    if not m.audience or len(heard) >= len(names) - 1:
+        to = "all"
+    elif len(heard) > 2:
+        to = f"{len(heard)} agents"
+    else:
+        to = ", ".join(names[index[r]] if r in index else r for r in heard)
+    return cur.text.wrap(f"r{m.round} to {to}: {m.text}", SMALL, cur.width - 22, 2)
+
+
+def talk_matrix(pg: Any, surf, box, talk: list[Speech], groups: list[list[int]],
                 selected: int | None = None) -> list[list[int]]:
-    """Who messaged whom: a square, rows the senders and columns the receivers, in
-    ``order`` (the team by role), darker for more messages; agents share a cell when there
-    are more agents than pixels allow (at least 2 per cell). Returns the counts."""
+    """Who messaged whom: a square, rows the senders and columns the receivers, the team
+    in ``groups`` (by role), darker for more messages. Agents share a cell when there are
+    more agents than pixels allow (at least 2 per cell), never across groups: a leader
+    keeps its own row and column beside 255 members; thin lines part the groups.
+    Returns the counts."""
+    groups = [g for g in groups if g]
+    order = [a for g in groups for a in g]
     n = len(order)
-    per = max(1, math.ceil(n / (box.width // 2)))
-    bins = math.ceil(n / per)
+    most_bins = max(1, box.width // 2)
+    if len(groups) > most_bins:  # more roles than cells: one group, cells shared across
+        groups = [order]
+    per = max(1, math.ceil(n / most_bins))
+    while sum(math.ceil(len(g) / per) for g in groups) > most_bins:
+        per += 1
+    where: dict[int, int] = {}
+    starts = []  # each group's first cell
+    bins = 0
+    for g in groups:
+        starts.append(bins)
+        for k, a in enumerate(g):
+            where[a] = bins + k // per
+        bins += math.ceil(len(g) / per)
+    bins = max(1, bins)
     px = box.width // bins
-    where = {a: k // per for k, a in enumerate(order)}
     counts = [[0] * bins for _ in range(bins)]
     for m in talk:
         s = _index(m.sender)
@@ -328,6 +407,11 @@ def talk_matrix(pg: Any, surf, box, talk: list[Speech], order: list[int],
     most = max((c for row in counts for c in row), default=0)
     frame = pg.Rect(box.x, box.y, px * bins, px * bins)
     pg.draw.rect(surf, (255, 255, 255), frame)
+    for b in starts[1:]:  # under the cells: where one role's agents end, the next's begin
+        pg.draw.line(surf, (200, 200, 210), (box.x + b * px, box.y),
+                     (box.x + b * px, box.y + px * bins - 1))
+        pg.draw.line(surf, (200, 200, 210), (box.x, box.y + b * px),
+                     (box.x + px * bins - 1, box.y + b * px))
     for i in range(bins):
         for j in range(bins):
             c = counts[i][j]

@@ -37,7 +37,7 @@ from __future__ import annotations
 import os
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -55,8 +55,9 @@ from orgteams.envs.render.overlay import Overlay
 from orgteams.envs.render.panel import Focus, PanelLayout, draw_help, draw_panel, is_lead
 from orgteams.envs.render.sight import Known, Sight, known_world
 from orgteams.envs.render.style import BACKGROUND, MIN_HEIGHT, PANEL_WIDTH, Text, cell_size_for
-from orgteams.envs.render.window import IDLE_FPS, WATCH_HELP, Playback, Window, guard_x11
+from orgteams.envs.render.window import IDLE_FPS, Playback, Window, guard_x11, watch_help
 from orgteams.envs.render.world import (
+    agent_rect,
     draw_agents,
     draw_dynamic,
     draw_fov,
@@ -88,6 +89,8 @@ class FrameLayout:
     bubbles: BubbleLayout
     panel: PanelLayout
     known: Known | None = None
+    room_names: list = field(default_factory=list)  # where each room's name went
+    banner: Any = None  # the end banner's box (frame pixels), when one is up
 
 
 def import_pygame():
@@ -110,7 +113,8 @@ class PygameRenderer:
         fps: frame-rate cap of the human window (``render`` sleeps to keep it).
         cell_size: pixels per grid cell; by default chosen from the layout size.
         show_fov: highlight what each agent sees (key F toggles it in the window).
-        fov_agents: agent indices whose view to show; ``None`` means all agents.
+        fov_agents: agent indices whose view to show; ``None`` means all agents, or only
+            the agent under the mouse (or clicked, :attr:`selected`) when there is one.
         font_path: a TTF file; missing or unreadable falls back to pygame's font.
         manage_events: in human mode, read the window's events in ``render``
             (close button, F, and the playback keys of
@@ -224,6 +228,8 @@ class PygameRenderer:
             return "close"
         self.banner = list(banner or [])
         self._holding, self._choice = can_replay, ""
+        if self.help_lines:  # the help opened during the episode: now R replays it
+            self.help_lines = watch_help(can_replay)
         try:
             while not self.closed and not self._choice:
                 self.pump()
@@ -232,6 +238,8 @@ class PygameRenderer:
                 self._show(self.draw(state, overlay, names), "idle")
         finally:
             self.banner, self._holding = [], False
+            if self.help_lines:
+                self.help_lines = watch_help()
         return self._choice or "close"
 
     def draw(self, state: HouseholdState, overlay: Overlay | None = None,
@@ -258,7 +266,6 @@ class PygameRenderer:
         draw_dynamic(pg, self.text, map_surf, world, cell, known)
         if known is not None:
             draw_veils(pg, map_surf, world, cell, known, self._fov_cache)
-        rooms = draw_room_names(pg, self.text, map_surf, world, cell, self._room_spots, drawn)
         focus = self._focus(world, overlay, drawn)
         focus.known = known
         if overlay is not None:  # a scrolled-back log stays on its messages as new ones come
@@ -275,8 +282,14 @@ class PygameRenderer:
         tagged = self._tagged(world, overlay, drawn, keep, talking, focus.speakers)
         tags = place_name_tags(pg, self.text, world, cell, names, overlay, map_surf.get_rect(),
                                tagged, keep, object_cells(pg, world, cell, drawn), drawn)
+        # Names after tags: a tag pushed beside or below its agent moves the name too.
+        rooms = draw_room_names(pg, self.text, map_surf, world, cell, self._room_spots, drawn,
+                                list(tags.values()))
         if self.show_fov:
-            agents = [a for a in (self.fov_agents or range(n)) if 0 <= a < n]
+            # Everyone's views at once tint a big team's rooms into a colour soup: the
+            # picked agent's (under the mouse, or clicked) alone when there is one.
+            picked = [focus.selected] if focus.selected is not None else None
+            agents = [a for a in (self.fov_agents or picked or range(n)) if 0 <= a < n]
             draw_fov(pg, map_surf, state, cell, agents, self._fov_cache, fog=known is None)
         bubbles = BubbleLayout()
         if overlay is not None and overlay.latest and self.show_bubbles:
@@ -295,9 +308,15 @@ class PygameRenderer:
             footer.append(f"F: field of view ({'on' if self.show_fov else 'off'})")
         focus.pinned = bubbles.dropped
         panel = draw_panel(pg, self.text, self._panel, state, overlay, names, footer, focus)
-        self.last = FrameLayout(self._map.get_offset(), cell, tags, bubbles, panel, known)
+        self.last = FrameLayout(self._map.get_offset(), cell, tags, bubbles, panel, known,
+                                rooms)
         if self.banner:
-            draw_banner(pg, self.text, canvas, self.banner, canvas.get_width() - PANEL_WIDTH)
+            ox, oy = self._map.get_offset()
+            below = [r.move(ox, oy) for r in (
+                *(agent_rect(pg, world, a, cell) for a in drawn),
+                *object_cells(pg, world, cell, []))]
+            self.last.banner = draw_banner(pg, self.text, canvas, self.banner,
+                                           canvas.get_width() - PANEL_WIDTH, below)
             self._overdrawn = True
         if self.help_lines:
             draw_help(pg, self.text, canvas, self.help_lines)
@@ -397,7 +416,7 @@ class PygameRenderer:
         if event.key in (pg.K_q, pg.K_ESCAPE):
             self.close()
         elif event.key == pg.K_h:
-            self.help_lines = None if self.help_lines else WATCH_HELP
+            self.help_lines = None if self.help_lines else watch_help(self._holding)
         elif event.key == pg.K_r and self._holding:
             self._choice = "replay"
         else:

@@ -47,12 +47,18 @@ WATCH_HELP = [  # "key<TAB>what it does": drawn by render_panel.draw_help
     "Space\tpause / resume",
     "N\tnext tick while paused",
     "+ / -\tfaster / slower",
-    "F\tfield of view on / off",
+    "F\tfield of view on / off (the pointed agent's alone)",
     "mouse\tpoint at an agent: named, listed (click keeps it)",
     "wheel\tover the message log: older / newer messages",
     "H\tthis help",
     "Q / Esc\tclose the window (stops the run)",
 ]
+REPLAY_KEY = "R\treplay the episode (it is over)"
+
+
+def watch_help(can_replay: bool = False) -> list[str]:
+    """The watch keys (H); R too once the episode is over and can be replayed."""
+    return WATCH_HELP[:-1] + [REPLAY_KEY, WATCH_HELP[-1]] if can_replay else list(WATCH_HELP)
 SPEEDS = (0.125, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0)
 IDLE_FPS = 30  # redraws per second while paused or holding the last frame
 

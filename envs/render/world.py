@@ -83,37 +83,53 @@ def room_label_spots(text: Text, layout: Layout, cell: int) -> list[list[tuple]]
 
 
 def draw_room_names(pg: Any, text: Text, surf, state: HouseholdState, cell: int,
-                    spots: list[list[tuple]], agents: list[int] | None = None) -> list:
+                    spots: list[list[tuple]], agents: list[int] | None = None,
+                    tags: list = ()) -> list:
     """Each room's name where no agent (or its name tag) covers it: on its best row, in
     the widest stretch of that row no agent stands on (a one-row storage room full of
     agents still shows its name between them). Returns where the names went (speech
     bubbles keep clear of them). ``agents``: the agents drawn (default all; a hidden
-    agent must not move a name, which would tell where it is)."""
+    agent must not move a name, which would tell where it is); ``tags``: the name tags'
+    boxes (:func:`place_name_tags`), wherever they went."""
     size = max(12, min(20, cell // 2))
     w = state.scene.width
     drawn = range(len(state.agent_pos)) if agents is None else agents
     taken = {divmod(state.agent_pos[a], w) for a in drawn}
-    # A name tag sits on the row above, about three cells wide.
+    # A name tag mostly sits on the row above, about three cells wide...
     taken |= {(r - 1, c + d) for r, c in taken for d in (-1, 0, 1)}
+    # ... but one pushed below or beside its agent covers other cells.
+    for box in tags:
+        taken |= {(r, c) for r in range(box.top // cell, (box.bottom - 1) // cell + 1)
+                  for c in range(box.left // cell, (box.right - 1) // cell + 1)}
+    # Furniture inside a row is no room for a name either ('kit[K]en').
+    taken |= _furniture_cells(state.scene.layout)
     tints = load_catalog().room_colors
     drawn = []
     for i, room_spots in enumerate(spots):
         if not room_spots:
             continue
-        choice = None
+        choice, widest = None, None
         for row, c0, c1, x, label in room_spots:
             need = text.width(label, size, True) + 4
             start, end = _widest_free_run(row, c0, c1, taken)
             if (end - start + 1) * cell >= need:
                 choice = (row, int((start + end + 1) * cell / 2), label)
                 break
-            if choice is None:  # the best row, centred, if nothing is free
-                choice = (row, x, label)
-        row, x, label = choice
+            if widest is None or end - start > widest[0]:
+                widest = (end - start, (row, x, label) if end < start else
+                          (row, int((start + end + 1) * cell / 2), label))
+        # No row free for the whole name: the widest free stretch any row has (the best
+        # row, centred, when none has any), so that it covers as few agents as it can.
+        row, x, label = choice or widest[1]
         color = shade(tints[room_type(state.scene.layout.rooms[i])], 0.62)
         drawn.append(text.blit(surf, label, (x, int((row + 0.5) * cell)), size, color,
                                bold=True, anchor="center"))
     return drawn
+
+
+def _furniture_cells(layout: Layout) -> set[tuple[int, int]]:
+    """(row, col) of every furniture cell of ``layout``."""
+    return {(int(r), int(c)) for r, c in np.argwhere(layout.tiles == FURNITURE)}
 
 
 def _widest_free_run(row: int, c0: int, c1: int, taken: set) -> tuple[int, int]:
@@ -146,9 +162,23 @@ def icon(pg: Any, text: Text, target, cls: str, rect) -> None:
     glyph = cat.object_glyphs.get(cls, cls[:2])
     if rect.width < 15:
         glyph = glyph[:1]
-    size = max(9, int(rect.width * (0.72 if len(glyph) > 1 else 0.85)))
+    # Wide letters ('wn') at 72% of the tile ran past it into the neighbour's: the size
+    # shrinks to fit, down to 9 px, and then only one letter is kept.
+    size = _fitting(text, glyph, rect.width, 0.72 if len(glyph) > 1 else 0.85)
+    if text.width(glyph, size, bold=True) > rect.width - 2:
+        glyph = glyph[:1]
+        size = _fitting(text, glyph, rect.width, 0.85)
     text.blit(target, glyph, rect.center, size, text_color_on(color), bold=True,
               anchor="center")
+
+
+def _fitting(text: Text, glyph: str, width: int, share: float) -> int:
+    """The font size of ``glyph`` on a tile ``width`` wide: ``share`` of it, less until
+    the bold letters fit inside the tile's outline (9 px at least)."""
+    size = max(9, int(width * share))
+    while size > 9 and text.width(glyph, size, bold=True) > width - 2:
+        size -= 1
+    return size
 
 
 def _more(pg, text: Text, target, rect, n: int) -> None:

@@ -287,7 +287,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
                    None: "not checked"}[result.matches]
         video = f"; {result.frames} frames to {args.video}" if args.video else ""
         print(f"replayed {result.ticks} ticks: {result.outcome}, {verdict}{video}")
-        if result.problem:
+        if result.problem and not result.stopped:  # a stop is said in the line above
             print(f"  {result.problem}", file=sys.stderr)
     return 1 if result.matches is False else 0
 

@@ -163,7 +163,10 @@ class OrgRounds:
         overlay = env.overlay
         overlay.organization, overlay.roles = self.organization.name, roles
         names = _roster(env)
-        who = ", ".join(names.name(a) for a in reach) or "nobody"
+        if len(reach) > 3 and len(reach) == len(env.possible_agents) - 1:
+            who = f"everyone ({len(reach)})"  # not 63 names cut off after the ninth
+        else:
+            who = ", ".join(names.name(a) for a in reach) or "nobody"
         lost = (f"; {self.undelivered} of your messages reached nobody"
                 if self.undelivered else "")
         overlay.caption = f"you may message: {who}{lost}"

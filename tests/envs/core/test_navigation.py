@@ -250,3 +250,42 @@ def test_walker_goes_around_a_teammate(inline_layout, make_state):
     walker = nav.walker(1, frozenset({2 * w + 4}))
     first = walker.next_action(state)
     assert first in (encode(Verb.MOVE, 0), encode(Verb.MOVE, 2))  # sidestep north/south
+
+
+def test_a_ranked_maps_walled_in_answers_as_reading_it_and_the_map_reads_the_same_after():
+    # RankedMap.walled_in searches from the walker's cell as it grows the map: on
+    # random tables of free cells, blocked ones and ranked agents (outranked or not, or
+    # stuck: none), it answers as reading the map there, its pocket holds the cell and
+    # no goal, walled by cells it may not enter, and the map then reads as one never
+    # searched, every cell
+    from orgteams.envs.core.navigation import BLOCKED, RANKED, UNREACHED, Pocket, RankedMap
+
+    nav = Navigator(load_layout("generated:32:0"))
+    rng = random.Random(6)
+    floor = [c for c in range(len(nav.walkable)) if nav.walkable[c]]
+    cells = list(range(len(nav.walkable)))
+    answers = {"walled": 0, "pocket": 0, "reached": 0}
+    for trial in range(1500):
+        goals = _goal_sets(nav, rng, trial)
+        table = nav._unreached[:]
+        for c in rng.sample(floor, rng.randint(50, 600)):
+            table[c] = rng.choice([BLOCKED, RANKED - rng.randint(0, 255), UNREACHED])
+        here = rng.choice([c for c in floor if c not in goals])
+        table[here] = UNREACHED
+        outranks = rng.choice([rng.randint(0, 255), INF])
+        searched, plain = RankedMap(nav, goals, table[:], outranks), \
+            RankedMap(nav, goals, table[:], outranks)
+        found = searched.walled_in(here)
+        assert (found is not False) == (plain[here] >= INF)
+        if isinstance(found, Pocket):
+            answers["pocket"] += 1
+            assert here in found.cells and found.cells.isdisjoint(goals)
+            assert all(plain[c] >= INF for c in found.cells)
+            assert all(table[c] == BLOCKED or (table[c] <= RANKED and RANKED - table[c] <= outranks)
+                       for c in found.walls)
+            assert {n for c in found.cells for n in nav._adjacent[c]} - found.cells \
+                == set(found.walls)
+        answers["walled" if found else "reached"] += 1
+        rng.shuffle(cells)
+        assert [searched[c] for c in cells] == [plain[c] for c in cells]
+    assert min(answers.values()) > 100

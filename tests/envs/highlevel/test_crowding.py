@@ -184,3 +184,110 @@ def test_the_tick_view_answers_as_asking_every_teammate_with_members_evacuating(
     assert all(viewed for viewed, _, _ in answers)
     assert sum(evacuating > 0 for _, _, evacuating in answers) > 30  # members evacuating
     assert sum(evacuating > 1 for _, _, evacuating in answers) > 10  # several at once
+
+
+
+def _detours_checked(monkeypatch, env: HighLevelEnv) -> list[tuple[bool, bool, int, str]]:
+    """Whenever a walker of ``env`` asks who gives way to it, the detours it would take
+    (``_Obstacles.detour`` to all its goals: outranking and stuck long, to the goals of
+    the kitchen, the living room or a room or piece of furniture drawn at random) are
+    read where it stands, then cell by cell in a shuffled order, beside the maps of its
+    free goals blocked on all its obstacles' cells (``_Obstacles.keys``, asking every
+    teammate): (from the tick's view, same answers, members evacuating, how: "map",
+    "searched" (walled in), "pocket" (walled in a pocket found before)) per detour."""
+    import random
+
+    from orgteams.envs.core import navigation
+    from orgteams.envs.highlevel.crowding import Crowd
+
+    made, rng, searched = [], random.Random(5), []
+    ask, search = Crowd.giving_way, navigation.RankedMap.walled_in
+
+    def count(detour, cell):
+        searched.append(cell)
+        return search(detour, cell)
+
+    def both(crowd, agent):
+        got = ask(crowd, agent)
+        # and a teammate drawn at random, so that pockets found by any rank are asked
+        # about by any other (and by either way of walking)
+        other = rng.choice(env.agents)
+        if other != agent and crowd._tick is not None:
+            check(crowd, other, ask(crowd, other))
+        check(crowd, agent, got)
+        return got
+
+    def check(crowd, agent, got):
+        nav, world = env.nav, env.base.world
+        a = env.base.agent_index[agent]
+        here = world.agent_pos[a]
+        rooms = nav.layout.rooms
+        goals = rng.choice([nav.room_cells[rooms.index("kitchen")],
+                            nav.room_cells[rooms.index("living_room")],
+                            rng.choice(list(nav.room_cells) + list(nav.furniture_cells))])
+        if here in goals:
+            return  # a walker there has arrived: it asks for no detour
+        cells = list(range(len(nav.walkable)))
+        rng.shuffle(cells)
+        cells = [*nav._adjacent[here], *cells[:len(cells) // (1 if rng.random() < 0.1
+                                                               else 10)]]
+        for lower in rng.sample((True, False), 2):
+            occupant = nav.obstacles(world, a, here, got, lower)
+            searched.clear()
+            fast, around = occupant.detour(nav, goals)  # all goals, taken ones blocked
+            # the map the walker made before: of its free goals (FewerGoals.goals)
+            taken = occupant.among(goals)
+            free = goals - taken if taken and len(taken) < len(goals) else goals
+            plain = navigation.LazyMap(nav, free, occupant.keys())
+            how = "map" if fast is not None else "searched" if searched else "pocket"
+            made.append((fast is None or type(fast) is navigation.RankedMap,
+                         around == plain[here] and (
+                             fast is None or [fast[c] for c in cells] == [plain[c] for c in cells]),
+                         len(crowd.evacuating), how))
+
+    monkeypatch.setattr(Crowd, "giving_way", both)
+    monkeypatch.setattr(navigation.RankedMap, "walled_in", count)
+    return made
+
+
+def test_a_detour_from_the_ticks_view_reads_as_one_blocked_on_every_obstacle(monkeypatch):
+    # a crowd's detours are made from the tick's table of who steps aside for whom
+    # (RankedMap) rather than from the set of every obstacle's cell: the same
+    # distances, in a crowd with pushes and deferrals, outranking others or stuck
+    env = HighLevelEnv(layout="generated:32:0", num_agents=64)
+    made = _detours_checked(monkeypatch, env)
+    env.reset(seed=3)
+    targets = ["explore:living_room", "goto:kitchen", "explore:kitchen"]
+    for _ in range(25):
+        actions = {}
+        for i, a in enumerate(env.agents):
+            if env.needs_decision(a):
+                ids = {x.id for x in env.available_actions(a)}
+                actions[a] = next((t for t in targets[i % 3:] + targets if t in ids), "wait")
+        env.step(actions)
+    assert all(same for _, same, _, _ in made)
+    assert sum(ranked for ranked, _, _, _ in made) > 1000
+    assert sum(how == "map" for *_, how in made) > 100
+    assert sum(how == "searched" for *_, how in made) > 100
+    assert sum(how == "pocket" for *_, how in made) > 100
+
+
+def test_a_detour_from_the_ticks_view_with_members_evacuating_reads_as_the_plain_one(
+        monkeypatch):
+    # with removed members evacuating (walked into by working teammates, ranked apart
+    # among themselves: their own detours are made the plain way) the maps agree too
+    from orgteams.organizations.rounds.runner import TeamRunner
+    from orgteams.organizations.rounds.shocks import Shock
+    from orgteams.organizations.spec.library import load_organization
+    from orgteams.run import build_team
+
+    org = load_organization("sequential")
+    env = HighLevelEnv(layout="generated:32:0", task="prepare_afternoon_tea", num_agents=24)
+    made = _detours_checked(monkeypatch, env)
+    TeamRunner(env, org, build_team("planner", 24, org), max_rounds=15,
+               shocks=[Shock.parse(f"remove:agent_{a}@{r}")
+                       for a, r in ((1, 2), (5, 3), (9, 4), (2, 4), (3, 4), (4, 4), (6, 4))]
+               ).run(seed=1)
+    assert all(same for _, same, _, _ in made)
+    assert sum(ranked and evacuating > 0 for ranked, _, evacuating, _ in made) > 100
+    assert sum(not ranked and evacuating > 0 for ranked, _, evacuating, _ in made) > 10

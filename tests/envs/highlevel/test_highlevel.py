@@ -414,3 +414,31 @@ def test_is_available_answers_as_the_available_actions_do_as_the_memory_grows():
         if not env.agents:
             break
     assert all(asked.values()), asked  # the lists had every kind in them
+
+def test_a_rounds_infos_without_observations_are_each_agents_info_to_the_last_round():
+    # step(observe=False) builds the 256 agents' infos in one loop: each is the info
+    # the env gives one agent (same keys, same order, same values), through idle
+    # members, failed and finished plans and the episode's last round
+    import random
+
+    env = HighLevelEnv(layout="generated:32:0", num_agents=24, max_ticks=60)
+    env.reset(seed=4)
+    rng = random.Random(4)
+    rounds = 0
+    seen = set()
+    while env.agents:
+        if rounds == 3:
+            env.set_idle("agent_5", True)
+        actions = {a: rng.choice(env.available_actions(a)).id for a in env.agents
+                   if env.needs_decision(a)}
+        _, _, _, _, infos = env.step(actions, observe=False)
+        for a, info in infos.items():
+            want = env._info(a, info["ticks_elapsed"], info["events"], observe=False)
+            assert list(info.items()) == list(want.items())
+            seen.add((info["status"], info["needs_decision"]))
+        rounds += 1
+    assert {"running", "done", "failed", "idle"} <= {status for status, _ in seen}
+    assert ("done", True) in seen and ("failed", True) in seen
+    # the last round (truncated): nobody needs a decision any more
+    assert infos and not any(info["needs_decision"] for info in infos.values())
+    assert rounds > 10

@@ -17,7 +17,7 @@ from orgteams.agents.team import display_names  # noqa: E402
 from orgteams.envs import household_v0  # noqa: E402
 from orgteams.envs.highlevel.highlevel_env import HighLevelEnv  # noqa: E402
 from orgteams.envs.render.overlay import Overlay  # noqa: E402
-from orgteams.envs.render.panel import MIN_LOG, talk_matrix  # noqa: E402
+from orgteams.envs.render.panel import MIN_LOG, role_flows, talk_matrix  # noqa: E402
 from orgteams.envs.render.renderer import PygameRenderer, to_array  # noqa: E402
 from orgteams.envs.render.world import object_cells  # noqa: E402
 from orgteams.organizations.rounds.runner import TeamRunner  # noqa: E402
@@ -95,13 +95,90 @@ def test_the_talk_matrix_counts_who_messaged_whom():
             TeamMessage("agent_1", ("agent_0",), "ok", round=2),
             TeamMessage("agent_2", ("agent_0",), "ok", round=2,
                         delivered=("agent_0", "agent_1"))]
-    counts = talk_matrix(pygame, surf, pygame.Rect(0, 0, 100, 100), talk, [0, 1, 2, 3])
+    counts = talk_matrix(pygame, surf, pygame.Rect(0, 0, 100, 100), talk, [[0, 1, 2, 3]])
     assert counts == [[0, 1, 1, 1], [1, 0, 0, 0], [1, 1, 0, 0], [0, 0, 0, 0]]
     # 256 agents share cells (at least 2 pixels each): the counts add up per cell.
     many = [TeamMessage(f"agent_{a}", ("agent_0",), "x", round=1) for a in range(1, 256)]
-    counts = talk_matrix(pygame, surf, pygame.Rect(0, 0, 100, 100), many, list(range(256)))
+    counts = talk_matrix(pygame, surf, pygame.Rect(0, 0, 100, 100), many, [list(range(256))])
     assert len(counts) * (100 // len(counts)) <= 100 and 100 // len(counts) >= 2
     assert sum(map(sum, counts)) == 255 and sum(row[0] for row in counts) == 255
+
+
+def pyramid_roles(n: int) -> dict[str, str]:
+    return {f"agent_{a}": "leader" if a == 0 else "vice_leader" if a <= 8 else "member"
+            for a in range(n)}
+
+
+def test_at_256_agents_the_leader_keeps_its_own_cell_and_roles_are_counted_in_words():
+    """At 256 agents six shared a cell: the leader and five vice leaders were one column,
+    and a researcher could not tell who messaged whom by role from two-pixel cells."""
+    n = 256
+    roles = pyramid_roles(n)
+    talk = [TeamMessage(f"agent_{a}", ("agent_1",), "found the wine", round=7)
+            for a in range(9, 30)]
+    talk += [TeamMessage("agent_1", ("agent_0",), "done", round=7),
+             TeamMessage("agent_0", "everyone", "go", round=7)]
+    groups = [[0], list(range(1, 9)), list(range(9, n))]
+    surf = pygame.Surface((200, 200))
+    counts = talk_matrix(pygame, surf, pygame.Rect(0, 0, 100, 100), talk, groups)
+    assert len(counts) * 2 <= 100  # still at least two pixels a cell
+    assert [row[0] for row in counts[1:]].count(0) == len(counts) - 2  # only vice -> leader
+    assert counts[1][0] == 1 and sum(counts[0]) == n - 1  # the leader's own row and column
+    assert sum(row[1] for row in counts[2:]) == 21  # members -> the first vice leaders' cell
+    # In words, beside the matrix: the role-to-role flows of the round.
+    assert role_flows(talk, roles, n) == [("member -> vice leader", 21), ("leader -> all", 1),
+                                          ("vice leader -> leader", 1)]
+    overlay = Overlay(organization="pyramid", roles=roles)
+    for m in talk:
+        overlay.say(m)
+    renderer = PygameRenderer("rgb_array")
+    renderer.draw(world_of(n, "generated:32:0"), overlay, display_names(n))
+    note = " ".join(renderer.last.panel.talk_note)
+    assert note == ("round 7: 23 message(s) from 23 of 256: member -> vice leader 21, leader "
+                    "-> all 1, vice leader -> leader 1; rows speak, columns hear")
+    renderer.close()
+
+
+def test_the_picked_agent_of_a_large_team_is_listed_with_what_it_said_last():
+    """At 256 agents bubbles rarely find room: pointing at an agent listed it, but not what
+    it said."""
+    n = 256
+    roles = pyramid_roles(n)
+    overlay = Overlay(organization="pyramid", roles=roles)
+    overlay.say(TeamMessage("agent_40", ("agent_2",), "claim apple_1 -> coffee_table", round=3))
+    overlay.say(TeamMessage("agent_40", ("agent_2",), "seen wine_2 in counter", round=4))
+    overlay.say(TeamMessage("agent_41", "everyone", "done explore kitchen", round=4))
+    world, names = world_of(n, "generated:32:0"), display_names(n)
+    renderer = PygameRenderer("rgb_array")
+    renderer.selected = 40
+    renderer.draw(world, overlay, names)
+    panel = renderer.last.panel
+    assert 40 in panel.listed and panel.said == [f"r4 to {names[2]}: seen wine_2 in counter"]
+    renderer.selected = 41
+    renderer.draw(world, overlay, names)
+    assert renderer.last.panel.said == ["r4 to all: done explore kitchen"]
+    renderer.selected = 100  # said nothing: no line
+    renderer.draw(world, overlay, names)
+    assert 100 in renderer.last.panel.listed and renderer.last.panel.said == []
+    assert renderer.last.panel.sections["messages"].height >= MIN_LOG - 20
+    renderer.close()
+
+
+def test_f_shows_the_picked_agents_field_of_view_alone():
+    """F tinted every agent's view at once: at 256 agents every room a colour soup, and
+    nobody's view could be told apart."""
+    n = 64
+    world, names = world_of(n, "generated:16:0"), display_names(n)
+    everyone = PygameRenderer("rgb_array", show_fov=True)
+    picked = PygameRenderer("rgb_array", show_fov=True)
+    only = PygameRenderer("rgb_array", show_fov=True, fov_agents=[5])
+    all_views = to_array(pygame, everyone.draw(world, Overlay(), names))
+    picked.selected = only.selected = 5
+    frame = to_array(pygame, picked.draw(world, Overlay(), names))
+    assert (frame == to_array(pygame, only.draw(world, Overlay(), names))).all()
+    assert (frame != all_views).any()
+    for r in (everyone, picked, only):
+        r.close()
 
 
 def test_the_overlay_keeps_the_latest_round_with_messages():

@@ -167,3 +167,140 @@ def test_a_room_name_finds_the_free_stretch_of_a_crowded_row():
     assert _widest_free_run(5, 0, 12, taken) == (5, 8)
     assert _widest_free_run(5, 3, 4, taken) == (3, 2)  # nothing free
     assert _widest_free_run(6, 0, 12, taken) == (0, 12)
+
+
+@pytest.mark.parametrize("width", range(MIN_ICON, 31))
+def test_an_object_icons_letters_stay_inside_the_icon(width):
+    """Two bold letters at 72% of a 15 to 20 px icon were wider than it: on a full
+    coffee table the glyphs of neighbours ran together ('apwn' for apple, wine)."""
+    from orgteams.envs.core.catalog import load_catalog
+    from orgteams.envs.render.style import Text
+    from orgteams.envs.render.world import icon
+
+    pygame.font.init()
+    text = Text(pygame)
+    background = (0, 255, 0)
+    for cls, glyph in load_catalog().object_glyphs.items():
+        surf = pygame.Surface((width + 40, width + 40))
+        surf.fill(background)
+        rect = pygame.Rect(20, 20, width, width)
+        icon(pygame, text, surf, cls, rect)
+        pixels = pygame.surfarray.array3d(surf).transpose(1, 0, 2)
+        outside = np.ones(pixels.shape[:2], bool)
+        outside[rect.top:rect.bottom, rect.left:rect.right] = False
+        spilled = (pixels[outside] != background).any(axis=1)
+        assert not spilled.any(), (cls, glyph, width)
+
+
+def test_a_name_tag_pushed_beside_its_agent_does_not_cover_the_room_name():
+    """In `orgteams play` on the studio, Charlie beside the player in the bathroom had its
+    tag pushed to its left (the sink above, the player's tag below), right over the room
+    name ('bathr[Charlie]'): names were placed as if every tag sat above its agent."""
+    env = household_v0.parallel_env(layout="studio", num_agents=3)
+    env.reset(seed=0)
+    world = env.unwrapped.world
+    scene, w = world.scene, world.scene.width
+    bathroom = scene.layout.rooms.index("bathroom")
+    cells = [i for i, r in enumerate(scene.room_of_cell) if r == bathroom and scene.floor[i]]
+    rows = sorted({i // w for i in cells})
+    middle = [i for i in cells if i // w == rows[len(rows) // 2]]
+    alice, charlie = max(middle), max(middle) - 1  # the east end of the middle row
+    bob = next(i for i in range(len(scene.floor)) if scene.floor[i]
+               and scene.room_of_cell[i] not in (bathroom, -1))
+    moved = type(world)(scene, 3, [alice, bob, charlie], world.hands, world.contents,
+                        world.container_open, world.door_open)
+    renderer = PygameRenderer("rgb_array")
+    renderer.draw(moved, Overlay(you="agent_0"), ["Alice", "Bob", "Charlie"])
+    layout = renderer.last
+    assert {0, 2} <= set(layout.tags)
+    label = layout.room_names[bathroom]
+    assert label.collidelist(list(layout.tags.values())) < 0, (label, layout.tags)
+    env.close()
+
+
+def test_a_room_name_does_not_cover_furniture_when_the_row_has_room_beside_it():
+    """At 64 agents the kitchen's name sat on its furniture row ('kit[K]en'): a row's
+    furniture counted as free for the name, only agents and tags did not."""
+    from orgteams.envs.core.layout import FURNITURE
+    from orgteams.envs.render.world import draw_room_names
+
+    env = household_v0.parallel_env(layout="house", num_agents=10)
+    env.reset(seed=0)
+    world = env.unwrapped.world
+    scene, w = world.scene, world.scene.width
+    layout = scene.layout
+    # The dining room's rows 2 and 5 crowded (their tags cover rows 1 and 4), row 3
+    # free but for the table at column 14.
+    assert [c for c in range(11, 20) if layout.tiles[3, c] == FURNITURE] == [14]
+    crowd = [row * w + c for row in (2, 5) for c in (11, 13, 15, 17, 19)]
+    moved = type(world)(scene, 0, crowd, world.hands, world.contents, world.container_open,
+                        world.door_open)
+    renderer = PygameRenderer("rgb_array")
+    renderer.draw(moved, None, None)
+    cell = renderer.last.cell
+    names = draw_room_names(renderer.pg, renderer.text, renderer._map, moved, cell,
+                            renderer._room_spots)
+    room = layout.rooms.index("dining_room")
+    table = pygame.Rect(14 * cell, 3 * cell, cell, cell)
+    furniture = [pygame.Rect(c * cell, r * cell, cell, cell)
+                 for r, c in np.argwhere(layout.tiles == FURNITURE)]
+    assert not names[room].colliderect(table), (names[room], table)
+    assert names[room].collidelist(furniture) < 0
+    env.close()
+
+
+def test_the_end_banner_goes_where_it_hides_fewer_agents_and_objects():
+    """The end banner always lay across the top of the map, over whatever was there:
+    the last frame's agents and objects on the top rows could not be seen while held."""
+    from orgteams.envs.render.boxes import MARGIN
+
+    env = household_v0.parallel_env(layout="apartment", num_agents=9)  # fills the frame
+    env.reset(seed=0)
+    world = env.unwrapped.world
+    scene, w = world.scene, world.scene.width
+    floor = [i for i in range(len(scene.floor)) if scene.floor[i]]
+    middle = w // 2
+
+    def row_of(cells):  # nine floor cells of one row, nearest the middle of the map
+        return sorted(cells, key=lambda i: abs(i % w - middle))[:9]
+
+    top = row_of([i for i in floor if i // w == min(j // w for j in floor)])
+    bottom = row_of([i for i in floor if i // w == max(j // w for j in floor)])
+    renderer = PygameRenderer("rgb_array")
+    renderer.banner = ["Episode over: goal complete", "tick 84 of 850", "Q to close"]
+    height = None
+    for agents, at_top in ((top, False), (bottom, True)):
+        moved = type(world)(scene, 84, agents, world.hands, world.contents,
+                            world.container_open, world.door_open)
+        height = renderer.draw(moved, None, NAMES).get_height()
+        box = renderer.last.banner
+        assert (box.top == MARGIN) is at_top and (box.bottom == height - MARGIN) is not at_top
+    renderer.close()
+    env.close()
+
+
+def test_a_crowded_room_keeps_its_name_off_the_agents_where_it_can():
+    """With no row free for the whole name, it went to the room's best row, centred, right
+    under an agent ('[2]throom' in `orgteams play` on the studio); it now goes to the
+    widest stretch any row has free."""
+    env = household_v0.parallel_env(layout="studio", num_agents=3)
+    env.reset(seed=0)
+    world = env.unwrapped.world
+    scene, w = world.scene, world.scene.width
+    bathroom = scene.layout.rooms.index("bathroom")
+    cells = [i for i, r in enumerate(scene.room_of_cell) if r == bathroom and scene.floor[i]]
+    rows = sorted({i // w for i in cells})
+    first = min(i % w for i in cells)
+    charlie = rows[len(rows) // 2] * w + first + 1
+    alice = rows[-1] * w + first + 2
+    bob = next(i for i in range(len(scene.floor)) if scene.floor[i]
+               and scene.room_of_cell[i] not in (bathroom, -1))
+    moved = type(world)(scene, 1, [alice, bob, charlie], world.hands, world.contents,
+                        world.container_open, world.door_open)
+    renderer = PygameRenderer("rgb_array")
+    renderer.draw(moved, Overlay(you="agent_0"), ["Alice", "Bob", "Charlie"])
+    label, cell = renderer.last.room_names[bathroom], renderer.last.cell
+    for a in (alice, charlie):
+        r, c = divmod(a, w)
+        assert not label.collidepoint(int((c + 0.5) * cell), int((r + 0.5) * cell)), label
+    env.close()

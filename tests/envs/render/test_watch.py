@@ -92,6 +92,33 @@ def test_h_shows_the_watch_keys(logged, monkeypatch):
     assert shown[0] is None and "Space\tpause / resume" in shown[-1]
 
 
+def test_the_help_lists_r_once_the_episode_can_be_replayed(logged, monkeypatch):
+    """The end banner said "R to replay" but H listed no R."""
+    path, _ = logged
+    during, held = [], []
+    Script(monkeypatch, {2: [key(pygame.K_h)]}, when_holding=[key(pygame.K_r)],
+           then=[key(pygame.K_q)], hold_reads=2)
+    original = PygameRenderer.draw
+
+    def draw(renderer, *args, **kwargs):
+        if renderer.help_lines:
+            (held if renderer.banner else during).append(list(renderer.help_lines))
+        return original(renderer, *args, **kwargs)
+
+    monkeypatch.setattr(PygameRenderer, "draw", draw)
+    replay(path, render="human", fps=1000)
+    replay_key = "R\treplay the episode (it is over)"
+    assert during and held and all(replay_key not in lines for lines in during)
+    assert all(lines[-2:] == [replay_key, "Q / Esc\tclose the window (stops the run)"]
+               for lines in held)
+    # H pressed while the last frame is held lists R too.
+    renderer = PygameRenderer("human")
+    renderer._holding = True
+    renderer.handle_event(key(pygame.K_h))
+    assert replay_key in renderer.help_lines
+    renderer.close()
+
+
 def test_the_last_frame_is_held_until_q(logged, monkeypatch):
     path, result = logged
     script = Script(monkeypatch, when_holding=[key(pygame.K_q)], hold_reads=8)
@@ -119,6 +146,36 @@ def test_closing_the_replay_window_stops_it(logged, monkeypatch):
     Script(monkeypatch, {4: [pygame.event.Event(pygame.QUIT)]})
     out = replay(path, render="human", fps=1000)
     assert out.stopped and out.problem == f"stopped at tick {out.ticks} (window closed)"
+
+
+def test_orgteams_replay_says_once_that_its_window_was_closed(logged, monkeypatch, capsys):
+    """The stop was printed twice: in the replay's line and again on stderr."""
+    from orgteams.cli.main import main
+
+    path, _ = logged
+    Script(monkeypatch, {4: [pygame.event.Event(pygame.QUIT)]})
+    assert main(["replay", str(path), "--fps", "1000"]) == 0
+    out, err = capsys.readouterr()
+    ticks = int(out.split()[1])
+    assert out == (f"replayed {ticks} ticks: replay stopped at tick {ticks} (window closed), "
+                   "not checked\n")
+    assert err == ""
+
+
+def test_ctrl_c_at_the_replays_held_last_frame_closes_it(logged, monkeypatch, capsys):
+    """Ctrl-C at the held last frame lost the replay's verdict: "interrupted (Ctrl-C)",
+    exit 130, for a replay that had played to its end."""
+    from orgteams.cli.main import main
+
+    def ctrl_c(*_args, **_kwargs):
+        raise KeyboardInterrupt
+
+    path, result = logged
+    monkeypatch.setattr(PygameRenderer, "hold", ctrl_c)
+    assert main(["replay", str(path), "--fps", "1000"]) == 0
+    out, err = capsys.readouterr()
+    assert out.startswith(f"replayed {result.summary.ticks} ticks: ")
+    assert out.endswith(", matches the log\n") and err == ""
 
 
 def test_scale_sets_the_window_and_the_frames(logged, monkeypatch):

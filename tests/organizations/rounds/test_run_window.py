@@ -48,6 +48,27 @@ def test_a_run_in_the_window_is_complete_and_holds_its_last_frame(tmp_path, monk
     assert len(script.banners) == 4
 
 
+def test_ctrl_c_at_the_held_last_frame_closes_it_and_the_run_stands(tmp_path, monkeypatch,
+                                                                    capsys):
+    """Ctrl-C while a finished episode's last frame was up printed "interrupted (Ctrl-C);
+    partial log" and exited 130: the log was complete, the summary never printed."""
+    from orgteams.envs.render.renderer import PygameRenderer
+
+    def ctrl_c(*_args, **_kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(PygameRenderer, "hold", ctrl_c)
+    log = tmp_path / "ep.jsonl"
+    assert main(["run", "--layout", "studio", "--backend", "planner", "--seed", "4",
+                 "--render", "human", "--fps", "1000", "--quiet", "--log", str(log),
+                 "--json"]) == 0
+    captured = capsys.readouterr()
+    s = json.loads(captured.out)
+    assert s["episode_status"] == "complete" and s["success"]
+    assert "Ctrl-C" not in captured.err and "partial" not in captured.err
+    assert list(read_dicts(log))[-1]["episode_status"] == "complete"
+
+
 def test_closing_the_window_stops_the_run(tmp_path, monkeypatch, headless):
     Script(monkeypatch, {6: [QUIT]})
     log = tmp_path / "ep.jsonl"

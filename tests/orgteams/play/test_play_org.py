@@ -87,6 +87,17 @@ def test_chain_routes_the_players_line_and_what_they_hear(scripted, tmp_path):
     assert teammates.messages == 2  # both teammates spoke; the player heard one
 
 
+def test_in_a_big_team_the_caption_says_the_player_may_message_everyone():
+    """At 64 agents under leader the panel read 'you may message: Alice, Bob, Charlie,
+    David, Eve, Grace, Heidi, Ivan, Judy,...' (63 names, cut off)."""
+    teammates = PlannerTeammates(organization=load_organization("leader"))
+    s = PlaySession(layout="generated:16:0", num_agents=64, teammates=teammates, seed=0,
+                    fps=240, human_agent="agent_5")
+    s.tick()
+    assert s.raw.overlay.caption == "you may message: everyone (63)"
+    s.close()
+
+
 def test_a_line_to_someone_the_player_may_not_reach_is_not_sent(scripted, tmp_path):
     log = PlayLog(tmp_path / "p.jsonl")
     teammates = MemberTeammates("scripted", log=log, talk=False,

@@ -153,6 +153,20 @@ def test_parse_chat_caps_and_addresses_several():
         parse_chat("y" * 301, "agent_0", names)
 
 
+def test_at_name_with_a_colon_as_the_keys_help_wrote_it_addresses_the_teammate():
+    """H listed "T  write to teammates (@Name: to one)", but "@Bob: hi" was refused:
+    "@Bob:: that is nobody called 'Bob:'"."""
+    from orgteams.envs.play.keyboard import HELP_LINES
+
+    names = dict(zip(["agent_0", "agent_1", "agent_2"], NAMES, strict=True))
+    for line in ("@Bob: meet me at the fridge", "@Bob, meet me at the fridge"):
+        m = parse_chat(line, "agent_0", names)
+        assert m.receivers == ("agent_1",) and m.text == "meet me at the fridge"
+    m = parse_chat("@Bob, @Carol: go", "agent_0", names)
+    assert m.receivers == ("agent_1", "agent_2") and m.text == "go"
+    assert "T\twrite to teammates (@Name text: to one)" in HELP_LINES
+
+
 def test_teammates_refuse_an_overlong_or_foreign_message_from_python():
     from orgteams.play.teammates import PlannerTeammates
 
