@@ -55,6 +55,12 @@ class OutputPool:
         self.arrays: list[np.ndarray] = []
         self.versions: list[int | None] = []  # the source's version each array holds
 
+    def __getstate__(self) -> dict:
+        # The kept arrays are a cache, and an unpickled read-only array cannot be made
+        # writeable again (its memory is the pickle's bytes): a copied env failed its
+        # next step with "cannot set WRITEABLE flag to True of this array".
+        return {"keep": self.keep, "arrays": [], "versions": []}
+
     def copy(self, src: np.ndarray, version: int | None = None,
              changes_since: Callable[[int], tuple | None] | None = None) -> np.ndarray:
         """A read-only copy of ``src`` in an array no one else refers to (same shape

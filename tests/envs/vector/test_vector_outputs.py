@@ -140,3 +140,28 @@ def test_pool_skips_held_weakly_held_and_other_shapes():
     assert watcher().tolist() == [1.0] * 4
     e = pool.copy(np.zeros(3))  # another shape: a new array
     assert e.shape == (3,) and d.tolist() == [5.0] * 4
+
+
+def test_a_pickled_vector_env_steps_as_the_original():
+    """ray ships envs pickled: the copy's kept output arrays came back read-only over
+    the pickle's bytes, and its next step failed ("cannot set WRITEABLE flag to True of
+    this array"). The pool is a cache: a copy starts it empty."""
+    import pickle
+
+    vec = household_v0.vector_env(3, layout="apartment", num_agents=3)
+    _, info = vec.reset(seed=0)
+    rng = np.random.default_rng(0)
+
+    def actions(info):
+        return np.array([[rng.choice(np.flatnonzero(row)) for row in house]
+                         for house in info["action_mask"]])
+
+    for _ in range(3):  # the pool holds arrays by now
+        _, _, _, _, info = vec.step(actions(info))
+    twin = pickle.loads(pickle.dumps(vec))
+    for _ in range(40):
+        a = actions(info)
+        obs, rew, term, trunc, info = vec.step(a)
+        obs2, rew2, term2, trunc2, _ = twin.step(a)
+        assert np.array_equal(obs, obs2) and not obs2.flags.writeable
+        assert np.array_equal(rew, rew2) and np.array_equal(term, term2)
