@@ -277,7 +277,7 @@ class Yielding:
         """The cells of every agent that steps aside (the outranked ones too if ``lower``)."""
         return self.waiting | self.lower if lower else self.waiting
 
-    def detour(self, nav: Navigator, goals: frozenset[int], lower: bool
+    def detour(self, nav: Navigator, goals: frozenset[int], lower: bool, within: int = INF
                ) -> tuple[LazyMap | None, int] | None:
         """:meth:`_Obstacles.detour`, where this form finds it without the cells of every
         agent that does not step aside; None: it does not (the caller does)."""
@@ -311,14 +311,16 @@ class _Obstacles:
             raise KeyError(cell)
         return self._at[cell]
 
-    def detour(self, nav: Navigator, goals: frozenset[int]) -> tuple[LazyMap | None, int]:
+    def detour(self, nav: Navigator, goals: frozenset[int], within: int = INF
+               ) -> tuple[LazyMap | None, int]:
         """The map of a detour to ``goals`` around these obstacles (the same values as
         ``nav.lazy_map(goals, blocked=self.keys())``) and what it reads where the walker
-        stands; ``(None, INF)`` where they wall it off from every goal (no map made).
+        stands; ``(None, INF)`` where they wall it off from every goal (no map made), or
+        may where it is longer than ``within`` (a detour the walker would not take).
         From the crowd's view of the tick, without the set of the obstacles' cells,
         where it can (:meth:`Yielding.detour`)."""
         if self._yielding is not None:
-            found = self._yielding.detour(nav, goals, self._lower)
+            found = self._yielding.detour(nav, goals, self._lower, within)
             if found is not None:
                 return found
         detour = nav.lazy_map(goals, blocked=self.keys())
@@ -465,18 +467,26 @@ class RankedMap(LazyMap):
         found = dist[cell]
         return found if found >= 0 else INF
 
-    def walled_in(self, cell: int) -> Pocket | bool:
+    def walled_in(self, cell: int, within: int = INF) -> Pocket | bool:
         """Whether ``self[cell]`` is ``INF``: the :class:`Pocket` of ``cell`` (its part
         of the grid, no goal there) where the search from it ended first, else True or
-        False. Found by growing the map and a search from ``cell``, a layer at a time
-        of whichever has the fewer cells at its edge, until the map ends (its goals'
-        part of the grid is done) or the search does (``cell``'s part holds no goal:
-        none of its cells is reached) or they meet (False). Exact in any order of
+        False; True too where it is more than ``within`` (found so: below). Found by
+        growing the map and a search from ``cell``, a layer at a time of whichever has
+        the fewer cells at its edge, until the map ends (its goals' part of the grid is
+        done) or the search does (``cell``'s part holds no goal: none of its cells is
+        reached) or they meet (False). Exact in any order of
         layers: ways are the same both directions, and the goals are reached (0) from
         the start.
 
         A crowd's blocked walkers are mostly boxed in by teammates (dozens a tick): the
-        map of each grew over all its goals could reach; this grows the smaller side."""
+        map of each grew over all its goals could reach; this grows the smaller side.
+
+        ``within``: a walker takes a detour at most that long (it waits or steps aside
+        else: dozens a tick, most of them walled in). Once the map holds every cell at
+        most ``d`` from the goals and the search every cell at most ``s`` steps from
+        ``cell``, with ``d + s >= within``, a way at most ``within`` long has a cell
+        both hold (a way ``k <= s`` steps from ``cell`` and ``within - k <= d`` from
+        the goals): none among the cells searched, ``self[cell] > within``."""
         dist = self._dist
         if dist[cell] >= 0:
             return False
@@ -486,9 +496,15 @@ class RankedMap(LazyMap):
         seen = {cell}
         part = [cell]
         todo = [cell]
+        steps = 0  # the search's layers
         while True:
             if not self._frontier:
                 return dist[cell] < 0
+            if self._d + steps >= within:
+                for c in part:
+                    if dist[c] >= 0:
+                        return False
+                return True
             if len(todo) <= len(self._frontier):
                 # a layer of the search from the cell, through cells the map may enter
                 ahead = []
@@ -507,6 +523,7 @@ class RankedMap(LazyMap):
                     return Pocket(cells, tuple(seen - cells))
                 part += ahead
                 todo = ahead
+                steps += 1
                 continue
             # a layer of the map (as __getitem__ grows it)
             self._d += 1
@@ -879,7 +896,10 @@ class Walker:
         if yields or self.stuck >= STUCK_SHUFFLE:
             # the map of all the goals: its taken ones are blocked, as the free goals' map's
             # (dist.goals()) are not goals; same values, without finding which are taken
-            detour, around = occupant.detour(nav, self.goals)
+            # one longer than a walker not stuck long would take is not made
+            detour, around = occupant.detour(
+                nav, self.goals, INF if self.stuck >= 2 * STUCK_SHUFFLE
+                else to_go + DETOUR_SLACK)
             # A short detour is taken at once; a long one only after waiting a while.
             if around < INF and (around <= to_go + DETOUR_SLACK
                                  or self.stuck >= 2 * STUCK_SHUFFLE):

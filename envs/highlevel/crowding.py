@@ -409,8 +409,8 @@ class _TickView:
                     else RANKED - rank if by_rank[rank] != -1 else BLOCKED
         return self._ranked
 
-    def detour(self, nav: Navigator, agent: str, goals: frozenset[int], lower: bool
-               ) -> tuple[LazyMap | None, int] | None:
+    def detour(self, nav: Navigator, agent: str, goals: frozenset[int], lower: bool,
+               within: int = INF) -> tuple[LazyMap | None, int] | None:
         """:meth:`_ViewYielding.detour` of ``agent``, on a :class:`RankedMap` (None for
         an evacuating agent: it is ranked apart).
 
@@ -425,7 +425,7 @@ class _TickView:
         mine = self.cell[agent]
         if not lower:  # stuck long: only the waiting step aside
             dist[mine] = UNREACHED
-            return self._walled_in(nav, goals, dist, INF, mine)
+            return self._walled_in(nav, goals, dist, INF, mine, within)
         waiting, cell = self.waiting, self.cell
         gives_way = self.gives_way.get(agent)
         for b in self.given_way.get(agent, ()):  # they give way to it: it outranks them
@@ -441,12 +441,13 @@ class _TickView:
         if gives_way in cell and cell[gives_way] not in waiting:
             dist[cell[gives_way]] = BLOCKED  # it gives way to that one: not outranked
         dist[mine] = UNREACHED
-        return self._walled_in(nav, goals, dist, self.rank[agent], mine)
+        return self._walled_in(nav, goals, dist, self.rank[agent], mine, within)
 
     def _walled_in(self, nav: Navigator, goals: frozenset[int], dist: array, outranks: int,
-                   here: int) -> tuple[RankedMap | None, int]:
+                   here: int, within: int) -> tuple[RankedMap | None, int]:
         """:meth:`detour`'s answer for the walker at ``here``, on its copy of the table
-        (``dist``, ``outranks``: :class:`RankedMap`'s), the map made only if needed."""
+        (``dist``, ``outranks``: :class:`RankedMap`'s), the map made only if needed
+        (and ``(None, INF)`` where it may be longer than ``within``)."""
         pocket = self._pockets.get(here)
         if pocket is not None and pocket.cells.isdisjoint(goals):
             for c in pocket.walls:
@@ -456,7 +457,7 @@ class _TickView:
             else:
                 return None, INF
         detour = RankedMap(nav, goals, dist, outranks)
-        found = detour.walled_in(here)
+        found = detour.walled_in(here, within)
         if found is False:
             return detour, detour[here]
         if found is not True:
@@ -548,6 +549,6 @@ class _ViewYielding(Yielding):
         waiting, outranked = self._view.yielding_cells(self._agent)
         return waiting | outranked if lower else waiting
 
-    def detour(self, nav: Navigator, goals: frozenset[int], lower: bool
+    def detour(self, nav: Navigator, goals: frozenset[int], lower: bool, within: int = INF
                ) -> tuple[LazyMap | None, int] | None:
-        return self._view.detour(nav, self._agent, goals, lower)
+        return self._view.detour(nav, self._agent, goals, lower, within)

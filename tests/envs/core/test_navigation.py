@@ -289,3 +289,38 @@ def test_a_ranked_maps_walled_in_answers_as_reading_it_and_the_map_reads_the_sam
         rng.shuffle(cells)
         assert [searched[c] for c in cells] == [plain[c] for c in cells]
     assert min(answers.values()) > 100
+
+
+def test_a_ranked_maps_walled_in_within_a_bound_answers_as_reading_it():
+    # RankedMap.walled_in(cell, within): True also where the map reads farther than
+    # ``within`` there (found without searching all of the cell's part); else as
+    # unbounded: on random tables and bounds, near and far walkers, and the map reads
+    # as one never searched after
+    from orgteams.envs.core.navigation import BLOCKED, RANKED, UNREACHED, RankedMap
+
+    nav = Navigator(load_layout("generated:32:0"))
+    rng = random.Random(7)
+    floor = [c for c in range(len(nav.walkable)) if nav.walkable[c]]
+    cells = list(range(len(nav.walkable)))
+    answers = {"beyond": 0, "walled": 0, "reached": 0}
+    for trial in range(1500):
+        goals = _goal_sets(nav, rng, trial)
+        table = nav._unreached[:]
+        for c in rng.sample(floor, rng.randint(50, 600)):
+            table[c] = rng.choice([BLOCKED, RANKED - rng.randint(0, 255), UNREACHED])
+        here = rng.choice([c for c in floor if c not in goals])
+        table[here] = UNREACHED
+        outranks = rng.choice([rng.randint(0, 255), INF])
+        within = rng.randint(0, 40)
+        searched, plain = RankedMap(nav, goals, table[:], outranks), \
+            RankedMap(nav, goals, table[:], outranks)
+        found = searched.walled_in(here, within)
+        if found is False:
+            answers["reached"] += 1
+            assert plain[here] < INF
+        else:
+            assert plain[here] > within
+            answers["beyond" if plain[here] < INF else "walled"] += 1
+        rng.shuffle(cells)
+        assert [searched[c] for c in cells] == [plain[c] for c in cells]
+    assert min(answers.values()) > 100

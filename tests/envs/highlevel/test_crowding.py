@@ -190,11 +190,14 @@ def test_the_tick_view_answers_as_asking_every_teammate_with_members_evacuating(
 def _detours_checked(monkeypatch, env: HighLevelEnv) -> list[tuple[bool, bool, int, str]]:
     """Whenever a walker of ``env`` asks who gives way to it, the detours it would take
     (``_Obstacles.detour`` to all its goals: outranking and stuck long, to the goals of
-    the kitchen, the living room or a room or piece of furniture drawn at random) are
-    read where it stands, then cell by cell in a shuffled order, beside the maps of its
-    free goals blocked on all its obstacles' cells (``_Obstacles.keys``, asking every
-    teammate): (from the tick's view, same answers, members evacuating, how: "map",
-    "searched" (walled in), "pocket" (walled in a pocket found before)) per detour."""
+    the kitchen, the living room or a room or piece of furniture drawn at random; no
+    longer than a bound drawn at random, or any length) are read where it stands, then
+    cell by cell in a shuffled order, beside the maps of its free goals blocked on all
+    its obstacles' cells (``_Obstacles.keys``, asking every teammate): (from the tick's
+    view, same answers, members evacuating, how: "map", "searched" (walled in),
+    "pocket" (walled in a pocket found before), "beyond" (no map: longer than the
+    bound)) per detour. The same answers: the same map, or none where the plain one
+    reads farther than the bound where the walker stands."""
     import random
 
     from orgteams.envs.core import navigation
@@ -203,9 +206,9 @@ def _detours_checked(monkeypatch, env: HighLevelEnv) -> list[tuple[bool, bool, i
     made, rng, searched = [], random.Random(5), []
     ask, search = Crowd.giving_way, navigation.RankedMap.walled_in
 
-    def count(detour, cell):
+    def count(detour, cell, within=navigation.INF):
         searched.append(cell)
-        return search(detour, cell)
+        return search(detour, cell, within)
 
     def both(crowd, agent):
         got = ask(crowd, agent)
@@ -234,15 +237,20 @@ def _detours_checked(monkeypatch, env: HighLevelEnv) -> list[tuple[bool, bool, i
         for lower in rng.sample((True, False), 2):
             occupant = nav.obstacles(world, a, here, got, lower)
             searched.clear()
-            fast, around = occupant.detour(nav, goals)  # all goals, taken ones blocked
+            within = rng.choice((navigation.INF, rng.randrange(40)))
+            # all goals, taken ones blocked
+            fast, around = occupant.detour(nav, goals, within)
             # the map the walker made before: of its free goals (FewerGoals.goals)
             taken = occupant.among(goals)
             free = goals - taken if taken and len(taken) < len(goals) else goals
             plain = navigation.LazyMap(nav, free, occupant.keys())
-            how = "map" if fast is not None else "searched" if searched else "pocket"
+            beyond = fast is None and within < plain[here] < navigation.INF
+            how = "map" if fast is not None else "beyond" if beyond \
+                else "searched" if searched else "pocket"
             made.append((fast is None or type(fast) is navigation.RankedMap,
-                         around == plain[here] and (
-                             fast is None or [fast[c] for c in cells] == [plain[c] for c in cells]),
+                         (around == plain[here] or (beyond and around == navigation.INF))
+                         and (fast is None
+                              or [fast[c] for c in cells] == [plain[c] for c in cells]),
                          len(crowd.evacuating), how))
 
     monkeypatch.setattr(Crowd, "giving_way", both)
@@ -270,6 +278,7 @@ def test_a_detour_from_the_ticks_view_reads_as_one_blocked_on_every_obstacle(mon
     assert sum(how == "map" for *_, how in made) > 100
     assert sum(how == "searched" for *_, how in made) > 100
     assert sum(how == "pocket" for *_, how in made) > 100
+    assert sum(how == "beyond" for *_, how in made) > 100
 
 
 def test_a_detour_from_the_ticks_view_with_members_evacuating_reads_as_the_plain_one(
