@@ -289,8 +289,13 @@ def test_an_x_error_on_our_window_is_kept_and_others_go_to_the_old_handler():
 
 def _window_of(proc: subprocess.Popen, env: dict) -> str:
     """The X id of the orgteams window of ``proc`` (by process: SDL's WM_NAME is UTF-8,
-    which xdotool's --name does not match; SDL also makes helper windows)."""
+    which xdotool's --name does not match; SDL also makes helper windows). Gives up
+    after 120 s: a run whose window is never found (a loaded machine once hung this test
+    for 25 minutes) fails the test, and the caller kills the run."""
+    deadline = time.monotonic() + 120
     while proc.poll() is None:
+        if time.monotonic() > deadline:
+            raise AssertionError("no orgteams window of the run found in 120 s")
         ids = subprocess.run(["xdotool", "search", "--pid", str(proc.pid)], env=env,
                              capture_output=True, text=True, timeout=30).stdout.split()
         for window in ids:
