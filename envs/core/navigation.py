@@ -449,23 +449,29 @@ class RankedMap(LazyMap):
             return found
         if found == BLOCKED:
             return INF
-        adjacent, outranks = self._adjacent, self._outranks
         while dist[cell] <= UNREACHED and self._frontier:
-            self._d += 1
-            layer = []
-            grow = layer.append
-            d = self._d
-            for c in self._frontier:
-                for n in adjacent[c]:
-                    v = dist[n]
-                    if v == UNREACHED or (v <= RANKED and RANKED - v > outranks):
-                        dist[n] = d
-                        grow(n)
-                    elif v <= RANKED:
-                        dist[n] = BLOCKED
-            self._frontier = layer
+            self._grow()
         found = dist[cell]
         return found if found >= 0 else INF
+
+    def _grow(self) -> None:
+        """One more layer of the map: the cells a step beyond its edge that it may enter
+        (free, or a teammate this walker outranks) get the next distance; a teammate it
+        does not outrank is marked BLOCKED."""
+        dist, adjacent, outranks = self._dist, self._adjacent, self._outranks
+        self._d += 1
+        layer = []
+        grow = layer.append
+        d = self._d
+        for c in self._frontier:
+            for n in adjacent[c]:
+                v = dist[n]
+                if v == UNREACHED or (v <= RANKED and RANKED - v > outranks):
+                    dist[n] = d
+                    grow(n)
+                elif v <= RANKED:
+                    dist[n] = BLOCKED
+        self._frontier = layer
 
     def walled_in(self, cell: int, within: int = INF) -> Pocket | bool:
         """Whether ``self[cell]`` is ``INF``: the :class:`Pocket` of ``cell`` (its part
@@ -525,20 +531,7 @@ class RankedMap(LazyMap):
                 todo = ahead
                 steps += 1
                 continue
-            # a layer of the map (as __getitem__ grows it)
-            self._d += 1
-            layer = []
-            grow = layer.append
-            d = self._d
-            for c in self._frontier:
-                for n in adjacent[c]:
-                    v = dist[n]
-                    if v == UNREACHED or (v <= RANKED and RANKED - v > outranks):
-                        dist[n] = d
-                        grow(n)
-                    elif v <= RANKED:
-                        dist[n] = BLOCKED
-            self._frontier = layer
+            self._grow()  # a layer of the map
             if dist[cell] >= 0:
                 return False
 
