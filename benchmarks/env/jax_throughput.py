@@ -28,7 +28,10 @@ and per CPU second; XLA spreads a step over every core, numpy uses one):
   households spread over the episode (``vector_throughput.vector_step_fn``).
 
 Nothing is asserted: it measures. ``python benchmarks/env/jax_throughput.py [--seconds 2]
-[--rounds 6]``. GPU: not measured here (run it where JAX sees one).
+[--rounds 6]``. ``--households N`` (default 1024), ``--steps T`` (ticks per jitted call
+for every row; by default sized per row for a CPU) and ``--no-numpy`` (JAX rows only)
+size it for an accelerator: where JAX sees a GPU the rows run on it, and the wall column
+is the one to compare.
 """
 
 from __future__ import annotations
@@ -44,9 +47,10 @@ from vector_throughput import vector_step_fn
 N, AGENTS, LAYOUT, TASK = 1024, 3, "apartment", "prepare_afternoon_tea"
 
 
-def scan_fn(env: object, steps: int, consume: bool = True) -> Callable[[int], int]:
-    """One call: ``steps`` ticks of ``N`` households of a JaxMARL-shaped env in one jitted
-    ``lax.scan`` (state carried from call to call); returns the agent-steps done."""
+def scan_fn(env: object, steps: int, consume: bool = True, households: int = N
+            ) -> Callable[[int], int]:
+    """One call: ``steps`` ticks of ``households`` households of a JaxMARL-shaped env in one
+    jitted ``lax.scan`` (state carried from call to call); returns the agent-steps done."""
     import jax
     import jax.numpy as jnp
 
@@ -57,9 +61,9 @@ def scan_fn(env: object, steps: int, consume: bool = True) -> Callable[[int], in
         def tick(carry, k):
             state, total = carry
             k_act, k_step = jax.random.split(k)
-            acts = jax.random.randint(k_act, (len(agents), N), 0, n_act)
+            acts = jax.random.randint(k_act, (len(agents), households), 0, n_act)
             obs, state, rew, dones, _ = jax.vmap(env.step)(
-                jax.random.split(k_step, N), state, dict(zip(agents, acts)))
+                jax.random.split(k_step, households), state, dict(zip(agents, acts)))
             total = total + rew[agents[0]].sum()
             if consume:
                 total = total + sum(o.astype(jnp.float32).sum() for o in obs.values())
@@ -70,14 +74,15 @@ def scan_fn(env: object, steps: int, consume: bool = True) -> Callable[[int], in
         return state, total
 
     run = jax.jit(run)
-    _, state = jax.jit(jax.vmap(env.reset))(jax.random.split(jax.random.PRNGKey(0), N))
+    _, state = jax.jit(jax.vmap(env.reset))(jax.random.split(jax.random.PRNGKey(0),
+                                                              households))
     holder = {"state": state}
 
     def call(i: int) -> int:
         state, total = run(holder["state"], jax.random.PRNGKey(i))
         total.block_until_ready()
         holder["state"] = state
-        return steps * N * len(agents)
+        return steps * households * len(agents)
 
     call(0)  # compile outside the measurement
     return call
@@ -164,7 +169,16 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=2.0, help="wall time per slice")
     parser.add_argument("--rounds", type=int, default=6, help="slices per row")
+    parser.add_argument("--households", type=int, default=N,
+                        help="households per batch (the issue's comparison is at 1024)")
+    parser.add_argument("--steps", type=int, default=None,
+                        help="ticks per jitted call for every row (default: sized per row for "
+                             "a CPU; on a GPU give all rows the same, e.g. 64, since a call's "
+                             "own overhead there is not small against a few ticks)")
+    parser.add_argument("--no-numpy", action="store_true",
+                        help="leave out the numpy core's rows (JAX rows only)")
     args = parser.parse_args(argv)
+    n = args.households
     import jax
 
     from orgteams.envs import household_v0
@@ -179,7 +193,7 @@ def main(argv: list[str] | None = None) -> None:
         oc = make("overcooked", layout=overcooked_layouts["cramped_room"])
         space = oc.observation_space(oc.agents[0])
         name = "JaxMARL Overcooked cramped_room (2 agents)"
-        rows[name] = scan_fn(oc, 64)
+        rows[name] = scan_fn(oc, args.steps or 64, households=n)
         sizes[name] = f"{int(np.prod(space.shape))} ({'x'.join(map(str, space.shape))})"
     except Exception as exc:  # noqa: BLE001  (a peer that does not import is reported)
         print(f"JaxMARL row skipped ({type(exc).__name__}: {exc})")
@@ -192,7 +206,7 @@ def main(argv: list[str] | None = None) -> None:
             ("observations not read", {}, 64, False)]:
         env = household_v0.jax_env(**kw, **extra)
         name = f"jax_env {LAYOUT}, {label}"
-        rows[name] = scan_fn(env, steps, consume)
+        rows[name] = scan_fn(env, args.steps or steps, consume, households=n)
         space = env.observation_space(env.agents[0])
         sizes[name] = "-" if not consume else f"{space.shape[0]} {np.dtype(space.dtype).name}"
         if not consume:
@@ -200,21 +214,25 @@ def main(argv: list[str] | None = None) -> None:
         for mode in ("broadcast", "row"):  # the same observations, with no env around them
             ceiling = f"ceiling ({mode}), {label}"
             rows[ceiling] = scan_fn(CeilingEnv(space.shape[0], space.dtype, mode=mode),
-                                    4 * steps)
+                                    args.steps or 4 * steps, households=n)
             sizes[ceiling] = sizes[name]
             ceilings.setdefault(name, []).append(ceiling)
-    for label, extra in [("copy=True (default)", {}), ("copy=False", {"copy": False}),
-                         ("uint8, copy=True", {"obs_dtype": np.uint8}),
-                         ("uint8, copy=False", {"copy": False, "obs_dtype": np.uint8})]:
+    numpy_rows = [] if args.no_numpy else [
+        ("copy=True (default)", {}), ("copy=False", {"copy": False}),
+        ("uint8, copy=True", {"obs_dtype": np.uint8}),
+        ("uint8, copy=False", {"copy": False, "obs_dtype": np.uint8})]
+    for label, extra in numpy_rows:
         name = f"vector_env (numpy) {LAYOUT}, {label}"
-        rows[name] = vector_step_fn(N, **extra)
+        rows[name] = vector_step_fn(n, **extra)
         sizes[name] = f"8764 {'uint8' if 'uint8' in label else 'float32'}"
     best = measure(rows, args.seconds, args.rounds)
-    print(f"{N} households x {AGENTS} agents ({LAYOUT}, {TASK}; Overcooked: {N} x 2), random "
+    print(f"{n} households x {AGENTS} agents ({LAYOUT}, {TASK}; Overcooked: {n} x 2), random "
           f"actions, observations summed; JAX {jax.__version__} on "
           f"{jax.devices()[0].platform.upper()}, {os.cpu_count()} cores; best of "
           f"{args.rounds} slices of {args.seconds:g} s")
-    ref = next((n for n in best if n.startswith("JaxMARL")), None)
+    if jax.devices()[0].platform != "cpu":
+        print("on an accelerator compare the wall column: per CPU s counts the host's time only")
+    ref = next((r for r in best if r.startswith("JaxMARL")), None)
     head = "vs Overcooked (wall, CPU)" if ref else ""
     print(f"{'row':<52} {'obs per agent':>18} {'agent-steps/s':>14} {'per CPU s':>12} {head}")
     for name, (wall, cpu) in best.items():
@@ -225,6 +243,8 @@ def main(argv: list[str] | None = None) -> None:
     for name, names in ceilings.items():
         ratios = ", ".join(f"{best[name][1] / best[c][1]:.2f}x" for c in names)
         print(f"  {name:<52} {ratios}")
+    if args.no_numpy:
+        return
     for col, per in ((0, "wall"), (1, "CPU")):
         copy_true = best[f"vector_env (numpy) {LAYOUT}, copy=True (default)"][col]
         copy_false = best[f"vector_env (numpy) {LAYOUT}, copy=False"][col]
