@@ -108,8 +108,14 @@ def _weights(h: nx.Graph) -> np.ndarray:
     return a
 
 
+LAMBDA_DIGITS = 9
+"""Significant digits kept of an eigenvalue: LAPACK builds (numpy's wheels of different
+versions) differ in the last digits (202.413250778624 against ...625 for one episode at
+12 decimals), and a log must be the same bytes for the same seed wherever it is played."""
+
+
 def _lambda2(lap: np.ndarray) -> float:
-    return float(round(np.sort(np.linalg.eigvalsh(lap))[1], 12))
+    return float(f"{np.sort(np.linalg.eigvalsh(lap))[1]:.{LAMBDA_DIGITS}g}")
 
 
 def spectral_gap(g: nx.DiGraph) -> float:
