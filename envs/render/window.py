@@ -95,7 +95,7 @@ class Playback:
         """One panel line: the state of playback."""
         speed = f"x{self.speed:g}"
         if self.paused:
-            return f"PAUSED ({speed}): Space resumes, N next tick, H keys"
+            return f"PAUSED {speed}: Space resumes, N next tick, H keys"
         return f"playing {speed}: Space pauses, +/- speed, H keys"
 
 

@@ -74,7 +74,7 @@ def test_playback_speed_steps_and_limits():
     for _ in range(10):
         p.slower()
     assert p.speed == 0.125
-    assert Playback(paused=True).status() == "PAUSED (x1): Space resumes, N next tick, H keys"
+    assert Playback(paused=True).status() == "PAUSED x1: Space resumes, N next tick, H keys"
 
 
 def test_h_shows_the_watch_keys(logged, monkeypatch):
