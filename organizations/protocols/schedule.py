@@ -171,14 +171,20 @@ class RoundOutputs(list):
         self.in_stage_order = True  # no output said in an earlier stage than one before it
 
     def append(self, o: TeamMessage) -> None:
-        super().append(o)
-        if o.stage < self.last_stage:
-            self.in_stage_order = False
-        self.last_stage = max(self.last_stage, o.stage)
+        self.extend((o,))
 
     def extend(self, outputs: Iterable[TeamMessage]) -> None:
+        # one pass and one list.extend: the round loop adds every speaker's turn (256
+        # stages a round under sequential), where an append per output cost three calls
+        outputs = outputs if type(outputs) in (list, tuple) else list(outputs)
+        last = self.last_stage
         for o in outputs:
-            self.append(o)
+            if o.stage < last:
+                self.in_stage_order = False
+            elif o.stage > last:
+                last = o.stage
+        list.extend(self, outputs)
+        self.last_stage = last
 
     def __iadd__(self, outputs: Iterable[TeamMessage]) -> RoundOutputs:
         self.extend(outputs)
