@@ -220,8 +220,7 @@ async def communicate_phase(state: EpisodeState, speakers: list[str] | None = No
                 else:
                     state.grant_role(agent, role)
         if stage.acts:  # after its role was granted: it acts in the role it chose
-            outputs += await _act_in_turn(state, si, stage, abstained, outputs, stages, inbox,
-                                          team)
+            outputs += await _act_in_turn(state, si, stage, abstained, ctxs, inbox, team)
         for hook in state.hooks.stage:
             hook(state)
         si += 1
@@ -252,20 +251,21 @@ def _deliver(state: EpisodeState, inbox: Inboxes, agents: Sequence[str] | None =
 
 
 async def _act_in_turn(state: EpisodeState, si: int, stage: Stage, abstained: set[str],
-                       outputs: list[TeamMessage], stages: list[Stage],
-                       inbox: Inboxes, team: dict[str, str]
-                       ) -> list[TeamMessage]:
+                       ctxs: dict[str, CommunicateContext], inbox: Inboxes,
+                       team: dict[str, str]) -> list[TeamMessage]:
     """The speakers of an ``acts`` stage decide their actions now, each seeing what it
     saw when it spoke; returns their chosen actions as public outputs (kind ``action``).
 
     What was delivered to them so far is delivered before they decide (the rest of the
-    round's messages come at the end of the phase). ``team``: the phase's id -> name
-    copy, shared by its contexts.
+    round's messages come at the end of the phase). ``ctxs``: the stage's communicate
+    contexts, whose ``visible_this_round`` is what each saw (the same list, not found
+    again: a stage's own outputs are never visible to it); ``team``: the phase's
+    id -> name copy, shared by its contexts.
     """
     env = state.env
     deciders = [a for a in stage.speakers if a not in abstained and _may_act(state, a)]
     _deliver(state, inbox, deciders)
-    visible = {a: visible_outputs(stages, si, a, outputs) for a in deciders}
+    visible = {a: ctxs[a].visible_this_round for a in deciders}
     actions, chosen = await decide_actions(state, abstained, deciders, visible, team=team) \
         if deciders else ({}, {})  # one stage a speaker (sequential): often nobody to ask
     for hook in state.hooks.decided:
