@@ -21,7 +21,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, replace
 from functools import partial
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from orgteams.agents.member import (
     ActContext,
@@ -34,7 +34,7 @@ from orgteams.agents.member import (
 from orgteams.agents.member_rules import within_budget
 from orgteams.agents.messages import EVERYONE
 from orgteams.agents.records import ActionLine, DecisionLine, MessageLine
-from orgteams.agents.shared_context import action_output
+from orgteams.agents.shared_context import SharedHistory, action_output
 from orgteams.envs.highlevel.highlevel_env import HighLevelAction, HighLevelEnv
 from orgteams.envs.highlevel.space import ActionId, is_primitive
 from orgteams.organizations.protocols.facts import PROTOCOL_FACTS
@@ -123,15 +123,27 @@ def _at_once(calls: list) -> list:
     return results
 
 
+class _Told(NamedTuple):
+    """What every communicate context of a phase is told alike, read once for the phase
+    (under ``sequential`` at 256 agents a phase has 256 stages): the phase's id -> name
+    copy, the removed (sorted) and the shared history. None of them changes during a
+    phase: members are removed and the organization switched only between rounds, and
+    the history grows after the act phase."""
+
+    team: dict[str, str]
+    removed: tuple[str, ...]
+    history: SharedHistory | None
+
+
 def _contexts(state: EpisodeState, stages: list[Stage], si: int, outputs: RoundOutputs,
-              team: dict[str, str]) -> dict[str, CommunicateContext]:
-    """What each speaker of ``stages[si]`` is told. What is the same for all of them (the
-    removed, the shared history, a vote's candidates) is made once for the stage: a
-    256-agent stage made 256 of each; what the organization tells each speaker (its
-    name, instruction, receivers, rules) is read from :meth:`EpisodeState.agent_facts`,
-    kept until the organization is resolved anew."""
+              told: _Told) -> dict[str, CommunicateContext]:
+    """What each speaker of ``stages[si]`` is told. What is the same for all of them (a
+    vote's candidates) is made once for the stage, what is the same for the phase
+    (``told``) once for the phase: a 256-agent stage made 256 of each; what the
+    organization tells each speaker (its name, instruction, receivers, rules) is read
+    from :meth:`EpisodeState.agent_facts`, kept until the organization is resolved anew."""
     org, stage = state.organization, stages[si]
-    removed, history = state.sorted_removed(), state.shared_history()
+    team, removed, history = told
     candidates = state.active() if stage.kind == "vote" else None
     facts, fact = state.agent_facts(), state.agent_fact
     ctxs = {}
@@ -170,6 +182,7 @@ async def communicate_phase(state: EpisodeState, speakers: list[str] | None = No
     abstained: set[str] = set()
     state.abstained = abstained
     team = dict(state.roster.by_id)  # one copy per phase, shared by the contexts
+    told = _Told(team, state.sorted_removed(), state.shared_history())
     view = state.view  # members read the episode through it, never the env
     for member in state.members.values():
         member.observe(view)
@@ -179,7 +192,7 @@ async def communicate_phase(state: EpisodeState, speakers: list[str] | None = No
     while si < len(stages):  # leader_first, sequential at 256 agents: 256 stages a round
         stage = stages[si]
         speakers = stage.speakers
-        ctxs = _contexts(state, stages, si, outputs, team)
+        ctxs = _contexts(state, stages, si, outputs, told)
         decisions = await _all(state, speakers,
                                [members[a].communicate(ctxs[a], view) for a in speakers],
                                partial(MessageLine, phase="communicate", stage=si,
