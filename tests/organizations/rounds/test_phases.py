@@ -111,3 +111,16 @@ async def _record(seen: list, ctx):
 
     seen.append(ctx)
     return ActDecision("wait", "", DecisionRecord("act", ctx.agent, ctx.round))
+
+
+def test_an_action_output_is_the_message_the_checked_constructor_makes():
+    # made unchecked (one per decider of a sequential round): equal, same hash, same
+    # fields in the same order as TeamMessage's own constructor gives
+    from orgteams.agents.messages import TeamMessage
+    from orgteams.agents.shared_context import action_output
+
+    got = action_output("agent_1", "grab:cup_1", "[gograb] <cup_1>", 3, 4)
+    want = TeamMessage("agent_1", "everyone", "[gograb] <cup_1>", "action", round=3, stage=4,
+                       content={"agent": "agent_1", "action": "grab:cup_1"})
+    assert got == want and hash(got) == hash(want)
+    assert list(vars(got).items()) == list(vars(want).items())
