@@ -45,6 +45,7 @@ import re
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Literal
 
 from orgteams.agents.member import StageKind
@@ -114,11 +115,11 @@ def schedule(
     lead = [a for a in resolved.leaders if a in order]
     rest = [a for a in order if a not in lead]
     if org.protocol in ("free", "sequential_messages"):
-        stages += [Stage((a,), "all_prior", "message") for a in order]
+        stages += [_solo(a, "all_prior", "message", False) for a in order]
     elif org.protocol == "sequential":
-        stages += [Stage((a,), "all_prior", "message", acts=True) for a in order]
+        stages += [_solo(a, "all_prior", "message", True) for a in order]
     elif org.protocol == "leader_first":
-        stages += [Stage((a,), "all_prior", "message") for a in lead + rest]
+        stages += [_solo(a, "all_prior", "message", False) for a in lead + rest]
     elif org.protocol == "coordinator":
         top = [a for a in resolved.tiers[0][1] if a in order]
         others = tuple(a for a in order if a not in top)
@@ -142,6 +143,13 @@ def schedule(
             Stage(tuple(order), "claims", "message"),
         ]
     return [s for s in stages if s.speakers]
+
+
+@lru_cache(maxsize=4096)
+def _solo(agent: str, sees: Sees, kind: StageKind, acts: bool) -> Stage:
+    """The stage of ``agent`` alone: made once, not every round (a :class:`Stage` is
+    frozen, so rounds share it; under ``sequential`` at 256 agents a round has 256)."""
+    return Stage((agent,), sees, kind, acts)
 
 
 class RoundOutputs(list):
@@ -171,14 +179,20 @@ class RoundOutputs(list):
         self.in_stage_order = True  # no output said in an earlier stage than one before it
 
     def append(self, o: TeamMessage) -> None:
-        super().append(o)
-        if o.stage < self.last_stage:
-            self.in_stage_order = False
-        self.last_stage = max(self.last_stage, o.stage)
+        self.extend((o,))
 
     def extend(self, outputs: Iterable[TeamMessage]) -> None:
+        # one pass and one list.extend: the round loop adds every speaker's turn (256
+        # stages a round under sequential), where an append per output cost three calls
+        outputs = outputs if type(outputs) in (list, tuple) else list(outputs)
+        last = self.last_stage
         for o in outputs:
-            self.append(o)
+            if o.stage < last:
+                self.in_stage_order = False
+            elif o.stage > last:
+                last = o.stage
+        list.extend(self, outputs)
+        self.last_stage = last
 
     def __iadd__(self, outputs: Iterable[TeamMessage]) -> RoundOutputs:
         self.extend(outputs)

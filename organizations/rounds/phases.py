@@ -21,7 +21,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, replace
 from functools import partial
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from orgteams.agents.member import (
     ActContext,
@@ -34,7 +34,7 @@ from orgteams.agents.member import (
 from orgteams.agents.member_rules import within_budget
 from orgteams.agents.messages import EVERYONE
 from orgteams.agents.records import ActionLine, DecisionLine, MessageLine
-from orgteams.agents.shared_context import action_output
+from orgteams.agents.shared_context import SharedHistory, action_output
 from orgteams.envs.highlevel.highlevel_env import HighLevelAction, HighLevelEnv
 from orgteams.envs.highlevel.space import ActionId, is_primitive
 from orgteams.organizations.protocols.facts import PROTOCOL_FACTS
@@ -123,30 +123,42 @@ def _at_once(calls: list) -> list:
     return results
 
 
+class _Told(NamedTuple):
+    """What every communicate context of a phase is told alike, read once for the phase
+    (under ``sequential`` at 256 agents a phase has 256 stages): the phase's id -> name
+    copy, the removed (sorted) and the shared history. None of them changes during a
+    phase: members are removed and the organization switched only between rounds, and
+    the history grows after the act phase."""
+
+    team: dict[str, str]
+    removed: tuple[str, ...]
+    history: SharedHistory | None
+
+
 def _contexts(state: EpisodeState, stages: list[Stage], si: int, outputs: RoundOutputs,
-              team: dict[str, str]) -> dict[str, CommunicateContext]:
-    """What each speaker of ``stages[si]`` is told. What is the same for all of them (the
-    removed, the shared history, a vote's candidates) is made once for the stage: a
-    256-agent stage made 256 of each; what the organization tells each speaker (its
-    name, instruction, receivers, rules) is read from :meth:`EpisodeState.agent_facts`,
-    kept until the organization is resolved anew."""
+              told: _Told) -> dict[str, CommunicateContext]:
+    """What each speaker of ``stages[si]`` is told. What is the same for all of them (a
+    vote's candidates) is made once for the stage, what is the same for the phase
+    (``told``) once for the phase: a 256-agent stage made 256 of each; what the
+    organization tells each speaker (its name, instruction, receivers, rules) is read
+    from :meth:`EpisodeState.agent_facts`, kept until the organization is resolved anew."""
     org, stage = state.organization, stages[si]
-    removed, history = state.sorted_removed(), state.shared_history()
+    team, removed, history = told
     candidates = state.active() if stage.kind == "vote" else None
     facts, fact = state.agent_facts(), state.agent_fact
     ctxs = {}
     for agent in stage.speakers:
         f = facts.get(agent) or fact(agent)
+        # every field, by position in CommunicateContext's order (round, agent, name,
+        # team, instruction, role, allow_abstain, self_chosen_roles, can_message,
+        # visible_this_round, stage_kind, candidates, removed, history, rules,
+        # tokenizer): by keyword its 16 arguments cost 2 us more a context, one a stage
         ctxs[agent] = CommunicateContext(
-            round=state.round, agent=agent, name=f.name,
-            team=team, instruction=f.instruction,
-            role=state.role_in(f, agent), allow_abstain=org.allow_abstain,
-            self_chosen_roles=f.self_chosen_roles,
-            can_message=f.can_message,
-            visible_this_round=visible_outputs(stages, si, agent, outputs),
-            stage_kind=stage.kind, candidates=None if candidates is None else list(candidates),
-            removed=removed, history=history, rules=f.rules,
-            tokenizer=state.tokenizer)
+            state.round, agent, f.name, team, f.instruction, state.role_in(f, agent),
+            org.allow_abstain, f.self_chosen_roles, f.can_message,
+            visible_outputs(stages, si, agent, outputs), stage.kind,
+            None if candidates is None else list(candidates), removed, history, f.rules,
+            state.tokenizer)
     return ctxs
 
 
@@ -170,6 +182,7 @@ async def communicate_phase(state: EpisodeState, speakers: list[str] | None = No
     abstained: set[str] = set()
     state.abstained = abstained
     team = dict(state.roster.by_id)  # one copy per phase, shared by the contexts
+    told = _Told(team, state.sorted_removed(), state.shared_history())
     view = state.view  # members read the episode through it, never the env
     for member in state.members.values():
         member.observe(view)
@@ -179,7 +192,7 @@ async def communicate_phase(state: EpisodeState, speakers: list[str] | None = No
     while si < len(stages):  # leader_first, sequential at 256 agents: 256 stages a round
         stage = stages[si]
         speakers = stage.speakers
-        ctxs = _contexts(state, stages, si, outputs, team)
+        ctxs = _contexts(state, stages, si, outputs, told)
         decisions = await _all(state, speakers,
                                [members[a].communicate(ctxs[a], view) for a in speakers],
                                partial(MessageLine, phase="communicate", stage=si,
@@ -220,8 +233,7 @@ async def communicate_phase(state: EpisodeState, speakers: list[str] | None = No
                 else:
                     state.grant_role(agent, role)
         if stage.acts:  # after its role was granted: it acts in the role it chose
-            outputs += await _act_in_turn(state, si, stage, abstained, outputs, stages, inbox,
-                                          team)
+            outputs += await _act_in_turn(state, si, stage, abstained, ctxs, inbox, team)
         for hook in state.hooks.stage:
             hook(state)
         si += 1
@@ -252,20 +264,21 @@ def _deliver(state: EpisodeState, inbox: Inboxes, agents: Sequence[str] | None =
 
 
 async def _act_in_turn(state: EpisodeState, si: int, stage: Stage, abstained: set[str],
-                       outputs: list[TeamMessage], stages: list[Stage],
-                       inbox: Inboxes, team: dict[str, str]
-                       ) -> list[TeamMessage]:
+                       ctxs: dict[str, CommunicateContext], inbox: Inboxes,
+                       team: dict[str, str]) -> list[TeamMessage]:
     """The speakers of an ``acts`` stage decide their actions now, each seeing what it
     saw when it spoke; returns their chosen actions as public outputs (kind ``action``).
 
     What was delivered to them so far is delivered before they decide (the rest of the
-    round's messages come at the end of the phase). ``team``: the phase's id -> name
-    copy, shared by its contexts.
+    round's messages come at the end of the phase). ``ctxs``: the stage's communicate
+    contexts, whose ``visible_this_round`` is what each saw (the same list, not found
+    again: a stage's own outputs are never visible to it); ``team``: the phase's
+    id -> name copy, shared by its contexts.
     """
     env = state.env
     deciders = [a for a in stage.speakers if a not in abstained and _may_act(state, a)]
     _deliver(state, inbox, deciders)
-    visible = {a: visible_outputs(stages, si, a, outputs) for a in deciders}
+    visible = {a: ctxs[a].visible_this_round for a in deciders}
     actions, chosen = await decide_actions(state, abstained, deciders, visible, team=team) \
         if deciders else ({}, {})  # one stage a speaker (sequential): often nobody to ask
     for hook in state.hooks.decided:
@@ -442,8 +455,10 @@ async def decide_actions(state: EpisodeState, abstained: set[str] = frozenset(),
     ctxs = {}
     for a in deciders:
         f = facts.get(a) or fact(a)
+        # by position, as _contexts makes its contexts (round, agent, name, team,
+        # instruction, role, abstained, visible_this_round, history)
         ctxs[a] = ActContext(state.round, a, f.name, team, f.instruction, state.role_in(f, a),
-                             visible_this_round=(visible or {}).get(a, []), history=history)
+                             False, (visible or {}).get(a, []), history)
     decisions = await _all(state, deciders,
                            (state.members[a].act(state.view, state.round, ctxs[a])
                             for a in deciders), partial(ActionLine, phase="act"))

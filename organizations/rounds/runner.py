@@ -419,27 +419,26 @@ def _subscribe_overlay(hooks: RoundHooks, env: HighLevelEnv) -> None:
         overlay.caption = f"round {state.round} - {name}"
         show_roles(state)
 
-    marked: list = [None, set()]  # the phase's abstainers' set, and those of it marked
+    def mark_abstainers(state: EpisodeState, records: list) -> None:
+        # a communicate stage's deciders are the only ones that can have joined the
+        # phase's abstainers since the last stage: marking those (one a stage under
+        # sequential) keeps every abstainer so far marked by the stage's end, where
+        # finding the new ones among all of them after each of 256 stages grew with
+        # the square of the team. Act decisions are never an abstainer's.
+        abstained, markers = state.abstained, overlay.markers
+        for record in records:
+            if record.agent in abstained:
+                markers[record.agent] = "abstained"
 
     def stage(state: EpisodeState) -> None:
         show_roles(state)
-        # every abstainer so far this round is marked: the new ones since the last
-        # stage, in one call (marking all of them after each of 256 stages grew with
-        # the square of the team). A phase's set only grows, and nothing else writes
-        # markers during a phase (shocks write theirs at the round's start)
-        abstained = state.abstained
-        if abstained is not marked[0]:
-            marked[:] = abstained, set()
-        if len(abstained) != len(marked[1]):
-            new = abstained - marked[1]
-            overlay.markers.update(dict.fromkeys(new, "abstained"))
-            marked[1] |= new
         if env.render_mode == "human":
             env.render()
 
     hooks.phase.append(phase)
     hooks.message.append(overlay.say)
     hooks.role.append(role_granted)
+    hooks.decided.append(mark_abstainers)
     hooks.stage.append(stage)
 
 

@@ -57,3 +57,70 @@ def test_a_chosen_actions_label_is_that_of_the_action_offered_with_its_id():
                 checked += 1
         env.step({a: rng.choice(env.available_actions(a)).id for a in env.agents})
     assert checked > 500
+
+
+def test_contexts_made_by_position_hold_each_field_where_the_dataclass_has_it():
+    # the round loop makes contexts by position (keywords cost more at 256 stages a
+    # round): a field added or moved in CommunicateContext / ActContext must be
+    # followed there, and this says so
+    import asyncio
+    from dataclasses import fields
+
+    from orgteams.agents.member import ActContext, CommunicateContext
+    from orgteams.envs.highlevel.highlevel_env import HighLevelEnv
+    from orgteams.organizations.rounds.episode import EpisodeState
+    from orgteams.organizations.rounds.phases import _contexts, _Told, decide_actions
+    from orgteams.organizations.protocols.schedule import RoundOutputs, schedule
+    from orgteams.run import build_team
+
+    assert [f.name for f in fields(CommunicateContext)] == [
+        "round", "agent", "name", "team", "instruction", "role", "allow_abstain",
+        "self_chosen_roles", "can_message", "visible_this_round", "stage_kind",
+        "candidates", "removed", "history", "rules", "tokenizer"]
+    assert [f.name for f in fields(ActContext)] == [
+        "round", "agent", "name", "team", "instruction", "role", "abstained",
+        "visible_this_round", "history"]
+    org = load_organization("sequential")
+    env = HighLevelEnv(layout="studio", task="prepare_afternoon_tea", num_agents=3)
+    env.reset(seed=0)
+    members = build_team("planner", 3, org)
+    state = EpisodeState(env, org, org.resolve(list(env.possible_agents)), members)
+    state.round = 2
+    stages = schedule(state.resolved, state.active(), state.round)
+    team = dict(state.roster.by_id)
+    ctx = _contexts(state, stages, 1, RoundOutputs(state.team), _Told(team, (), None))["agent_1"]
+    fact = state.agent_fact("agent_1")
+    assert (ctx.round, ctx.agent, ctx.name, ctx.team, ctx.instruction) == (
+        2, "agent_1", fact.name, team, fact.instruction)
+    assert (ctx.allow_abstain, ctx.self_chosen_roles, ctx.can_message, ctx.stage_kind,
+            ctx.candidates, ctx.removed, ctx.history, ctx.rules, ctx.tokenizer) == (
+        org.allow_abstain, fact.self_chosen_roles, fact.can_message, "message", None, (),
+        None, fact.rules, state.tokenizer)
+    seen = []
+    members["agent_1"].act = lambda view, rnd, c: _record(seen, c)
+    asyncio.run(decide_actions(state, deciders=["agent_1"], visible={"agent_1": ["x"]},
+                               team=team))
+    act = seen[0]
+    assert (act.round, act.agent, act.name, act.team, act.instruction, act.abstained,
+            act.visible_this_round, act.history) == (
+        2, "agent_1", fact.name, team, fact.instruction, False, ["x"], None)
+
+
+async def _record(seen: list, ctx):
+    from orgteams.agents.member import ActDecision, DecisionRecord
+
+    seen.append(ctx)
+    return ActDecision("wait", "", DecisionRecord("act", ctx.agent, ctx.round))
+
+
+def test_an_action_output_is_the_message_the_checked_constructor_makes():
+    # made unchecked (one per decider of a sequential round): equal, same hash, same
+    # fields in the same order as TeamMessage's own constructor gives
+    from orgteams.agents.messages import TeamMessage
+    from orgteams.agents.shared_context import action_output
+
+    got = action_output("agent_1", "grab:cup_1", "[gograb] <cup_1>", 3, 4)
+    want = TeamMessage("agent_1", "everyone", "[gograb] <cup_1>", "action", round=3, stage=4,
+                       content={"agent": "agent_1", "action": "grab:cup_1"})
+    assert got == want and hash(got) == hash(want)
+    assert list(vars(got).items()) == list(vars(want).items())
