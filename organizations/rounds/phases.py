@@ -149,16 +149,16 @@ def _contexts(state: EpisodeState, stages: list[Stage], si: int, outputs: RoundO
     ctxs = {}
     for agent in stage.speakers:
         f = facts.get(agent) or fact(agent)
-        # every field, by position in CommunicateContext's order (round, agent, name,
-        # team, instruction, role, allow_abstain, self_chosen_roles, can_message,
-        # visible_this_round, stage_kind, candidates, removed, history, rules,
-        # tokenizer): by keyword its 16 arguments cost 2 us more a context, one a stage
         ctxs[agent] = CommunicateContext(
-            state.round, agent, f.name, team, f.instruction, state.role_in(f, agent),
-            org.allow_abstain, f.self_chosen_roles, f.can_message,
-            visible_outputs(stages, si, agent, outputs), stage.kind,
-            None if candidates is None else list(candidates), removed, history, f.rules,
-            state.tokenizer)
+            round=state.round, agent=agent, name=f.name,
+            team=team, instruction=f.instruction,
+            role=state.role_in(f, agent), allow_abstain=org.allow_abstain,
+            self_chosen_roles=f.self_chosen_roles,
+            can_message=f.can_message,
+            visible_this_round=visible_outputs(stages, si, agent, outputs),
+            stage_kind=stage.kind, candidates=None if candidates is None else list(candidates),
+            removed=removed, history=history, rules=f.rules,
+            tokenizer=state.tokenizer)
     return ctxs
 
 
@@ -455,10 +455,8 @@ async def decide_actions(state: EpisodeState, abstained: set[str] = frozenset(),
     ctxs = {}
     for a in deciders:
         f = facts.get(a) or fact(a)
-        # by position, as _contexts makes its contexts (round, agent, name, team,
-        # instruction, role, abstained, visible_this_round, history)
         ctxs[a] = ActContext(state.round, a, f.name, team, f.instruction, state.role_in(f, a),
-                             False, (visible or {}).get(a, []), history)
+                             visible_this_round=(visible or {}).get(a, []), history=history)
     decisions = await _all(state, deciders,
                            (state.members[a].act(state.view, state.round, ctxs[a])
                             for a in deciders), partial(ActionLine, phase="act"))
