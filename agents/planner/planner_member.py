@@ -36,7 +36,7 @@ from orgteams.agents.member import (
     TeamMessage,
 )
 from orgteams.agents.member_rules import MemberRules, choose_vote, within_budget
-from orgteams.agents.messages import EVERYONE, Seen, of_kind, render, unseen
+from orgteams.agents.messages import EVERYONE, Handed, Seen, of_kind, render, unseen
 from orgteams.agents.planner.planner import PlannerAgent
 from orgteams.agents.shared_context import RoundOutcome, as_claims
 from orgteams.agents.view import MemberView
@@ -119,7 +119,8 @@ def _history_claims(last: RoundOutcome) -> _RoundClaims:
     global _last_claims
     outcome, made = _last_claims  # one read: episodes in other threads replace it
     if outcome is not last:
-        claims = as_claims(last.actions, "", tick=last.tick)  # "" is nobody: all agents
+        # "" is nobody: all agents; one list handed to every reader that claimed nothing
+        claims = Handed(as_claims(last.actions, "", tick=last.tick))
         keys = [m.said_id for m in claims]
         at = {m.sender: i for i, m in enumerate(claims)}
         made = _RoundClaims(claims, keys, min((getattr(k, "born", -1) for k in keys),
@@ -195,7 +196,8 @@ class PlannerMember(MemberBase):
         if at is None:
             return self._fresh(_known_choices(ctx), observed=True)
         i = at.get(ctx.agent)  # its own claim, left out
-        others = claims[:i] + claims[i + 1:] if i is not None else claims[:]
+        # one that claimed nothing is handed the list itself (its intake is shared)
+        others = claims[:i] + claims[i + 1:] if i is not None else claims
         if born < seen.grown:  # some may be in its set: looked up one by one
             return self._fresh(others, observed=True)
         seen.update(keys[:i] + keys[i + 1:] if i is not None else keys)
@@ -234,8 +236,11 @@ class PlannerMember(MemberBase):
             return CommunicateDecision([], None, False, vote, "", record)
         if ctx.removed:
             _forget(self.planner, ctx.removed)
-        inbox = self._fresh_structured(ctx.visible_this_round) + self._fresh_known(ctx)
-        heard = self.planner.communicate(env, inbox, ctx.can_message)  # updates its claims
+        fresh = self._fresh_structured(ctx.visible_this_round)
+        known = self._fresh_known(ctx)
+        if fresh:  # taken in as handed, before what it knows of others' choices: a list
+            self.planner.receive(fresh)  # handed alike to many is read alike (intake)
+        heard = self.planner.communicate(env, known, ctx.can_message)  # updates its claims
         said = self._by_rules(heard, rules, env, ctx)
         if not ctx.can_message and said:  # nobody to tell: silent, and the record says so
             record.notes.append(f"no teammate may be messaged: {len(said)} message(s) not "

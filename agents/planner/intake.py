@@ -1,0 +1,98 @@
+"""What a team's planners take in alike from one list of messages, derived once for all.
+
+Under ``shared`` each of 256 planners is handed the same list of fresh messages a round
+(:func:`~orgteams.agents.messages.unseen` hands readers who ask alike one
+:class:`~orgteams.agents.messages.Handed` list, which none may change): the
+team's changed status reports and room claims, each stored by every reader into its
+own table (``intents``, ``room_claims``), one message at a time. What those stores
+leave in a table depends only on the list, not on the reader (a reader that said none
+of them, every one addressed to everyone), so it is derived once (:class:`Intake`) and
+each reader applies it in two dict operations; the other messages (claims on objects,
+reports, orders) it still reads one by one, as they depend on what it holds.
+
+A reader takes in only what it was handed: the intake of a list is read by a planner
+only when that very list (the same object) was handed to it, and never by one that
+said any of its messages (it skips its own).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import NamedTuple
+
+from orgteams.agents.messages import EVERYONE, Handed, TeamMessage
+
+__all__ = ["Intake", "shared_intake"]
+
+
+class Intake(NamedTuple):
+    """A list's status reports and room claims as their stores leave a reader's tables.
+
+    Readers share it: none may change it."""
+
+    senders: frozenset[str]  # who said any of the list (such a reader reads it whole)
+    grabs: dict[str, str]  # sender -> the object its status says it grabs, in order
+    idle: tuple[str, ...]  # senders whose status says they grab nothing
+    rooms: dict[str, str]  # whom a room claim speaks for -> the room its latest says
+    rest: list[TeamMessage]  # every other message, in order
+
+
+def intake_of(messages: Sequence[TeamMessage]) -> Intake | None:
+    """The :class:`Intake` of ``messages``, or None when what their status reports and
+    room claims leave depends on more than their order: one not addressed to everyone
+    (some readers skip it), a sender reporting twice (a status dropped, then made again,
+    moves in the table), or a room released (it undoes a claim only if it is the one
+    held)."""
+    senders: set[str] = set()
+    grabs: dict[str, str] = {}
+    idle: list[str] = []
+    rooms: dict[str, str] = {}
+    rest: list[TeamMessage] = []
+    reported: set[str] = set()
+    for m in messages:
+        sender, kind = m.sender, m.kind
+        senders.add(sender)
+        if kind == "status":
+            if m.receivers != EVERYONE or sender in reported:
+                return None
+            reported.add(sender)
+            target = m.grabs
+            if target is not None:
+                grabs[sender] = target
+            else:
+                idle.append(sender)
+        elif kind == "claim" and m.claimed is not None and m.claimed[0]:
+            if m.receivers != EVERYONE:
+                return None
+            _, by, room = m.claimed
+            rooms[by] = room  # a dict's stores: the first one's place, the latest room
+        elif kind == "release" and "room" in m.content:
+            return None
+        else:
+            rest.append(m)
+    return Intake(frozenset(senders), grabs, tuple(idle), rooms, rest)
+
+
+_latest: tuple = (None, None)
+"""(the latest :class:`Handed` list a planner was handed, its :class:`Intake` once a
+second planner was handed that list, False when it has none): one read, replaced
+whole (episodes in other threads replace it)."""
+
+
+def shared_intake(messages: list[TeamMessage]) -> Intake | None:
+    """The :class:`Intake` of ``messages`` when they are a :class:`Handed` list a
+    planner before this one was handed too (the same object): derived at the second
+    reader, so a list only one reader is handed costs nothing more. None: read them
+    message by message."""
+    global _latest
+    if type(messages) is not Handed:
+        return None
+    known = _latest  # one read
+    if known[0] is not messages:
+        _latest = (messages, None)
+        return None
+    made = known[1]
+    if made is None:
+        made = intake_of(messages) or False
+        _latest = (messages, made)
+    return made or None
