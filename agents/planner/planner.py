@@ -36,6 +36,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 from itertools import islice
+from operator import countOf
 from typing import TYPE_CHECKING
 
 from orgteams.agents.member_rules import MemberRules
@@ -642,11 +643,13 @@ class PlannerAgent:
         if not rooms:
             return None
         # the rooms others claimed: every claim's room, less its own unless another
-        # claims it too (256 claims: their values at once, not a loop over the pairs)
+        # claims it too (256 claims: their values at once, not a loop over the pairs);
+        # whether another does is asked only of a room it may choose (most deciders
+        # explored theirs: it is not among ``rooms``), counted without a copy
         claims = self.room_claims
         others = set(claims.values())
         mine = claims.get(me)
-        if mine is not None and list(claims.values()).count(mine) == 1:
+        if mine is not None and mine in rooms and countOf(claims.values(), mine) == 1:
             others.discard(mine)
         if self.assigned:
             others |= {k[len(ROOM):] for k in self.assigned if k.startswith(ROOM)}
