@@ -287,8 +287,14 @@ class PlannerMember(MemberBase):
                     continue
                 if "by" not in m.content:  # a relay to peer leaders keeps its receivers
                     receivers = to
-            out.append(replace(m, receivers=receivers, round=round,
-                               text=render(m.kind, m.content, m.text, names)))
+            text = render(m.kind, m.content, m.text, names)
+            # what replace() makes, made unchecked where the receivers are of the form
+            # the constructor keeps (its own, the rules' tuple, or everyone)
+            out.append(TeamMessage.unchecked(m.sender, receivers, text, m.kind, round, m.stage,
+                                             m.content, m.delivered, m.role, m.abstained)
+                       if type(m) is TeamMessage and (receivers == EVERYONE
+                                                      or type(receivers) is tuple)
+                       else replace(m, receivers=receivers, round=round, text=text))
         if every_round:
             doing = self.planner.status(env)
             if self._status != (ctx.round, doing):  # once a round, again if it changed
