@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import math
 import time
+from bisect import bisect_left
 from dataclasses import replace
 from typing import NamedTuple
 
@@ -108,6 +109,11 @@ class _RoundClaims(NamedTuple):
     keys: list[object]  # each claim's said_id
     born: float  # the earliest said_id's born (-1: one is not a made said_id)
     at: dict[str, int] | None  # sender -> the place of its claim; None: one says two
+    borns: list[float]  # each said_id's born (as ``born``), ascending
+    by_born: list[int]  # the places of the claims in that order
+    # the said_ids a reader that claimed nothing had heard -> the Handed list of the
+    # others (every reader that heard the same ones is handed it)
+    unheard: dict[frozenset, Handed]
 
 
 _last_claims: tuple = (None, None)  # (a round of the shared history, its _RoundClaims)
@@ -123,9 +129,11 @@ def _history_claims(last: RoundOutcome) -> _RoundClaims:
         claims = Handed(as_claims(last.actions, "", tick=last.tick))
         keys = [m.said_id for m in claims]
         at = {m.sender: i for i, m in enumerate(claims)}
-        made = _RoundClaims(claims, keys, min((getattr(k, "born", -1) for k in keys),
-                                              default=math.inf),
-                            at if len(at) == len(claims) else None)
+        borns = [getattr(k, "born", -1) for k in keys]
+        by_born = sorted(range(len(keys)), key=borns.__getitem__)
+        made = _RoundClaims(claims, keys, min(borns, default=math.inf),
+                            at if len(at) == len(claims) else None,
+                            [borns[j] for j in by_born], by_born, {})
         _last_claims = (last, made)
     return made
 
@@ -187,21 +195,46 @@ class PlannerMember(MemberBase):
         256 planners reads the same ~30 claims a round, all of them new: when every one
         was made after its set of what it heard last grew, none can be in it and each
         is said once (one a sender), so all the others' are fresh, found without a
-        lookup and without copying the list claim by claim."""
+        lookup and without copying the list claim by claim. When some were made before
+        (an agent claiming again what it claimed before says the same said_id), only
+        those are looked up."""
         history, seen = ctx.history, self._seen
         if ctx.visible_this_round or history is None or not history.rounds \
                 or type(seen) is not Seen:
             return self._fresh(_known_choices(ctx), observed=True)
-        claims, keys, born, at = _history_claims(history.rounds[-1])
+        made = _history_claims(history.rounds[-1])
+        claims, keys, born, at = made[:4]
         if at is None:
             return self._fresh(_known_choices(ctx), observed=True)
         i = at.get(ctx.agent)  # its own claim, left out
         # one that claimed nothing is handed the list itself (its intake is shared)
         others = claims[:i] + claims[i + 1:] if i is not None else claims
-        if born < seen.grown:  # some may be in its set: looked up one by one
-            return self._fresh(others, observed=True)
+        if born < seen.grown:  # some may be in its set
+            return self._fresh_of_old(made, i, others)
         seen.update(keys[:i] + keys[i + 1:] if i is not None else keys)
         return others
+
+    def _fresh_of_old(self, made: _RoundClaims, i: int | None, others: list[TeamMessage]
+                      ) -> list[TeamMessage]:
+        """:meth:`_fresh` of ``others`` (the claims of ``made`` less its own, the
+        ``i``-th), looking up only those whose said_id was made before its set of what
+        it heard last grew (a said_id made later cannot be in it): most of a round's
+        claims are new, a few said again. Readers that claimed nothing and had heard
+        the same ones are handed one list."""
+        seen, claims = self._seen, made.claims
+        old = [claims[j] for j in made.by_born[:bisect_left(made.borns, seen.grown)]
+               if j != i]
+        fresh = set(map(id, self._fresh(old, observed=True)))  # looked up, and marked
+        heard = frozenset(m.said_id for m in old if id(m) not in fresh)
+        seen.update(made.keys[:i] + made.keys[i + 1:] if i is not None else made.keys)
+        if not heard:
+            return others
+        if i is not None:
+            return [m for m in others if m.said_id not in heard]
+        out = made.unheard.get(heard)
+        if out is None:
+            out = made.unheard[heard] = Handed(m for m in others if m.said_id not in heard)
+        return out
 
     def _fresh_structured(self, messages: list[TeamMessage]) -> list[TeamMessage]:
         """The structured messages a planner understands (free text is ignored) among
