@@ -547,9 +547,16 @@ class Handed(list):
     """Fresh messages :func:`unseen` hands alike to the readers of a broadcast left with
     the same ones in turn (none of them their own): one list for all of them, which is
     why it refuses to be changed; what they derive alike from it they may derive once
-    (:mod:`~orgteams.agents.planner.intake`)."""
+    (:mod:`~orgteams.agents.planner.intake`). A reader whose own messages were among
+    them is handed its own list, which knows it is ``whole`` (that shared list) less
+    the messages ``without`` said; ``whole`` is None for a shared one."""
 
-    __slots__ = ()
+    __slots__ = ("whole", "without")
+
+    def __init__(self, messages: Iterable[TeamMessage] = (), whole: Handed | None = None,
+                 without: str | None = None) -> None:
+        super().__init__(messages)
+        self.whole, self.without = whole, without
 
     def _refuse(self, *args, **kwargs):
         raise TypeError("a Handed list is shared by its readers: copy it to change it")
@@ -692,7 +699,8 @@ def unseen(messages: list[TeamMessage], seen: set, skip: Collection[str] = (),
                     mine = list(filterfalse(own.__contains__, new))
                     if len(mine) < len(new):  # its own left out: a list of its own
                         seen.update(mine)
-                        return list(map(keys.message.__getitem__, mine))
+                        return Handed(map(keys.message.__getitem__, mine), keys.hand(new),
+                                      without)
                 seen.update(new)
                 return keys.hand(new)  # what every reader handed these keys is handed
     out = []

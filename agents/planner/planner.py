@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING
 
 from orgteams.agents.member_rules import MemberRules
 from orgteams.agents.messages import EVERYONE, TeamMessage
-from orgteams.agents.planner.intake import shared_intake
+from orgteams.agents.planner.intake import take_in
 from orgteams.agents.planner.lead import ROOM, lead
 from orgteams.agents.view import MemberView
 
@@ -150,15 +150,11 @@ class PlannerAgent:
         # a 256-agent team hands each planner hundreds a round: what the loop reads of
         # itself is read once (nothing in it changes its rules, nor which dicts it uses)
         intents, claims, room_claims = self.intents, self.claims, self.room_claims
-        shared = shared_intake(messages)
-        if shared is not None and me not in shared.senders:
-            # the list every reader is handed alike: its statuses and room claims as
-            # their stores leave the tables, derived once (intake); the rest read here
-            for agent in shared.idle:
-                intents.pop(agent, None)
-            intents.update(shared.grabs)
-            room_claims.update(shared.rooms)
-            messages = shared.rest
+        # a list handed alike to many: its statuses and room claims as their stores
+        # leave the tables, derived once (intake); the rest read here
+        rest = take_in(messages, me, intents, room_claims)
+        if rest is not None:
+            messages = rest
         found_by, heard, rules = self.found_by, self._heard, self.rules
         relays = rules.assigns and rules.peers  # a leader relaying its reports' reports
         for m in messages:

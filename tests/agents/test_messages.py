@@ -243,7 +243,8 @@ def test_readers_left_with_the_same_messages_are_handed_one_list_none_may_change
            for reader, seen in (("r1", first), ("r2", second))]
     assert got[0] is got[1] and type(got[0]) is Handed and got[0] == said
     mine = unseen(Heard.cut(broadcast, 0, 3, "a1", [1]), speaker)  # its own left out
-    assert type(mine) is list and mine == [said[0], said[2]]
+    assert mine == [said[0], said[2]] and mine is not got[0]
+    assert (mine.whole, mine.without, got[0].whole) == (got[0], "a1", None)
     with pytest.raises(TypeError, match="shared by its readers"):
         got[0] += said
 
