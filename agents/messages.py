@@ -551,12 +551,16 @@ class Handed(list):
     them is handed its own list, which knows it is ``whole`` (that shared list) less
     the messages ``without`` said; ``whole`` is None for a shared one."""
 
-    __slots__ = ("whole", "without")
+    whole: Handed | None = None
+    without: str | None = None
 
-    def __init__(self, messages: Iterable[TeamMessage] = (), whole: Handed | None = None,
-                 without: str | None = None) -> None:
-        super().__init__(messages)
-        self.whole, self.without = whole, without
+    @classmethod
+    def less(cls, messages: Iterable[TeamMessage], whole: Handed, without: str) -> Handed:
+        """``messages``: ``whole`` less the messages ``without`` said, as a list that
+        knows it (a shared one is made as a list is, without this)."""
+        out = cls(messages)
+        out.whole, out.without = whole, without
+        return out
 
     def _refuse(self, *args, **kwargs):
         raise TypeError("a Handed list is shared by its readers: copy it to change it")
@@ -699,8 +703,8 @@ def unseen(messages: list[TeamMessage], seen: set, skip: Collection[str] = (),
                     mine = list(filterfalse(own.__contains__, new))
                     if len(mine) < len(new):  # its own left out: a list of its own
                         seen.update(mine)
-                        return Handed(map(keys.message.__getitem__, mine), keys.hand(new),
-                                      without)
+                        return Handed.less(map(keys.message.__getitem__, mine),
+                                           keys.hand(new), without)
                 seen.update(new)
                 return keys.hand(new)  # what every reader handed these keys is handed
     out = []

@@ -209,8 +209,8 @@ class PlannerMember(MemberBase):
         i = at.get(ctx.agent)  # its own claim, left out
         # one that claimed nothing is handed the list itself, one that did the list less
         # its own claim, which knows it (either way its intake is shared)
-        others = Handed(claims[:i] + claims[i + 1:], claims, ctx.agent) if i is not None \
-            else claims
+        others = Handed.less(claims[:i] + claims[i + 1:], claims, ctx.agent) \
+            if i is not None else claims
         if born < seen.grown:  # some may be in its set
             return self._fresh_of_old(made, i, others)
         seen.update(keys[:i] + keys[i + 1:] if i is not None else keys)

@@ -506,7 +506,7 @@ def test_a_list_handed_alike_to_many_is_taken_in_as_each_copy_is(seed, monkeypat
         for f, p in zip(fast, plain):
             me = f.agent_id
             if rng.random() < 0.5 and any(m.sender == me for m in said):
-                f.receive(Handed([m for m in said if m.sender != me], handed, me))
+                f.receive(Handed.less([m for m in said if m.sender != me], handed, me))
             else:
                 f.receive(handed)
             p.receive(list(said))
