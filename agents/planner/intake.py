@@ -4,11 +4,13 @@ Under ``shared`` each of 256 planners is handed the same list of fresh messages 
 (:func:`~orgteams.agents.messages.unseen` hands readers who ask alike one
 :class:`~orgteams.agents.messages.Handed` list, which none may change): the
 team's changed status reports and room claims, each stored by every reader into its
-own table (``intents``, ``room_claims``), one message at a time. What those stores
-leave in a table depends only on the list, not on the reader (a reader that said none
-of them, every one addressed to everyone), so it is derived once (:class:`Intake`) and
-each reader applies it in two dict operations; the other messages (claims on objects,
-reports, orders) it still reads one by one, as they depend on what it holds.
+own table (``intents``, ``room_claims``), one message at a time (under ``leader``,
+the members' room claims, handed alike to those that read since the same place). What
+those stores leave in a table depends only on the list, not on the reader (every one
+addressed to everyone; a reader's own leave its entries as they were), so it is derived
+once (:class:`Intake`) and each reader applies it in a few dict operations; the other
+messages (claims on objects, reports, orders) it still reads one by one, as they depend
+on what it holds.
 
 A reader takes in only what it was handed: the intake of a list is read by a planner
 only when that very list (the same object) was handed to it, or that list less its own
