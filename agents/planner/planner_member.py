@@ -223,14 +223,17 @@ class PlannerMember(MemberBase):
         it heard last grew (a said_id made later cannot be in it): most of a round's
         claims are new, a few said again. Readers that claimed nothing and had heard
         the same ones are handed one list."""
-        seen, claims = self._seen, made.claims
-        old = [claims[j] for j in made.by_born[:bisect_left(made.borns, seen.grown)]
-               if j != i]
-        fresh = set(map(id, self._fresh(old, observed=True)))  # looked up, and marked
-        heard = frozenset(m.said_id for m in old if id(m) not in fresh)
-        seen.update(made.keys[:i] + made.keys[i + 1:] if i is not None else made.keys)
-        if not heard:
+        seen, claims, keys = self._seen, made.claims, made.keys
+        cut = bisect_left(made.borns, seen.grown)
+        old = [claims[j] for j in made.by_born[:cut] if j != i]
+        fresh = self._fresh(old, observed=True)  # looked up, and marked heard
+        later = [keys[j] for j in made.by_born[cut:] if j != i]  # made since: not heard
+        if later:
+            seen.update(later)
+        if len(fresh) == len(old):  # none heard before
             return others
+        fresh_ids = set(map(id, fresh))
+        heard = frozenset(m.said_id for m in old if id(m) not in fresh_ids)
         if i is not None:
             return [m for m in others if m.said_id not in heard]
         out = made.unheard.get(heard)
