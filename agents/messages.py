@@ -45,8 +45,8 @@ from typing import Any, Literal
 
 from orgteams.envs.core.limits import MESSAGE_MAX_CHARS
 
-__all__ = ["EVERYONE", "MESSAGE_KINDS", "MESSAGE_MAX_CHARS", "Broadcast", "Everyone", "Heard",
-           "Receivers", "Seen", "TeamMessage", "of_kind", "render", "unseen"]
+__all__ = ["EVERYONE", "MESSAGE_KINDS", "MESSAGE_MAX_CHARS", "Broadcast", "Everyone", "Handed",
+           "Heard", "Receivers", "Seen", "TeamMessage", "of_kind", "render", "unseen"]
 
 EVERYONE = "everyone"  # the one spelling of "every other team member"
 Everyone = Literal["everyone"]
@@ -393,8 +393,8 @@ class _Keys:
     said twice: then :func:`unseen` reads such a broadcast message by message (the
     same answer, including the error an unhashable one raises)."""
 
-    __slots__ = ("born", "done", "exact", "index", "keys", "message", "own", "places",
-                 "since", "skip", "structured")
+    __slots__ = ("born", "done", "exact", "handed", "index", "keys", "message", "own",
+                 "places", "since", "skip", "structured")
 
     def __init__(self, skip: frozenset[str], structured: bool) -> None:
         self.skip, self.structured = skip, structured
@@ -409,6 +409,8 @@ class _Keys:
         # id of an earlier broadcast -> (it, weakly; how many keys of this one were
         # compared with it; those keys' indexes sorted by their index in it; those indexes)
         self.since: dict[int, tuple] = {}
+        # (the said_ids a reader was handed, their Handed list): the latest (see hand)
+        self.handed: tuple = (None, None)
 
     def extend(self, broadcast: Broadcast) -> None:
         skip, structured, message = self.skip, self.structured, self.message
@@ -431,6 +433,18 @@ class _Keys:
             self.places.append(at)
             self.own.setdefault(m.sender, set()).add(key)
         self.done = len(broadcast)
+
+    def hand(self, new: list[object]) -> Handed:
+        """The messages of the keys ``new`` (a list no one changes) as one
+        :class:`Handed` list for the readers handed the same keys in turn: under
+        ``shared`` each of 256 readers of a round's messages to everyone is handed the
+        same fresh ones (keys compare by identity: a match costs a pass in C)."""
+        latest = self.handed  # one read: a reader sees keys with their messages
+        if latest[0] == new:
+            return latest[1]
+        out = Handed(map(self.message.__getitem__, new))
+        self.handed = (new, out)
+        return out
 
     def uncovered(self, first: int, last: int, earlier: Broadcast, before: _Keys,
                   low: int, high: int) -> list[int] | None:
@@ -529,6 +543,32 @@ for _name in ("add", "update", "__ior__", "symmetric_difference_update", "__ixor
     setattr(Seen, _name, _grows(_name))
 
 
+class Handed(list):
+    """Fresh messages :func:`unseen` hands alike to the readers of a broadcast left with
+    the same ones in turn (none of them their own): one list for all of them, which is
+    why it refuses to be changed; what they derive alike from it they may derive once
+    (:mod:`~orgteams.agents.planner.intake`). A reader whose own messages were among
+    them is handed its own list, which knows it is ``whole`` (that shared list) less
+    the messages ``without`` said; ``whole`` is None for a shared one."""
+
+    whole: Handed | None = None
+    without: str | None = None
+
+    @classmethod
+    def less(cls, messages: Iterable[TeamMessage], whole: Handed, without: str) -> Handed:
+        """``messages``: ``whole`` less the messages ``without`` said, as a list that
+        knows it (a shared one is made as a list is, without this)."""
+        out = cls(messages)
+        out.whole, out.without = whole, without
+        return out
+
+    def _refuse(self, *args, **kwargs):
+        raise TypeError("a Handed list is shared by its readers: copy it to change it")
+
+    __setitem__ = __delitem__ = __iadd__ = __imul__ = _refuse
+    append = extend = insert = pop = remove = clear = sort = reverse = _refuse
+
+
 class Heard(list):
     """What one reader is handed of a :class:`Broadcast`: ``source[start:stop]`` less
     the messages ``without`` sent, in order. A plain list to every reader;
@@ -617,6 +657,8 @@ def unseen(messages: list[TeamMessage], seen: set, skip: Collection[str] = (),
     of each, in order. A cut that no such cut covers (every status changed, every
     claim new) is read from the keys too, all of them looked up. Anything else (a
     plain list, a broadcast that says something twice) is read message by message.
+    Readers left with the same messages in turn, none their own, are handed one
+    :class:`Handed` list (:meth:`_Keys.hand`), which none may change.
     """
     if type(messages) is Heard and messages.source is not None and type(seen) is Seen:
         source, filter_ = messages.source, (frozenset(skip), structured)
@@ -644,18 +686,27 @@ def unseen(messages: list[TeamMessage], seen: set, skip: Collection[str] = (),
                                                          keys.own.get(latest[4], ()))
                                           if first <= i < last)})
             if index is not None:
-                new = list(map(keys.keys.__getitem__, index))
+                # a run of keys (most cuts under leader: each reader's since its last
+                # read) is sliced, not mapped key by key
+                run = type(index) is range
+                new = keys.keys[first:last] if run else list(map(keys.keys.__getitem__, index))
                 # keys all made after the reader's set last grew are not in it: no
                 # lookup (most of a 256-agent team's round: new claims, changed
                 # statuses; a lookup in one of 256 sets of thousands is a cache miss)
-                if new and min(map(keys.born.__getitem__, index)) < seen.grown:
+                if new and min(keys.born[first:last] if run else
+                               map(keys.born.__getitem__, index)) < seen.grown:
                     new = list(filterfalse(seen.__contains__, new))
-                if new:
-                    own = keys.own.get(without) if without is not None else None
-                    if own:
-                        new = list(filterfalse(own.__contains__, new))
-                    seen.update(new)
-                return list(map(keys.message.__getitem__, new))
+                if not new:
+                    return []
+                own = keys.own.get(without) if without is not None else None
+                if own:
+                    mine = list(filterfalse(own.__contains__, new))
+                    if len(mine) < len(new):  # its own left out: a list of its own
+                        seen.update(mine)
+                        return Handed.less(map(keys.message.__getitem__, mine),
+                                           keys.hand(new), without)
+                seen.update(new)
+                return keys.hand(new)  # what every reader handed these keys is handed
     out = []
     grows = type(seen) is Seen
     # a Seen's own add (set.add and a new ``grown``, once for the whole list, below)

@@ -36,10 +36,12 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 from itertools import islice
+from operator import countOf
 from typing import TYPE_CHECKING
 
 from orgteams.agents.member_rules import MemberRules
 from orgteams.agents.messages import EVERYONE, TeamMessage
+from orgteams.agents.planner.intake import take_in
 from orgteams.agents.planner.lead import ROOM, lead
 from orgteams.agents.view import MemberView
 
@@ -148,6 +150,11 @@ class PlannerAgent:
         # a 256-agent team hands each planner hundreds a round: what the loop reads of
         # itself is read once (nothing in it changes its rules, nor which dicts it uses)
         intents, claims, room_claims = self.intents, self.claims, self.room_claims
+        # a list handed alike to many: its statuses and room claims as their stores
+        # leave the tables, derived once (intake); the rest read here
+        rest = take_in(messages, me, intents, room_claims)
+        if rest is not None:
+            messages = rest
         found_by, heard, rules = self.found_by, self._heard, self.rules
         relays = rules.assigns and rules.peers  # a leader relaying its reports' reports
         for m in messages:
@@ -632,11 +639,13 @@ class PlannerAgent:
         if not rooms:
             return None
         # the rooms others claimed: every claim's room, less its own unless another
-        # claims it too (256 claims: their values at once, not a loop over the pairs)
+        # claims it too (256 claims: their values at once, not a loop over the pairs);
+        # whether another does is asked only of a room it may choose (most deciders
+        # explored theirs: it is not among ``rooms``), counted without a copy
         claims = self.room_claims
         others = set(claims.values())
         mine = claims.get(me)
-        if mine is not None and list(claims.values()).count(mine) == 1:
+        if mine is not None and mine in rooms and countOf(claims.values(), mine) == 1:
             others.discard(mine)
         if self.assigned:
             others |= {k[len(ROOM):] for k in self.assigned if k.startswith(ROOM)}

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import math
 import time
+from bisect import bisect_left
 from dataclasses import replace
 from typing import NamedTuple
 
@@ -36,7 +37,7 @@ from orgteams.agents.member import (
     TeamMessage,
 )
 from orgteams.agents.member_rules import MemberRules, choose_vote, within_budget
-from orgteams.agents.messages import EVERYONE, Seen, of_kind, render, unseen
+from orgteams.agents.messages import EVERYONE, Handed, Seen, of_kind, render, unseen
 from orgteams.agents.planner.planner import PlannerAgent
 from orgteams.agents.shared_context import RoundOutcome, as_claims
 from orgteams.agents.view import MemberView
@@ -108,6 +109,11 @@ class _RoundClaims(NamedTuple):
     keys: list[object]  # each claim's said_id
     born: float  # the earliest said_id's born (-1: one is not a made said_id)
     at: dict[str, int] | None  # sender -> the place of its claim; None: one says two
+    borns: list[float]  # each said_id's born (as ``born``), ascending
+    by_born: list[int]  # the places of the claims in that order
+    # the said_ids a reader that claimed nothing had heard -> the Handed list of the
+    # others (every reader that heard the same ones is handed it)
+    unheard: dict[frozenset, Handed]
 
 
 _last_claims: tuple = (None, None)  # (a round of the shared history, its _RoundClaims)
@@ -119,12 +125,15 @@ def _history_claims(last: RoundOutcome) -> _RoundClaims:
     global _last_claims
     outcome, made = _last_claims  # one read: episodes in other threads replace it
     if outcome is not last:
-        claims = as_claims(last.actions, "", tick=last.tick)  # "" is nobody: all agents
+        # "" is nobody: all agents; one list handed to every reader that claimed nothing
+        claims = Handed(as_claims(last.actions, "", tick=last.tick))
         keys = [m.said_id for m in claims]
         at = {m.sender: i for i, m in enumerate(claims)}
-        made = _RoundClaims(claims, keys, min((getattr(k, "born", -1) for k in keys),
-                                              default=math.inf),
-                            at if len(at) == len(claims) else None)
+        borns = [getattr(k, "born", -1) for k in keys]
+        by_born = sorted(range(len(keys)), key=borns.__getitem__)
+        made = _RoundClaims(claims, keys, min(borns, default=math.inf),
+                            at if len(at) == len(claims) else None,
+                            [borns[j] for j in by_born], by_born, {})
         _last_claims = (last, made)
     return made
 
@@ -186,20 +195,51 @@ class PlannerMember(MemberBase):
         256 planners reads the same ~30 claims a round, all of them new: when every one
         was made after its set of what it heard last grew, none can be in it and each
         is said once (one a sender), so all the others' are fresh, found without a
-        lookup and without copying the list claim by claim."""
+        lookup and without copying the list claim by claim. When some were made before
+        (an agent claiming again what it claimed before says the same said_id), only
+        those are looked up."""
         history, seen = ctx.history, self._seen
         if ctx.visible_this_round or history is None or not history.rounds \
                 or type(seen) is not Seen:
             return self._fresh(_known_choices(ctx), observed=True)
-        claims, keys, born, at = _history_claims(history.rounds[-1])
+        made = _history_claims(history.rounds[-1])
+        claims, keys, born, at = made[:4]
         if at is None:
             return self._fresh(_known_choices(ctx), observed=True)
         i = at.get(ctx.agent)  # its own claim, left out
-        others = claims[:i] + claims[i + 1:] if i is not None else claims[:]
-        if born < seen.grown:  # some may be in its set: looked up one by one
-            return self._fresh(others, observed=True)
+        # one that claimed nothing is handed the list itself, one that did the list less
+        # its own claim, which knows it (either way its intake is shared)
+        others = Handed.less(claims[:i] + claims[i + 1:], claims, ctx.agent) \
+            if i is not None else claims
+        if born < seen.grown:  # some may be in its set
+            return self._fresh_of_old(made, i, others)
         seen.update(keys[:i] + keys[i + 1:] if i is not None else keys)
         return others
+
+    def _fresh_of_old(self, made: _RoundClaims, i: int | None, others: list[TeamMessage]
+                      ) -> list[TeamMessage]:
+        """:meth:`_fresh` of ``others`` (the claims of ``made`` less its own, the
+        ``i``-th), looking up only those whose said_id was made before its set of what
+        it heard last grew (a said_id made later cannot be in it): most of a round's
+        claims are new, a few said again. Readers that claimed nothing and had heard
+        the same ones are handed one list."""
+        seen, claims, keys = self._seen, made.claims, made.keys
+        cut = bisect_left(made.borns, seen.grown)
+        old = [claims[j] for j in made.by_born[:cut] if j != i]
+        fresh = self._fresh(old, observed=True)  # looked up, and marked heard
+        later = [keys[j] for j in made.by_born[cut:] if j != i]  # made since: not heard
+        if later:
+            seen.update(later)
+        if len(fresh) == len(old):  # none heard before
+            return others
+        fresh_ids = set(map(id, fresh))
+        heard = frozenset(m.said_id for m in old if id(m) not in fresh_ids)
+        if i is not None:
+            return [m for m in others if m.said_id not in heard]
+        out = made.unheard.get(heard)
+        if out is None:
+            out = made.unheard[heard] = Handed(m for m in others if m.said_id not in heard)
+        return out
 
     def _fresh_structured(self, messages: list[TeamMessage]) -> list[TeamMessage]:
         """The structured messages a planner understands (free text is ignored) among
@@ -234,8 +274,11 @@ class PlannerMember(MemberBase):
             return CommunicateDecision([], None, False, vote, "", record)
         if ctx.removed:
             _forget(self.planner, ctx.removed)
-        inbox = self._fresh_structured(ctx.visible_this_round) + self._fresh_known(ctx)
-        heard = self.planner.communicate(env, inbox, ctx.can_message)  # updates its claims
+        fresh = self._fresh_structured(ctx.visible_this_round)
+        known = self._fresh_known(ctx)
+        if fresh:  # taken in as handed, before what it knows of others' choices: a list
+            self.planner.receive(fresh)  # handed alike to many is read alike (intake)
+        heard = self.planner.communicate(env, known, ctx.can_message)  # updates its claims
         said = self._by_rules(heard, rules, env, ctx)
         if not ctx.can_message and said:  # nobody to tell: silent, and the record says so
             record.notes.append(f"no teammate may be messaged: {len(said)} message(s) not "
@@ -282,8 +325,14 @@ class PlannerMember(MemberBase):
                     continue
                 if "by" not in m.content:  # a relay to peer leaders keeps its receivers
                     receivers = to
-            out.append(replace(m, receivers=receivers, round=round,
-                               text=render(m.kind, m.content, m.text, names)))
+            text = render(m.kind, m.content, m.text, names)
+            # what replace() makes, made unchecked where the receivers are of the form
+            # the constructor keeps (its own, the rules' tuple, or everyone)
+            out.append(TeamMessage.unchecked(m.sender, receivers, text, m.kind, round, m.stage,
+                                             m.content, m.delivered, m.role, m.abstained)
+                       if type(m) is TeamMessage and (receivers == EVERYONE
+                                                      or type(receivers) is tuple)
+                       else replace(m, receivers=receivers, round=round, text=text))
         if every_round:
             doing = self.planner.status(env)
             if self._status != (ctx.round, doing):  # once a round, again if it changed

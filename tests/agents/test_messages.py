@@ -232,6 +232,23 @@ def test_a_changed_cut_is_read_as_a_plain_list_and_a_broadcast_only_grows():
         Broadcast([a])[0] = b
 
 
+def test_readers_left_with_the_same_messages_are_handed_one_list_none_may_change():
+    from orgteams.agents.messages import Broadcast, Handed, Heard, Seen, unseen
+
+    said = [TeamMessage.structured(f"a{i}", EVERYONE, "status", {"doing": f"grab:cup_{i}"})
+            for i in range(3)]
+    broadcast = Broadcast(said)
+    first, second, speaker = Seen(), Seen(), Seen()
+    got = [unseen(Heard.cut(broadcast, 0, 3, reader), seen)
+           for reader, seen in (("r1", first), ("r2", second))]
+    assert got[0] is got[1] and type(got[0]) is Handed and got[0] == said
+    mine = unseen(Heard.cut(broadcast, 0, 3, "a1", [1]), speaker)  # its own left out
+    assert mine == [said[0], said[2]] and mine is not got[0]
+    assert (mine.whole, mine.without, got[0].whole) == (got[0], "a1", None)
+    with pytest.raises(TypeError, match="shared by its readers"):
+        got[0] += said
+
+
 def test_stamped_and_silent_equal_the_constructor_on_random_messages():
     """The round loop's stamped copies and silent turns (made without the frozen
     dataclass's field-by-field init) are the messages the constructor makes: equal,

@@ -438,3 +438,81 @@ def test_statuses_and_claims_are_recorded_as_the_plain_reading_of_their_content(
             f.receive(said)
             _plain_receive(p, said)
             assert (f.intents, f.claims, f.room_claims) == (p.intents, p.claims, p.room_claims)
+
+
+def _tables(p: PlannerAgent) -> tuple:
+    """What a planner took in, its tables' order included."""
+    return (list(p.intents.items()), list(p.claims.items()), list(p.room_claims.items()),
+            list(p.assigned.items()), sorted(p.explored), dict(p.found_by),
+            dict(p.placed_by), [id(m) for m in p._heard], p.assignment, p.assigner,
+            [(m.kind, m.receivers, dict(m.content)) for m in p._outbox])
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_a_list_handed_alike_to_many_is_taken_in_as_each_copy_is(seed, monkeypatch):
+    """Readers handed one :class:`Handed` list, or that list less their own messages
+    (its statuses and room claims taken in from an intake derived once,
+    :mod:`~orgteams.agents.planner.intake`) record what readers handed their own plain
+    copy record, their tables' order included: with senders among the readers (handed
+    the list whole, or less their own), statuses said twice, rooms released, messages
+    to some only, claims relayed ``for`` another, reports, orders and corrections."""
+    from orgteams.agents.member_rules import MemberRules
+    from orgteams.agents.messages import EVERYONE, Handed, TeamMessage
+    from orgteams.agents.planner import intake
+
+    shared = []  # the intakes readers took in
+    intake_of = intake.shared_intake
+    monkeypatch.setattr(intake, "shared_intake",
+                        lambda messages: shared.append(intake_of(messages)) or shared[-1])
+    rng = random.Random(seed)
+    team = [f"agent_{i}" for i in range(6)]
+    fast = [PlannerAgent(a) for a in team]
+    plain = [PlannerAgent(a) for a in team]
+    for f, p in zip(fast, plain):  # a leader relaying its reports' reports to its peer
+        if f.agent_id == "agent_0":
+            f.rules = MemberRules(assign_work="leader", reports=("agent_2", "agent_3"),
+                                  peers=("agent_1",))
+            p.rules = MemberRules(assign_work="leader", reports=("agent_2", "agent_3"),
+                                  peers=("agent_1",))
+    rare = seed % 3  # 0: no release, room or to some only; else now and then
+    for _ in range(25):
+        said = []
+        for _ in range(rng.randrange(15)):
+            sender = rng.choice(team[:4] if rng.random() < 0.4 else ["agent_4", "agent_5"]
+                                + [f"x_{i}" for i in range(4)])
+            to = EVERYONE if not rare or rng.random() < 0.9 else tuple(rng.sample(team, 2))
+            kind = rng.choice(["status"] * 4 + ["claim"] * 4 + ["found", "done", "release",
+                                                                "assign", "correct"])
+            obj = rng.choice(["cup_1", "cup_2", "mug_1"])
+            room = rng.choice(["hall", "den", "kitchen"])
+            content = {
+                "status": {"doing": rng.choice(["grab:cup_1", "grab:mug_1", "wait",
+                                                "explore:hall"]), "holding": ()},
+                "claim": rng.choice([{"object": obj, "tick": rng.randrange(4)},
+                                     {"room": room}, {"room": room}, {}]),
+                "found": {"object": obj, "location": "table_0"},
+                "done": rng.choice([{"object": obj, "location": "table_0"}, {"room": room}]),
+                "release": {"object": obj} if not rare or rng.random() < 0.7 else
+                {"room": room},
+                "assign": {"agent": rng.choice(team), "action": f"grab:{obj}"},
+                "correct": {"agent": rng.choice(team), "action": f"explore:{room}"},
+            }[kind]
+            if kind == "claim" and rng.random() < 0.2:
+                content["for"] = rng.choice(team)
+            said.append(TeamMessage.structured(sender, to, kind, content))
+        if rng.random() < 0.3:
+            said += rng.sample(said, len(said) // 3)  # some said twice
+        handed = Handed(said)
+        for f, p in zip(fast, plain):
+            me = f.agent_id
+            if rng.random() < 0.5 and any(m.sender == me for m in said):
+                f.receive(Handed.less([m for m in said if m.sender != me], handed, me))
+            else:
+                f.receive(handed)
+            p.receive(list(said))
+            assert _tables(f) == _tables(p)
+            f._outbox.clear()
+            p._outbox.clear()
+    assert any(shared)  # some were taken in from an intake
+    with pytest.raises(TypeError, match="shared by its readers"):
+        handed.append(said[0] if said else None)
