@@ -242,13 +242,52 @@ def update_all(memories: Iterable[AgentMemory], state: HouseholdState, sight: Si
                     objects[o] = belief
 
 
+class Notes:
+    """What a team's memories check heard notes against, and the beliefs notes make,
+    for one scene and one list of agent names (:meth:`AgentMemory.note_object`).
+
+    A report is heard by many teammates (256 in a crowd, each noting the same place
+    and tick): the :class:`ObjectBelief` it makes is one frozen value, made once and
+    handed to each (so sharing it shares no state), and the names are sets.
+    """
+
+    MAX_KEPT = 4096  # beliefs kept (places x ticks); forgotten all at once past it
+
+    def __init__(self, scene: Scene, agent_index: dict[str, int]) -> None:
+        self.objects = frozenset(scene.objects)
+        self._furniture = frozenset(f.name for f in scene.layout.furniture)
+        self._agents = agent_index  # agent name -> index (not the list: 256 names)
+        self._heard: dict[tuple[str, int], ObjectBelief] = {}
+
+    def heard(self, location: str, tick: int) -> ObjectBelief:
+        """The belief a note that an object is at ``location`` (a furniture or agent
+        name) as of ``tick`` makes; ValueError for any other name."""
+        key = (location, tick)
+        belief = self._heard.get(key) if type(tick) is int else None  # else: not kept
+        if belief is None:
+            if location in self._furniture:
+                kind = "furniture"
+            elif location in self._agents:
+                kind = "agent"
+            else:
+                raise ValueError(f"unknown location {location!r}: expected a furniture or "
+                                 "agent name")
+            belief = ObjectBelief(location, kind, tick, "heard")
+            if type(tick) is int:
+                if len(self._heard) >= self.MAX_KEPT:
+                    self._heard.clear()
+                self._heard[key] = belief
+        return belief
+
+
 class AgentMemory:
     """Beliefs of one agent (index ``agent``) about one episode's ``scene``."""
 
     def __init__(self, scene: Scene, agent: int, agent_names: list[str] | None = None,
-                 agent_index: dict[str, int] | None = None):
-        """``agent_index``: agent name -> index in ``agent_names``, which a team's
-        memories may share (else built here when first needed)."""
+                 agent_index: dict[str, int] | None = None, notes: Notes | None = None):
+        """``agent_index``: agent name -> index in ``agent_names``, and ``notes``: the
+        :class:`Notes` of ``scene`` and those names, which a team's memories may share
+        (else built here when first needed)."""
         self.scene = scene
         self.agent = agent
         self.agent_names = agent_names or [f"agent_{i}" for i in range(scene.num_agents)]
@@ -261,9 +300,9 @@ class AgentMemory:
         self.held: tuple[str, ...] = ()
         self.tick = 0
         self.room = ""  # the room the agent is in ("" in a doorway)
-        self._furniture_type = {f.name: f.type for f in lay.furniture}
         self.version = 0  # counts updates and notes: what was derived from it is stale
         self._index = agent_index  # agent name -> index
+        self._notes = notes
         self._views: Views | None = None  # made when first updated alone
 
     # ---- updates ----
@@ -305,21 +344,18 @@ class AgentMemory:
         Ignored when the agent's own information about ``obj`` is newer.
         """
         self.version += 1
-        if obj not in self.scene.objects:
+        notes = self._notes
+        if notes is None:
+            notes = self._notes = Notes(self.scene, self._agent_index())
+        if obj not in notes.objects:
             raise ValueError(f"unknown object {obj!r}")
-        if location in self._furniture_type:
-            kind = "furniture"
-        elif location in self._agent_index():  # not the list: 256 names in a crowd
-            kind = "agent"
-        else:
-            raise ValueError(f"unknown location {location!r}: expected a furniture or agent name")
-        tick = self.tick if tick is None else tick
+        heard = notes.heard(location, self.tick if tick is None else tick)
         old = self.objects.get(obj)
-        if old is not None and old.tick > tick:
+        if old is not None and old.tick > heard.tick:
             return
         if old is not None and old.kind == "furniture" and old.location != location:
             self._drop_from_contents(old.location, obj)
-        self.objects[obj] = ObjectBelief(location, kind, tick, "heard")
+        self.objects[obj] = heard
         belief = self.furniture.get(location)
         if belief is not None and belief.contents is not None and obj not in belief.contents:
             belief.contents = belief.contents + (obj,)
@@ -368,4 +404,5 @@ class AgentMemory:
                 "objects": {k: v.to_dict() for k, v in self.objects.items()}}
 
 
-__all__ = ["AgentMemory", "FurnitureBelief", "ObjectBelief", "Sight", "Views", "update_all"]
+__all__ = ["AgentMemory", "FurnitureBelief", "Notes", "ObjectBelief", "Sight", "Views",
+           "update_all"]
