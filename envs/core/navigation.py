@@ -323,7 +323,16 @@ class _Obstacles:
             found = self._yielding.detour(nav, goals, self._lower, within)
             if found is not None:
                 return found
-        detour = nav.lazy_map(goals, blocked=self.keys())
+        # A RankedMap with no ranked cells is the LazyMap blocked on the obstacles; its
+        # walled_in() searches from the walker where that side is smaller: a removed
+        # member evacuating to the roomy cells (a thousand goals) is mostly boxed in,
+        # and the map would grow over every cell its goals reach to say so.
+        dist = nav._unreached[:]
+        for b in self.keys():
+            dist[b] = BLOCKED
+        detour = RankedMap(nav, goals, dist, INF)
+        if detour.walled_in(self._here, within) is not False:
+            return None, INF
         return detour, detour[self._here]
 
     def keys(self) -> set[int]:

@@ -247,7 +247,9 @@ def _detours_checked(monkeypatch, env: HighLevelEnv) -> list[tuple[bool, bool, i
             beyond = fast is None and within < plain[here] < navigation.INF
             how = "map" if fast is not None else "beyond" if beyond \
                 else "searched" if searched else "pocket"
-            made.append((fast is None or type(fast) is navigation.RankedMap,
+            # made from the tick's view (an evacuating member's detour is not)
+            viewed = hasattr(got, "_view") and agent not in got._view.evacuating
+            made.append((viewed,
                          (around == plain[here] or (beyond and around == navigation.INF))
                          and (fast is None
                               or [fast[c] for c in cells] == [plain[c] for c in cells]),
