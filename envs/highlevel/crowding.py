@@ -456,7 +456,7 @@ class _TickView:
                     break  # it may walk out there
             else:
                 return None, INF
-        detour = RankedMap(nav, goals, dist, outranks)
+        detour = RankedMap(nav, goals, dist, outranks, self.at)  # agents' cells marked
         found = detour.walled_in(here, within)
         if found is False:
             return detour, detour[here]
