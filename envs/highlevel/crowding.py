@@ -59,15 +59,20 @@ class Crowd:
         self.defer: dict[str, tuple[str, int]] = {}  # agent -> (gives way to, until tick)
         self.evacuating: dict[str, Walker] = {}  # removed members walking off narrow cells
         self._tick: _TickView | None = None  # while the plans of one tick advance
+        # the view of the plans that advanced last, with its world: until the tick's
+        # evacuations (before_tick) or anything else changes the crowd
+        self._kept: tuple[object, _TickView | None] | None = None
 
     def reset(self) -> None:
         """A new episode: nobody defers or evacuates."""
         self.defer.clear()
         self.evacuating.clear()
+        self._kept = None
 
     def release(self, agent: str) -> None:
         """``agent`` was made idle or active again: it stops any evacuation."""
         self.evacuating.pop(agent, None)
+        self._kept = None
 
     def before_tick(self, joint: dict[str, int]) -> None:
         """Adjust this tick's ``joint`` actions: evacuations first, then pushes aside."""
@@ -100,6 +105,7 @@ class Crowd:
         meanwhile; only the advanced agent's plan does) instead of asking every
         teammate again: 256 walking agents would ask about 65,000 pairs a tick."""
         self._tick = _TickView.of(self)
+        self._kept = None
 
     def advanced(self, agent: str) -> None:
         """``agent``'s plan took its step (it may have ended): keep the view true."""
@@ -107,8 +113,9 @@ class Crowd:
             self._tick.update(self, agent)
 
     def plans_end(self) -> None:
-        """The plans of this tick have advanced: back to asking every teammate."""
-        self._tick = None
+        """The plans of this tick have advanced: back to asking every teammate (the
+        view is kept for this tick's evacuations, :meth:`_evacuate`)."""
+        self._kept, self._tick = (self.env.base.world, self._tick), None
 
     def giving_way(self, agent: str) -> Yielding:
         """Who ``agent`` may walk into now, as its walker asks (:class:`Yielding`): the
@@ -209,9 +216,15 @@ class Crowd:
         index = self.env.base.agent_index
         roomy = self.env.nav.roomy_cells
         # asked once, a view of the tick answers each evacuating member's question (each
-        # would ask every teammate); it follows who starts and stops evacuating here
+        # would ask every teammate); it follows who starts and stops evacuating here.
+        # The plans that just advanced on this world left theirs, kept true as they
+        # advanced (nothing else changed since): the same answers, not made again.
         view: _TickView | None = None
         asked = False
+        kept, self._kept = self._kept, None
+        if kept is not None and kept[0] is world:
+            view = self._tick = kept[1]
+            asked = True
         try:
             for agent in self.env.agents:
                 r = self.env._runners[agent]
