@@ -59,8 +59,8 @@ class Crowd:
         self.defer: dict[str, tuple[str, int]] = {}  # agent -> (gives way to, until tick)
         self.evacuating: dict[str, Walker] = {}  # removed members walking off narrow cells
         self._tick: _TickView | None = None  # while the plans of one tick advance
-        # the view of the plans that advanced last, with its world: until the tick's
-        # evacuations (before_tick) or anything else changes the crowd
+        # the view of the plans that advanced last, with its world, kept true until the
+        # tick's evacuations (before_tick) or the next plans (plans_start) take it
         self._kept: tuple[object, _TickView | None] | None = None
 
     def reset(self) -> None:
@@ -70,9 +70,12 @@ class Crowd:
         self._kept = None
 
     def release(self, agent: str) -> None:
-        """``agent`` was made idle or active again: it stops any evacuation."""
+        """``agent`` was made idle or active again (its runner says how): it stops any
+        evacuation."""
         self.evacuating.pop(agent, None)
-        self._kept = None
+        view = self._kept[1] if self._kept is not None else None
+        if view is not None and agent in view.rank:
+            view.evacuation(self, agent, False)  # and reads its runner again
 
     def before_tick(self, joint: dict[str, int]) -> None:
         """Adjust this tick's ``joint`` actions: evacuations first, then pushes aside."""
@@ -103,9 +106,14 @@ class Crowd:
         tick's world: :meth:`yielding_cells` answers from a view of the tick kept up to
         date by :meth:`advanced` (positions, deferrals and evacuations do not change
         meanwhile; only the advanced agent's plan does) instead of asking every
-        teammate again: 256 walking agents would ask about 65,000 pairs a tick."""
-        self._tick = _TickView.of(self)
-        self._kept = None
+        teammate again: 256 walking agents would ask about 65,000 pairs a tick.
+
+        The view the last plans left is taken where the world is still theirs: a step's
+        new plans start on the world the last step's plans advanced on, and between
+        them only :meth:`release` changes the crowd (and keeps the view true)."""
+        kept, self._kept = self._kept, None
+        self._tick = kept[1] if kept is not None and kept[0] is self.env.base.world \
+            else _TickView.of(self)
 
     def advanced(self, agent: str) -> None:
         """``agent``'s plan took its step (it may have ended): keep the view true."""

@@ -304,9 +304,12 @@ def test_a_detour_from_the_ticks_view_with_members_evacuating_reads_as_the_plain
     assert sum(not ranked and evacuating > 0 for ranked, _, evacuating, _ in made) > 10
 
 
-def test_the_evacuations_go_on_with_the_view_the_plans_left(monkeypatch):
-    # Crowd._evacuate takes the view the tick's plans kept true as they advanced
-    # instead of making one: it holds what a fresh one would
+def test_the_view_the_plans_left_is_taken_on_by_the_next_ones_and_the_evacuations(
+        monkeypatch):
+    # Crowd.plans_start (a step's new plans, on the world the last step's plans advanced
+    # on, members made idle or active between) and Crowd._evacuate (the tick's removed
+    # members) take the view the plans before them kept true instead of making one:
+    # it holds what a fresh one would
     from orgteams.envs.highlevel import crowding
     from orgteams.organizations.rounds.runner import TeamRunner
     from orgteams.organizations.rounds.shocks import Shock
@@ -315,21 +318,27 @@ def test_the_evacuations_go_on_with_the_view_the_plans_left(monkeypatch):
 
     org = load_organization("sequential")
     env = HighLevelEnv(layout="generated:32:0", task="prepare_afternoon_tea", num_agents=24)
-    evacuate, compared = crowding.Crowd._evacuate, []
+    compared = []
 
-    def check(crowd, joint):
-        kept = crowd._kept
-        if kept is not None and kept[0] is env.base.world and kept[1] is not None:
-            view, fresh = kept[1], crowding._TickView.of(crowd)
-            compared.append(all(getattr(view, k) == getattr(fresh, k) for k in (
-                "agents", "rank", "cell", "at", "by_rank", "waiting", "gives_way",
-                "given_way", "evacuating")) and (view._ranked is None
-                                                 or view._ranked == fresh.ranked()))
-        return evacuate(crowd, joint)
+    def checked(method):
+        def check(crowd, *args):
+            kept = crowd._kept
+            if kept is not None and kept[0] is env.base.world and kept[1] is not None:
+                view, fresh = kept[1], crowding._TickView.of(crowd)
+                compared.append((method.__name__, all(
+                    getattr(view, k) == getattr(fresh, k) for k in (
+                        "agents", "rank", "cell", "at", "by_rank", "waiting", "gives_way",
+                        "given_way", "evacuating"))
+                    and (view._ranked is None or view._ranked == fresh.ranked())))
+            return method(crowd, *args)
+        return check
 
-    monkeypatch.setattr(crowding.Crowd, "_evacuate", check)
+    monkeypatch.setattr(crowding.Crowd, "_evacuate", checked(crowding.Crowd._evacuate))
+    monkeypatch.setattr(crowding.Crowd, "plans_start", checked(crowding.Crowd.plans_start))
     TeamRunner(env, org, build_team("planner", 24, org), max_rounds=30,
                shocks=[Shock.parse(f"remove:agent_{a}@{r}")
                        for a, r in ((1, 2), (5, 3), (9, 4), (2, 4), (3, 4), (4, 4), (6, 4))]
                ).run(seed=1)
-    assert len(compared) > 30 and all(compared)
+    assert all(same for _, same in compared)
+    assert sum(name == "_evacuate" for name, _ in compared) > 30
+    assert sum(name == "plans_start" for name, _ in compared) > 20
