@@ -198,12 +198,13 @@ def update_all(memories: Iterable[AgentMemory], state: HouseholdState, sight: Si
         # crowd 256 times a tick. Beliefs on agents not yet looked at only go (another
         # agent is seen holding the object), so the candidates are taken once, here.
         believed = None
-        if objects:
+        if mem._on_agents:  # most of a crowd believe no object held (none to look for)
             for b in objects.values():
                 if b.kind == "agent":
                     if believed is None:
                         believed = set()
                     believed.add(b.location)
+            mem._on_agents = believed is not None
         look = in_view.get(view, ())  # the holders in view, in index order
         if believed is not None:
             # and those believed to hold something that now hold nothing, where in view
@@ -219,6 +220,8 @@ def update_all(memories: Iterable[AgentMemory], state: HouseholdState, sight: Si
                 mem._forget_at(name, keep=keep)
                 for o in keep:
                     objects[o] = belief
+                if keep:
+                    mem._on_agents = True
         rooms_seen = mem.rooms_seen
         for r in views.room_names[view]:
             rooms_seen[r] = tick
@@ -303,6 +306,9 @@ class AgentMemory:
         self.version = 0  # counts updates and notes: what was derived from it is stale
         self._index = agent_index  # agent name -> index
         self._notes = notes
+        # False: no belief in objects is on an agent (set where one is written, cleared
+        # where update_all finds none), so that it need not look at every belief
+        self._on_agents = False
         self._views: Views | None = None  # made when first updated alone
 
     # ---- updates ----
@@ -325,6 +331,8 @@ class AgentMemory:
 
     def _see(self, obj: str, location: str, kind: str) -> None:
         self.objects[obj] = ObjectBelief(location, kind, self.tick, "seen")
+        if kind == "agent":
+            self._on_agents = True
 
     def _forget_at(self, location: str, keep: set[str]) -> None:
         """Objects believed at ``location`` but not seen there now: whereabouts unknown."""
@@ -356,6 +364,8 @@ class AgentMemory:
         if old is not None and old.kind == "furniture" and old.location != location:
             self._drop_from_contents(old.location, obj)
         self.objects[obj] = heard
+        if heard.kind == "agent":
+            self._on_agents = True
         belief = self.furniture.get(location)
         if belief is not None and belief.contents is not None and obj not in belief.contents:
             belief.contents = belief.contents + (obj,)
