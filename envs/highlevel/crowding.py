@@ -60,22 +60,42 @@ class Crowd:
         self.evacuating: dict[str, Walker] = {}  # removed members walking off narrow cells
         self._tick: _TickView | None = None  # while the plans of one tick advance
         # the view of the plans that advanced last, with its world, kept true until the
-        # tick's evacuations (before_tick) or the next plans (plans_start) take it
+        # tick's evacuations (before_tick) or the next plans (plans_start) take it, but
+        # for the members released since (read again when it is taken)
         self._kept: tuple[object, _TickView | None] | None = None
+        self._released: set[str] = set()
 
     def reset(self) -> None:
         """A new episode: nobody defers or evacuates."""
         self.defer.clear()
         self.evacuating.clear()
         self._kept = None
+        self._released.clear()
 
     def release(self, agent: str) -> None:
-        """``agent`` was made idle or active again (its runner says how): it stops any
-        evacuation."""
+        """``agent`` was made idle or active again: it stops any evacuation."""
         self.evacuating.pop(agent, None)
-        view = self._kept[1] if self._kept is not None else None
-        if view is not None and agent in view.rank:
-            view.evacuation(self, agent, False)  # and reads its runner again
+        if self._kept is not None:
+            # the kept view reads it again when taken: a round loop makes members idle
+            # or active again, many of them, some twice, every round
+            self._released.add(agent)
+
+    def _take_kept(self) -> tuple[bool, _TickView | None]:
+        """Whether the view the last plans left is of the world now, and that view (None
+        where no view gives the same answers), true again for the members released
+        since; it is not kept any more."""
+        kept, self._kept = self._kept, None
+        released = self._released
+        if kept is None or kept[0] is not self.env.base.world:
+            released.clear()
+            return False, None
+        view = kept[1]
+        if view is not None:
+            for agent in released:  # (an order-free update: one agent's cells each)
+                if agent in view.rank:
+                    view.evacuation(self, agent, False)  # and reads its runner again
+        released.clear()
+        return True, view
 
     def before_tick(self, joint: dict[str, int]) -> None:
         """Adjust this tick's ``joint`` actions: evacuations first, then pushes aside."""
@@ -111,9 +131,8 @@ class Crowd:
         The view the last plans left is taken where the world is still theirs: a step's
         new plans start on the world the last step's plans advanced on, and between
         them only :meth:`release` changes the crowd (and keeps the view true)."""
-        kept, self._kept = self._kept, None
-        self._tick = kept[1] if kept is not None and kept[0] is self.env.base.world \
-            else _TickView.of(self)
+        taken, view = self._take_kept()
+        self._tick = view if taken else _TickView.of(self)
 
     def advanced(self, agent: str) -> None:
         """``agent``'s plan took its step (it may have ended): keep the view true."""
@@ -229,10 +248,9 @@ class Crowd:
         # advanced (nothing else changed since): the same answers, not made again.
         view: _TickView | None = None
         asked = False
-        kept, self._kept = self._kept, None
-        if kept is not None and kept[0] is world:
-            view = self._tick = kept[1]
-            asked = True
+        asked, view = self._take_kept()
+        if asked:
+            self._tick = view
         try:
             for agent in self.env.agents:
                 r = self.env._runners[agent]

@@ -402,7 +402,7 @@ class HighLevelEnv(ParallelEnv):
         r = self._runners[agent]
         r.idle, r.obstacle = idle, obstacle
         r.plan, r.action, r.pending, r.status, r.failure_reason = None, None, 0, "idle", ""
-        self.crowd.release(agent)  # after: the crowd reads the runner as it is now
+        self.crowd.release(agent)
 
     def available_actions(self, agent: str) -> list[HighLevelAction]:
         """The actions ``agent`` may choose now, derived only from its memory."""
