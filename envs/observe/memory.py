@@ -358,14 +358,17 @@ class AgentMemory:
         if obj not in notes.objects:
             raise ValueError(f"unknown object {obj!r}")
         heard = notes.heard(location, self.tick if tick is None else tick)
-        old = self.objects.get(obj)
-        if old is not None and old.tick > heard.tick:
-            return
-        if old is not None and old.kind == "furniture" and old.location != location:
-            self._drop_from_contents(old.location, obj)
-        self.objects[obj] = heard
-        if heard.kind == "agent":
+        objects = self.objects
+        old = objects.get(obj)
+        if old is not None:  # most notes repeat where it was believed, heard again
+            if old.tick > heard.tick:
+                return
+            if old.location != location and old.kind == "furniture":
+                self._drop_from_contents(old.location, obj)
+        objects[obj] = heard
+        if heard.kind == "agent":  # no furniture of that name (furniture names go first)
             self._on_agents = True
+            return
         belief = self.furniture.get(location)
         if belief is not None and belief.contents is not None and obj not in belief.contents:
             belief.contents = belief.contents + (obj,)
