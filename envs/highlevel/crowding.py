@@ -365,6 +365,9 @@ class _TickView:
         self.rank = {a: i for i, a in enumerate(self.agents)}
         self.cell = {a: world.agent_pos[index[a]] for a in self.agents}
         self.at = {c: a for a, c in self.cell.items()}  # of() saw one agent a cell
+        # the cells of them all, as a set: a set operation with a walker's goals looks
+        # at whichever has fewer cells (with the dict, at every agent's)
+        self.occupied = frozenset(self.at)
         self.by_rank = [-1] * len(self.agents)  # a pushable agent's cell, else -1
         self.waiting: set[int] = set()  # cells of pushable agents that wait
         tick = world.tick
@@ -495,7 +498,7 @@ class _TickView:
                     break  # it may walk out there
             else:
                 return None, INF
-        detour = RankedMap(nav, goals, dist, outranks, self.at)  # agents' cells marked
+        detour = RankedMap(nav, goals, dist, outranks, self.occupied)  # marked: agents
         found = detour.walled_in(here, within)
         if found is False:
             return detour, detour[here]
