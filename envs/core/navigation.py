@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from array import array
 from collections import OrderedDict
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from typing import NamedTuple
 
 from orgteams.envs.core.actions import Verb, encode
@@ -50,6 +50,7 @@ class Navigator:
         self.width = w
         tiles = layout.tiles.ravel()
         self.walkable = [bool(t in (FLOOR, DOOR)) for t in tiles]
+        self.walkable_cells = frozenset(c for c, w in enumerate(self.walkable) if w)
         self.is_door = [bool(t == DOOR) for t in tiles]
         self.is_floor = [bool(t == FLOOR) for t in tiles]
         self.deltas = tuple(dr * w + dc for dr, dc in DIRECTIONS)
@@ -323,7 +324,17 @@ class _Obstacles:
             found = self._yielding.detour(nav, goals, self._lower, within)
             if found is not None:
                 return found
-        detour = nav.lazy_map(goals, blocked=self.keys())
+        # A RankedMap with no ranked cells is the LazyMap blocked on the obstacles; its
+        # walled_in() searches from the walker where that side is smaller: a removed
+        # member evacuating to the roomy cells (a thousand goals) is mostly boxed in,
+        # and the map would grow over every cell its goals reach to say so.
+        dist = nav._unreached[:]
+        blocked = self.keys()
+        for b in blocked:
+            dist[b] = BLOCKED
+        detour = RankedMap(nav, goals, dist, INF, blocked)
+        if detour.walled_in(self._here, within) is not False:
+            return None, INF
         return detour, detour[self._here]
 
     def keys(self) -> set[int]:
@@ -425,14 +436,27 @@ class RankedMap(LazyMap):
 
     __slots__ = ("_outranks",)
 
-    def __init__(self, nav: Navigator, goals: Iterable[int], dist: array, outranks: int):
+    def __init__(self, nav: Navigator, goals: Iterable[int], dist: array, outranks: int,
+                 marked: Collection[int] | None = None):
         """``dist``: this map's own copy of the table (it is written); ``outranks``: the
-        highest rank whose agents block the walker (``INF``: every ranked one)."""
+        highest rank whose agents block the walker (``INF``: every ranked one);
+        ``marked``: the cells where ``dist`` may hold anything but :data:`UNREACHED`
+        (more will do; None: every goal is read)."""
         nav.bfs_calls += 1
         walkable = nav.walkable
         self._dist, self._outranks = dist, outranks
-        frontier = []
-        for g in goals:
+        if marked is None:
+            look, frontier = goals, []
+        else:
+            # Only the goals agents stand on are read, the others are free: a walker
+            # to a room (or a removed member to any roomy cell) has hundreds of goals
+            # and a dozen agents on them. The frontier's order changes no distance.
+            free = nav.walkable_cells.intersection(goals)
+            look = free.intersection(marked)
+            frontier = list(free.difference(look)) if look else list(free)
+            for g in frontier:
+                dist[g] = 0
+        for g in look:
             if walkable[g]:
                 v = dist[g]
                 if v == UNREACHED or (v <= RANKED and RANKED - v > outranks):

@@ -59,15 +59,43 @@ class Crowd:
         self.defer: dict[str, tuple[str, int]] = {}  # agent -> (gives way to, until tick)
         self.evacuating: dict[str, Walker] = {}  # removed members walking off narrow cells
         self._tick: _TickView | None = None  # while the plans of one tick advance
+        # the view of the plans that advanced last, with its world, kept true until the
+        # tick's evacuations (before_tick) or the next plans (plans_start) take it, but
+        # for the members released since (read again when it is taken)
+        self._kept: tuple[object, _TickView | None] | None = None
+        self._released: set[str] = set()
 
     def reset(self) -> None:
         """A new episode: nobody defers or evacuates."""
         self.defer.clear()
         self.evacuating.clear()
+        self._kept = None
+        self._released.clear()
 
     def release(self, agent: str) -> None:
         """``agent`` was made idle or active again: it stops any evacuation."""
         self.evacuating.pop(agent, None)
+        if self._kept is not None:
+            # the kept view reads it again when taken: a round loop makes members idle
+            # or active again, many of them, some twice, every round
+            self._released.add(agent)
+
+    def _take_kept(self) -> tuple[bool, _TickView | None]:
+        """Whether the view the last plans left is of the world now, and that view (None
+        where no view gives the same answers), true again for the members released
+        since; it is not kept any more."""
+        kept, self._kept = self._kept, None
+        released = self._released
+        if kept is None or kept[0] is not self.env.base.world:
+            released.clear()
+            return False, None
+        view = kept[1]
+        if view is not None:
+            for agent in released:  # (an order-free update: one agent's cells each)
+                if agent in view.rank:
+                    view.evacuation(self, agent, False)  # and reads its runner again
+        released.clear()
+        return True, view
 
     def before_tick(self, joint: dict[str, int]) -> None:
         """Adjust this tick's ``joint`` actions: evacuations first, then pushes aside."""
@@ -98,8 +126,13 @@ class Crowd:
         tick's world: :meth:`yielding_cells` answers from a view of the tick kept up to
         date by :meth:`advanced` (positions, deferrals and evacuations do not change
         meanwhile; only the advanced agent's plan does) instead of asking every
-        teammate again: 256 walking agents would ask about 65,000 pairs a tick."""
-        self._tick = _TickView.of(self)
+        teammate again: 256 walking agents would ask about 65,000 pairs a tick.
+
+        The view the last plans left is taken where the world is still theirs: a step's
+        new plans start on the world the last step's plans advanced on, and between
+        them only :meth:`release` changes the crowd (and keeps the view true)."""
+        taken, view = self._take_kept()
+        self._tick = view if taken else _TickView.of(self)
 
     def advanced(self, agent: str) -> None:
         """``agent``'s plan took its step (it may have ended): keep the view true."""
@@ -107,8 +140,9 @@ class Crowd:
             self._tick.update(self, agent)
 
     def plans_end(self) -> None:
-        """The plans of this tick have advanced: back to asking every teammate."""
-        self._tick = None
+        """The plans of this tick have advanced: back to asking every teammate (the
+        view is kept for this tick's evacuations, :meth:`_evacuate`)."""
+        self._kept, self._tick = (self.env.base.world, self._tick), None
 
     def giving_way(self, agent: str) -> Yielding:
         """Who ``agent`` may walk into now, as its walker asks (:class:`Yielding`): the
@@ -209,9 +243,14 @@ class Crowd:
         index = self.env.base.agent_index
         roomy = self.env.nav.roomy_cells
         # asked once, a view of the tick answers each evacuating member's question (each
-        # would ask every teammate); it follows who starts and stops evacuating here
+        # would ask every teammate); it follows who starts and stops evacuating here.
+        # The plans that just advanced on this world left theirs, kept true as they
+        # advanced (nothing else changed since): the same answers, not made again.
         view: _TickView | None = None
         asked = False
+        asked, view = self._take_kept()
+        if asked:
+            self._tick = view
         try:
             for agent in self.env.agents:
                 r = self.env._runners[agent]
@@ -326,6 +365,9 @@ class _TickView:
         self.rank = {a: i for i, a in enumerate(self.agents)}
         self.cell = {a: world.agent_pos[index[a]] for a in self.agents}
         self.at = {c: a for a, c in self.cell.items()}  # of() saw one agent a cell
+        # the cells of them all, as a set: a set operation with a walker's goals looks
+        # at whichever has fewer cells (with the dict, at every agent's)
+        self.occupied = frozenset(self.at)
         self.by_rank = [-1] * len(self.agents)  # a pushable agent's cell, else -1
         self.waiting: set[int] = set()  # cells of pushable agents that wait
         tick = world.tick
@@ -456,7 +498,7 @@ class _TickView:
                     break  # it may walk out there
             else:
                 return None, INF
-        detour = RankedMap(nav, goals, dist, outranks)
+        detour = RankedMap(nav, goals, dist, outranks, self.occupied)  # marked: agents
         found = detour.walled_in(here, within)
         if found is False:
             return detour, detour[here]

@@ -82,7 +82,7 @@ from orgteams.envs.highlevel.plans import PLAN_TICK_LIMIT, PLANS, STUCK_LIMIT, P
 from orgteams.envs.highlevel.slots import OptionSlots, slot_features
 from orgteams.envs.highlevel.space import PRIMITIVE, ActionId, AvailableActions
 from orgteams.envs.household import HouseholdEnv
-from orgteams.envs.observe.memory import AgentMemory, Sight, Views, update_all
+from orgteams.envs.observe.memory import AgentMemory, Notes, Sight, Views, update_all
 from orgteams.envs.render.overlay import Overlay
 from orgteams.errors import did_you_mean
 
@@ -205,7 +205,8 @@ class HighLevelEnv(ParallelEnv):
             self.nav = Navigator(world.scene.layout)  # this env's, kept across its episodes
         self.agents = list(self.base.agents)
         index = {a: i for i, a in enumerate(self.possible_agents)}  # one for the team
-        self._memories = {a: AgentMemory(world.scene, i, self.possible_agents, index)
+        notes = Notes(world.scene, index)  # one for the team too: what notes are checked
+        self._memories = {a: AgentMemory(world.scene, i, self.possible_agents, index, notes)
                           for i, a in enumerate(self.possible_agents)}
         # one Views an episode, one Sight a tick, for all the team's memories (memory.py)
         self._views = Views(world.scene, self.possible_agents)
@@ -400,8 +401,8 @@ class HighLevelEnv(ParallelEnv):
         """
         r = self._runners[agent]
         r.idle, r.obstacle = idle, obstacle
-        self.crowd.release(agent)
         r.plan, r.action, r.pending, r.status, r.failure_reason = None, None, 0, "idle", ""
+        self.crowd.release(agent)
 
     def available_actions(self, agent: str) -> list[HighLevelAction]:
         """The actions ``agent`` may choose now, derived only from its memory."""

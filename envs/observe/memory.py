@@ -198,12 +198,13 @@ def update_all(memories: Iterable[AgentMemory], state: HouseholdState, sight: Si
         # crowd 256 times a tick. Beliefs on agents not yet looked at only go (another
         # agent is seen holding the object), so the candidates are taken once, here.
         believed = None
-        if objects:
+        if mem._on_agents:  # most of a crowd believe no object held (none to look for)
             for b in objects.values():
                 if b.kind == "agent":
                     if believed is None:
                         believed = set()
                     believed.add(b.location)
+            mem._on_agents = believed is not None
         look = in_view.get(view, ())  # the holders in view, in index order
         if believed is not None:
             # and those believed to hold something that now hold nothing, where in view
@@ -219,6 +220,8 @@ def update_all(memories: Iterable[AgentMemory], state: HouseholdState, sight: Si
                 mem._forget_at(name, keep=keep)
                 for o in keep:
                     objects[o] = belief
+                if keep:
+                    mem._on_agents = True
         rooms_seen = mem.rooms_seen
         for r in views.room_names[view]:
             rooms_seen[r] = tick
@@ -242,13 +245,52 @@ def update_all(memories: Iterable[AgentMemory], state: HouseholdState, sight: Si
                     objects[o] = belief
 
 
+class Notes:
+    """What a team's memories check heard notes against, and the beliefs notes make,
+    for one scene and one list of agent names (:meth:`AgentMemory.note_object`).
+
+    A report is heard by many teammates (256 in a crowd, each noting the same place
+    and tick): the :class:`ObjectBelief` it makes is one frozen value, made once and
+    handed to each (so sharing it shares no state), and the names are sets.
+    """
+
+    MAX_KEPT = 4096  # beliefs kept (places x ticks); forgotten all at once past it
+
+    def __init__(self, scene: Scene, agent_index: dict[str, int]) -> None:
+        self.objects = frozenset(scene.objects)
+        self._furniture = frozenset(f.name for f in scene.layout.furniture)
+        self._agents = agent_index  # agent name -> index (not the list: 256 names)
+        self._heard: dict[tuple[str, int], ObjectBelief] = {}
+
+    def heard(self, location: str, tick: int) -> ObjectBelief:
+        """The belief a note that an object is at ``location`` (a furniture or agent
+        name) as of ``tick`` makes; ValueError for any other name."""
+        key = (location, tick)
+        belief = self._heard.get(key) if type(tick) is int else None  # else: not kept
+        if belief is None:
+            if location in self._furniture:
+                kind = "furniture"
+            elif location in self._agents:
+                kind = "agent"
+            else:
+                raise ValueError(f"unknown location {location!r}: expected a furniture or "
+                                 "agent name")
+            belief = ObjectBelief(location, kind, tick, "heard")
+            if type(tick) is int:
+                if len(self._heard) >= self.MAX_KEPT:
+                    self._heard.clear()
+                self._heard[key] = belief
+        return belief
+
+
 class AgentMemory:
     """Beliefs of one agent (index ``agent``) about one episode's ``scene``."""
 
     def __init__(self, scene: Scene, agent: int, agent_names: list[str] | None = None,
-                 agent_index: dict[str, int] | None = None):
-        """``agent_index``: agent name -> index in ``agent_names``, which a team's
-        memories may share (else built here when first needed)."""
+                 agent_index: dict[str, int] | None = None, notes: Notes | None = None):
+        """``agent_index``: agent name -> index in ``agent_names``, and ``notes``: the
+        :class:`Notes` of ``scene`` and those names, which a team's memories may share
+        (else built here when first needed)."""
         self.scene = scene
         self.agent = agent
         self.agent_names = agent_names or [f"agent_{i}" for i in range(scene.num_agents)]
@@ -261,9 +303,12 @@ class AgentMemory:
         self.held: tuple[str, ...] = ()
         self.tick = 0
         self.room = ""  # the room the agent is in ("" in a doorway)
-        self._furniture_type = {f.name: f.type for f in lay.furniture}
         self.version = 0  # counts updates and notes: what was derived from it is stale
         self._index = agent_index  # agent name -> index
+        self._notes = notes
+        # False: no belief in objects is on an agent (set where one is written, cleared
+        # where update_all finds none), so that it need not look at every belief
+        self._on_agents = False
         self._views: Views | None = None  # made when first updated alone
 
     # ---- updates ----
@@ -286,6 +331,8 @@ class AgentMemory:
 
     def _see(self, obj: str, location: str, kind: str) -> None:
         self.objects[obj] = ObjectBelief(location, kind, self.tick, "seen")
+        if kind == "agent":
+            self._on_agents = True
 
     def _forget_at(self, location: str, keep: set[str]) -> None:
         """Objects believed at ``location`` but not seen there now: whereabouts unknown."""
@@ -305,21 +352,23 @@ class AgentMemory:
         Ignored when the agent's own information about ``obj`` is newer.
         """
         self.version += 1
-        if obj not in self.scene.objects:
+        notes = self._notes
+        if notes is None:
+            notes = self._notes = Notes(self.scene, self._agent_index())
+        if obj not in notes.objects:
             raise ValueError(f"unknown object {obj!r}")
-        if location in self._furniture_type:
-            kind = "furniture"
-        elif location in self._agent_index():  # not the list: 256 names in a crowd
-            kind = "agent"
-        else:
-            raise ValueError(f"unknown location {location!r}: expected a furniture or agent name")
-        tick = self.tick if tick is None else tick
-        old = self.objects.get(obj)
-        if old is not None and old.tick > tick:
+        heard = notes.heard(location, self.tick if tick is None else tick)
+        objects = self.objects
+        old = objects.get(obj)
+        if old is not None:  # most notes repeat where it was believed, heard again
+            if old.tick > heard.tick:
+                return
+            if old.location != location and old.kind == "furniture":
+                self._drop_from_contents(old.location, obj)
+        objects[obj] = heard
+        if heard.kind == "agent":  # no furniture of that name (furniture names go first)
+            self._on_agents = True
             return
-        if old is not None and old.kind == "furniture" and old.location != location:
-            self._drop_from_contents(old.location, obj)
-        self.objects[obj] = ObjectBelief(location, kind, tick, "heard")
         belief = self.furniture.get(location)
         if belief is not None and belief.contents is not None and obj not in belief.contents:
             belief.contents = belief.contents + (obj,)
@@ -368,4 +417,5 @@ class AgentMemory:
                 "objects": {k: v.to_dict() for k, v in self.objects.items()}}
 
 
-__all__ = ["AgentMemory", "FurnitureBelief", "ObjectBelief", "Sight", "Views", "update_all"]
+__all__ = ["AgentMemory", "FurnitureBelief", "Notes", "ObjectBelief", "Sight", "Views",
+           "update_all"]

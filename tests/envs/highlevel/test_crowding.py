@@ -247,7 +247,9 @@ def _detours_checked(monkeypatch, env: HighLevelEnv) -> list[tuple[bool, bool, i
             beyond = fast is None and within < plain[here] < navigation.INF
             how = "map" if fast is not None else "beyond" if beyond \
                 else "searched" if searched else "pocket"
-            made.append((fast is None or type(fast) is navigation.RankedMap,
+            # made from the tick's view (an evacuating member's detour is not)
+            viewed = hasattr(got, "_view") and agent not in got._view.evacuating
+            made.append((viewed,
                          (around == plain[here] or (beyond and around == navigation.INF))
                          and (fast is None
                               or [fast[c] for c in cells] == [plain[c] for c in cells]),
@@ -300,3 +302,37 @@ def test_a_detour_from_the_ticks_view_with_members_evacuating_reads_as_the_plain
     assert all(same for _, same, _, _ in made)
     assert sum(ranked and evacuating > 0 for ranked, _, evacuating, _ in made) > 100
     assert sum(not ranked and evacuating > 0 for ranked, _, evacuating, _ in made) > 10
+
+
+def test_the_view_the_plans_left_is_taken_on_by_the_next_ones_and_the_evacuations(
+        monkeypatch):
+    # Crowd.plans_start (a step's new plans, on the world the last step's plans advanced
+    # on, members made idle or active between) and Crowd._evacuate (the tick's removed
+    # members) take the view the plans before them kept true instead of making one:
+    # taken, it holds what a fresh one would
+    from orgteams.envs.highlevel import crowding
+    from orgteams.organizations.rounds.runner import TeamRunner
+    from orgteams.organizations.rounds.shocks import Shock
+    from orgteams.organizations.spec.library import load_organization
+    from orgteams.run import build_team
+
+    org = load_organization("sequential")
+    env = HighLevelEnv(layout="generated:32:0", task="prepare_afternoon_tea", num_agents=24)
+    take, compared = crowding.Crowd._take_kept, []
+
+    def check(crowd):
+        taken, view = take(crowd)
+        if view is not None:
+            fresh = crowding._TickView.of(crowd)
+            compared.append(all(getattr(view, k) == getattr(fresh, k) for k in (
+                "agents", "rank", "cell", "at", "by_rank", "waiting", "gives_way",
+                "given_way", "evacuating")) and (view._ranked is None
+                                                 or view._ranked == fresh.ranked()))
+        return taken, view
+
+    monkeypatch.setattr(crowding.Crowd, "_take_kept", check)
+    TeamRunner(env, org, build_team("planner", 24, org), max_rounds=30,
+               shocks=[Shock.parse(f"remove:agent_{a}@{r}")
+                       for a, r in ((1, 2), (5, 3), (9, 4), (2, 4), (3, 4), (4, 4), (6, 4))]
+               ).run(seed=1)
+    assert len(compared) > 60 and all(compared)
