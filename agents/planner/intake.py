@@ -35,7 +35,7 @@ class Intake(NamedTuple):
 
     senders: frozenset[str]  # who said any of the list
     grabs: dict[str, str]  # sender -> the object its status says it grabs, in order
-    idle: tuple[str, ...]  # senders whose status says they grab nothing
+    idle: frozenset[str]  # senders whose status says they grab nothing
     rooms: dict[str, str]  # whom a room claim speaks for -> the room its latest says
     rest: list[TeamMessage]  # every other message, in order
     selfish: bool  # every room claim speaks for its sender: a sender's own touch only
@@ -77,7 +77,7 @@ def intake_of(messages: Sequence[TeamMessage]) -> Intake | None:
             return None
         else:
             rest.append(m)
-    return Intake(frozenset(senders), grabs, tuple(idle), rooms, rest, selfish)
+    return Intake(frozenset(senders), grabs, frozenset(idle), rooms, rest, selfish)
 
 
 _latest: tuple = (None, None)
@@ -126,9 +126,15 @@ def take_in(messages: list[TeamMessage], me: str, intents: dict[str, str],
     own = me in made.senders
     if own and (left is None or not made.selfish):
         return None  # its own in the list it was handed, or keyed to others' entries
-    for agent in made.idle:
-        if agent != me:  # its own status leaves its entry as it was
-            intents.pop(agent, None)
+    # the idle senders' entries go (its own status leaves its entry as it was): found
+    # among its entries, fewer than the idle (most of a 256-agent team grab nothing, and
+    # each reader's table holds only those that grab); which goes first changes nothing
+    # of the order the others keep
+    idle = made.idle
+    for agent in [a for a in intents if a in idle] if len(intents) < len(idle) else \
+            [a for a in idle if a in intents]:
+        if agent != me:
+            del intents[agent]
     if own:  # its own statuses and room claims touch only its entries: kept as they were
         kept = intents.get(me, _NONE), room_claims.get(me, _NONE)
     intents.update(made.grabs)
