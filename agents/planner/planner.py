@@ -37,7 +37,7 @@ from collections import Counter
 from collections.abc import Sequence
 from itertools import islice
 from operator import countOf
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from orgteams.agents.member_rules import MemberRules
 from orgteams.agents.messages import EVERYONE, TeamMessage
@@ -120,7 +120,9 @@ class PlannerAgent:
         self.assigned: dict[str, str] = {}  # leader: object or "room:<r>" -> agent
         self.assigned_at: dict[str, int] = {}  # leader: the tick of each order in assigned
         self.explored: set[str] = set()  # rooms teammates reported explored
-        self._heard: list[TeamMessage] = []
+        # what reports it heard say of where objects are (TeamMessage.noted), noted in
+        # its env memory at its next turn (receive has no env)
+        self._heard: list[tuple[str, str, Any]] = []
         self._outbox: list[TeamMessage] = []
         self._announced: set[tuple[str, str]] = set()
         self._rooms_reported: set[str] = set()
@@ -183,11 +185,17 @@ class PlannerAgent:
                         (value[1], _index(value[0])) < (mine[1], _index(me)):
                     claims[key] = value
                 continue
+            if kind == "found":  # the next most: every goal object seen is reported
+                found_by[m.speaks_for] += 1  # a peer leader's relay, else the sender
+                if relays and m.sender in rules.reports:
+                    self._say(kind, rules.peers, **{**m.content, "by": m.sender})
+                note = m.noted  # where it is, read once for all its readers
+                if note is not None:
+                    heard.append(note)
+                continue
             c = m.content
             by = m.speaks_for  # a peer leader's relay, else the sender
-            if kind == "found":  # the next most: every goal object seen is reported
-                found_by[by] += 1
-            elif kind == "release":
+            if kind == "release":
                 if "object" in c and claims.get(c["object"], ("",))[0] == m.sender:
                     del claims[c["object"]]
                     self.assigned.pop(c["object"], None)
@@ -211,25 +219,23 @@ class PlannerAgent:
                 key = f"room:{target}" if c["action"].startswith("explore:") else target
                 if self.assigned.get(key) == m.sender:
                     del self.assigned[key]  # the member told why it will not do it
-            if relays and kind in ("found", "done") and m.sender in rules.reports:
+            if relays and kind == "done" and m.sender in rules.reports:
                 # what its reports tell it, the other leaders hear from it: leaders
                 # coordinate by messages (never orders), each knowing what both halves found
                 self._say(kind, rules.peers, **{**c, "by": m.sender})
-            if kind in ("found", "assign", "done"):  # what _apply_heard notes
-                heard.append(m)
+            if kind == "assign" or kind == "done":  # what _apply_heard notes
+                note = m.noted
+                if note is not None:
+                    heard.append(note)
 
     def _apply_heard(self, env: MemberView) -> None:
-        mem = env.memory(self.agent_id)
-        for m in self._heard:
-            c = m.content
+        """Notes in its env memory where the reports it heard say objects are."""
+        note = env.memory(self.agent_id).note_object
+        for obj, location, tick in self._heard:
             try:
-                if m.kind == "found" or (m.kind == "assign" and "location" in c):
-                    obj = c["object"] if m.kind == "found" else c["action"].partition(":")[2]
-                    mem.note_object(obj, c["location"], c.get("tick"))
-                elif m.kind == "done" and "object" in c:
-                    mem.note_object(c["object"], c["location"], c.get("tick"))
+                note(obj, location, tick)
             except (KeyError, ValueError):
-                continue  # a malformed or stale note is ignored, not fatal
+                continue  # a stale note (an unknown name) is ignored, not fatal
         self._heard.clear()
 
     def _say(self, kind: str, receivers=EVERYONE, **content) -> None:
