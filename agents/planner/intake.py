@@ -131,10 +131,11 @@ def take_in(messages: list[TeamMessage], me: str, intents: dict[str, str],
     # each reader's table holds only those that grab); which goes first changes nothing
     # of the order the others keep
     idle = made.idle
-    for agent in [a for a in intents if a in idle] if len(intents) < len(idle) else \
-            [a for a in idle if a in intents]:
-        if agent != me:
-            del intents[agent]
+    if idle and intents:
+        for agent in [a for a in intents if a in idle] if len(intents) < len(idle) else \
+                [a for a in idle if a in intents]:
+            if agent != me:
+                del intents[agent]
     if own:  # its own statuses and room claims touch only its entries: kept as they were
         kept = intents.get(me, _NONE), room_claims.get(me, _NONE)
     intents.update(made.grabs)
