@@ -163,9 +163,18 @@ class PlannerAgent:
             if m.sender == me or (m.receivers != EVERYONE and me not in m.receivers):
                 continue  # its own, or not addressed to it
             kind = m.kind
+            if kind == "found":  # every goal object seen is reported to the team (most
+                # of what a planner hears under sequential): first, and done
+                found_by[m.speaks_for] += 1  # a peer leader's relay, else the sender
+                if relays and m.sender in rules.reports:
+                    self._say(kind, rules.peers, **{**m.content, "by": m.sender})
+                note = m.noted  # where it is, read once for all its readers
+                if note is not None:
+                    heard.append(note)
+                continue
             # what a status or claim says is read from the message, made once for all
             # its readers (grabs, claimed): each reader only stores it
-            if kind == "status":  # most of what a big team hears: first, and done
+            if kind == "status":  # most of what a big team hears under shared
                 target = m.grabs
                 if target is not None:
                     intents[m.sender] = target
@@ -184,14 +193,6 @@ class PlannerAgent:
                 if mine is None or mine[0] != me or \
                         (value[1], _index(value[0])) < (mine[1], _index(me)):
                     claims[key] = value
-                continue
-            if kind == "found":  # the next most: every goal object seen is reported
-                found_by[m.speaks_for] += 1  # a peer leader's relay, else the sender
-                if relays and m.sender in rules.reports:
-                    self._say(kind, rules.peers, **{**m.content, "by": m.sender})
-                note = m.noted  # where it is, read once for all its readers
-                if note is not None:
-                    heard.append(note)
                 continue
             c = m.content
             by = m.speaks_for  # a peer leader's relay, else the sender
