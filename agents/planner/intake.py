@@ -126,14 +126,13 @@ def take_in(messages: list[TeamMessage], me: str, intents: dict[str, str],
     own = me in made.senders
     if own and (left is None or not made.selfish):
         return None  # its own in the list it was handed, or keyed to others' entries
-    # the idle senders' entries go (its own status leaves its entry as it was): found
-    # among its entries, fewer than the idle (most of a 256-agent team grab nothing, and
-    # each reader's table holds only those that grab); which goes first changes nothing
-    # of the order the others keep
+    # the idle senders' entries go (its own status leaves its entry as it was): those
+    # among its entries, found in one set operation, not a pop for each (most of a
+    # 256-agent team grab nothing: ~200 a reader a round); which goes first changes
+    # nothing of the order the others keep
     idle = made.idle
     if idle and intents:
-        for agent in [a for a in intents if a in idle] if len(intents) < len(idle) else \
-                [a for a in idle if a in intents]:
+        for agent in intents.keys() & idle:
             if agent != me:
                 del intents[agent]
     if own:  # its own statuses and room claims touch only its entries: kept as they were

@@ -253,7 +253,8 @@ class PlannerAgent:
         ``rules.may_abstain`` an agent with nothing useful to do decides nothing and
         sets ``abstaining``.
         """
-        self.receive(inbox)
+        if inbox:  # most of a 256-agent team, most turns, are shown no one's choices
+            self.receive(inbox)
         if self._heard:  # most of a 256-agent team hear nothing it notes, most rounds
             self._apply_heard(env)
         self._announce(env)
