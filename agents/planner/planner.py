@@ -154,11 +154,13 @@ class PlannerAgent:
         intents, claims, room_claims = self.intents, self.claims, self.room_claims
         # a list handed alike to many: its statuses and room claims as their stores
         # leave the tables, derived once (intake); the rest read here
-        rest = take_in(messages, me, intents, room_claims)
-        if rest is not None:
-            messages = rest
         found_by, heard, rules = self.found_by, self._heard, self.rules
         relays = rules.assigns and rules.peers  # a leader relaying its reports' reports
+        # found reports too, when it relays none (a relay is said report by report)
+        rest = take_in(messages, me, intents, room_claims, *(
+            (None, None) if relays else (found_by, heard)))
+        if rest is not None:
+            messages = rest
         for m in messages:
             if m.sender == me or (m.receivers != EVERYONE and me not in m.receivers):
                 continue  # its own, or not addressed to it
