@@ -298,6 +298,26 @@ class TeamMessage:
             return True, self.speaks_for, c["room"]
         return None
 
+    @_kept
+    def noted(self) -> tuple[str, str, Any] | None:
+        """Where a report says an object is, as a reader's memory notes it
+        (:meth:`~orgteams.envs.observe.memory.AgentMemory.note_object`): ``(object,
+        location, tick)`` of a ``found``, a ``done`` of an object or an ``assign`` that
+        names a location (``tick`` None when not said); None for any other message, or
+        one missing a field. Made once per message (the tuple shared by every reader):
+        each of 256 planners notes every goal object the team reports seeing."""
+        c, kind = self.content, self.kind
+        try:
+            if kind == "found":
+                return c["object"], c["location"], c.get("tick")
+            if kind == "assign" and "location" in c:
+                return c["action"].partition(":")[2], c["location"], c.get("tick")
+            if kind == "done" and "object" in c:
+                return c["object"], c["location"], c.get("tick")
+        except KeyError:  # a malformed report notes nothing
+            pass
+        return None
+
     def addressed_to(self, agent: str) -> bool:
         """Whether the speaker addressed ``agent`` (``"everyone"`` addresses all)."""
         return self.receivers == EVERYONE or agent in self.receivers

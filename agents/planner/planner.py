@@ -37,7 +37,7 @@ from collections import Counter
 from collections.abc import Sequence
 from itertools import islice
 from operator import countOf
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from orgteams.agents.member_rules import MemberRules
 from orgteams.agents.messages import EVERYONE, TeamMessage
@@ -120,7 +120,9 @@ class PlannerAgent:
         self.assigned: dict[str, str] = {}  # leader: object or "room:<r>" -> agent
         self.assigned_at: dict[str, int] = {}  # leader: the tick of each order in assigned
         self.explored: set[str] = set()  # rooms teammates reported explored
-        self._heard: list[TeamMessage] = []
+        # what reports it heard say of where objects are (TeamMessage.noted), noted in
+        # its env memory at its next turn (receive has no env)
+        self._heard: list[tuple[str, str, Any]] = []
         self._outbox: list[TeamMessage] = []
         self._announced: set[tuple[str, str]] = set()
         self._rooms_reported: set[str] = set()
@@ -152,18 +154,29 @@ class PlannerAgent:
         intents, claims, room_claims = self.intents, self.claims, self.room_claims
         # a list handed alike to many: its statuses and room claims as their stores
         # leave the tables, derived once (intake); the rest read here
-        rest = take_in(messages, me, intents, room_claims)
-        if rest is not None:
-            messages = rest
         found_by, heard, rules = self.found_by, self._heard, self.rules
         relays = rules.assigns and rules.peers  # a leader relaying its reports' reports
+        # found reports too, when it relays none (a relay is said report by report)
+        rest = take_in(messages, me, intents, room_claims, *(
+            (None, None) if relays else (found_by, heard)))
+        if rest is not None:
+            messages = rest
         for m in messages:
             if m.sender == me or (m.receivers != EVERYONE and me not in m.receivers):
                 continue  # its own, or not addressed to it
             kind = m.kind
+            if kind == "found":  # every goal object seen is reported to the team (most
+                # of what a planner hears under sequential): first, and done
+                found_by[m.speaks_for] += 1  # a peer leader's relay, else the sender
+                if relays and m.sender in rules.reports:
+                    self._say(kind, rules.peers, **{**m.content, "by": m.sender})
+                note = m.noted  # where it is, read once for all its readers
+                if note is not None:
+                    heard.append(note)
+                continue
             # what a status or claim says is read from the message, made once for all
             # its readers (grabs, claimed): each reader only stores it
-            if kind == "status":  # most of what a big team hears: first, and done
+            if kind == "status":  # most of what a big team hears under shared
                 target = m.grabs
                 if target is not None:
                     intents[m.sender] = target
@@ -185,9 +198,7 @@ class PlannerAgent:
                 continue
             c = m.content
             by = m.speaks_for  # a peer leader's relay, else the sender
-            if kind == "found":  # the next most: every goal object seen is reported
-                found_by[by] += 1
-            elif kind == "release":
+            if kind == "release":
                 if "object" in c and claims.get(c["object"], ("",))[0] == m.sender:
                     del claims[c["object"]]
                     self.assigned.pop(c["object"], None)
@@ -211,25 +222,23 @@ class PlannerAgent:
                 key = f"room:{target}" if c["action"].startswith("explore:") else target
                 if self.assigned.get(key) == m.sender:
                     del self.assigned[key]  # the member told why it will not do it
-            if relays and kind in ("found", "done") and m.sender in rules.reports:
+            if relays and kind == "done" and m.sender in rules.reports:
                 # what its reports tell it, the other leaders hear from it: leaders
                 # coordinate by messages (never orders), each knowing what both halves found
                 self._say(kind, rules.peers, **{**c, "by": m.sender})
-            if kind in ("found", "assign", "done"):  # what _apply_heard notes
-                heard.append(m)
+            if kind == "assign" or kind == "done":  # what _apply_heard notes
+                note = m.noted
+                if note is not None:
+                    heard.append(note)
 
     def _apply_heard(self, env: MemberView) -> None:
-        mem = env.memory(self.agent_id)
-        for m in self._heard:
-            c = m.content
+        """Notes in its env memory where the reports it heard say objects are."""
+        note = env.memory(self.agent_id).note_object
+        for obj, location, tick in self._heard:
             try:
-                if m.kind == "found" or (m.kind == "assign" and "location" in c):
-                    obj = c["object"] if m.kind == "found" else c["action"].partition(":")[2]
-                    mem.note_object(obj, c["location"], c.get("tick"))
-                elif m.kind == "done" and "object" in c:
-                    mem.note_object(c["object"], c["location"], c.get("tick"))
+                note(obj, location, tick)
             except (KeyError, ValueError):
-                continue  # a malformed or stale note is ignored, not fatal
+                continue  # a stale note (an unknown name) is ignored, not fatal
         self._heard.clear()
 
     def _say(self, kind: str, receivers=EVERYONE, **content) -> None:
@@ -246,7 +255,8 @@ class PlannerAgent:
         ``rules.may_abstain`` an agent with nothing useful to do decides nothing and
         sets ``abstaining``.
         """
-        self.receive(inbox)
+        if inbox:  # most of a 256-agent team, most turns, are shown no one's choices
+            self.receive(inbox)
         if self._heard:  # most of a 256-agent team hear nothing it notes, most rounds
             self._apply_heard(env)
         self._announce(env)

@@ -114,6 +114,36 @@ def test_speaks_for_and_doing_read_what_planners_take_from_a_message():
         bad.claimed  # noqa: B018 (a malformed tick stays an error, as int() says it)
 
 
+def test_noted_reads_where_a_report_says_an_object_is_as_planners_noted_it():
+    """``noted``: what a planner notes in its memory of a message it heard, as it read
+    each message's content at its next turn."""
+    def plain(m):
+        c = m.content
+        try:
+            if m.kind == "found" or (m.kind == "assign" and "location" in c):
+                obj = c["object"] if m.kind == "found" else c["action"].partition(":")[2]
+                return obj, c["location"], c.get("tick")
+            if m.kind == "done" and "object" in c:
+                return c["object"], c["location"], c.get("tick")
+        except KeyError:
+            pass
+        return None
+
+    contents = [{"object": "apple_1", "location": "fridge", "tick": 4},
+                {"object": "apple_1", "location": "fridge"}, {"object": "apple_1"},
+                {"room": "kitchen"}, {"agent": "agent_1", "action": "grab:cup_2"},
+                {"agent": "agent_1", "action": "grab:cup_2", "location": "table_1"},
+                {"agent": "agent_1", "action": "explore:hall", "location": "x", "tick": 2},
+                {"location": "fridge"}, {}]
+    for kind in ("found", "done", "assign", "claim", "status", "release"):
+        for c in contents:
+            m = TeamMessage("agent_0", EVERYONE, "said", kind, content=c)
+            assert m.noted == plain(m), (kind, c)
+            assert m.noted is m.noted  # made once, shared by its readers
+    assert TeamMessage.structured("agent_0", EVERYONE, "found", contents[0]).noted == (
+        "apple_1", "fridge", 4)
+
+
 def _plain_unseen(messages, seen, skip, structured):
     """The reader's filter message by message, as planners did it before broadcasts."""
     out = []

@@ -516,3 +516,61 @@ def test_a_list_handed_alike_to_many_is_taken_in_as_each_copy_is(seed, monkeypat
     assert any(shared)  # some were taken in from an intake
     with pytest.raises(TypeError, match="shared by its readers"):
         handed.append(said[0] if said else None)
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_found_reports_handed_alike_to_many_are_taken_in_as_each_copy_is(seed, monkeypatch):
+    """Lists of mostly found reports (relayed ``by`` a leader, without a location, to
+    some only now and then, among statuses and now and then a done report), handed
+    alike to many readers (some among their senders, some relaying their reports'
+    reports): their counts and notes are taken in as reading each copy one by one."""
+    from orgteams.agents.member_rules import MemberRules
+    from orgteams.agents.messages import EVERYONE, Handed, TeamMessage
+    from orgteams.agents.planner import intake
+
+    taken = []  # the intakes whose found reports readers took in
+    take_in = intake.take_in
+    monkeypatch.setattr(planner_module, "take_in", lambda *a: (
+        taken.append(a[4] is not None) or take_in(*a)))
+    rng = random.Random(seed)
+    team = [f"agent_{i}" for i in range(6)]
+    fast = [PlannerAgent(a) for a in team]
+    plain = [PlannerAgent(a) for a in team]
+    for f, p in zip(fast, plain):
+        if f.agent_id == "agent_0":
+            for q in (f, p):
+                q.rules = MemberRules(assign_work="leader", reports=("agent_2", "agent_3"),
+                                      peers=("agent_1",))
+    for _ in range(25):
+        said = []
+        for _ in range(rng.randrange(12)):
+            sender = rng.choice(team + ["x_0", "x_1"])
+            to = EVERYONE if rng.random() < 0.95 else tuple(rng.sample(team, 2))
+            kind = rng.choice(["found"] * 6 + ["status"] * 3 + ["done"])
+            obj = rng.choice(["cup_1", "cup_2", "mug_1"])
+            content = {
+                "found": rng.choice([{"object": obj, "location": "table_0", "tick": 2},
+                                     {"object": obj, "location": "fridge", "by": "agent_2"},
+                                     {"object": obj, "location": "table_0"}]),
+                "status": {"doing": rng.choice(["grab:cup_1", "wait"]), "holding": ()},
+                "done": {"object": obj, "location": "table_0"},
+            }[kind]
+            m = TeamMessage.structured(sender, to, kind, content)
+            if kind == "found" and rng.random() < 0.1:  # no location: counted, not noted
+                m = TeamMessage(sender, to, "seen", kind, content={"object": obj})
+            said.append(m)
+        if rng.random() < 0.3:
+            said += rng.sample(said, len(said) // 3)  # some said twice
+        handed = Handed(said)
+        for f, p in zip(fast, plain):
+            me = f.agent_id
+            if rng.random() < 0.5 and any(m.sender == me for m in said):
+                f.receive(Handed.less([m for m in said if m.sender != me], handed, me))
+            else:
+                f.receive(handed)
+            p.receive(list(said))
+            assert _tables(f) == _tables(p)
+            assert list(f.found_by.items()) == list(p.found_by.items())  # their order too
+            f._outbox.clear()
+            p._outbox.clear()
+    assert any(taken)
