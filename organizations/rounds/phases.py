@@ -123,6 +123,14 @@ def _at_once(calls: list) -> list:
     return results
 
 
+# A record the loop makes per speaker or decision (256 of each a round at 256 agents) is
+# made as ``line = _blank(Cls); line.__init__(field=..., ...)``: what ``Cls(field=...)``
+# makes, but its keywords reach the generated ``__init__`` as they are, where a class
+# called with keywords first packs them into a dict (CPython 3.11): that took half the
+# cost of making a context or a log line of a dozen and more fields.
+_blank = object.__new__
+
+
 class _Told(NamedTuple):
     """What every communicate context of a phase is told alike, read once for the phase
     (under ``sequential`` at 256 agents a phase has 256 stages): the phase's id -> name
@@ -149,7 +157,8 @@ def _contexts(state: EpisodeState, stages: list[Stage], si: int, outputs: RoundO
     ctxs = {}
     for agent in stage.speakers:
         f = facts.get(agent) or fact(agent)
-        ctxs[agent] = CommunicateContext(
+        ctx = ctxs[agent] = _blank(CommunicateContext)  # see _blank
+        ctx.__init__(
             round=state.round, agent=agent, name=f.name,
             team=team, instruction=f.instruction,
             role=state.role_in(f, agent), allow_abstain=org.allow_abstain,
@@ -395,10 +404,12 @@ def _route(state: EpisodeState, si: int, stage: Stage, agent: str, d: Communicat
     abstained = d.abstain if state.organization.allow_abstain else None
     if not d.messages:
         if recording:
-            state.emit(MessageLine(round=rnd, agent=agent, phase="communicate", call=d.record,
-                                   tick=state.env.ticks, kind=stage.kind, thoughts=d.thoughts,
-                                   stage=si, role=role, abstained=abstained, vote=d.vote,
-                                   message_tokens=0))
+            line = _blank(MessageLine)
+            line.__init__(round=rnd, agent=agent, phase="communicate", call=d.record,
+                          tick=state.env.ticks, kind=stage.kind, thoughts=d.thoughts,
+                          stage=si, role=role, abstained=abstained, vote=d.vote,
+                          message_tokens=0)
+            state.emit(line)
         return [TeamMessage.silent_turn(agent, rnd, si, d.role, d.abstain)]
     said = []
     removed = state.removed
@@ -455,8 +466,10 @@ async def decide_actions(state: EpisodeState, abstained: set[str] = frozenset(),
     ctxs = {}
     for a in deciders:
         f = facts.get(a) or fact(a)
+        # positional (not abstained, what it saw, the history): keywords to a class cost a
+        # dict per call (see _blank)
         ctxs[a] = ActContext(state.round, a, f.name, team, f.instruction, state.role_in(f, a),
-                             visible_this_round=(visible or {}).get(a, []), history=history)
+                             False, (visible or {}).get(a, []), history)
     decisions = await _all(state, deciders,
                            (state.members[a].act(state.view, state.round, ctxs[a])
                             for a in deciders), partial(ActionLine, phase="act"))
@@ -513,11 +526,12 @@ async def act_phase(state: EpisodeState, abstained: set[str]) -> None:
         kinds = [e.get("type") for e in info.get("events", ())]
         placed[agent] += kinds.count("placed")  # a Counter: every decider gets a key
         if recording:
-            state.emit(ActionLine(round=state.round, agent=agent, phase="act", call=d.record,
-                                  tick=env.ticks, action=actions[agent],
-                                  thoughts=d.thoughts, status=info.get("status"),
-                                  failure_reason=info.get("failure_reason"), events=kinds,
-                                  ticks_elapsed=info.get("ticks_elapsed")))
+            line = _blank(ActionLine)
+            line.__init__(round=state.round, agent=agent, phase="act", call=d.record,
+                          tick=env.ticks, action=actions[agent], thoughts=d.thoughts,
+                          status=info.get("status"), failure_reason=info.get("failure_reason"),
+                          events=kinds, ticks_elapsed=info.get("ticks_elapsed"))
+            state.emit(line)
     for hook in state.hooks.decided:
         hook(state, [d.record for a, d in chosen.items() if a not in early])
     deliver_held(state)
