@@ -424,13 +424,15 @@ def _route(state: EpisodeState, si: int, stage: Stage, agent: str, d: Communicat
                           role=d.role, abstained=d.abstain)
         said.append(out)
         inbox.add(out, delivered)
-        if recording:
-            line = dict(round=rnd, agent=agent, tick=state.env.ticks, stage=si,
-                        kind=stage.kind, role=role, abstained=abstained, vote=d.vote,
-                        thoughts=d.thoughts, dropped=list(dropped),
-                        message_tokens=state.tokenizer.count(m.text))
-            state.emit(MessageLine(call=d.record, message=out, phase="communicate", **line)
-                       if i == 0 else MessageLine.sent(d.record, out, first=False, **line))
+        if recording:  # the turn's first line carries its call, the others not (sent())
+            line = _blank(MessageLine)
+            line.__init__(round=rnd, agent=agent, phase="communicate",
+                          call=d.record if i == 0 else MessageLine.later_call(d.record),
+                          tick=state.env.ticks, stage=si, kind=stage.kind, role=role,
+                          abstained=abstained, vote=d.vote, thoughts=d.thoughts,
+                          message=out, dropped=list(dropped),
+                          message_tokens=state.tokenizer.count(m.text), first=i == 0)
+            state.emit(line)
         for hook in state.hooks.message:
             hook(out)
     return said
