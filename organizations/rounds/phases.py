@@ -18,10 +18,9 @@ from __future__ import annotations
 
 import asyncio
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import asdict, replace
-from functools import partial
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from orgteams.agents.member import (
     ActContext,
@@ -59,17 +58,18 @@ TRACKED = ("grab", "explore", "check")  # kinds whose targets two agents should 
 
 
 async def _all(state: EpisodeState, agents: Sequence[str], calls,
-               unused: Callable[..., DecisionLine]) -> list:
+               line: type[DecisionLine], **fields: Any) -> list:
     """The members' decisions, asked concurrently (one call is awaited without a task).
 
     Each decision's record goes to the ``called`` hooks in the order the calls finished,
     so a stop on failed calls counts them exactly however many ran at once. When a hook
     stops the episode (:class:`~orgteams.organizations.rounds.status.EpisodeStopped`),
     nothing more is used or started: every decision of these calls is written to the
-    log as it is (an unused line made by ``unused``, which gives its kind and stage; a
-    note says it was not used, and, for one that finished after the stop's call, that it
-    was not counted), then the stop goes on. Calls already running are let finish so that
-    every request they made is on record.
+    log as it is (an unused ``line`` with ``fields``, which give its phase, kind and
+    stage; a note says it was not used, and, for one that finished after the stop's
+    call, that it was not counted), then the stop goes on. Calls already running are
+    let finish so that every request they made is on record. (The line's class and
+    fields, not a ``partial`` of it: one was made per stage, 256 a round.)
     """
     calls = list(calls)
     finished: list[int] = []  # indexes of the calls, in the order they finished
@@ -98,29 +98,38 @@ async def _all(state: EpisodeState, agents: Sequence[str], calls,
                                                f"that stopped the episode ({stop.reason})")
             for agent, d in zip(agents, results):
                 d.record.notes.append(f"not used: the episode stopped ({stop.reason})")
-                state.emit(unused(round=state.round, agent=agent, call=d.record,
-                                  tick=state.env.ticks, thoughts=d.thoughts, unused=True))
+                state.emit(line(round=state.round, agent=agent, call=d.record,
+                                tick=state.env.ticks, thoughts=d.thoughts, unused=True,
+                                **fields))
             raise
     return results
 
 
 def _at_once(calls: list) -> list:
     """The results of coroutines that never await (``decides_at_once`` members), run
-    one after another to their end; one that awaits is our bug, and says so."""
-    results = []
-    try:
+    one after another to their end; one that awaits is our bug, and says so.
+
+    They are awaited in one coroutine run by one ``send``: a coroutine sent to its end
+    raises :class:`StopIteration`, and catching one per call (256 a phase) cost more
+    than awaiting them, which ends none with an exception."""
+    results: list = []
+
+    async def in_turn() -> None:
         for call in calls:
-            try:
-                call.send(None)
-            except StopIteration as done:
-                results.append(done.value)
-            else:
-                raise RuntimeError(f"{call.__qualname__} awaited, but its member "
-                                   "decides_at_once")
+            results.append(await call)
+
+    runner = in_turn()
+    try:
+        runner.send(None)
+    except StopIteration:
+        return results
+    else:
+        raise RuntimeError(f"{calls[len(results)].__qualname__} awaited, but its member "
+                           "decides_at_once")
     finally:
+        runner.close()
         for call in calls[len(results):]:
             call.close()
-    return results
 
 
 # A record the loop makes per speaker or decision (256 of each a round at 256 agents) is
@@ -204,8 +213,7 @@ async def communicate_phase(state: EpisodeState, speakers: list[str] | None = No
         ctxs = _contexts(state, stages, si, outputs, told)
         decisions = await _all(state, speakers,
                                [members[a].communicate(ctxs[a], view) for a in speakers],
-                               partial(MessageLine, phase="communicate", stage=si,
-                                       kind=stage.kind))
+                               MessageLine, phase="communicate", stage=si, kind=stage.kind)
         state.check_stop()  # e.g. a person's window closed while they were asked
         votes, claims = {}, {}
         for agent, d in zip(speakers, decisions):
@@ -474,7 +482,7 @@ async def decide_actions(state: EpisodeState, abstained: set[str] = frozenset(),
                              False, (visible or {}).get(a, []), history)
     decisions = await _all(state, deciders,
                            (state.members[a].act(state.view, state.round, ctxs[a])
-                            for a in deciders), partial(ActionLine, phase="act"))
+                            for a in deciders), ActionLine, phase="act")
     actions: dict[str, ActionId] = {}
     chosen: dict[str, ActDecision] = {}
     for agent, d in zip(deciders, decisions):
