@@ -211,9 +211,15 @@ class MessageLine(DecisionLine):
         """A line for one of a turn's messages; its call is ``call`` (the first) or,
         with ``first=False``, a copy without :data:`CALL_ONLY` fields."""
         if not fields.get("first", True):
-            call = replace(call, prompt=[], replies=[], usage=Usage(), cached_usage=Usage(),
-                           attempts=[])
+            call = cls.later_call(call)
         return cls(call=call, message=message, phase="communicate", **fields)
+
+    @staticmethod
+    def later_call(call: DecisionRecord) -> DecisionRecord:
+        """The call of a turn's later line (``first=False``): a copy of ``call`` without
+        its :data:`CALL_ONLY` fields."""
+        return replace(call, prompt=[], replies=[], usage=Usage(), cached_usage=Usage(),
+                       attempts=[])
 
     def to_dict(self) -> dict[str, Any]:
         """The line's JSON object, keys in the order the log writes them."""

@@ -18,10 +18,9 @@ from __future__ import annotations
 
 import asyncio
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import asdict, replace
-from functools import partial
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from orgteams.agents.member import (
     ActContext,
@@ -59,17 +58,18 @@ TRACKED = ("grab", "explore", "check")  # kinds whose targets two agents should 
 
 
 async def _all(state: EpisodeState, agents: Sequence[str], calls,
-               unused: Callable[..., DecisionLine]) -> list:
+               line: type[DecisionLine], **fields: Any) -> list:
     """The members' decisions, asked concurrently (one call is awaited without a task).
 
     Each decision's record goes to the ``called`` hooks in the order the calls finished,
     so a stop on failed calls counts them exactly however many ran at once. When a hook
     stops the episode (:class:`~orgteams.organizations.rounds.status.EpisodeStopped`),
     nothing more is used or started: every decision of these calls is written to the
-    log as it is (an unused line made by ``unused``, which gives its kind and stage; a
-    note says it was not used, and, for one that finished after the stop's call, that it
-    was not counted), then the stop goes on. Calls already running are let finish so that
-    every request they made is on record.
+    log as it is (an unused ``line`` with ``fields``, which give its phase, kind and
+    stage; a note says it was not used, and, for one that finished after the stop's
+    call, that it was not counted), then the stop goes on. Calls already running are
+    let finish so that every request they made is on record. (The line's class and
+    fields, not a ``partial`` of it: one was made per stage, 256 a round.)
     """
     calls = list(calls)
     finished: list[int] = []  # indexes of the calls, in the order they finished
@@ -98,29 +98,46 @@ async def _all(state: EpisodeState, agents: Sequence[str], calls,
                                                f"that stopped the episode ({stop.reason})")
             for agent, d in zip(agents, results):
                 d.record.notes.append(f"not used: the episode stopped ({stop.reason})")
-                state.emit(unused(round=state.round, agent=agent, call=d.record,
-                                  tick=state.env.ticks, thoughts=d.thoughts, unused=True))
+                state.emit(line(round=state.round, agent=agent, call=d.record,
+                                tick=state.env.ticks, thoughts=d.thoughts, unused=True,
+                                **fields))
             raise
     return results
 
 
 def _at_once(calls: list) -> list:
     """The results of coroutines that never await (``decides_at_once`` members), run
-    one after another to their end; one that awaits is our bug, and says so."""
-    results = []
-    try:
+    one after another to their end; one that awaits is our bug, and says so.
+
+    They are awaited in one coroutine run by one ``send``: a coroutine sent to its end
+    raises :class:`StopIteration`, and catching one per call (256 a phase) cost more
+    than awaiting them, which ends none with an exception."""
+    results: list = []
+
+    async def in_turn() -> None:
         for call in calls:
-            try:
-                call.send(None)
-            except StopIteration as done:
-                results.append(done.value)
-            else:
-                raise RuntimeError(f"{call.__qualname__} awaited, but its member "
-                                   "decides_at_once")
+            results.append(await call)
+
+    runner = in_turn()
+    try:
+        runner.send(None)
+    except StopIteration:
+        return results
+    else:
+        raise RuntimeError(f"{calls[len(results)].__qualname__} awaited, but its member "
+                           "decides_at_once")
     finally:
+        runner.close()
         for call in calls[len(results):]:
             call.close()
-    return results
+
+
+# A record the loop makes per speaker or decision (256 of each a round at 256 agents) is
+# made as ``line = _blank(Cls); line.__init__(field=..., ...)``: what ``Cls(field=...)``
+# makes, but its keywords reach the generated ``__init__`` as they are, where a class
+# called with keywords first packs them into a dict (CPython 3.11): that took half the
+# cost of making a context or a log line of a dozen and more fields.
+_blank = object.__new__
 
 
 class _Told(NamedTuple):
@@ -149,7 +166,8 @@ def _contexts(state: EpisodeState, stages: list[Stage], si: int, outputs: RoundO
     ctxs = {}
     for agent in stage.speakers:
         f = facts.get(agent) or fact(agent)
-        ctxs[agent] = CommunicateContext(
+        ctx = ctxs[agent] = _blank(CommunicateContext)  # see _blank
+        ctx.__init__(
             round=state.round, agent=agent, name=f.name,
             team=team, instruction=f.instruction,
             role=state.role_in(f, agent), allow_abstain=org.allow_abstain,
@@ -195,8 +213,7 @@ async def communicate_phase(state: EpisodeState, speakers: list[str] | None = No
         ctxs = _contexts(state, stages, si, outputs, told)
         decisions = await _all(state, speakers,
                                [members[a].communicate(ctxs[a], view) for a in speakers],
-                               partial(MessageLine, phase="communicate", stage=si,
-                                       kind=stage.kind))
+                               MessageLine, phase="communicate", stage=si, kind=stage.kind)
         state.check_stop()  # e.g. a person's window closed while they were asked
         votes, claims = {}, {}
         for agent, d in zip(speakers, decisions):
@@ -395,10 +412,12 @@ def _route(state: EpisodeState, si: int, stage: Stage, agent: str, d: Communicat
     abstained = d.abstain if state.organization.allow_abstain else None
     if not d.messages:
         if recording:
-            state.emit(MessageLine(round=rnd, agent=agent, phase="communicate", call=d.record,
-                                   tick=state.env.ticks, kind=stage.kind, thoughts=d.thoughts,
-                                   stage=si, role=role, abstained=abstained, vote=d.vote,
-                                   message_tokens=0))
+            line = _blank(MessageLine)
+            line.__init__(round=rnd, agent=agent, phase="communicate", call=d.record,
+                          tick=state.env.ticks, kind=stage.kind, thoughts=d.thoughts,
+                          stage=si, role=role, abstained=abstained, vote=d.vote,
+                          message_tokens=0)
+            state.emit(line)
         return [TeamMessage.silent_turn(agent, rnd, si, d.role, d.abstain)]
     said = []
     removed = state.removed
@@ -413,13 +432,15 @@ def _route(state: EpisodeState, si: int, stage: Stage, agent: str, d: Communicat
                           role=d.role, abstained=d.abstain)
         said.append(out)
         inbox.add(out, delivered)
-        if recording:
-            line = dict(round=rnd, agent=agent, tick=state.env.ticks, stage=si,
-                        kind=stage.kind, role=role, abstained=abstained, vote=d.vote,
-                        thoughts=d.thoughts, dropped=list(dropped),
-                        message_tokens=state.tokenizer.count(m.text))
-            state.emit(MessageLine(call=d.record, message=out, phase="communicate", **line)
-                       if i == 0 else MessageLine.sent(d.record, out, first=False, **line))
+        if recording:  # the turn's first line carries its call, the others not (sent())
+            line = _blank(MessageLine)
+            line.__init__(round=rnd, agent=agent, phase="communicate",
+                          call=d.record if i == 0 else MessageLine.later_call(d.record),
+                          tick=state.env.ticks, stage=si, kind=stage.kind, role=role,
+                          abstained=abstained, vote=d.vote, thoughts=d.thoughts,
+                          message=out, dropped=list(dropped),
+                          message_tokens=state.tokenizer.count(m.text), first=i == 0)
+            state.emit(line)
         for hook in state.hooks.message:
             hook(out)
     return said
@@ -455,11 +476,13 @@ async def decide_actions(state: EpisodeState, abstained: set[str] = frozenset(),
     ctxs = {}
     for a in deciders:
         f = facts.get(a) or fact(a)
+        # positional (not abstained, what it saw, the history): keywords to a class cost a
+        # dict per call (see _blank)
         ctxs[a] = ActContext(state.round, a, f.name, team, f.instruction, state.role_in(f, a),
-                             visible_this_round=(visible or {}).get(a, []), history=history)
+                             False, (visible or {}).get(a, []), history)
     decisions = await _all(state, deciders,
                            (state.members[a].act(state.view, state.round, ctxs[a])
-                            for a in deciders), partial(ActionLine, phase="act"))
+                            for a in deciders), ActionLine, phase="act")
     actions: dict[str, ActionId] = {}
     chosen: dict[str, ActDecision] = {}
     for agent, d in zip(deciders, decisions):
@@ -513,11 +536,12 @@ async def act_phase(state: EpisodeState, abstained: set[str]) -> None:
         kinds = [e.get("type") for e in info.get("events", ())]
         placed[agent] += kinds.count("placed")  # a Counter: every decider gets a key
         if recording:
-            state.emit(ActionLine(round=state.round, agent=agent, phase="act", call=d.record,
-                                  tick=env.ticks, action=actions[agent],
-                                  thoughts=d.thoughts, status=info.get("status"),
-                                  failure_reason=info.get("failure_reason"), events=kinds,
-                                  ticks_elapsed=info.get("ticks_elapsed")))
+            line = _blank(ActionLine)
+            line.__init__(round=state.round, agent=agent, phase="act", call=d.record,
+                          tick=env.ticks, action=actions[agent], thoughts=d.thoughts,
+                          status=info.get("status"), failure_reason=info.get("failure_reason"),
+                          events=kinds, ticks_elapsed=info.get("ticks_elapsed"))
+            state.emit(line)
     for hook in state.hooks.decided:
         hook(state, [d.record for a, d in chosen.items() if a not in early])
     deliver_held(state)
