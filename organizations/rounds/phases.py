@@ -479,7 +479,7 @@ async def decide_actions(state: EpisodeState, abstained: set[str] = frozenset(),
         # positional (not abstained, what it saw, the history): keywords to a class cost a
         # dict per call (see _blank)
         ctxs[a] = ActContext(state.round, a, f.name, team, f.instruction, state.role_in(f, a),
-                             False, (visible or {}).get(a, []), history)
+                             visible_this_round=(visible or {}).get(a, []), history=history)
     decisions = await _all(state, deciders,
                            (state.members[a].act(state.view, state.round, ctxs[a])
                             for a in deciders), ActionLine, phase="act")
