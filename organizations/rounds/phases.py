@@ -476,8 +476,6 @@ async def decide_actions(state: EpisodeState, abstained: set[str] = frozenset(),
     ctxs = {}
     for a in deciders:
         f = facts.get(a) or fact(a)
-        # positional (not abstained, what it saw, the history): keywords to a class cost a
-        # dict per call (see _blank)
         ctxs[a] = ActContext(state.round, a, f.name, team, f.instruction, state.role_in(f, a),
                              visible_this_round=(visible or {}).get(a, []), history=history)
     decisions = await _all(state, deciders,
