@@ -481,7 +481,9 @@ class HighLevelEnv(ParallelEnv):
                 raise ValueError(f"unknown agent {agent!r}; agents are {self.possible_agents}")
             if agent not in live:
                 continue
-            if isinstance(ident, HighLevelAction):
+            if isinstance(ident, str):
+                pass  # an id, as agents send them: 256 a tick, the checks below cost more
+            elif isinstance(ident, HighLevelAction):
                 ident = ident.id
             elif isinstance(ident, int | np.integer | np.ndarray) and not isinstance(ident, bool):
                 ident = self._slot_id(agent, ident)
