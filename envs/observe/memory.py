@@ -122,7 +122,8 @@ class Sight:
 
     def furniture(self, f: int) -> tuple:
         """``(f, name, open, contents, their set, the belief each is seen with)`` of
-        furniture ``f``; contents (and the rest) None where it is closed."""
+        furniture ``f``; contents (and the rest) None where it is closed, the belief
+        None where it holds nothing."""
         seen = self._furniture.get(f)
         if seen is None:
             state = self.state
@@ -131,8 +132,11 @@ class Sight:
                 inside = state.contents[f]
                 names = state.scene.objects
                 contents = tuple(names[o] for o in inside) if inside else ()
+                # most open furniture holds nothing: no object to hand a belief (a frozen
+                # dataclass, slow to make: a crowd sees a hundred pieces a tick)
                 seen = (f, name, True, contents, set(contents),
-                        ObjectBelief(name, "furniture", state.tick, "seen"))
+                        ObjectBelief(name, "furniture", state.tick, "seen") if contents
+                        else None)
             else:
                 seen = (f, name, False, None, None, None)
             self._furniture[f] = seen
