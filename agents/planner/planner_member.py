@@ -264,7 +264,7 @@ class PlannerMember(MemberBase):
     async def communicate(self, ctx: CommunicateContext, env: MemberView) -> CommunicateDecision:
         """The planner's structured messages for this stage, or its ballot in a vote."""
         start = time.perf_counter()
-        record = DecisionRecord("communicate", self.agent_id, ctx.round, model=self.model)
+        record = DecisionRecord.fresh("communicate", self.agent_id, ctx.round, self.model)
         rules = self.planner.rules = ctx.rules
         if ctx.stage_kind == "vote":
             vote = choose_vote(rules, self.agent_id, ctx.candidates or [self.agent_id],
@@ -366,7 +366,7 @@ class PlannerMember(MemberBase):
         parsed: dict = {"action": action}
         if self.planner.depends_on:  # whose order or claim it acts on (dependency_graph)
             parsed["depends_on"] = dict(self.planner.depends_on)
-        record = DecisionRecord("act", self.agent_id, round, parsed=parsed, model=self.model)
+        record = DecisionRecord.fresh("act", self.agent_id, round, self.model, parsed)
         record.wall = time.perf_counter() - start
         return ActDecision(action, "", record)
 
@@ -386,7 +386,7 @@ class RandomMember(MemberBase):
 
     async def communicate(self, ctx: CommunicateContext, env: MemberView) -> CommunicateDecision:
         """Says nothing; in a vote, casts a ballot by the organization's election rule."""
-        record = DecisionRecord("communicate", self.agent_id, ctx.round, model=self.model)
+        record = DecisionRecord.fresh("communicate", self.agent_id, ctx.round, self.model)
         vote = None
         if ctx.stage_kind == "vote" and ctx.candidates:  # ballots follow the election rule
             vote = choose_vote(ctx.rules, self.agent_id, ctx.candidates, ctx.round)
@@ -396,6 +396,6 @@ class RandomMember(MemberBase):
     async def act(self, env: MemberView, round: int, ctx: ActContext | None = None) -> ActDecision:
         """A uniformly random action among those available to this member."""
         action = self.agent.act(env)
-        record = DecisionRecord("act", self.agent_id, round, parsed={"action": action},
-                                model=self.model)
+        record = DecisionRecord.fresh("act", self.agent_id, round, self.model,
+                                      {"action": action})
         return ActDecision(action, "", record)
