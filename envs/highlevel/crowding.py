@@ -246,8 +246,7 @@ class Crowd:
         # would ask every teammate); it follows who starts and stops evacuating here.
         # The plans that just advanced on this world left theirs, kept true as they
         # advanced (nothing else changed since): the same answers, not made again.
-        view: _TickView | None = None
-        asked = False
+        view: _TickView | None
         asked, view = self._take_kept()
         if asked:
             self._tick = view
