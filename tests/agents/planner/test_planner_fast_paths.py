@@ -448,6 +448,26 @@ def _tables(p: PlannerAgent) -> tuple:
             [(m.kind, m.receivers, dict(m.content)) for m in p._outbox])
 
 
+def _hand_alike(fast: list, plain: list, said: list, rng: random.Random):
+    """Hands ``said`` as one shared list to each of ``fast`` (or, now and then, that list
+    less a reader's own) and a copy to its twin in ``plain``; their tables must agree
+    after each reader. Returns the shared list."""
+    from orgteams.agents.messages import Handed
+
+    handed = Handed(said)
+    for f, p in zip(fast, plain):
+        me = f.agent_id
+        if rng.random() < 0.5 and any(m.sender == me for m in said):
+            f.receive(Handed.less([m for m in said if m.sender != me], handed, me))
+        else:
+            f.receive(handed)
+        p.receive(list(said))
+        assert _tables(f) == _tables(p)
+        f._outbox.clear()
+        p._outbox.clear()
+    return handed
+
+
 @pytest.mark.parametrize("seed", range(30))
 def test_a_list_handed_alike_to_many_is_taken_in_as_each_copy_is(seed, monkeypatch):
     """Readers handed one :class:`Handed` list, or that list less their own messages
@@ -457,7 +477,7 @@ def test_a_list_handed_alike_to_many_is_taken_in_as_each_copy_is(seed, monkeypat
     the list whole, or less their own), statuses said twice, rooms released, messages
     to some only, claims relayed ``for`` another, reports, orders and corrections."""
     from orgteams.agents.member_rules import MemberRules
-    from orgteams.agents.messages import EVERYONE, Handed, TeamMessage
+    from orgteams.agents.messages import EVERYONE, TeamMessage
     from orgteams.agents.planner import intake
 
     shared = []  # the intakes readers took in
@@ -502,17 +522,7 @@ def test_a_list_handed_alike_to_many_is_taken_in_as_each_copy_is(seed, monkeypat
             said.append(TeamMessage.structured(sender, to, kind, content))
         if rng.random() < 0.3:
             said += rng.sample(said, len(said) // 3)  # some said twice
-        handed = Handed(said)
-        for f, p in zip(fast, plain):
-            me = f.agent_id
-            if rng.random() < 0.5 and any(m.sender == me for m in said):
-                f.receive(Handed.less([m for m in said if m.sender != me], handed, me))
-            else:
-                f.receive(handed)
-            p.receive(list(said))
-            assert _tables(f) == _tables(p)
-            f._outbox.clear()
-            p._outbox.clear()
+        handed = _hand_alike(fast, plain, said, rng)
     assert any(shared)  # some were taken in from an intake
     with pytest.raises(TypeError, match="shared by its readers"):
         handed.append(said[0] if said else None)
@@ -525,7 +535,7 @@ def test_found_reports_handed_alike_to_many_are_taken_in_as_each_copy_is(seed, m
     alike to many readers (some among their senders, some relaying their reports'
     reports): their counts and notes are taken in as reading each copy one by one."""
     from orgteams.agents.member_rules import MemberRules
-    from orgteams.agents.messages import EVERYONE, Handed, TeamMessage
+    from orgteams.agents.messages import EVERYONE, TeamMessage
     from orgteams.agents.planner import intake
 
     taken = []  # the intakes whose found reports readers took in
@@ -561,16 +571,7 @@ def test_found_reports_handed_alike_to_many_are_taken_in_as_each_copy_is(seed, m
             said.append(m)
         if rng.random() < 0.3:
             said += rng.sample(said, len(said) // 3)  # some said twice
-        handed = Handed(said)
-        for f, p in zip(fast, plain):
-            me = f.agent_id
-            if rng.random() < 0.5 and any(m.sender == me for m in said):
-                f.receive(Handed.less([m for m in said if m.sender != me], handed, me))
-            else:
-                f.receive(handed)
-            p.receive(list(said))
-            assert _tables(f) == _tables(p)
-            assert list(f.found_by.items()) == list(p.found_by.items())  # their order too
-            f._outbox.clear()
-            p._outbox.clear()
+        _hand_alike(fast, plain, said, rng)
+        for f, p in zip(fast, plain):  # found reports counted in their order too
+            assert list(f.found_by.items()) == list(p.found_by.items())
     assert any(taken)
